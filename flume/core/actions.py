@@ -1,0 +1,202 @@
+"""Actions: what the core asks the shell to do, as values.
+
+Theory of operation: each action is an imperative the shell performs and reports back on as an
+observation (``StartAgent`` is answered by ``AgentStarted`` or ``ActionFailed``); the core never
+assumes an effect. ``Report`` actions are the place's events, the stream callers follow. Never
+subclass these (h11).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+from pyrsistent.typing import PVector
+
+from flume.core.ids import BranchName, Marker, SessionId, Sha, StageName
+from flume.core.launch import AgentSettings
+
+
+@attrs.frozen(kw_only=True)
+class MakeWorktree:
+    """R1: add the worktree at ``path`` on a new ``branch`` cut from ``base``'s current revision."""
+
+    repository: str
+    path: str
+    branch: BranchName
+    base: BranchName
+
+
+@attrs.frozen(kw_only=True)
+class RunSetup:
+    """R2: run exactly the commands the repository declares, in the place, output journaled."""
+
+    path: str
+    commands: PVector[PVector[str]] = attrs.field()
+
+
+@attrs.frozen(kw_only=True)
+class StartAgent:
+    """R4: start a fresh agent for ``stage``'s ``attempt`` in the place, in a pane of its own."""
+
+    path: str
+    stage: StageName
+    attempt: int
+    agent: AgentSettings
+
+
+@attrs.frozen(kw_only=True)
+class SendPrompt:
+    """R5: paste ``text`` literally into the agent's input and submit it (send ``send`` of 2)."""
+
+    session: SessionId
+    stage: StageName
+    attempt: int
+    send: int
+    marker: Marker
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class SendTell:
+    """R6: paste the caller's tell into the agent's input and submit it (send ``send`` of 2)."""
+
+    session: SessionId
+    number: int
+    send: int
+    marker: Marker
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class EndAgent:
+    """End the agent's process and close its pane."""
+
+    session: SessionId
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class Land:
+    """Hand the branch to the repository's lander, to land on ``base``."""
+
+    path: str
+    branch: BranchName
+    base: BranchName
+
+
+@attrs.frozen(kw_only=True)
+class GatherTidyFacts:
+    """Look at the place's worktree and branch, and report them as ``TidyFactsSeen`` (R10)."""
+
+    path: str
+    branch: BranchName
+    base: BranchName
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RemoveWorktree:
+    """R10: remove the place's worktree; ``force`` only when the caller said so."""
+
+    path: str
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class DeleteBranch:
+    """R10: delete the branch; asked for only when its base holds all its work."""
+
+    branch: BranchName
+    base: BranchName
+    #: The head tidy judged; the shell deletes only if the branch still points here.
+    head_was: Sha | None = None
+
+
+@attrs.frozen(kw_only=True)
+class KeepBranch:
+    """R10: tidy leaves the branch, and says why."""
+
+    branch: BranchName
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class KeepPlace:
+    """R10: tidy leaves the worktree, and says why."""
+
+    path: str
+    reason: str
+
+
+class Event(enum.Enum):
+    """What a place's report is about: the events callers follow."""
+
+    LAUNCHED = "launched"
+    PLACE_MADE = "place-made"
+    SETUP_FAILED = "setup-failed"
+    STAGE_STARTED = "stage-started"
+    STAGE_WAITS = "stage-waits"  #: the stage waits on the caller's word
+    PROMPT_DELIVERED = "prompt-delivered"
+    PROMPT_MISSING = "prompt-missing"  #: a send was not found in the transcript
+    NEVER_BEGAN = "never-began"
+    DELIVERABLE = "deliverable"  #: the stage's deliverable exists
+    STAGE_ENDED = "stage-ended"
+    STOPPED_SHORT = "stopped-short"
+    STOPPED = "stopped"
+    AGENT_EXITED = "agent-exited"
+    TELL_HELD = "tell-held"
+    TELL_DELIVERED = "tell-delivered"
+    TELL_LOST = "tell-lost"
+    TELL_DROPPED = "tell-dropped"
+    SUBMITTED = "submitted"
+    CHECKS_FAILED = "checks-failed"
+    LANDED = "landed"
+    FINISHED = "finished"
+    DROPPED = "dropped"
+    TIDIED = "tidied"
+    KEPT = "kept"
+    FAILED = "failed"  #: an action failed; the place waits for the caller
+    UNREADABLE = "unreadable"  #: transcript lines skipped
+
+
+@attrs.frozen(kw_only=True)
+class Report:
+    """Tell whoever follows the place what happened."""
+
+    event: Event
+    text: str
+    stage: StageName | None = None
+
+
+Action = (
+    MakeWorktree
+    | RunSetup
+    | StartAgent
+    | SendPrompt
+    | SendTell
+    | EndAgent
+    | Land
+    | GatherTidyFacts
+    | RemoveWorktree
+    | DeleteBranch
+    | KeepBranch
+    | KeepPlace
+    | Report
+)
+
+ACTION_TYPES: tuple[type[Action], ...] = (
+    MakeWorktree,
+    RunSetup,
+    StartAgent,
+    SendPrompt,
+    SendTell,
+    EndAgent,
+    Land,
+    GatherTidyFacts,
+    RemoveWorktree,
+    DeleteBranch,
+    KeepBranch,
+    KeepPlace,
+    Report,
+)

@@ -1,0 +1,205 @@
+"""R5 delivery: start the agent, wait until it takes input, send, and find it in the transcript.
+
+Theory of operation. "Keys typed into a pane prove nothing; only the transcript does." Each
+prompt carries a marker unique to its place, stage and attempt; a send counts as delivered only
+when a later transcript line of the agent's own session holds the marker *as a message typed by
+the user* (:func:`is_typed_by_user`): not a tool result, a meta line, a compact summary, hook
+progress, a harness note or assistant text, all of which can quote a prompt. A send is counted
+when it is decided, so a shell that dies between deciding and pasting can lose a send but never
+make a third. "Missing: send once more and read again. Missing again: report that the stage never
+began. Never a third send."
+
+Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY.
+"""
+
+from __future__ import annotations
+
+import string
+
+import attrs
+
+from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
+from flume.core.ids import Instant, Marker, SessionId
+from flume.core.kinds import describe_deliverable
+from flume.core.launch import place_name
+from flume.core.observations import Activity, Content, TranscriptEntry
+from flume.core.place import (
+    AwaitingInput,
+    Delivering,
+    Place,
+    Short,
+    ShortCause,
+    Working,
+    current_step,
+)
+from flume.core.settings import MAX_SENDS, Settings
+
+Outcome = tuple[Place, tuple[Action, ...]]
+
+#: Text Claude Code injects as a user-role line with a typed prompt's flags; never typed.
+_HARNESS_OPENINGS = (
+    "<task-notification>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<command-name>",
+    "<command-message>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+)
+
+
+def is_typed_by_user(entry: TranscriptEntry) -> bool:
+    """DELIVERY-TRANSCRIPT-ONLY: the line is a message typed (or pasted) by the user.
+
+    A ``user`` line that is not meta, not a compact summary, not a sidechain, not a harness row,
+    whose content is a string or text blocks (no tool result), and that does not open with one
+    of the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
+    corpus: a ``<task-notification>`` carries a typed prompt's flags).
+    """
+    return (
+        entry.line_type == "user"
+        and not entry.is_meta
+        and not entry.is_compact_summary
+        and not entry.is_sidechain
+        and entry.row_source != "harness"
+        and entry.content in {Content.STRING, Content.TEXT}
+        and not entry.text.lstrip().startswith(_HARNESS_OPENINGS)
+    )
+
+
+def prompt_marker(place: Place) -> Marker:
+    """The marker of the current stage's attempt: unique per place, stage and attempt."""
+    name = place_name(place.launch.kind, place.launch.name)
+    return Marker(f"flume:{name}:{place.stage.name}:{place.stage.attempt}")
+
+
+def render_prompt(place: Place) -> str:
+    """The exact prompt the current stage's agent is sent, its marker last."""
+    launch = place.launch
+    step = current_step(place)
+    marker = prompt_marker(place)
+    words = place.stage.words.strip()
+    fields = {
+        "brief": launch.brief,
+        "name": launch.name,
+        "kind": launch.kind,
+        "stage": step.name,
+        "place": place_name(launch.kind, launch.name),
+        "path": place.path,
+        "branch": place.branch,
+        "base": launch.base,
+        "deliverable": describe_deliverable(step.deliverable),
+        "repository": launch.repository,
+        "marker": marker,
+        "words": (
+            f"\nThis stage is being tried again. The caller's words for this attempt:\n\n{words}\n"
+            if words
+            else ""
+        ),
+    }
+    text = string.Template(step.prompt).substitute(fields).rstrip()
+    return f"{text}\n\n[{marker}]"
+
+
+def send_prompt(place: Place, session: SessionId, now: Instant, sends: int) -> Outcome:
+    """Send the prompt for the ``sends``-th time (1 or 2) and wait for the transcript."""
+    send = SendPrompt(
+        session=session,
+        stage=place.stage.name,
+        attempt=place.stage.attempt,
+        send=sends,
+        marker=prompt_marker(place),
+        text=render_prompt(place),
+    )
+    phase = Delivering(session=session, sends=sends, sent_at=now)
+    return attrs.evolve(place, stage=attrs.evolve(place.stage, phase=phase)), (send,)
+
+
+def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
+    """The agent takes input: send the prompt the first time."""
+    phase = place.stage.phase
+    if isinstance(phase, AwaitingInput) and phase.session == session:
+        return send_prompt(place, session, now, 1)
+    return place, ()
+
+
+def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
+    """A transcript line: the prompt is delivered if it holds the marker as typed by the user."""
+    phase = place.stage.phase
+    if (
+        isinstance(phase, Delivering)
+        and entry.session == phase.session
+        and is_typed_by_user(entry)
+        and prompt_marker(place) in entry.text
+    ):
+        stage = attrs.evolve(place.stage, phase=Working(session=phase.session))
+        report = Report(
+            event=Event.PROMPT_DELIVERED,
+            text=f"the transcript holds the prompt (send {phase.sends} of {MAX_SENDS})",
+            stage=place.stage.name,
+        )
+        return attrs.evolve(place, stage=stage), (report,)
+    return place, ()
+
+
+def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """Send anyway once the agent was slow to take input; resend once; then never began.
+
+    DELIVERY-TWO-SENDS: a send is made only while fewer than two were made for the attempt.
+    DELIVERY-NEVER-BEGAN: the stage never began only after the second send went missing.
+    """
+    phase = place.stage.phase
+    if isinstance(phase, AwaitingInput) and now - phase.since >= settings.ready_seconds:
+        return send_prompt(place, phase.session, now, 1)
+    if not isinstance(phase, Delivering) or now - phase.sent_at < settings.confirm_seconds:
+        return place, ()
+    missing = Report(
+        event=Event.PROMPT_MISSING,
+        text=(
+            f"send {phase.sends} of the prompt is not in the transcript after "
+            f"{settings.confirm_seconds:g}s"
+        ),
+        stage=place.stage.name,
+    )
+    if phase.sends < MAX_SENDS:
+        place, actions = send_prompt(place, phase.session, now, phase.sends + 1)
+        return place, (missing, *actions)
+    words = (
+        f"the prompt was sent {MAX_SENDS} times and the transcript holds neither; "
+        "retry the stage to start a fresh agent"
+    )
+    stage = attrs.evolve(place.stage, phase=Short(cause=ShortCause.NEVER_BEGAN, words=words))
+    place = attrs.evolve(place, stage=stage)
+    reports: tuple[Action, ...] = (
+        missing,
+        Report(event=Event.NEVER_BEGAN, text=words, stage=stage.name),
+    )
+    agent = place.agent
+    if agent is None or agent.ending:
+        return place, reports
+    place = attrs.evolve(place, agent=attrs.evolve(agent, ending=True))
+    return place, (*reports, EndAgent(session=agent.session, reason="the stage never began"))
+
+
+def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
+    """What the agent is doing, as far as one transcript line tells (reference §2).
+
+    Hooks and the live-session registry are more precise and override this when they report.
+    """
+    if entry.line_type == "user" and entry.content in {
+        Content.STRING,
+        Content.TEXT,
+        Content.TOOL_RESULT,
+    }:
+        return Activity.WORKING
+    if entry.line_type == "assistant":
+        if entry.tool_name == "AskUserQuestion":
+            return Activity.ASKING
+        if entry.stop_reason == "end_turn":
+            return Activity.WAITING
+        return Activity.WORKING
+    return known

@@ -1,0 +1,51 @@
+"""The two kinds of trouble (STYLE rule 9, after h11's Local/RemoteProtocolError).
+
+A caller asking for something the rules forbid raises :class:`UsageError`; the shell journals
+nothing for it and the CLI maps it to an exit status. A surprising world never raises: it becomes
+a state plus a ``Report`` action.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+class FlumeError(Exception):
+    """The root of every error flume raises on purpose."""
+
+
+@attrs.frozen(kw_only=True)
+class Problem:
+    """One thing wrong with a caller's request: which field, what is wrong, how to mend it."""
+
+    field: str
+    what: str
+    mend: str
+
+    def render(self) -> str:
+        """The problem as one line a person can act on."""
+        return f"{self.field}: {self.what}; {self.mend}"
+
+
+class UsageError(FlumeError):
+    """The caller asked for something illegal; nothing was done.
+
+    ``exit_status`` is the CLI's hint: 2 for bad input, 1 for a request refused in the place's
+    present state (a tell while the agent asks a person, a retry of a landed place).
+    """
+
+    def __init__(self, problems: tuple[Problem, ...], *, exit_status: int = 2) -> None:
+        """Keep every problem found, so the caller can mend them all at once."""
+        self.problems = problems
+        self.exit_status = exit_status
+        super().__init__("\n".join(problem.render() for problem in problems))
+
+    @classmethod
+    def one(cls, field: str, what: str, mend: str, *, exit_status: int = 2) -> UsageError:
+        """A usage error with a single problem."""
+        return cls((Problem(field=field, what=what, mend=mend),), exit_status=exit_status)
+
+
+def refused(field: str, what: str, mend: str) -> UsageError:
+    """A request that is well formed but not allowed in the place's present state."""
+    return UsageError.one(field, what, mend, exit_status=1)

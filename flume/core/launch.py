@@ -1,0 +1,223 @@
+"""The launch: what a caller asks flume to carry, and the checks it must pass (R1, DESIGN.md §8).
+
+Theory of operation: a launch is checked whole before anything exists, so a bad one creates no
+branch, worktree, journal or pane. Every problem is named with how to mend it. The name must be
+safe both as a path segment (``places/<kind>--<name>``) and as a git ref component
+(``<prefix>/<name>``); the base must be a branch name git would accept (``git check-ref-format``
+rules, applied here without running git).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+import attrs
+from pyrsistent import pset, pvector
+from pyrsistent.typing import PSet, PVector
+
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
+from flume.core.kinds import Kind, check_kind, steps
+
+#: "brief non-empty, at most 1 MiB", counted in UTF-8 bytes.
+MAX_BRIEF_BYTES = 1024 * 1024
+MAX_NAME = 64
+
+
+class AgentName(enum.Enum):
+    """The agents flume can start in a place."""
+
+    CLAUDE = "claude"  #: Claude Code, the default
+    CODEX = "codex"  #: OpenAI's Codex CLI
+    TEST = "test"  #: flume's scripted test agent (flume.testing)
+
+
+@attrs.frozen(kw_only=True)
+class AgentSettings:
+    """Which agent a stage starts, and how."""
+
+    agent: AgentName = AgentName.CLAUDE
+    model: str | None = None
+    flags: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
+class Launch:
+    """One launch, as the caller made it (DESIGN.md §1)."""
+
+    repository: str
+    kind: KindName
+    name: WorkName
+    brief: str
+    base: BranchName
+    agent: AgentSettings = AgentSettings()
+    #: The stages that wait on the caller's word before they start.
+    waits: PSet[StageName] = attrs.field(factory=pset)
+    mark: str | None = None
+
+
+def place_name(kind: KindName, name: WorkName) -> PlaceName:
+    """R1: the place is named ``<kind>--<name>``."""
+    return PlaceName(f"{kind}--{name}")
+
+
+def place_path(launch: Launch) -> str:
+    """R1: the place is the worktree at ``<repository>/places/<kind>--<name>``."""
+    return str(PurePosixPath(launch.repository) / "places" / place_name(launch.kind, launch.name))
+
+
+def place_branch(kind: Kind, name: WorkName) -> BranchName:
+    """R1: the place's branch is ``<prefix>/<name>``."""
+    return BranchName(f"{kind.prefix}/{name}")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_MARK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+_NAME_MEND = (
+    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, "
+    "with no '..' and not ending in '.' or '.lock'"
+)
+
+
+def _is_control(char: str) -> bool:
+    return ord(char) < 0x20 or ord(char) == 0x7F
+
+
+#: Each check: a test the name fails, and what to say of it.
+_NAME_CHECKS: tuple[tuple[Callable[[str], bool], Callable[[str], str]], ...] = (
+    (lambda name: not name, lambda _name: "the name is empty"),
+    (
+        lambda name: len(name) > MAX_NAME,
+        lambda name: f"the name is {len(name)} characters long, over {MAX_NAME}",
+    ),
+    (
+        lambda name: name.startswith("-"),
+        lambda name: f"{name!r} starts with '-', which a command would read as an option",
+    ),
+    (
+        lambda name: any(_is_control(char) for char in name),
+        lambda _name: "the name holds a control character",
+    ),
+    (lambda name: " " in name, lambda name: f"{name!r} holds a space"),
+    (
+        lambda name: "/" in name,
+        lambda name: f"{name!r} holds '/', which would make it two path segments",
+    ),
+    (lambda name: ".." in name, lambda name: f"{name!r} holds '..'"),
+    (
+        lambda name: name.endswith(".lock"),
+        lambda name: f"{name!r} ends in '.lock', which git reserves",
+    ),
+    (lambda name: name.endswith("."), lambda name: f"{name!r} ends in '.'"),
+    (
+        lambda name: not _NAME.fullmatch(name),
+        lambda name: f"{name!r} holds a character outside letters, digits, '.', '_' and '-'",
+    ),
+)
+
+
+def name_problems(name: str) -> list[Problem]:
+    """Why ``name`` is unsafe as a path segment and a ref component, if it is (the first reason)."""
+    for fails, say in _NAME_CHECKS:
+        if fails(name):
+            return [Problem(field="name", what=say(name), mend=_NAME_MEND)]
+    return []
+
+
+def branch_problems(field: str, branch: str) -> list[Problem]:
+    """Why ``branch`` is not a branch name git accepts (check-ref-format rules), if it is not."""
+    what: str | None = None
+    if not branch:
+        what = "no branch is named"
+    elif _REF_FORBIDDEN.search(branch):
+        what = f"{branch!r} holds a space, control character or one of ~ ^ : ? * [ \\"
+    elif branch.startswith("-"):
+        what = f"{branch!r} starts with '-'"
+    elif branch == "@" or "@{" in branch:
+        what = f"{branch!r} holds '@{{' or is '@'"
+    elif ".." in branch or "//" in branch:
+        what = f"{branch!r} holds '..' or '//'"
+    elif branch.endswith(("/", ".")):
+        what = f"{branch!r} ends in '/' or '.'"
+    elif any(part.startswith(".") or part.endswith(".lock") for part in branch.split("/")):
+        what = f"a part of {branch!r} starts with '.' or ends in '.lock'"
+    if what is None:
+        return []
+    return [Problem(field=field, what=what, mend="name an existing branch, such as 'main'")]
+
+
+def check_launch(launch: Launch, kind: Kind) -> None:
+    """Raise a :class:`UsageError` naming every problem in ``launch`` of resolved ``kind``.
+
+    The shell resolves the kind (built in, declared by the repository, or carried by the launch)
+    and checks what only the world can tell (the repository exists, the base exists, the name is
+    free); everything that can be decided from the values alone is decided here.
+    """
+    problems = name_problems(launch.name)
+    problems.extend(branch_problems("base", launch.base))
+    if not PurePosixPath(launch.repository).is_absolute():
+        problems.append(
+            Problem(
+                field="repository",
+                what=f"{launch.repository!r} is not an absolute path",
+                mend="the shell resolves the path before it launches",
+            ),
+        )
+    if not launch.brief.strip():
+        problems.append(
+            Problem(field="brief", what="the brief is empty", mend="say what the work is"),
+        )
+    size = len(launch.brief.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_BRIEF_BYTES:
+        problems.append(
+            Problem(
+                field="brief",
+                what=f"the brief is {size} bytes, over the limit of {MAX_BRIEF_BYTES} (1 MiB)",
+                mend="shorten it, or point to a file in the repository from the brief",
+            ),
+        )
+    if launch.kind != kind.name:
+        problems.append(
+            Problem(
+                field="kind",
+                what=f"the launch names kind {launch.kind!r} but carries {kind.name!r}",
+                mend="name the kind the launch declares",
+            ),
+        )
+    stage_names = {found.name for found in steps(kind.body)}
+    unknown = sorted(set(launch.waits) - stage_names)
+    if unknown:
+        problems.append(
+            Problem(
+                field="wait",
+                what=f"kind {kind.name} has no stage {', '.join(unknown)}",
+                mend=f"name stages of {kind.name}: {', '.join(sorted(stage_names))}",
+            ),
+        )
+    if launch.mark is not None and not _MARK.fullmatch(launch.mark):
+        problems.append(
+            Problem(
+                field="mark",
+                what=f"{launch.mark!r} is not a mark",
+                mend="use up to 128 letters, digits or . _ : / @ + -, starting with a letter",
+            ),
+        )
+    try:
+        check_kind(kind)
+    except UsageError as error:
+        problems.extend(error.problems)
+    if problems:
+        raise UsageError(tuple(problems))
+
+
+def kind_problem(name: str, known: tuple[KindName, ...]) -> UsageError:
+    """The error for a launch naming a kind nobody declared."""
+    return UsageError.one(
+        "kind",
+        f"no kind {name!r} is built in or declared",
+        f"use one of {', '.join(sorted(known))}, or declare it in the repository's config",
+    )

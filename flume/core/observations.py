@@ -1,0 +1,403 @@
+"""Observations: the facts the shell saw, and the commands callers gave, as values.
+
+Theory of operation: everything the core learns arrives here, clock included (each fact carries
+``at``). Facts are nouns or past tense; the shell never decides what a fact means. Caller commands
+(launch, tell, stop, retry, drop, proceed, submit, needs, tidy) are observations too, so the
+journal of one place is the whole story of it and :func:`flume.core.step.replay` rebuilds the
+place from it. Never subclass these (h11).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
+
+from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.kinds import Kind
+from flume.core.launch import Launch
+
+# --- caller commands -------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Launched:
+    """A launch, its kind resolved and the repository's setup declaration read (R1, R2)."""
+
+    at: Instant
+    launch: Launch
+    kind: Kind
+    #: The commands the repository's config names to make a worktree ready, each an argv.
+    setup: PVector[PVector[str]] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
+class Told:
+    """The caller's words for the place's agent (a tell, R6)."""
+
+    at: Instant
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class StopAsked:
+    """The caller asked to end the agent that went the wrong way (R9)."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class RetryAsked:
+    """The caller asked to run the short stage again with a fresh agent and these words (R9)."""
+
+    at: Instant
+    words: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class DropAsked:
+    """The caller abandoned the work (R9)."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class ProceedAsked:
+    """The caller's word for a stage that waits on it (R7)."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class SubmitAsked:
+    """The agent ran ``flume submit`` in the place."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class NeedsSaid:
+    """The agent ran ``flume needs`` in the place: it stops short with these words (R8)."""
+
+    at: Instant
+    words: str
+
+
+@attrs.frozen(kw_only=True)
+class TidyAsked:
+    """The caller asked to tidy the place; ``force`` lets a dirty worktree go (R10)."""
+
+    at: Instant
+    force: bool = False
+
+
+# --- facts about the world -----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class WorktreeMade:
+    """flume made the place's worktree on its branch at ``head`` (R1)."""
+
+    at: Instant
+    path: str
+    branch: BranchName
+    head: Sha
+
+
+@attrs.frozen(kw_only=True)
+class SetupFinished:
+    """The repository's setup commands ran in the place (R2)."""
+
+    at: Instant
+    ok: bool
+    output: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ActionFailed:
+    """An action the core asked for could not be carried out (STYLE rule 8)."""
+
+    at: Instant
+    action: str
+    argv: PVector[str] = attrs.field(factory=pvector)
+    status: int = 1
+    output: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class AgentStarted:
+    """An agent was started for ``stage``'s ``attempt``, with the session id the shell chose."""
+
+    at: Instant
+    stage: StageName
+    attempt: int
+    session: SessionId
+    pane: str
+
+
+@attrs.frozen(kw_only=True)
+class AgentReady:
+    """The agent takes input (its registry entry or a hook said so; not a fixed sleep)."""
+
+    at: Instant
+    session: SessionId
+
+
+class Activity(enum.Enum):
+    """What an agent is doing, in the words of R11."""
+
+    WORKING = "working"  #: a turn is running
+    WAITING = "waiting"  #: the prompt box waits for input
+    ASKING = "asking"  #: a person must answer: a permission dialog or a question tool
+    STOPPED = "stopped"  #: no agent is live
+    UNKNOWN = "unknown"  #: flume cannot read it
+
+
+@attrs.frozen(kw_only=True)
+class AgentStateSeen:
+    """A hook or the live-session registry said what the agent is doing."""
+
+    at: Instant
+    session: SessionId
+    activity: Activity
+
+
+class Content(enum.Enum):
+    """The shape of a transcript line's ``message.content``."""
+
+    STRING = "string"  #: a plain string
+    TEXT = "text"  #: a list of text blocks only
+    TOOL_RESULT = "tool_result"  #: a list holding a tool_result block
+    TOOL_USE = "tool_use"  #: an assistant tool_use block
+    THINKING = "thinking"  #: an assistant thinking block
+    NONE = "none"  #: no message content (bookkeeping lines)
+
+
+@attrs.frozen(kw_only=True)
+class TranscriptEntry:
+    """One transcript line of the agent's session, as written, not yet judged.
+
+    The shell copies what the line says; :func:`flume.core.delivery.is_typed_by_user` decides
+    whether it is a message typed by the user (R5). ``line_type`` is the JSONL ``type``.
+    """
+
+    at: Instant
+    session: SessionId
+    line_type: str
+    content: Content = Content.NONE
+    text: str = ""
+    is_meta: bool = False
+    is_compact_summary: bool = False
+    is_sidechain: bool = False
+    row_source: str | None = None
+    tool_name: str | None = None
+    stop_reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TranscriptUnreadable:
+    """Lines of the agent's transcript that could not be read; skipped and counted."""
+
+    at: Instant
+    session: SessionId
+    count: int = 1
+
+
+@attrs.frozen(kw_only=True)
+class PaneOutput:
+    """The agent's pane last showed output at ``last_output_at``."""
+
+    at: Instant
+    session: SessionId
+    last_output_at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class AgentExited:
+    """The agent's process is gone."""
+
+    at: Instant
+    session: SessionId
+
+
+@attrs.frozen(kw_only=True)
+class BranchHead:
+    """The place's branch points at ``sha``."""
+
+    at: Instant
+    branch: BranchName
+    sha: Sha
+
+
+@attrs.frozen(kw_only=True)
+class ChangeSeen:
+    """The place's OpenSpec change as its files say.
+
+    Read from the commit ``head``, or from the working tree when ``head`` is None (live ticks
+    for status; only a committed change is a deliverable).
+    """
+
+    at: Instant
+    head: Sha | None
+    written: bool
+    planning_complete: bool = False
+    #: True when the OpenSpec CLI validated it, False when it refused it, None when not run.
+    valid: bool | None = None
+    ticked: int = 0
+    total: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ReportSeen:
+    """A report file in the place, last modified at ``modified_at``."""
+
+    at: Instant
+    path: str
+    modified_at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class ChecksFailed:
+    """The lander ran the repository's checks on the submission and they failed."""
+
+    at: Instant
+    reason: str
+    output: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Landed:
+    """The base holds the branch's work (every commit reachable, or patch-equivalent)."""
+
+    at: Instant
+    base_sha: Sha
+    #: True when the place's OpenSpec change sits under openspec/changes/archive/ on the base.
+    change_archived: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class WorktreeFacts:
+    """What the shell saw of a worktree when asked to tidy it."""
+
+    path: str
+    exists: bool
+    #: flume's journal records making this worktree (a hand-made one is never flume's).
+    made_by_flume: bool
+    #: Uncommitted changes to tracked files.
+    dirty: bool = False
+    #: Files git does not track and does not ignore.
+    untracked: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class BranchFacts:
+    """What the shell saw of a branch when asked to tidy it."""
+
+    name: BranchName
+    exists: bool
+    base: BranchName
+    #: Commits on the branch whose changes its base lacks (``git cherry``: patch-equivalent
+    #: commits count as present).
+    base_lacks: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class TidyFactsSeen:
+    """The facts tidy decides on, gathered at ``at`` (R10)."""
+
+    at: Instant
+    worktree: WorktreeFacts
+    branch: BranchFacts
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class WorktreeRemoved:
+    """The place's worktree is gone."""
+
+    at: Instant
+    path: str
+
+
+@attrs.frozen(kw_only=True)
+class BranchDeleted:
+    """The place's branch is gone."""
+
+    at: Instant
+    branch: BranchName
+
+
+@attrs.frozen(kw_only=True)
+class Tick:
+    """Time passed; nothing else was seen."""
+
+    at: Instant
+
+
+Command = (
+    Launched
+    | Told
+    | StopAsked
+    | RetryAsked
+    | DropAsked
+    | ProceedAsked
+    | SubmitAsked
+    | NeedsSaid
+    | TidyAsked
+)
+Fact = (
+    WorktreeMade
+    | SetupFinished
+    | ActionFailed
+    | AgentStarted
+    | AgentReady
+    | AgentStateSeen
+    | TranscriptEntry
+    | TranscriptUnreadable
+    | PaneOutput
+    | AgentExited
+    | BranchHead
+    | ChangeSeen
+    | ReportSeen
+    | ChecksFailed
+    | Landed
+    | TidyFactsSeen
+    | WorktreeRemoved
+    | BranchDeleted
+    | Tick
+)
+Observation = Command | Fact
+
+#: Every observation class, for tests that enumerate them and for the codec's tagged union.
+OBSERVATION_TYPES: tuple[type[Observation], ...] = (
+    Launched,
+    Told,
+    StopAsked,
+    RetryAsked,
+    DropAsked,
+    ProceedAsked,
+    SubmitAsked,
+    NeedsSaid,
+    TidyAsked,
+    WorktreeMade,
+    SetupFinished,
+    ActionFailed,
+    AgentStarted,
+    AgentReady,
+    AgentStateSeen,
+    TranscriptEntry,
+    TranscriptUnreadable,
+    PaneOutput,
+    AgentExited,
+    BranchHead,
+    ChangeSeen,
+    ReportSeen,
+    ChecksFailed,
+    Landed,
+    TidyFactsSeen,
+    WorktreeRemoved,
+    BranchDeleted,
+    Tick,
+)

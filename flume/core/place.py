@@ -1,0 +1,295 @@
+r"""The place's state, and the pure queries the rules ask of it.
+
+Theory of operation: a :class:`Place` is everything flume keeps about one launch, rebuilt by
+folding ``step`` over the place's journal. Its lifetime is a :class:`Life`; inside an ``ACTIVE``
+place exactly one stage is current, and its :class:`StageRun` carries the phase the stage is in.
+Phases without data would be enum members; these all carry data, so they are frozen records in
+the ``StagePhase`` union and code dispatches on them with ``match`` and ``assert_never``.
+
+A stage's phases, in the order a good run passes through them::
+
+    AwaitingWord -> Queued -> Starting -> AwaitingInput -> Delivering -> Working -> Delivered
+                                                              \\-> Short (never began, needs,
+                                                                   stopped, exited, failed)
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import assert_never
+
+import attrs
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
+
+from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.kinds import (
+    ChangeWritten,
+    Commit,
+    Kind,
+    Landing,
+    ReportFile,
+    Step,
+    TasksTicked,
+    stage_named,
+)
+from flume.core.launch import Launch
+from flume.core.observations import Activity, ChangeSeen
+from flume.core.settings import Settings
+
+
+class Life(enum.Enum):
+    """Where the place is in its life (R3: it lasts until the work lands or is dropped)."""
+
+    MAKING = "making"  #: the worktree is being made and set up
+    ACTIVE = "active"  #: its stages are running
+    FINISHED = "finished"  #: the last stage's deliverable exists
+    DROPPED = "dropped"  #: the caller abandoned the work
+    TIDIED = "tidied"  #: the worktree is gone
+
+
+class ShortCause(enum.Enum):
+    """Why a stage stopped short; every cause waits for a retry or a drop (R8, R9)."""
+
+    NEEDS = "needs"  #: the agent ran ``flume needs``
+    NEVER_BEGAN = "never-began"  #: the prompt was missing from the transcript twice
+    SETUP_FAILED = "setup-failed"  #: the repository's setup failed
+    STOPPED = "stopped"  #: the caller stopped the agent
+    AGENT_EXITED = "agent-exited"  #: the agent exited before its deliverable existed
+    FAILED = "failed"  #: an action failed (the worktree, the agent's start)
+
+
+@attrs.frozen(kw_only=True)
+class AwaitingWord:
+    """The stage waits on the caller's word (``flume proceed``) before it starts."""
+
+
+@attrs.frozen(kw_only=True)
+class Queued:
+    """The stage starts as soon as the place is ready and no agent is live (R4)."""
+
+
+@attrs.frozen(kw_only=True)
+class Starting:
+    """``StartAgent`` was asked for; waiting for the agent to be observed."""
+
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
+class AwaitingInput:
+    """The agent started; waiting until it takes input."""
+
+    session: SessionId
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
+class Delivering:
+    """The prompt was sent ``sends`` times; waiting to find it in the transcript."""
+
+    session: SessionId
+    sends: int
+    sent_at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class Working:
+    """The transcript holds the prompt; the agent works toward the deliverable."""
+
+    session: SessionId
+
+
+@attrs.frozen(kw_only=True)
+class Delivered:
+    """The deliverable exists; the stage ends once the agent is quiet (R7)."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class Short:
+    """The stage stopped short; it waits for a retry or a drop (R8)."""
+
+    cause: ShortCause
+    words: str
+
+
+StagePhase = (
+    AwaitingWord | Queued | Starting | AwaitingInput | Delivering | Working | Delivered | Short
+)
+
+
+@attrs.frozen(kw_only=True)
+class StageRun:
+    """The current stage: which one, which attempt, since when, and its phase."""
+
+    name: StageName
+    attempt: int
+    #: Deliverables count only when made since this instant (R7).
+    started_at: Instant
+    #: The branch's head when the stage started: a new commit is a head other than this.
+    start_head: Sha | None
+    #: The caller's words given with a retry, put in the prompt.
+    words: str
+    phase: StagePhase
+
+
+@attrs.frozen(kw_only=True)
+class Agent:
+    """The live agent of the place; there is never more than one (R4)."""
+
+    session: SessionId
+    stage: StageName
+    attempt: int
+    pane: str
+    activity: Activity
+    last_output_at: Instant
+    #: ``EndAgent`` was asked for; no new agent starts until it is observed gone.
+    ending: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Tell:
+    """A tell the caller gave, held until the agent waits (R6)."""
+
+    number: int
+    text: str
+    asked_at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class TellSending:
+    """A tell sent ``sends`` times, waiting to be found in the transcript."""
+
+    tell: Tell
+    sends: int
+    sent_at: Instant
+
+
+class Submission(enum.Enum):
+    """Where the work's submission to the lander stands (R11)."""
+
+    NONE = "none"  #: not submitted
+    SUBMITTED = "submitted"  #: handed to the lander
+    CHECKS_FAILED = "checks-failed"  #: the lander's checks failed; back with the agent
+    LANDED = "landed"  #: the base holds the work
+
+
+@attrs.frozen(kw_only=True)
+class Place:
+    """Everything flume keeps about one launch."""
+
+    launch: Launch
+    kind: Kind
+    path: str
+    branch: BranchName
+    setup: PVector[PVector[str]]
+    life: Life
+    stage: StageRun
+    #: The instant of the last observation folded in.
+    now: Instant
+    #: flume made this worktree (the journal records ``WorktreeMade``); tidy touches no other.
+    made: bool = False
+    #: The repository's setup ran and succeeded.
+    ready: bool = False
+    completed: PVector[StageName] = attrs.field(factory=pvector)
+    agent: Agent | None = None
+    held: PVector[Tell] = attrs.field(factory=pvector)
+    sending: TellSending | None = None
+    tells_given: int = 0
+    head: Sha | None = None
+    #: The OpenSpec change as committed at some head, the latest seen.
+    change: ChangeSeen | None = None
+    #: Tasks ticked / total, live from the working tree, for status.
+    tasks: tuple[int, int] | None = None
+    #: Report files seen, by path, with the instant each was last modified.
+    reports: PMap[str, Instant] = attrs.field(factory=pmap)
+    landed_at: Instant | None = None
+    change_archived: bool = False
+    submission: Submission = Submission.NONE
+    #: The lander's last word on the submission (why checks failed), for status.
+    submission_note: str = ""
+    #: Transcript lines that could not be read, skipped and counted.
+    unreadable: int = 0
+    #: Tidy asked the shell for facts and has not decided yet.
+    tidying: bool = False
+    worktree_gone: bool = False
+    branch_gone: bool = False
+
+
+def current_step(place: Place) -> Step:
+    """The step the place's current stage runs."""
+    return stage_named(place.kind, place.stage.name)
+
+
+def is_live(place: Place) -> bool:
+    """An agent runs in the place and is not being ended."""
+    return place.agent is not None and not place.agent.ending
+
+
+def is_short(place: Place) -> bool:
+    """The current stage stopped short and waits for a retry or a drop."""
+    return isinstance(place.stage.phase, Short)
+
+
+def has_deliverable(place: Place) -> bool:
+    """The current stage's deliverable exists, made since the stage started (R7).
+
+    "A deliverable ... counts only when made since its stage started."
+    """
+    stage = place.stage
+    deliverable = current_step(place).deliverable
+    match deliverable:
+        case Commit():
+            return place.head is not None and place.head != stage.start_head
+        case ChangeWritten():
+            change = place.change
+            return (
+                change is not None
+                and _is_new_head(place, change.head)
+                and change.written
+                and change.planning_complete
+                and change.valid is not False
+            )
+        case TasksTicked():
+            change = place.change
+            return (
+                change is not None
+                and _is_new_head(place, change.head)
+                and change.total > 0
+                and change.ticked == change.total
+            )
+        case ReportFile(path=path):
+            modified = place.reports.get(path)
+            return modified is not None and modified >= stage.started_at
+        case Landing(archived_change=archived):
+            return (
+                place.landed_at is not None
+                and place.landed_at >= stage.started_at
+                and (place.change_archived or not archived)
+            )
+        case _:
+            assert_never(deliverable)
+
+
+def _is_new_head(place: Place, head: Sha | None) -> bool:
+    """``head`` is a commit the branch points at now, made since the stage started."""
+    return head is not None and head == place.head and head != place.stage.start_head
+
+
+def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
+    """The agent is quiet (R7).
+
+    No agent is live, or it waits and its pane has been still for ``quiet_seconds``; and no
+    tell is held or in flight for it.
+    """
+    if place.held or place.sending is not None:
+        return False
+    agent = place.agent
+    if agent is None:
+        return True
+    return (
+        agent.activity in {Activity.WAITING, Activity.STOPPED}
+        and now - agent.last_output_at >= settings.quiet_seconds
+    )

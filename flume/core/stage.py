@@ -1,0 +1,555 @@
+"""R1-R4, R7-R9: the place's life from launch to its last stage, stop short, retry, stop, drop.
+
+Theory of operation. A launch asks for the worktree (R1); once it is observed made, the
+repository's setup runs (R2); once that is observed done, stages run one after another in that one
+place (R3), each with a fresh agent started only when no agent is live (R4). "A stage ends when
+its deliverable exists, made since the stage started: flume waits until the agent is quiet, ends
+it and starts the next stage, unless that stage waits on its caller's word. A stage never ends
+because its pane went quiet." (R7). An agent that runs ``flume needs`` stops its stage short, and
+no next stage starts (R8). ``retry`` starts a short stage again with a fresh agent and the
+caller's words; ``stop`` ends an agent and its stage waits for a retry; ``drop`` abandons the
+work (R9).
+
+Every handler returns the next place and the actions it decided; :func:`settle` then applies the
+follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
+
+Rule ids: R1, R2, R3, R4, R7, R8, R9, STAGE-NEVER-ON-QUIET, STAGE-DELIVERABLE-SINCE-START,
+STAGE-ENDS-WHEN-QUIET, STAGE-WAITS-WORD, RETRY-FRESH-AGENT, STOP-WAITS-RETRY, DROP-ENDS-WORK.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from flume.core import delivery, tell
+from flume.core.actions import (
+    Action,
+    EndAgent,
+    Event,
+    GatherTidyFacts,
+    Land,
+    MakeWorktree,
+    Report,
+    RunSetup,
+    StartAgent,
+)
+from flume.core.errors import refused
+from flume.core.ids import Instant
+from flume.core.kinds import Landing, Step, first_stage, next_stage
+from flume.core.launch import check_launch, place_branch, place_name, place_path
+from flume.core.observations import (
+    ActionFailed,
+    Activity,
+    AgentExited,
+    AgentStarted,
+    AgentStateSeen,
+    BranchHead,
+    ChangeSeen,
+    ChecksFailed,
+    Landed,
+    Launched,
+    PaneOutput,
+    ReportSeen,
+    SetupFinished,
+    TranscriptEntry,
+    WorktreeMade,
+)
+from flume.core.place import (
+    Agent,
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Place,
+    Queued,
+    Short,
+    ShortCause,
+    StageRun,
+    Starting,
+    Submission,
+    Working,
+    current_step,
+    has_deliverable,
+    is_live,
+    is_quiet,
+)
+from flume.core.settings import Settings
+
+Outcome = tuple[Place, tuple[Action, ...]]
+
+#: The phases in which a stage's agent is running toward its deliverable.
+_RUNNING = (AwaitingInput, Delivering, Working)
+
+
+def _name(place: Place) -> str:
+    return place_name(place.launch.kind, place.launch.name)
+
+
+def _new_stage(
+    place: Place, step: Step, now: Instant, *, attempt: int = 1, words: str = ""
+) -> StageRun:
+    """STAGE-WAITS-WORD: a stage that waits on the caller's word does not start without it."""
+    waits = step.waits_on_caller or step.name in place.launch.waits
+    return StageRun(
+        name=step.name,
+        attempt=attempt,
+        started_at=now,
+        start_head=place.head,
+        words=words,
+        phase=AwaitingWord() if waits else Queued(),
+    )
+
+
+def launch(seen: Launched) -> Outcome:
+    """R1: a checked launch asks for its worktree, ``places/<kind>--<name>``."""
+    check_launch(seen.launch, seen.kind)
+    first = first_stage(seen.kind)
+    path = place_path(seen.launch)
+    branch = place_branch(seen.kind, seen.launch.name)
+    place = Place(
+        launch=seen.launch,
+        kind=seen.kind,
+        path=path,
+        branch=branch,
+        setup=seen.setup,
+        life=Life.MAKING,
+        now=seen.at,
+        stage=StageRun(
+            name=first.name,
+            attempt=1,
+            started_at=seen.at,
+            start_head=None,
+            words="",
+            phase=Queued(),
+        ),
+    )
+    place = attrs.evolve(place, stage=_new_stage(place, first, seen.at))
+    actions = (
+        Report(event=Event.LAUNCHED, text=f"{_name(place)} launched on {branch}"),
+        MakeWorktree(
+            repository=seen.launch.repository,
+            path=path,
+            branch=branch,
+            base=seen.launch.base,
+        ),
+    )
+    return place, actions
+
+
+def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
+    """R2: the worktree exists; the repository's own setup makes it ready."""
+    if place.made or seen.path != place.path or seen.branch != place.branch:
+        return place, ()
+    place = attrs.evolve(place, made=True, head=seen.head)
+    if place.stage.start_head is None:
+        place = attrs.evolve(place, stage=attrs.evolve(place.stage, start_head=seen.head))
+    report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
+    if place.life is Life.DROPPED:
+        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
+        return attrs.evolve(place, tidying=True), (report, gather)
+    if place.setup:
+        return place, (report, RunSetup(path=place.path, commands=place.setup))
+    return attrs.evolve(place, ready=True, life=Life.ACTIVE), (report,)
+
+
+def on_setup(place: Place, seen: SetupFinished) -> Outcome:
+    """R2: "A failed setup is a stop short with its output, not a half-made place"."""
+    if not place.made or place.ready or place.life not in {Life.MAKING, Life.ACTIVE}:
+        return place, ()
+    if seen.ok:
+        return attrs.evolve(place, ready=True, life=Life.ACTIVE), ()
+    words = f"the repository's setup failed:\n{seen.output}".rstrip()
+    return _short(attrs.evolve(place, life=Life.ACTIVE), ShortCause.SETUP_FAILED, words)
+
+
+def _short(place: Place, cause: ShortCause, words: str) -> Outcome:
+    """R8: the stage stops short; no next stage starts until a retry."""
+    stage = attrs.evolve(place.stage, phase=Short(cause=cause, words=words))
+    event = Event.SETUP_FAILED if cause is ShortCause.SETUP_FAILED else Event.STOPPED_SHORT
+    return attrs.evolve(place, stage=stage), (Report(event=event, text=words, stage=stage.name),)
+
+
+def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
+    """R4: the agent asked for is now live; any other agent is ended at once."""
+    phase = place.stage.phase
+    if (
+        isinstance(phase, Starting)
+        and place.agent is None
+        and seen.stage == place.stage.name
+        and seen.attempt == place.stage.attempt
+    ):
+        agent = Agent(
+            session=seen.session,
+            stage=seen.stage,
+            attempt=seen.attempt,
+            pane=seen.pane,
+            activity=Activity.UNKNOWN,
+            last_output_at=seen.at,
+        )
+        stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
+        return attrs.evolve(place, agent=agent, stage=stage), ()
+    end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")
+    return place, (end,)
+
+
+def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
+    """A hook or the registry said what the agent does; readiness sends the first prompt."""
+    agent = place.agent
+    if agent is None or agent.session != seen.session:
+        return place, ()
+    place = attrs.evolve(place, agent=attrs.evolve(agent, activity=seen.activity))
+    if seen.activity is Activity.WAITING:
+        return delivery.on_agent_ready(place, seen.session, place.now)
+    return place, ()
+
+
+def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
+    """A transcript line of the live agent: delivery, tells, and what the agent is doing."""
+    agent = place.agent
+    if agent is None or agent.session != seen.session:
+        return place, ()
+    activity = delivery.infer_activity(seen, agent.activity)
+    place = attrs.evolve(
+        place,
+        agent=attrs.evolve(
+            agent, activity=activity, last_output_at=max(agent.last_output_at, seen.at)
+        ),
+    )
+    place, delivered = delivery.on_prompt_line(place, seen)
+    place, told = tell.on_tell_line(place, seen)
+    return place, (*delivered, *told)
+
+
+def on_pane_output(place: Place, seen: PaneOutput) -> Outcome:
+    """The pane showed output: it moves the quiet clock and nothing else (STAGE-NEVER-ON-QUIET)."""
+    agent = place.agent
+    if agent is None or agent.session != seen.session:
+        return place, ()
+    latest = max(agent.last_output_at, seen.last_output_at)
+    return attrs.evolve(place, agent=attrs.evolve(agent, last_output_at=latest)), ()
+
+
+def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
+    """The agent is gone; a stage still working toward its deliverable stops short."""
+    agent = place.agent
+    if agent is None or agent.session != seen.session:
+        return place, ()
+    place, dropped = tell.drop_all(attrs.evolve(place, agent=None), "the agent exited")
+    if agent.ending or not isinstance(place.stage.phase, _RUNNING) or place.life is not Life.ACTIVE:
+        return place, dropped
+    words = "the agent exited before the stage's deliverable existed; retry the stage"
+    place, short = _short(place, ShortCause.AGENT_EXITED, words)
+    return place, (*dropped, *short)
+
+
+def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
+    """The branch's head, the evidence for a new commit."""
+    if seen.branch != place.branch:
+        return place, ()
+    return attrs.evolve(place, head=seen.sha), ()
+
+
+def on_change(place: Place, seen: ChangeSeen) -> Outcome:
+    """The OpenSpec change's files: committed ones are evidence; the working tree feeds status."""
+    place = attrs.evolve(place, tasks=(seen.ticked, seen.total) if seen.total else place.tasks)
+    if seen.head is None:
+        return place, ()
+    return attrs.evolve(place, change=seen), ()
+
+
+def on_report(place: Place, seen: ReportSeen) -> Outcome:
+    """A report file and when it was last written."""
+    return attrs.evolve(place, reports=place.reports.set(seen.path, seen.modified_at)), ()
+
+
+def on_landed(place: Place, seen: Landed) -> Outcome:
+    """The base holds the branch's work."""
+    if place.landed_at is not None:
+        return place, ()
+    place = attrs.evolve(
+        place,
+        landed_at=seen.at,
+        change_archived=seen.change_archived,
+        submission=Submission.LANDED,
+        submission_note=f"{place.launch.base} at {seen.base_sha}",
+    )
+    report = Report(
+        event=Event.LANDED,
+        text=f"{place.branch} landed on {place.launch.base} at {seen.base_sha}",
+        stage=place.stage.name,
+    )
+    return place, (report,)
+
+
+def on_needs(place: Place, words: str) -> Outcome:
+    """R8: the agent stops short with its words; no next stage starts."""
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+        raise refused(
+            "needs",
+            f"no stage of {_name(place)} is running",
+            "flume needs is for the agent of a running stage",
+        )
+    if not words.strip():
+        raise refused("needs", "the words are empty", "say what you need to go on")
+    return _short(place, ShortCause.NEEDS, words)
+
+
+def on_stop(place: Place) -> Outcome:
+    """STOP-WAITS-RETRY: end the agent that went the wrong way; its stage waits for a retry."""
+    if place.life is not Life.ACTIVE or not isinstance(
+        place.stage.phase,
+        (Starting, *_RUNNING, Delivered),
+    ):
+        raise refused(
+            "stop",
+            f"no agent of {_name(place)} is running",
+            "stop is for a running stage; use drop to abandon the work",
+        )
+    place, actions = _end_agent(place, "stopped by the caller")
+    place, short = _short(place, ShortCause.STOPPED, "stopped by the caller; retry to go on")
+    return place, (*actions, *short)
+
+
+def on_retry(place: Place, words: str, now: Instant) -> Outcome:
+    """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
+        what = (
+            f"{_name(place)} is {place.life.value}"
+            if place.life is not Life.ACTIVE
+            else f"stage {place.stage.name} of {_name(place)} has not stopped short"
+        )
+        raise refused("retry", f"{what}; nothing to retry", "retry a stage that stopped short")
+    place, actions = _end_agent(place, "the stage is retried")
+    stage = _new_stage(
+        place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
+    )
+    stage = attrs.evolve(stage, phase=Queued())
+    place = attrs.evolve(place, stage=stage)
+    if not place.made:
+        redo: tuple[Action, ...] = (
+            MakeWorktree(
+                repository=place.launch.repository,
+                path=place.path,
+                branch=place.branch,
+                base=place.launch.base,
+            ),
+        )
+    elif not place.ready:
+        redo = (RunSetup(path=place.path, commands=place.setup),)
+    else:
+        redo = ()
+    return place, (*actions, *redo)
+
+
+def on_drop(place: Place) -> Outcome:
+    """DROP-ENDS-WORK: abandon the work; its agent ends and tidy keeps its branch (R10)."""
+    if place.life in {Life.DROPPED, Life.TIDIED} or place.landed_at is not None:
+        state = "landed" if place.landed_at is not None else place.life.value
+        raise refused("drop", f"{_name(place)} is {state}", "nothing to drop; tidy cleans it up")
+    place, ended = _end_agent(place, "the work was dropped")
+    place, dropped = tell.drop_all(place, "the work was dropped")
+    place = attrs.evolve(place, life=Life.DROPPED)
+    actions: tuple[Action, ...] = (
+        *ended,
+        *dropped,
+        Report(event=Event.DROPPED, text=f"{_name(place)} dropped", stage=place.stage.name),
+    )
+    if place.made:
+        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
+        place = attrs.evolve(place, tidying=True)
+        actions = (*actions, gather)
+    return place, actions
+
+
+def on_proceed(place: Place, now: Instant) -> Outcome:
+    """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
+    if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
+        place.stage.phase,
+        AwaitingWord,
+    ):
+        raise refused(
+            "proceed",
+            f"stage {place.stage.name} of {_name(place)} does not wait on your word",
+            "proceed releases a stage that waits on the caller (see flume status)",
+        )
+    stage = attrs.evolve(place.stage, started_at=now, start_head=place.head, phase=Queued())
+    return attrs.evolve(place, stage=stage), ()
+
+
+def on_submit(place: Place) -> Outcome:
+    """The submit stage's agent hands the branch to the lander."""
+    step = current_step(place)
+    if place.life is not Life.ACTIVE or not isinstance(step.deliverable, Landing):
+        raise refused(
+            "submit",
+            f"stage {place.stage.name} of {_name(place)} does not land",
+            "flume submit belongs to a stage whose deliverable is the landing",
+        )
+    if not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+        raise refused(
+            "submit",
+            f"stage {place.stage.name} of {_name(place)} is not running",
+            "retry the stage first",
+        )
+    if place.submission in {Submission.SUBMITTED, Submission.LANDED}:
+        raise refused(
+            "submit",
+            f"{_name(place)} is already {place.submission.value}",
+            "wait for the lander's answer in flume status",
+        )
+    place = attrs.evolve(place, submission=Submission.SUBMITTED, submission_note="")
+    actions = (
+        Report(
+            event=Event.SUBMITTED,
+            text=f"{place.branch} handed to the lander for {place.launch.base}",
+            stage=place.stage.name,
+        ),
+        Land(path=place.path, branch=place.branch, base=place.launch.base),
+    )
+    return place, actions
+
+
+def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
+    """The lander refused the submission; its output goes back to the agent to mend."""
+    if place.submission is not Submission.SUBMITTED:
+        return place, ()
+    place = attrs.evolve(
+        place,
+        submission=Submission.CHECKS_FAILED,
+        submission_note=seen.reason,
+    )
+    report = Report(event=Event.CHECKS_FAILED, text=seen.reason, stage=place.stage.name)
+    if not is_live(place) or place.agent is None or place.agent.activity is Activity.ASKING:
+        return place, (report,)
+    words = (
+        f"flume submit: the submission's checks failed ({seen.reason}).\n\n{seen.output}\n\n"
+        "Mend the cause, commit, and run `flume submit` again."
+    )
+    place, held = tell.on_told(place, words.strip(), now)
+    return place, (report, *held)
+
+
+def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
+    """An action failed: the core decides what it means (STYLE rule 8)."""
+    report = Report(
+        event=Event.FAILED,
+        text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),
+        stage=place.stage.name,
+    )
+    if seen.action in {"MakeWorktree", "RunSetup", "StartAgent"} and place.life in {
+        Life.MAKING,
+        Life.ACTIVE,
+    }:
+        if seen.action == "StartAgent" and not isinstance(place.stage.phase, Starting):
+            return place, (report,)
+        place = attrs.evolve(place, life=Life.ACTIVE)
+        words = f"{seen.action} failed: {seen.output}".rstrip()
+        place, short = _short(place, ShortCause.FAILED, words)
+        return place, (report, *short)
+    if seen.action == "Land" and place.submission is Submission.SUBMITTED:
+        checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
+        return on_checks_failed(place, checks, seen.at)
+    if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
+        return attrs.evolve(place, tidying=False), (report,)
+    return place, (report,)
+
+
+def _end_agent(place: Place, reason: str) -> Outcome:
+    """Ask the live agent to end; no new agent starts until it is observed gone (R4)."""
+    agent = place.agent
+    if agent is None or agent.ending:
+        return place, ()
+    place = attrs.evolve(place, agent=attrs.evolve(agent, ending=True))
+    return place, (EndAgent(session=agent.session, reason=reason),)
+
+
+def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """The follow-ups any observation can trigger, in a fixed order."""
+    actions: list[Action] = []
+    for rule in (_check_deliverable, _end_when_quiet, _start_when_free):
+        place, more = rule(settings, place, now)
+        actions.extend(more)
+    place, more = delivery.check_deadlines(settings, place, now)
+    actions.extend(more)
+    place, more = tell.check_deadline(settings, place, now)
+    actions.extend(more)
+    place, more = tell.flush(place, now)
+    actions.extend(more)
+    return place, tuple(actions)
+
+
+def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists."""
+    del settings
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, _RUNNING):
+        return place, ()
+    if not has_deliverable(place):
+        return place, ()
+    stage = attrs.evolve(place.stage, phase=Delivered(at=now))
+    report = Report(
+        event=Event.DELIVERABLE,
+        text=f"the deliverable of stage {stage.name} exists; waiting until the agent is quiet",
+        stage=stage.name,
+    )
+    return attrs.evolve(place, stage=stage), (report,)
+
+
+def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """STAGE-ENDS-WHEN-QUIET: with the deliverable made, the stage ends once the agent is quiet.
+
+    "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
+    """
+    if (
+        place.life is not Life.ACTIVE
+        or not isinstance(place.stage.phase, Delivered)
+        or not is_quiet(settings, place, now)
+    ):
+        return place, ()
+    ended_name = place.stage.name
+    place, actions = _end_agent(place, f"stage {ended_name} is done")
+    place = attrs.evolve(place, completed=place.completed.append(ended_name))
+    ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_name} ended", stage=ended_name)
+    following = next_stage(place.kind, ended_name)
+    if following is None:
+        place = attrs.evolve(place, life=Life.FINISHED)
+        finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
+        if place.landed_at is None:
+            return place, (*actions, ended, finished)
+        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
+        return attrs.evolve(place, tidying=True), (*actions, ended, finished, gather)
+    stage = _new_stage(place, following, now)
+    place = attrs.evolve(place, stage=stage)
+    if isinstance(stage.phase, AwaitingWord):
+        waits = Report(
+            event=Event.STAGE_WAITS,
+            text=f"stage {stage.name} waits on the caller's word (flume proceed {_name(place)})",
+            stage=stage.name,
+        )
+        return place, (*actions, ended, waits)
+    return place, (*actions, ended)
+
+
+def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """R4: a queued stage starts a fresh agent once the place is ready and no agent is live."""
+    del settings
+    if (
+        place.life is not Life.ACTIVE
+        or not place.ready
+        or place.agent is not None
+        or not isinstance(place.stage.phase, Queued)
+    ):
+        return place, ()
+    stage = attrs.evolve(place.stage, phase=Starting(since=now))
+    start = StartAgent(
+        path=place.path,
+        stage=stage.name,
+        attempt=stage.attempt,
+        agent=place.launch.agent,
+    )
+    report = Report(
+        event=Event.STAGE_STARTED,
+        text=f"stage {stage.name} starts (attempt {stage.attempt})",
+        stage=stage.name,
+    )
+    return attrs.evolve(place, stage=stage), (report, start)

@@ -1,0 +1,129 @@
+"""R11 status: what ``flume status --json`` says of a place, as a pure projection of its state.
+
+Theory of operation: nothing here decides; it reads the place. "flume keeps only the live state
+of the places it runs": the view holds no history beyond the stages completed.
+
+Rule ids: R11.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import attrs
+from pyrsistent.typing import PVector
+
+from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.kinds import describe_deliverable
+from flume.core.launch import place_name
+from flume.core.observations import Activity
+from flume.core.place import (
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Place,
+    Queued,
+    Short,
+    StagePhase,
+    Starting,
+    Working,
+    current_step,
+    has_deliverable,
+)
+
+
+@attrs.frozen(kw_only=True)
+class PlaceStatus:
+    """One place as status shows it (R11)."""
+
+    place: PlaceName
+    name: WorkName
+    repository: str
+    path: str
+    kind: KindName
+    branch: BranchName
+    base: BranchName
+    mark: str | None
+    life: Life
+    stage: StageName
+    attempt: int
+    #: The stage's phase in one word: waits-word, queued, starting, delivering, working,
+    #: delivered, short.
+    phase: str
+    agent: Activity
+    deliverable: str
+    deliverable_exists: bool
+    submission: str
+    submission_note: str
+    #: Tasks ticked and their total, for a change; None otherwise.
+    tasks: tuple[int, int] | None
+    #: Why the stage stopped short, and the words, when it did.
+    short_cause: str | None
+    needs: str | None
+    waits_on_caller: bool
+    completed: PVector[StageName]
+    tells_held: int
+    updated_at: Instant
+
+
+def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)
+    """The phase in one word."""
+    match phase:
+        case AwaitingWord():
+            return "waits-word"
+        case Queued():
+            return "queued"
+        case Starting():
+            return "starting"
+        case AwaitingInput() | Delivering():
+            return "delivering"
+        case Working():
+            return "working"
+        case Delivered():
+            return "delivered"
+        case Short():
+            return "short"
+        case _:
+            assert_never(phase)
+
+
+def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
+    """R11: the place's status; ``agent_known`` is False when the supervisor is not running."""
+    agent = place.agent
+    if agent is None or place.life in {Life.DROPPED, Life.TIDIED}:
+        activity = Activity.STOPPED
+    elif not agent_known:
+        activity = Activity.UNKNOWN
+    else:
+        activity = agent.activity
+    phase = place.stage.phase
+    step = current_step(place)
+    finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
+    return PlaceStatus(
+        place=place_name(place.launch.kind, place.launch.name),
+        name=place.launch.name,
+        repository=place.launch.repository,
+        path=place.path,
+        kind=place.kind.name,
+        branch=place.branch,
+        base=place.launch.base,
+        mark=place.launch.mark,
+        life=place.life,
+        stage=place.stage.name,
+        attempt=place.stage.attempt,
+        phase=phase_word(phase),
+        agent=activity,
+        deliverable=describe_deliverable(step.deliverable),
+        deliverable_exists=finished or has_deliverable(place),
+        submission=place.submission.value,
+        submission_note=place.submission_note,
+        tasks=place.tasks,
+        short_cause=phase.cause.value if isinstance(phase, Short) else None,
+        needs=phase.words if isinstance(phase, Short) else None,
+        waits_on_caller=isinstance(phase, AwaitingWord),
+        completed=place.completed,
+        tells_held=len(place.held) + (1 if place.sending is not None else 0),
+        updated_at=place.now,
+    )

@@ -1,0 +1,210 @@
+"""``step``: the one entry point into the core, and ``replay``, its fold.
+
+Theory of operation: ``step`` routes an observation to the rule module that owns it, then lets
+:func:`flume.core.stage.settle` apply the follow-ups every observation may trigger. It decides
+nothing itself. :func:`_route` has one arm per observation type, closed by ``assert_never`` so
+mypy flags a type without a rule; the totality test enumerates every type against every phase.
+Time only moves forward: a fact stamped earlier than the last one seen (a clock stepping back)
+does not turn the place's clock back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import assert_never
+
+import attrs
+
+from flume.core import delivery, stage, tell, tidy
+from flume.core.actions import Action, Event, Report
+from flume.core.errors import UsageError, refused
+from flume.core.ids import Instant
+from flume.core.launch import place_name
+from flume.core.observations import (
+    ActionFailed,
+    AgentExited,
+    AgentReady,
+    AgentStarted,
+    AgentStateSeen,
+    BranchDeleted,
+    BranchHead,
+    ChangeSeen,
+    ChecksFailed,
+    DropAsked,
+    Landed,
+    Launched,
+    NeedsSaid,
+    Observation,
+    PaneOutput,
+    ProceedAsked,
+    ReportSeen,
+    RetryAsked,
+    SetupFinished,
+    StopAsked,
+    SubmitAsked,
+    Tick,
+    TidyAsked,
+    TidyFactsSeen,
+    Told,
+    TranscriptEntry,
+    TranscriptUnreadable,
+    WorktreeMade,
+    WorktreeRemoved,
+)
+from flume.core.place import Place
+from flume.core.settings import Settings
+
+Outcome = tuple[Place, tuple[Action, ...]]
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    """What ``step`` decided: the place's next state and the actions for the shell."""
+
+    place: Place
+    actions: tuple[Action, ...] = ()
+
+
+def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
+    """Unreadable transcript lines are skipped and counted, never fatal."""
+    if place.agent is None or place.agent.session != seen.session:
+        return place, ()
+    report = Report(
+        event=Event.UNREADABLE,
+        text=f"{seen.count} transcript line(s) could not be read and were skipped",
+        stage=place.stage.name,
+    )
+    return attrs.evolve(place, unreadable=place.unreadable + seen.count), (report,)
+
+
+def _launched_again(place: Place, seen: Launched) -> Outcome:
+    del seen
+    name = place_name(place.launch.kind, place.launch.name)
+    raise refused(
+        "name",
+        f"{name} is already launched in {place.launch.repository}",
+        "choose another name, or drop and tidy the place first",
+    )
+
+
+def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, PLR0912 (one arm per observation type)
+    """Hand ``seen`` to the rule that owns it; every observation type has exactly one arm."""
+    match seen:
+        case Launched():
+            return _launched_again(place, seen)
+        case Told(text=text):
+            return tell.on_told(place, text, place.now)
+        case StopAsked():
+            return stage.on_stop(place)
+        case RetryAsked(words=words):
+            return stage.on_retry(place, words, place.now)
+        case DropAsked():
+            return stage.on_drop(place)
+        case ProceedAsked():
+            return stage.on_proceed(place, place.now)
+        case SubmitAsked():
+            return stage.on_submit(place)
+        case NeedsSaid(words=words):
+            return stage.on_needs(place, words)
+        case TidyAsked(force=force):
+            return tidy.on_tidy_asked(place, force=force)
+        case WorktreeMade():
+            return stage.on_worktree_made(place, seen)
+        case SetupFinished():
+            return stage.on_setup(place, seen)
+        case ActionFailed():
+            return stage.on_action_failed(place, seen)
+        case AgentStarted():
+            return stage.on_agent_started(place, seen)
+        case AgentReady(session=session):
+            return delivery.on_agent_ready(place, session, place.now)
+        case AgentStateSeen():
+            return stage.on_agent_state(place, seen)
+        case TranscriptEntry():
+            return stage.on_transcript(place, seen)
+        case TranscriptUnreadable():
+            return _unreadable(place, seen)
+        case PaneOutput():
+            return stage.on_pane_output(place, seen)
+        case AgentExited():
+            return stage.on_agent_exited(place, seen)
+        case BranchHead():
+            return stage.on_branch_head(place, seen)
+        case ChangeSeen():
+            return stage.on_change(place, seen)
+        case ReportSeen():
+            return stage.on_report(place, seen)
+        case ChecksFailed():
+            return stage.on_checks_failed(place, seen, place.now)
+        case Landed():
+            return stage.on_landed(place, seen)
+        case TidyFactsSeen():
+            return tidy.on_facts(place, seen)
+        case WorktreeRemoved():
+            return tidy.on_worktree_removed(place, seen)
+        case BranchDeleted():
+            return tidy.on_branch_deleted(place, seen)
+        case Tick():
+            return place, ()
+        case _:
+            assert_never(seen)
+
+
+def step(settings: Settings, place: Place | None, seen: Observation) -> Decision:
+    """Fold one observation into the place: the next state and the actions it calls for.
+
+    Raises :class:`UsageError` when ``seen`` is a caller's command the rules refuse; then
+    nothing is to be journaled or done.
+    """
+    if place is None:
+        if isinstance(seen, Launched):
+            launched, actions = stage.launch(seen)
+            return Decision(place=launched, actions=actions)
+        raise UsageError.one(
+            "place",
+            "nothing has been launched here",
+            "the first observation of a place is its launch",
+        )
+    now = Instant(max(place.now, seen.at))
+    place = attrs.evolve(place, now=now)
+    place, actions = _route(place, seen)
+    place, follow = stage.settle(settings, place, now)
+    return Decision(place=place, actions=(*actions, *follow))
+
+
+def replay(settings: Settings, observations: Iterable[Observation]) -> Place:
+    """The place a journal describes: the fold of :func:`step` over its observations.
+
+    A journal holds only what ``step`` accepted, so a refusal here means the journal was
+    edited by hand, and it is raised.
+    """
+    place: Place | None = None
+    for seen in observations:
+        place = step(settings, place, seen).place
+    if place is None:
+        raise UsageError.one(
+            "journal", "the journal is empty", "a place's journal starts with its launch"
+        )
+    return place
+
+
+@attrs.frozen(kw_only=True)
+class TraceRow:
+    """One observation of a simulation and what came of it: a decision or a refusal."""
+
+    seen: Observation
+    decision: Decision | None
+    refusal: UsageError | None
+
+
+def trace(settings: Settings, observations: Iterable[Observation]) -> Iterator[TraceRow]:
+    """Run ``step`` over ``observations``, going on past refused commands, as a dry run does."""
+    place: Place | None = None
+    for seen in observations:
+        try:
+            decision = step(settings, place, seen)
+        except UsageError as error:
+            yield TraceRow(seen=seen, decision=None, refusal=error)
+            continue
+        place = decision.place
+        yield TraceRow(seen=seen, decision=decision, refusal=None)

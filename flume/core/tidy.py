@@ -1,0 +1,167 @@
+"""R10 tidy: remove what landed or was dropped, and never lose a commit or touch a stranger's work.
+
+Theory of operation. Tidy decides on facts the shell gathered (:class:`TidyFactsSeen`): the
+worktree (does it exist, did flume make it, is it dirty) and the branch (does it exist, how many
+of its commits its base lacks). "Landed fix: remove its place and branch. Dropped change: remove
+its place, keep its branch. A worktree made by hand: never touched. flume removes only places it
+made. Before it removes a branch it compares the branch with its base: a branch holding commits
+its base lacks stays, and flume names it." Beyond the seed: a worktree with uncommitted or
+untracked changes is never removed without the caller's explicit force, and force never lets a
+branch with commits its base lacks go. Every place and branch kept is named with its reason.
+
+Rule ids: R10, TIDY-ONLY-OURS, TIDY-KEEPS-AHEAD-BRANCH, TIDY-DROPPED-KEEPS-BRANCH,
+TIDY-DIRTY-NEEDS-FORCE.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from flume.core.actions import (
+    Action,
+    DeleteBranch,
+    Event,
+    GatherTidyFacts,
+    KeepBranch,
+    KeepPlace,
+    RemoveWorktree,
+    Report,
+)
+from flume.core.ids import Sha
+from flume.core.launch import place_name
+from flume.core.observations import (
+    BranchDeleted,
+    BranchFacts,
+    TidyFactsSeen,
+    WorktreeFacts,
+    WorktreeRemoved,
+)
+from flume.core.place import Life, Place
+
+Outcome = tuple[Place, tuple[Action, ...]]
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit{'s' if count != 1 else ''}"
+
+
+def plan(  # noqa: PLR0913 (each argument is one fact tidy must weigh)
+    *,
+    life: Life,
+    made: bool,
+    worktree: WorktreeFacts,
+    branch: BranchFacts,
+    force: bool,
+    head: Sha | None = None,
+) -> tuple[Action, ...]:
+    """What tidy removes and keeps for one place, each kept thing with its reason."""
+    if not (made and worktree.made_by_flume):
+        return (
+            KeepPlace(path=worktree.path, reason="made by hand: flume never touches it"),
+            KeepBranch(branch=branch.name, reason="its worktree was not made by flume: kept"),
+        )
+    if life not in {Life.FINISHED, Life.DROPPED}:
+        return (
+            KeepPlace(path=worktree.path, reason=f"in flight ({life.value}): drop it to tidy it"),
+            KeepBranch(branch=branch.name, reason="its place is in flight: kept"),
+        )
+    actions: list[Action] = []
+    if worktree.exists:
+        changed = worktree.dirty or worktree.untracked
+        if changed and not force:
+            what = " and ".join(
+                word
+                for word, present in (
+                    ("uncommitted changes", worktree.dirty),
+                    ("untracked files", worktree.untracked),
+                )
+                if present
+            )
+            return (
+                KeepPlace(
+                    path=worktree.path,
+                    reason=f"holds {what}: kept; commit them, or tidy --force to discard them",
+                ),
+                KeepBranch(branch=branch.name, reason="checked out in a kept place: kept"),
+            )
+        actions.append(RemoveWorktree(path=worktree.path, force=changed))
+    actions.extend(_branch_plan(life=life, branch=branch, head=head))
+    return tuple(actions)
+
+
+def _branch_plan(*, life: Life, branch: BranchFacts, head: Sha | None) -> tuple[Action, ...]:
+    if not branch.exists:
+        return ()
+    if life is Life.DROPPED:
+        lacks = f"; {_commits(branch.base_lacks)} {branch.base} lacks" if branch.base_lacks else ""
+        return (
+            KeepBranch(branch=branch.name, reason=f"dropped work keeps its branch{lacks}: kept"),
+        )
+    if branch.base_lacks > 0:
+        reason = f"{branch.name} holds {_commits(branch.base_lacks)} {branch.base} lacks: kept"
+        return (KeepBranch(branch=branch.name, reason=reason),)
+    return (DeleteBranch(branch=branch.name, base=branch.base, head_was=head),)
+
+
+def on_tidy_asked(place: Place, *, force: bool) -> Outcome:
+    """Ask for the facts of a finished or dropped place; a place in flight is kept and named."""
+    if place.life is Life.TIDIED:
+        return place, ()
+    if place.life not in {Life.FINISHED, Life.DROPPED}:
+        keep = KeepPlace(
+            path=place.path,
+            reason=f"in flight (stage {place.stage.name}): drop it to tidy it",
+        )
+        return place, (keep,)
+    gather = GatherTidyFacts(
+        path=place.path, branch=place.branch, base=place.launch.base, force=force
+    )
+    return attrs.evolve(place, tidying=True), (gather,)
+
+
+def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
+    """Decide the plan on the gathered facts, and report every thing kept."""
+    if place.life not in {Life.FINISHED, Life.DROPPED} or seen.branch.name != place.branch:
+        return place, ()
+    actions = plan(
+        life=place.life,
+        made=place.made,
+        worktree=seen.worktree,
+        branch=seen.branch,
+        force=seen.force,
+        head=place.head,
+    )
+    kept = tuple(
+        Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
+        if isinstance(action, KeepPlace)
+        else Report(event=Event.KEPT, text=f"{action.branch}: {action.reason}")
+        for action in actions
+        if isinstance(action, KeepPlace | KeepBranch)
+    )
+    place = attrs.evolve(place, tidying=False)
+    if not seen.worktree.exists and place.made:
+        place, gone = _gone(place)
+        return place, (*actions, *kept, *gone)
+    return place, (*actions, *kept)
+
+
+def _gone(place: Place) -> Outcome:
+    if place.life is Life.TIDIED:
+        return place, ()
+    place = attrs.evolve(place, worktree_gone=True, life=Life.TIDIED)
+    name = place_name(place.launch.kind, place.launch.name)
+    return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)
+
+
+def on_worktree_removed(place: Place, seen: WorktreeRemoved) -> Outcome:
+    """The worktree is gone: the place is tidied."""
+    if seen.path != place.path or place.life not in {Life.FINISHED, Life.DROPPED}:
+        return place, ()
+    return _gone(place)
+
+
+def on_branch_deleted(place: Place, seen: BranchDeleted) -> Outcome:
+    """The branch is gone."""
+    if seen.branch != place.branch:
+        return place, ()
+    return attrs.evolve(place, branch_gone=True), ()
