@@ -105,8 +105,14 @@ def render_prompt(place: Place) -> str:
     return f"{text}\n\n[{marker}]"
 
 
-def send_prompt(place: Place, session: SessionId, now: Instant, sends: int) -> Outcome:
-    """Send the prompt for the ``sends``-th time (1 or 2) and wait for the transcript."""
+def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
+    """DELIVERY-TWO-SENDS: send the prompt once more, if fewer than two sends were made.
+
+    The send is counted when decided, before the shell pastes it.
+    """
+    sends = place.stage.sends + 1
+    if sends > MAX_SENDS:
+        return place, ()
     send = SendPrompt(
         session=session,
         stage=place.stage.name,
@@ -115,15 +121,16 @@ def send_prompt(place: Place, session: SessionId, now: Instant, sends: int) -> O
         marker=prompt_marker(place),
         text=render_prompt(place),
     )
-    phase = Delivering(session=session, sends=sends, sent_at=now)
-    return attrs.evolve(place, stage=attrs.evolve(place.stage, phase=phase)), (send,)
+    phase = Delivering(session=session, sent_at=now)
+    stage = attrs.evolve(place.stage, phase=phase, sends=sends)
+    return attrs.evolve(place, stage=stage), (send,)
 
 
 def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
     """The agent takes input: send the prompt the first time."""
     phase = place.stage.phase
     if isinstance(phase, AwaitingInput) and phase.session == session:
-        return send_prompt(place, session, now, 1)
+        return send_prompt(place, session, now)
     return place, ()
 
 
@@ -139,7 +146,7 @@ def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
         stage = attrs.evolve(place.stage, phase=Working(session=phase.session))
         report = Report(
             event=Event.PROMPT_DELIVERED,
-            text=f"the transcript holds the prompt (send {phase.sends} of {MAX_SENDS})",
+            text=f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})",
             stage=place.stage.name,
         )
         return attrs.evolve(place, stage=stage), (report,)
@@ -149,24 +156,23 @@ def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
 def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
     """Send anyway once the agent was slow to take input; resend once; then never began.
 
-    DELIVERY-TWO-SENDS: a send is made only while fewer than two were made for the attempt.
     DELIVERY-NEVER-BEGAN: the stage never began only after the second send went missing.
     """
     phase = place.stage.phase
     if isinstance(phase, AwaitingInput) and now - phase.since >= settings.ready_seconds:
-        return send_prompt(place, phase.session, now, 1)
+        return send_prompt(place, phase.session, now)
     if not isinstance(phase, Delivering) or now - phase.sent_at < settings.confirm_seconds:
         return place, ()
     missing = Report(
         event=Event.PROMPT_MISSING,
         text=(
-            f"send {phase.sends} of the prompt is not in the transcript after "
+            f"send {place.stage.sends} of the prompt is not in the transcript after "
             f"{settings.confirm_seconds:g}s"
         ),
         stage=place.stage.name,
     )
-    if phase.sends < MAX_SENDS:
-        place, actions = send_prompt(place, phase.session, now, phase.sends + 1)
+    if place.stage.sends < MAX_SENDS:
+        place, actions = send_prompt(place, phase.session, now)
         return place, (missing, *actions)
     words = (
         f"the prompt was sent {MAX_SENDS} times and the transcript holds neither; "

@@ -86,10 +86,9 @@ class AwaitingInput:
 
 @attrs.frozen(kw_only=True)
 class Delivering:
-    """The prompt was sent ``sends`` times; waiting to find it in the transcript."""
+    """The prompt was sent (``StageRun.sends`` times); waiting to find it in the transcript."""
 
     session: SessionId
-    sends: int
     sent_at: Instant
 
 
@@ -133,6 +132,8 @@ class StageRun:
     #: The caller's words given with a retry, put in the prompt.
     words: str
     phase: StagePhase
+    #: How many times this attempt's prompt was sent; never more than two (R5).
+    sends: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -144,6 +145,8 @@ class Agent:
     attempt: int
     pane: str
     activity: Activity
+    #: When the agent last changed what it does.
+    activity_since: Instant
     last_output_at: Instant
     #: ``EndAgent`` was asked for; no new agent starts until it is observed gone.
     ending: bool = False
@@ -281,8 +284,8 @@ def _is_new_head(place: Place, head: Sha | None) -> bool:
 def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
     """The agent is quiet (R7).
 
-    No agent is live, or it waits and its pane has been still for ``quiet_seconds``; and no
-    tell is held or in flight for it.
+    No agent is live; or it has waited for ``quiet_seconds`` and its pane has been still as
+    long; and no tell is held or in flight for it.
     """
     if place.held or place.sending is not None:
         return False
@@ -291,5 +294,13 @@ def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
         return True
     return (
         agent.activity in {Activity.WAITING, Activity.STOPPED}
+        and now - agent.activity_since >= settings.quiet_seconds
         and now - agent.last_output_at >= settings.quiet_seconds
     )
+
+
+def with_activity(agent: Agent, activity: Activity, at: Instant) -> Agent:
+    """The agent doing ``activity``; the instant it began is kept while it goes on."""
+    if activity is agent.activity:
+        return agent
+    return attrs.evolve(agent, activity=activity, activity_since=at)

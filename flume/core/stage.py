@@ -73,6 +73,7 @@ from flume.core.place import (
     has_deliverable,
     is_live,
     is_quiet,
+    with_activity,
 )
 from flume.core.settings import Settings
 
@@ -185,6 +186,7 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
             attempt=seen.attempt,
             pane=seen.pane,
             activity=Activity.UNKNOWN,
+            activity_since=seen.at,
             last_output_at=seen.at,
         )
         stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
@@ -198,7 +200,7 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    place = attrs.evolve(place, agent=attrs.evolve(agent, activity=seen.activity))
+    place = attrs.evolve(place, agent=with_activity(agent, seen.activity, place.now))
     if seen.activity is Activity.WAITING:
         return delivery.on_agent_ready(place, seen.session, place.now)
     return place, ()
@@ -210,12 +212,9 @@ def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
     if agent is None or agent.session != seen.session:
         return place, ()
     activity = delivery.infer_activity(seen, agent.activity)
-    place = attrs.evolve(
-        place,
-        agent=attrs.evolve(
-            agent, activity=activity, last_output_at=max(agent.last_output_at, seen.at)
-        ),
-    )
+    agent = with_activity(agent, activity, place.now)
+    latest = Instant(max(agent.last_output_at, seen.at))
+    place = attrs.evolve(place, agent=attrs.evolve(agent, last_output_at=latest))
     place, delivered = delivery.on_prompt_line(place, seen)
     place, told = tell.on_tell_line(place, seen)
     return place, (*delivered, *told)
@@ -226,7 +225,7 @@ def on_pane_output(place: Place, seen: PaneOutput) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    latest = max(agent.last_output_at, seen.last_output_at)
+    latest = Instant(max(agent.last_output_at, seen.last_output_at))
     return attrs.evolve(place, agent=attrs.evolve(agent, last_output_at=latest)), ()
 
 

@@ -49,6 +49,8 @@ class PlaceStatus:
     life: Life
     stage: StageName
     attempt: int
+    #: How many times the current attempt's prompt was sent (at most two).
+    sends: int
     #: The stage's phase in one word: waits-word, queued, starting, delivering, working,
     #: delivered, short.
     phase: str
@@ -113,6 +115,7 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         life=place.life,
         stage=place.stage.name,
         attempt=place.stage.attempt,
+        sends=place.stage.sends,
         phase=phase_word(phase),
         agent=activity,
         deliverable=describe_deliverable(step.deliverable),

@@ -1,0 +1,161 @@
+"""Rendering for people and for programs: the simulate trace as text or JSON lines."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import attrs
+
+from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
+from flume.core.observations import Launched, Observation
+from flume.core.status import PlaceStatus, status
+from flume.core.step import TraceRow
+from flume.shell.journal import FORMAT, converter
+
+_LONG = 72
+
+
+def _short(value: object) -> str:
+    text = value.value if hasattr(value, "value") and not isinstance(value, str) else value
+    shown = json.dumps(text, ensure_ascii=False) if isinstance(text, str) else str(text)
+    return shown if len(shown) <= _LONG else f"{shown[: _LONG - 12]}…({len(str(text))} chars)"
+
+
+def describe(record: Observation | Action) -> str:
+    """One line naming a record and its fields, long text cut short."""
+    name = type(record).__name__
+    if isinstance(record, Launched):
+        launch = record.launch
+        waits = f", waits on {', '.join(sorted(launch.waits))}" if launch.waits else ""
+        return (
+            f"Launched {launch.kind}--{launch.name}: kind {record.kind.name}, base {launch.base}, "
+            f"agent {launch.agent.agent.value}{waits}, brief {_short(launch.brief)}"
+        )
+    if isinstance(record, Report):
+        return f"Report {record.event.value}: {record.text}"
+    if isinstance(record, StartAgent):
+        return (
+            f"StartAgent stage {record.stage}#{record.attempt} in {record.path}, "
+            f"agent {record.agent.agent.value}"
+        )
+    if isinstance(record, SendPrompt | SendTell):
+        what = (
+            f"stage {record.stage}#{record.attempt}"
+            if isinstance(record, SendPrompt)
+            else (f"tell {record.number}")
+        )
+        return f"{name} {what}, send {record.send} of 2, marker {record.marker}, {len(record.text)} chars"
+    fields = ", ".join(
+        f"{field.name}={_short(getattr(record, field.name))}"
+        for field in attrs.fields(type(record))
+        if field.name != "at" and getattr(record, field.name) != _default(field)
+    )
+    return f"{name} {fields}".rstrip()
+
+
+def _default(field: attrs.Attribute[Any]) -> object:
+    """A field's default, or a value nothing equals when it has none."""
+    default: Any = field.default
+    if default is attrs.NOTHING:
+        return object()
+    factory = getattr(default, "factory", None)
+    return factory() if callable(factory) else default
+
+
+def _state_line(view: PlaceStatus) -> str:
+    tasks = f" | tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
+    short = f" ({view.short_cause})" if view.short_cause else ""
+    return (
+        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase}{short}"
+        f" | sends {view.sends} | agent {view.agent.value}"
+        f" | deliverable {'yes' if view.deliverable_exists else 'no'}"
+        f" | submission {view.submission}{tasks}"
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    """What a whole trace came to."""
+
+    place: str | None
+    life: str | None
+    stage: str | None
+    #: Prompt sends per stage attempt, e.g. {"code#1": 2}.
+    sends: dict[str, int]
+    refused: int
+    never_began: bool
+
+
+def summarize(rows: Iterable[TraceRow]) -> Summary:
+    """Count sends per stage attempt and refusals, and take the final state."""
+    sends: Counter[str] = Counter()
+    refused = 0
+    last: PlaceStatus | None = None
+    never_began = False
+    for row in rows:
+        if row.refusal is not None:
+            refused += 1
+            continue
+        assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
+        last = status(row.decision.place)
+        for action in row.decision.actions:
+            if isinstance(action, SendPrompt):
+                sends[f"{action.stage}#{action.attempt}"] += 1
+        never_began = never_began or last.short_cause == "never-began"
+    return Summary(
+        place=last.place if last else None,
+        life=last.life.value if last else None,
+        stage=f"{last.stage}#{last.attempt} {last.phase}" if last else None,
+        sends=dict(sends),
+        refused=refused,
+        never_began=never_began,
+    )
+
+
+def trace_text(rows: list[TraceRow]) -> Iterator[str]:
+    """The trace for a person: each observation, the state it led to, the actions."""
+    previous = ""
+    for row in rows:
+        yield f"[{row.seen.at:8.1f}] {describe(row.seen)}"
+        if row.refusal is not None:
+            for problem in row.refusal.problems:
+                yield f"           refused: {problem.render()}"
+            continue
+        assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
+        line = _state_line(status(row.decision.place))
+        if line != previous:
+            yield f"           {line}"
+            previous = line
+        for action in row.decision.actions:
+            yield f"           -> {describe(action)}"
+    summary = summarize(rows)
+    sends = ", ".join(f"{stage}: {count}" for stage, count in summary.sends.items()) or "none"
+    yield ""
+    yield (
+        f"end: {summary.place} {summary.life}, stage {summary.stage}; "
+        f"prompt sends {sends}; refused commands {summary.refused}"
+        + ("; the stage never began" if summary.never_began else "")
+    )
+
+
+def trace_json(rows: list[TraceRow]) -> Iterator[str]:
+    """The trace for a program: one JSON object a line, then a summary line."""
+    for row in rows:
+        record: dict[str, Any] = {
+            "format": FORMAT,
+            "row": "step",
+            "at": row.seen.at,
+            "seen": converter.unstructure(row.seen, Observation),
+        }
+        if row.refusal is not None:
+            record["refused"] = [converter.unstructure(p) for p in row.refusal.problems]
+        else:
+            assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
+            record["status"] = converter.unstructure(status(row.decision.place))
+            record["actions"] = [converter.unstructure(a, Action) for a in row.decision.actions]
+        yield json.dumps(record, ensure_ascii=False)
+    summary = converter.unstructure(summarize(rows))
+    yield json.dumps({"format": FORMAT, "row": "summary", **summary}, ensure_ascii=False)
