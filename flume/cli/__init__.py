@@ -1,3 +1,6 @@
-"""flume's command line: typer commands that parse, call the shell and render. No rule lives here."""
+"""flume's command line: typer commands that parse, call the shell and render.
+
+No rule lives here.
+"""
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import attrs
 
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.observations import Launched, Observation
+from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
 from flume.shell.journal import FORMAT, converter
@@ -47,7 +48,10 @@ def describe(record: Observation | Action) -> str:
             if isinstance(record, SendPrompt)
             else (f"tell {record.number}")
         )
-        return f"{name} {what}, send {record.send} of 2, marker {record.marker}, {len(record.text)} chars"
+        return (
+            f"{name} {what}, send {record.send} of {MAX_SENDS}, marker {record.marker}, "
+            f"{len(record.text)} chars"
+        )
     fields = ", ".join(
         f"{field.name}={_short(getattr(record, field.name))}"
         for field in attrs.fields(type(record))

@@ -137,6 +137,8 @@ class Event(enum.Enum):
     SETUP_FAILED = "setup-failed"
     STAGE_STARTED = "stage-started"
     STAGE_WAITS = "stage-waits"  #: the stage waits on the caller's word
+    PROCEEDED = "proceeded"  #: the caller's word released a waiting stage
+    RETRIED = "retried"  #: the caller retried a stage that stopped short
     PROMPT_DELIVERED = "prompt-delivered"
     PROMPT_MISSING = "prompt-missing"  #: a send was not found in the transcript
     NEVER_BEGAN = "never-began"

@@ -26,11 +26,13 @@ from flume.core.observations import Activity, Content, TranscriptEntry
 from flume.core.place import (
     AwaitingInput,
     Delivering,
+    Life,
     Place,
     Short,
     ShortCause,
     Working,
     current_step,
+    is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
 
@@ -154,15 +156,25 @@ def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
 
 
 def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """Send anyway once the agent was slow to take input; resend once; then never began.
-
-    DELIVERY-NEVER-BEGAN: the stage never began only after the second send went missing.
-    """
+    """Send anyway once the agent was slow to take input; resend once; then never began."""
+    if place.life is not Life.ACTIVE or not is_live(place):
+        return place, ()
     phase = place.stage.phase
     if isinstance(phase, AwaitingInput) and now - phase.since >= settings.ready_seconds:
         return send_prompt(place, phase.session, now)
-    if not isinstance(phase, Delivering) or now - phase.sent_at < settings.confirm_seconds:
-        return place, ()
+    if isinstance(phase, Delivering) and now - phase.sent_at >= settings.confirm_seconds:
+        return _missing(settings, place, phase, now)
+    return place, ()
+
+
+def _missing(settings: Settings, place: Place, phase: Delivering, now: Instant) -> Outcome:
+    """DELIVERY-NEVER-BEGAN: a missing first send is resent; a missing second one never began.
+
+    The resend waits while the agent works or asks a person: typed into a busy agent it would
+    queue, and typed into a dialog it could answer it.
+    """
+    agent = place.agent
+    assert agent is not None  # noqa: S101 (check_deadlines asked for a live agent)
     missing = Report(
         event=Event.PROMPT_MISSING,
         text=(
@@ -172,6 +184,8 @@ def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
         stage=place.stage.name,
     )
     if place.stage.sends < MAX_SENDS:
+        if agent.activity in {Activity.WORKING, Activity.ASKING}:
+            return place, ()
         place, actions = send_prompt(place, phase.session, now)
         return place, (missing, *actions)
     words = (
@@ -179,16 +193,12 @@ def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
         "retry the stage to start a fresh agent"
     )
     stage = attrs.evolve(place.stage, phase=Short(cause=ShortCause.NEVER_BEGAN, words=words))
-    place = attrs.evolve(place, stage=stage)
-    reports: tuple[Action, ...] = (
+    place = attrs.evolve(place, stage=stage, agent=attrs.evolve(agent, ending=True))
+    return place, (
         missing,
         Report(event=Event.NEVER_BEGAN, text=words, stage=stage.name),
+        EndAgent(session=agent.session, reason="the stage never began"),
     )
-    agent = place.agent
-    if agent is None or agent.ending:
-        return place, reports
-    place = attrs.evolve(place, agent=attrs.evolve(agent, ending=True))
-    return place, (*reports, EndAgent(session=agent.session, reason="the stage never began"))
 
 
 def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
@@ -196,11 +206,9 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
 
     Hooks and the live-session registry are more precise and override this when they report.
     """
-    if entry.line_type == "user" and entry.content in {
-        Content.STRING,
-        Content.TEXT,
-        Content.TOOL_RESULT,
-    }:
+    if entry.line_type == "user" and (
+        is_typed_by_user(entry) or entry.content is Content.TOOL_RESULT
+    ):
         return Activity.WORKING
     if entry.line_type == "assistant":
         if entry.tool_name == "AskUserQuestion":

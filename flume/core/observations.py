@@ -240,8 +240,8 @@ class ChangeSeen:
     """
 
     at: Instant
-    head: Sha | None
     written: bool
+    head: Sha | None = None
     planning_complete: bool = False
     #: True when the OpenSpec CLI validated it, False when it refused it, None when not run.
     valid: bool | None = None

@@ -325,6 +325,12 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
     )
     stage = attrs.evolve(stage, phase=Queued())
     place = attrs.evolve(place, stage=stage)
+    with_words = " with the caller's words" if words.strip() else ""
+    retried = Report(
+        event=Event.RETRIED,
+        text=f"stage {stage.name} retried{with_words} (attempt {stage.attempt})",
+        stage=stage.name,
+    )
     if not place.made:
         redo: tuple[Action, ...] = (
             MakeWorktree(
@@ -338,7 +344,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
         redo = (RunSetup(path=place.path, commands=place.setup),)
     else:
         redo = ()
-    return place, (*actions, *redo)
+    return place, (*actions, retried, *redo)
 
 
 def on_drop(place: Place) -> Outcome:
@@ -373,7 +379,12 @@ def on_proceed(place: Place, now: Instant) -> Outcome:
             "proceed releases a stage that waits on the caller (see flume status)",
         )
     stage = attrs.evolve(place.stage, started_at=now, start_head=place.head, phase=Queued())
-    return attrs.evolve(place, stage=stage), ()
+    report = Report(
+        event=Event.PROCEEDED,
+        text=f"the caller's word released stage {stage.name}",
+        stage=stage.name,
+    )
+    return attrs.evolve(place, stage=stage), (report,)
 
 
 def on_submit(place: Place) -> Outcome:

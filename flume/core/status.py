@@ -52,7 +52,7 @@ class PlaceStatus:
     #: How many times the current attempt's prompt was sent (at most two).
     sends: int
     #: The stage's phase in one word: waits-word, queued, starting, delivering, working,
-    #: delivered, short.
+    #: delivered, short; once the place is no longer active, its life: finished, dropped, tidied.
     phase: str
     agent: Activity
     deliverable: str
@@ -116,7 +116,7 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         stage=place.stage.name,
         attempt=place.stage.attempt,
         sends=place.stage.sends,
-        phase=phase_word(phase),
+        phase=phase_word(phase) if place.life in {Life.MAKING, Life.ACTIVE} else place.life.value,
         agent=activity,
         deliverable=describe_deliverable(step.deliverable),
         deliverable_exists=finished or has_deliverable(place),

@@ -115,11 +115,17 @@ def on_tell_line(place: Place, entry: TranscriptEntry) -> Outcome:
 
 
 def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """A tell missing from the transcript is sent once more, then reported lost."""
+    """A tell missing from the transcript is sent once more, then reported lost.
+
+    TELL-HELD-WHILE-WORKING: the second send, like the first, waits until the agent waits; it
+    is never typed while the agent works or asks a person.
+    """
     sending = place.sending
     if sending is None or now - sending.sent_at < settings.confirm_seconds:
         return place, ()
     if sending.sends < MAX_SENDS and is_live(place):
+        if place.agent is None or place.agent.activity is not Activity.WAITING:
+            return place, ()
         again = TellSending(tell=sending.tell, sends=sending.sends + 1, sent_at=now)
         return attrs.evolve(place, sending=again), (_send(place, sending.tell, again.sends),)
     report = Report(

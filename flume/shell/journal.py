@@ -64,11 +64,11 @@ def _make_converter() -> cattrs.Converter:
     def unstructure_collection(kind: Any) -> Callable[[Any], Any]:
         args = get_args(kind)
         if get_origin(kind) is PMap:
-            key, item = args if args else (Any, Any)
+            key, item = args or (Any, Any)
             return lambda value: {
                 made.unstructure(k, key): made.unstructure(v, item) for k, v in value.items()
             }
-        (item,) = args if args else (Any,)
+        (item,) = args or (Any,)
         return lambda value: [made.unstructure(element, item) for element in _ordered(value)]
 
     collections: tuple[object, ...] = (PVector, PSet, PMap)

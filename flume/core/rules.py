@@ -1,0 +1,39 @@
+"""The catalogue of flume's rule ids: DESIGN.md §4's R1-R11 and the finer rules under them.
+
+Each id is named in the docstring of the core code that carries it out, and in exactly one rule
+or invariant docstring of the model tests (``tests/model/test_traceability.py`` checks both).
+"""
+
+from __future__ import annotations
+
+#: id -> the sentence of the spec it stands for.
+RULES: dict[str, str] = {
+    "R1": "A worktree at <repository>/places/<kind>--<name>, on <prefix>/<name>, cut from base.",
+    "R2": "The repository's declaration makes the place ready; a failed setup is a stop short.",
+    "R3": "Every stage of the work runs in that one place.",
+    "R4": "Each stage starts a new agent; the previous one has ended.",
+    "R5": "Start the agent, wait for input, send, read the transcript for the prompt.",
+    "DELIVERY-TWO-SENDS": "Missing: send once more. Never a third send.",
+    "DELIVERY-NEVER-BEGAN": "Missing again: report that the stage never began.",
+    "DELIVERY-TRANSCRIPT-ONLY": "Keys typed into a pane prove nothing; only the transcript does.",
+    "R6": "A tell reaches the agent as a prompt the transcript holds, or not at all.",
+    "TELL-HELD-WHILE-WORKING": "It is held while the agent works and sent once it waits.",
+    "TELL-REFUSED": "Refused, with nothing typed, when no agent is live or it asks a person.",
+    "TELL-NEVER-MOVES-STAGE": "A tell never starts, ends or moves a stage.",
+    "R7": "A stage ends when its deliverable exists; stages run in the kind's order.",
+    "STAGE-NEVER-ON-QUIET": "A stage never ends because its pane went quiet.",
+    "STAGE-DELIVERABLE-SINCE-START": "A deliverable counts only when made since its stage began.",
+    "STAGE-ENDS-WHEN-QUIET": "flume waits until the agent is quiet, then ends it.",
+    "STAGE-WAITS-WORD": "A stage that waits on its caller's word does not start without it.",
+    "R8": "An agent that stops short: no next stage starts; the place waits.",
+    "R9": "retry, stop and drop act only where the rules allow; a refusal changes nothing.",
+    "RETRY-FRESH-AGENT": "retry starts the stage again with the caller's words, a fresh agent.",
+    "STOP-WAITS-RETRY": "stop ends the agent; its stage waits for a retry.",
+    "DROP-ENDS-WORK": "drop abandons the work: no agent starts and nothing is sent again.",
+    "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",
+    "TIDY-ONLY-OURS": "flume removes only places it made; a hand-made worktree is never touched.",
+    "TIDY-KEEPS-AHEAD-BRANCH": "A branch holding commits its base lacks stays, and is named.",
+    "TIDY-DROPPED-KEEPS-BRANCH": "Dropped work: its place is removed, its branch kept.",
+    "TIDY-DIRTY-NEEDS-FORCE": "A worktree with uncommitted or untracked changes needs force.",
+    "R11": "status is a pure projection of the place's state.",
+}

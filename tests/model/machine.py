@@ -1,0 +1,195 @@
+"""The behaviours every place machine shares: what the agent, the pane, the lander and time do.
+
+These rules name no rule id: they only move the world. Each family's machine subclasses this and
+adds the caller's commands and the invariants its rule ids are about.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from flume.core.ids import Instant, StageName
+from flume.core.kinds import ReportFile
+from flume.core.observations import (
+    Activity,
+    AgentExited,
+    AgentReady,
+    AgentStateSeen,
+    Content,
+    PaneOutput,
+    SubmitAsked,
+    Tick,
+    TranscriptEntry,
+)
+from flume.core.place import current_step
+from flume.core.settings import Settings
+from tests.model.world import FakeAgent, FakeWorld, fix_world
+
+#: Transcript lines that hold a sent prompt's text but are not typed by the user.
+DECOYS: dict[str, dict[str, object]] = {
+    "tool_result": {"line_type": "user", "content": Content.TOOL_RESULT},
+    "meta": {"line_type": "user", "content": Content.TEXT, "is_meta": True},
+    "compact_summary": {"line_type": "user", "content": Content.STRING, "is_compact_summary": True},
+    "sidechain": {"line_type": "user", "content": Content.STRING, "is_sidechain": True},
+    "harness": {"line_type": "user", "content": Content.TEXT, "row_source": "harness"},
+    "progress": {"line_type": "progress", "content": Content.NONE},
+    "assistant": {"line_type": "assistant", "content": Content.TEXT},
+    "attachment": {"line_type": "attachment", "content": Content.NONE},
+    "queue": {"line_type": "queue-operation", "content": Content.NONE},
+    "task_notification": {"line_type": "user", "content": Content.STRING, "wrap": True},
+}
+
+
+class PlaceMachine(RuleBasedStateMachine):
+    """A place driven through ``step`` against a :class:`FakeWorld`."""
+
+    def make_world(self) -> FakeWorld:
+        """The world this machine runs in; subclasses pick the kind and settings."""
+        return fix_world(Settings(quiet_seconds=5, confirm_seconds=30, ready_seconds=60))
+
+    @initialize()
+    def launch(self) -> None:
+        """Launch the place; the world makes it and starts its first stage."""
+        self.world = self.make_world()
+        assert self.world.launch() is None
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def agent(self) -> FakeAgent | None:
+        """The live agent, if any."""
+        return self.world.live_agent()
+
+    def has_agent(self) -> bool:
+        """An agent is live in the world."""
+        return self.world.live_agent() is not None
+
+    def has_sends(self) -> bool:
+        """The live agent has been sent something."""
+        agent = self.world.live_agent()
+        return agent is not None and bool(agent.sends)
+
+    def stage(self) -> tuple[StageName, int]:
+        """The place's current stage and attempt."""
+        assert self.world.place is not None
+        return self.world.place.stage.name, self.world.place.stage.attempt
+
+    # --- time and the agent ----------------------------------------------------------------------
+
+    @rule(seconds=st.sampled_from([1.0, 4.0, 6.0, 31.0, 61.0]))
+    def time_passes(self, seconds: float) -> None:
+        """Time passes with nothing seen."""
+        self.world.now += seconds
+        self.world.feed(Tick(at=self.world.instant()))
+
+    @precondition(has_agent)
+    @rule()
+    def agent_takes_input(self) -> None:
+        """The agent's registry entry says it takes input."""
+        agent = self.agent()
+        assert agent is not None
+        self.world.feed(AgentReady(at=self.world.instant(), session=agent.session))
+
+    @precondition(has_sends)
+    @rule(which=st.integers(min_value=0, max_value=3))
+    def agent_takes_a_send(self, which: int) -> None:
+        """The agent takes one of the texts pasted to it: the transcript holds it, typed."""
+        agent = self.agent()
+        assert agent is not None
+        sent = agent.sends[min(which, len(agent.sends) - 1)]
+        self.world.typed_markers.add(sent.marker)
+        self.world.activity, self.world.activity_since = Activity.WORKING, self.world.now
+        self.world.last_output = self.world.now
+        self.world.feed(
+            TranscriptEntry(
+                at=self.world.instant(),
+                session=agent.session,
+                line_type="user",
+                content=Content.STRING,
+                text=f'\n\n<pasted_content id="p1">\n{sent.text}\n</pasted_content id="p1">\n',
+            ),
+        )
+
+    @precondition(has_sends)
+    @rule(decoy=st.sampled_from(sorted(DECOYS)))
+    def decoy_line(self, decoy: str) -> None:
+        """A transcript line quotes a sent text without being typed by the user."""
+        agent = self.agent()
+        assert agent is not None
+        fields = dict(DECOYS[decoy])
+        text = agent.sends[-1].text
+        if fields.pop("wrap", False):
+            text = f"<task-notification>\n{text}\n</task-notification>"
+        self.world.feed(
+            TranscriptEntry(
+                at=self.world.instant(),
+                session=agent.session,
+                text=text,
+                **fields,  # type: ignore[arg-type]
+            ),
+        )
+
+    @precondition(has_agent)
+    @rule(activity=st.sampled_from([Activity.WORKING, Activity.WAITING, Activity.ASKING]))
+    def agent_says(self, activity: Activity) -> None:
+        """A hook says what the agent does."""
+        agent = self.agent()
+        assert agent is not None
+        if activity is not self.world.activity:
+            self.world.activity, self.world.activity_since = activity, self.world.now
+        self.world.feed(
+            AgentStateSeen(at=self.world.instant(), session=agent.session, activity=activity),
+        )
+
+    @precondition(has_agent)
+    @rule()
+    def pane_shows_output(self) -> None:
+        """The agent's pane draws something."""
+        agent = self.agent()
+        assert agent is not None
+        self.world.last_output = self.world.now
+        self.world.feed(
+            PaneOutput(
+                at=self.world.instant(),
+                session=agent.session,
+                last_output_at=self.world.instant(),
+            ),
+        )
+
+    @precondition(has_agent)
+    @rule()
+    def agent_commits(self) -> None:
+        """The agent commits on the place's branch."""
+        self.world.commit()
+
+    @precondition(lambda self: self.has_agent() and self.world.place is not None)
+    @rule()
+    def agent_writes_report(self) -> None:
+        """The agent writes the report its stage names, if it names one."""
+        place = self.world.place
+        assert place is not None
+        deliverable = current_step(place).deliverable
+        if isinstance(deliverable, ReportFile):
+            self.world.write_report(deliverable.path)
+
+    @precondition(has_agent)
+    @rule()
+    def agent_submits(self) -> None:
+        """The agent runs ``flume submit`` (refused outside a landing stage)."""
+        self.world.feed(SubmitAsked(at=self.world.instant()))
+
+    @precondition(lambda self: self.world.landing)
+    @rule()
+    def lander_lands(self) -> None:
+        """The lander puts the branch on base."""
+        self.world.land()
+
+    @precondition(has_agent)
+    @rule()
+    def agent_crashes(self) -> None:
+        """The agent's process dies on its own."""
+        agent = self.agent()
+        assert agent is not None
+        agent.live = False
+        self.world.activity, self.world.activity_since = Activity.STOPPED, self.world.now
+        self.world.feed(AgentExited(at=Instant(self.world.now), session=agent.session))

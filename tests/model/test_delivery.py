@@ -1,0 +1,76 @@
+"""R5 delivery, model-checked: two sends at most, never began only after two, transcript only."""
+
+from __future__ import annotations
+
+from hypothesis.stateful import invariant, precondition, rule
+
+from flume.core.actions import Event, Report, SendPrompt
+from flume.core.observations import RetryAsked
+from flume.core.place import Delivering, Short, Working
+from flume.core.settings import MAX_SENDS
+from tests.model.machine import PlaceMachine
+
+
+class DeliveryMachine(PlaceMachine):
+    """A fix's stages delivered against an agent that takes, loses and quotes what it is sent."""
+
+    @precondition(
+        lambda self: (
+            self.world.place is not None and isinstance(self.world.place.stage.phase, Short)
+        )
+    )
+    @rule()
+    def caller_retries(self) -> None:
+        """The caller retries a stage that ended short, so delivery starts over."""
+        assert self.world.feed(RetryAsked(at=self.world.instant(), words="try again")) is None
+
+    @invariant()
+    def delivery_state_is_consistent(self) -> None:
+        """R5: an attempt delivering has sent once or twice; a working one was sent to at least once."""
+        place = self.world.place
+        assert place is not None
+        phase = place.stage.phase
+        if isinstance(phase, Delivering):
+            assert 1 <= place.stage.sends <= MAX_SENDS
+        if isinstance(phase, Working):
+            assert place.stage.sends >= 1
+
+    @invariant()
+    def at_most_two_sends(self) -> None:
+        """DELIVERY-TWO-SENDS: no stage attempt's prompt is ever sent a third time."""
+        assert all(count <= MAX_SENDS for count in self.world.sends_per_attempt().values())
+
+    @invariant()
+    def never_began_only_after_two_misses(self) -> None:
+        """DELIVERY-NEVER-BEGAN: "never began" is reported only after two sends went missing."""
+        sends = self.world.sends_per_attempt()
+        attempts = {}
+        for action in self.world.actions:
+            if isinstance(action, SendPrompt):
+                attempts[action.stage] = action.attempt
+            if isinstance(action, Report) and action.event is Event.NEVER_BEGAN:
+                assert action.stage is not None
+                attempt = attempts[action.stage]
+                assert sends[action.stage, attempt] == MAX_SENDS
+                missing = [
+                    a
+                    for a in self.world.actions
+                    if isinstance(a, Report)
+                    and a.event is Event.PROMPT_MISSING
+                    and a.stage == action.stage
+                ]
+                assert len(missing) >= MAX_SENDS
+
+    @invariant()
+    def delivered_only_when_typed(self) -> None:
+        """DELIVERY-TRANSCRIPT-ONLY: a prompt counts as delivered only once typed in the transcript."""
+        last_marker: dict[str, str] = {}
+        for action in self.world.actions:
+            if isinstance(action, SendPrompt):
+                last_marker[action.stage] = action.marker
+            if isinstance(action, Report) and action.event is Event.PROMPT_DELIVERED:
+                assert action.stage is not None
+                assert last_marker[action.stage] in self.world.typed_markers
+
+
+TestDelivery = DeliveryMachine.TestCase

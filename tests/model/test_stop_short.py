@@ -1,0 +1,171 @@
+"""R6, R8, R9 model-checked: tells, stopping short, retry, stop and drop."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import invariant, rule
+
+from flume.core.actions import EndAgent, Event, SendPrompt, SendTell, StartAgent
+from flume.core.observations import (
+    Activity,
+    DropAsked,
+    NeedsSaid,
+    RetryAsked,
+    StopAsked,
+    Told,
+)
+from flume.core.place import Life, Short, ShortCause, is_live
+from tests.model.machine import PlaceMachine
+
+WORDS = st.sampled_from(["use the other API", "the tests live in t/", "ask Kim", "x" * 300])
+
+
+class StopShortMachine(PlaceMachine):
+    """A fix whose caller tells, stops, retries and drops while its agent may stop short."""
+
+    retried: tuple[str, int, str, frozenset[str]] | None = None
+    dropped_at: int | None = None
+
+    @rule(text=WORDS)
+    def caller_tells(self, text: str) -> None:
+        """TELL-REFUSED: a tell is refused, with nothing typed, when no agent is live or it asks."""
+        before = self.world.place
+        assert before is not None
+        decided = len(self.world.actions)
+        free = (
+            before.life is Life.ACTIVE
+            and is_live(before)
+            and before.agent is not None
+            and before.agent.activity is not Activity.ASKING
+        )
+        refusal = self.world.feed(Told(at=self.world.instant(), text=text))
+        assert (refusal is None) == free
+        if refusal is not None:
+            assert self.world.place is before
+            assert len(self.world.actions) == decided
+
+    @rule(words=WORDS)
+    def agent_needs(self, words: str) -> None:
+        """The agent runs ``flume needs``; accepted only while its stage runs."""
+        self.world.feed(NeedsSaid(at=self.world.instant(), words=words))
+
+    @rule(words=st.one_of(st.just(""), WORDS))
+    def caller_retries(self, words: str) -> None:
+        """R9: retry is accepted exactly when the stage stopped short; a refusal changes nothing."""
+        before = self.world.place
+        assert before is not None
+        short = before.life is Life.ACTIVE and isinstance(before.stage.phase, Short)
+        sessions = frozenset(self.world.agents)
+        refusal = self.world.feed(RetryAsked(at=self.world.instant(), words=words))
+        assert (refusal is None) == short
+        if refusal is not None:
+            assert self.world.place is before
+            return
+        after = self.world.place
+        assert after is not None
+        assert (after.stage.name, after.stage.attempt) == (
+            before.stage.name,
+            before.stage.attempt + 1,
+        )
+        self.retried = (after.stage.name, after.stage.attempt, words, sessions)
+
+    @rule()
+    def caller_stops(self) -> None:
+        """STOP-WAITS-RETRY: stop ends the live agent, and the stage waits short for a retry."""
+        before = self.world.place
+        assert before is not None
+        decided = len(self.world.actions)
+        refusal = self.world.feed(StopAsked(at=self.world.instant()))
+        if refusal is not None:
+            assert self.world.place is before
+            return
+        after = self.world.place
+        assert after is not None
+        assert isinstance(after.stage.phase, Short)
+        assert after.stage.phase.cause is ShortCause.STOPPED
+        if before.agent is not None and not before.agent.ending:
+            ended = [a for a in self.world.actions[decided:] if isinstance(a, EndAgent)]
+            assert [a.session for a in ended] == [before.agent.session]
+
+    @rule()
+    def caller_drops(self) -> None:
+        """The caller drops the work (refused once it landed or was dropped)."""
+        before = self.world.place
+        assert before is not None
+        refusal = self.world.feed(DropAsked(at=self.world.instant()))
+        if refusal is None:
+            self.dropped_at = len(self.world.actions)
+        else:
+            assert self.world.place is before
+
+    @invariant()
+    def short_starts_nothing(self) -> None:
+        """R8: a stage stopped short starts no agent and no next stage, until a retry."""
+        for before, seen, decision in self.world.steps:
+            if before is None or not isinstance(before.stage.phase, Short):
+                continue
+            if isinstance(seen, RetryAsked):
+                continue
+            assert not any(isinstance(a, StartAgent | SendPrompt) for a in decision.actions)
+            assert decision.place.stage.name == before.stage.name
+            assert decision.place.completed == before.completed
+
+    @invariant()
+    def retry_words_reach_a_fresh_agent(self) -> None:
+        """RETRY-FRESH-AGENT: the retried attempt's prompt goes to a new session, with the words."""
+        if self.retried is None:
+            return
+        stage, attempt, words, sessions = self.retried
+        for action in self.world.actions:
+            if isinstance(action, SendPrompt) and (action.stage, action.attempt) == (
+                stage,
+                attempt,
+            ):
+                assert action.session not in sessions
+                assert words.strip() in action.text
+
+    @invariant()
+    def drop_ends_everything(self) -> None:
+        """DROP-ENDS-WORK: after a drop, no agent starts, nothing is sent and none stays live."""
+        if self.dropped_at is None:
+            return
+        later = self.world.actions[self.dropped_at :]
+        assert not any(isinstance(a, StartAgent | SendPrompt | SendTell) for a in later)
+        place = self.world.place
+        assert place is not None
+        assert place.life in {Life.DROPPED, Life.TIDIED}
+        assert self.world.live_agent() is None
+
+    @invariant()
+    def tells_wait_for_a_waiting_agent(self) -> None:
+        """TELL-HELD-WHILE-WORKING: a tell is sent only when the agent waits, never while it works."""
+        for _before, _seen, decision in self.world.steps:
+            if any(isinstance(a, SendTell) for a in decision.actions):
+                agent = decision.place.agent
+                assert agent is not None
+                assert agent.activity is Activity.WAITING
+
+    @invariant()
+    def tells_move_no_stage(self) -> None:
+        """TELL-NEVER-MOVES-STAGE: an accepted tell never starts, ends or moves a stage."""
+        for before, seen, decision in self.world.steps:
+            if not isinstance(seen, Told):
+                continue
+            assert before is not None
+            assert decision.place.stage == before.stage
+            assert decision.place.completed == before.completed
+            assert decision.place.life is before.life
+            assert not any(
+                isinstance(a, StartAgent | SendPrompt | EndAgent) for a in decision.actions
+            )
+
+    @invariant()
+    def tell_delivered_only_when_typed(self) -> None:
+        """R6: a tell counts as delivered only once the transcript holds it as typed text."""
+        markers = {a.number: a.marker for a in self.world.actions if isinstance(a, SendTell)}
+        for report in self.world.reports_of(Event.TELL_DELIVERED):
+            number = int(report.text.rsplit(" ", 1)[-1])
+            assert markers[number] in self.world.typed_markers
+
+
+TestStopShort = StopShortMachine.TestCase

@@ -1,0 +1,368 @@
+"""FakeWorld: a small, obviously right model of everything around the core.
+
+The state machines drive the real ``step`` against this world: the world performs each action the
+core decides the way the shell would (a worktree made, an agent started, a prompt pasted), feeds
+the resulting observations back, and keeps its own ground truth (which commits exist and when
+they were made, which agents live, what each was sent) for the invariants to compare against. It
+imports only the core.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import attrs
+from pyrsistent import pset, pvector
+
+from flume.core.actions import (
+    Action,
+    DeleteBranch,
+    EndAgent,
+    Event,
+    GatherTidyFacts,
+    KeepBranch,
+    KeepPlace,
+    Land,
+    MakeWorktree,
+    RemoveWorktree,
+    Report,
+    RunSetup,
+    SendPrompt,
+    SendTell,
+    StartAgent,
+)
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Landing, ReportFile, Sequence, Step
+from flume.core.launch import AgentSettings, Launch
+from flume.core.observations import (
+    ActionFailed,
+    Activity,
+    AgentExited,
+    AgentStarted,
+    BranchDeleted,
+    BranchFacts,
+    BranchHead,
+    Landed,
+    Launched,
+    Observation,
+    ReportSeen,
+    SetupFinished,
+    TidyFactsSeen,
+    WorktreeFacts,
+    WorktreeMade,
+    WorktreeRemoved,
+)
+from flume.core.place import Place
+from flume.core.settings import Settings
+from flume.core.step import Decision, step
+
+REPOSITORY = "/src/app"
+BASE = BranchName("main")
+
+#: A declared three-stage kind whose two first stages both end on a commit: a commit made in the
+#: first must not end the second (STAGE-DELIVERABLE-SINCE-START).
+CREW = Kind(
+    name=KindName("crew"),
+    prefix="crew",
+    body=Sequence(
+        blocks=pvector(
+            [
+                Step(name=StageName("plan"), prompt="Plan $brief.", deliverable=Commit()),
+                Step(
+                    name=StageName("build"),
+                    prompt="Build $brief.",
+                    deliverable=ReportFile(path="built.md"),
+                ),
+                Step(name=StageName("land"), prompt="Land $brief.", deliverable=Landing()),
+                Step(name=StageName("again"), prompt="Go on: $brief.", deliverable=Commit()),
+            ],
+        ),
+    ),
+)
+
+
+@attrs.define
+class FakeGit:
+    """Branches as lists of commit ids, oldest first; a commit is present on base by id."""
+
+    branches: dict[BranchName, list[Sha]] = attrs.field(factory=dict)
+    #: When each commit was made, by the world's clock.
+    made_at: dict[Sha, float] = attrs.field(factory=dict)
+    counter: int = 0
+
+    def commit(self, branch: BranchName, now: float) -> Sha:
+        """A new commit on ``branch``."""
+        self.counter += 1
+        sha = Sha(f"c{self.counter:04d}")
+        self.branches[branch].append(sha)
+        self.made_at[sha] = now
+        return sha
+
+    def head(self, branch: BranchName) -> Sha:
+        """The branch's newest commit."""
+        return self.branches[branch][-1]
+
+    def lacks(self, branch: BranchName, base: BranchName) -> int:
+        """How many of ``branch``'s commits ``base`` lacks."""
+        present = set(self.branches[base])
+        return sum(1 for sha in self.branches[branch] if sha not in present)
+
+    def land(self, branch: BranchName, base: BranchName) -> Sha:
+        """Put the branch's commits on base (a fast-forward after a rebase)."""
+        present = set(self.branches[base])
+        self.branches[base].extend(sha for sha in self.branches[branch] if sha not in present)
+        return self.head(base)
+
+
+@attrs.define
+class FakeWorktree:
+    """A worktree on disk."""
+
+    path: str
+    branch: BranchName
+    by_flume: bool
+    dirty: bool = False
+    untracked: bool = False
+
+
+@attrs.define
+class FakeAgent:
+    """An agent process in a pane."""
+
+    session: SessionId
+    stage: StageName
+    attempt: int
+    live: bool = True
+    sends: list[SendPrompt | SendTell] = attrs.field(factory=list)
+
+
+@attrs.define
+class FakeWorld:  # noqa: PLR0904 (a world has many facts)
+    """The world around one place, and the record of all the core decided."""
+
+    settings: Settings
+    kind: Kind
+    waits: frozenset[StageName] = frozenset()
+    setup: tuple[tuple[str, ...], ...] = ()
+    setup_ok: bool = True
+    now: float = 0.0
+    place: Place | None = None
+    git: FakeGit = attrs.field(factory=FakeGit)
+    worktrees: dict[str, FakeWorktree] = attrs.field(factory=dict)
+    agents: dict[SessionId, FakeAgent] = attrs.field(factory=dict)
+    journal: list[Observation] = attrs.field(factory=list)
+    actions: list[Action] = attrs.field(factory=list)
+    #: The world's truth each time a stage ended: (now, activity, since, last output, agent live).
+    ends: list[tuple[float, Activity, float, float, bool]] = attrs.field(factory=list)
+    #: Every accepted step: the place before, what was seen, what was decided.
+    steps: list[tuple[Place | None, Observation, Decision]] = attrs.field(factory=list)
+    #: Live agents counted at each StartAgent, before it started.
+    live_at_start: list[int] = attrs.field(factory=list)
+    #: (stage, attempt) -> time the world started its agent.
+    started: dict[tuple[StageName, int], float] = attrs.field(factory=dict)
+    #: Markers typed into the transcript by an agent after they were sent to it.
+    typed_markers: set[str] = attrs.field(factory=set)
+    #: Report files written in the place, with when.
+    reports: dict[str, float] = attrs.field(factory=dict)
+    landing: bool = False
+    landed_at: float | None = None
+    #: Worktrees removed: (path, made by flume, was dirty, force).
+    removed: list[tuple[str, bool, bool, bool]] = attrs.field(factory=list)
+    #: Branches deleted: (branch, commits the base lacked at that moment).
+    deleted: list[tuple[BranchName, int]] = attrs.field(factory=list)
+    sessions: int = 0
+    #: What the agent last said it does, and since when (the world's truth for quiet).
+    activity: Activity = Activity.UNKNOWN
+    activity_since: float = 0.0
+    last_output: float = 0.0
+
+    # --- driving the core ------------------------------------------------------------------
+
+    def launch(self, name: str = "x") -> UsageError | None:
+        """Launch the place; the world then makes it and starts its first stage."""
+        self.git.branches[BASE] = [Sha("c0000")]
+        self.git.made_at[Sha("c0000")] = 0.0
+        launch = Launch(
+            repository=REPOSITORY,
+            kind=self.kind.name,
+            name=WorkName(name),
+            brief="Mend the greeting.",
+            base=BASE,
+            agent=AgentSettings(),
+            waits=pset(self.waits),
+        )
+        setup = pvector(pvector(argv) for argv in self.setup)
+        return self.feed(Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup))
+
+    def instant(self) -> Instant:
+        """The world's clock as an observation's ``at``."""
+        return Instant(self.now)
+
+    def feed(self, seen: Observation) -> UsageError | None:
+        """Step the core with ``seen`` and perform what it decides, until the world is still.
+
+        Returns the refusal when the core refused ``seen``; a fact the world reports in answer
+        to an action is never refused.
+        """
+        queue: list[Observation] = [seen]
+        while queue:
+            current = queue.pop(0)
+            try:
+                decision = step(self.settings, self.place, current)
+            except UsageError as error:
+                if current is seen:
+                    return error
+                raise
+            self.steps.append((self.place, current, decision))
+            if any(
+                isinstance(action, Report) and action.event is Event.STAGE_ENDED
+                for action in decision.actions
+            ):
+                live = self.live_agent() is not None
+                self.ends.append(
+                    (self.now, self.activity, self.activity_since, self.last_output, live),
+                )
+            self.place = decision.place
+            self.journal.append(current)
+            for action in decision.actions:
+                self.actions.append(action)
+                queue.extend(self.perform(action))
+        return None
+
+    # --- performing actions as the shell would ---------------------------------------------
+
+    def perform(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911 (one arm per action)
+        """Carry out one action and say what came of it."""
+        at = self.instant()
+        match action:
+            case MakeWorktree(path=path, branch=branch, base=base):
+                if path in self.worktrees or branch in self.git.branches:
+                    return [ActionFailed(at=at, action="MakeWorktree", output="exists")]
+                self.git.branches[branch] = list(self.git.branches[base])
+                self.worktrees[path] = FakeWorktree(path=path, branch=branch, by_flume=True)
+                return [WorktreeMade(at=at, path=path, branch=branch, head=self.git.head(branch))]
+            case RunSetup():
+                return [SetupFinished(at=at, ok=self.setup_ok, output="setup ran")]
+            case StartAgent(stage=stage, attempt=attempt):
+                self.live_at_start.append(sum(1 for agent in self.agents.values() if agent.live))
+                self.started[stage, attempt] = self.now
+                self.sessions += 1
+                session = SessionId(f"s{self.sessions}")
+                self.agents[session] = FakeAgent(session=session, stage=stage, attempt=attempt)
+                self.activity, self.activity_since = Activity.UNKNOWN, self.now
+                return [
+                    AgentStarted(
+                        at=at,
+                        stage=stage,
+                        attempt=attempt,
+                        session=session,
+                        pane=f"%{self.sessions}",
+                    ),
+                ]
+            case SendPrompt(session=session) | SendTell(session=session):
+                agent = self.agents.get(session)
+                if agent is not None and agent.live:
+                    agent.sends.append(action)
+                return []
+            case EndAgent(session=session):
+                agent = self.agents.get(session)
+                if agent is None or not agent.live:
+                    return []
+                agent.live = False
+                self.activity, self.activity_since = Activity.STOPPED, self.now
+                return [AgentExited(at=at, session=session)]
+            case Land():
+                self.landing = True
+                return []
+            case GatherTidyFacts(path=path, branch=branch, base=base, force=force):
+                facts = TidyFactsSeen(
+                    at=at,
+                    worktree=self.worktree_facts(path),
+                    branch=self.branch_facts(branch, base),
+                    force=force,
+                )
+                return [facts]
+            case RemoveWorktree(path=path, force=force):
+                tree = self.worktrees.get(path)
+                if tree is None:
+                    return [ActionFailed(at=at, action="RemoveWorktree", output="no such worktree")]
+                changed = tree.dirty or tree.untracked
+                if changed and not force:
+                    return [ActionFailed(at=at, action="RemoveWorktree", output="dirty")]
+                self.removed.append((path, tree.by_flume, changed, force))
+                del self.worktrees[path]
+                return [WorktreeRemoved(at=at, path=path)]
+            case DeleteBranch(branch=branch, base=base):
+                if branch not in self.git.branches:
+                    return [ActionFailed(at=at, action="DeleteBranch", output="no such branch")]
+                self.deleted.append((branch, self.git.lacks(branch, base)))
+                del self.git.branches[branch]
+                return [BranchDeleted(at=at, branch=branch)]
+            case KeepBranch() | KeepPlace() | Report():
+                return []
+
+    def worktree_facts(self, path: str) -> WorktreeFacts:
+        """What the shell would see of the worktree at ``path``."""
+        tree = self.worktrees.get(path)
+        if tree is None:
+            return WorktreeFacts(path=path, exists=False, made_by_flume=True)
+        return WorktreeFacts(
+            path=path,
+            exists=True,
+            made_by_flume=tree.by_flume,
+            dirty=tree.dirty,
+            untracked=tree.untracked,
+        )
+
+    def branch_facts(self, branch: BranchName, base: BranchName) -> BranchFacts:
+        """What the shell would see of ``branch`` against ``base``."""
+        if branch not in self.git.branches:
+            return BranchFacts(name=branch, exists=False, base=base)
+        return BranchFacts(
+            name=branch,
+            exists=True,
+            base=base,
+            base_lacks=self.git.lacks(branch, base),
+        )
+
+    # --- what the agent and the lander do ------------------------------------------------------
+
+    def live_agent(self) -> FakeAgent | None:
+        """The one live agent, if any."""
+        live = [agent for agent in self.agents.values() if agent.live]
+        return live[-1] if live else None
+
+    def commit(self) -> UsageError | None:
+        """The agent commits on the place's branch."""
+        assert self.place is not None
+        sha = self.git.commit(self.place.branch, self.now)
+        return self.feed(BranchHead(at=self.instant(), branch=self.place.branch, sha=sha))
+
+    def write_report(self, path: str) -> UsageError | None:
+        """The agent writes a report file."""
+        self.reports[path] = self.now
+        return self.feed(ReportSeen(at=self.instant(), path=path, modified_at=self.instant()))
+
+    def land(self) -> UsageError | None:
+        """The lander lands the branch on base."""
+        assert self.place is not None
+        self.landing = False
+        self.landed_at = self.now
+        sha = self.git.land(self.place.branch, BASE)
+        return self.feed(Landed(at=self.instant(), base_sha=sha))
+
+    # --- what the record says ------------------------------------------------------------------
+
+    def reports_of(self, event: Event) -> list[Report]:
+        """Every report of ``event`` the core made."""
+        return [a for a in self.actions if isinstance(a, Report) and a.event is event]
+
+    def sends_per_attempt(self) -> Counter[tuple[StageName, int]]:
+        """How many times each stage attempt's prompt was sent."""
+        return Counter((a.stage, a.attempt) for a in self.actions if isinstance(a, SendPrompt))
+
+
+def fix_world(settings: Settings | None = None) -> FakeWorld:
+    """A world about to launch a fix."""
+    return FakeWorld(settings=settings or Settings(), kind=BUILTIN_KINDS[KindName("fix")])
