@@ -1,0 +1,1 @@
+"""flume's tests."""

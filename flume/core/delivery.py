@@ -54,6 +54,10 @@ _HARNESS_OPENINGS = (
 )
 
 
+#: ``system`` line subtypes Claude Code writes when a turn has ended.
+_TURN_ENDS = frozenset({"turn_duration", "stop_hook_summary"})
+
+
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
     """DELIVERY-TRANSCRIPT-ONLY: the line is a message typed (or pasted) by the user.
 
@@ -210,6 +214,8 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
         is_typed_by_user(entry) or entry.content is Content.TOOL_RESULT
     ):
         return Activity.WORKING
+    if entry.line_type == "system" and entry.subtype in _TURN_ENDS:
+        return Activity.WAITING
     if entry.line_type == "assistant":
         if entry.tool_name == "AskUserQuestion":
             return Activity.ASKING

@@ -194,6 +194,8 @@ class TranscriptEntry:
     row_source: str | None = None
     tool_name: str | None = None
     stop_reason: str | None = None
+    #: A ``system`` line's ``subtype`` (``turn_duration`` and ``stop_hook_summary`` end a turn).
+    subtype: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -30,14 +30,14 @@ from pyrsistent import pset, pvector
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS, Kind
-from flume.core.launch import AgentName, AgentSettings, Launch
+from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
 from flume.core.settings import Settings
 from flume.shell.declared import parse_kind
 from flume.shell.journal import converter
 
 _TYPES = {kind.__name__: kind for kind in OBSERVATION_TYPES if kind is not Launched}
-_SEEN_HEADER = re.compile(r"^\s*\[\[\s*seen\s*\]\]", re.MULTILINE)
+_SEEN_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*seen[ \t]*\]\]", re.MULTILINE)
 _LAUNCH_KEYS = {
     "repository",
     "kind",
@@ -191,6 +191,16 @@ def _launched(path: Path, text: str, document: dict[str, Any]) -> Launched:
         at = Instant(float(table.get("at", 0.0)))
     except (ValueError, TypeError) as error:
         raise _bad(path, line, f"[launch] is malformed: {error}", "check its values") from error
+    try:
+        check_launch(launch, kind)
+    except UsageError as error:
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise UsageError(
+            tuple(
+                Problem(field=f"{where}: [launch] {p.field}", what=p.what, mend=p.mend)
+                for p in error.problems
+            ),
+        ) from error
     return Launched(at=at, launch=launch, kind=kind, setup=setup)
 
 

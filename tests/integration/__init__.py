@@ -1,0 +1,1 @@
+"""Tests on real files, the codec and the CLI."""

@@ -1,0 +1,1 @@
+"""Model tests: the pure core only."""

@@ -26,7 +26,7 @@ class DeliveryMachine(PlaceMachine):
 
     @invariant()
     def delivery_state_is_consistent(self) -> None:
-        """R5: an attempt delivering has sent once or twice; a working one was sent to at least once."""
+        """R5: an attempt delivering has sent once or twice; a working one, at least once."""
         place = self.world.place
         assert place is not None
         phase = place.stage.phase
@@ -63,7 +63,7 @@ class DeliveryMachine(PlaceMachine):
 
     @invariant()
     def delivered_only_when_typed(self) -> None:
-        """DELIVERY-TRANSCRIPT-ONLY: a prompt counts as delivered only once typed in the transcript."""
+        """DELIVERY-TRANSCRIPT-ONLY: delivered only once the transcript holds the prompt, typed."""
         last_marker: dict[str, str] = {}
         for action in self.world.actions:
             if isinstance(action, SendPrompt):

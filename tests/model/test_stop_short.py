@@ -138,7 +138,7 @@ class StopShortMachine(PlaceMachine):
 
     @invariant()
     def tells_wait_for_a_waiting_agent(self) -> None:
-        """TELL-HELD-WHILE-WORKING: a tell is sent only when the agent waits, never while it works."""
+        """TELL-HELD-WHILE-WORKING: a tell is sent only when the agent waits, never as it works."""
         for _before, _seen, decision in self.world.steps:
             if any(isinstance(a, SendTell) for a in decision.actions):
                 agent = decision.place.agent

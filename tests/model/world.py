@@ -138,7 +138,7 @@ class FakeAgent:
 
 
 @attrs.define
-class FakeWorld:  # noqa: PLR0904 (a world has many facts)
+class FakeWorld:
     """The world around one place, and the record of all the core decided."""
 
     settings: Settings
@@ -181,8 +181,9 @@ class FakeWorld:  # noqa: PLR0904 (a world has many facts)
 
     def launch(self, name: str = "x") -> UsageError | None:
         """Launch the place; the world then makes it and starts its first stage."""
-        self.git.branches[BASE] = [Sha("c0000")]
-        self.git.made_at[Sha("c0000")] = 0.0
+        if BASE not in self.git.branches:
+            self.git.branches[BASE] = [Sha("c0000")]
+            self.git.made_at[Sha("c0000")] = 0.0
         launch = Launch(
             repository=REPOSITORY,
             kind=self.kind.name,
@@ -232,7 +233,7 @@ class FakeWorld:  # noqa: PLR0904 (a world has many facts)
 
     # --- performing actions as the shell would ---------------------------------------------
 
-    def perform(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911 (one arm per action)
+    def perform(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911, PLR0912 (one arm per action)
         """Carry out one action and say what came of it."""
         at = self.instant()
         match action:

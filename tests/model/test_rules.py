@@ -1,0 +1,501 @@
+"""Example tests, one or more per rule, in the manner of h11's test_state.py."""
+
+from __future__ import annotations
+
+import pytest
+from pyrsistent import pset, pvector
+
+from flume.core.actions import (
+    DeleteBranch,
+    EndAgent,
+    Event,
+    KeepBranch,
+    KeepPlace,
+    MakeWorktree,
+    RemoveWorktree,
+    Report,
+    RunSetup,
+    SendPrompt,
+    StartAgent,
+)
+from flume.core.delivery import is_typed_by_user, render_prompt
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, ReportFile, Sequence, Step, check_kind
+from flume.core.launch import MAX_BRIEF_BYTES, Launch, check_launch
+from flume.core.observations import (
+    Activity,
+    AgentReady,
+    AgentStarted,
+    AgentStateSeen,
+    BranchFacts,
+    BranchHead,
+    Content,
+    Launched,
+    NeedsSaid,
+    PaneOutput,
+    RetryAsked,
+    SetupFinished,
+    Tick,
+    Told,
+    TranscriptEntry,
+    WorktreeFacts,
+    WorktreeMade,
+)
+from flume.core.place import Life, Place, Short, ShortCause, Working
+from flume.core.settings import Settings
+from flume.core.status import status
+from flume.core.step import Decision, replay, step
+from flume.core.tidy import plan
+
+S = Settings(quiet_seconds=5, confirm_seconds=30, ready_seconds=60)
+FIX = BUILTIN_KINDS[KindName("fix")]
+SESSION = SessionId("s1")
+
+
+def launch(**changes: object) -> Launch:
+    """A valid fix launch, with ``changes``."""
+    fields: dict[str, object] = {
+        "repository": "/src/app",
+        "kind": KindName("fix"),
+        "name": WorkName("typo"),
+        "brief": "Mend the greeting.",
+        "base": BranchName("main"),
+    }
+    fields.update(changes)
+    return Launch(**fields)  # type: ignore[arg-type]
+
+
+def run(*seen: object, kind: Kind = FIX, setup: tuple[tuple[str, ...], ...] = ()) -> Decision:
+    """Launch a fix and feed ``seen`` in turn; the last decision."""
+    at = Instant(0.0)
+    decision = step(
+        S,
+        None,
+        Launched(
+            at=at,
+            launch=launch(kind=kind.name),
+            kind=kind,
+            setup=pvector(pvector(a) for a in setup),
+        ),
+    )
+    for observation in seen:
+        decision = step(S, decision.place, observation)  # type: ignore[arg-type]
+    return decision
+
+
+def made(at: float = 1.0) -> WorktreeMade:
+    """The fix's worktree made."""
+    return WorktreeMade(
+        at=Instant(at),
+        path="/src/app/places/fix--typo",
+        branch=BranchName("fix/typo"),
+        head=Sha("a1"),
+    )
+
+
+def started(at: float = 2.0, attempt: int = 1, session: str = "s1") -> AgentStarted:
+    """The code stage's agent started."""
+    return AgentStarted(
+        at=Instant(at),
+        stage=StageName("code"),
+        attempt=attempt,
+        session=SessionId(session),
+        pane="%1",
+    )
+
+
+def typed(text: str, at: float = 4.0, session: str = "s1") -> TranscriptEntry:
+    """A line typed by the user."""
+    return TranscriptEntry(
+        at=Instant(at),
+        session=SessionId(session),
+        line_type="user",
+        content=Content.STRING,
+        text=text,
+    )
+
+
+def working() -> Place:
+    """A fix whose code stage's prompt was delivered."""
+    return run(
+        made(),
+        started(),
+        AgentReady(at=Instant(3.0), session=SESSION),
+        typed("[flume:fix--typo:code:1]"),
+    ).place
+
+
+# --- R1: the launch and the place -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("", "empty"),
+        ("a/b", "'/'"),
+        ("..", "'..'"),
+        ("a..b", "'..'"),
+        ("-rf", "starts with '-'"),
+        ("two words", "space"),
+        ("bell\x07", "control character"),
+        ("x.lock", ".lock"),
+        ("dot.", "ends in '.'"),
+        ("x" * 65, "over 64"),
+        ("naïve", "outside letters"),
+        ("a:b", "outside letters"),
+    ],
+)
+def test_r1_unsafe_names_are_refused(name: str, says: str) -> None:
+    """A name unsafe as a path segment or ref component is refused, saying why and how to mend."""
+    with pytest.raises(UsageError) as caught:
+        check_launch(launch(name=name), FIX)
+    assert caught.value.exit_status == 2
+    assert says in str(caught.value)
+    assert "use 1-64 letters" in str(caught.value)
+
+
+def test_r1_a_safe_launch_asks_for_its_worktree() -> None:
+    """A good launch asks for places/<kind>--<name> on <prefix>/<name> cut from the base."""
+    decision = run()
+    assert (
+        MakeWorktree(
+            repository="/src/app",
+            path="/src/app/places/fix--typo",
+            branch=BranchName("fix/typo"),
+            base=BranchName("main"),
+        )
+        in decision.actions
+    )
+    assert decision.place.life is Life.MAKING
+
+
+def test_r1_question_places_are_on_sounding_branches() -> None:
+    """The question kind's prefix is sounding/."""
+    question = BUILTIN_KINDS[KindName("question")]
+    decision = step(
+        S, None, Launched(at=Instant(0), launch=launch(kind=question.name), kind=question)
+    )
+    assert decision.place.branch == "sounding/typo"
+    assert decision.place.path == "/src/app/places/question--typo"
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"brief": ""}, "the brief is empty"),
+        ({"brief": " \n\t"}, "the brief is empty"),
+        ({"brief": "é" * (MAX_BRIEF_BYTES // 2 + 1)}, "over the limit"),
+        ({"base": ""}, "no branch is named"),
+        ({"base": "ma in"}, "space"),
+        ({"base": "a..b"}, "'..'"),
+        ({"base": "-x"}, "starts with '-'"),
+        ({"base": "x.lock"}, ".lock"),
+        ({"repository": "relative/path"}, "not an absolute path"),
+        ({"kind": KindName("change")}, "carries 'fix'"),
+        ({"waits": pset([StageName("nope")])}, "has no stage nope"),
+        ({"mark": "bad mark"}, "is not a mark"),
+    ],
+)
+def test_r1_bad_launch_fields_are_refused(changes: dict[str, object], says: str) -> None:
+    """Each bad field is named with what is wrong."""
+    with pytest.raises(UsageError) as caught:
+        check_launch(launch(**changes), FIX)
+    assert says in str(caught.value)
+
+
+def test_a_brief_of_exactly_one_mebibyte_is_taken() -> None:
+    """The 1 MiB limit is inclusive and counted in UTF-8 bytes."""
+    check_launch(launch(brief="x" * MAX_BRIEF_BYTES), FIX)
+
+
+def test_every_problem_is_named_at_once() -> None:
+    """A launch with several problems hears of all of them."""
+    with pytest.raises(UsageError) as caught:
+        check_launch(launch(name="a/b", brief="", base="-x"), FIX)
+    assert len(caught.value.problems) == 3
+
+
+@pytest.mark.parametrize(
+    ("stages", "says"),
+    [
+        ([], "no stage"),
+        ([("a", "Do $brief", Commit()), ("a", "Do $brief", Commit())], "declared twice"),
+        ([("a", "Do $nonsense", Commit())], "unknown fields nonsense"),
+        ([("a", "Costs $5", Commit())], "'$$'"),
+        ([("a", "   ", Commit())], "prompt is empty"),
+        ([("a", "Do $brief", ReportFile(path="../out.md"))], "not a plain path"),
+        ([("a", "Do $brief", ReportFile(path="/etc/x"))], "not a plain path"),
+        ([("Bad Name", "Do $brief", Commit())], "is not a stage name"),
+    ],
+)
+def test_bad_declared_kinds_are_refused(stages: list[tuple[str, str, object]], says: str) -> None:
+    """A declared kind's problems are named: stages, prompts and report paths."""
+    kind = Kind(
+        name=KindName("crew"),
+        prefix="crew",
+        body=Sequence(
+            blocks=pvector(
+                Step(name=StageName(n), prompt=p, deliverable=d)  # type: ignore[arg-type]
+                for n, p, d in stages
+            ),
+        ),
+    )
+    with pytest.raises(UsageError) as caught:
+        check_kind(kind)
+    assert says in str(caught.value)
+
+
+def test_builtin_kinds_are_sound() -> None:
+    """The built-in kinds pass their own checks, with the stages of DESIGN.md §5."""
+    for kind in BUILTIN_KINDS.values():
+        check_kind(kind)
+    assert [s.name for s in FIX.body.blocks] == ["code", "submit"]  # type: ignore[union-attr]
+
+
+# --- R2: setup -----------------------------------------------------------------------------------
+
+
+def test_r2_setup_runs_before_any_agent_and_its_failure_stops_short() -> None:
+    """The declared setup runs once the worktree exists; a failure stops short with its output."""
+    decision = run(made(), setup=(("uv", "sync"),))
+    assert any(isinstance(a, RunSetup) for a in decision.actions)
+    assert not any(isinstance(a, StartAgent) for a in decision.actions)
+    failed = step(S, decision.place, SetupFinished(at=Instant(2), ok=False, output="no uv"))
+    assert isinstance(failed.place.stage.phase, Short)
+    assert failed.place.stage.phase.cause is ShortCause.SETUP_FAILED
+    assert "no uv" in failed.place.stage.phase.words
+    again = step(S, failed.place, RetryAsked(at=Instant(3)))
+    assert any(isinstance(a, RunSetup) for a in again.actions)
+    ok = step(S, again.place, SetupFinished(at=Instant(4), ok=True))
+    assert any(isinstance(a, StartAgent) for a in ok.actions)
+
+
+# --- R5: delivery ---------------------------------------------------------------------------------
+
+
+def test_r5_the_prompt_is_sent_when_the_agent_takes_input() -> None:
+    """Nothing is sent before the agent takes input; then the prompt goes, marker last."""
+    decision = run(made(), started())
+    assert not any(isinstance(a, SendPrompt) for a in decision.actions)
+    ready = step(S, decision.place, AgentReady(at=Instant(3), session=SESSION))
+    (send,) = [a for a in ready.actions if isinstance(a, SendPrompt)]
+    assert send.send == 1
+    assert send.text.endswith("[flume:fix--typo:code:1]")
+    assert "Mend the greeting." in send.text
+
+
+def test_r5_resend_once_then_never_began() -> None:
+    """Missing: send once more; missing again: never began; never a third send."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    second = step(S, place, Tick(at=Instant(33)))
+    assert [a.send for a in second.actions if isinstance(a, SendPrompt)] == [2]
+    third = step(S, second.place, Tick(at=Instant(63)))
+    assert not any(isinstance(a, SendPrompt) for a in third.actions)
+    assert (
+        Report(event=Event.NEVER_BEGAN, text=third.place.stage.phase.words, stage=StageName("code"))
+        in third.actions
+    )  # type: ignore[union-attr]
+    assert any(isinstance(a, EndAgent) for a in third.actions)
+    later = step(S, third.place, Tick(at=Instant(1000)))
+    assert not any(isinstance(a, SendPrompt) for a in later.actions)
+
+
+@pytest.mark.parametrize(
+    ("fields", "typed_by_user"),
+    [
+        ({"line_type": "user", "content": Content.STRING}, True),
+        ({"line_type": "user", "content": Content.TEXT}, True),
+        ({"line_type": "user", "content": Content.TOOL_RESULT}, False),
+        ({"line_type": "user", "content": Content.STRING, "is_meta": True}, False),
+        ({"line_type": "user", "content": Content.STRING, "is_compact_summary": True}, False),
+        ({"line_type": "user", "content": Content.STRING, "is_sidechain": True}, False),
+        ({"line_type": "user", "content": Content.TEXT, "row_source": "harness"}, False),
+        ({"line_type": "assistant", "content": Content.TEXT}, False),
+        ({"line_type": "progress"}, False),
+        ({"line_type": "queue-operation"}, False),
+        ({"line_type": "attachment"}, False),
+    ],
+)
+def test_r5_only_lines_typed_by_the_user_count(
+    fields: dict[str, object], typed_by_user: bool
+) -> None:
+    """Tool results, meta lines, compact summaries, progress and assistant text are not typed."""
+    entry = TranscriptEntry(
+        at=Instant(0), session=SESSION, text="[flume:fix--typo:code:1]", **fields
+    )  # type: ignore[arg-type]
+    assert is_typed_by_user(entry) is typed_by_user
+
+
+@pytest.mark.parametrize(
+    "opening", ["<task-notification>", "<local-command-stdout>", "<command-name>"]
+)
+def test_r5_text_the_harness_injects_is_not_typed(opening: str) -> None:
+    """A user line opening with a tag Claude Code injects is not typed by the user."""
+    entry = typed(f"{opening}[flume:fix--typo:code:1]")
+    assert not is_typed_by_user(entry)
+
+
+def test_r5_a_wrapped_long_paste_counts() -> None:
+    """A long paste stored inside <pasted_content> still holds the marker, and counts."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    wrapped = typed(
+        '\n\n<pasted_content id="a1">\n...[flume:fix--typo:code:1]\n</pasted_content id="a1">\n'
+    )
+    assert isinstance(step(S, place, wrapped).place.stage.phase, Working)
+
+
+def test_r5_another_sessions_line_does_not_count() -> None:
+    """A line of another session, even typed and marked, proves nothing for this agent."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    other = step(S, place, typed("[flume:fix--typo:code:1]", session="s9"))
+    assert not isinstance(other.place.stage.phase, Working)
+
+
+def test_r5_prompt_holds_the_retry_words() -> None:
+    """A retried stage's prompt carries the caller's words whole."""
+    place = working()
+    short = step(S, place, NeedsSaid(at=Instant(5), words="which greeting?")).place
+    retried = step(S, short, RetryAsked(at=Instant(6), words="the one in hello.py")).place
+    assert "the one in hello.py" in render_prompt(retried)
+    assert render_prompt(retried).endswith("[flume:fix--typo:code:2]")
+
+
+# --- R6: tells ------------------------------------------------------------------------------------
+
+
+def test_r6_a_tell_to_an_asking_agent_is_refused_with_nothing_typed() -> None:
+    """The agent asks a person: the tell is refused, exit status 1, naming flume attach."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.ASKING)
+    ).place
+    with pytest.raises(UsageError) as caught:
+        step(S, place, Told(at=Instant(6), text="hurry"))
+    assert caught.value.exit_status == 1
+    assert "flume attach fix--typo" in str(caught.value)
+
+
+def test_r6_a_tell_with_no_live_agent_is_refused() -> None:
+    """Before any agent starts, a tell is refused."""
+    with pytest.raises(UsageError, match="no agent is live"):
+        step(S, run(made()).place, Told(at=Instant(2), text="hello"))
+
+
+# --- R7: stage end --------------------------------------------------------------------------------
+
+
+def test_r7_a_quiet_pane_without_a_deliverable_ends_nothing() -> None:
+    """An agent waiting an hour with no commit is not done."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WAITING)
+    ).place
+    later = step(S, place, Tick(at=Instant(3600)))
+    assert later.place.stage.name == "code"
+    assert isinstance(later.place.stage.phase, Working)
+
+
+def test_r7_a_commit_ends_the_stage_once_quiet() -> None:
+    """A new commit, then the agent waits quietly: the stage ends and its agent is ended."""
+    place = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
+    ).place
+    place = step(
+        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
+    ).place
+    place = step(
+        S, place, PaneOutput(at=Instant(11), session=SESSION, last_output_at=Instant(11))
+    ).place
+    early = step(S, place, Tick(at=Instant(13)))
+    assert early.place.stage.name == "code"
+    done = step(S, early.place, Tick(at=Instant(17)))
+    assert done.place.stage.name == "submit"
+    assert EndAgent(session=SESSION, reason="stage code is done") in done.actions
+    assert not any(isinstance(a, StartAgent) for a in done.actions)
+
+
+def test_r7_the_head_the_stage_started_on_is_no_deliverable() -> None:
+    """A head seen again at the stage's start commit does not count as new."""
+    place = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("a1"))
+    ).place
+    assert isinstance(place.stage.phase, Working)
+
+
+# --- R10: tidy ------------------------------------------------------------------------------------
+
+
+def test_r10_a_landed_clean_fix_loses_place_and_branch() -> None:
+    """Landed, clean, main holds every commit: remove the worktree, delete the branch."""
+    actions = plan(
+        life=Life.FINISHED,
+        made=True,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
+        branch=BranchFacts(name=BranchName("fix/x"), exists=True, base=BranchName("main")),
+        force=False,
+    )
+    assert actions == (
+        RemoveWorktree(path="/p"),
+        DeleteBranch(branch=BranchName("fix/x"), base=BranchName("main")),
+    )
+
+
+def test_r10_a_branch_ahead_of_base_is_kept_and_named() -> None:
+    """The kept branch says how many commits its base lacks."""
+    actions = plan(
+        life=Life.FINISHED,
+        made=True,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
+        branch=BranchFacts(
+            name=BranchName("fix/x"), exists=True, base=BranchName("main"), base_lacks=2
+        ),
+        force=True,
+    )
+    assert (
+        KeepBranch(branch=BranchName("fix/x"), reason="fix/x holds 2 commits main lacks: kept")
+        in actions
+    )
+
+
+def test_r10_a_hand_made_worktree_is_never_touched() -> None:
+    """Even with force, a worktree flume did not make is kept."""
+    actions = plan(
+        life=Life.FINISHED,
+        made=False,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=False),
+        branch=BranchFacts(name=BranchName("mine"), exists=True, base=BranchName("main")),
+        force=True,
+    )
+    assert all(isinstance(a, KeepPlace | KeepBranch) for a in actions)
+
+
+def test_r10_a_dirty_place_needs_force() -> None:
+    """Uncommitted changes keep the place, and say how to let it go."""
+    facts = WorktreeFacts(path="/p", exists=True, made_by_flume=True, dirty=True, untracked=True)
+    branch = BranchFacts(name=BranchName("fix/x"), exists=True, base=BranchName("main"))
+    kept = plan(life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=False)
+    assert isinstance(kept[0], KeepPlace)
+    assert "uncommitted changes and untracked files" in kept[0].reason
+    assert "--force" in kept[0].reason
+    forced = plan(life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=True)
+    assert forced[0] == RemoveWorktree(path="/p", force=True)
+    assert isinstance(forced[1], KeepBranch)
+
+
+# --- R11: status ----------------------------------------------------------------------------------
+
+
+def test_r11_status_says_unknown_when_the_supervisor_is_down() -> None:
+    """Read from the journal alone, a live agent's state is unknown."""
+    place = working()
+    assert status(place).agent is Activity.WORKING
+    assert status(place, agent_known=False).agent is Activity.UNKNOWN
+    assert status(run().place).agent is Activity.STOPPED
+
+
+def test_replay_is_the_fold_of_step() -> None:
+    """Replay over a journal gives the place step built, and refuses an empty journal."""
+    seen = [made(), started(), AgentReady(at=Instant(3), session=SESSION)]
+    launched = Launched(at=Instant(0), launch=launch(), kind=FIX)
+    assert replay(S, [launched, *seen]) == run(*seen).place
+    with pytest.raises(UsageError):
+        replay(S, [])

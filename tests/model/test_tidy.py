@@ -1,0 +1,227 @@
+"""R10 tidy safety, model-checked: places share one repository with hand-made worktrees."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    rule,
+)
+
+from flume.core.actions import Action, DeleteBranch, KeepBranch, KeepPlace, RemoveWorktree
+from flume.core.ids import BranchName, KindName, Sha
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.observations import DropAsked, TidyAsked, TidyFactsSeen
+from flume.core.place import Life
+from flume.core.settings import Settings
+from flume.core.tidy import plan
+from tests.model.world import BASE, REPOSITORY, FakeGit, FakeWorktree, FakeWorld
+
+
+class TidyMachine(RuleBasedStateMachine):
+    """Flume's places and hand-made worktrees in one repository, committed to, landed, dropped."""
+
+    places = Bundle("places")
+    hand_made = Bundle("hand_made")
+
+    @initialize()
+    def repository(self) -> None:
+        """A repository with one commit on main."""
+        self.git = FakeGit()
+        self.git.branches[BASE] = [Sha("c0000")]
+        self.git.made_at[Sha("c0000")] = 0.0
+        self.worktrees: dict[str, FakeWorktree] = {}
+        self.worlds: list[FakeWorld] = []
+        #: Every plan tidy made, with the facts it was made on: (facts, life, force, actions).
+        self.plans: list[tuple[TidyFactsSeen, Life, bool, tuple[Action, ...]]] = []
+        self.count = 0
+
+    def _world(self, kind: str = "fix") -> FakeWorld:
+        return FakeWorld(
+            settings=Settings(),
+            kind=BUILTIN_KINDS[KindName(kind)],
+            git=self.git,
+            worktrees=self.worktrees,
+        )
+
+    @rule(target=places, kind=st.sampled_from(["fix", "change", "question"]))
+    def launch(self, kind: str) -> FakeWorld:
+        """Launch a place of flume's own."""
+        self.count += 1
+        world = self._world(kind)
+        assert world.launch(name=f"p{self.count}") is None
+        self.worlds.append(world)
+        return world
+
+    @rule(target=hand_made)
+    def make_by_hand(self) -> FakeWorktree:
+        """Someone makes a worktree of their own under places/, on a branch of their own."""
+        self.count += 1
+        branch = BranchName(f"hand/{self.count}")
+        self.git.branches[branch] = list(self.git.branches[BASE])
+        tree = FakeWorktree(
+            path=f"{REPOSITORY}/places/fix--hand{self.count}",
+            branch=branch,
+            by_flume=False,
+        )
+        self.worktrees[tree.path] = tree
+        return tree
+
+    @rule(world=places)
+    def commit(self, world: FakeWorld) -> None:
+        """The place's agent commits on its branch (if the branch is still there)."""
+        assert world.place is not None
+        if world.place.branch in self.git.branches:
+            world.commit()
+
+    @rule(tree=hand_made)
+    def commit_by_hand(self, tree: FakeWorktree) -> None:
+        """Someone commits on their hand-made worktree's branch."""
+        if tree.branch in self.git.branches:
+            self.git.commit(tree.branch, 0.0)
+
+    @rule()
+    def base_moves(self) -> None:
+        """Someone else lands on main."""
+        self.git.commit(BASE, 0.0)
+
+    @rule(world=places)
+    def branch_lands(self, world: FakeWorld) -> None:
+        """The place's branch is landed on main (every commit of it now on main)."""
+        assert world.place is not None
+        if world.place.branch in self.git.branches:
+            self.git.land(world.place.branch, BASE)
+
+    @rule(world=places, dirty=st.booleans(), untracked=st.booleans())
+    def change_files(self, world: FakeWorld, dirty: bool, untracked: bool) -> None:
+        """Someone leaves uncommitted changes or untracked files in the place."""
+        assert world.place is not None
+        tree = self.worktrees.get(world.place.path)
+        if tree is not None:
+            tree.dirty, tree.untracked = dirty, untracked
+
+    @rule(world=places)
+    def drop(self, world: FakeWorld) -> None:
+        """The caller drops the work; flume tidies it at once."""
+        world.feed(DropAsked(at=world.instant()))
+
+    @rule(world=places, force=st.booleans())
+    def tidy(self, world: FakeWorld, force: bool) -> None:
+        """The caller asks for a tidy, maybe with force."""
+        world.feed(TidyAsked(at=world.instant(), force=force))
+
+    @rule(world=consumes(places), force=st.booleans())
+    def tidy_landed(self, world: FakeWorld, force: bool) -> None:
+        """Tidy a place whose work landed and finished: its plan on the world's facts."""
+        assert world.place is not None
+        self._plan(world, Life.FINISHED, made=world.place.made, force=force)
+
+    @rule(tree=consumes(hand_made), force=st.booleans(), life=st.sampled_from(list(Life)))
+    def tidy_hand_made(self, tree: FakeWorktree, force: bool, life: Life) -> None:
+        """Tidy comes across a hand-made worktree, whatever state it believes it in."""
+        world = FakeWorld(
+            settings=Settings(),
+            kind=BUILTIN_KINDS[KindName("fix")],
+            git=self.git,
+            worktrees=self.worktrees,
+        )
+        self.worlds.append(world)
+        facts = TidyFactsSeen(
+            at=world.instant(),
+            worktree=world.worktree_facts(tree.path),
+            branch=world.branch_facts(tree.branch, BASE),
+            force=force,
+        )
+        actions = plan(
+            life=life, made=False, worktree=facts.worktree, branch=facts.branch, force=force
+        )
+        self.plans.append((facts, life, force, actions))
+        for action in actions:
+            world.perform(action)
+
+    def _plan(self, world: FakeWorld, life: Life, *, made: bool, force: bool) -> None:
+        assert world.place is not None
+        facts = TidyFactsSeen(
+            at=world.instant(),
+            worktree=world.worktree_facts(world.place.path),
+            branch=world.branch_facts(world.place.branch, BASE),
+            force=force,
+        )
+        actions = plan(
+            life=life, made=made, worktree=facts.worktree, branch=facts.branch, force=force
+        )
+        self.plans.append((facts, life, force, actions))
+        for action in actions:
+            world.perform(action)
+
+    def _all_plans(self) -> list[tuple[TidyFactsSeen, Life, bool, tuple[Action, ...]]]:
+        found = list(self.plans)
+        for world in self.worlds:
+            for before, seen, decision in world.steps:
+                if isinstance(seen, TidyFactsSeen) and before is not None:
+                    found.append((seen, before.life, seen.force, decision.actions))
+        return found
+
+    @invariant()
+    def removes_only_its_own(self) -> None:
+        """TIDY-ONLY-OURS: no worktree flume did not make is removed, nor its branch deleted."""
+        for world in self.worlds:
+            assert all(by_flume for _path, by_flume, _dirty, _force in world.removed)
+            assert not any(branch.startswith("hand/") for branch, _lacks in world.deleted)
+
+    @invariant()
+    def keeps_branches_ahead_of_base(self) -> None:
+        """TIDY-KEEPS-AHEAD-BRANCH: a branch with commits base lacks stays, named with the count."""
+        for world in self.worlds:
+            assert all(lacks == 0 for _branch, lacks in world.deleted)
+        for facts, _life, _force, actions in self._all_plans():
+            branch = facts.branch
+            if branch.exists and branch.base_lacks > 0:
+                kept = [a for a in actions if isinstance(a, KeepBranch) and a.branch == branch.name]
+                assert len(kept) == 1
+                deleted = [a for a in actions if isinstance(a, DeleteBranch)]
+                assert not deleted
+
+    @invariant()
+    def dropped_work_keeps_its_branch(self) -> None:
+        """TIDY-DROPPED-KEEPS-BRANCH: dropped work loses its clean place but keeps its branch."""
+        for facts, life, _force, actions in self._all_plans():
+            if life is not Life.DROPPED:
+                continue
+            assert not any(isinstance(a, DeleteBranch) for a in actions)
+            if facts.branch.exists:
+                assert any(isinstance(a, KeepBranch) for a in actions)
+            clean = not (facts.worktree.dirty or facts.worktree.untracked)
+            if facts.worktree.exists and facts.worktree.made_by_flume and clean:
+                assert any(isinstance(a, RemoveWorktree) for a in actions)
+
+    @invariant()
+    def dirty_needs_force(self) -> None:
+        """TIDY-DIRTY-NEEDS-FORCE: a worktree with changes is removed only with the force."""
+        for world in self.worlds:
+            assert all(force or not dirty for _path, _by_flume, dirty, force in world.removed)
+        for facts, _life, force, actions in self._all_plans():
+            changed = facts.worktree.dirty or facts.worktree.untracked
+            if changed and not force:
+                assert not any(isinstance(a, RemoveWorktree) for a in actions)
+                assert any(isinstance(a, KeepPlace) for a in actions)
+
+    @invariant()
+    def landed_work_is_tidied(self) -> None:
+        """R10: a finished, clean place of flume's goes; its branch too when base holds it."""
+        for facts, life, force, actions in self._all_plans():
+            worktree, branch = facts.worktree, facts.branch
+            clean = force or not (worktree.dirty or worktree.untracked)
+            if life is not Life.FINISHED or not worktree.made_by_flume or not clean:
+                continue
+            if worktree.exists:
+                assert any(isinstance(a, RemoveWorktree) for a in actions)
+            if branch.exists and branch.base_lacks == 0:
+                assert any(isinstance(a, DeleteBranch) for a in actions)
+
+
+TestTidy = TidyMachine.TestCase

@@ -1,0 +1,477 @@
+"""Hypothesis strategies for flume's values: ids, launches, kinds, observations, actions, places.
+
+Values are drawn from small pools (a few session ids, shas, paths) so that generated facts often
+match the place they are fed to; the totality and round-trip tests need both matches and misses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+from pyrsistent import pmap, pset, pvector
+
+from flume.core import actions as act
+from flume.core import observations as obs
+from flume.core.errors import UsageError
+from flume.core.ids import (
+    BranchName,
+    Instant,
+    KindName,
+    Marker,
+    SessionId,
+    Sha,
+    StageName,
+    WorkName,
+)
+from flume.core.kinds import (
+    BUILTIN_KINDS,
+    ChangeWritten,
+    Commit,
+    Deliverable,
+    Kind,
+    Landing,
+    ReportFile,
+    Sequence,
+    Step,
+    TasksTicked,
+    steps,
+)
+from flume.core.launch import AgentName, AgentSettings, Launch, place_branch, place_path
+from flume.core.place import (
+    Agent,
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Place,
+    Queued,
+    Short,
+    ShortCause,
+    StagePhase,
+    StageRun,
+    Starting,
+    Submission,
+    Tell,
+    TellSending,
+    Working,
+)
+from flume.core.settings import Settings
+from flume.core.step import step
+
+REPOSITORY = "/src/app"
+instants = st.floats(min_value=0, max_value=10_000, allow_nan=False).map(Instant)
+sessions = st.sampled_from(["s1", "s2", "s3"]).map(SessionId)
+shas = st.sampled_from(["a1", "b2", "c3", "d4"]).map(Sha)
+texts = st.text(max_size=40)
+names = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).map(WorkName)
+stage_names = st.sampled_from(["code", "submit", "construct", "verify", "session", "plan"]).map(
+    StageName
+)
+branches = st.sampled_from(["fix/x", "change/x", "main", "sounding/x"]).map(BranchName)
+paths = st.sampled_from(
+    [f"{REPOSITORY}/places/fix--x", f"{REPOSITORY}/places/change--x", "/elsewhere"]
+)
+
+deliverables: st.SearchStrategy[Deliverable] = st.one_of(
+    st.just(Commit()),
+    st.builds(Landing, archived_change=st.booleans()),
+    st.just(ChangeWritten()),
+    st.just(TasksTicked()),
+    st.sampled_from(["report.md", "out/verify.md"]).map(lambda path: ReportFile(path=path)),
+)
+
+
+@st.composite
+def declared_kinds(draw: st.DrawFn) -> Kind:
+    """A kind as a repository might declare it: 1-4 uniquely named stages."""
+    count = draw(st.integers(min_value=1, max_value=4))
+    stage_list = [
+        Step(
+            name=StageName(f"s{index}"),
+            prompt=draw(st.sampled_from(["Do $brief in $path.", "Go on: $brief ($words)"])),
+            deliverable=draw(deliverables),
+            waits_on_caller=draw(st.booleans()),
+        )
+        for index in range(count)
+    ]
+    return Kind(name=KindName("crew"), prefix="crew", body=Sequence(blocks=pvector(stage_list)))
+
+
+kinds: st.SearchStrategy[Kind] = st.one_of(
+    st.sampled_from(list(BUILTIN_KINDS.values())), declared_kinds()
+)
+
+
+@st.composite
+def launches(draw: st.DrawFn, kind: Kind) -> Launch:
+    """A valid launch of ``kind``."""
+    stage_list = [found.name for found in steps(kind.body)]
+    return Launch(
+        repository=REPOSITORY,
+        kind=kind.name,
+        name=WorkName("x"),
+        brief=draw(st.text(min_size=1, max_size=60).filter(str.strip)),
+        base=BranchName("main"),
+        agent=AgentSettings(agent=draw(st.sampled_from(list(AgentName)))),
+        waits=pset(draw(st.lists(st.sampled_from(stage_list), max_size=2))),
+        mark=draw(st.none() | st.just("crew:7")),
+    )
+
+
+@st.composite
+def launched(draw: st.DrawFn) -> obs.Launched:
+    """A launch observation, with or without setup."""
+    kind = draw(kinds)
+    setup = draw(st.sampled_from([pvector(), pvector([pvector(["make", "setup"])])]))
+    return obs.Launched(at=draw(instants), launch=draw(launches(kind)), kind=kind, setup=setup)
+
+
+def _facts() -> st.SearchStrategy[obs.TidyFactsSeen]:
+    return st.builds(
+        obs.TidyFactsSeen,
+        at=instants,
+        worktree=st.builds(
+            obs.WorktreeFacts,
+            path=paths,
+            exists=st.booleans(),
+            made_by_flume=st.booleans(),
+            dirty=st.booleans(),
+            untracked=st.booleans(),
+        ),
+        branch=st.builds(
+            obs.BranchFacts,
+            name=branches,
+            exists=st.booleans(),
+            base=st.just(BranchName("main")),
+            base_lacks=st.integers(min_value=0, max_value=3),
+        ),
+        force=st.booleans(),
+    )
+
+
+#: One strategy per observation type (but Launched, drawn by ``launched``).
+FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
+    obs.Told: st.builds(obs.Told, at=instants, text=texts),
+    obs.StopAsked: st.builds(obs.StopAsked, at=instants),
+    obs.RetryAsked: st.builds(obs.RetryAsked, at=instants, words=texts),
+    obs.DropAsked: st.builds(obs.DropAsked, at=instants),
+    obs.ProceedAsked: st.builds(obs.ProceedAsked, at=instants),
+    obs.SubmitAsked: st.builds(obs.SubmitAsked, at=instants),
+    obs.NeedsSaid: st.builds(obs.NeedsSaid, at=instants, words=texts),
+    obs.TidyAsked: st.builds(obs.TidyAsked, at=instants, force=st.booleans()),
+    obs.WorktreeMade: st.builds(
+        obs.WorktreeMade, at=instants, path=paths, branch=branches, head=shas
+    ),
+    obs.SetupFinished: st.builds(obs.SetupFinished, at=instants, ok=st.booleans(), output=texts),
+    obs.ActionFailed: st.builds(
+        obs.ActionFailed,
+        at=instants,
+        action=st.sampled_from([t.__name__ for t in act.ACTION_TYPES]),
+        argv=st.lists(texts, max_size=3).map(pvector),
+        status=st.integers(min_value=-9, max_value=255),
+        output=texts,
+    ),
+    obs.AgentStarted: st.builds(
+        obs.AgentStarted,
+        at=instants,
+        stage=stage_names,
+        attempt=st.integers(min_value=1, max_value=3),
+        session=sessions,
+        pane=st.just("%1"),
+    ),
+    obs.AgentReady: st.builds(obs.AgentReady, at=instants, session=sessions),
+    obs.AgentStateSeen: st.builds(
+        obs.AgentStateSeen,
+        at=instants,
+        session=sessions,
+        activity=st.sampled_from(list(obs.Activity)),
+    ),
+    obs.TranscriptEntry: st.builds(
+        obs.TranscriptEntry,
+        at=instants,
+        session=sessions,
+        line_type=st.sampled_from(["user", "assistant", "progress", "system", "attachment"]),
+        content=st.sampled_from(list(obs.Content)),
+        text=st.one_of(texts, st.sampled_from(["[flume:fix--x:code:1]", "<task-notification>x"])),
+        is_meta=st.booleans(),
+        is_compact_summary=st.booleans(),
+        is_sidechain=st.booleans(),
+        row_source=st.none() | st.just("harness"),
+        tool_name=st.none() | st.sampled_from(["Bash", "AskUserQuestion"]),
+        stop_reason=st.none() | st.sampled_from(["end_turn", "tool_use"]),
+    ),
+    obs.TranscriptUnreadable: st.builds(
+        obs.TranscriptUnreadable,
+        at=instants,
+        session=sessions,
+        count=st.integers(min_value=1, max_value=5),
+    ),
+    obs.PaneOutput: st.builds(
+        obs.PaneOutput, at=instants, session=sessions, last_output_at=instants
+    ),
+    obs.AgentExited: st.builds(obs.AgentExited, at=instants, session=sessions),
+    obs.BranchHead: st.builds(obs.BranchHead, at=instants, branch=branches, sha=shas),
+    obs.ChangeSeen: st.builds(
+        obs.ChangeSeen,
+        at=instants,
+        head=st.none() | shas,
+        written=st.booleans(),
+        planning_complete=st.booleans(),
+        valid=st.none() | st.booleans(),
+        ticked=st.integers(min_value=0, max_value=4),
+        total=st.integers(min_value=0, max_value=4),
+    ),
+    obs.ReportSeen: st.builds(
+        obs.ReportSeen,
+        at=instants,
+        path=st.sampled_from(["verify.md", "conclusion.md", "report.md"]),
+        modified_at=instants,
+    ),
+    obs.ChecksFailed: st.builds(obs.ChecksFailed, at=instants, reason=texts, output=texts),
+    obs.Landed: st.builds(obs.Landed, at=instants, base_sha=shas, change_archived=st.booleans()),
+    obs.TidyFactsSeen: _facts(),
+    obs.WorktreeRemoved: st.builds(obs.WorktreeRemoved, at=instants, path=paths),
+    obs.BranchDeleted: st.builds(obs.BranchDeleted, at=instants, branch=branches),
+    obs.Tick: st.builds(obs.Tick, at=instants),
+}
+
+observations: st.SearchStrategy[obs.Observation] = st.one_of(launched(), *FACTS.values())
+
+
+@st.composite
+def fitting(draw: st.DrawFn, place: Place) -> obs.Observation:
+    """An observation that often fits ``place``: its session, branch, path, stage and attempt."""
+    seen = draw(st.sampled_from(list(FACTS.values())))
+    drawn: obs.Observation = draw(seen)
+    fields = attrs.fields_dict(type(drawn))
+    changes: dict[str, object] = {
+        "at": Instant(place.now + draw(st.sampled_from([0, 1, 6, 31, 61])))
+    }
+    if place.agent is not None and "session" in fields and draw(st.booleans()):
+        changes["session"] = place.agent.session
+    if "branch" in fields and not isinstance(drawn, obs.TidyFactsSeen) and draw(st.booleans()):
+        changes["branch"] = place.branch
+    if "path" in fields and draw(st.booleans()):
+        changes["path"] = place.path
+    if isinstance(drawn, obs.AgentStarted) and draw(st.booleans()):
+        changes |= {"stage": place.stage.name, "attempt": place.stage.attempt}
+    if isinstance(drawn, obs.TranscriptEntry) and draw(st.booleans()):
+        stage = place.stage
+        marker = f"flume:{place.launch.kind}--{place.launch.name}:{stage.name}:{stage.attempt}"
+        changes |= {"text": f"[{marker}]", "line_type": "user", "content": obs.Content.STRING}
+    return attrs.evolve(drawn, **changes)  # type: ignore[arg-type]
+
+
+@st.composite
+def places(draw: st.DrawFn, max_steps: int = 25) -> Place:
+    """A place reached by folding fitting observations from a launch (refusals skipped)."""
+    settings = Settings()
+    place = step(settings, None, draw(launched())).place
+    for _ in range(draw(st.integers(min_value=0, max_value=max_steps))):
+        try:
+            place = step(settings, place, draw(fitting(place))).place
+        except UsageError:
+            continue
+    return place
+
+
+#: A phase of each kind, for tests that set a place in any phase, reachable or not.
+phases: st.SearchStrategy[StagePhase] = st.one_of(
+    st.just(AwaitingWord()),
+    st.just(Queued()),
+    st.builds(Starting, since=instants),
+    st.builds(AwaitingInput, session=sessions, since=instants),
+    st.builds(Delivering, session=sessions, sent_at=instants),
+    st.builds(Working, session=sessions),
+    st.builds(Delivered, at=instants),
+    st.builds(Short, cause=st.sampled_from(list(ShortCause)), words=texts),
+)
+
+
+def _fixed_launches() -> list[obs.Launched]:
+    """One launch of each built-in kind and of a declared kind whose later stages wait."""
+    crew = Kind(
+        name=KindName("crew"),
+        prefix="crew",
+        body=Sequence(
+            blocks=pvector(
+                [
+                    Step(
+                        name=StageName("plan"),
+                        prompt="Plan $brief",
+                        deliverable=ReportFile(path="report.md"),
+                    ),
+                    Step(
+                        name=StageName("build"),
+                        prompt="Build $brief",
+                        deliverable=Commit(),
+                        waits_on_caller=True,
+                    ),
+                    Step(name=StageName("land"), prompt="Land $brief", deliverable=Landing()),
+                ],
+            ),
+        ),
+    )
+    made = []
+    for kind in [*BUILTIN_KINDS.values(), crew]:
+        launch = Launch(
+            repository=REPOSITORY,
+            kind=kind.name,
+            name=WorkName("x"),
+            brief="Mend it.",
+            base=BranchName("main"),
+        )
+        made.append(obs.Launched(at=Instant(0.0), launch=launch, kind=kind, setup=pvector()))
+    return made
+
+
+FIXED_LAUNCHES = _fixed_launches()
+
+
+_AGENTS = st.none() | st.builds(
+    Agent,
+    session=sessions,
+    stage=st.just(StageName("?")),
+    attempt=st.just(1),
+    pane=st.just("%1"),
+    activity=st.sampled_from(list(obs.Activity)),
+    activity_since=instants,
+    last_output_at=instants,
+    ending=st.booleans(),
+)
+_TELLS = st.builds(
+    Tell, number=st.integers(min_value=1, max_value=3), text=st.just("hi"), asked_at=instants
+)
+_HELD = st.lists(_TELLS, max_size=2).map(pvector)
+_SENDING = st.none() | st.builds(
+    TellSending, tell=_TELLS, sends=st.integers(1, 2), sent_at=instants
+)
+_REPORTS = st.dictionaries(
+    st.sampled_from(["verify.md", "report.md", "conclusion.md"]),
+    instants,
+    max_size=2,
+).map(pmap)
+_MAYBE_SHA = st.none() | shas
+_MAYBE_INSTANT = st.none() | instants
+_MAYBE_CHANGE = st.none() | FACTS[obs.ChangeSeen]
+_MAYBE_TASKS = st.none() | st.just((1, 3))
+_LIVES = st.sampled_from(list(Life))
+_SUBMISSIONS = st.sampled_from(list(Submission))
+_LAUNCHES = st.sampled_from(FIXED_LAUNCHES)
+_ATTEMPTS = st.integers(min_value=1, max_value=2)
+_SENDS = st.integers(min_value=0, max_value=2)
+_COUNTS = st.integers(min_value=0, max_value=3)
+_STAGE_NAMES = {
+    seen.kind.name: st.sampled_from([found.name for found in steps(seen.kind.body)])
+    for seen in FIXED_LAUNCHES
+}
+
+
+@st.composite
+def any_places(draw: st.DrawFn) -> Place:
+    """A place in any combination of life, phase, agent, tells and evidence: reachable or not."""
+    launch_seen = draw(_LAUNCHES)
+    kind = launch_seen.kind
+    stage = StageRun(
+        name=draw(_STAGE_NAMES[kind.name]),
+        attempt=draw(_ATTEMPTS),
+        started_at=draw(instants),
+        start_head=draw(_MAYBE_SHA),
+        words="",
+        phase=draw(phases),
+        sends=draw(_SENDS),
+    )
+    agent = draw(_AGENTS)
+    if agent is not None:
+        agent = attrs.evolve(agent, stage=stage.name, attempt=stage.attempt)
+    step_names = [found.name for found in steps(kind.body)]
+    return Place(
+        launch=launch_seen.launch,
+        kind=kind,
+        path=place_path(launch_seen.launch),
+        branch=place_branch(kind, launch_seen.launch.name),
+        setup=launch_seen.setup,
+        life=draw(_LIVES),
+        stage=stage,
+        now=draw(instants),
+        made=draw(st.booleans()),
+        ready=draw(st.booleans()),
+        completed=pvector(step_names[: draw(st.integers(0, len(step_names)))]),
+        agent=agent,
+        held=draw(_HELD),
+        sending=draw(_SENDING),
+        tells_given=draw(_COUNTS),
+        head=draw(_MAYBE_SHA),
+        change=draw(_MAYBE_CHANGE),
+        tasks=draw(_MAYBE_TASKS),
+        reports=draw(_REPORTS),
+        landed_at=draw(_MAYBE_INSTANT),
+        change_archived=draw(st.booleans()),
+        submission=draw(_SUBMISSIONS),
+        tidying=draw(st.booleans()),
+    )
+
+
+#: One strategy per action type.
+ACTIONS: dict[type[Any], st.SearchStrategy[Any]] = {
+    act.MakeWorktree: st.builds(
+        act.MakeWorktree, repository=st.just(REPOSITORY), path=paths, branch=branches, base=branches
+    ),
+    act.RunSetup: st.builds(
+        act.RunSetup,
+        path=paths,
+        commands=st.lists(st.lists(texts, min_size=1, max_size=2).map(pvector), max_size=2).map(
+            pvector
+        ),
+    ),
+    act.StartAgent: st.builds(
+        act.StartAgent,
+        path=paths,
+        stage=stage_names,
+        attempt=st.integers(1, 3),
+        agent=st.builds(
+            AgentSettings,
+            agent=st.sampled_from(list(AgentName)),
+            model=st.none() | texts,
+            flags=st.lists(texts, max_size=2).map(pvector),
+        ),
+    ),
+    act.SendPrompt: st.builds(
+        act.SendPrompt,
+        session=sessions,
+        stage=stage_names,
+        attempt=st.integers(1, 3),
+        send=st.integers(1, 2),
+        marker=texts.map(Marker),
+        text=texts,
+    ),
+    act.SendTell: st.builds(
+        act.SendTell,
+        session=sessions,
+        number=st.integers(1, 3),
+        send=st.integers(1, 2),
+        marker=texts.map(Marker),
+        text=texts,
+    ),
+    act.EndAgent: st.builds(act.EndAgent, session=sessions, reason=texts),
+    act.Land: st.builds(act.Land, path=paths, branch=branches, base=branches),
+    act.GatherTidyFacts: st.builds(
+        act.GatherTidyFacts, path=paths, branch=branches, base=branches, force=st.booleans()
+    ),
+    act.RemoveWorktree: st.builds(act.RemoveWorktree, path=paths, force=st.booleans()),
+    act.DeleteBranch: st.builds(
+        act.DeleteBranch, branch=branches, base=branches, head_was=st.none() | shas
+    ),
+    act.KeepBranch: st.builds(act.KeepBranch, branch=branches, reason=texts),
+    act.KeepPlace: st.builds(act.KeepPlace, path=paths, reason=texts),
+    act.Report: st.builds(
+        act.Report,
+        event=st.sampled_from(list(act.Event)),
+        text=texts,
+        stage=st.none() | stage_names,
+    ),
+}
+actions: st.SearchStrategy[act.Action] = st.one_of(*ACTIONS.values())

@@ -1,0 +1,75 @@
+"""flume.core does no I/O: an allowlist of imports and a ban on I/O builtins (STYLE.md §2)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parent.parent / "flume" / "core"
+ALLOWED = {
+    "__future__",
+    "typing",
+    "collections",
+    "enum",
+    "functools",
+    "itertools",
+    "re",
+    "string",
+    "pathlib",
+    "attrs",
+    "pyrsistent",
+    "flume",
+}
+BANNED_CALLS = {"open", "print", "input", "eval", "exec", "compile", "__import__", "breakpoint"}
+#: pathlib is allowed only for its pure paths.
+PATHLIB_NAMES = {"PurePosixPath", "PurePath"}
+
+
+def _core_files() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def test_the_core_exists() -> None:
+    """The allowlist has files to check."""
+    assert len(_core_files()) > 10
+
+
+@pytest.mark.parametrize("path", _core_files(), ids=lambda path: path.name)
+def test_core_imports_only_pure_modules(path: Path) -> None:
+    """Every import in flume/core is of a pure module, and every flume import is of the core."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}:{node.lineno}: relative import"
+            names = [node.module or ""]
+            if node.module == "pathlib":
+                imported = {alias.name for alias in node.names}
+                assert imported <= PATHLIB_NAMES, f"{path.name}:{node.lineno}: {imported}"
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            assert top in ALLOWED, f"{path.name}:{node.lineno}: imports {name}"
+            if top == "flume":
+                assert name.startswith("flume.core"), f"{path.name}:{node.lineno}: imports {name}"
+
+
+@pytest.mark.parametrize("path", _core_files(), ids=lambda path: path.name)
+def test_core_calls_no_io_builtins(path: Path) -> None:
+    """Nothing in flume/core calls open, print, input, eval, exec and the like."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in BANNED_CALLS, f"{path.name}:{node.lineno}: {node.func.id}()"
+
+
+def test_the_allowlist_catches_an_io_import(tmp_path: Path) -> None:
+    """The check itself fails on a module that imports os (it is not a check that cannot fail)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="imports os"):
+        test_core_imports_only_pure_modules(bad)
