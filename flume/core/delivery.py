@@ -32,6 +32,7 @@ from flume.core.place import (
     ShortCause,
     Working,
     current_step,
+    evolve,
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
@@ -129,7 +130,7 @@ def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
     )
     phase = Delivering(session=session, sent_at=now)
     stage = attrs.evolve(place.stage, phase=phase, sends=sends)
-    return attrs.evolve(place, stage=stage), (send,)
+    return evolve(place, stage=stage), (send,)
 
 
 def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
@@ -155,7 +156,7 @@ def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
             text=f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})",
             stage=place.stage.name,
         )
-        return attrs.evolve(place, stage=stage), (report,)
+        return evolve(place, stage=stage), (report,)
     return place, ()
 
 
@@ -197,7 +198,7 @@ def _missing(settings: Settings, place: Place, phase: Delivering, now: Instant) 
         "retry the stage to start a fresh agent"
     )
     stage = attrs.evolve(place.stage, phase=Short(cause=ShortCause.NEVER_BEGAN, words=words))
-    place = attrs.evolve(place, stage=stage, agent=attrs.evolve(agent, ending=True))
+    place = evolve(place, stage=stage, agent=attrs.evolve(agent, ending=True))
     return place, (
         missing,
         Report(event=Event.NEVER_BEGAN, text=words, stage=stage.name),

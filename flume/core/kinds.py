@@ -14,6 +14,7 @@ rest of the core. A stage's identity is its step's name, unique within the kind.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from typing import assert_never
@@ -77,7 +78,7 @@ def describe_deliverable(deliverable: Deliverable) -> str:
             assert_never(deliverable)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class Step:
     """One stage: a fresh agent, the prompt it is sent, and the deliverable that ends it.
 
@@ -92,7 +93,7 @@ class Step:
     waits_on_caller: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class Sequence:
     """Blocks run one after another, each from where the last left the branch."""
 
@@ -103,7 +104,7 @@ class Sequence:
 Block = Step | Sequence
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class Kind:
     """A kind of work: the branch prefix its places use and the blocks it runs."""
 
@@ -112,8 +113,9 @@ class Kind:
     body: Block
 
 
+@functools.cache
 def steps(block: Block) -> tuple[Step, ...]:
-    """Every step of a block tree, in the order they run."""
+    """Every step of a block tree, in the order they run (cached: the rules ask often)."""
     match block:
         case Step():
             return (block,)

@@ -16,7 +16,7 @@ A stage's phases, in the order a good run passes through them::
 from __future__ import annotations
 
 import enum
-from typing import assert_never
+from typing import TypedDict, Unpack, assert_never
 
 import attrs
 from pyrsistent import pmap, pvector
@@ -179,9 +179,13 @@ class Submission(enum.Enum):
     LANDED = "landed"  #: the base holds the work
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class Place:
-    """Everything flume keeps about one launch."""
+    """Everything flume keeps about one launch.
+
+    Not slotted, so that :func:`evolve` can copy it as one dictionary: every step makes a new
+    place, and re-running ``__init__`` over every field was most of a step's cost (P5).
+    """
 
     launch: Launch
     kind: Kind
@@ -219,6 +223,51 @@ class Place:
     tidying: bool = False
     worktree_gone: bool = False
     branch_gone: bool = False
+
+
+class PlaceChanges(TypedDict, total=False):
+    """The fields of :class:`Place` that :func:`evolve` may replace, with their types."""
+
+    launch: Launch
+    kind: Kind
+    path: str
+    branch: BranchName
+    setup: PVector[PVector[str]]
+    life: Life
+    stage: StageRun
+    now: Instant
+    made: bool
+    ready: bool
+    completed: PVector[StageName]
+    agent: Agent | None
+    held: PVector[Tell]
+    sending: TellSending | None
+    tells_given: int
+    head: Sha | None
+    change: ChangeSeen | None
+    tasks: tuple[int, int] | None
+    reports: PMap[str, Instant]
+    landed_at: Instant | None
+    change_archived: bool
+    submission: Submission
+    submission_note: str
+    unreadable: int
+    tidying: bool
+    worktree_gone: bool
+    branch_gone: bool
+
+
+def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:
+    """A copy of ``place`` with ``changes``: ``attrs.evolve`` at the cost of a dict copy.
+
+    The fields are all immutable values, so a shallow copy is a full one; mypy checks the
+    changes against :class:`PlaceChanges`, and a test holds it to Place's fields.
+    """
+    copy = object.__new__(Place)
+    fields = copy.__dict__
+    fields.update(place.__dict__)
+    fields.update(changes)
+    return copy
 
 
 def current_step(place: Place) -> Step:

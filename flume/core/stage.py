@@ -70,6 +70,7 @@ from flume.core.place import (
     Submission,
     Working,
     current_step,
+    evolve,
     has_deliverable,
     is_live,
     is_quiet,
@@ -125,7 +126,7 @@ def launch(seen: Launched) -> Outcome:
             phase=Queued(),
         ),
     )
-    place = attrs.evolve(place, stage=_new_stage(place, first, seen.at))
+    place = evolve(place, stage=_new_stage(place, first, seen.at))
     actions = (
         Report(event=Event.LAUNCHED, text=f"{_name(place)} launched on {branch}"),
         MakeWorktree(
@@ -142,16 +143,16 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     """R2: the worktree exists; the repository's own setup makes it ready."""
     if place.made or seen.path != place.path or seen.branch != place.branch:
         return place, ()
-    place = attrs.evolve(place, made=True, head=seen.head)
+    place = evolve(place, made=True, head=seen.head)
     if place.stage.start_head is None:
-        place = attrs.evolve(place, stage=attrs.evolve(place.stage, start_head=seen.head))
+        place = evolve(place, stage=attrs.evolve(place.stage, start_head=seen.head))
     report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
     if place.life is Life.DROPPED:
         gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        return attrs.evolve(place, tidying=True), (report, gather)
+        return evolve(place, tidying=True), (report, gather)
     if place.setup:
         return place, (report, RunSetup(path=place.path, commands=place.setup))
-    return attrs.evolve(place, ready=True, life=Life.ACTIVE), (report,)
+    return evolve(place, ready=True, life=Life.ACTIVE), (report,)
 
 
 def on_setup(place: Place, seen: SetupFinished) -> Outcome:
@@ -159,16 +160,16 @@ def on_setup(place: Place, seen: SetupFinished) -> Outcome:
     if not place.made or place.ready or place.life not in {Life.MAKING, Life.ACTIVE}:
         return place, ()
     if seen.ok:
-        return attrs.evolve(place, ready=True, life=Life.ACTIVE), ()
+        return evolve(place, ready=True, life=Life.ACTIVE), ()
     words = f"the repository's setup failed:\n{seen.output}".rstrip()
-    return _short(attrs.evolve(place, life=Life.ACTIVE), ShortCause.SETUP_FAILED, words)
+    return _short(evolve(place, life=Life.ACTIVE), ShortCause.SETUP_FAILED, words)
 
 
 def _short(place: Place, cause: ShortCause, words: str) -> Outcome:
     """R8: the stage stops short; no next stage starts until a retry."""
     stage = attrs.evolve(place.stage, phase=Short(cause=cause, words=words))
     event = Event.SETUP_FAILED if cause is ShortCause.SETUP_FAILED else Event.STOPPED_SHORT
-    return attrs.evolve(place, stage=stage), (Report(event=event, text=words, stage=stage.name),)
+    return evolve(place, stage=stage), (Report(event=event, text=words, stage=stage.name),)
 
 
 def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
@@ -190,7 +191,7 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
             last_output_at=seen.at,
         )
         stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
-        return attrs.evolve(place, agent=agent, stage=stage), ()
+        return evolve(place, agent=agent, stage=stage), ()
     end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")
     return place, (end,)
 
@@ -200,7 +201,7 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    place = attrs.evolve(place, agent=with_activity(agent, seen.activity, place.now))
+    place = evolve(place, agent=with_activity(agent, seen.activity, place.now))
     if seen.activity is Activity.WAITING:
         return delivery.on_agent_ready(place, seen.session, place.now)
     return place, ()
@@ -212,9 +213,17 @@ def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
     if agent is None or agent.session != seen.session:
         return place, ()
     activity = delivery.infer_activity(seen, agent.activity)
-    agent = with_activity(agent, activity, place.now)
     latest = Instant(max(agent.last_output_at, seen.at))
-    place = attrs.evolve(place, agent=attrs.evolve(agent, last_output_at=latest))
+    if activity is not agent.activity:
+        agent = attrs.evolve(
+            agent,
+            activity=activity,
+            activity_since=place.now,
+            last_output_at=latest,
+        )
+    elif latest != agent.last_output_at:
+        agent = attrs.evolve(agent, last_output_at=latest)
+    place = evolve(place, agent=agent)
     place, delivered = delivery.on_prompt_line(place, seen)
     place, told = tell.on_tell_line(place, seen)
     return place, (*delivered, *told)
@@ -226,7 +235,7 @@ def on_pane_output(place: Place, seen: PaneOutput) -> Outcome:
     if agent is None or agent.session != seen.session:
         return place, ()
     latest = Instant(max(agent.last_output_at, seen.last_output_at))
-    return attrs.evolve(place, agent=attrs.evolve(agent, last_output_at=latest)), ()
+    return evolve(place, agent=attrs.evolve(agent, last_output_at=latest)), ()
 
 
 def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
@@ -234,7 +243,7 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    place, dropped = tell.drop_all(attrs.evolve(place, agent=None), "the agent exited")
+    place, dropped = tell.drop_all(evolve(place, agent=None), "the agent exited")
     if agent.ending or not isinstance(place.stage.phase, _RUNNING) or place.life is not Life.ACTIVE:
         return place, dropped
     words = "the agent exited before the stage's deliverable existed; retry the stage"
@@ -246,27 +255,27 @@ def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
     """The branch's head, the evidence for a new commit."""
     if seen.branch != place.branch:
         return place, ()
-    return attrs.evolve(place, head=seen.sha), ()
+    return evolve(place, head=seen.sha), ()
 
 
 def on_change(place: Place, seen: ChangeSeen) -> Outcome:
     """The OpenSpec change's files: committed ones are evidence; the working tree feeds status."""
-    place = attrs.evolve(place, tasks=(seen.ticked, seen.total) if seen.total else place.tasks)
+    place = evolve(place, tasks=(seen.ticked, seen.total) if seen.total else place.tasks)
     if seen.head is None:
         return place, ()
-    return attrs.evolve(place, change=seen), ()
+    return evolve(place, change=seen), ()
 
 
 def on_report(place: Place, seen: ReportSeen) -> Outcome:
     """A report file and when it was last written."""
-    return attrs.evolve(place, reports=place.reports.set(seen.path, seen.modified_at)), ()
+    return evolve(place, reports=place.reports.set(seen.path, seen.modified_at)), ()
 
 
 def on_landed(place: Place, seen: Landed) -> Outcome:
     """The base holds the branch's work."""
     if place.landed_at is not None:
         return place, ()
-    place = attrs.evolve(
+    place = evolve(
         place,
         landed_at=seen.at,
         change_archived=seen.change_archived,
@@ -324,7 +333,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
         place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
     )
     stage = attrs.evolve(stage, phase=Queued())
-    place = attrs.evolve(place, stage=stage)
+    place = evolve(place, stage=stage)
     with_words = " with the caller's words" if words.strip() else ""
     retried = Report(
         event=Event.RETRIED,
@@ -354,7 +363,7 @@ def on_drop(place: Place) -> Outcome:
         raise refused("drop", f"{_name(place)} is {state}", "nothing to drop; tidy cleans it up")
     place, ended = _end_agent(place, "the work was dropped")
     place, dropped = tell.drop_all(place, "the work was dropped")
-    place = attrs.evolve(place, life=Life.DROPPED)
+    place = evolve(place, life=Life.DROPPED)
     actions: tuple[Action, ...] = (
         *ended,
         *dropped,
@@ -362,7 +371,7 @@ def on_drop(place: Place) -> Outcome:
     )
     if place.made:
         gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        place = attrs.evolve(place, tidying=True)
+        place = evolve(place, tidying=True)
         actions = (*actions, gather)
     return place, actions
 
@@ -384,7 +393,7 @@ def on_proceed(place: Place, now: Instant) -> Outcome:
         text=f"the caller's word released stage {stage.name}",
         stage=stage.name,
     )
-    return attrs.evolve(place, stage=stage), (report,)
+    return evolve(place, stage=stage), (report,)
 
 
 def on_submit(place: Place) -> Outcome:
@@ -408,7 +417,7 @@ def on_submit(place: Place) -> Outcome:
             f"{_name(place)} is already {place.submission.value}",
             "wait for the lander's answer in flume status",
         )
-    place = attrs.evolve(place, submission=Submission.SUBMITTED, submission_note="")
+    place = evolve(place, submission=Submission.SUBMITTED, submission_note="")
     actions = (
         Report(
             event=Event.SUBMITTED,
@@ -424,7 +433,7 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
     """The lander refused the submission; its output goes back to the agent to mend."""
     if place.submission is not Submission.SUBMITTED:
         return place, ()
-    place = attrs.evolve(
+    place = evolve(
         place,
         submission=Submission.CHECKS_FAILED,
         submission_note=seen.reason,
@@ -453,7 +462,7 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     }:
         if seen.action == "StartAgent" and not isinstance(place.stage.phase, Starting):
             return place, (report,)
-        place = attrs.evolve(place, life=Life.ACTIVE)
+        place = evolve(place, life=Life.ACTIVE)
         words = f"{seen.action} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *short)
@@ -461,7 +470,7 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
     if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
-        return attrs.evolve(place, tidying=False), (report,)
+        return evolve(place, tidying=False), (report,)
     return place, (report,)
 
 
@@ -470,7 +479,7 @@ def _end_agent(place: Place, reason: str) -> Outcome:
     agent = place.agent
     if agent is None or agent.ending:
         return place, ()
-    place = attrs.evolve(place, agent=attrs.evolve(agent, ending=True))
+    place = evolve(place, agent=attrs.evolve(agent, ending=True))
     return place, (EndAgent(session=agent.session, reason=reason),)
 
 
@@ -502,7 +511,7 @@ def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcom
         text=f"the deliverable of stage {stage.name} exists; waiting until the agent is quiet",
         stage=stage.name,
     )
-    return attrs.evolve(place, stage=stage), (report,)
+    return evolve(place, stage=stage), (report,)
 
 
 def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -518,18 +527,18 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         return place, ()
     ended_name = place.stage.name
     place, actions = _end_agent(place, f"stage {ended_name} is done")
-    place = attrs.evolve(place, completed=place.completed.append(ended_name))
+    place = evolve(place, completed=place.completed.append(ended_name))
     ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_name} ended", stage=ended_name)
     following = next_stage(place.kind, ended_name)
     if following is None:
-        place = attrs.evolve(place, life=Life.FINISHED)
+        place = evolve(place, life=Life.FINISHED)
         finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
         if place.landed_at is None:
             return place, (*actions, ended, finished)
         gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        return attrs.evolve(place, tidying=True), (*actions, ended, finished, gather)
+        return evolve(place, tidying=True), (*actions, ended, finished, gather)
     stage = _new_stage(place, following, now)
-    place = attrs.evolve(place, stage=stage)
+    place = evolve(place, stage=stage)
     if isinstance(stage.phase, AwaitingWord):
         waits = Report(
             event=Event.STAGE_WAITS,
@@ -562,4 +571,4 @@ def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         text=f"stage {stage.name} starts (attempt {stage.attempt})",
         stage=stage.name,
     )
-    return attrs.evolve(place, stage=stage), (report, start)
+    return evolve(place, stage=stage), (report, start)

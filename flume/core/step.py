@@ -51,7 +51,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Place
+from flume.core.place import Place, evolve
 from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
@@ -74,7 +74,7 @@ def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
         text=f"{seen.count} transcript line(s) could not be read and were skipped",
         stage=place.stage.name,
     )
-    return attrs.evolve(place, unreadable=place.unreadable + seen.count), (report,)
+    return evolve(place, unreadable=place.unreadable + seen.count), (report,)
 
 
 def _launched_again(place: Place, seen: Launched) -> Outcome:
@@ -166,7 +166,8 @@ def step(settings: Settings, place: Place | None, seen: Observation) -> Decision
             "the first observation of a place is its launch",
         )
     now = Instant(max(place.now, seen.at))
-    place = attrs.evolve(place, now=now)
+    if now != place.now:
+        place = evolve(place, now=now)
     place, actions = _route(place, seen)
     place, follow = stage.settle(settings, place, now)
     return Decision(place=place, actions=(*actions, *follow))

@@ -12,7 +12,6 @@ Rule ids: R6, TELL-HELD-WHILE-WORKING, TELL-REFUSED, TELL-NEVER-MOVES-STAGE.
 
 from __future__ import annotations
 
-import attrs
 from pyrsistent import pvector
 
 from flume.core.actions import Action, Event, Report, SendTell
@@ -21,7 +20,17 @@ from flume.core.errors import refused
 from flume.core.ids import Instant, Marker
 from flume.core.launch import place_name
 from flume.core.observations import Activity, TranscriptEntry
-from flume.core.place import Delivered, Life, Place, Short, Tell, TellSending, Working, is_live
+from flume.core.place import (
+    Delivered,
+    Life,
+    Place,
+    Short,
+    Tell,
+    TellSending,
+    Working,
+    evolve,
+    is_live,
+)
 from flume.core.settings import MAX_SENDS, Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
@@ -54,7 +63,7 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
         )
     number = place.tells_given + 1
     tell = Tell(number=number, text=text, asked_at=now)
-    place = attrs.evolve(place, held=place.held.append(tell), tells_given=number)
+    place = evolve(place, held=place.held.append(tell), tells_given=number)
     report = Report(
         event=Event.TELL_HELD,
         text=f"tell {number} is held until the agent waits",
@@ -76,7 +85,7 @@ def flush(place: Place, now: Instant) -> Outcome:
     ):
         return place, ()
     tell = place.held[0]
-    place = attrs.evolve(
+    place = evolve(
         place,
         held=place.held.delete(0),
         sending=TellSending(tell=tell, sends=1, sent_at=now),
@@ -111,7 +120,7 @@ def on_tell_line(place: Place, entry: TranscriptEntry) -> Outcome:
         text=f"the transcript holds tell {sending.tell.number}",
         stage=place.stage.name,
     )
-    return attrs.evolve(place, sending=None), (report,)
+    return evolve(place, sending=None), (report,)
 
 
 def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -127,7 +136,7 @@ def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
         if place.agent is None or place.agent.activity is not Activity.WAITING:
             return place, ()
         again = TellSending(tell=sending.tell, sends=sending.sends + 1, sent_at=now)
-        return attrs.evolve(place, sending=again), (_send(place, sending.tell, again.sends),)
+        return evolve(place, sending=again), (_send(place, sending.tell, again.sends),)
     report = Report(
         event=Event.TELL_LOST,
         text=(
@@ -136,7 +145,7 @@ def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
         ),
         stage=place.stage.name,
     )
-    return attrs.evolve(place, sending=None), (report,)
+    return evolve(place, sending=None), (report,)
 
 
 def drop_all(place: Place, why: str) -> Outcome:
@@ -152,4 +161,4 @@ def drop_all(place: Place, why: str) -> Outcome:
         )
         for tell in dropped
     )
-    return attrs.evolve(place, held=pvector(), sending=None), reports
+    return evolve(place, held=pvector(), sending=None), reports

@@ -15,8 +15,6 @@ TIDY-DIRTY-NEEDS-FORCE.
 
 from __future__ import annotations
 
-import attrs
-
 from flume.core.actions import (
     Action,
     DeleteBranch,
@@ -36,7 +34,7 @@ from flume.core.observations import (
     WorktreeFacts,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, evolve
 
 Outcome = tuple[Place, tuple[Action, ...]]
 
@@ -116,7 +114,7 @@ def on_tidy_asked(place: Place, *, force: bool) -> Outcome:
     gather = GatherTidyFacts(
         path=place.path, branch=place.branch, base=place.launch.base, force=force
     )
-    return attrs.evolve(place, tidying=True), (gather,)
+    return evolve(place, tidying=True), (gather,)
 
 
 def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
@@ -138,7 +136,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         for action in actions
         if isinstance(action, KeepPlace | KeepBranch)
     )
-    place = attrs.evolve(place, tidying=False)
+    place = evolve(place, tidying=False)
     if not seen.worktree.exists and place.made:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)
@@ -148,7 +146,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
 def _gone(place: Place) -> Outcome:
     if place.life is Life.TIDIED:
         return place, ()
-    place = attrs.evolve(place, worktree_gone=True, life=Life.TIDIED)
+    place = evolve(place, worktree_gone=True, life=Life.TIDIED)
     name = place_name(place.launch.kind, place.launch.name)
     return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)
 
@@ -164,4 +162,4 @@ def on_branch_deleted(place: Place, seen: BranchDeleted) -> Outcome:
     """The branch is gone."""
     if seen.branch != place.branch:
         return place, ()
-    return attrs.evolve(place, branch_gone=True), ()
+    return evolve(place, branch_gone=True), ()

@@ -32,7 +32,7 @@ def _is(origin: type) -> Callable[[Any], bool]:
 
 
 def _make_converter() -> cattrs.Converter:
-    made = cattrs.Converter(forbid_extra_keys=True)
+    made = cattrs.Converter(forbid_extra_keys=True, omit_if_default=True)
 
     def structure_vector(value: Any, kind: Any) -> PVector[Any]:
         (item,) = get_args(kind)

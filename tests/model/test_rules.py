@@ -499,3 +499,16 @@ def test_replay_is_the_fold_of_step() -> None:
     assert replay(S, [launched, *seen]) == run(*seen).place
     with pytest.raises(UsageError):
         replay(S, [])
+
+
+def test_place_changes_name_every_field_of_place() -> None:
+    """The typed evolve's field list is Place's, so no field can be missed or misspelt."""
+    import attrs  # noqa: PLC0415 (only this test looks at the record's fields)
+
+    from flume.core.place import PlaceChanges, evolve  # noqa: PLC0415
+
+    assert set(PlaceChanges.__annotations__) == {field.name for field in attrs.fields(Place)}
+    place = working()
+    moved = evolve(place, now=Instant(99.0), tells_given=4)
+    assert moved == attrs.evolve(place, now=Instant(99.0), tells_given=4)
+    assert place.now != moved.now

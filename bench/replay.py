@@ -1,0 +1,153 @@
+"""P5: journal replay speed. Target: at least 50,000 observations a second.
+
+Builds a 100,000-observation journal of one fix's life in the proportions a real journal has
+(mostly transcript lines, pane output, agent states and ticks, then the commit and the stage's
+end), then times, side by side in one run:
+
+- the fold: ``replay`` over the observations already in memory;
+- the restart: decoding the journal's JSON lines with the shell's converter, then the fold.
+
+Run: ``python bench/replay.py [--observations N] [--rounds R]``. Prints the best of R rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import Launch
+from flume.core.observations import (
+    Activity,
+    AgentReady,
+    AgentStarted,
+    AgentStateSeen,
+    BranchHead,
+    Content,
+    Launched,
+    Observation,
+    PaneOutput,
+    Tick,
+    TranscriptEntry,
+    WorktreeMade,
+)
+from flume.core.settings import Settings
+from flume.core.step import replay
+from flume.shell.journal import decode, encode
+
+TARGET = 50_000
+SESSION = SessionId("5e55-0001")
+
+
+def journal(size: int) -> list[Observation]:
+    """A fix's code stage, long and busy, then its commit: ``size`` observations."""
+    kind = BUILTIN_KINDS[KindName("fix")]
+    launch = Launch(
+        repository="/src/app",
+        kind=kind.name,
+        name=WorkName("bench"),
+        brief="Make the thing fast.",
+        base=BranchName("main"),
+    )
+    seen: list[Observation] = [
+        Launched(at=Instant(0), launch=launch, kind=kind),
+        WorktreeMade(
+            at=Instant(1),
+            path="/src/app/places/fix--bench",
+            branch=BranchName("fix/bench"),
+            head=Sha("a0"),
+        ),
+        AgentStarted(at=Instant(2), stage=StageName("code"), attempt=1, session=SESSION, pane="%1"),
+        AgentReady(at=Instant(3), session=SESSION),
+        TranscriptEntry(
+            at=Instant(4),
+            session=SESSION,
+            line_type="user",
+            content=Content.STRING,
+            text="You are working on a fix ... [flume:fix--bench:code:1]",
+        ),
+    ]
+    cycle = 0
+    while len(seen) < size - 3:
+        at = Instant(5 + cycle * 0.5)
+        cycle += 1
+        match cycle % 10:
+            case 0:
+                seen.append(Tick(at=at))
+            case 1 | 2 | 3:
+                seen.append(
+                    TranscriptEntry(
+                        at=at,
+                        session=SESSION,
+                        line_type="assistant",
+                        content=Content.TOOL_USE,
+                        tool_name="Bash",
+                    ),
+                )
+            case 4 | 5 | 6:
+                seen.append(
+                    TranscriptEntry(
+                        at=at,
+                        session=SESSION,
+                        line_type="user",
+                        content=Content.TOOL_RESULT,
+                        text="ok",
+                    ),
+                )
+            case 7 | 8:
+                seen.append(PaneOutput(at=at, session=SESSION, last_output_at=at))
+            case _:
+                seen.append(AgentStateSeen(at=at, session=SESSION, activity=Activity.WORKING))
+    end = 10 + cycle * 0.5
+    seen.extend(
+        [
+            BranchHead(at=Instant(end), branch=BranchName("fix/bench"), sha=Sha("b1")),
+            AgentStateSeen(at=Instant(end + 1), session=SESSION, activity=Activity.WAITING),
+            Tick(at=Instant(end + 30)),
+        ],
+    )
+    return seen
+
+
+def best(rounds: int, work: object) -> float:
+    """The fastest of ``rounds`` timings of ``work()``, in seconds."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    """Time the fold and the restart, and print their rates against P5's target."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--observations", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    settings = Settings()
+    seen = journal(args.observations)
+    lines = [encode(observation) for observation in seen]
+    place = replay(settings, seen)
+    assert place.stage.name == "submit", "the journal should end with the code stage done"
+    assert replay(settings, [decode(line) for line in lines]) == place
+
+    fold = best(args.rounds, lambda: replay(settings, seen))
+    restart = best(args.rounds, lambda: replay(settings, [decode(line) for line in lines]))
+    size = len(seen)
+    print(f"journal: {size} observations, {sum(map(len, lines)) / 1e6:.1f} MB of JSON lines")
+    for label, seconds in (
+        ("fold (replay in memory)", fold),
+        ("restart (decode + replay)", restart),
+    ):
+        rate = size / seconds
+        print(
+            f"{label:28s} {seconds * 1000:8.1f} ms  {rate:10,.0f} obs/s  "
+            f"{rate / TARGET:5.2f}x the P5 target of {TARGET:,} obs/s",
+        )
+    print(f"decoding costs {restart / fold:.2f}x the fold alone")
+
+
+if __name__ == "__main__":
+    main()
