@@ -1,21 +1,48 @@
-"""Hypothesis profiles: ``dev`` for quick local runs, ``ci`` for at least 1,000 examples a test.
+"""Test set-up: Hypothesis profiles, and a private HOME so no test touches the user's world.
 
-Pick one with ``HYPOTHESIS_PROFILE`` (the test script sets ``ci`` under CI).
+Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine.
+Pick one with ``HYPOTHESIS_PROFILE`` (scripts/test sets ``ci`` under CI).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=150, stateful_step_count=40, deadline=None)
 settings.register_profile(
     "ci",
     max_examples=1000,
-    stateful_step_count=60,
+    stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     print_blob=True,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+_PRIVATE = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_home() -> Iterator[Path]:
+    """Point HOME and the XDG directories at a fresh temporary directory for the whole run."""
+    saved = {name: os.environ.get(name) for name in (*_PRIVATE, "CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    with tempfile.TemporaryDirectory(prefix="flume-test-home-") as home:
+        os.environ["HOME"] = home
+        for name in _PRIVATE[1:]:
+            os.environ[name] = str(Path(home) / name.lower())
+        os.environ.pop("CLAUDE_CONFIG_DIR", None)
+        os.environ.pop("CODEX_HOME", None)
+        try:
+            yield Path(home)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity
 from flume.shell.transcript import read_line
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "claude-code"
+SHARED = Path(os.environ.get("FLUME_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+CORPUS = SHARED / "corpus" / "claude-code"
 TYPED = {
     "4d5611e5-241a-462a-8d15-5122611a9569.jsonl": [
         "Work on bead spotter-dov. Run bd show spotter-dov to see the issue details",
@@ -23,10 +25,13 @@ TYPED = {
     ],
 }
 
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(),
-    reason=f"the shared corpus is not at {CORPUS}; CI lays shared/ beside the clone",
-)
+if not CORPUS.is_dir():
+    if os.environ.get("CI") == "true":
+        message = f"CI lays shared/ beside the clone, yet the corpus is not at {CORPUS}"
+        raise RuntimeError(message)
+    pytestmark = pytest.mark.skip(
+        reason=f"the shared corpus is not at {CORPUS}; set FLUME_SHARED to the shared/ folder",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))
