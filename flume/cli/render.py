@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import attrs
+from attrs import AttrsInstance
 
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.observations import Launched, Observation
@@ -20,9 +22,21 @@ _LONG = 72
 
 
 def _short(value: object) -> str:
-    text = value.value if hasattr(value, "value") and not isinstance(value, str) else value
+    if attrs.has(type(value)):
+        return _fields(cast("AttrsInstance", value), wrap=True)
+    text = value.value if isinstance(value, enum.Enum) else value
     shown = json.dumps(text, ensure_ascii=False) if isinstance(text, str) else str(text)
     return shown if len(shown) <= _LONG else f"{shown[: _LONG - 12]}…({len(str(text))} chars)"
+
+
+def _fields(record: AttrsInstance, *, wrap: bool = False) -> str:
+    """``name=value`` for each field that differs from its default, long text cut short."""
+    shown = ", ".join(
+        f"{field.name}={_short(getattr(record, field.name))}"
+        for field in attrs.fields(type(record))
+        if field.name != "at" and getattr(record, field.name) != _default(field)
+    )
+    return f"{type(record).__name__}({shown})" if wrap else shown
 
 
 def describe(record: Observation | Action) -> str:
@@ -52,12 +66,7 @@ def describe(record: Observation | Action) -> str:
             f"{name} {what}, send {record.send} of {MAX_SENDS}, marker {record.marker}, "
             f"{len(record.text)} chars"
         )
-    fields = ", ".join(
-        f"{field.name}={_short(getattr(record, field.name))}"
-        for field in attrs.fields(type(record))
-        if field.name != "at" and getattr(record, field.name) != _default(field)
-    )
-    return f"{name} {fields}".rstrip()
+    return f"{name} {_fields(record)}".rstrip()
 
 
 def _default(field: attrs.Attribute[Any]) -> object:

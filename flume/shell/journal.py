@@ -34,19 +34,19 @@ def _is(origin: type) -> Callable[[Any], bool]:
 def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True, omit_if_default=True)
 
-    def structure_vector(value: Any, kind: Any) -> PVector[Any]:
+    def structure_items(value: Any, kind: Any) -> list[Any]:
+        """The members of a list, each structured as the collection's item type."""
         (item,) = get_args(kind)
         if isinstance(value, str | bytes | dict) or not isinstance(value, typing.Iterable):
             message = f"expected a list, got {type(value).__name__}"
             raise TypeError(message)
-        return pvector(made.structure(element, item) for element in value)
+        return [made.structure(element, item) for element in value]
+
+    def structure_vector(value: Any, kind: Any) -> PVector[Any]:
+        return pvector(structure_items(value, kind))
 
     def structure_set(value: Any, kind: Any) -> PSet[Any]:
-        (item,) = get_args(kind)
-        if isinstance(value, str | bytes | dict) or not isinstance(value, typing.Iterable):
-            message = f"expected a list, got {type(value).__name__}"
-            raise TypeError(message)
-        return pset(made.structure(element, item) for element in value)
+        return pset(structure_items(value, kind))
 
     def structure_map(value: Any, kind: Any) -> PMap[Any, Any]:
         key, item = get_args(kind)

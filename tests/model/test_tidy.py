@@ -118,37 +118,37 @@ class TidyMachine(RuleBasedStateMachine):
     def tidy_landed(self, world: FakeWorld, force: bool) -> None:
         """Tidy a place whose work landed and finished: its plan on the world's facts."""
         assert world.place is not None
-        self._plan(world, Life.FINISHED, made=world.place.made, force=force)
+        self._plan(
+            world,
+            world.place.path,
+            world.place.branch,
+            Life.FINISHED,
+            made=world.place.made,
+            force=force,
+        )
 
     @rule(tree=consumes(hand_made), force=st.booleans(), life=st.sampled_from(list(Life)))
     def tidy_hand_made(self, tree: FakeWorktree, force: bool, life: Life) -> None:
         """Tidy comes across a hand-made worktree, whatever state it believes it in."""
-        world = FakeWorld(
-            settings=Settings(),
-            kind=BUILTIN_KINDS[KindName("fix")],
-            git=self.git,
-            worktrees=self.worktrees,
-        )
+        world = self._world()
         self.worlds.append(world)
-        facts = TidyFactsSeen(
-            at=world.instant(),
-            worktree=world.worktree_facts(tree.path),
-            branch=world.branch_facts(tree.branch, BASE),
-            force=force,
-        )
-        actions = plan(
-            life=life, made=False, worktree=facts.worktree, branch=facts.branch, force=force
-        )
-        self.plans.append((facts, life, force, actions))
-        for action in actions:
-            world.perform(action)
+        self._plan(world, tree.path, tree.branch, life, made=False, force=force)
 
-    def _plan(self, world: FakeWorld, life: Life, *, made: bool, force: bool) -> None:
-        assert world.place is not None
+    def _plan(  # noqa: PLR0913 (the facts of one tidy)
+        self,
+        world: FakeWorld,
+        path: str,
+        branch: BranchName,
+        life: Life,
+        *,
+        made: bool,
+        force: bool,
+    ) -> None:
+        """Plan a tidy on the world's facts, record it, and carry it out."""
         facts = TidyFactsSeen(
             at=world.instant(),
-            worktree=world.worktree_facts(world.place.path),
-            branch=world.branch_facts(world.place.branch, BASE),
+            worktree=world.worktree_facts(path),
+            branch=world.branch_facts(branch, BASE),
             force=force,
         )
         actions = plan(
