@@ -300,8 +300,9 @@ class BranchFacts:
     name: BranchName
     exists: bool
     base: BranchName
-    #: Commits on the branch whose changes its base lacks (``git cherry``: patch-equivalent
-    #: commits count as present).
+    #: Commits on the branch that its base lacks: ``git rev-list --count base..branch``. Strict
+    #: reachability, not patch-equivalence: a commit landed by squash or cherry-pick is still a
+    #: commit that deleting the branch would orphan, so its branch is kept and named.
     base_lacks: int = 0
 
 

@@ -1,0 +1,134 @@
+"""git, through plumbum, bound once (STYLE rule 11): every call an argument list with its cwd.
+
+Nothing here decides. Each function runs git and reports what it said; callers turn that into
+observations. Nothing a caller writes reaches a shell: plumbum passes argv to exec directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from plumbum import local
+
+from flume.core.ids import BranchName, Sha
+
+_git = local["git"]
+#: git must never stop to ask (a pager, an editor, credentials) or read the user's config.
+_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C",
+}
+
+
+@attrs.frozen(kw_only=True)
+class Ran:
+    """What a git command said."""
+
+    argv: tuple[str, ...]
+    status: int
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        """The command exited 0."""
+        return self.status == 0
+
+
+def run(cwd: Path, *args: str) -> Ran:
+    """Run ``git args`` in ``cwd``; never raises on a non-zero exit."""
+    with local.env(**_ENV):
+        status, out, err = _git[args].run(cwd=str(cwd), retcode=None)
+    return Ran(argv=("git", *args), status=status, out=out, err=err)
+
+
+def toplevel(path: Path) -> Path | None:
+    """The top of the worktree ``path`` is in, or None when it is in no git repository."""
+    ran = run(path, "rev-parse", "--show-toplevel")
+    return Path(ran.out.strip()) if ran.ok else None
+
+
+def common_dir(repository: Path) -> Path:
+    """The repository's shared git directory (the same from every worktree)."""
+    ran = run(repository, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    return Path(ran.out.strip())
+
+
+def main_worktree(repository: Path) -> Path:
+    """The main worktree of the repository ``repository`` belongs to."""
+    return common_dir(repository).parent
+
+
+def has_commits(repository: Path) -> bool:
+    """HEAD names a commit."""
+    return run(repository, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").ok
+
+
+def resolve(repository: Path, branch: BranchName) -> Sha | None:
+    """The commit ``refs/heads/<branch>`` points at, or None."""
+    ran = run(repository, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+    return Sha(ran.out.strip()) if ran.ok else None
+
+
+def shared_branch(repository: Path) -> BranchName | None:
+    """The repository's shared branch: the remote's HEAD branch, else the main worktree's."""
+    remote = run(repository, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote.ok and "/" in remote.out.strip():
+        name = BranchName(remote.out.strip().split("/", 1)[1])
+        if resolve(repository, name) is not None:
+            return name
+    checked_out = run(main_worktree(repository), "symbolic-ref", "--quiet", "--short", "HEAD")
+    return BranchName(checked_out.out.strip()) if checked_out.ok else None
+
+
+def heads(repository: Path) -> dict[BranchName, Sha]:
+    """Every branch head of the repository, in one ``git for-each-ref``."""
+    ran = run(repository, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+    found: dict[BranchName, Sha] = {}
+    for line in ran.out.splitlines():
+        sha, _, ref = line.partition(" ")
+        found[BranchName(ref.removeprefix("refs/heads/"))] = Sha(sha)
+    return found
+
+
+def lacks(repository: Path, branch: BranchName, base: BranchName) -> int:
+    """How many commits of ``branch`` its ``base`` lacks: ``git rev-list --count base..branch``."""
+    ran = run(repository, "rev-list", "--count", f"refs/heads/{base}..refs/heads/{branch}", "--")
+    return int(ran.out.strip()) if ran.ok else 0
+
+
+@attrs.frozen(kw_only=True)
+class Changes:
+    """What ``git status`` says of a worktree."""
+
+    dirty: bool
+    untracked: bool
+
+
+def changes(worktree: Path) -> Changes:
+    """Uncommitted changes to tracked files, and untracked files git does not ignore."""
+    ran = run(
+        worktree, "status", "--porcelain=v1", "--untracked-files=normal", "--ignore-submodules=none"
+    )
+    lines = ran.out.splitlines()
+    return Changes(
+        dirty=any(not line.startswith("??") for line in lines),
+        untracked=any(line.startswith("??") for line in lines),
+    )
+
+
+def worktree_paths(repository: Path) -> dict[Path, BranchName | None]:
+    """Every worktree of the repository and the branch it has checked out."""
+    ran = run(repository, "worktree", "list", "--porcelain")
+    found: dict[Path, BranchName | None] = {}
+    path: Path | None = None
+    for line in ran.out.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree "))
+            found[path] = None
+        elif line.startswith("branch ") and path is not None:
+            found[path] = BranchName(line.removeprefix("branch refs/heads/"))
+    return found
