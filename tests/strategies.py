@@ -126,7 +126,14 @@ def launched(draw: st.DrawFn) -> obs.Launched:
     """A launch observation, with or without setup."""
     kind = draw(kinds)
     setup = draw(st.sampled_from([pvector(), pvector([pvector(["make", "setup"])])]))
-    return obs.Launched(at=draw(instants), launch=draw(launches(kind)), kind=kind, setup=setup)
+    settings = draw(st.none() | st.builds(Settings, quiet_seconds=st.sampled_from([0.0, 5.0])))
+    return obs.Launched(
+        at=draw(instants),
+        launch=draw(launches(kind)),
+        kind=kind,
+        setup=setup,
+        settings=settings,
+    )
 
 
 def _facts() -> st.SearchStrategy[obs.TidyFactsSeen]:
@@ -147,8 +154,8 @@ def _facts() -> st.SearchStrategy[obs.TidyFactsSeen]:
             exists=st.booleans(),
             base=st.just(BranchName("main")),
             base_lacks=st.integers(min_value=0, max_value=3),
+            head=st.none() | shas,
         ),
-        force=st.booleans(),
     )
 
 
@@ -159,8 +166,8 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     obs.RetryAsked: st.builds(obs.RetryAsked, at=instants, words=texts),
     obs.DropAsked: st.builds(obs.DropAsked, at=instants),
     obs.ProceedAsked: st.builds(obs.ProceedAsked, at=instants),
-    obs.SubmitAsked: st.builds(obs.SubmitAsked, at=instants),
-    obs.NeedsSaid: st.builds(obs.NeedsSaid, at=instants, words=texts),
+    obs.SubmitAsked: st.builds(obs.SubmitAsked, at=instants, session=st.none() | sessions),
+    obs.NeedsSaid: st.builds(obs.NeedsSaid, at=instants, words=texts, session=st.none() | sessions),
     obs.TidyAsked: st.builds(obs.TidyAsked, at=instants, force=st.booleans()),
     obs.WorktreeMade: st.builds(
         obs.WorktreeMade, at=instants, path=paths, branch=branches, head=shas
@@ -411,6 +418,8 @@ def any_places(draw: st.DrawFn) -> Place:
         landed_at=draw(_MAYBE_INSTANT),
         change_archived=draw(st.booleans()),
         submission=draw(_SUBMISSIONS),
+        tidy_wanted=draw(st.booleans()),
+        tidy_force=draw(st.booleans()),
         tidying=draw(st.booleans()),
     )
 

@@ -136,7 +136,8 @@ def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
 def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
     """The agent takes input: send the prompt the first time."""
     phase = place.stage.phase
-    if isinstance(phase, AwaitingInput) and phase.session == session:
+    asking = place.agent is not None and place.agent.activity is Activity.ASKING
+    if isinstance(phase, AwaitingInput) and phase.session == session and not asking:
         return send_prompt(place, session, now)
     return place, ()
 
@@ -166,6 +167,9 @@ def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
         return place, ()
     phase = place.stage.phase
     if isinstance(phase, AwaitingInput) and now - phase.since >= settings.ready_seconds:
+        # A dialog (workspace trust, a permission) eats what is typed: wait until it is answered.
+        if place.agent is not None and place.agent.activity is Activity.ASKING:
+            return place, ()
         return send_prompt(place, phase.session, now)
     if isinstance(phase, Delivering) and now - phase.sent_at >= settings.confirm_seconds:
         return _missing(settings, place, phase, now)

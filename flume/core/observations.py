@@ -18,6 +18,7 @@ from pyrsistent.typing import PVector
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import Kind
 from flume.core.launch import Launch
+from flume.core.settings import Settings
 
 # --- caller commands -------------------------------------------------------------------------
 
@@ -31,6 +32,9 @@ class Launched:
     kind: Kind
     #: The commands the repository's config names to make a worktree ready, each an argv.
     setup: PVector[PVector[str]] = attrs.field(factory=pvector)
+    #: The thresholds the place lives by, frozen at launch so that its replay depends on its
+    #: journal alone. None: the settings ``step`` was called with at launch.
+    settings: Settings | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -75,6 +79,8 @@ class SubmitAsked:
     """The agent ran ``flume submit`` in the place."""
 
     at: Instant
+    #: The session of the agent that ran it, when the shell knows it (``FLUME_SESSION``).
+    session: SessionId | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -83,6 +89,8 @@ class NeedsSaid:
 
     at: Instant
     words: str
+    #: The session of the agent that ran it, when the shell knows it (``FLUME_SESSION``).
+    session: SessionId | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -271,7 +279,11 @@ class ChecksFailed:
 
 @attrs.frozen(kw_only=True)
 class Landed:
-    """The base holds the branch's work (every commit reachable, or patch-equivalent)."""
+    """The base holds the branch's work (every commit reachable, or patch-equivalent).
+
+    The shell reports it on each look while it holds; the core takes the first that comes while
+    a stage whose deliverable is the landing is working.
+    """
 
     at: Instant
     base_sha: Sha
@@ -300,6 +312,9 @@ class BranchFacts:
     name: BranchName
     exists: bool
     base: BranchName
+    #: The commit the branch pointed at when ``base_lacks`` was counted; tidy deletes the
+    #: branch only if it still points there.
+    head: Sha | None = None
     #: Commits on the branch that its base lacks: ``git rev-list --count base..branch``. Strict
     #: reachability, not patch-equivalence: a commit landed by squash or cherry-pick is still a
     #: commit that deleting the branch would orphan, so its branch is kept and named.
@@ -308,12 +323,14 @@ class BranchFacts:
 
 @attrs.frozen(kw_only=True)
 class TidyFactsSeen:
-    """The facts tidy decides on, gathered at ``at`` (R10)."""
+    """The facts tidy decides on, gathered at ``at`` (R10).
+
+    Whether to force is the caller's word, kept by the core; it is not a fact the shell reports.
+    """
 
     at: Instant
     worktree: WorktreeFacts
     branch: BranchFacts
-    force: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -196,6 +196,8 @@ class Place:
     stage: StageRun
     #: The instant of the last observation folded in.
     now: Instant
+    #: The thresholds this place lives by, fixed at its launch.
+    settings: Settings = attrs.field(factory=Settings)
     #: flume made this worktree (the journal records ``WorktreeMade``); tidy touches no other.
     made: bool = False
     #: The repository's setup ran and succeeded.
@@ -219,6 +221,10 @@ class Place:
     submission_note: str = ""
     #: Transcript lines that could not be read, skipped and counted.
     unreadable: int = 0
+    #: Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives.
+    tidy_wanted: bool = False
+    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
+    tidy_force: bool = False
     #: Tidy asked the shell for facts and has not decided yet.
     tidying: bool = False
     worktree_gone: bool = False
@@ -236,6 +242,7 @@ class PlaceChanges(TypedDict, total=False):
     life: Life
     stage: StageRun
     now: Instant
+    settings: Settings
     made: bool
     ready: bool
     completed: PVector[StageName]
@@ -252,6 +259,8 @@ class PlaceChanges(TypedDict, total=False):
     submission: Submission
     submission_note: str
     unreadable: int
+    tidy_wanted: bool
+    tidy_force: bool
     tidying: bool
     worktree_gone: bool
     branch_gone: bool

@@ -25,6 +25,7 @@ RULES: dict[str, str] = {
     "STAGE-DELIVERABLE-SINCE-START": "A deliverable counts only when made since its stage began.",
     "STAGE-ENDS-WHEN-QUIET": "flume waits until the agent is quiet, then ends it.",
     "STAGE-WAITS-WORD": "A stage that waits on its caller's word does not start without it.",
+    "STAGE-AFTER-DELIVERY": "No deliverable counts before the transcript holds the stage's prompt.",
     "R8": "An agent that stops short: no next stage starts; the place waits.",
     "R9": "retry, stop and drop act only where the rules allow; a refusal changes nothing.",
     "RETRY-FRESH-AGENT": "retry starts the stage again with the caller's words, a fresh agent.",

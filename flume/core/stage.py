@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import attrs
 
-from flume.core import delivery, tell
+from flume.core import delivery, tell, tidy
 from flume.core.actions import (
     Action,
     EndAgent,
     Event,
-    GatherTidyFacts,
     Land,
     MakeWorktree,
     Report,
@@ -34,7 +33,7 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.errors import refused
-from flume.core.ids import Instant
+from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Landing, Step, first_stage, next_stage
 from flume.core.launch import check_launch, place_branch, place_name, place_path
 from flume.core.observations import (
@@ -103,8 +102,12 @@ def _new_stage(
     )
 
 
-def launch(seen: Launched) -> Outcome:
-    """R1: a checked launch asks for its worktree, ``places/<kind>--<name>``."""
+def launch(seen: Launched, settings: Settings) -> Outcome:
+    """R1: a checked launch asks for its worktree, ``places/<kind>--<name>``.
+
+    The place keeps the launch's settings (or ``settings`` when the launch names none) for its
+    whole life, so that replaying its journal gives the same place whatever the caller passes.
+    """
     check_launch(seen.launch, seen.kind)
     first = first_stage(seen.kind)
     path = place_path(seen.launch)
@@ -117,6 +120,7 @@ def launch(seen: Launched) -> Outcome:
         setup=seen.setup,
         life=Life.MAKING,
         now=seen.at,
+        settings=seen.settings or settings,
         stage=StageRun(
             name=first.name,
             attempt=1,
@@ -148,8 +152,7 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
         place = evolve(place, stage=attrs.evolve(place.stage, start_head=seen.head))
     report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
     if place.life is Life.DROPPED:
-        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        return evolve(place, tidying=True), (report, gather)
+        return evolve(place, tidy_wanted=True), (report,)
     if place.setup:
         return place, (report, RunSetup(path=place.path, commands=place.setup))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
@@ -192,6 +195,8 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
         )
         stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
         return evolve(place, agent=agent, stage=stage), ()
+    if place.agent is not None and place.agent.session == seen.session:
+        return place, ()
     end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")
     return place, (end,)
 
@@ -201,7 +206,9 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    place = evolve(place, agent=with_activity(agent, seen.activity, place.now))
+    if seen.at < agent.activity_since:
+        return place, ()
+    place = evolve(place, agent=with_activity(agent, seen.activity, seen.at))
     if seen.activity is Activity.WAITING:
         return delivery.on_agent_ready(place, seen.session, place.now)
     return place, ()
@@ -212,13 +219,16 @@ def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
-    activity = delivery.infer_activity(seen, agent.activity)
+    # A hook's word is more precise than a line's hint: a line older than the hook's report
+    # does not override it (a line written before a permission dialog opened, read after).
+    inferred = delivery.infer_activity(seen, agent.activity)
+    activity = inferred if seen.at >= agent.activity_since else agent.activity
     latest = Instant(max(agent.last_output_at, seen.at))
     if activity is not agent.activity:
         agent = attrs.evolve(
             agent,
             activity=activity,
-            activity_since=place.now,
+            activity_since=seen.at,
             last_output_at=latest,
         )
     elif latest != agent.last_output_at:
@@ -272,8 +282,13 @@ def on_report(place: Place, seen: ReportSeen) -> Outcome:
 
 
 def on_landed(place: Place, seen: Landed) -> Outcome:
-    """The base holds the branch's work."""
-    if place.landed_at is not None:
+    """The base holds the branch's work; it counts while a stage that lands is working."""
+    if (
+        place.landed_at is not None
+        or place.life is not Life.ACTIVE
+        or not isinstance(current_step(place).deliverable, Landing)
+        or not isinstance(place.stage.phase, Working)
+    ):
         return place, ()
     place = evolve(
         place,
@@ -290,8 +305,19 @@ def on_landed(place: Place, seen: Landed) -> Outcome:
     return place, (report,)
 
 
-def on_needs(place: Place, words: str) -> Outcome:
+def _check_session(place: Place, session: SessionId | None, command: str) -> None:
+    """A command an agent runs must come from the place's live agent, when the shell knows."""
+    if session is not None and (place.agent is None or place.agent.session != session):
+        raise refused(
+            command,
+            f"session {session} is not the live agent of {_name(place)}",
+            f"flume {command} is for the agent of the place's running stage",
+        )
+
+
+def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outcome:
     """R8: the agent stops short with its words; no next stage starts."""
+    _check_session(place, session, "needs")
     if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
         raise refused(
             "needs",
@@ -329,6 +355,8 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
         )
         raise refused("retry", f"{what}; nothing to retry", "retry a stage that stopped short")
     place, actions = _end_agent(place, "the stage is retried")
+    if place.submission is not Submission.LANDED:
+        place = evolve(place, submission=Submission.NONE)
     stage = _new_stage(
         place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
     )
@@ -370,9 +398,7 @@ def on_drop(place: Place) -> Outcome:
         Report(event=Event.DROPPED, text=f"{_name(place)} dropped", stage=place.stage.name),
     )
     if place.made:
-        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        place = evolve(place, tidying=True)
-        actions = (*actions, gather)
+        place = evolve(place, tidy_wanted=True)
     return place, actions
 
 
@@ -396,8 +422,9 @@ def on_proceed(place: Place, now: Instant) -> Outcome:
     return evolve(place, stage=stage), (report,)
 
 
-def on_submit(place: Place) -> Outcome:
+def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
     """The submit stage's agent hands the branch to the lander."""
+    _check_session(place, session, "submit")
     step = current_step(place)
     if place.life is not Life.ACTIVE or not isinstance(step.deliverable, Landing):
         raise refused(
@@ -456,12 +483,12 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),
         stage=place.stage.name,
     )
-    if seen.action in {"MakeWorktree", "RunSetup", "StartAgent"} and place.life in {
-        Life.MAKING,
-        Life.ACTIVE,
-    }:
-        if seen.action == "StartAgent" and not isinstance(place.stage.phase, Starting):
-            return place, (report,)
+    pending = {
+        "MakeWorktree": not place.made,
+        "RunSetup": place.made and not place.ready,
+        "StartAgent": isinstance(place.stage.phase, Starting),
+    }
+    if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE}:
         place = evolve(place, life=Life.ACTIVE)
         words = f"{seen.action} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
@@ -486,7 +513,7 @@ def _end_agent(place: Place, reason: str) -> Outcome:
 def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
     """The follow-ups any observation can trigger, in a fixed order."""
     actions: list[Action] = []
-    for rule in (_check_deliverable, _end_when_quiet, _start_when_free):
+    for rule in (_check_deliverable, _end_when_quiet, _start_when_free, tidy.gather_when_free):
         place, more = rule(settings, place, now)
         actions.extend(more)
     place, more = delivery.check_deadlines(settings, place, now)
@@ -499,9 +526,13 @@ def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
 
 
 def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists."""
+    """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists.
+
+    STAGE-AFTER-DELIVERY: only a stage whose prompt the transcript holds can reach its
+    deliverable; whatever appears before that is not this stage's agent's work.
+    """
     del settings
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, _RUNNING):
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Working):
         return place, ()
     if not has_deliverable(place):
         return place, ()
@@ -535,8 +566,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
         if place.landed_at is None:
             return place, (*actions, ended, finished)
-        gather = GatherTidyFacts(path=place.path, branch=place.branch, base=place.launch.base)
-        return evolve(place, tidying=True), (*actions, ended, finished, gather)
+        return evolve(place, tidy_wanted=True), (*actions, ended, finished)
     stage = _new_stage(place, following, now)
     place = evolve(place, stage=stage)
     if isinstance(stage.phase, AwaitingWord):
@@ -559,7 +589,11 @@ def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not isinstance(place.stage.phase, Queued)
     ):
         return place, ()
-    stage = attrs.evolve(place.stage, phase=Starting(since=now))
+    # "Made since the stage started": the stage starts with its agent, once the previous agent
+    # is gone (R4), so nothing its predecessor did can pass for this stage's deliverable.
+    stage = attrs.evolve(
+        place.stage, phase=Starting(since=now), started_at=now, start_head=place.head
+    )
     start = StartAgent(
         path=place.path,
         stage=stage.name,

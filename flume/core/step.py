@@ -15,13 +15,14 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, stage, tell, tidy
+from flume.core import stage, tell, tidy
 from flume.core.actions import Action, Event, Report
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant
 from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
+    Activity,
     AgentExited,
     AgentReady,
     AgentStarted,
@@ -67,7 +68,7 @@ class Decision:
 
 def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
     """Unreadable transcript lines are skipped and counted, never fatal."""
-    if place.agent is None or place.agent.session != seen.session:
+    if place.agent is None or place.agent.session != seen.session or seen.count < 1:
         return place, ()
     report = Report(
         event=Event.UNREADABLE,
@@ -102,10 +103,10 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_drop(place)
         case ProceedAsked():
             return stage.on_proceed(place, place.now)
-        case SubmitAsked():
-            return stage.on_submit(place)
-        case NeedsSaid(words=words):
-            return stage.on_needs(place, words)
+        case SubmitAsked(session=session):
+            return stage.on_submit(place, session)
+        case NeedsSaid(words=words, session=session):
+            return stage.on_needs(place, words, session)
         case TidyAsked(force=force):
             return tidy.on_tidy_asked(place, force=force)
         case WorktreeMade():
@@ -116,8 +117,9 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_action_failed(place, seen)
         case AgentStarted():
             return stage.on_agent_started(place, seen)
-        case AgentReady(session=session):
-            return delivery.on_agent_ready(place, session, place.now)
+        case AgentReady(at=at, session=session):
+            ready = AgentStateSeen(at=at, session=session, activity=Activity.WAITING)
+            return stage.on_agent_state(place, ready)
         case AgentStateSeen():
             return stage.on_agent_state(place, seen)
         case TranscriptEntry():
@@ -153,12 +155,15 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
 def step(settings: Settings, place: Place | None, seen: Observation) -> Decision:
     """Fold one observation into the place: the next state and the actions it calls for.
 
+    ``settings`` serve a launch that names none; from then on the place lives by the settings it
+    was launched with, so its replay depends on its journal alone.
+
     Raises :class:`UsageError` when ``seen`` is a caller's command the rules refuse; then
     nothing is to be journaled or done.
     """
     if place is None:
         if isinstance(seen, Launched):
-            launched, actions = stage.launch(seen)
+            launched, actions = stage.launch(seen, settings)
             return Decision(place=launched, actions=actions)
         raise UsageError.one(
             "place",
@@ -169,7 +174,7 @@ def step(settings: Settings, place: Place | None, seen: Observation) -> Decision
     if now != place.now:
         place = evolve(place, now=now)
     place, actions = _route(place, seen)
-    place, follow = stage.settle(settings, place, now)
+    place, follow = stage.settle(place.settings, place, now)
     return Decision(place=place, actions=(*actions, *follow))
 
 

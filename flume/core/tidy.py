@@ -25,7 +25,7 @@ from flume.core.actions import (
     RemoveWorktree,
     Report,
 )
-from flume.core.ids import Sha
+from flume.core.ids import Instant
 from flume.core.launch import place_name
 from flume.core.observations import (
     BranchDeleted,
@@ -35,6 +35,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import Life, Place, evolve
+from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
 
@@ -43,14 +44,13 @@ def _commits(count: int) -> str:
     return f"{count} commit{'s' if count != 1 else ''}"
 
 
-def plan(  # noqa: PLR0913 (each argument is one fact tidy must weigh)
+def plan(
     *,
     life: Life,
     made: bool,
     worktree: WorktreeFacts,
     branch: BranchFacts,
     force: bool,
-    head: Sha | None = None,
 ) -> tuple[Action, ...]:
     """What tidy removes and keeps for one place, each kept thing with its reason."""
     if not (made and worktree.made_by_flume):
@@ -83,11 +83,11 @@ def plan(  # noqa: PLR0913 (each argument is one fact tidy must weigh)
                 KeepBranch(branch=branch.name, reason="checked out in a kept place: kept"),
             )
         actions.append(RemoveWorktree(path=worktree.path, force=changed))
-    actions.extend(_branch_plan(life=life, branch=branch, head=head))
+    actions.extend(_branch_plan(life=life, branch=branch))
     return tuple(actions)
 
 
-def _branch_plan(*, life: Life, branch: BranchFacts, head: Sha | None) -> tuple[Action, ...]:
+def _branch_plan(*, life: Life, branch: BranchFacts) -> tuple[Action, ...]:
     if not branch.exists:
         return ()
     if life is Life.DROPPED:
@@ -98,11 +98,12 @@ def _branch_plan(*, life: Life, branch: BranchFacts, head: Sha | None) -> tuple[
     if branch.base_lacks > 0:
         reason = f"{branch.name} holds {_commits(branch.base_lacks)} {branch.base} lacks: kept"
         return (KeepBranch(branch=branch.name, reason=reason),)
-    return (DeleteBranch(branch=branch.name, base=branch.base, head_was=head),)
+    # Deleted only at the head that was counted: a commit made since is never lost with it.
+    return (DeleteBranch(branch=branch.name, base=branch.base, head_was=branch.head),)
 
 
 def on_tidy_asked(place: Place, *, force: bool) -> Outcome:
-    """Ask for the facts of a finished or dropped place; a place in flight is kept and named."""
+    """Want a finished or dropped place tidied (with the caller's force); keep one in flight."""
     if place.life is Life.TIDIED:
         return place, ()
     if place.life not in {Life.FINISHED, Life.DROPPED}:
@@ -111,23 +112,45 @@ def on_tidy_asked(place: Place, *, force: bool) -> Outcome:
             reason=f"in flight (stage {place.stage.name}): drop it to tidy it",
         )
         return place, (keep,)
+    return evolve(place, tidy_wanted=True, tidy_force=force), ()
+
+
+def gather_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """Ask for the facts tidy decides on, once no agent lives.
+
+    An agent still ending could commit after its branch was judged.
+    """
+    del settings, now
+    if not place.tidy_wanted or place.tidying or place.agent is not None:
+        return place, ()
     gather = GatherTidyFacts(
-        path=place.path, branch=place.branch, base=place.launch.base, force=force
+        path=place.path,
+        branch=place.branch,
+        base=place.launch.base,
+        force=place.tidy_force,
     )
     return evolve(place, tidying=True), (gather,)
 
 
 def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
-    """Decide the plan on the gathered facts, and report every thing kept."""
-    if place.life not in {Life.FINISHED, Life.DROPPED} or seen.branch.name != place.branch:
+    """Decide the plan on the gathered facts, and report every thing kept.
+
+    Only facts about this place's own worktree and branch, asked for, are taken; whether to
+    force is the caller's word the core kept, never the shell's.
+    """
+    if (
+        place.life not in {Life.FINISHED, Life.DROPPED}
+        or not place.tidying
+        or seen.branch.name != place.branch
+        or seen.worktree.path != place.path
+    ):
         return place, ()
     actions = plan(
         life=place.life,
         made=place.made,
         worktree=seen.worktree,
         branch=seen.branch,
-        force=seen.force,
-        head=place.head,
+        force=place.tidy_force,
     )
     kept = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
@@ -136,7 +159,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         for action in actions
         if isinstance(action, KeepPlace | KeepBranch)
     )
-    place = evolve(place, tidying=False)
+    place = evolve(place, tidying=False, tidy_wanted=False, tidy_force=False)
     if not seen.worktree.exists and place.made:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)

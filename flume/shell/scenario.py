@@ -18,6 +18,7 @@ Every error names the file, the line of the table at fault and what to mend.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 import attrs
 import cattrs
 from pyrsistent import pset, pvector
+from pyrsistent.typing import PVector
 
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
@@ -96,7 +98,7 @@ def load(path: Path) -> Scenario:
             "a scenario has description, settings, launch, kind and seen",
         )
     settings = _settings(path, document.get("settings", {}))
-    launched = _launched(path, text, document)
+    launched = _launched(path, text, document, settings)
     observations: list[Observation] = [launched]
     lines = [text.count("\n", 0, match.start()) + 1 for match in _SEEN_HEADER.finditer(text)]
     seen = document.get("seen", [])
@@ -125,15 +127,29 @@ def load(path: Path) -> Scenario:
 
 
 def _settings(path: Path, table: object) -> Settings:
+    mend = "give quiet_seconds, confirm_seconds and ready_seconds as numbers of seconds, >= 0"
     try:
-        return converter.structure(table, Settings)
+        settings = converter.structure(table, Settings)
     except (cattrs.BaseValidationError, TypeError, ValueError) as error:
         raise _bad(
             path,
             _line_of(path, "[settings]"),
             f"[settings] is malformed: {_why(error)}",
-            "give quiet_seconds, confirm_seconds and ready_seconds as numbers",
+            mend,
         ) from error
+    for field in attrs.fields(Settings):
+        value = getattr(settings, field.name)
+        if not math.isfinite(value) or value < 0:
+            raise _bad(path, _line_of(path, "[settings]"), f"{field.name} is {value}", mend)
+    return settings
+
+
+def _strings(value: object, what: str) -> list[str]:
+    """A list of strings, or a TypeError naming ``what`` it should have been."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        message = f"{what} must be a list of strings, not {value!r}"
+        raise TypeError(message)
+    return value
 
 
 def _line_of(path: Path, header: str) -> int | None:
@@ -152,7 +168,7 @@ def _why(error: Exception) -> str:
     return str(error)
 
 
-def _launched(path: Path, text: str, document: dict[str, Any]) -> Launched:
+def _launched(path: Path, text: str, document: dict[str, Any], settings: Settings) -> Launched:
     table = document.get("launch")
     line = next(
         (n for n, row in enumerate(text.splitlines(), start=1) if row.strip() == "[launch]"),
@@ -184,11 +200,11 @@ def _launched(path: Path, text: str, document: dict[str, Any]) -> Launched:
             brief=str(table["brief"]),
             base=BranchName(str(table["base"])),
             agent=agent,
-            waits=pset(StageName(str(stage)) for stage in table.get("waits", [])),
-            mark=table.get("mark"),
+            waits=pset(StageName(name) for name in _strings(table.get("waits", []), "waits")),
+            mark=_mark(table.get("mark")),
         )
-        setup = pvector(pvector(str(arg) for arg in argv) for argv in table.get("setup", []))
-        at = Instant(float(table.get("at", 0.0)))
+        setup = _setup(table.get("setup", []))
+        at = Instant(_finite(table.get("at", 0.0), "at"))
     except (ValueError, TypeError) as error:
         raise _bad(path, line, f"[launch] is malformed: {error}", "check its values") from error
     try:
@@ -201,7 +217,28 @@ def _launched(path: Path, text: str, document: dict[str, Any]) -> Launched:
                 for p in error.problems
             ),
         ) from error
-    return Launched(at=at, launch=launch, kind=kind, setup=setup)
+    return Launched(at=at, launch=launch, kind=kind, setup=setup, settings=settings)
+
+
+def _setup(commands: object) -> PVector[PVector[str]]:
+    if not isinstance(commands, list):
+        message = f"setup must be a list of commands, each a list of strings, not {commands!r}"
+        raise TypeError(message)
+    return pvector(pvector(_strings(argv, "each setup command")) for argv in commands)
+
+
+def _mark(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    message = f"mark must be text, not {value!r}"
+    raise TypeError(message)
+
+
+def _finite(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        message = f"{what} must be a finite number of seconds, not {value!r}"
+        raise ValueError(message)
+    return float(value)
 
 
 def _kind(path: Path, document: dict[str, Any], name: str) -> Kind:
@@ -234,6 +271,12 @@ def _observation(path: Path, line: int | None, number: int, table: object) -> Ob
         )
     if "at" not in table:
         raise _bad(path, line, f"seen {number} ({kind}) has no 'at'", "give its time in seconds")
+    try:
+        _finite(table["at"], "at")
+    except ValueError as error:
+        raise _bad(
+            path, line, f"seen {number} ({kind}): {error}", "give its time in seconds"
+        ) from error
     try:
         return converter.structure(table, Observation)  # type: ignore[arg-type]
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as error:

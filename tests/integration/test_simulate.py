@@ -174,6 +174,12 @@ BAD = {
         "deliverable 'magic'",
     ),
     "unknown_key": ("wat = 1\n", "unknown top-level keys wat", "a scenario has"),
+    "mark_not_text": (LAUNCH.replace("\n\n", "\nmark = 5\n"), ":1:", "mark must be text"),
+    "setup_not_a_list": (LAUNCH.replace("\n\n", '\nsetup = "make"\n'), ":1:", "setup must be"),
+    "waits_not_a_list": (LAUNCH.replace("\n\n", '\nwaits = "code"\n'), ":1:", "waits must be"),
+    "launch_at_nan": (LAUNCH.replace("\n\n", "\nat = nan\n"), ":1:", "finite number"),
+    "seen_at_inf": (LAUNCH + '[[seen]]\nat = inf\ntype = "Tick"\n', ":8:", "finite number"),
+    "negative_setting": ("[settings]\nquiet_seconds = -1\n" + LAUNCH, ":1:", "quiet_seconds is -1"),
 }
 
 

@@ -88,6 +88,8 @@ class PlaceMachine(RuleBasedStateMachine):
         """The agent's registry entry says it takes input."""
         agent = self.agent()
         assert agent is not None
+        if self.world.activity is not Activity.WAITING:
+            self.world.activity, self.world.activity_since = Activity.WAITING, self.world.now
         self.world.feed(AgentReady(at=self.world.instant(), session=agent.session))
 
     @precondition(has_sends)

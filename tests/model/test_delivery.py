@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis.stateful import invariant, precondition, rule
 
 from flume.core.actions import Event, Report, SendPrompt
@@ -44,22 +46,18 @@ class DeliveryMachine(PlaceMachine):
     def never_began_only_after_two_misses(self) -> None:
         """DELIVERY-NEVER-BEGAN: "never began" is reported only after two sends went missing."""
         sends = self.world.sends_per_attempt()
-        attempts = {}
+        attempt: dict[str, int] = {}
+        missing: Counter[tuple[str, int]] = Counter()
         for action in self.world.actions:
             if isinstance(action, SendPrompt):
-                attempts[action.stage] = action.attempt
-            if isinstance(action, Report) and action.event is Event.NEVER_BEGAN:
-                assert action.stage is not None
-                attempt = attempts[action.stage]
-                assert sends[action.stage, attempt] == MAX_SENDS
-                missing = [
-                    a
-                    for a in self.world.actions
-                    if isinstance(a, Report)
-                    and a.event is Event.PROMPT_MISSING
-                    and a.stage == action.stage
-                ]
-                assert len(missing) >= MAX_SENDS
+                attempt[action.stage] = action.attempt
+            if isinstance(action, Report) and action.stage is not None:
+                key = (action.stage, attempt.get(action.stage, 0))
+                if action.event is Event.PROMPT_MISSING:
+                    missing[key] += 1
+                if action.event is Event.NEVER_BEGAN:
+                    assert sends[key] == MAX_SENDS
+                    assert missing[key] == MAX_SENDS
 
     @invariant()
     def delivered_only_when_typed(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from pyrsistent import pset, pvector
 
@@ -9,6 +10,7 @@ from flume.core.actions import (
     DeleteBranch,
     EndAgent,
     Event,
+    GatherTidyFacts,
     KeepBranch,
     KeepPlace,
     MakeWorktree,
@@ -24,19 +26,26 @@ from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageN
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, ReportFile, Sequence, Step, check_kind
 from flume.core.launch import MAX_BRIEF_BYTES, Launch, check_launch
 from flume.core.observations import (
+    ActionFailed,
     Activity,
+    AgentExited,
     AgentReady,
     AgentStarted,
     AgentStateSeen,
     BranchFacts,
     BranchHead,
     Content,
+    DropAsked,
+    Landed,
     Launched,
     NeedsSaid,
     PaneOutput,
     RetryAsked,
     SetupFinished,
+    SubmitAsked,
     Tick,
+    TidyAsked,
+    TidyFactsSeen,
     Told,
     TranscriptEntry,
     WorktreeFacts,
@@ -512,3 +521,163 @@ def test_place_changes_name_every_field_of_place() -> None:
     moved = evolve(place, now=Instant(99.0), tells_given=4)
     assert moved == attrs.evolve(place, now=Instant(99.0), tells_given=4)
     assert place.now != moved.now
+
+
+# --- regressions from review: each a rule that once broke ------------------------------------
+
+
+def _ended_fix_code() -> Place:
+    """A fix whose code stage committed and ended; its agent is being ended."""
+    place = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
+    ).place
+    place = step(
+        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
+    ).place
+    return step(S, place, Tick(at=Instant(20))).place
+
+
+def test_tidy_waits_for_the_agent_and_deletes_only_the_counted_head() -> None:
+    """Tidy asks for facts only once the agent is gone, and deletes only the counted head."""
+    dropped = step(S, working(), DropAsked(at=Instant(5)))
+    assert not any(isinstance(a, GatherTidyFacts) for a in dropped.actions)
+    gone = step(S, dropped.place, AgentExited(at=Instant(6), session=SESSION))
+    assert any(isinstance(a, GatherTidyFacts) for a in gone.actions)
+    facts = TidyFactsSeen(
+        at=Instant(7),
+        worktree=WorktreeFacts(path="/src/app/places/fix--typo", exists=True, made_by_flume=True),
+        branch=BranchFacts(
+            name=BranchName("fix/typo"), exists=True, base=BranchName("main"), head=Sha("a1")
+        ),
+    )
+    decided = step(S, gone.place, facts)
+    assert RemoveWorktree(path="/src/app/places/fix--typo") in decided.actions
+    assert not any(isinstance(a, DeleteBranch) for a in decided.actions)  # dropped: kept
+    finished_plan = plan(
+        life=Life.FINISHED,
+        made=True,
+        worktree=facts.worktree,
+        branch=facts.branch,
+        force=False,
+    )
+    assert (
+        DeleteBranch(branch=BranchName("fix/typo"), base=BranchName("main"), head_was=Sha("a1"))
+        in finished_plan
+    )
+
+
+def test_tidy_takes_no_facts_about_another_path_and_no_force_from_the_shell() -> None:
+    """Facts for a worktree not the place's are ignored; force is only the caller's word."""
+    place = step(
+        S,
+        step(S, working(), DropAsked(at=Instant(5))).place,
+        AgentExited(at=Instant(6), session=SESSION),
+    ).place
+    elsewhere = TidyFactsSeen(
+        at=Instant(7),
+        worktree=WorktreeFacts(
+            path="/src/app/places/fix--someone-else", exists=True, made_by_flume=True, dirty=True
+        ),
+        branch=BranchFacts(name=BranchName("fix/typo"), exists=True, base=BranchName("main")),
+    )
+    assert not any(isinstance(a, RemoveWorktree) for a in step(S, place, elsewhere).actions)
+    dirty = attrs.evolve(
+        elsewhere, worktree=attrs.evolve(elsewhere.worktree, path="/src/app/places/fix--typo")
+    )
+    kept = step(S, place, dirty)
+    assert not any(isinstance(a, RemoveWorktree) for a in kept.actions)
+    assert any(isinstance(a, KeepPlace) for a in kept.actions)
+    forced = step(S, kept.place, TidyAsked(at=Instant(8), force=True))
+    again = step(S, forced.place, attrs.evolve(dirty, at=Instant(9)))
+    assert RemoveWorktree(path="/src/app/places/fix--typo", force=True) in again.actions
+
+
+def test_a_landing_counts_only_while_a_landing_stage_works() -> None:
+    """A landing seen in the code stage is not the submit stage's deliverable."""
+    early = step(S, working(), Landed(at=Instant(5), base_sha=Sha("c3")))
+    assert early.place.landed_at is None
+    assert not early.actions
+
+
+def test_retry_after_a_submission_lets_the_agent_submit_again() -> None:
+    """A submit stage that stopped short after submitting can submit again once retried."""
+    place = _ended_fix_code()
+    place = step(S, place, AgentExited(at=Instant(21), session=SESSION)).place
+    place = step(
+        S,
+        place,
+        AgentStarted(
+            at=Instant(22), stage=StageName("submit"), attempt=1, session=SessionId("s2"), pane="%2"
+        ),
+    ).place
+    place = step(S, place, AgentReady(at=Instant(23), session=SessionId("s2"))).place
+    place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
+    place = step(S, place, SubmitAsked(at=Instant(25), session=SessionId("s2"))).place
+    place = step(
+        S, place, NeedsSaid(at=Instant(26), words="conflict", session=SessionId("s2"))
+    ).place
+    place = step(S, place, RetryAsked(at=Instant(27))).place
+    assert place.submission.value == "none"
+
+
+def test_a_commit_before_the_prompt_is_delivered_ends_nothing() -> None:
+    """A head that moves while the agent is still starting is not the stage's deliverable."""
+    place = run(made(), started()).place
+    moved = step(S, place, BranchHead(at=Instant(3), branch=BranchName("fix/typo"), sha=Sha("b2")))
+    assert not any(isinstance(a, Report) and a.event is Event.DELIVERABLE for a in moved.actions)
+
+
+def test_no_prompt_is_typed_into_an_asking_agent() -> None:
+    """The agent shows a dialog at start: the ready deadline passes and nothing is typed."""
+    place = run(made(), started()).place
+    asking = step(
+        S, place, AgentStateSeen(at=Instant(3), session=SESSION, activity=Activity.ASKING)
+    ).place
+    later = step(S, asking, Tick(at=Instant(500)))
+    assert not any(isinstance(a, SendPrompt) for a in later.actions)
+
+
+def test_a_place_lives_by_the_settings_it_was_launched_with() -> None:
+    """A launch that carries its settings replays the same whatever settings replay is given."""
+    journal = [
+        Launched(at=Instant(0), launch=launch(), kind=FIX, settings=S),
+        made(),
+        started(),
+        AgentReady(at=Instant(3), session=SESSION),
+        Tick(at=Instant(45)),
+    ]
+    assert replay(S, journal) == replay(Settings(confirm_seconds=60), journal)
+
+
+def test_a_repeated_start_of_the_live_agent_ends_nothing() -> None:
+    """The same AgentStarted seen twice (a restart's replay) is one agent, not a second."""
+    place = run(made(), started()).place
+    assert step(S, place, started(at=2.5)).actions == ()
+
+
+def test_a_stale_failure_does_not_stop_a_working_stage() -> None:
+    """A late report that making the worktree failed changes nothing once work is under way."""
+    place = working()
+    decided = step(S, place, ActionFailed(at=Instant(9), action="MakeWorktree", output="late"))
+    assert isinstance(decided.place.stage.phase, Working)
+
+
+def test_an_older_line_does_not_override_a_newer_hook() -> None:
+    """A transcript line older than an ASKING report leaves the agent asking; tells refused."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(10), session=SESSION, activity=Activity.ASKING)
+    ).place
+    old = TranscriptEntry(
+        at=Instant(8), session=SESSION, line_type="user", content=Content.TOOL_RESULT
+    )
+    place = step(S, place, old).place
+    assert place.agent is not None
+    assert place.agent.activity is Activity.ASKING
+    with pytest.raises(UsageError):
+        step(S, place, Told(at=Instant(11), text="go"))
+
+
+def test_needs_from_another_session_is_refused() -> None:
+    """Flume needs run by something not the live agent does not stop the stage."""
+    with pytest.raises(UsageError, match="not the live agent"):
+        step(S, working(), NeedsSaid(at=Instant(5), words="x", session=SessionId("s9")))

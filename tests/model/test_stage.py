@@ -157,6 +157,22 @@ class StageMachine(PlaceMachine):
                 assert self.world.landed_at >= started
 
     @invariant()
+    def nothing_counts_before_delivery(self) -> None:
+        """STAGE-AFTER-DELIVERY: no deliverable counts before the transcript holds the prompt."""
+        attempt: dict[str, int] = {}
+        delivered: set[tuple[str, int]] = set()
+        for action in self.world.actions:
+            if isinstance(action, StartAgent):
+                attempt[action.stage] = action.attempt
+            if not isinstance(action, Report) or action.stage is None:
+                continue
+            key = (action.stage, attempt.get(action.stage, 0))
+            if action.event is Event.PROMPT_DELIVERED:
+                delivered.add(key)
+            if action.event in {Event.DELIVERABLE, Event.STAGE_ENDED}:
+                assert key in delivered
+
+    @invariant()
     def ends_only_when_quiet(self) -> None:
         """STAGE-ENDS-WHEN-QUIET: a stage ends only once its agent waited quietly long enough."""
         quiet = SETTINGS.quiet_seconds

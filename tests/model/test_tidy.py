@@ -48,7 +48,7 @@ class TidyMachine(RuleBasedStateMachine):
             worktrees=self.worktrees,
         )
 
-    @rule(target=places, kind=st.sampled_from(["fix", "change", "question"]))
+    @rule(target=places, kind=st.sampled_from(["fix", "fix", "change", "question"]))
     def launch(self, kind: str) -> FakeWorld:
         """Launch a place of flume's own."""
         self.count += 1
@@ -57,17 +57,17 @@ class TidyMachine(RuleBasedStateMachine):
         self.worlds.append(world)
         return world
 
-    @rule(target=hand_made)
-    def make_by_hand(self) -> FakeWorktree:
-        """Someone makes a worktree of their own under places/, on a branch of their own."""
+    @rule(target=hand_made, in_the_way=st.booleans())
+    def make_by_hand(self, in_the_way: bool) -> FakeWorktree:
+        """Someone makes a worktree of their own under places/, on a branch of their own.
+
+        It may stand where flume's next place would go, so that flume's launch meets it.
+        """
         self.count += 1
         branch = BranchName(f"hand/{self.count}")
         self.git.branches[branch] = list(self.git.branches[BASE])
-        tree = FakeWorktree(
-            path=f"{REPOSITORY}/places/fix--hand{self.count}",
-            branch=branch,
-            by_flume=False,
-        )
+        name = f"p{self.count + 1}" if in_the_way else f"hand{self.count}"
+        tree = FakeWorktree(path=f"{REPOSITORY}/places/fix--{name}", branch=branch, by_flume=False)
         self.worktrees[tree.path] = tree
         return tree
 
@@ -114,45 +114,25 @@ class TidyMachine(RuleBasedStateMachine):
         """The caller asks for a tidy, maybe with force."""
         world.feed(TidyAsked(at=world.instant(), force=force))
 
-    @rule(world=consumes(places), force=st.booleans())
-    def tidy_landed(self, world: FakeWorld, force: bool) -> None:
-        """Tidy a place whose work landed and finished: its plan on the world's facts."""
-        assert world.place is not None
-        self._plan(
-            world,
-            world.place.path,
-            world.place.branch,
-            Life.FINISHED,
-            made=world.place.made,
-            force=force,
-        )
+    @rule(world=places)
+    def land_the_fix(self, world: FakeWorld) -> None:
+        """A fix's agents do their work: each stage runs to its end through step, to landing."""
+        for _stage in range(2):
+            if not world.drive_stage():
+                return
 
     @rule(tree=consumes(hand_made), force=st.booleans(), life=st.sampled_from(list(Life)))
     def tidy_hand_made(self, tree: FakeWorktree, force: bool, life: Life) -> None:
         """Tidy comes across a hand-made worktree, whatever state it believes it in."""
         world = self._world()
         self.worlds.append(world)
-        self._plan(world, tree.path, tree.branch, life, made=False, force=force)
-
-    def _plan(  # noqa: PLR0913 (the facts of one tidy)
-        self,
-        world: FakeWorld,
-        path: str,
-        branch: BranchName,
-        life: Life,
-        *,
-        made: bool,
-        force: bool,
-    ) -> None:
-        """Plan a tidy on the world's facts, record it, and carry it out."""
         facts = TidyFactsSeen(
             at=world.instant(),
-            worktree=world.worktree_facts(path),
-            branch=world.branch_facts(branch, BASE),
-            force=force,
+            worktree=world.worktree_facts(tree.path),
+            branch=world.branch_facts(tree.branch, BASE),
         )
         actions = plan(
-            life=life, made=made, worktree=facts.worktree, branch=facts.branch, force=force
+            life=life, made=False, worktree=facts.worktree, branch=facts.branch, force=force
         )
         self.plans.append((facts, life, force, actions))
         for action in actions:
@@ -163,7 +143,7 @@ class TidyMachine(RuleBasedStateMachine):
         for world in self.worlds:
             for before, seen, decision in world.steps:
                 if isinstance(seen, TidyFactsSeen) and before is not None:
-                    found.append((seen, before.life, seen.force, decision.actions))
+                    found.append((seen, before.life, before.tidy_force, decision.actions))
         return found
 
     @invariant()

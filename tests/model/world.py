@@ -39,21 +39,27 @@ from flume.core.observations import (
     ActionFailed,
     Activity,
     AgentExited,
+    AgentReady,
     AgentStarted,
+    AgentStateSeen,
     BranchDeleted,
     BranchFacts,
     BranchHead,
+    Content,
     Landed,
     Launched,
     Observation,
     ReportSeen,
     SetupFinished,
+    SubmitAsked,
+    Tick,
     TidyFactsSeen,
+    TranscriptEntry,
     WorktreeFacts,
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Place
+from flume.core.place import Life, Place, current_step
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
 
@@ -167,6 +173,10 @@ class FakeWorld:
     reports: dict[str, float] = attrs.field(factory=dict)
     landing: bool = False
     landed_at: float | None = None
+    #: Paths of the worktrees flume's MakeWorktree made (the truth tidy is judged against).
+    made_by_flume: set[str] = attrs.field(factory=set)
+    #: What the agent said it did each time a tell was pasted to it.
+    tell_pasted_while: list[Activity] = attrs.field(factory=list)
     #: Worktrees removed: (path, made by flume, was dirty, force).
     removed: list[tuple[str, bool, bool, bool]] = attrs.field(factory=list)
     #: Branches deleted: (branch, commits the base lacked at that moment).
@@ -242,6 +252,7 @@ class FakeWorld:
                     return [ActionFailed(at=at, action="MakeWorktree", output="exists")]
                 self.git.branches[branch] = list(self.git.branches[base])
                 self.worktrees[path] = FakeWorktree(path=path, branch=branch, by_flume=True)
+                self.made_by_flume.add(path)
                 return [WorktreeMade(at=at, path=path, branch=branch, head=self.git.head(branch))]
             case RunSetup():
                 return [SetupFinished(at=at, ok=self.setup_ok, output="setup ran")]
@@ -262,6 +273,8 @@ class FakeWorld:
                     ),
                 ]
             case SendPrompt(session=session) | SendTell(session=session):
+                if isinstance(action, SendTell):
+                    self.tell_pasted_while.append(self.activity)
                 agent = self.agents.get(session)
                 if agent is not None and agent.live:
                     agent.sends.append(action)
@@ -276,12 +289,11 @@ class FakeWorld:
             case Land():
                 self.landing = True
                 return []
-            case GatherTidyFacts(path=path, branch=branch, base=base, force=force):
+            case GatherTidyFacts(path=path, branch=branch, base=base):
                 facts = TidyFactsSeen(
                     at=at,
                     worktree=self.worktree_facts(path),
                     branch=self.branch_facts(branch, base),
-                    force=force,
                 )
                 return [facts]
             case RemoveWorktree(path=path, force=force):
@@ -294,9 +306,12 @@ class FakeWorld:
                 self.removed.append((path, tree.by_flume, changed, force))
                 del self.worktrees[path]
                 return [WorktreeRemoved(at=at, path=path)]
-            case DeleteBranch(branch=branch, base=base):
+            case DeleteBranch(branch=branch, base=base, head_was=head_was):
                 if branch not in self.git.branches:
                     return [ActionFailed(at=at, action="DeleteBranch", output="no such branch")]
+                if head_was is not None and self.git.head(branch) != head_was:
+                    # git update-ref -d refs/heads/<branch> <head_was>: the branch moved; kept.
+                    return [ActionFailed(at=at, action="DeleteBranch", output="branch moved")]
                 self.deleted.append((branch, self.git.lacks(branch, base)))
                 del self.git.branches[branch]
                 return [BranchDeleted(at=at, branch=branch)]
@@ -307,11 +322,11 @@ class FakeWorld:
         """What the shell would see of the worktree at ``path``."""
         tree = self.worktrees.get(path)
         if tree is None:
-            return WorktreeFacts(path=path, exists=False, made_by_flume=True)
+            return WorktreeFacts(path=path, exists=False, made_by_flume=path in self.made_by_flume)
         return WorktreeFacts(
             path=path,
             exists=True,
-            made_by_flume=tree.by_flume,
+            made_by_flume=tree.by_flume and path in self.made_by_flume,
             dirty=tree.dirty,
             untracked=tree.untracked,
         )
@@ -325,6 +340,7 @@ class FakeWorld:
             exists=True,
             base=base,
             base_lacks=self.git.lacks(branch, base),
+            head=self.git.head(branch),
         )
 
     # --- what the agent and the lander do ------------------------------------------------------
@@ -352,6 +368,42 @@ class FakeWorld:
         self.landed_at = self.now
         sha = self.git.land(self.place.branch, BASE)
         return self.feed(Landed(at=self.instant(), base_sha=sha))
+
+    def drive_stage(self) -> bool:
+        """Carry the current stage to its end as a well-behaved agent would; False if it can't."""
+        place = self.place
+        agent = self.live_agent()
+        if place is None or place.life is not Life.ACTIVE or agent is None:
+            return False
+        self.feed(AgentReady(at=self.instant(), session=agent.session))
+        if not agent.sends:
+            return False
+        self.typed_markers.add(agent.sends[-1].marker)
+        text = agent.sends[-1].text
+        self.feed(
+            TranscriptEntry(
+                at=self.instant(),
+                session=agent.session,
+                line_type="user",
+                content=Content.STRING,
+                text=text,
+            ),
+        )
+        deliverable = current_step(place).deliverable
+        if isinstance(deliverable, Landing):
+            self.feed(SubmitAsked(at=self.instant(), session=agent.session))
+            if not self.landing:
+                return False
+            self.land()
+        else:
+            self.commit()
+        self.activity, self.activity_since = Activity.WAITING, self.now
+        self.feed(
+            AgentStateSeen(at=self.instant(), session=agent.session, activity=Activity.WAITING)
+        )
+        self.now += self.settings.quiet_seconds + 1
+        self.feed(Tick(at=self.instant()))
+        return True
 
     # --- what the record says ------------------------------------------------------------------
 
