@@ -212,12 +212,3 @@ def check_launch(launch: Launch, kind: Kind) -> None:
         problems.extend(error.problems)
     if problems:
         raise UsageError(tuple(problems))
-
-
-def kind_problem(name: str, known: tuple[KindName, ...]) -> UsageError:
-    """The error for a launch naming a kind nobody declared."""
-    return UsageError.one(
-        "kind",
-        f"no kind {name!r} is built in or declared",
-        f"use one of {', '.join(sorted(known))}, or declare it in the repository's config",
-    )

@@ -289,11 +289,6 @@ def is_live(place: Place) -> bool:
     return place.agent is not None and not place.agent.ending
 
 
-def is_short(place: Place) -> bool:
-    """The current stage stopped short and waits for a retry or a drop."""
-    return isinstance(place.stage.phase, Short)
-
-
 def has_deliverable(place: Place) -> bool:
     """The current stage's deliverable exists, made since the stage started (R7).
 

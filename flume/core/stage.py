@@ -148,8 +148,6 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     if place.made or seen.path != place.path or seen.branch != place.branch:
         return place, ()
     place = evolve(place, made=True, head=seen.head)
-    if place.stage.start_head is None:
-        place = evolve(place, stage=attrs.evolve(place.stage, start_head=seen.head))
     report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
     if place.life is Life.DROPPED:
         return evolve(place, tidy_wanted=True), (report,)

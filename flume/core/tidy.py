@@ -167,8 +167,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
 
 
 def _gone(place: Place) -> Outcome:
-    if place.life is Life.TIDIED:
-        return place, ()
+    """The place's worktree is gone: the place is tidied (callers hold it finished or dropped)."""
     place = evolve(place, worktree_gone=True, life=Life.TIDIED)
     name = place_name(place.launch.kind, place.launch.name)
     return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)

@@ -1,0 +1,302 @@
+"""The core's less travelled branches, each with the behaviour it stands for."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from pyrsistent import pvector
+
+from flume.core.actions import (
+    DeleteBranch,
+    Event,
+    KeepBranch,
+    KeepPlace,
+    MakeWorktree,
+    Report,
+)
+from flume.core.delivery import infer_activity, send_prompt
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
+from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Sequence, Step, next_stage, stage_named
+from flume.core.launch import branch_problems, check_launch
+from flume.core.observations import (
+    ActionFailed,
+    Activity,
+    AgentStateSeen,
+    BranchDeleted,
+    BranchFacts,
+    ChecksFailed,
+    Content,
+    Landed,
+    Launched,
+    NeedsSaid,
+    RetryAsked,
+    SubmitAsked,
+    TranscriptEntry,
+    WorktreeFacts,
+    WorktreeRemoved,
+)
+from flume.core.place import Life, Short, Submission, Working, evolve
+from flume.core.step import step, trace
+from flume.core.tidy import plan
+from tests.model.test_rules import FIX, SESSION, S, launch, made, run, typed, working
+
+SUBMIT_SESSION = SessionId("s2")
+
+
+def submitting() -> object:
+    """A fix's submit stage, its prompt delivered, its branch handed to the lander."""
+    from flume.core.observations import (  # noqa: PLC0415 (the helper's own imports)
+        AgentExited,
+        AgentReady,
+        AgentStarted,
+        BranchHead,
+        Tick,
+    )
+
+    place = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
+    ).place
+    place = step(
+        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
+    ).place
+    place = step(S, place, Tick(at=Instant(20))).place
+    place = step(S, place, AgentExited(at=Instant(21), session=SESSION)).place
+    place = step(
+        S,
+        place,
+        AgentStarted(
+            at=Instant(22), stage=StageName("submit"), attempt=1, session=SUBMIT_SESSION, pane="%2"
+        ),
+    ).place
+    place = step(S, place, AgentReady(at=Instant(23), session=SUBMIT_SESSION)).place
+    place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
+    return step(S, place, SubmitAsked(at=Instant(25), session=SUBMIT_SESSION)).place
+
+
+def test_send_prompt_refuses_a_third_send() -> None:
+    """DELIVERY-TWO-SENDS holds in the sender itself: with two sends made, nothing is sent."""
+    place = working()
+    spent = evolve(place, stage=attrs.evolve(place.stage, sends=2))
+    assert send_prompt(spent, SESSION, Instant(50)) == (spent, ())
+
+
+@pytest.mark.parametrize(
+    ("fields", "known", "expected"),
+    [
+        ({"line_type": "system", "subtype": "turn_duration"}, Activity.WORKING, Activity.WAITING),
+        (
+            {"line_type": "system", "subtype": "compact_boundary"},
+            Activity.WORKING,
+            Activity.WORKING,
+        ),
+        (
+            {"line_type": "assistant", "tool_name": "AskUserQuestion"},
+            Activity.WORKING,
+            Activity.ASKING,
+        ),
+        ({"line_type": "assistant", "stop_reason": "end_turn"}, Activity.WORKING, Activity.WAITING),
+        (
+            {"line_type": "assistant", "content": Content.TOOL_USE},
+            Activity.WAITING,
+            Activity.WORKING,
+        ),
+        ({"line_type": "user", "content": Content.TOOL_RESULT}, Activity.WAITING, Activity.WORKING),
+        (
+            {"line_type": "user", "content": Content.STRING, "is_meta": True},
+            Activity.WAITING,
+            Activity.WAITING,
+        ),
+        ({"line_type": "progress"}, Activity.ASKING, Activity.ASKING),
+    ],
+)
+def test_activity_from_one_line(
+    fields: dict[str, object], known: Activity, expected: Activity
+) -> None:
+    """What one transcript line says of the agent, and what it leaves as it was."""
+    entry = TranscriptEntry(at=Instant(0), session=SESSION, **fields)  # type: ignore[arg-type]
+    assert infer_activity(entry, known) is expected
+
+
+def test_asking_for_a_stage_the_kind_lacks_is_a_key_error() -> None:
+    """The kind walkers refuse names the kind does not hold (the core never asks for one)."""
+    with pytest.raises(KeyError):
+        stage_named(FIX, StageName("nope"))
+    with pytest.raises(KeyError):
+        next_stage(FIX, StageName("nope"))
+    assert next_stage(FIX, StageName("submit")) is None
+
+
+def test_a_declared_kind_with_a_bad_name_and_prefix_is_refused() -> None:
+    """A kind's own name and branch prefix must be safe."""
+    kind = Kind(
+        name=KindName("Bad Kind"),
+        prefix="-x",
+        body=Sequence(
+            blocks=pvector([Step(name=StageName("a"), prompt="$brief", deliverable=Commit())])
+        ),
+    )
+    with pytest.raises(UsageError) as caught:
+        check_launch(launch(kind=kind.name), kind)
+    text = str(caught.value)
+    assert "is not a kind name" in text
+    assert "cannot start a branch name" in text
+
+
+@pytest.mark.parametrize(
+    ("base", "says"), [("a@{1}", "'@{'"), ("@", "'@{'"), ("rel/", "ends in"), ("x//y", "'//'")]
+)
+def test_more_bad_bases(base: str, says: str) -> None:
+    """Bases git would not take are named."""
+    (problem,) = branch_problems("base", base)
+    assert says in problem.what
+
+
+def test_a_worktree_that_could_not_be_made_is_made_again_on_retry() -> None:
+    """MakeWorktree failed: the stage stops short, and a retry asks for the worktree again."""
+    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="disk full")).place
+    assert isinstance(failed.stage.phase, Short)
+    again = step(S, failed, RetryAsked(at=Instant(2)))
+    assert any(isinstance(a, MakeWorktree) for a in again.actions)
+
+
+def test_failed_checks_with_no_agent_to_tell_are_only_reported() -> None:
+    """The lander's checks fail after the agent went away: reported, nothing held."""
+    place = submitting()
+    gone = evolve(place, agent=None)  # type: ignore[arg-type]
+    decided = step(S, gone, ChecksFailed(at=Instant(30), reason="tests", output="1 failed"))
+    assert decided.place.submission is Submission.CHECKS_FAILED
+    assert [a.event for a in decided.actions if isinstance(a, Report)] == [Event.CHECKS_FAILED]
+    assert not decided.place.held
+
+
+def test_a_failed_lander_counts_as_failed_checks() -> None:
+    """The lander itself failed: its output goes back to the agent like failed checks."""
+    decided = step(S, submitting(), ActionFailed(at=Instant(30), action="Land", output="locked"))  # type: ignore[arg-type]
+    assert decided.place.submission is Submission.CHECKS_FAILED
+    assert decided.place.held or decided.place.sending
+
+
+def test_a_landing_survives_a_retry() -> None:
+    """Landed, then the agent stopped short: a retry keeps the landing."""
+    place = step(S, submitting(), Landed(at=Instant(30), base_sha=Sha("c3"))).place  # type: ignore[arg-type]
+    place = step(S, place, NeedsSaid(at=Instant(31), words="odd", session=SUBMIT_SESSION)).place
+    retried = step(S, place, RetryAsked(at=Instant(32))).place
+    assert retried.submission is Submission.LANDED
+
+
+def test_plan_keeps_a_place_in_flight_and_handles_a_vanished_worktree() -> None:
+    """Tidy keeps what is in flight; a worktree already gone is not removed again."""
+    branch = BranchFacts(
+        name=BranchName("fix/x"), exists=True, base=BranchName("main"), head=Sha("a")
+    )
+    here = WorktreeFacts(path="/p", exists=True, made_by_flume=True)
+    kept = plan(life=Life.ACTIVE, made=True, worktree=here, branch=branch, force=True)
+    assert all(isinstance(a, KeepPlace | KeepBranch) for a in kept)
+    gone = WorktreeFacts(path="/p", exists=False, made_by_flume=True)
+    assert plan(life=Life.FINISHED, made=True, worktree=gone, branch=branch, force=False) == (
+        DeleteBranch(branch=BranchName("fix/x"), base=BranchName("main"), head_was=Sha("a")),
+    )
+    missing = BranchFacts(name=BranchName("fix/x"), exists=False, base=BranchName("main"))
+    assert plan(life=Life.FINISHED, made=True, worktree=gone, branch=missing, force=False) == ()
+
+
+def test_removals_of_other_things_change_nothing() -> None:
+    """A worktree removed elsewhere, or another branch deleted, does not tidy this place."""
+    place = working()
+    assert (
+        step(S, place, WorktreeRemoved(at=Instant(9), path="/elsewhere")).place.life is Life.ACTIVE
+    )
+    other = step(S, place, BranchDeleted(at=Instant(9), branch=BranchName("other")))
+    assert not other.place.branch_gone
+
+
+def test_a_trace_goes_on_past_a_refusal() -> None:
+    """Simulate's trace records a refused command and carries on."""
+    rows = list(
+        trace(
+            S,
+            [
+                Launched(at=Instant(0), launch=launch(), kind=FIX),
+                NeedsSaid(at=Instant(1), words="?"),
+                made(),
+            ],
+        ),
+    )
+    assert [row.refusal is None for row in rows] == [True, False, True]
+
+
+def test_a_second_submit_waits_for_the_lander() -> None:
+    """Submitting twice is refused while the lander has the first."""
+    with pytest.raises(UsageError, match="already submitted"):
+        step(S, submitting(), SubmitAsked(at=Instant(26), session=SUBMIT_SESSION))  # type: ignore[arg-type]
+
+
+def test_a_worktree_already_gone_is_tidied_without_removal() -> None:
+    """Tidy finds the dropped place's worktree gone: the place is tidied, nothing removed."""
+    from flume.core.observations import AgentExited, DropAsked, TidyFactsSeen  # noqa: PLC0415
+
+    place = step(S, working(), DropAsked(at=Instant(5))).place
+    place = step(S, place, AgentExited(at=Instant(6), session=SESSION)).place
+    facts = TidyFactsSeen(
+        at=Instant(7),
+        worktree=WorktreeFacts(path=place.path, exists=False, made_by_flume=True),
+        branch=BranchFacts(name=place.branch, exists=True, base=BranchName("main")),
+    )
+    decided = step(S, place, facts)
+    assert decided.place.life is Life.TIDIED
+    assert not any(type(a).__name__ == "RemoveWorktree" for a in decided.actions)
+
+
+def test_a_launch_dropped_before_its_worktree_exists_is_tidied_once_it_does() -> None:
+    """Dropped while its worktree was being made: once made, tidy asks for its facts."""
+    from flume.core.actions import GatherTidyFacts  # noqa: PLC0415
+    from flume.core.observations import DropAsked  # noqa: PLC0415
+
+    dropped = run(DropAsked(at=Instant(0.5))).place
+    assert dropped.life is Life.DROPPED
+    decided = step(S, dropped, made())
+    assert any(isinstance(a, GatherTidyFacts) for a in decided.actions)
+
+
+def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:
+    """A question's session ends on conclusion.md; finished, not landed, it asks no tidy."""
+    from flume.core.actions import GatherTidyFacts  # noqa: PLC0415
+    from flume.core.observations import (  # noqa: PLC0415
+        AgentReady,
+        AgentStarted,
+        Launched,
+        ReportSeen,
+        Tick,
+        WorktreeMade,
+    )
+
+    question = BUILTIN_KINDS[KindName("question")]
+    place = step(
+        S, None, Launched(at=Instant(0), launch=launch(kind=question.name), kind=question)
+    ).place
+    place = step(
+        S,
+        place,
+        WorktreeMade(at=Instant(1), path=place.path, branch=place.branch, head=Sha("a1")),
+    ).place
+    place = step(
+        S,
+        place,
+        AgentStarted(
+            at=Instant(2), stage=StageName("session"), attempt=1, session=SESSION, pane="%1"
+        ),
+    ).place
+    place = step(S, place, AgentReady(at=Instant(3), session=SESSION)).place
+    place = step(S, place, typed("[flume:question--typo:session:1]")).place
+    assert isinstance(place.stage.phase, Working)
+    place = step(
+        S, place, ReportSeen(at=Instant(9), path="conclusion.md", modified_at=Instant(9))
+    ).place
+    place = step(
+        S, place, AgentStateSeen(at=Instant(10), session=SESSION, activity=Activity.WAITING)
+    ).place
+    decided = step(S, place, Tick(at=Instant(20)))
+    assert decided.place.life is Life.FINISHED
+    assert not any(isinstance(a, GatherTidyFacts) for a in decided.actions)
+    assert not decided.place.tidy_wanted
