@@ -42,7 +42,18 @@ from flume.core.observations import (
 )
 from flume.core.place import Life, Place, Short, ShortCause, Working, evolve, is_quiet
 from flume.core.step import step
-from tests.model.test_rules import FIX, SESSION, S, launch, made, run, started, typed, working
+from tests.model.test_rules import (
+    FIX,
+    SESSION,
+    S,
+    launch,
+    made,
+    run,
+    started,
+    submitting,
+    typed,
+    working,
+)
 
 OTHER = SessionId("s9")
 
@@ -86,8 +97,6 @@ def test_refusals_of_a_dropped_place() -> None:
 
 def test_submit_outside_a_running_stage_is_refused() -> None:
     """A submit stage that stopped short takes no submit until it is retried."""
-    from tests.model.test_edges import submitting  # noqa: PLC0415
-
     place = submitting()
     short = step(S, place, NeedsSaid(at=Instant(30), words="?", session=SessionId("s2"))).place  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="is not running"):

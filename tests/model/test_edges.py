@@ -16,7 +16,7 @@ from flume.core.actions import (
 )
 from flume.core.delivery import infer_activity, send_prompt
 from flume.core.errors import UsageError
-from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
+from flume.core.ids import BranchName, Instant, KindName, Sha, StageName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Sequence, Step, next_stage, stage_named
 from flume.core.launch import branch_problems, check_launch
 from flume.core.observations import (
@@ -39,39 +39,18 @@ from flume.core.observations import (
 from flume.core.place import Life, Short, Submission, Working, evolve
 from flume.core.step import step, trace
 from flume.core.tidy import plan
-from tests.model.test_rules import FIX, SESSION, S, launch, made, run, typed, working
-
-SUBMIT_SESSION = SessionId("s2")
-
-
-def submitting() -> object:
-    """A fix's submit stage, its prompt delivered, its branch handed to the lander."""
-    from flume.core.observations import (  # noqa: PLC0415 (the helper's own imports)
-        AgentExited,
-        AgentReady,
-        AgentStarted,
-        BranchHead,
-        Tick,
-    )
-
-    place = step(
-        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
-    ).place
-    place = step(
-        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
-    ).place
-    place = step(S, place, Tick(at=Instant(20))).place
-    place = step(S, place, AgentExited(at=Instant(21), session=SESSION)).place
-    place = step(
-        S,
-        place,
-        AgentStarted(
-            at=Instant(22), stage=StageName("submit"), attempt=1, session=SUBMIT_SESSION, pane="%2"
-        ),
-    ).place
-    place = step(S, place, AgentReady(at=Instant(23), session=SUBMIT_SESSION)).place
-    place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
-    return step(S, place, SubmitAsked(at=Instant(25), session=SUBMIT_SESSION)).place
+from tests.model.test_rules import (
+    FIX,
+    SESSION,
+    SUBMIT_SESSION,
+    S,
+    launch,
+    made,
+    run,
+    submitting,
+    typed,
+    working,
+)
 
 
 def test_send_prompt_refuses_a_third_send() -> None:

@@ -599,22 +599,25 @@ def test_a_landing_counts_only_while_a_landing_stage_works() -> None:
     assert not early.actions
 
 
+SUBMIT_SESSION = SessionId("s2")
+
+
+def submitting() -> Place:
+    """A fix's submit stage, its prompt delivered, its branch handed to the lander."""
+    place = step(S, _ended_fix_code(), AgentExited(at=Instant(21), session=SESSION)).place
+    started_submit = AgentStarted(
+        at=Instant(22), stage=StageName("submit"), attempt=1, session=SUBMIT_SESSION, pane="%2"
+    )
+    place = step(S, place, started_submit).place
+    place = step(S, place, AgentReady(at=Instant(23), session=SUBMIT_SESSION)).place
+    place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
+    return step(S, place, SubmitAsked(at=Instant(25), session=SUBMIT_SESSION)).place
+
+
 def test_retry_after_a_submission_lets_the_agent_submit_again() -> None:
     """A submit stage that stopped short after submitting can submit again once retried."""
-    place = _ended_fix_code()
-    place = step(S, place, AgentExited(at=Instant(21), session=SESSION)).place
     place = step(
-        S,
-        place,
-        AgentStarted(
-            at=Instant(22), stage=StageName("submit"), attempt=1, session=SessionId("s2"), pane="%2"
-        ),
-    ).place
-    place = step(S, place, AgentReady(at=Instant(23), session=SessionId("s2"))).place
-    place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
-    place = step(S, place, SubmitAsked(at=Instant(25), session=SessionId("s2"))).place
-    place = step(
-        S, place, NeedsSaid(at=Instant(26), words="conflict", session=SessionId("s2"))
+        S, submitting(), NeedsSaid(at=Instant(26), words="conflict", session=SUBMIT_SESSION)
     ).place
     place = step(S, place, RetryAsked(at=Instant(27))).place
     assert place.submission.value == "none"
