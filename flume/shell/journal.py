@@ -1,4 +1,4 @@
-"""The one cattrs converter, and the journal's line codec.
+"""The one cattrs converter, the journal's line codec, and journal files.
 
 Every core value goes to plain data (JSON-ready dicts, lists, strings, numbers) and back through
 :data:`converter`. Unions of records are tagged with ``"type"``, the class's name; pyrsistent
@@ -8,17 +8,22 @@ it is versioned with :data:`FORMAT`.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.strategies import configure_tagged_union
 from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.actions import Action
+from flume.core.errors import FlumeError
 from flume.core.kinds import Block, Deliverable
 from flume.core.observations import Observation
 from flume.core.place import StagePhase
@@ -113,3 +118,75 @@ def decode(line: str) -> Observation:
     except (ValueError, TypeError, KeyError) as error:
         message = f"not a journal line: {error}"
         raise ValueError(message) from error
+
+
+@attrs.frozen(kw_only=True)
+class Read:
+    """What a journal file held, and the crash damage that was passed over."""
+
+    observations: tuple[Observation, ...]
+    #: The last line was cut short by a crash mid-write and was left out.
+    torn: bool
+    #: Lines cut short by earlier crashes, ended by the next append, and left out.
+    mended: int
+
+
+class JournalError(FlumeError):
+    """A journal line other than the last cannot be read: the file was damaged, not torn."""
+
+
+def append(path: Path, seen: Observation) -> None:
+    """Append one observation as a line, under an exclusive lock, flushed and fsync'd.
+
+    The lock keeps two writers (the supervisor and a CLI command) from interleaving lines; the
+    fsync means that once this returns, the line survives a crash of this process or the host.
+    """
+    line = (encode(seen) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        _mend_torn_tail(descriptor)
+        written = 0
+        while written < len(line):
+            written += os.write(descriptor, line[written:])
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _mend_torn_tail(descriptor: int) -> None:
+    """End a torn last line, so the next line starts on a line of its own.
+
+    The torn line itself stays as it is and is skipped on reading; only a newline is added.
+    """
+    size = os.fstat(descriptor).st_size
+    if size == 0:
+        return
+    if os.pread(descriptor, 1, size - 1) != b"\n":
+        os.write(descriptor, b"\n")
+
+
+def read(path: Path) -> Read:
+    """Every observation of a journal file.
+
+    A write that a crash cut short never has its newline (the newline is the last byte
+    written): as the last line it is left out and ``torn`` says so; in the middle, ended by a
+    later append, it is left out and counted in ``mended``. It is recognised by what a cut can
+    leave: the start of a JSON object without its closing brace. Any other bad line is damage,
+    not a crash, and raises :class:`JournalError` naming the file and line.
+    """
+    lines = path.read_bytes().split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    observations: list[Observation] = []
+    mended = 0
+    for number, raw in enumerate(complete, start=1):
+        try:
+            observations.append(decode(raw.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError) as error:
+            if raw.startswith(b"{") and not raw.rstrip().endswith(b"}"):
+                mended += 1
+                continue
+            message = f"{path}:{number}: {error}"
+            raise JournalError(message) from error
+    return Read(observations=tuple(observations), torn=bool(tail), mended=mended)
