@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import string
+from collections.abc import Mapping
 from typing import assert_never
 
 import attrs
@@ -147,6 +148,37 @@ def next_stage(kind: Kind, name: StageName) -> Step | None:
             return order[index + 1] if index + 1 < len(order) else None
     message = f"kind {kind.name} has no stage {name}"
     raise KeyError(message)
+
+
+def _replace_prompts(block: Block, overrides: Mapping[StageName, str]) -> Block:
+    match block:
+        case Step(name=name):
+            return attrs.evolve(block, prompt=overrides[name]) if name in overrides else block
+        case Sequence(blocks=blocks):
+            return Sequence(blocks=pvector(_replace_prompts(inner, overrides) for inner in blocks))
+        case _:
+            assert_never(block)
+
+
+def with_prompts(kind: Kind, overrides: Mapping[StageName, str]) -> Kind:
+    """The kind with some stages' prompts replaced (a repository's overrides), checked.
+
+    Raises :class:`UsageError` for an override of a stage the kind lacks, or a prompt that
+    names an unknown field.
+    """
+    if not overrides:
+        return kind
+    names = {found.name for found in steps(kind.body)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise UsageError.one(
+            f"prompts.{kind.name}",
+            f"kind {kind.name} has no stage {', '.join(unknown)}",
+            f"override stages of {kind.name}: {', '.join(sorted(names))}",
+        )
+    replaced = attrs.evolve(kind, body=_replace_prompts(kind.body, overrides))
+    check_kind(replaced)
+    return replaced
 
 
 #: The fields a prompt template may name, as ``$field`` or ``${field}``.
