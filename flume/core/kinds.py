@@ -114,9 +114,9 @@ class Kind:
     body: Block
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def steps(block: Block) -> tuple[Step, ...]:
-    """Every step of a block tree, in the order they run (cached: the rules ask often)."""
+    """Every step of a block tree, in the order they run (cached: the rules ask on every step)."""
     match block:
         case Step():
             return (block,)
