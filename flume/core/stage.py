@@ -231,7 +231,8 @@ def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
         )
     elif latest != agent.last_output_at:
         agent = attrs.evolve(agent, last_output_at=latest)
-    place = evolve(place, agent=agent)
+    if agent is not place.agent:
+        place = evolve(place, agent=agent)
     place, delivered = delivery.on_prompt_line(place, seen)
     place, told = tell.on_tell_line(place, seen)
     return place, (*delivered, *told)

@@ -135,6 +135,16 @@ def working() -> Place:
     ).place
 
 
+def committed_and_waiting() -> Place:
+    """A working fix whose agent committed at 10 and has waited since 11."""
+    place = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
+    ).place
+    return step(
+        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
+    ).place
+
+
 # --- R1: the launch and the place -----------------------------------------------------------------
 
 
@@ -405,12 +415,7 @@ def test_r7_a_quiet_pane_without_a_deliverable_ends_nothing() -> None:
 
 def test_r7_a_commit_ends_the_stage_once_quiet() -> None:
     """A new commit, then the agent waits quietly: the stage ends and its agent is ended."""
-    place = step(
-        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
-    ).place
-    place = step(
-        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
-    ).place
+    place = committed_and_waiting()
     place = step(
         S, place, PaneOutput(at=Instant(11), session=SESSION, last_output_at=Instant(11))
     ).place
@@ -528,13 +533,7 @@ def test_place_changes_name_every_field_of_place() -> None:
 
 def _ended_fix_code() -> Place:
     """A fix whose code stage committed and ended; its agent is being ended."""
-    place = step(
-        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
-    ).place
-    place = step(
-        S, place, AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING)
-    ).place
-    return step(S, place, Tick(at=Instant(20))).place
+    return step(S, committed_and_waiting(), Tick(at=Instant(20))).place
 
 
 def test_tidy_waits_for_the_agent_and_deletes_only_the_counted_head() -> None:
