@@ -181,6 +181,22 @@ def with_prompts(kind: Kind, overrides: Mapping[StageName, str]) -> Kind:
     return replaced
 
 
+def known_kind(name: str, declared: Mapping[KindName, Kind]) -> Kind:
+    """The kind a launch names: one declared (by the repository or the launch), else built in.
+
+    Raises :class:`UsageError` for a kind nobody declared, naming the kinds there are.
+    """
+    found = declared.get(KindName(name)) or BUILTIN_KINDS.get(KindName(name))
+    if found is None:
+        known = ", ".join(sorted({*BUILTIN_KINDS, *declared}))
+        raise UsageError.one(
+            "kind",
+            f"no kind {name!r} is built in or declared",
+            f"use one of {known}, or declare it in the repository's config",
+        )
+    return found
+
+
 #: The fields a prompt template may name, as ``$field`` or ``${field}``.
 PROMPT_FIELDS = frozenset(
     {

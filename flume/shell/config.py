@@ -37,7 +37,7 @@ from pyrsistent.typing import PMap, PVector
 
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import KindName, StageName
-from flume.core.kinds import BUILTIN_KINDS, Kind, with_prompts
+from flume.core.kinds import BUILTIN_KINDS, Kind, known_kind, with_prompts
 from flume.shell.declared import parse_kind
 
 FILE_NAME = ".flume.toml"
@@ -58,11 +58,12 @@ class Config:
     #: (kind, stage) -> the prompt template that replaces the kind's own.
     prompts: PMap[tuple[KindName, StageName], str] = attrs.field(factory=pmap)
 
-    def kind(self, name: str) -> Kind | None:
-        """The kind called ``name``, the repository's own before a built-in, prompts applied."""
-        found = self.kinds.get(KindName(name)) or BUILTIN_KINDS.get(KindName(name))
-        if found is None:
-            return None
+    def kind(self, name: str) -> Kind:
+        """The kind called ``name``, the repository's own before a built-in, prompts applied.
+
+        Raises :class:`UsageError` when no kind of that name is built in or declared.
+        """
+        found = known_kind(name, self.kinds)
         overrides = {stage: text for (kind, stage), text in self.prompts.items() if kind == name}
         return with_prompts(found, overrides)
 

@@ -31,7 +31,7 @@ from pyrsistent.typing import PVector
 
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
-from flume.core.kinds import BUILTIN_KINDS, Kind
+from flume.core.kinds import Kind, known_kind
 from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
 from flume.core.settings import Settings
@@ -243,19 +243,15 @@ def _finite(value: object, what: str) -> float:
 
 def _kind(path: Path, document: dict[str, Any], name: str) -> Kind:
     declared = document.get("kind")
+    kinds = {}
     if declared is not None:
         kind = parse_kind(declared, f"{path}: [kind]")
-        if kind.name == name:
-            return kind
-    if name in BUILTIN_KINDS:
-        return BUILTIN_KINDS[KindName(name)]
-    known = sorted([*BUILTIN_KINDS, *([declared["name"]] if isinstance(declared, dict) else [])])
-    raise _bad(
-        path,
-        _line_of(path, "[launch]"),
-        f"kind {name!r} is neither built in nor declared in [kind]",
-        f"use one of {', '.join(str(k) for k in known)}, or declare it in [kind]",
-    )
+        kinds[kind.name] = kind
+    try:
+        return known_kind(name, kinds)
+    except UsageError as error:
+        (problem,) = error.problems
+        raise _bad(path, _line_of(path, "[launch]"), problem.what, problem.mend) from error
 
 
 def _observation(path: Path, line: int | None, number: int, table: object) -> Observation:

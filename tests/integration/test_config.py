@@ -45,7 +45,8 @@ def test_no_file_is_an_empty_config(tmp_path: Path) -> None:
     config = load(tmp_path)
     assert config == Config()
     assert config.kind("fix") == BUILTIN_KINDS["fix"]  # type: ignore[index]
-    assert config.kind("nope") is None
+    with pytest.raises(UsageError, match="no kind 'nope' is built in or declared"):
+        config.kind("nope")
 
 
 def test_a_full_config_reads_back(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ BAD = {
     "unknown_kind": (
         '[launch]\nrepository="/r"\nkind="nope"\nname="x"\nbase="main"\nbrief="b"\n',
         ":1:",
-        "neither built in nor declared",
+        "no kind 'nope' is built in or declared",
     ),
     "bad_name": (
         '[launch]\nrepository="/r"\nkind="fix"\nname="a/b"\nbase="main"\nbrief="b"\n',

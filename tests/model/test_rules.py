@@ -683,3 +683,22 @@ def test_needs_from_another_session_is_refused() -> None:
     """Flume needs run by something not the live agent does not stop the stage."""
     with pytest.raises(UsageError, match="not the live agent"):
         step(S, working(), NeedsSaid(at=Instant(5), words="x", session=SessionId("s9")))
+
+
+def test_a_launch_names_a_known_kind() -> None:
+    """A kind is declared or built in, the declared one first; any other is a usage error."""
+    from flume.core.kinds import known_kind  # noqa: PLC0415 (only this test resolves kinds)
+
+    assert known_kind("fix", {}) == FIX
+    mine = Kind(
+        name=KindName("fix"),
+        prefix="mend",
+        body=Sequence(
+            blocks=pvector([Step(name=StageName("code"), prompt="$brief", deliverable=Commit())])
+        ),
+    )
+    assert known_kind("fix", {KindName("fix"): mine}) == mine
+    with pytest.raises(UsageError) as caught:
+        known_kind("chore", {})
+    assert caught.value.exit_status == 2
+    assert "use one of change, fix, question" in str(caught.value)
