@@ -11,8 +11,10 @@ import typer
 from flume import __version__
 from flume.cli import render
 from flume.core.errors import UsageError
+from flume.core.settings import Settings
+from flume.core.status import status as core_status
 from flume.core.step import trace
-from flume.shell import scenario
+from flume.shell import places, scenario
 
 app = typer.Typer(
     name="flume",
@@ -66,6 +68,51 @@ def simulate(
             head.append(f"  {loaded.description}")
         lines = iter([*head, "", *render.trace_text(rows)])
     for line in lines:
+        typer.echo(line)
+
+
+@app.command()
+def status(
+    place: Annotated[
+        str | None,
+        typer.Argument(metavar="[PLACE]", help="One place, as <kind>--<name>."),
+    ] = None,
+    *,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/status.md).")] = False,
+    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+    ] = None,
+) -> None:
+    """Show each place: kind, stage, agent, deliverable, submission, tasks (read from journals)."""
+    try:
+        repositories = [places.repository_of(repository)] if repository else places.remembered()
+    except UsageError as error:
+        _fail(error)
+    views = []
+    unreadable = []
+    for found_in in repositories:
+        for found in places.places_of(found_in, Settings()):
+            if found.place is None:
+                unreadable.append((str(found.journal), found.problem or "unreadable"))
+                continue
+            # No supervisor follows places yet: what an agent does now cannot be read.
+            view = core_status(found.place, agent_known=False)
+            if (mark is None or view.mark == mark) and (place is None or view.place == place):
+                views.append(view)
+    if place is not None and not views:
+        _fail(
+            UsageError.one(
+                "place",
+                f"no place {place} in {', '.join(map(str, repositories)) or 'any repository'}",
+                "run flume status to list the places there are",
+            ),
+        )
+    if as_json:
+        typer.echo(render.status_json(views, unreadable))
+        return
+    for line in render.status_table(views, unreadable):
         typer.echo(line)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -10,6 +11,9 @@ from typing import Any, cast
 
 import attrs
 from attrs import AttrsInstance
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.observations import Launched, Observation
@@ -172,3 +176,50 @@ def trace_json(rows: list[TraceRow]) -> Iterator[str]:
         yield json.dumps(record, ensure_ascii=False)
     summary = converter.unstructure(summarize(rows))
     yield json.dumps({"format": FORMAT, "row": "summary", **summary}, ensure_ascii=False)
+
+
+def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
+    """``flume status --json``: format 1, documented in docs/status.md."""
+    document = {
+        "format": FORMAT,
+        "places": [converter.unstructure(view) for view in views],
+        "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> Iterator[str]:
+    """``flume status`` for a person: one row a place."""
+    if not views and not unreadable:
+        yield "no places: launch one with flume launch"
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for heading in (
+        "place",
+        "kind",
+        "stage",
+        "phase",
+        "agent",
+        "deliverable",
+        "submission",
+        "tasks",
+    ):
+        table.add_column(heading, no_wrap=True)
+    table.add_column("repository", overflow="fold")
+    for view in views:
+        table.add_row(
+            view.place,
+            view.kind,
+            f"{view.stage}#{view.attempt}",
+            view.phase + (f" ({view.short_cause})" if view.short_cause else ""),
+            view.agent.value,
+            "yes" if view.deliverable_exists else "no",
+            view.submission,
+            f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
+            view.repository,
+        )
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(table)
+    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
+    for journal, problem in unreadable:
+        yield f"unreadable journal {journal}: {problem}"

@@ -1,0 +1,101 @@
+"""Where places' journals live, the host's registry of repositories, and places read back.
+
+A place's journal is ``<git-common-dir>/flume/<kind>--<name>/journal.jsonl``: inside the
+repository's own git directory, so it goes wherever the repository goes and no worktree's
+status sees it. The registry, ``$XDG_STATE_HOME/flume/repositories`` (one absolute path a
+line), lets a bare ``flume status`` find every repository on the host that has places.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import attrs
+
+from flume.core.errors import UsageError
+from flume.core.place import Place
+from flume.core.settings import Settings
+from flume.core.step import replay
+from flume.shell import git
+from flume.shell.journal import JournalError, read
+
+JOURNAL = "journal.jsonl"
+
+
+def state_dir() -> Path:
+    """The XDG state directory where flume keeps its own files."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "flume"
+
+
+def registry_path() -> Path:
+    """The file that lists the repositories with places."""
+    return state_dir() / "repositories"
+
+
+def remember(repository: Path) -> None:
+    """Add a repository's main worktree to the registry, once (under a lock)."""
+    path = registry_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = f"{repository.resolve()}\n"
+    with path.open("a+", encoding="utf-8") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        file.seek(0)
+        if line not in set(file.readlines()):
+            file.write(line)
+            file.flush()
+            os.fsync(file.fileno())
+
+
+def remembered() -> list[Path]:
+    """Every registered repository that is still there."""
+    try:
+        lines = registry_path().read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [Path(line) for line in dict.fromkeys(lines) if line and Path(line).is_dir()]
+
+
+def repository_of(path: Path) -> Path:
+    """The main worktree of the repository at ``path``; a usage error when there is none."""
+    if not path.exists():
+        raise UsageError.one("repository", f"{path} does not exist", "name a git repository")
+    if git.toplevel(path) is None:
+        raise UsageError.one(
+            "repository",
+            f"{path} is not in a git repository",
+            "name a folder inside a git repository",
+        )
+    return git.main_worktree(path)
+
+
+def journals_dir(repository: Path) -> Path:
+    """Where the repository's places keep their journals."""
+    return git.common_dir(repository) / "flume"
+
+
+@attrs.frozen(kw_only=True)
+class Found:
+    """A place read back from its journal, or the reason it could not be."""
+
+    journal: Path
+    place: Place | None
+    problem: str | None = None
+    torn: bool = False
+
+
+def places_of(repository: Path, settings: Settings) -> list[Found]:
+    """Every place the repository's journals describe, replayed, in name order."""
+    folder = journals_dir(repository)
+    found: list[Found] = []
+    for journal in sorted(folder.glob(f"*/{JOURNAL}")) if folder.is_dir() else []:
+        try:
+            contents = read(journal)
+            place = replay(settings, contents.observations)
+        except (JournalError, UsageError, OSError) as error:
+            found.append(Found(journal=journal, place=None, problem=str(error)))
+            continue
+        found.append(Found(journal=journal, place=place, torn=contents.torn))
+    return found

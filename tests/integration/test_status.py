@@ -1,0 +1,194 @@
+"""``flume status`` read from the journals of real repositories, with the host's registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flume.cli.app import app
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import Launch
+from flume.core.observations import AgentReady, AgentStarted, Launched, WorktreeMade
+from flume.core.settings import Settings
+from flume.shell import git, places
+from flume.shell.journal import append
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _own_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has a registry of its own."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+def repository(folder: Path) -> Path:
+    """A real git repository with one commit on main."""
+    folder.mkdir(parents=True)
+    assert git.run(folder, "init", "-q", "-b", "main").ok
+    commit = git.run(
+        folder,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "start",
+    )
+    assert commit.ok, commit.err
+    return folder.resolve()
+
+
+def place(
+    repo: Path, kind: str, name: str, *, mark: str | None = None, started: bool = True
+) -> Path:
+    """Journal a place of ``kind`` as the supervisor would, and register its repository."""
+    found = BUILTIN_KINDS[KindName(kind)]
+    launch = Launch(
+        repository=str(repo),
+        kind=found.name,
+        name=WorkName(name),
+        brief="Mend it.",
+        base=BranchName("main"),
+        mark=mark,
+    )
+    journal = places.journals_dir(repo) / f"{kind}--{name}" / places.JOURNAL
+    seen = [Launched(at=Instant(0), launch=launch, kind=found, settings=Settings())]
+    prefix = "sounding" if kind == "question" else kind
+    seen.append(
+        WorktreeMade(
+            at=Instant(1),
+            path=f"{repo}/places/{kind}--{name}",
+            branch=BranchName(f"{prefix}/{name}"),
+            head=Sha("a1"),
+        ),
+    )
+    if started:
+        first = BUILTIN_KINDS[KindName(kind)].body.blocks[0].name  # type: ignore[union-attr]
+        seen += [
+            AgentStarted(
+                at=Instant(2), stage=StageName(first), attempt=1, session=SessionId("s1"), pane="%1"
+            ),
+            AgentReady(at=Instant(3), session=SessionId("s1")),
+        ]
+    for observation in seen:
+        append(journal, observation)
+    places.remember(repo)
+    return journal
+
+
+def status(*args: str) -> tuple[int, str, str]:
+    """Run ``flume status``."""
+    result = runner.invoke(app, ["status", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_no_places_yet() -> None:
+    """With no repository known, status says there are no places."""
+    code, out, _err = status()
+    assert code == 0
+    assert "no places" in out
+    code, out, _err = status("--json")
+    assert json.loads(out) == {"format": 1, "places": [], "unreadable": []}
+
+
+def test_every_place_on_the_host(tmp_path: Path) -> None:
+    """A bare status lists the places of every repository flume knows, read from journals."""
+    one = repository(tmp_path / "one")
+    two = repository(tmp_path / "two")
+    place(one, "fix", "typo")
+    place(two, "change", "rate-limit", started=False)
+    place(two, "question", "why")
+    code, out, _err = status("--json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["format"] == 1
+    rows = {row["place"]: row for row in document["places"]}
+    assert set(rows) == {"fix--typo", "change--rate-limit", "question--why"}
+    fix = rows["fix--typo"]
+    assert (fix["kind"], fix["stage"], fix["phase"]) == ("fix", "code", "delivering")
+    assert fix["agent"] == "unknown"  # live in the journal, but no supervisor reads it
+    assert fix["deliverable_exists"] is False
+    assert fix["submission"] == "none"
+    assert rows["change--rate-limit"]["agent"] == "stopped"
+    assert rows["question--why"]["branch"] == "sounding/why"
+    code, out, _err = status()
+    assert code == 0
+    assert "fix--typo" in out
+    assert "code#1" in out
+    assert "question--why" in out
+
+
+def test_filters_by_mark_repository_and_place(tmp_path: Path) -> None:
+    """--mark, --repository and a place's name each narrow the list."""
+    one = repository(tmp_path / "one")
+    two = repository(tmp_path / "two")
+    place(one, "fix", "a", mark="crew:1")
+    place(one, "fix", "b")
+    place(two, "fix", "c", mark="crew:1")
+    marked = json.loads(status("--json", "--mark", "crew:1")[1])["places"]
+    assert sorted(row["place"] for row in marked) == ["fix--a", "fix--c"]
+    only = json.loads(status("--json", "--repository", str(two))[1])["places"]
+    assert [row["place"] for row in only] == ["fix--c"]
+    inside = json.loads(status("--json", "--repository", str(one / "."))[1])["places"]
+    assert len(inside) == 2
+    named = json.loads(status("--json", "fix--b")[1])["places"]
+    assert [row["place"] for row in named] == ["fix--b"]
+
+
+@pytest.mark.parametrize("what", ["missing", "not_git"])
+def test_a_bad_repository_is_refused(tmp_path: Path, what: str) -> None:
+    """A path that is missing or not in a git repository: exit 2, naming it."""
+    path = tmp_path / "nowhere"
+    if what == "not_git":
+        path.mkdir()
+    code, out, err = status("--repository", str(path))
+    assert code == 2
+    assert out == ""
+    assert str(path) in err
+
+
+def test_an_unknown_place_is_refused(tmp_path: Path) -> None:
+    """Asking for a place there is not: exit 2, saying how to list them."""
+    place(repository(tmp_path / "one"), "fix", "a")
+    code, _out, err = status("fix--b")
+    assert code == 2
+    assert "no place fix--b" in err
+    assert "flume status" in err
+
+
+def test_a_damaged_journal_is_named_and_the_rest_still_shown(tmp_path: Path) -> None:
+    """One journal that cannot be read is listed as such; the other places still show."""
+    repo = repository(tmp_path / "one")
+    place(repo, "fix", "good")
+    bad = place(repo, "fix", "bad")
+    lines = bad.read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join(["garbage", *lines[1:]]) + "\n", encoding="utf-8")
+    document = json.loads(status("--json")[1])
+    assert [row["place"] for row in document["places"]] == ["fix--good"]
+    (unreadable,) = document["unreadable"]
+    assert unreadable["journal"].endswith("fix--bad/journal.jsonl")
+    assert ":1:" in unreadable["problem"]
+
+
+def test_the_registry_remembers_each_repository_once(tmp_path: Path) -> None:
+    """Registering twice keeps one line; a repository that is gone is forgotten."""
+    one = repository(tmp_path / "one")
+    places.remember(one)
+    places.remember(one / ".")
+    assert places.remembered() == [one]
+    assert places.registry_path().read_text(encoding="utf-8").count("\n") == 1
+    gone = repository(tmp_path / "gone")
+    places.remember(gone)
+    git.run(tmp_path, "init", "-q", str(tmp_path / "other"))
+    for child in sorted(gone.rglob("*"), reverse=True):
+        child.unlink() if child.is_file() else child.rmdir()
+    gone.rmdir()
+    assert places.remembered() == [one]
