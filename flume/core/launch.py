@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
 
 import attrs
 from pyrsistent import pset, pvector
@@ -66,7 +65,8 @@ def place_name(kind: KindName, name: WorkName) -> PlaceName:
 
 def place_path(launch: Launch) -> str:
     """R1: the place is the worktree at ``<repository>/places/<kind>--<name>``."""
-    return str(PurePosixPath(launch.repository) / "places" / place_name(launch.kind, launch.name))
+    root = launch.repository.rstrip("/")
+    return f"{root}/places/{place_name(launch.kind, launch.name)}"
 
 
 def place_branch(kind: Kind, name: WorkName) -> BranchName:
@@ -159,7 +159,7 @@ def check_launch(launch: Launch, kind: Kind) -> None:
     """
     problems = name_problems(launch.name)
     problems.extend(branch_problems("base", launch.base))
-    if not PurePosixPath(launch.repository).is_absolute():
+    if not launch.repository.startswith("/"):
         problems.append(
             Problem(
                 field="repository",
