@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 
 import attrs
+from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.ids import BranchName, Marker, SessionId, Sha, StageName
@@ -25,14 +26,22 @@ class MakeWorktree:
     path: str
     branch: BranchName
     base: BranchName
+    #: The base's revision at launch; None: the base's revision when the shell makes it.
+    start: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)
 class RunSetup:
-    """R2: run exactly the commands the repository declares, in the place, output journaled."""
+    """R2: make the place ready, its output journaled.
+
+    First the files named are copied from the main worktree ``source``; then exactly the
+    commands the repository declares run in the place.
+    """
 
     path: str
     commands: PVector[PVector[str]] = attrs.field()
+    source: str = ""
+    copy: PVector[str] = attrs.field(factory=pvector)
 
 
 @attrs.frozen(kw_only=True)

@@ -32,6 +32,10 @@ class Launched:
     kind: Kind
     #: The commands the repository's config names to make a worktree ready, each an argv.
     setup: PVector[PVector[str]] = attrs.field(factory=pvector)
+    #: Files git ignores that the place needs, copied from the main worktree (relative paths).
+    copy: PVector[str] = attrs.field(factory=pvector)
+    #: The base's revision when the launch was made: the place's branch is cut from it (R1).
+    start: Sha | None = None
     #: The thresholds the place lives by, frozen at launch so that its replay depends on its
     #: journal alone. None: the settings ``step`` was called with at launch.
     settings: Settings | None = None

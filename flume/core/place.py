@@ -198,6 +198,10 @@ class Place:
     now: Instant
     #: The thresholds this place lives by, fixed at its launch.
     settings: Settings = attrs.field(factory=Settings)
+    #: Ignored files the place needs, copied from the main worktree before setup runs (R2).
+    copy: PVector[str] = attrs.field(factory=pvector)
+    #: The base's revision at launch, which the branch is cut from (R1).
+    start: Sha | None = None
     #: flume made this worktree (the journal records ``WorktreeMade``); tidy touches no other.
     made: bool = False
     #: The repository's setup ran and succeeded.
@@ -243,6 +247,8 @@ class PlaceChanges(TypedDict, total=False):
     stage: StageRun
     now: Instant
     settings: Settings
+    copy: PVector[str]
+    start: Sha | None
     made: bool
     ready: bool
     completed: PVector[StageName]

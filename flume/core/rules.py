@@ -36,5 +36,7 @@ RULES: dict[str, str] = {
     "TIDY-KEEPS-AHEAD-BRANCH": "A branch holding commits its base lacks stays, and is named.",
     "TIDY-DROPPED-KEEPS-BRANCH": "Dropped work: its place is removed, its branch kept.",
     "TIDY-DIRTY-NEEDS-FORCE": "A worktree with uncommitted or untracked changes needs force.",
+    "TIDY-DONE-ON-FACTS": "A place is tidied only on facts showing nothing left to remove.",
+    "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",
     "R11": "status is a pure projection of the place's state.",
 }

@@ -121,6 +121,8 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
         life=Life.MAKING,
         now=seen.at,
         settings=seen.settings or settings,
+        copy=seen.copy,
+        start=seen.start,
         stage=StageRun(
             name=first.name,
             attempt=1,
@@ -133,14 +135,30 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
     place = evolve(place, stage=_new_stage(place, first, seen.at))
     actions = (
         Report(event=Event.LAUNCHED, text=f"{_name(place)} launched on {branch}"),
-        MakeWorktree(
-            repository=seen.launch.repository,
-            path=path,
-            branch=branch,
-            base=seen.launch.base,
-        ),
+        make_worktree(place),
     )
     return place, actions
+
+
+def make_worktree(place: Place) -> MakeWorktree:
+    """R1: the action that makes the place's worktree, on its branch cut from the launch's base."""
+    return MakeWorktree(
+        repository=place.launch.repository,
+        path=place.path,
+        branch=place.branch,
+        base=place.launch.base,
+        start=place.start,
+    )
+
+
+def run_setup(place: Place) -> RunSetup:
+    """R2: the action that makes the place ready, as its repository declared at launch."""
+    return RunSetup(
+        path=place.path,
+        commands=place.setup,
+        source=place.launch.repository,
+        copy=place.copy,
+    )
 
 
 def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
@@ -151,8 +169,8 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
     if place.life is Life.DROPPED:
         return evolve(place, tidy_wanted=True), (report,)
-    if place.setup:
-        return place, (report, RunSetup(path=place.path, commands=place.setup))
+    if place.setup or place.copy:
+        return place, (report, run_setup(place))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
 
 
@@ -368,16 +386,9 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
         stage=stage.name,
     )
     if not place.made:
-        redo: tuple[Action, ...] = (
-            MakeWorktree(
-                repository=place.launch.repository,
-                path=place.path,
-                branch=place.branch,
-                base=place.launch.base,
-            ),
-        )
+        redo: tuple[Action, ...] = (make_worktree(place),)
     elif not place.ready:
-        redo = (RunSetup(path=place.path, commands=place.setup),)
+        redo = (run_setup(place),)
     else:
         redo = ()
     return place, (*actions, retried, *redo)

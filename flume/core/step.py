@@ -16,7 +16,15 @@ from typing import assert_never
 import attrs
 
 from flume.core import stage, tell, tidy
-from flume.core.actions import Action, Event, Report
+from flume.core.actions import (
+    Action,
+    EndAgent,
+    Event,
+    GatherTidyFacts,
+    Land,
+    Report,
+    StartAgent,
+)
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant
 from flume.core.launch import place_name
@@ -52,7 +60,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Place, evolve
+from flume.core.place import Life, Place, Short, Starting, Submission, evolve
 from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
@@ -176,6 +184,47 @@ def step(settings: Settings, place: Place | None, seen: Observation) -> Decision
     place, actions = _route(place, seen)
     place, follow = stage.settle(place.settings, place, now)
     return Decision(place=place, actions=(*actions, *follow))
+
+
+def pending(place: Place) -> tuple[Action, ...]:
+    """RESTART-PENDING: the actions whose effects the place still waits to observe.
+
+    A shell that restarts replays the journal and performs these again: the journal holds every
+    observation that asked for them, and no observation yet of what they did. Each is safe to
+    perform twice, because the shell observes before it acts (a worktree already made is
+    reported made; an agent already started for the stage attempt is found, not started again).
+    Prompts and tells are not here: their deadlines send them again, at most twice (R5, R6).
+    """
+    found: list[Action] = []
+    phase = place.stage.phase
+    short = isinstance(phase, Short)
+    if not place.made and not short and place.life in {Life.MAKING, Life.ACTIVE, Life.DROPPED}:
+        found.append(stage.make_worktree(place))
+    elif place.made and not place.ready and not short and place.life in {Life.MAKING, Life.ACTIVE}:
+        found.append(stage.run_setup(place))
+    if place.life is Life.ACTIVE and isinstance(phase, Starting) and place.agent is None:
+        found.append(
+            StartAgent(
+                path=place.path,
+                stage=place.stage.name,
+                attempt=place.stage.attempt,
+                agent=place.launch.agent,
+            ),
+        )
+    if place.agent is not None and place.agent.ending:
+        found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
+    if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
+        found.append(Land(path=place.path, branch=place.branch, base=place.launch.base))
+    if place.tidying:
+        found.append(
+            GatherTidyFacts(
+                path=place.path,
+                branch=place.branch,
+                base=place.launch.base,
+                force=place.tidy_force,
+            ),
+        )
+    return tuple(found)
 
 
 def replay(settings: Settings, observations: Iterable[Observation]) -> Place:

@@ -9,8 +9,12 @@ its base lacks stays, and flume names it." Beyond the seed: a worktree with unco
 untracked changes is never removed without the caller's explicit force, and force never lets a
 branch with commits its base lacks go. Every place and branch kept is named with its reason.
 
-Rule ids: R10, TIDY-ONLY-OURS, TIDY-KEEPS-AHEAD-BRANCH, TIDY-DROPPED-KEEPS-BRANCH,
-TIDY-DIRTY-NEEDS-FORCE.
+A place is tidied only on facts that show nothing left to remove: after asking for removals,
+tidy keeps wanting and looks again once they are done, so a shell that dies between removing
+the worktree and deleting the branch finishes the work when it comes back.
+
+Rule ids: R10, TIDY-DONE-ON-FACTS, TIDY-ONLY-OURS, TIDY-KEEPS-AHEAD-BRANCH,
+TIDY-DROPPED-KEEPS-BRANCH, TIDY-DIRTY-NEEDS-FORCE.
 """
 
 from __future__ import annotations
@@ -152,6 +156,10 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         branch=seen.branch,
         force=place.tidy_force,
     )
+    if any(isinstance(action, RemoveWorktree | DeleteBranch) for action in actions):
+        # TIDY-DONE-ON-FACTS: the removals are asked for, and tidy looks again once they are
+        # performed; only facts that show nothing left to remove make the place tidied.
+        return evolve(place, tidying=False), actions
     kept = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
         if isinstance(action, KeepPlace)
@@ -174,10 +182,10 @@ def _gone(place: Place) -> Outcome:
 
 
 def on_worktree_removed(place: Place, seen: WorktreeRemoved) -> Outcome:
-    """The worktree is gone: the place is tidied."""
+    """The worktree is gone; the place is tidied once tidy's next look finds nothing left."""
     if seen.path != place.path or place.life not in {Life.FINISHED, Life.DROPPED}:
         return place, ()
-    return _gone(place)
+    return evolve(place, worktree_gone=True), ()
 
 
 def on_branch_deleted(place: Place, seen: BranchDeleted) -> Outcome:

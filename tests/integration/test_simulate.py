@@ -96,9 +96,12 @@ def test_dropped_change_keeps_its_branch() -> None:
     rows = json_rows(SCENARIOS / "change-dropped.toml")
     assert actions_of(rows, "RemoveWorktree")
     assert not actions_of(rows, "DeleteBranch")
-    (kept,) = actions_of(rows, "KeepBranch")
-    assert kept["branch"] == "change/rate-limit"
-    assert "lacks" in kept["reason"]  # type: ignore[operator]
+    kept = actions_of(rows, "KeepBranch")
+    assert {action["branch"] for action in kept} == {"change/rate-limit"}
+    assert all("lacks" in action["reason"] for action in kept)  # type: ignore[operator]
+    reports = [a["text"] for a in actions_of(rows, "Report") if a["event"] == "kept"]
+    assert len(reports) == 1
+    assert rows[-1]["life"] == "tidied"
 
 
 def test_change_ticks_its_tasks_one_by_one() -> None:

@@ -22,22 +22,25 @@ from flume.core.launch import branch_problems, check_launch
 from flume.core.observations import (
     ActionFailed,
     Activity,
+    AgentExited,
     AgentStateSeen,
     BranchDeleted,
     BranchFacts,
     ChecksFailed,
     Content,
+    DropAsked,
     Landed,
     Launched,
     NeedsSaid,
     RetryAsked,
+    StopAsked,
     SubmitAsked,
     TranscriptEntry,
     WorktreeFacts,
     WorktreeRemoved,
 )
 from flume.core.place import Life, Short, Submission, Working, evolve
-from flume.core.step import step, trace
+from flume.core.step import pending, step, trace
 from flume.core.tidy import plan
 from tests.model.test_rules import (
     FIX,
@@ -279,3 +282,24 @@ def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:
     assert decided.place.life is Life.FINISHED
     assert not any(isinstance(a, GatherTidyFacts) for a in decided.actions)
     assert not decided.place.tidy_wanted
+
+
+def test_what_a_restart_asks_for_again() -> None:
+    """After a restart, each effect the place waits for is asked for again, and nothing else."""
+    launched = run().place
+    assert [type(a).__name__ for a in pending(launched)] == ["MakeWorktree"]
+    with_setup = run(made(), setup=(("make",),)).place
+    assert [type(a).__name__ for a in pending(with_setup)] == ["RunSetup"]
+    starting = run(made()).place
+    assert [type(a).__name__ for a in pending(starting)] == ["StartAgent"]
+    assert pending(working()) == ()
+    ending = step(S, working(), StopAsked(at=Instant(9))).place
+    assert [type(a).__name__ for a in pending(ending)] == ["EndAgent"]
+    assert [type(a).__name__ for a in pending(submitting())] == ["Land"]
+    dropped = step(S, working(), DropAsked(at=Instant(9))).place
+    gone = step(S, dropped, AgentExited(at=Instant(10), session=SESSION)).place
+    assert [type(a).__name__ for a in pending(gone)] == ["GatherTidyFacts"]
+    failed = step(S, launched, ActionFailed(at=Instant(1), action="MakeWorktree")).place
+    assert pending(failed) == ()
+    unmade = step(S, launched, DropAsked(at=Instant(1))).place
+    assert [type(a).__name__ for a in pending(unmade)] == ["MakeWorktree"]

@@ -180,6 +180,24 @@ class TidyMachine(RuleBasedStateMachine):
                 assert any(isinstance(a, RemoveWorktree) for a in actions)
 
     @invariant()
+    def tidied_only_when_nothing_is_left(self) -> None:
+        """TIDY-DONE-ON-FACTS: a tidied place left no worktree of flume's; a branch left is named.
+
+        The place is tidied on facts gathered after the removals, never on the removals asked.
+        """
+        for world in self.worlds:
+            place = world.place
+            if place is None or place.life is not Life.TIDIED:
+                continue
+            tree = self.worktrees.get(place.path)
+            assert tree is None or not tree.by_flume
+            if place.branch in self.git.branches:
+                assert any(
+                    isinstance(action, KeepBranch) and action.branch == place.branch
+                    for action in world.actions
+                )
+
+    @invariant()
     def dirty_needs_force(self) -> None:
         """TIDY-DIRTY-NEEDS-FORCE: a worktree with changes is removed only with the force."""
         for world in self.worlds:

@@ -182,6 +182,9 @@ class FakeWorld:
     #: Branches deleted: (branch, commits the base lacked at that moment).
     deleted: list[tuple[BranchName, int]] = attrs.field(factory=list)
     sessions: int = 0
+    #: (n, k): die after journaling the n-th observation of the next feed and doing k actions.
+    crash: tuple[int, int] | None = None
+    crashes: int = 0
     #: What the agent last said it does, and since when (the world's truth for quiet).
     activity: Activity = Activity.UNKNOWN
     activity_since: float = 0.0
@@ -214,9 +217,12 @@ class FakeWorld:
         """Step the core with ``seen`` and perform what it decides, until the world is still.
 
         Returns the refusal when the core refused ``seen``; a fact the world reports in answer
-        to an action is never refused.
+        to an action is never refused. With ``crash`` set to (n, k), the shell dies after
+        journaling the n-th observation of this feed and performing k of its actions: what
+        remains to do and to observe is lost, as in a SIGKILL.
         """
         queue: list[Observation] = [seen]
+        count = 0
         while queue:
             current = queue.pop(0)
             try:
@@ -236,6 +242,14 @@ class FakeWorld:
                 )
             self.place = decision.place
             self.journal.append(current)
+            if self.crash is not None and count == self.crash[0]:
+                for action in decision.actions[: self.crash[1]]:
+                    self.actions.append(action)
+                    self.perform(action)
+                self.crash = None
+                self.crashes += 1
+                return None
+            count += 1
             for action in decision.actions:
                 self.actions.append(action)
                 queue.extend(self.perform(action))
@@ -248,6 +262,11 @@ class FakeWorld:
         at = self.instant()
         match action:
             case MakeWorktree(path=path, branch=branch, base=base):
+                tree = self.worktrees.get(path)
+                if tree is not None and tree.by_flume and tree.branch == branch:
+                    # Made before a crash hid it: the shell observes before it acts.
+                    head = self.git.head(branch)
+                    return [WorktreeMade(at=at, path=path, branch=branch, head=head)]
                 if path in self.worktrees or branch in self.git.branches:
                     return [ActionFailed(at=at, action="MakeWorktree", output="exists")]
                 self.git.branches[branch] = list(self.git.branches[base])
@@ -257,6 +276,18 @@ class FakeWorld:
             case RunSetup():
                 return [SetupFinished(at=at, ok=self.setup_ok, output="setup ran")]
             case StartAgent(stage=stage, attempt=attempt):
+                for agent in self.agents.values():
+                    if agent.live and (agent.stage, agent.attempt) == (stage, attempt):
+                        # Started before a crash hid it: found, not started again.
+                        return [
+                            AgentStarted(
+                                at=at,
+                                stage=stage,
+                                attempt=attempt,
+                                session=agent.session,
+                                pane=f"%{agent.session}",
+                            ),
+                        ]
                 self.live_at_start.append(sum(1 for agent in self.agents.values() if agent.live))
                 self.started[stage, attempt] = self.now
                 self.sessions += 1

@@ -1,0 +1,136 @@
+"""Restarts, model-checked: the shell dies at any point of a fix's life and comes back.
+
+The world crashes after journaling an observation and performing some of the actions it
+called for; whatever remained to do, and every observation of what was done, is lost, as in a
+SIGKILL of the supervisor. A restart replays the journal and performs :func:`pending`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from flume.core.actions import Action, Land
+from flume.core.observations import ActionFailed, DropAsked, RetryAsked, Tick, TidyAsked
+from flume.core.place import Life, Short
+from flume.core.step import pending, replay
+from tests.model.world import FakeWorld, fix_world
+
+
+def _active(machine: RestartMachine) -> bool:
+    place = machine.world.place
+    return place is not None and place.life is Life.ACTIVE
+
+
+crash_points = st.tuples(st.integers(0, 6), st.integers(0, 4))
+
+
+class RestartMachine(RuleBasedStateMachine):
+    """A fix carried to its landing and tidied while the shell keeps dying."""
+
+    @initialize(setup=st.booleans(), crash=st.none() | crash_points)
+    def launch(self, setup: bool, crash: tuple[int, int] | None) -> None:
+        """Launch a fix, perhaps dying on the way."""
+        self.world: FakeWorld = fix_world()
+        #: What each restart asked for again.
+        self.restarts: list[tuple[Action, ...]] = []
+        self.world.setup = (("make", "ready"),) if setup else ()
+        self.world.crash = crash
+        assert self.world.launch() is None
+        self._restart_if_crashed()
+
+    def _restart_if_crashed(self) -> None:
+        world = self.world
+        if world.crash is None and world.crashes > len(self.restarts):
+            place = replay(world.settings, world.journal)
+            assert place == world.place
+            redo = pending(place)
+            self.restarts.append(redo)
+            for action in redo:
+                world.actions.append(action)
+                for seen in world.perform(action):
+                    assert world.feed(seen) is None
+
+    @precondition(_active)
+    @rule(crash=st.none() | crash_points)
+    def drive_stage(self, crash: tuple[int, int] | None) -> None:
+        """The live agent does its stage's work; the shell may die while it is followed."""
+        self.world.crash = crash
+        self.world.drive_stage()
+        self.world.crash = None
+        self._restart_if_crashed()
+
+    @rule(crash=st.none() | crash_points)
+    def time_passes(self, crash: tuple[int, int] | None) -> None:
+        """Time passes: deadlines send again what a crash lost."""
+        self.world.now += self.world.settings.confirm_seconds + 1
+        self.world.crash = crash
+        self.world.feed(Tick(at=self.world.instant()))
+        self.world.crash = None
+        self._restart_if_crashed()
+
+    @precondition(lambda self: self.world.place is not None)
+    @rule(crash=st.none() | crash_points)
+    def drop(self, crash: tuple[int, int] | None) -> None:
+        """The caller drops the work."""
+        self.world.crash = crash
+        self.world.feed(DropAsked(at=self.world.instant()))
+        self.world.crash = None
+        self._restart_if_crashed()
+
+    @rule(force=st.booleans(), crash=st.none() | crash_points)
+    def tidy(self, force: bool, crash: tuple[int, int] | None) -> None:
+        """The caller asks for a tidy."""
+        self.world.crash = crash
+        self.world.feed(TidyAsked(at=self.world.instant(), force=force))
+        self.world.crash = None
+        self._restart_if_crashed()
+
+    def teardown(self) -> None:
+        """RESTART-CARRIES-ON: whatever crashes came before, the work reaches its end.
+
+        With the shell alive from here on, the fix lands and is tidied (or, dropped, is
+        tidied): nothing a crash lost is left waiting forever.
+        """
+        world = self.world
+        for _turn in range(12):
+            place = world.place
+            assert place is not None
+            if place.life is Life.TIDIED:
+                break
+            if place.life is Life.ACTIVE and isinstance(place.stage.phase, Short):
+                assert world.feed(RetryAsked(at=world.instant())) is None
+            elif place.life is Life.ACTIVE:
+                world.now += world.settings.confirm_seconds + 1
+                world.feed(Tick(at=world.instant()))
+                world.drive_stage()
+            else:
+                assert world.feed(TidyAsked(at=world.instant())) is None
+        assert world.place is not None
+        assert world.place.life is Life.TIDIED, world.place
+
+    @invariant()
+    def nothing_done_twice_and_nothing_left_waiting(self) -> None:
+        """RESTART-PENDING: after a restart, what the place waits for is asked for again, once.
+
+        With the world still, nothing is pending but a landing the lander has yet to answer;
+        no worktree was ever made twice (a second make would fail); no stage attempt ever had
+        two agents; and the journal replays to the place.
+        """
+        world = self.world
+        place = world.place
+        assert place is not None
+        assert replay(world.settings, world.journal) == place
+        outstanding = pending(place)
+        assert all(isinstance(action, Land) for action in outstanding), outstanding
+        assert not any(isinstance(a, Land) for a in outstanding) or world.landing
+        assert len(world.made_by_flume) <= 1
+        assert not any(isinstance(seen, ActionFailed) for seen in world.journal)
+        assert sum(1 for agent in world.agents.values() if agent.live) <= 1
+        sessions = Counter((agent.stage, agent.attempt) for agent in world.agents.values())
+        assert all(count == 1 for count in sessions.values()), sessions
+
+
+TestRestart = RestartMachine.TestCase
