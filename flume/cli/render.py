@@ -21,6 +21,8 @@ from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
 from flume.shell.journal import FORMAT, converter
+from flume.shell.launch import Made
+from flume.shell.tidying import Outcome
 
 _LONG = 72
 
@@ -223,3 +225,44 @@ def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) ->
     yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
+
+
+def launched_json(made: Made) -> str:
+    """``flume launch --json``: the place made, format 1."""
+    document = {
+        "format": FORMAT,
+        "place": made.place,
+        "repository": str(made.repository),
+        "path": str(made.path),
+        "branch": made.branch,
+        "base": made.base,
+        "journal": str(made.journal),
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
+    """``flume tidy --json``: format 1, documented in docs/tidy.md."""
+    document = {
+        "format": FORMAT,
+        "dry_run": dry_run,
+        "places": [converter.unstructure(outcome) for outcome in outcomes],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
+    """``flume tidy`` for a person: per place, what went and what stayed, with why."""
+    if not outcomes:
+        yield "nothing to tidy"
+        return
+    would = "would remove" if dry_run else "removed"
+    for outcome in outcomes:
+        state = f"{outcome.state} (dry run)" if dry_run else outcome.state
+        yield f"{outcome.place}: {state}   [{outcome.repository}]"
+        for removed in outcome.removed:
+            yield f"  {would} {removed}"
+        for kept in outcome.kept:
+            yield f"  kept {kept.what}: {kept.reason}"
+        for failed in outcome.failed:
+            yield f"  failed: {failed}"

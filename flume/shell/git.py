@@ -38,10 +38,25 @@ class Ran:
         return self.status == 0
 
 
-def run(cwd: Path, *args: str) -> Ran:
-    """Run ``git args`` in ``cwd``; never raises on a non-zero exit."""
+@attrs.define
+class Counter:
+    """How many git processes this process has run: the supervisor's cost per tick (P3)."""
+
+    runs: int = 0
+
+
+counter = Counter()
+
+
+def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
+    """Run ``git args`` in ``cwd``; never raises on a non-zero exit.
+
+    ``pass_fds`` are inherited by git: the supervisor passes its lock, so that a git it started
+    holds the lock until it ends, even if the supervisor is killed meanwhile.
+    """
+    counter.runs += 1
     with local.env(**_ENV):
-        status, out, err = _git[args].run(cwd=str(cwd), retcode=None)
+        status, out, err = _git[args].run(cwd=str(cwd), retcode=None, pass_fds=pass_fds)
     return Ran(argv=("git", *args), status=status, out=out, err=err)
 
 
@@ -94,10 +109,14 @@ def heads(repository: Path) -> dict[BranchName, Sha]:
     return found
 
 
-def lacks(repository: Path, branch: BranchName, base: BranchName) -> int:
-    """How many commits of ``branch`` its ``base`` lacks: ``git rev-list --count base..branch``."""
+def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:
+    """How many commits of ``branch`` its ``base`` lacks: ``git rev-list --count base..branch``.
+
+    None when git cannot say (the base is gone, say): never taken as zero, which would let
+    tidy delete the branch.
+    """
     ran = run(repository, "rev-list", "--count", f"refs/heads/{base}..refs/heads/{branch}", "--")
-    return int(ran.out.strip()) if ran.ok else 0
+    return int(ran.out.strip()) if ran.ok else None
 
 
 @attrs.frozen(kw_only=True)
@@ -132,3 +151,19 @@ def worktree_paths(repository: Path) -> dict[Path, BranchName | None]:
         elif line.startswith("branch ") and path is not None:
             found[path] = BranchName(line.removeprefix("branch refs/heads/"))
     return found
+
+
+def exclude(repository: Path, pattern: str) -> None:
+    """Add ``pattern`` to the repository's ``info/exclude`` once, so git status never lists it."""
+    path = common_dir(repository) / "info" / "exclude"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    if pattern in lines:
+        return
+    with path.open("a", encoding="utf-8") as file:
+        if lines and not path.read_bytes().endswith(b"\n"):
+            file.write("\n")
+        file.write(f"{pattern}\n")

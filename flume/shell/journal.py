@@ -8,11 +8,12 @@ it is versioned with :data:`FORMAT`.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -141,18 +142,23 @@ def append(path: Path, seen: Observation) -> None:
     The lock keeps two writers (the supervisor and a CLI command) from interleaving lines; the
     fsync means that once this returns, the line survives a crash of this process or the host.
     """
-    line = (encode(seen) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
-        _mend_torn_tail(descriptor)
-        written = 0
-        while written < len(line):
-            written += os.write(descriptor, line[written:])
-        os.fsync(descriptor)
+        _write_line(descriptor, seen)
     finally:
         os.close(descriptor)
+
+
+def _write_line(descriptor: int, seen: Observation) -> None:
+    """Write one line after ending any torn one, then fsync; the lock is the caller's."""
+    line = (encode(seen) + "\n").encode("utf-8")
+    _mend_torn_tail(descriptor)
+    written = 0
+    while written < len(line):
+        written += os.write(descriptor, line[written:])
+    os.fsync(descriptor)
 
 
 def _mend_torn_tail(descriptor: int) -> None:
@@ -167,6 +173,84 @@ def _mend_torn_tail(descriptor: int) -> None:
         os.write(descriptor, b"\n")
 
 
+@attrs.frozen(kw_only=True)
+class Tail:
+    """The whole lines appended to a journal since an offset, and where the next read starts."""
+
+    observations: tuple[Observation, ...]
+    #: The byte offset just past the last whole line read.
+    offset: int
+    #: Lines cut short by a crash and ended by a later append, passed over.
+    mended: int = 0
+
+
+def read_from(path: Path, offset: int) -> Tail:
+    """The observations of the lines appended to ``path`` since byte ``offset``.
+
+    Only whole lines are taken: a last line still being written (or torn by a crash) is left
+    for the next read, which starts where this one stopped. The cost is in proportion to the
+    bytes appended, not to the journal's size.
+    """
+    with path.open("rb") as file:
+        file.seek(offset)
+        data = file.read()
+    end = data.rfind(b"\n")
+    if end < 0:
+        return Tail(observations=(), offset=offset)
+    observations, mended = _decode_lines(path, data[:end].split(b"\n"), first=None)
+    return Tail(observations=observations, offset=offset + end + 1, mended=mended)
+
+
+def _decode_lines(
+    path: Path, lines: list[bytes], first: int | None
+) -> tuple[tuple[Observation, ...], int]:
+    """Decode whole lines; a line torn by a crash and ended later is passed over and counted."""
+    observations: list[Observation] = []
+    mended = 0
+    for number, raw in enumerate(lines, start=1):
+        try:
+            observations.append(decode(raw.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError) as error:
+            if raw.startswith(b"{") and not raw.rstrip().endswith(b"}"):
+                mended += 1
+                continue
+            where = f"{path}:{number}" if first is not None else f"{path}"
+            message = f"{where}: {error}"
+            raise JournalError(message) from error
+    return tuple(observations), mended
+
+
+class Locked:
+    """A journal held under its exclusive lock: read it whole, then append to it.
+
+    A caller's command is checked against the place the journal describes and appended in one
+    hold of the lock, so no other writer can slip a line in between the check and the append.
+    """
+
+    def __init__(self, path: Path, descriptor: int) -> None:
+        self.path = path
+        self._descriptor = descriptor
+
+    def read(self) -> Read:
+        """Everything the journal holds now."""
+        return read(self.path)
+
+    def append(self, seen: Observation) -> None:
+        """Append one observation, flushed and fsync'd, under the lock already held."""
+        _write_line(self._descriptor, seen)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[Locked]:
+    """Hold ``path``'s lock for a read-check-append; the journal must exist."""
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield Locked(path, descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def read(path: Path) -> Read:
     """Every observation of a journal file.
 
@@ -178,15 +262,5 @@ def read(path: Path) -> Read:
     """
     lines = path.read_bytes().split(b"\n")
     complete, tail = lines[:-1], lines[-1]
-    observations: list[Observation] = []
-    mended = 0
-    for number, raw in enumerate(complete, start=1):
-        try:
-            observations.append(decode(raw.decode("utf-8")))
-        except (ValueError, UnicodeDecodeError) as error:
-            if raw.startswith(b"{") and not raw.rstrip().endswith(b"}"):
-                mended += 1
-                continue
-            message = f"{path}:{number}: {error}"
-            raise JournalError(message) from error
-    return Read(observations=tuple(observations), torn=bool(tail), mended=mended)
+    observations, mended = _decode_lines(path, complete, first=1)
+    return Read(observations=observations, torn=bool(tail), mended=mended)

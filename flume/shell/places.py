@@ -15,11 +15,12 @@ from pathlib import Path
 import attrs
 
 from flume.core.errors import UsageError
+from flume.core.observations import Observation
 from flume.core.place import Place
 from flume.core.settings import Settings
-from flume.core.step import replay
+from flume.core.step import Decision, replay, step
 from flume.shell import git
-from flume.shell.journal import JournalError, read
+from flume.shell.journal import JournalError, locked, read
 
 JOURNAL = "journal.jsonl"
 
@@ -99,3 +100,43 @@ def places_of(repository: Path, settings: Settings) -> list[Found]:
             continue
         found.append(Found(journal=journal, place=place, torn=contents.torn))
     return found
+
+
+def find(name: str, repository: Path | None, settings: Settings) -> Found:
+    """The one place called ``name`` (``<kind>--<name>``), in ``repository`` or on the host."""
+    repositories = [repository_of(repository)] if repository else remembered()
+    matches = [
+        found
+        for where in repositories
+        for found in places_of(where, settings)
+        if found.journal.parent.name == name
+    ]
+    if not matches:
+        where = ", ".join(map(str, repositories)) or "any repository flume knows"
+        raise UsageError.one(
+            "place", f"no place {name} in {where}", "run flume status to list the places there are"
+        )
+    if len(matches) > 1:
+        where = ", ".join(
+            found.place.launch.repository if found.place else str(found.journal)
+            for found in matches
+        )
+        raise UsageError.one(
+            "place",
+            f"{name} names places in several repositories: {where}",
+            "say which with --repository",
+        )
+    return matches[0]
+
+
+def command(path: Path, seen: Observation, settings: Settings) -> Decision:
+    """Journal a caller's command, if the place's rules accept it, under the journal's lock.
+
+    The check and the append happen in one hold of the lock, so no other writer slips a line
+    in between. A refused command raises :class:`UsageError` and nothing is journaled.
+    """
+    with locked(path) as held:
+        place = replay(settings, held.read().observations)
+        decision = step(settings, place, seen)
+        held.append(seen)
+    return decision

@@ -1,0 +1,7 @@
+"""``python -m flume``: the same as the ``flume`` command."""
+
+from __future__ import annotations
+
+from flume.cli.app import main
+
+main()

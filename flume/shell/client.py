@@ -1,0 +1,91 @@
+"""Talking to the supervisor: find it, start it when it is not running, ask it things.
+
+The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
+back (``ping``, ``wake``, ``status``, ``stop``). A command that needs the supervisor calls
+:func:`ensure`, which starts one, detached, when none answers; a command that only reads
+journals (``flume status``) never starts one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from flume.shell import places
+
+#: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
+_MAX_SOCKET_PATH = 100
+
+
+def socket_path() -> Path:
+    """Where the supervisor of this state directory listens."""
+    preferred = places.state_dir() / "supervisor.sock"
+    if len(str(preferred)) <= _MAX_SOCKET_PATH:
+        return preferred
+    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
+
+
+def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
+    """Ask the supervisor; None when none answers."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(timeout)
+            connection.connect(str(socket_path()))
+            connection.sendall((json.dumps({"op": op}) + "\n").encode())
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return None
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def log_path() -> Path:
+    """Where a started supervisor writes what it has to say."""
+    return places.state_dir() / "supervisor.log"
+
+
+def start() -> None:
+    """Start a supervisor, detached from this process and its terminal."""
+    log = log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as output:
+        subprocess.Popen(
+            [sys.executable, "-m", "flume", "daemon", "run"],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def ensure(wait: float = 0.0) -> dict[str, Any] | None:
+    """Wake the supervisor, starting one if none answers; with ``wait``, until it answers."""
+    reply = request("wake")
+    if reply is not None:
+        return reply
+    start()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        reply = request("wake")
+        if reply is not None:
+            return reply
+        time.sleep(0.05)
+    return None

@@ -1,0 +1,193 @@
+"""A launch, checked whole and journaled: the first phase of a place's two-phase start.
+
+Theory of operation. Everything a launch names is checked before anything exists: the core
+checks what the values alone decide (the name, the brief, the base's form, the stages to wait
+on); this module checks what only the world can tell (the repository, its commits, its config,
+the kind, the base branch, a name already in use). Any problem is a :class:`UsageError` and
+nothing is created: no branch, worktree, journal or registry entry.
+
+A launch that passes is journaled as its ``Launched`` observation (the intent). The journal is
+written in a staging folder and renamed into place, so it appears whole or not at all; the
+rename is also what makes two launches of one name race fairly: exactly one rename wins, and
+the other launch is told why. The effect (the worktree, the setup) is the supervisor's to
+perform and observe, so a supervisor killed at any point finishes the launch once it is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+from pyrsistent import pset
+
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.launch import AgentSettings, Launch, check_launch, place_name
+from flume.core.observations import Launched
+from flume.core.place import Life
+from flume.core.settings import Settings
+from flume.core.step import replay, step
+from flume.shell import config, git, journal, places
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """What the caller asked for, as typed."""
+
+    repository: Path
+    kind: str
+    name: str
+    brief: str
+    base: str | None = None
+    mark: str | None = None
+    waits: tuple[str, ...] = ()
+    agent: AgentSettings = attrs.field(factory=AgentSettings)
+
+
+@attrs.frozen(kw_only=True)
+class Made:
+    """A launch journaled: the place's id and where it lives."""
+
+    place: PlaceName
+    repository: Path
+    path: Path
+    branch: BranchName
+    base: BranchName
+    journal: Path
+
+
+def _problem(field: str, what: str, mend: str) -> UsageError:
+    return UsageError.one(field, what, mend)
+
+
+def check(request: Request, settings: Settings, clock: Callable[[], float]) -> Launched:
+    """The launch as the journal's first line, or a :class:`UsageError` naming what is wrong."""
+    repository = places.repository_of(request.repository)
+    if not git.has_commits(repository):
+        raise _problem(
+            "repository",
+            f"{repository} has no commits, so there is no base to cut a branch from",
+            "make a first commit, then launch again",
+        )
+    declared = config.load(repository)
+    kind = declared.kind(request.kind)
+    base = request.base or git.shared_branch(repository)
+    if base is None:
+        raise _problem(
+            "base",
+            f"{repository} has no shared branch (no remote HEAD, and the main worktree's HEAD "
+            "is detached)",
+            "name the base with --base",
+        )
+    launch = Launch(
+        repository=str(repository),
+        kind=KindName(request.kind),
+        name=WorkName(request.name),
+        brief=request.brief,
+        base=BranchName(base),
+        agent=request.agent,
+        waits=pset(StageName(stage) for stage in request.waits),
+        mark=request.mark,
+    )
+    check_launch(launch, kind)
+    start = git.resolve(repository, launch.base)
+    if start is None:
+        raise _problem(
+            "base",
+            f"the base branch {base!r} does not exist in {repository}",
+            "name an existing branch (git branch --list shows them)",
+        )
+    seen = Launched(
+        at=Instant(clock()),
+        launch=launch,
+        kind=kind,
+        setup=declared.setup,
+        copy=declared.copy,
+        start=start,
+        settings=settings,
+    )
+    decision = step(settings, None, seen)
+    _check_free(repository, launch, str(decision.place.branch), Path(decision.place.path))
+    return seen
+
+
+def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> None:
+    """The name is free: no live place, worktree path or branch holds it."""
+    name = place_name(launch.kind, launch.name)
+    existing = places.journals_dir(repository) / name / places.JOURNAL
+    if existing.exists() and not _tidied(existing):
+        raise _problem(
+            "name",
+            f"{name} is already launched in {repository}",
+            f"choose another name, or drop and tidy it first (flume drop {name})",
+        )
+    if path.exists() or path.is_symlink():
+        raise _problem(
+            "name",
+            f"{path} already exists",
+            "choose another name, or move that folder away",
+        )
+    if git.resolve(repository, BranchName(branch)) is not None:
+        raise _problem(
+            "name",
+            f"the branch {branch} already exists in {repository}",
+            "choose another name, or delete or rename that branch",
+        )
+
+
+def _tidied(path: Path) -> bool:
+    """The journal describes a place already tidied, whose name is free again."""
+    try:
+        read = journal.read(path)
+        return replay(Settings(), read.observations).life is Life.TIDIED
+    except (journal.JournalError, UsageError, OSError):
+        return False
+
+
+def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
+    """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
+    seen = check(request, settings, clock)
+    place = step(settings, None, seen).place
+    repository = Path(seen.launch.repository)
+    name = place_name(seen.launch.kind, seen.launch.name)
+    folder = places.journals_dir(repository)
+    folder.mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".launching-", dir=folder))
+    target = folder / name
+    try:
+        journal.append(staging / places.JOURNAL, seen)
+        if (target / places.JOURNAL).exists() and _tidied(target / places.JOURNAL):
+            _archive(folder, target)
+        staging.rename(target)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if error.errno in {errno.ENOTEMPTY, errno.EEXIST}:
+            raise _problem(
+                "name",
+                f"{name} was launched in {repository} by another launch at the same moment",
+                "choose another name",
+            ) from error
+        raise
+    places.remember(repository)
+    return Made(
+        place=name,
+        repository=repository,
+        path=Path(place.path),
+        branch=place.branch,
+        base=seen.launch.base,
+        journal=target / places.JOURNAL,
+    )
+
+
+def _archive(folder: Path, target: Path) -> None:
+    """Move a tidied place's journal aside, so its name can be launched again."""
+    archive = folder / ".tidied"
+    archive.mkdir(exist_ok=True)
+    kept = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=archive))
+    with contextlib.suppress(FileNotFoundError):
+        target.rename(kept / target.name)

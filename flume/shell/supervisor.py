@@ -1,0 +1,422 @@
+"""The supervisor: one per host, following every place, from their journals.
+
+Theory of operation. The journal is the source of truth, and the supervisor is its reader: it
+folds every line of every place's journal through ``step``, whoever wrote the line (a CLI
+command, or the supervisor itself reporting what it saw), and performs the actions each line
+calls for. What it observes it appends to the journal first and folds only when it reads the
+line back, so every observation is journaled before it is applied.
+
+A journal read for the first time (at start, or a place launched since) is folded whole and its
+:func:`~flume.core.step.pending` actions performed: after a SIGKILL that is exactly what was
+asked for and never observed done. Lines read after that have their own actions performed.
+
+Each tick observes in batches, never place by place: :class:`Observer` sources get every place
+followed at once and group them as their tool allows (one ``git for-each-ref`` per repository
+for all branch heads; panes and transcripts will join with one tmux call a tick and reads from
+stored offsets). Deadlines are checked by stepping a ``Tick``; a tick that changes nothing is
+not journaled, so idle places cost no disk.
+
+Actions run on worker threads, one batch at a time per place and in order, so a long setup in
+one place never holds up another. Every process an action starts inherits the supervisor's lock:
+a supervisor killed mid-action cannot be replaced until what it started has ended, so a restart
+never races a half-done ``git worktree add``.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import fcntl
+import json
+import os
+import queue
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.errors import UsageError
+from flume.core.ids import Instant
+from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
+from flume.core.place import Life, Place, evolve
+from flume.core.settings import Settings
+from flume.core.step import pending, step
+from flume.shell import client, git, journal, places
+from flume.shell.perform import Performer
+
+#: How many actions run at once, each for a different place.
+WORKERS = 8
+#: How often the supervisor looks when nothing wakes it.
+TICK_SECONDS = 1.0
+#: How long a new supervisor waits for an old one's processes to let go of the lock.
+LOCK_WAIT_SECONDS = 30.0
+_NO_EFFECT = (KeepBranch, KeepPlace, Report)
+
+
+@attrs.define(eq=False)
+class Followed:
+    """One place the supervisor follows: its journal, how far it has read, and what is to do."""
+
+    journal: Path
+    offset: int = 0
+    place: Place | None = None
+    #: Never read yet: its first read performs what it is pending, not its history.
+    fresh: bool = True
+    #: A batch of its actions is being performed.
+    busy: bool = False
+    batches: collections.deque[tuple[Action, ...]] = attrs.field(factory=collections.deque)
+    #: Why the journal can no longer be followed (damaged, or edited by hand).
+    problem: str | None = None
+
+
+class Observer(Protocol):
+    """A batch source of observations: it sees every followed place at once, each tick."""
+
+    def observe(
+        self, followed: Sequence[Followed], now: Instant
+    ) -> Iterator[tuple[Followed, Observation]]:
+        """What changed since the places' states, as (place, observation) pairs."""
+        ...
+
+
+class BranchHeads:
+    """Every place's branch head, from one ``git for-each-ref`` per repository a tick."""
+
+    def observe(
+        self, followed: Sequence[Followed], now: Instant
+    ) -> Iterator[tuple[Followed, Observation]]:
+        """A ``BranchHead`` for each made place whose branch moved."""
+        by_repository: dict[str, list[Followed]] = collections.defaultdict(list)
+        for each in followed:
+            place = each.place
+            if place is not None and place.made and place.life is not Life.TIDIED:
+                by_repository[place.launch.repository].append(each)
+        for repository, group in by_repository.items():
+            heads = git.heads(Path(repository))
+            for each in group:
+                assert each.place is not None  # noqa: S101 (grouped above)
+                head = heads.get(each.place.branch)
+                if head is not None and head != each.place.head:
+                    yield each, BranchHead(at=now, branch=each.place.branch, sha=head)
+
+
+@attrs.define
+class Stats:
+    """What the supervisor has done, for ``flume daemon status`` and the benchmarks."""
+
+    started_at: float
+    ticks: int = 0
+    #: git processes the last tick ran to observe (not to perform actions).
+    last_tick_subprocesses: int = 0
+    last_tick_seconds: float = 0.0
+    actions: int = 0
+
+
+class Supervisor:
+    """Follows every place of every repository flume knows; one tick at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        performer: Performer,
+        clock: Callable[[], float] = time.time,
+        observers: Sequence[Observer] = (BranchHeads(),),
+        wake: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.performer = performer
+        self.clock = clock
+        self.observers = observers
+        self.followed: dict[Path, Followed] = {}
+        self.stats = Stats(started_at=clock())
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
+        self._done: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        self._wake = wake
+        self._journals_dirs: dict[Path, Path] = {}
+
+    # --- one tick ----------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Read what was journaled, observe, check deadlines, and start what is to do."""
+        started = time.perf_counter()
+        self._finish()
+        self._discover()
+        self._read_all()
+        runs = git.counter.runs
+        now = Instant(self.clock())
+        live = [each for each in self.followed.values() if each.place and not each.problem]
+        for observer in self.observers:
+            for each, seen in observer.observe(live, now):
+                journal.append(each.journal, seen)
+        self.stats.last_tick_subprocesses = git.counter.runs - runs
+        self._deadlines(now)
+        self._read_all()
+        self._dispatch()
+        self.stats.ticks += 1
+        self.stats.last_tick_seconds = time.perf_counter() - started
+
+    def idle(self) -> bool:
+        """Nothing is being performed or waits to be."""
+        return not any(each.busy or each.batches for each in self.followed.values())
+
+    def close(self) -> None:
+        """Let running actions finish, then stop."""
+        self._pool.shutdown(wait=True)
+        self._finish()
+
+    # --- reading journals --------------------------------------------------------------------
+
+    def _discover(self) -> None:
+        """Follow every journal of every repository in the registry; forget vanished ones."""
+        seen: set[Path] = set()
+        for repository in places.remembered():
+            folder = self._journals_dirs.get(repository)
+            if folder is None:
+                folder = places.journals_dir(repository)
+                self._journals_dirs[repository] = folder
+            with contextlib.suppress(FileNotFoundError):
+                for entry in os.scandir(folder):
+                    if entry.name.startswith(".") or not entry.is_dir():
+                        continue
+                    path = Path(entry.path) / places.JOURNAL
+                    seen.add(path)
+                    if path not in self.followed and path.exists():
+                        self.followed[path] = Followed(journal=path)
+        for path in [path for path, each in self.followed.items() if path not in seen]:
+            if not self.followed[path].busy:
+                del self.followed[path]
+
+    def _read_all(self) -> None:
+        for each in self.followed.values():
+            if each.problem is None:
+                self._read(each)
+
+    def _read(self, each: Followed) -> None:
+        """Fold the lines appended since the last read, and queue what they call for."""
+        try:
+            if each.journal.stat().st_size <= each.offset:
+                return
+            tail = journal.read_from(each.journal, each.offset)
+        except (OSError, journal.JournalError) as error:
+            each.problem = str(error)
+            return
+        batch: list[Action] = []
+        for seen in tail.observations:
+            try:
+                decision = step(self.settings, each.place, seen)
+            except UsageError as error:
+                each.problem = f"{each.journal}: a line the rules refuse: {error}"
+                return
+            each.place = decision.place
+            if not each.fresh:
+                batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
+        each.offset = tail.offset
+        if each.fresh and each.place is not None:
+            batch = list(pending(each.place))
+            each.fresh = False
+        if batch:
+            each.batches.append(tuple(batch))
+
+    def _deadlines(self, now: Instant) -> None:
+        """Journal a tick for each place whose deadlines it moves; others cost nothing."""
+        for each in self.followed.values():
+            place = each.place
+            if place is None or each.problem or place.life is Life.TIDIED:
+                continue
+            trial = step(self.settings, place, Tick(at=now))
+            if trial.actions or evolve(trial.place, now=place.now) != place:
+                journal.append(each.journal, Tick(at=now))
+
+    # --- performing --------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        for each in self.followed.values():
+            if each.busy or not each.batches or each.place is None:
+                continue
+            batch = each.batches.popleft()
+            each.busy = True
+            self.stats.actions += len(batch)
+            self._pool.submit(self._perform, each.journal, each.place, batch)
+
+    def _perform(self, path: Path, place: Place, batch: tuple[Action, ...]) -> None:
+        """On a worker: perform a batch in order, journaling what each action came to."""
+        try:
+            for action in batch:
+                try:
+                    observed = self.performer.perform(place, action)
+                except Exception:  # noqa: BLE001 (an action's crash is reported, never lost)
+                    observed = [
+                        ActionFailed(
+                            at=Instant(self.clock()),
+                            action=type(action).__name__,
+                            output=traceback.format_exc(limit=3),
+                        ),
+                    ]
+                for seen in observed:
+                    journal.append(path, seen)
+        finally:
+            self._done.put(path)
+            self._wake()
+
+    def _finish(self) -> None:
+        while True:
+            try:
+                path = self._done.get_nowait()
+            except queue.Empty:
+                return
+            each = self.followed.get(path)
+            if each is not None:
+                each.busy = False
+
+    def report(self) -> dict[str, Any]:
+        """What ``flume daemon status`` shows."""
+        lives = collections.Counter(
+            each.place.life.value for each in self.followed.values() if each.place is not None
+        )
+        return {
+            "pid": os.getpid(),
+            "started_at": self.stats.started_at,
+            "ticks": self.stats.ticks,
+            "places": len(self.followed),
+            "lives": dict(lives),
+            "repositories": len(self._journals_dirs),
+            "busy": sum(1 for each in self.followed.values() if each.busy),
+            "actions": self.stats.actions,
+            "last_tick_subprocesses": self.stats.last_tick_subprocesses,
+            "last_tick_seconds": round(self.stats.last_tick_seconds, 6),
+            "unreadable": {
+                str(each.journal): each.problem for each in self.followed.values() if each.problem
+            },
+        }
+
+
+# --- the daemon ------------------------------------------------------------------------------
+
+
+def _lock() -> int | None:
+    """Take the host's supervisor lock; None when a live supervisor already holds it."""
+    path = places.state_dir() / "supervisor.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl_lock(descriptor)
+        except BlockingIOError:
+            if client.request("ping") is not None or time.monotonic() > deadline:
+                os.close(descriptor)
+                return None
+            # An old supervisor's processes still run and hold the lock: wait for them.
+            time.sleep(0.1)
+            continue
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{os.getpid()}\n".encode())
+        return descriptor
+
+
+def fcntl_lock(descriptor: int) -> None:
+    """Lock without waiting; raises BlockingIOError when another process holds it."""
+    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def serve(settings: Settings) -> int:
+    """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs."""
+    descriptor = _lock()
+    if descriptor is None:
+        return 0
+    address = client.socket_path()
+    with contextlib.suppress(FileNotFoundError):
+        address.unlink()
+    address.parent.mkdir(parents=True, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(address))
+    listener.listen(64)
+    listener.setblocking(False)  # noqa: FBT003 (the socket API)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+
+    def wake() -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(wake_write, b".")
+
+    performer = Performer(clock=time.time, pass_fds=(descriptor,))
+    supervisor = Supervisor(settings, performer=performer, wake=wake)
+    stopping = False
+
+    def on_term(_signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        wake()
+
+    signal.signal(signal.SIGTERM, on_term)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "listener")
+    selector.register(wake_read, selectors.EVENT_READ, "wake")
+    try:
+        while not stopping:
+            supervisor.tick()
+            for key, _events in selector.select(TICK_SECONDS):
+                if key.data == "wake":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_read, 4096)
+                    continue
+                stopping |= _answer(listener, supervisor)
+    finally:
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            address.unlink()
+        supervisor.close()
+        os.close(descriptor)
+    return 0
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
+    """Answer every waiting request; True when one asked the supervisor to stop."""
+    stop = False
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except BlockingIOError:
+            return stop
+        with connection:
+            connection.settimeout(2.0)
+            try:
+                request = json.loads(_read_line(connection))
+                op = request.get("op")
+            except (OSError, ValueError, AttributeError):
+                continue
+            reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
+            if op == "status":
+                reply.update(supervisor.report())
+            elif op == "stop":
+                stop = True
+            elif op not in {"ping", "wake"}:
+                reply = {"ok": False, "error": f"unknown op {op!r}"}
+            with contextlib.suppress(OSError):
+                connection.sendall((json.dumps(reply) + "\n").encode())
+
+
+def _read_line(connection: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 65536:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8")
+
+
+def main() -> None:
+    """``flume daemon run``: serve, with stderr as the supervisor's log."""
+    sys.exit(serve(Settings()))
