@@ -143,6 +143,7 @@ class Supervisor:
         self._done: queue.SimpleQueue[Path] = queue.SimpleQueue()
         self._wake = wake
         self._journals_dirs: dict[Path, Path] = {}
+        self._running: set[concurrent.futures.Future[None]] = set()
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -168,6 +169,11 @@ class Supervisor:
     def idle(self) -> bool:
         """Nothing is being performed or waits to be."""
         return not any(each.busy or each.batches for each in self.followed.values())
+
+    def wait_for_actions(self, timeout: float | None = None) -> None:
+        """Wait until every batch of actions started so far is done (for tests and benches)."""
+        concurrent.futures.wait(list(self._running), timeout=timeout)
+        self._finish()
 
     def close(self) -> None:
         """Let running actions finish, then stop."""
@@ -246,7 +252,9 @@ class Supervisor:
             batch = each.batches.popleft()
             each.busy = True
             self.stats.actions += len(batch)
-            self._pool.submit(self._perform, each.journal, each.place, batch)
+            future = self._pool.submit(self._perform, each.journal, each.place, batch)
+            self._running.add(future)
+            future.add_done_callback(self._running.discard)
 
     def _perform(self, path: Path, place: Place, batch: tuple[Action, ...]) -> None:
         """On a worker: perform a batch in order, journaling what each action came to."""

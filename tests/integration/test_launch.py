@@ -1,0 +1,283 @@
+"""``flume launch`` on real repositories: what it makes, and bad input that makes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flume.core.place import Life, Short, ShortCause
+from flume.shell import git, places
+from tests.integration.places_kit import Harness, flume, repository, run_git, world_of
+
+BRIEF = "Mend the greeting."
+
+
+def launch(repo: Path, *args: str, brief: str | None = BRIEF) -> subprocess.CompletedProcess[str]:
+    """``flume launch`` of a fix in ``repo`` with ``args`` (the name among them)."""
+    extra = ("--brief", brief) if brief is not None else ()
+    return flume("launch", "--repository", str(repo), "--kind", "fix", *extra, *args)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("a/b", "holds '/'"),
+        ("a..b", "holds '..'"),
+        ("-x", "starts with '-'"),
+        ("a b", "holds a space"),
+        ("a\tb", "control character"),
+        ("a\x07b", "control character"),
+        ("x.lock", "ends in '.lock'"),
+        ("x" * 65, "over 64"),
+        ("", "empty"),
+        ("é", "outside letters"),
+    ],
+)
+def test_a_bad_name_makes_nothing(host: Path, name: str, says: str) -> None:
+    """Names unsafe as a path segment or a ref component: exit 2, the reason, nothing made."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    ran = launch(repo, "--name", name)
+    assert ran.returncode == 2, ran.stderr
+    assert says in ran.stderr
+    assert "use 1-64 letters" in ran.stderr
+    assert ran.stdout == ""
+    assert world_of(repo) == before
+
+
+def test_bad_repositories_make_nothing(host: Path) -> None:
+    """A missing path, a folder outside git, a repository without commits: exit 2, each named."""
+    missing = host / "nowhere"
+    ran = flume(
+        "launch", "--repository", str(missing), "--kind", "fix", "--name", "x", "--brief", "b"
+    )
+    assert ran.returncode == 2
+    assert f"{missing} does not exist" in ran.stderr
+    plain = host / "plain"
+    plain.mkdir()
+    ran = flume(
+        "launch", "--repository", str(plain), "--kind", "fix", "--name", "x", "--brief", "b"
+    )
+    assert ran.returncode == 2
+    assert "is not in a git repository" in ran.stderr
+    assert list(plain.iterdir()) == []
+    empty = host / "empty"
+    empty.mkdir()
+    run_git(empty, "init", "-q", "-b", "main")
+    ran = flume(
+        "launch", "--repository", str(empty), "--kind", "fix", "--name", "x", "--brief", "b"
+    )
+    assert ran.returncode == 2
+    assert "has no commits" in ran.stderr
+    assert "make a first commit" in ran.stderr
+    assert sorted(p.name for p in empty.iterdir()) == [".git"]
+    assert not (empty / ".git" / "flume").exists()
+    assert not places.registry_path().exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "brief", "says"),
+    [
+        (("--base", "nosuch"), BRIEF, "the base branch 'nosuch' does not exist"),
+        (("--base", "bad..base"), BRIEF, "base: 'bad..base' holds '..'"),
+        (("--kind", "review"), BRIEF, "no kind 'review' is built in or declared"),
+        ((), "", "the brief is empty"),
+        ((), "   \n", "the brief is empty"),
+        ((), "x" * (1024 * 1024 + 1), "over the limit of 1048576 (1 MiB)"),
+        (("--wait", "nosuch"), BRIEF, "kind fix has no stage nosuch"),
+        (("--mark", "bad mark"), BRIEF, "is not a mark"),
+    ],
+)
+def test_bad_launches_make_nothing(
+    host: Path, args: tuple[str, ...], brief: str, says: str
+) -> None:
+    """A missing base, an undeclared kind, an empty or huge brief: exit 2, said, nothing made."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    ran = flume(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", "x", *args, stdin=brief
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert says in ran.stderr
+    assert world_of(repo) == before
+    assert not places.registry_path().exists()
+
+
+def test_a_brief_comes_from_a_file_or_stdin_and_never_both(host: Path) -> None:
+    """--brief-file that cannot be read, or with --brief: exit 2; stdin carries a brief."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    absent = str(host / "absent.md")
+    ran = launch(repo, "--name", "x", "--brief-file", absent, brief=None)
+    assert ran.returncode == 2
+    assert "cannot read the brief file" in ran.stderr
+    ran = launch(repo, "--name", "x", "--brief-file", absent)
+    assert ran.returncode == 2
+    assert "both --brief and --brief-file" in ran.stderr
+    assert world_of(repo) == before
+    command = ("launch", "--repository", str(repo), "--kind", "fix", "--name", "piped", "--json")
+    ran = flume(*command, stdin="")
+    assert ran.returncode == 2
+    assert "the brief is empty" in ran.stderr
+    assert world_of(repo) == before
+    ran = flume(*command, stdin="Mend the greeting,\nwhich says hullo.\n")
+    assert ran.returncode == 0, ran.stderr
+    journal_path = Path(json.loads(ran.stdout)["journal"])
+    assert "which says hullo" in journal_path.read_text()
+
+
+def test_a_malformed_config_is_named_with_its_line(host: Path) -> None:
+    """A config file git would carry but flume cannot read: its file and line, exit 2."""
+    repo = repository(
+        host / "repo",
+        files={".flume.toml": '[place]\nsetup = [["ok"]]\nsetupp = 1\n'},
+    )
+    before = world_of(repo)
+    ran = launch(repo, "--name", "x")
+    assert ran.returncode == 2
+    assert f"{repo}/.flume.toml:3" in ran.stderr
+    assert world_of(repo) == before
+    (repo / ".flume.toml").write_text("[place\n", encoding="utf-8")
+    ran = launch(repo, "--name", "x")
+    assert ran.returncode == 2
+    assert ".flume.toml:1" in ran.stderr
+    assert world_of(repo) == before
+
+
+def test_a_name_in_use_makes_nothing_more(host: Path) -> None:
+    """A second launch of a name, or of a name whose branch or folder exists: exit 2."""
+    repo = repository(host / "repo")
+    first = launch(repo, "--name", "taken")
+    assert first.returncode == 0, first.stderr
+    after_first = world_of(repo)
+    again = launch(repo, "--name", "taken")
+    assert again.returncode == 2
+    assert "fix--taken is already launched" in again.stderr
+    run_git(repo, "branch", "fix/byhand")
+    ran = launch(repo, "--name", "byhand")
+    assert ran.returncode == 2
+    assert "the branch fix/byhand already exists" in ran.stderr
+    (repo / "places" / "fix--folder").mkdir(parents=True)
+    ran = launch(repo, "--name", "folder")
+    assert ran.returncode == 2
+    assert "places/fix--folder already exists" in ran.stderr
+    world = world_of(repo)
+    assert world["journals"] == after_first["journals"]
+    assert "fix/folder" not in world["branches"]  # type: ignore[operator]
+
+
+def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:
+    """Eight launches of one name at once: exactly one wins; the others are told why."""
+    repo = repository(host / "repo")
+    argv = [
+        sys.executable,
+        "-m",
+        "flume",
+        "launch",
+        "--repository",
+        str(repo),
+        "--kind",
+        "fix",
+        "--name",
+        "race",
+        "--brief",
+        BRIEF,
+    ]
+    racers = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # noqa: S603
+        for _ in range(8)
+    ]
+    results = [(racer.wait(timeout=120), *racer.communicate()) for racer in racers]
+    winners = [out for status, out, _err in results if status == 0]
+    losers = [err for status, _out, err in results if status != 0]
+    assert winners == ["fix--race\n"]
+    assert len(losers) == 7
+    assert all(
+        "fix--race" in err and ("already launched" in err or "same moment" in err) for err in losers
+    )
+    journals = places.journals_dir(repo)
+    assert [p.name for p in journals.iterdir() if not p.name.startswith(".tidied")] == ["fix--race"]
+
+
+def test_a_launch_makes_its_place_and_runs_setup(host: Path) -> None:
+    """R1, R2: the worktree on fix/<name> from base, places/ out of git status, setup run."""
+    repo = repository(
+        host / "repo",
+        files={
+            ".flume.toml": (
+                '[place]\nsetup = [["sh", "-c", "echo set up > .ready; echo done"]]\n'
+                'copy = [".env"]\n'
+            ),
+            ".gitignore": ".env\n.ready\n",
+        },
+    )
+    (repo / ".env").write_text("SECRET=1\n", encoding="utf-8")
+    base = run_git(repo, "rev-parse", "main").strip()
+    ran = launch(repo, "--name", "greeting", "--json")
+    assert ran.returncode == 0, ran.stderr
+    made = json.loads(ran.stdout)
+    assert made["place"] == "fix--greeting"
+    assert made["branch"] == "fix/greeting"
+    harness = Harness.make()
+    try:
+        harness.settle()
+        path = repo / "places" / "fix--greeting"
+        assert git.worktree_paths(repo)[path] == "fix/greeting"
+        assert run_git(path, "rev-parse", "HEAD").strip() == base
+        assert (path / ".env").read_text() == "SECRET=1\n"
+        assert (path / ".ready").read_text() == "set up\n"
+        assert run_git(repo, "status", "--porcelain") == ""
+        assert "/places/" in (repo / ".git" / "info" / "exclude").read_text()
+        place = harness.place(Path(made["journal"]))
+        assert place.made
+        assert place.ready
+        assert place.agent is not None  # the echo agent took the first stage
+        assert str(repo) in places.registry_path().read_text()
+    finally:
+        harness.close()
+
+
+def test_a_failed_setup_stops_short_with_its_output(host: Path) -> None:
+    """R2: a failed setup is a stop short carrying its output, not a half-made place."""
+    repo = repository(
+        host / "repo",
+        files={".flume.toml": '[place]\nsetup = [["sh", "-c", "echo cannot sync >&2; exit 3"]]\n'},
+    )
+    assert launch(repo, "--name", "broken").returncode == 0
+    harness = Harness.make()
+    try:
+        harness.settle()
+        place = harness.place(places.journals_dir(repo) / "fix--broken" / places.JOURNAL)
+        assert place.life is Life.ACTIVE
+        assert isinstance(place.stage.phase, Short)
+        assert place.stage.phase.cause is ShortCause.SETUP_FAILED
+        assert "cannot sync" in place.stage.phase.words
+        assert "exit status 3" in place.stage.phase.words
+        assert place.agent is None
+        status = json.loads(flume("status", "--json").stdout)
+        (shown,) = status["places"]
+        assert shown["short_cause"] == "setup-failed"
+        assert "cannot sync" in shown["needs"]
+    finally:
+        harness.close()
+
+
+def test_the_base_is_the_shared_branch(host: Path) -> None:
+    """No --base: the remote's HEAD branch, else the branch the main worktree has out."""
+    upstream = repository(host / "upstream")
+    run_git(upstream, "branch", "trunk")
+    run_git(upstream, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    clone = host / "clone"
+    run_git(host, "clone", "-q", str(upstream), str(clone))
+    run_git(clone, "checkout", "-q", "-b", "elsewhere")
+    ran = launch(clone, "--name", "viaremote", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["base"] == "trunk"
+    local = repository(host / "local")
+    run_git(local, "checkout", "-q", "-b", "develop")
+    ran = launch(local, "--name", "viahead", "--json")
+    assert json.loads(ran.stdout)["base"] == "develop"
