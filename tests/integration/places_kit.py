@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import attrs
@@ -117,7 +118,8 @@ def world_of(repository: Path) -> dict[str, object]:
 class Clock:
     """The test's clock: time moves only when the test says."""
 
-    now: float = 1_000.0
+    #: It starts at the real time, so that it follows the launches the CLI stamped.
+    now: float = attrs.field(factory=time.time)
 
     def __call__(self) -> float:
         """The time now."""
@@ -168,7 +170,8 @@ class EchoAgents:
                 content=Content.STRING,
                 text=action.text,
             ),
-            AgentStateSeen(at=at, session=action.session, activity=Activity.WORKING),
+            # Its turn ends at once: what the stage asks for, the test does in its place.
+            AgentStateSeen(at=at, session=action.session, activity=Activity.WAITING),
         ]
 
 

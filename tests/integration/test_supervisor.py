@@ -1,0 +1,239 @@
+"""The supervisor on real repositories: in this process tick by tick, and as the daemon."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from flume.core.ids import Instant
+from flume.core.observations import SetupFinished, SubmitAsked, WorktreeMade
+from flume.core.place import Life, Working
+from flume.core.settings import Settings
+from flume.shell import client, git, journal, places
+from tests.integration.places_kit import (
+    GitLander,
+    Harness,
+    commit,
+    flume,
+    repository,
+    run_git,
+)
+
+BRIEF = "Mend the greeting."
+
+
+def launched(repo: Path, name: str, *extra: str) -> Path:
+    """Launch a fix; its journal."""
+    ran = flume(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", name,
+        "--brief", BRIEF, "--json", *extra,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return Path(json.loads(ran.stdout)["journal"])
+
+
+def wait_until(predicate: object, seconds: float = 60.0) -> None:
+    """Wait until ``predicate()`` holds, or fail at the deadline."""
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            message = f"waited {seconds}s for {predicate}"
+            raise AssertionError(message)
+        time.sleep(0.02)
+
+
+def kinds_in(path: Path) -> list[str]:
+    """The observation types of a journal, in order."""
+    return [type(seen).__name__ for seen in journal.read(path).observations]
+
+
+def carry_to_landing(harness: Harness, path: Path) -> None:
+    """Drive a fix through its code and submit stages with the echo agents and a real commit."""
+    harness.settle()
+    place = harness.place(path)
+    assert isinstance(place.stage.phase, Working)
+    commit(Path(place.path), "greeting.txt", "hello\n")
+    harness.settle()
+    harness.pass_time(Settings().quiet_seconds + 1)
+    place = harness.place(path)
+    assert place.stage.name == "submit"
+    assert isinstance(place.stage.phase, Working)
+    assert place.agent is not None
+    places.command(
+        path, SubmitAsked(at=Instant(harness.clock.now), session=place.agent.session), Settings()
+    )
+    harness.settle()
+    harness.pass_time(Settings().quiet_seconds + 1)
+    harness.pass_time(1)
+
+
+def test_a_fix_lands_and_is_tidied_by_itself(host: Path) -> None:
+    """A landed fix: its place removed and its branch deleted, with no tidy asked (R10)."""
+    repo = repository(host / "repo")
+    path = launched(repo, "greeting")
+    harness = Harness.make(GitLander("rebase"))
+    try:
+        carry_to_landing(harness, path)
+        place = harness.place(path)
+        assert place.life is Life.TIDIED
+        assert not (repo / "places" / "fix--greeting").exists()
+        assert "fix/greeting" not in git.heads(repo)
+        assert (repo / "greeting.txt").read_text() == "hello\n"
+        assert [(stage, attempt) for _path, stage, attempt in harness.agents.started] == [
+            ("code", 1),
+            ("submit", 1),
+        ]
+    finally:
+        harness.close()
+
+
+def test_a_squash_landing_keeps_the_branch_and_says_why(host: Path) -> None:
+    """Squashed, the branch's own commits are not on main: tidy keeps it, naming the count."""
+    repo = repository(host / "repo")
+    path = launched(repo, "squashed")
+    harness = Harness.make(GitLander("squash"))
+    try:
+        carry_to_landing(harness, path)
+        assert harness.place(path).life is Life.TIDIED
+        assert not (repo / "places" / "fix--squashed").exists()
+        assert "fix/squashed" in git.heads(repo)
+        ran = flume("tidy", "--repository", str(repo))
+        assert ran.returncode == 0, ran.stderr
+        assert "fix/squashed holds 1 commit main lacks: kept" in ran.stdout
+        assert not path.exists()  # the tidied place's journal is archived
+    finally:
+        harness.close()
+
+
+def test_drop_removes_the_place_and_keeps_the_branch(host: Path) -> None:
+    """Dropped work: its clean place is removed by the supervisor, its branch kept (R10)."""
+    repo = repository(host / "repo")
+    path = launched(repo, "dropme")
+    harness = Harness.make()
+    try:
+        harness.settle()
+        worktree = repo / "places" / "fix--dropme"
+        commit(worktree, "half.txt")
+        ran = flume("drop", "fix--dropme")
+        assert ran.returncode == 0, ran.stderr
+        harness.settle()
+        assert harness.place(path).life is Life.TIDIED
+        assert not worktree.exists()
+        assert "fix/dropme" in git.heads(repo)
+        again = flume("drop", "fix--dropme")
+        assert again.returncode == 1
+        assert "fix--dropme is tidied" in again.stderr
+    finally:
+        harness.close()
+
+
+def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(host: Path) -> None:
+    """R10: uncommitted or untracked changes keep the place; --force removes it."""
+    repo = repository(host / "repo")
+    path = launched(repo, "dirty")
+    harness = Harness.make()
+    try:
+        harness.settle()
+        worktree = repo / "places" / "fix--dirty"
+        (worktree / "notes.txt").write_text("unsaved\n", encoding="utf-8")
+        assert flume("drop", "fix--dirty").returncode == 0
+        harness.settle()
+        assert harness.place(path).life is Life.DROPPED
+        assert worktree.exists()
+        dry = flume("tidy", "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        (shown,) = json.loads(dry.stdout)["places"]
+        assert shown["state"] == "kept"
+        assert "untracked files" in shown["kept"][0]["reason"]
+        forced = flume("tidy", "--dry-run", "--force")
+        assert f"would remove worktree {worktree}" in forced.stdout
+        assert worktree.exists()
+        assert harness.place(path).life is Life.DROPPED
+    finally:
+        harness.close()
+
+
+def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(host: Path) -> None:
+    """The place's worktree replaced by one made by hand: tidy keeps it and its branch."""
+    repo = repository(host / "repo")
+    path = launched(repo, "swapped")
+    harness = Harness.make()
+    try:
+        harness.settle()
+        worktree = repo / "places" / "fix--swapped"
+        run_git(repo, "worktree", "remove", str(worktree))
+        run_git(repo, "worktree", "add", "-q", "-b", "mine", str(worktree))
+        assert flume("drop", "fix--swapped").returncode == 0
+        harness.settle()
+        assert worktree.exists()
+        assert git.worktree_paths(repo)[worktree] == "mine"
+        assert "fix/swapped" in git.heads(repo)
+        assert harness.place(path).life is Life.DROPPED
+    finally:
+        harness.close()
+
+
+def test_subprocesses_per_tick_are_per_repository_not_per_place(host: Path) -> None:
+    """P3: a tick runs one git process per repository, whether it follows 1 place or 12."""
+    repo = repository(host / "repo")
+    launched(repo, "first")
+    harness = Harness.make()
+    try:
+        harness.settle()
+        harness.supervisor.tick()
+        one = harness.supervisor.stats.last_tick_subprocesses
+        for number in range(11):
+            launched(repo, f"more{number}")
+        harness.settle()
+        harness.supervisor.tick()
+        assert len(harness.supervisor.followed) == 12
+        assert harness.supervisor.stats.last_tick_subprocesses == one == 1
+    finally:
+        harness.close()
+
+
+def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
+    """Launch starts the supervisor; it makes the place; daemon status and stop work."""
+    repo = repository(host / "repo", files={".flume.toml": '[place]\nsetup = [["true"]]\n'})
+    path = launched(repo, "daemon")
+    wait_until(lambda: "SetupFinished" in kinds_in(path))
+    seen = journal.read(path).observations
+    assert sum(isinstance(s, WorktreeMade) for s in seen) == 1
+    assert sum(isinstance(s, SetupFinished) for s in seen) == 1
+    status = flume("daemon", "status", "--json")
+    shown = json.loads(status.stdout)
+    assert shown["running"] is True
+    assert shown["places"] == 1
+    assert shown["last_tick_subprocesses"] == 1
+    stopped = flume("daemon", "stop")
+    assert "stopped" in stopped.stdout
+    assert client.request("ping", timeout=0.5) is None
+    # Status reads the journals with the supervisor down.
+    (shown_place,) = json.loads(flume("status", "--json").stdout)["places"]
+    assert shown_place["place"] == "fix--daemon"
+    assert "not running" in flume("daemon", "status").stdout
+
+
+def test_drop_and_tidy_through_the_daemon(host: Path) -> None:
+    """The whole path through the real supervisor process: launch, drop, tidy, relaunch refused."""
+    repo = repository(host / "repo")
+    path = launched(repo, "viadaemon")
+    wait_until(lambda: "WorktreeMade" in kinds_in(path))
+    assert flume("drop", "fix--viadaemon").returncode == 0
+    worktree = repo / "places" / "fix--viadaemon"
+    wait_until(lambda: not worktree.exists())
+    ran = flume("tidy", "--json")
+    assert ran.returncode == 0, ran.stderr
+    (shown,) = json.loads(ran.stdout)["places"]
+    assert shown["state"] == "tidied"
+    assert shown["kept"] == [
+        {"what": "fix/viadaemon", "reason": "dropped work keeps its branch: kept"}
+    ]
+    assert json.loads(flume("status", "--json").stdout)["places"] == []
+    again = flume(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", "viadaemon",
+        "--brief", BRIEF,
+    )  # fmt: skip
+    assert again.returncode == 2
+    assert "the branch fix/viadaemon already exists" in again.stderr
