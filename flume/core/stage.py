@@ -507,7 +507,9 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
     if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
-        return evolve(place, tidying=False), (report,)
+        # Tidy stops here, whatever it was about to look at next: a failure that would come
+        # again must not make it loop. ``flume tidy`` asks again.
+        return evolve(place, tidying=False, tidy_wanted=False, tidy_force=False), (report,)
     return place, (report,)
 
 

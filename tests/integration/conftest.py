@@ -5,6 +5,7 @@ Any supervisor a test started is stopped when the test ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flume.shell import client, places
+from flume.shell import client
 from tests.integration.places_kit import GIT_IDENTITY
 
 
@@ -30,18 +31,34 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def stop_supervisor() -> None:
-    """Stop this host's supervisor, if one runs: asked first, killed if it will not go."""
+    """Stop every supervisor of this host: asked first, then any left is killed.
+
+    One still starting, not yet listening, is found by its environment.
+    """
     if client.request("stop", timeout=2.0) is not None:
         deadline = time.monotonic() + 30
         while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-    lock = places.state_dir() / "supervisor.lock"
-    text = lock.read_text().strip() if lock.exists() else ""
-    if not text.isdigit():
-        return
-    try:
-        command = Path(f"/proc/{text}/cmdline").read_bytes()
-    except OSError:
-        return
-    if b"flume" in command and b"daemon" in command:
-        os.kill(int(text), signal.SIGKILL)
+    for pid in _daemons_of(os.environ["XDG_STATE_HOME"]):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _daemons_of(state_home: str) -> list[int]:
+    """The pids of ``flume daemon run`` processes whose state directory is ``state_home``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            b"daemon" in command
+            and b"flume" in command
+            and (f"XDG_STATE_HOME={state_home}".encode() in environment)
+        ):
+            found.append(int(entry.name))
+    return found

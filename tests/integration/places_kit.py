@@ -32,6 +32,7 @@ from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell import git, journal, places
+from flume.shell import launch as shell_launch
 from flume.shell.perform import Performer
 from flume.shell.supervisor import Supervisor
 
@@ -95,6 +96,15 @@ def flume_process(*args: str, stdin: str | None = None) -> subprocess.CompletedP
         check=False,
         env=os.environ.copy(),
     )
+
+
+def launch_place(repo: Path, name: str, kind: str = "fix", brief: str = "Mend it.") -> Path:
+    """Launch in this process without waking a supervisor (the test drives its own); the journal.
+
+    The CLI's launch wakes (or starts) the host's supervisor, which must not race a test's own.
+    """
+    request = shell_launch.Request(repository=repo, kind=kind, name=name, brief=brief)
+    return shell_launch.launch(request, Settings(), time.time).journal
 
 
 def world_of(repository: Path) -> dict[str, object]:
@@ -186,17 +196,21 @@ class GitLander:
     def land(self, place: Place, action: Land, at: Instant) -> list[Observation]:
         """Land the branch on the base in the main worktree, which has base checked out."""
         main = Path(place.launch.repository)
-        work = Path(action.path)
-        if self.how == "rebase":
-            run_git(work, "rebase", "-q", action.base)
-            run_git(main, "merge", "-q", "--ff-only", action.branch)
-        elif self.how == "merge":
-            run_git(main, "merge", "-q", "--no-ff", "-m", f"land {action.branch}", action.branch)
-        else:
-            run_git(main, "merge", "-q", "--squash", action.branch)
-            run_git(main, "commit", "-q", "-m", f"land {action.branch} squashed")
-        head = Sha(run_git(main, "rev-parse", "HEAD").strip())
+        head = self.land_branch(main, Path(action.path), action.branch, action.base)
         return [Landed(at=at, base_sha=head)]
+
+    def land_branch(self, main: Path, work: Path, branch: str, base: str) -> Sha:
+        """Put ``branch`` on ``base`` (checked out in ``main``); a rebase needs a clean ``work``."""
+        clean = work.is_dir() and run_git(work, "status", "--porcelain") == ""
+        if self.how == "rebase" and clean:
+            run_git(work, "rebase", "-q", base)
+            run_git(main, "merge", "-q", "--ff-only", branch)
+        elif self.how in {"rebase", "merge"}:
+            run_git(main, "merge", "-q", "--no-ff", "-m", f"land {branch}", branch)
+        else:
+            run_git(main, "merge", "-q", "--squash", branch)
+            run_git(main, "commit", "-q", "--allow-empty", "-m", f"land {branch} squashed")
+        return Sha(run_git(main, "rev-parse", "HEAD").strip())
 
 
 @attrs.define

@@ -11,7 +11,14 @@ import pytest
 
 from flume.core.place import Life, Short, ShortCause
 from flume.shell import git, places
-from tests.integration.places_kit import Harness, flume, repository, run_git, world_of
+from tests.integration.places_kit import (
+    Harness,
+    flume,
+    launch_place,
+    repository,
+    run_git,
+    world_of,
+)
 
 BRIEF = "Mend the greeting."
 
@@ -217,11 +224,7 @@ def test_a_launch_makes_its_place_and_runs_setup(host: Path) -> None:
     )
     (repo / ".env").write_text("SECRET=1\n", encoding="utf-8")
     base = run_git(repo, "rev-parse", "main").strip()
-    ran = launch(repo, "--name", "greeting", "--json")
-    assert ran.returncode == 0, ran.stderr
-    made = json.loads(ran.stdout)
-    assert made["place"] == "fix--greeting"
-    assert made["branch"] == "fix/greeting"
+    journal_path = launch_place(repo, "greeting")
     harness = Harness.make()
     try:
         harness.settle()
@@ -232,7 +235,7 @@ def test_a_launch_makes_its_place_and_runs_setup(host: Path) -> None:
         assert (path / ".ready").read_text() == "set up\n"
         assert run_git(repo, "status", "--porcelain") == ""
         assert "/places/" in (repo / ".git" / "info" / "exclude").read_text()
-        place = harness.place(Path(made["journal"]))
+        place = harness.place(journal_path)
         assert place.made
         assert place.ready
         assert place.agent is not None  # the echo agent took the first stage
@@ -247,7 +250,7 @@ def test_a_failed_setup_stops_short_with_its_output(host: Path) -> None:
         host / "repo",
         files={".flume.toml": '[place]\nsetup = [["sh", "-c", "echo cannot sync >&2; exit 3"]]\n'},
     )
-    assert launch(repo, "--name", "broken").returncode == 0
+    launch_place(repo, "broken")
     harness = Harness.make()
     try:
         harness.settle()
@@ -276,7 +279,11 @@ def test_the_base_is_the_shared_branch(host: Path) -> None:
     run_git(clone, "checkout", "-q", "-b", "elsewhere")
     ran = launch(clone, "--name", "viaremote", "--json")
     assert ran.returncode == 0, ran.stderr
-    assert json.loads(ran.stdout)["base"] == "trunk"
+    made = json.loads(ran.stdout)
+    assert made["base"] == "trunk"
+    assert made["place"] == "fix--viaremote"
+    assert made["branch"] == "fix/viaremote"
+    assert made["path"] == f"{clone.resolve()}/places/fix--viaremote"
     local = repository(host / "local")
     run_git(local, "checkout", "-q", "-b", "develop")
     ran = launch(local, "--name", "viahead", "--json")

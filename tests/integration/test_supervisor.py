@@ -6,16 +6,18 @@ import json
 import time
 from pathlib import Path
 
+from flume.cli.render import tidy_text
 from flume.core.ids import Instant
-from flume.core.observations import SetupFinished, SubmitAsked, WorktreeMade
+from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, WorktreeMade
 from flume.core.place import Life, Working
 from flume.core.settings import Settings
-from flume.shell import client, git, journal, places
+from flume.shell import client, git, journal, places, tidying
 from tests.integration.places_kit import (
     GitLander,
     Harness,
     commit,
     flume,
+    launch_place,
     repository,
     run_git,
 )
@@ -24,13 +26,18 @@ BRIEF = "Mend the greeting."
 
 
 def launched(repo: Path, name: str, *extra: str) -> Path:
-    """Launch a fix; its journal."""
+    """Launch a fix through the CLI, which starts the host's supervisor; its journal."""
     ran = flume(
         "launch", "--repository", str(repo), "--kind", "fix", "--name", name,
         "--brief", BRIEF, "--json", *extra,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     return Path(json.loads(ran.stdout)["journal"])
+
+
+def drop(path: Path) -> None:
+    """What ``flume drop`` journals, without waking the host's supervisor."""
+    places.command(path, DropAsked(at=Instant(time.time())), Settings())
 
 
 def wait_until(predicate: object, seconds: float = 60.0) -> None:
@@ -71,7 +78,7 @@ def carry_to_landing(harness: Harness, path: Path) -> None:
 def test_a_fix_lands_and_is_tidied_by_itself(host: Path) -> None:
     """A landed fix: its place removed and its branch deleted, with no tidy asked (R10)."""
     repo = repository(host / "repo")
-    path = launched(repo, "greeting")
+    path = launch_place(repo, "greeting")
     harness = Harness.make(GitLander("rebase"))
     try:
         carry_to_landing(harness, path)
@@ -91,17 +98,16 @@ def test_a_fix_lands_and_is_tidied_by_itself(host: Path) -> None:
 def test_a_squash_landing_keeps_the_branch_and_says_why(host: Path) -> None:
     """Squashed, the branch's own commits are not on main: tidy keeps it, naming the count."""
     repo = repository(host / "repo")
-    path = launched(repo, "squashed")
+    path = launch_place(repo, "squashed")
     harness = Harness.make(GitLander("squash"))
     try:
         carry_to_landing(harness, path)
         assert harness.place(path).life is Life.TIDIED
         assert not (repo / "places" / "fix--squashed").exists()
         assert "fix/squashed" in git.heads(repo)
-        ran = flume("tidy", "--repository", str(repo))
-        assert ran.returncode == 0, ran.stderr
-        assert "fix/squashed holds 1 commit main lacks: kept" in ran.stdout
-        assert not path.exists()  # the tidied place's journal is archived
+        (found,) = places.places_of(repo, Settings())
+        said = "\n".join(tidy_text([tidying.tidied_before(found, Settings())], dry_run=False))
+        assert "kept fix/squashed: fix/squashed holds 1 commit main lacks: kept" in said
     finally:
         harness.close()
 
@@ -109,14 +115,13 @@ def test_a_squash_landing_keeps_the_branch_and_says_why(host: Path) -> None:
 def test_drop_removes_the_place_and_keeps_the_branch(host: Path) -> None:
     """Dropped work: its clean place is removed by the supervisor, its branch kept (R10)."""
     repo = repository(host / "repo")
-    path = launched(repo, "dropme")
+    path = launch_place(repo, "dropme")
     harness = Harness.make()
     try:
         harness.settle()
         worktree = repo / "places" / "fix--dropme"
         commit(worktree, "half.txt")
-        ran = flume("drop", "fix--dropme")
-        assert ran.returncode == 0, ran.stderr
+        drop(path)
         harness.settle()
         assert harness.place(path).life is Life.TIDIED
         assert not worktree.exists()
@@ -131,13 +136,13 @@ def test_drop_removes_the_place_and_keeps_the_branch(host: Path) -> None:
 def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(host: Path) -> None:
     """R10: uncommitted or untracked changes keep the place; --force removes it."""
     repo = repository(host / "repo")
-    path = launched(repo, "dirty")
+    path = launch_place(repo, "dirty")
     harness = Harness.make()
     try:
         harness.settle()
         worktree = repo / "places" / "fix--dirty"
         (worktree / "notes.txt").write_text("unsaved\n", encoding="utf-8")
-        assert flume("drop", "fix--dirty").returncode == 0
+        drop(path)
         harness.settle()
         assert harness.place(path).life is Life.DROPPED
         assert worktree.exists()
@@ -157,14 +162,14 @@ def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(host:
 def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(host: Path) -> None:
     """The place's worktree replaced by one made by hand: tidy keeps it and its branch."""
     repo = repository(host / "repo")
-    path = launched(repo, "swapped")
+    path = launch_place(repo, "swapped")
     harness = Harness.make()
     try:
         harness.settle()
         worktree = repo / "places" / "fix--swapped"
         run_git(repo, "worktree", "remove", str(worktree))
         run_git(repo, "worktree", "add", "-q", "-b", "mine", str(worktree))
-        assert flume("drop", "fix--swapped").returncode == 0
+        drop(path)
         harness.settle()
         assert worktree.exists()
         assert git.worktree_paths(repo)[worktree] == "mine"
@@ -177,14 +182,14 @@ def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(host: Path) -
 def test_subprocesses_per_tick_are_per_repository_not_per_place(host: Path) -> None:
     """P3: a tick runs one git process per repository, whether it follows 1 place or 12."""
     repo = repository(host / "repo")
-    launched(repo, "first")
+    launch_place(repo, "first")
     harness = Harness.make()
     try:
         harness.settle()
         harness.supervisor.tick()
         one = harness.supervisor.stats.last_tick_subprocesses
         for number in range(11):
-            launched(repo, f"more{number}")
+            launch_place(repo, f"more{number}")
         harness.settle()
         harness.supervisor.tick()
         assert len(harness.supervisor.followed) == 12
