@@ -16,24 +16,29 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import attrs
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
+    MultipleResults,
     RuleBasedStateMachine,
     initialize,
     invariant,
+    multiple,
     precondition,
     rule,
 )
 
+from flume.core.actions import DeleteBranch, RemoveWorktree
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant
-from flume.core.observations import DropAsked, SubmitAsked
+from flume.core.observations import BranchDeleted, DropAsked, Observation, SubmitAsked
 from flume.core.place import Life, Place, Working
 from flume.core.settings import Settings
 from flume.shell import git, places, tidying
 from flume.shell import launch as shell_launch
+from flume.shell.perform import Performer
 from tests.integration.places_kit import (
     GIT_IDENTITY,
     GitLander,
@@ -44,6 +49,40 @@ from tests.integration.places_kit import (
 )
 
 CI = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+
+
+@attrs.define
+class Watched(Performer):
+    """The supervisor's performer, watched: what each removal of tidy's did to the history."""
+
+    #: (branch, git rev-list --count base..branch) just before each branch deletion asked.
+    deletions: list[tuple[str, int | None]] = attrs.field(factory=list)
+    #: Commits reachable before a removal and not after it.
+    lost: list[str] = attrs.field(factory=list)
+
+    def _reachable(self, repository: Path) -> set[str]:
+        return set(run_git(repository, "rev-list", "--all").split())
+
+    def delete_branch(self, place: Place, action: DeleteBranch) -> list[Observation]:
+        """Delete as the shell does, recording the count and any commit lost."""
+        repository = Path(place.launch.repository)
+        before = self._reachable(repository)
+        count = git.lacks(repository, action.branch, action.base)
+        observed = super().delete_branch(place, action)
+        if any(isinstance(seen, BranchDeleted) for seen in observed):
+            self.deletions.append((action.branch, count))
+        self.lost.extend(sorted(before - self._reachable(repository)))
+        return observed
+
+    def remove_worktree(self, place: Place, action: RemoveWorktree) -> list[Observation]:
+        """Remove as the shell does, recording any commit lost."""
+        repository = Path(place.launch.repository)
+        before = self._reachable(repository)
+        observed = super().remove_worktree(place, action)
+        self.lost.extend(sorted(before - self._reachable(repository)))
+        return observed
+
+
 MAIN = BranchName("main")
 
 
@@ -53,20 +92,29 @@ class TidyOnRealGit(RuleBasedStateMachine):
     places = Bundle("places")
     hand_made = Bundle("hand_made")
 
-    @initialize()
-    def repository(self) -> None:
-        """A fresh host and repository, and a supervisor following it."""
+    @initialize(target=places)
+    def repository(self) -> MultipleResults[str]:
+        """A fresh host and repository, a supervisor following it, and two fixes launched.
+
+        Launching here (and not only in a rule) means every example has places to work on:
+        Hypothesis turns rules off at random per example, and a run with ``launch`` off would
+        do nothing else.
+        """
         self.saved = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", *GIT_IDENTITY)}
         self.folder = Path(tempfile.mkdtemp(prefix="flume-tidy-git-"))
         os.environ["XDG_STATE_HOME"] = str(self.folder / "state")
         os.environ.update(GIT_IDENTITY)
         self.repo = repository(self.folder / "repo")
         self.harness = Harness.make(GitLander())
+        old = self.harness.supervisor.performer
+        self.watched = Watched(clock=old.clock, agents=old.agents, lander=old.lander)
+        self.harness.supervisor.performer = self.watched
         self.count = 0
         #: Worktrees made by hand: path -> the files in them that must survive.
         self.hand: dict[Path, str] = {}
         #: Branches deleted by tidy, with what main lacked of each just before.
         self.deleted: list[tuple[str, int]] = []
+        return multiple(self._launch(), self._launch())
 
     def teardown(self) -> None:
         """Stop the supervisor's workers, restore the environment, remove the folder."""
@@ -127,6 +175,9 @@ class TidyOnRealGit(RuleBasedStateMachine):
     @rule(target=places)
     def launch(self) -> str:
         """Launch a fix; the supervisor makes its place and starts its first stage."""
+        return self._launch()
+
+    def _launch(self) -> str:
         self.count += 1
         request = shell_launch.Request(
             repository=self.repo, kind="fix", name=f"p{self.count}", brief="Mend it."
@@ -236,8 +287,14 @@ class TidyOnRealGit(RuleBasedStateMachine):
 
     @invariant()
     def deleted_branches_were_on_main(self) -> None:
-        """L2: every branch tidy deleted had git rev-list --count main..branch equal to 0."""
-        if hasattr(self, "deleted"):
+        """L2: every branch tidy deleted had git rev-list --count main..branch equal to 0.
+
+        Checked at each deletion (the supervisor tidies by itself, not only when asked), and
+        across each tidy asked; and no removal of tidy's left a commit unreachable.
+        """
+        if hasattr(self, "watched"):
+            assert all(count == 0 for _branch, count in self.watched.deletions), self.watched
+            assert not self.watched.lost, self.watched.lost
             assert all(count == 0 for _branch, count in self.deleted), self.deleted
 
     @invariant()
@@ -253,7 +310,7 @@ class TidyOnRealGit(RuleBasedStateMachine):
 
 
 TidyOnRealGit.TestCase.settings = hypothesis_settings(
-    max_examples=20 if CI else 6,
+    max_examples=25 if CI else 8,
     stateful_step_count=12 if CI else 8,
     deadline=None,
 )
