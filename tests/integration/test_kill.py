@@ -1,0 +1,29 @@
+"""The supervisor killed with SIGKILL at random points during launches (at least 20 in CI)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from tests.integration import kill_trials
+from tests.integration.conftest import stop_supervisor
+
+TRIALS = 20 if os.environ.get("CI") == "true" else 6
+
+
+def test_every_launch_completes_exactly_once_after_a_sigkill(host: Path) -> None:
+    """Each launch completes exactly once after restart; nothing made without its journal."""
+    rng = random.Random(20261129)  # noqa: S311 (kill points, not secrets)
+    results = []
+    for number in range(TRIALS):
+        try:
+            results.append(kill_trials.run(host / f"trial-{number}", rng))
+        finally:
+            stop_supervisor()
+    problems = [(trial.killed_at_line, trial.problems) for trial in results if trial.problems]
+    assert not problems
+    assert all(trial.completed == len(kill_trials.NAMES) for trial in results)
+    # The kill points spread over the launches' whole course, and most trials really killed.
+    assert len({trial.killed_at_line for trial in results}) >= min(TRIALS, 5)
+    assert sum(trial.killed for trial in results) >= TRIALS // 2
