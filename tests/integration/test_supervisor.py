@@ -28,9 +28,18 @@ BRIEF = "Mend the greeting."
 def launched(repo: Path, name: str, *extra: str) -> Path:
     """Launch a fix through the CLI, which starts the host's supervisor; its journal."""
     ran = flume(
-        "launch", "--repository", str(repo), "--kind", "fix", "--name", name,
-        "--brief", BRIEF, "--json", *extra,
-    )  # fmt: skip
+        "launch",
+        "--repository",
+        str(repo),
+        "--kind",
+        "fix",
+        "--name",
+        name,
+        "--brief",
+        BRIEF,
+        "--json",
+        *extra,
+    )
     assert ran.returncode == 0, ran.stderr
     return Path(json.loads(ran.stdout)["journal"])
 
@@ -237,8 +246,15 @@ def test_drop_and_tidy_through_the_daemon(host: Path) -> None:
     ]
     assert json.loads(flume("status", "--json").stdout)["places"] == []
     again = flume(
-        "launch", "--repository", str(repo), "--kind", "fix", "--name", "viadaemon",
-        "--brief", BRIEF,
-    )  # fmt: skip
+        "launch",
+        "--repository",
+        str(repo),
+        "--kind",
+        "fix",
+        "--name",
+        "viadaemon",
+        "--brief",
+        BRIEF,
+    )
     assert again.returncode == 2
     assert "the branch fix/viadaemon already exists" in again.stderr

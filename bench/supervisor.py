@@ -1,0 +1,127 @@
+"""P3: the supervisor's cost with 1 and with 100 places in one repository, side by side.
+
+Targets (DESIGN.md §9): git processes per tick the same for 1 place as for 100 (per
+repository, not per place); with 100 idle places, idle CPU under 2% of a core and resident
+memory under 100 MB.
+
+Two hosts are built, one with 1 place and one with 100 (real launches: worktrees made by the
+supervisor), each followed by its own real supervisor process. Once every place is idle, both
+run together for the measuring window: CPU time from /proc/<pid>/stat over wall time, resident
+memory from /proc/<pid>/status, and the git processes of the last tick from the supervisor.
+
+Run: ``python bench/supervisor.py [--places N] [--seconds S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from common import private_host, small_repository
+
+from flume.core.settings import Settings
+from flume.shell import client, places
+from flume.shell import launch as shell_launch
+
+CPU_TARGET = 2.0
+MEMORY_TARGET_MB = 100.0
+
+
+def host_with(count: int) -> tuple[dict[str, str], Path]:
+    """A host with ``count`` places launched in one repository, and its supervisor started."""
+    home = private_host()
+    repo = small_repository(home / "repo")
+    for number in range(count):
+        request = shell_launch.Request(
+            repository=repo, kind="fix", name=f"p{number}", brief="Idle."
+        )
+        shell_launch.launch(request, Settings(), time.time)
+    client.ensure(wait=30)
+    return dict(os.environ), repo
+
+
+def settled(repo: Path, count: int) -> bool:
+    """Every place made and its first stage stopped short (no agent can start yet): idle."""
+    folder = places.journals_dir(repo)
+    done = 0
+    for path in folder.glob(f"*/{places.JOURNAL}"):
+        if b'"action":"StartAgent"' in path.read_bytes():
+            done += 1
+    return done == count
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def with_environment(environment: dict[str, str]) -> None:
+    """Make this process talk to that host's supervisor."""
+    os.environ.clear()
+    os.environ.update(environment)
+
+
+def main() -> None:
+    """Measure both hosts' supervisors side by side and print the figures against the targets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--places", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    arguments = parser.parse_args()
+    hosts = {}
+    for count in (1, arguments.places):
+        environment, repo = host_with(count)
+        started = time.monotonic()
+        while not settled(repo, count):
+            if time.monotonic() - started > 300:
+                message = f"{count} places did not settle in 300s"
+                raise TimeoutError(message)
+            time.sleep(0.1)
+        reply = client.request("status")
+        assert reply is not None
+        hosts[count] = (environment, int(reply["pid"]))
+        print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
+    before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
+    wall = time.monotonic()
+    time.sleep(arguments.seconds)  # the measuring window: both supervisors run on their own
+    elapsed = time.monotonic() - wall
+    for count, (environment, pid) in hosts.items():
+        with_environment(environment)
+        reply = client.request("status")
+        assert reply is not None
+        share = (cpu_seconds(pid) - before[count]) / elapsed * 100
+        print(
+            f"{count:>3} place(s): {reply['last_tick_subprocesses']} git process(es) a tick, "
+            f"{reply['ticks']} ticks so far; idle CPU {share:.2f}% of a core; "
+            f"resident memory {rss_mb(pid):.1f} MB"
+        )
+    few, many = (client_status(hosts[count][0]) for count in (1, arguments.places))
+    print(
+        f"P3 git processes a tick, 1 vs {arguments.places} places: {few} vs {many}: "
+        f"{'equal' if few == many else 'NOT equal'}"
+    )
+    for environment, _pid in hosts.values():
+        with_environment(environment)
+        client.request("stop")
+
+
+def client_status(environment: dict[str, str]) -> int:
+    """The git processes the last tick of that host's supervisor ran."""
+    with_environment(environment)
+    reply = client.request("status")
+    assert reply is not None
+    return int(reply["last_tick_subprocesses"])
+
+
+if __name__ == "__main__":
+    main()
