@@ -118,9 +118,8 @@ def main() -> None:
         for environment in pair:
             (ones if environment is one else manys).append(timed(environment))
     ratio = best(manys) / best(ones)
-    print(
-        f"status --json, 1 place:   best {best(ones) * 1000:.0f} ms, median {median(ones) * 1000:.0f} ms"
-    )
+    one_best, one_median = best(ones) * 1000, median(ones) * 1000
+    print(f"status --json, 1 place:   best {one_best:.0f} ms, median {one_median:.0f} ms")
     print(
         f"status --json, {arguments.places} places: best {best(manys) * 1000:.0f} ms, "
         f"median {median(manys) * 1000:.0f} ms"
