@@ -325,9 +325,14 @@ def daemon_stop() -> None:
 
 
 @daemon.command("run", hidden=True)
-def daemon_run() -> None:
+def daemon_run(
+    *,
+    asked_at: Annotated[
+        float | None, typer.Option(help="When a command asked for this supervisor.")
+    ] = None,
+) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
-    raise typer.Exit(supervisor.serve(Settings()))
+    raise typer.Exit(supervisor.serve(Settings(), asked_at=asked_at))
 
 
 def main() -> NoReturn:

@@ -56,6 +56,11 @@ def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) else None
 
 
+def stopped_path() -> Path:
+    """Where the last ``daemon stop`` left the time it was asked."""
+    return places.state_dir() / "supervisor.stopped"
+
+
 def log_path() -> Path:
     """Where a started supervisor writes what it has to say."""
     return places.state_dir() / "supervisor.log"
@@ -66,8 +71,8 @@ def start() -> None:
     log = log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as output:
-        subprocess.Popen(
-            [sys.executable, "-m", "flume", "daemon", "run"],
+        subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
+            [sys.executable, "-m", "flume", "daemon", "run", "--asked-at", repr(time.time())],
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=output,

@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import queue
 import selectors
@@ -60,6 +61,7 @@ TICK_SECONDS = 1.0
 #: How long a new supervisor waits for an old one's processes to let go of the lock.
 LOCK_WAIT_SECONDS = 30.0
 _NO_EFFECT = (KeepBranch, KeepPlace, Report)
+_log = logging.getLogger("flume.supervisor")
 
 
 @attrs.define(eq=False)
@@ -311,8 +313,28 @@ class Supervisor:
 # --- the daemon ------------------------------------------------------------------------------
 
 
+def _holder_alive(descriptor: int) -> bool:
+    """The process named in the lock file lives: a supervisor holds the lock, not orphans."""
+    text = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+    if not text.isdigit():
+        return False
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _lock() -> int | None:
-    """Take the host's supervisor lock; None when a live supervisor already holds it."""
+    """Take the host's supervisor lock; None when a live supervisor already holds it.
+
+    A lock held while the supervisor it names is dead is held by what that supervisor started
+    for an action (it inherits the lock): then wait, up to :data:`LOCK_WAIT_SECONDS`, for those
+    processes to end. A lock held by a live supervisor (even one not yet listening) means this
+    one is not needed: it leaves at once, so it can never take over after a ``daemon stop``.
+    """
     path = places.state_dir() / "supervisor.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -321,9 +343,15 @@ def _lock() -> int | None:
         try:
             fcntl_lock(descriptor)
         except BlockingIOError:
-            if client.request("ping") is not None or time.monotonic() > deadline:
+            if (
+                _holder_alive(descriptor)
+                or client.request("ping") is not None
+                or time.monotonic() > deadline
+            ):
+                _log.info("another supervisor holds the lock: leaving")
                 os.close(descriptor)
                 return None
+            _log.info("waiting for a dead supervisor's processes to let go of the lock")
             # An old supervisor's processes still run and hold the lock: wait for them.
             time.sleep(0.1)
             continue
@@ -337,11 +365,32 @@ def fcntl_lock(descriptor: int) -> None:
     fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def serve(settings: Settings) -> int:
-    """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs."""
+def _stopped_since(asked_at: float | None) -> bool:
+    """A ``daemon stop`` came after this supervisor was asked for: it must not take over."""
+    if asked_at is None:
+        return False
+    try:
+        stopped_at = float(client.stopped_path().read_text().strip())
+    except (OSError, ValueError):
+        return False
+    return stopped_at > asked_at
+
+
+def serve(settings: Settings, asked_at: float | None = None) -> int:
+    """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
+
+    ``asked_at`` is when a command asked for this supervisor: one that starts only after a
+    ``daemon stop`` asked later leaves at once, so a stop is never undone by a slow starter.
+    """
+    _configure_log()
     descriptor = _lock()
     if descriptor is None:
         return 0
+    if _stopped_since(asked_at):
+        _log.info("a daemon stop came after this supervisor was asked for: leaving")
+        os.close(descriptor)
+        return 0
+    _log.info("supervisor started")
     address = client.socket_path()
     with contextlib.suppress(FileNotFoundError):
         address.unlink()
@@ -381,6 +430,7 @@ def serve(settings: Settings) -> int:
                     continue
                 stopping |= _answer(listener, supervisor)
     finally:
+        _log.info("supervisor stopping")
         listener.close()
         with contextlib.suppress(FileNotFoundError):
             address.unlink()
@@ -409,6 +459,7 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 reply.update(supervisor.report())
             elif op == "stop":
                 stop = True
+                client.stopped_path().write_text(f"{time.time()!r}\n")
             elif op not in {"ping", "wake"}:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
             with contextlib.suppress(OSError):
@@ -425,6 +476,10 @@ def _read_line(connection: socket.socket) -> str:
     return data.decode("utf-8")
 
 
-def main() -> None:
-    """``flume daemon run``: serve, with stderr as the supervisor's log."""
-    sys.exit(serve(Settings()))
+def _configure_log() -> None:
+    """The supervisor's log lines: when, which process, what."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s flume supervisor %(process)d: %(message)s",
+    )

@@ -39,12 +39,12 @@ def stop_supervisor() -> None:
         deadline = time.monotonic() + 30
         while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-    for pid in _daemons_of(os.environ["XDG_STATE_HOME"]):
+    for pid in daemons_of(os.environ["XDG_STATE_HOME"]):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
 
-def _daemons_of(state_home: str) -> list[int]:
+def daemons_of(state_home: str) -> list[int]:
     """The pids of ``flume daemon run`` processes whose state directory is ``state_home``."""
     found = []
     for entry in Path("/proc").iterdir():

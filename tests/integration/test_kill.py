@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from pathlib import Path
 
+from flume.shell import client, places
 from tests.integration import kill_trials
-from tests.integration.conftest import stop_supervisor
+from tests.integration.conftest import daemons_of, stop_supervisor
 
 TRIALS = 20 if os.environ.get("CI") == "true" else 6
 
@@ -19,6 +21,16 @@ def test_every_launch_completes_exactly_once_after_a_sigkill(host: Path) -> None
     for number in range(TRIALS):
         try:
             results.append(kill_trials.run(host / f"trial-{number}", rng))
+            assert client.request("stop") is not None
+            # Once stopped, it stays stopped: no supervisor started meanwhile takes over.
+            deadline = time.monotonic() + 30
+            while daemons_of(os.environ["XDG_STATE_HOME"]):
+                assert time.monotonic() < deadline, (
+                    "a supervisor outlived daemon stop",
+                    daemons_of(os.environ["XDG_STATE_HOME"]),
+                    (places.state_dir() / "supervisor.log").read_text()[-3000:],
+                )
+                time.sleep(0.02)
         finally:
             stop_supervisor()
     problems = [(trial.killed_at_line, trial.problems) for trial in results if trial.problems]
