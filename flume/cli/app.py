@@ -106,6 +106,12 @@ def status(
             if found.place is None:
                 unreadable.append((str(found.journal), found.problem or "unreadable"))
                 continue
+            if found.torn:
+                typer.echo(
+                    f"flume: warning: {found.journal} ends in a line a crash cut short; "
+                    "it was left out",
+                    err=True,
+                )
             view = core_status(found.place, agent_known=supervised)
             if (mark is None or view.mark == mark) and (place is None or view.place == place):
                 views.append(view)

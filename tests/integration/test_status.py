@@ -192,3 +192,16 @@ def test_the_registry_remembers_each_repository_once(tmp_path: Path) -> None:
         child.unlink() if child.is_file() else child.rmdir()
     gone.rmdir()
     assert places.remembered() == [one]
+
+
+def test_a_torn_last_line_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    """A journal whose last line a crash cut short: read without it, and the user is told."""
+    repo = repository(tmp_path / "repo")
+    journal = place(repo, "fix", "torn")
+    with journal.open("ab") as file:
+        file.write(b'{"at":9.0,"type":"Tick"')
+    code, out, err = status("--json")
+    assert code == 0
+    (row,) = json.loads(out)["places"]
+    assert row["place"] == "fix--torn"
+    assert f"{journal} ends in a line a crash cut short" in err
