@@ -16,7 +16,6 @@ from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.launch import AgentName, AgentSettings
 from flume.core.observations import DropAsked
-from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import trace
@@ -258,29 +257,10 @@ def tidy(
         for each in places.places_of(where, settings)
         if each.place is not None
     ]
-    outcomes: list[tidying.Outcome] = []
     if dry_run:
-        outcomes = [
-            tidying.dry_run(each.place, force=force)
-            for each in found
-            if each.place and each.place.life is not Life.TIDIED
-        ]
+        outcomes = tidying.plans(found, force=force)
     else:
-        asked: list[tuple[places.Found, int]] = []
-        for each in found:
-            assert each.place is not None  # noqa: S101 (filtered above)
-            if each.place.life is Life.TIDIED:
-                outcomes.append(tidying.tidied_before(each, settings))
-                tidying.archive(each)
-                continue
-            after = tidying.ask(each, force=force, settings=settings, clock=time.time)
-            if after is None:
-                outcomes.append(tidying.dry_run(each.place, force=force))
-            else:
-                asked.append((each, after))
-        if asked:
-            client.ensure(wait=10.0)
-            outcomes.extend(tidying.wait(asked, settings, time.monotonic() + timeout))
+        outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
         for where in repositories:
             tidying.sweep_staging(where, time.time())
     if as_json:

@@ -33,7 +33,7 @@ from flume.core.place import Life, Place
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.core.tidy import plan
-from flume.shell import journal, places
+from flume.shell import client, journal, places
 from flume.shell.perform import branch_facts, worktree_facts
 
 #: A launch's staging folder older than this belongs to a launch that died.
@@ -225,3 +225,40 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
                 shutil.rmtree(staging)
                 removed.append(str(staging))
     return removed
+
+
+def plans(found: list[places.Found], *, force: bool) -> list[Outcome]:
+    """``flume tidy --dry-run``: the plan for every place not yet tidied; nothing changes."""
+    return [
+        dry_run(each.place, force=force)
+        for each in found
+        if each.place is not None and each.place.life is not Life.TIDIED
+    ]
+
+
+def tidy(
+    found: list[places.Found], *, force: bool, settings: Settings, timeout: float
+) -> list[Outcome]:
+    """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied."""
+    outcomes: list[Outcome] = []
+    asked: list[tuple[places.Found, int]] = []
+    for each in found:
+        if each.place is None:
+            continue
+        if each.place.life is Life.TIDIED:
+            outcomes.append(tidied_before(each, settings))
+            archive(each)
+            continue
+        after = ask(each, force=force, settings=settings, clock=time.time)
+        if after is None:
+            outcomes.append(dry_run(each.place, force=force))
+        else:
+            asked.append((each, after))
+    if asked:
+        client.ensure(wait=10.0)
+        waited = wait(asked, settings, time.monotonic() + timeout)
+        for (each, _after), outcome in zip(asked, waited, strict=True):
+            if outcome.state == "tidied":
+                archive(each)
+        outcomes.extend(waited)
+    return outcomes

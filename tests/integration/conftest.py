@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from flume.shell import client
-from tests.integration.places_kit import GIT_IDENTITY
+from tests.integration.places_kit import GIT_IDENTITY, Harness
 
 
 @pytest.fixture
@@ -62,3 +62,14 @@ def daemons_of(state_home: str) -> list[int]:
         ):
             found.append(int(entry.name))
     return found
+
+
+@pytest.fixture
+def harness(host: Path) -> Iterator[Harness]:
+    """A supervisor in this process for the test's host, its workers stopped at the end."""
+    del host
+    made = Harness.make()
+    try:
+        yield made
+    finally:
+        made.close()

@@ -85,6 +85,14 @@ def flume(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[s
     )
 
 
+def launch_argv(repo: Path, name: str, brief: str = "Mend it.") -> list[str]:
+    """The command line of a fix's launch, run as its own process."""
+    return [
+        sys.executable, "-m", "flume", "launch", "--repository", str(repo), "--kind", "fix",
+        "--name", name, "--brief", brief,
+    ]  # fmt: skip
+
+
 def flume_process(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the flume command as a user would, in its own process."""
     return subprocess.run(  # noqa: S603 (our own interpreter and module)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from flume.shell import git, places
 from tests.integration.places_kit import (
     Harness,
     flume,
+    launch_argv,
     launch_place,
     repository,
     run_git,
@@ -180,20 +180,7 @@ def test_a_name_in_use_makes_nothing_more(host: Path) -> None:
 def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:
     """Eight launches of one name at once: exactly one wins; the others are told why."""
     repo = repository(host / "repo")
-    argv = [
-        sys.executable,
-        "-m",
-        "flume",
-        "launch",
-        "--repository",
-        str(repo),
-        "--kind",
-        "fix",
-        "--name",
-        "race",
-        "--brief",
-        BRIEF,
-    ]
+    argv = launch_argv(repo, "race", BRIEF)
     racers = [
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # noqa: S603
         for _ in range(8)
@@ -210,7 +197,7 @@ def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:
     assert [p.name for p in journals.iterdir() if not p.name.startswith(".tidied")] == ["fix--race"]
 
 
-def test_a_launch_makes_its_place_and_runs_setup(host: Path) -> None:
+def test_a_launch_makes_its_place_and_runs_setup(host: Path, harness: Harness) -> None:
     """R1, R2: the worktree on fix/<name> from base, places/ out of git status, setup run."""
     repo = repository(
         host / "repo",
@@ -225,48 +212,40 @@ def test_a_launch_makes_its_place_and_runs_setup(host: Path) -> None:
     (repo / ".env").write_text("SECRET=1\n", encoding="utf-8")
     base = run_git(repo, "rev-parse", "main").strip()
     journal_path = launch_place(repo, "greeting")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        path = repo / "places" / "fix--greeting"
-        assert git.worktree_paths(repo)[path] == "fix/greeting"
-        assert run_git(path, "rev-parse", "HEAD").strip() == base
-        assert (path / ".env").read_text() == "SECRET=1\n"
-        assert (path / ".ready").read_text() == "set up\n"
-        assert run_git(repo, "status", "--porcelain") == ""
-        assert "/places/" in (repo / ".git" / "info" / "exclude").read_text()
-        place = harness.place(journal_path)
-        assert place.made
-        assert place.ready
-        assert place.agent is not None  # the echo agent took the first stage
-        assert str(repo) in places.registry_path().read_text()
-    finally:
-        harness.close()
+    harness.settle()
+    path = repo / "places" / "fix--greeting"
+    assert git.worktree_paths(repo)[path] == "fix/greeting"
+    assert run_git(path, "rev-parse", "HEAD").strip() == base
+    assert (path / ".env").read_text() == "SECRET=1\n"
+    assert (path / ".ready").read_text() == "set up\n"
+    assert run_git(repo, "status", "--porcelain") == ""
+    assert "/places/" in (repo / ".git" / "info" / "exclude").read_text()
+    place = harness.place(journal_path)
+    assert place.made
+    assert place.ready
+    assert place.agent is not None  # the echo agent took the first stage
+    assert str(repo) in places.registry_path().read_text()
 
 
-def test_a_failed_setup_stops_short_with_its_output(host: Path) -> None:
+def test_a_failed_setup_stops_short_with_its_output(host: Path, harness: Harness) -> None:
     """R2: a failed setup is a stop short carrying its output, not a half-made place."""
     repo = repository(
         host / "repo",
         files={".flume.toml": '[place]\nsetup = [["sh", "-c", "echo cannot sync >&2; exit 3"]]\n'},
     )
     launch_place(repo, "broken")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        place = harness.place(places.journals_dir(repo) / "fix--broken" / places.JOURNAL)
-        assert place.life is Life.ACTIVE
-        assert isinstance(place.stage.phase, Short)
-        assert place.stage.phase.cause is ShortCause.SETUP_FAILED
-        assert "cannot sync" in place.stage.phase.words
-        assert "exit status 3" in place.stage.phase.words
-        assert place.agent is None
-        status = json.loads(flume("status", "--json").stdout)
-        (shown,) = status["places"]
-        assert shown["short_cause"] == "setup-failed"
-        assert "cannot sync" in shown["needs"]
-    finally:
-        harness.close()
+    harness.settle()
+    place = harness.place(places.journals_dir(repo) / "fix--broken" / places.JOURNAL)
+    assert place.life is Life.ACTIVE
+    assert isinstance(place.stage.phase, Short)
+    assert place.stage.phase.cause is ShortCause.SETUP_FAILED
+    assert "cannot sync" in place.stage.phase.words
+    assert "exit status 3" in place.stage.phase.words
+    assert place.agent is None
+    status = json.loads(flume("status", "--json").stdout)
+    (shown,) = status["places"]
+    assert shown["short_cause"] == "setup-failed"
+    assert "cannot sync" in shown["needs"]
 
 
 def test_the_base_is_the_shared_branch(host: Path) -> None:

@@ -13,7 +13,6 @@ from flume.core.place import Life, Working
 from flume.core.settings import Settings
 from flume.shell import client, git, journal, places, tidying
 from tests.integration.places_kit import (
-    GitLander,
     Harness,
     commit,
     flume,
@@ -84,127 +83,111 @@ def carry_to_landing(harness: Harness, path: Path) -> None:
     harness.pass_time(1)
 
 
-def test_a_fix_lands_and_is_tidied_by_itself(host: Path) -> None:
+def test_a_fix_lands_and_is_tidied_by_itself(host: Path, harness: Harness) -> None:
     """A landed fix: its place removed and its branch deleted, with no tidy asked (R10)."""
     repo = repository(host / "repo")
     path = launch_place(repo, "greeting")
-    harness = Harness.make(GitLander("rebase"))
-    try:
-        carry_to_landing(harness, path)
-        place = harness.place(path)
-        assert place.life is Life.TIDIED
-        assert not (repo / "places" / "fix--greeting").exists()
-        assert "fix/greeting" not in git.heads(repo)
-        assert (repo / "greeting.txt").read_text() == "hello\n"
-        assert [(stage, attempt) for _path, stage, attempt in harness.agents.started] == [
-            ("code", 1),
-            ("submit", 1),
-        ]
-    finally:
-        harness.close()
+    harness.lander.how = "rebase"
+    carry_to_landing(harness, path)
+    place = harness.place(path)
+    assert place.life is Life.TIDIED
+    assert not (repo / "places" / "fix--greeting").exists()
+    assert "fix/greeting" not in git.heads(repo)
+    assert (repo / "greeting.txt").read_text() == "hello\n"
+    assert [(stage, attempt) for _path, stage, attempt in harness.agents.started] == [
+        ("code", 1),
+        ("submit", 1),
+    ]
 
 
-def test_a_squash_landing_keeps_the_branch_and_says_why(host: Path) -> None:
+def test_a_squash_landing_keeps_the_branch_and_says_why(host: Path, harness: Harness) -> None:
     """Squashed, the branch's own commits are not on main: tidy keeps it, naming the count."""
     repo = repository(host / "repo")
     path = launch_place(repo, "squashed")
-    harness = Harness.make(GitLander("squash"))
-    try:
-        carry_to_landing(harness, path)
-        assert harness.place(path).life is Life.TIDIED
-        assert not (repo / "places" / "fix--squashed").exists()
-        assert "fix/squashed" in git.heads(repo)
-        (found,) = places.places_of(repo, Settings())
-        said = "\n".join(tidy_text([tidying.tidied_before(found, Settings())], dry_run=False))
-        assert "kept fix/squashed: fix/squashed holds 1 commit main lacks: kept" in said
-    finally:
-        harness.close()
+    harness.lander.how = "squash"
+    carry_to_landing(harness, path)
+    assert harness.place(path).life is Life.TIDIED
+    assert not (repo / "places" / "fix--squashed").exists()
+    assert "fix/squashed" in git.heads(repo)
+    (found,) = places.places_of(repo, Settings())
+    said = "\n".join(tidy_text([tidying.tidied_before(found, Settings())], dry_run=False))
+    assert "kept fix/squashed: fix/squashed holds 1 commit main lacks: kept" in said
 
 
-def test_drop_removes_the_place_and_keeps_the_branch(host: Path) -> None:
+def test_drop_removes_the_place_and_keeps_the_branch(host: Path, harness: Harness) -> None:
     """Dropped work: its clean place is removed by the supervisor, its branch kept (R10)."""
     repo = repository(host / "repo")
     path = launch_place(repo, "dropme")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        worktree = repo / "places" / "fix--dropme"
-        commit(worktree, "half.txt")
-        drop(path)
-        harness.settle()
-        assert harness.place(path).life is Life.TIDIED
-        assert not worktree.exists()
-        assert "fix/dropme" in git.heads(repo)
-        again = flume("drop", "fix--dropme")
-        assert again.returncode == 1
-        assert "fix--dropme is tidied" in again.stderr
-    finally:
-        harness.close()
+    harness.settle()
+    worktree = repo / "places" / "fix--dropme"
+    commit(worktree, "half.txt")
+    drop(path)
+    harness.settle()
+    assert harness.place(path).life is Life.TIDIED
+    assert not worktree.exists()
+    assert "fix/dropme" in git.heads(repo)
+    again = flume("drop", "fix--dropme")
+    assert again.returncode == 1
+    assert "fix--dropme is tidied" in again.stderr
 
 
-def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(host: Path) -> None:
+def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(
+    host: Path, harness: Harness
+) -> None:
     """R10: uncommitted or untracked changes keep the place; --force removes it."""
     repo = repository(host / "repo")
     path = launch_place(repo, "dirty")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        worktree = repo / "places" / "fix--dirty"
-        (worktree / "notes.txt").write_text("unsaved\n", encoding="utf-8")
-        drop(path)
-        harness.settle()
-        assert harness.place(path).life is Life.DROPPED
-        assert worktree.exists()
-        dry = flume("tidy", "--dry-run", "--json")
-        assert dry.returncode == 0, dry.stderr
-        (shown,) = json.loads(dry.stdout)["places"]
-        assert shown["state"] == "kept"
-        assert "untracked files" in shown["kept"][0]["reason"]
-        forced = flume("tidy", "--dry-run", "--force")
-        assert f"would remove worktree {worktree}" in forced.stdout
-        assert worktree.exists()
-        assert harness.place(path).life is Life.DROPPED
-    finally:
-        harness.close()
+    harness.settle()
+    worktree = repo / "places" / "fix--dirty"
+    (worktree / "notes.txt").write_text("unsaved\n", encoding="utf-8")
+    drop(path)
+    harness.settle()
+    assert harness.place(path).life is Life.DROPPED
+    assert worktree.exists()
+    dry = flume("tidy", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    (shown,) = json.loads(dry.stdout)["places"]
+    assert shown["state"] == "kept"
+    assert "untracked files" in shown["kept"][0]["reason"]
+    forced = flume("tidy", "--dry-run", "--force")
+    assert f"would remove worktree {worktree}" in forced.stdout
+    assert worktree.exists()
+    assert harness.place(path).life is Life.DROPPED
 
 
-def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(host: Path) -> None:
+def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(
+    host: Path, harness: Harness
+) -> None:
     """The place's worktree replaced by one made by hand: tidy keeps it and its branch."""
     repo = repository(host / "repo")
     path = launch_place(repo, "swapped")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        worktree = repo / "places" / "fix--swapped"
-        run_git(repo, "worktree", "remove", str(worktree))
-        run_git(repo, "worktree", "add", "-q", "-b", "mine", str(worktree))
-        drop(path)
-        harness.settle()
-        assert worktree.exists()
-        assert git.worktree_paths(repo)[worktree] == "mine"
-        assert "fix/swapped" in git.heads(repo)
-        assert harness.place(path).life is Life.DROPPED
-    finally:
-        harness.close()
+    harness.settle()
+    worktree = repo / "places" / "fix--swapped"
+    run_git(repo, "worktree", "remove", str(worktree))
+    run_git(repo, "worktree", "add", "-q", "-b", "mine", str(worktree))
+    drop(path)
+    harness.settle()
+    assert worktree.exists()
+    assert git.worktree_paths(repo)[worktree] == "mine"
+    assert "fix/swapped" in git.heads(repo)
+    assert harness.place(path).life is Life.DROPPED
 
 
-def test_subprocesses_per_tick_are_per_repository_not_per_place(host: Path) -> None:
+def test_subprocesses_per_tick_are_per_repository_not_per_place(
+    host: Path, harness: Harness
+) -> None:
     """P3: a tick runs one git process per repository, whether it follows 1 place or 12."""
     repo = repository(host / "repo")
     launch_place(repo, "first")
-    harness = Harness.make()
-    try:
-        harness.settle()
-        harness.supervisor.tick()
-        one = harness.supervisor.stats.last_tick_subprocesses
-        for number in range(11):
-            launch_place(repo, f"more{number}")
-        harness.settle()
-        harness.supervisor.tick()
-        assert len(harness.supervisor.followed) == 12
-        assert harness.supervisor.stats.last_tick_subprocesses == one == 1
-    finally:
-        harness.close()
+    harness.settle()
+    harness.supervisor.tick()
+    one = harness.supervisor.stats.last_tick_subprocesses
+    for number in range(11):
+        launch_place(repo, f"more{number}")
+    harness.settle()
+    harness.supervisor.tick()
+    assert len(harness.supervisor.followed) == 12
+    assert harness.supervisor.stats.last_tick_subprocesses == one == 1
 
 
 def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
