@@ -87,8 +87,11 @@ def host_with(count: int) -> dict[str, str]:
     repo = small_repository(home / "repo")
     folder = places.journals_dir(repo)
     for number in range(count):
-        for seen in journal_of(repo, f"p{number}"):
-            journal.append(folder / f"fix--p{number}" / places.JOURNAL, seen)
+        path = folder / f"fix--p{number}" / places.JOURNAL
+        first, *rest = journal_of(repo, f"p{number}")
+        journal.create(path, first)
+        for seen in rest:
+            journal.append(path, seen)
     places.remember(repo)
     return dict(os.environ)
 

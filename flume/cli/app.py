@@ -154,7 +154,16 @@ def _brief(brief: str | None, brief_file: Path | None) -> str:
                 "give --brief TEXT, --brief-file FILE, or pipe the brief on stdin",
             ),
         )
-    return sys.stdin.read()
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as error:
+        _fail(
+            UsageError.one(
+                "brief",
+                f"the brief on stdin is not UTF-8 text ({error.reason} at byte {error.start})",
+                "give the brief as UTF-8 text",
+            ),
+        )
 
 
 @app.command()
@@ -304,9 +313,13 @@ def daemon_stop() -> None:
         typer.echo("supervisor: not running")
         return
     pid = int(reply["pid"])
-    deadline = time.monotonic() + 60.0
-    while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
+    # It stops listening at once, and exits once its running actions are done.
+    deadline = time.monotonic() + 600.0
+    while client.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    if client.alive(pid):
+        typer.echo(f"supervisor {pid}: still finishing its actions after 600 s", err=True)
+        raise typer.Exit(1)
     typer.echo(f"supervisor {pid}: stopped")
 
 

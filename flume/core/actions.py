@@ -28,6 +28,9 @@ class MakeWorktree:
     base: BranchName
     #: The base's revision at launch; None: the base's revision when the shell makes it.
     start: Sha | None = None
+    #: Only look: report the worktree if it was made (before a restart), make none (the work
+    #: was dropped before it was seen made).
+    look_only: bool = False
 
 
 @attrs.frozen(kw_only=True)

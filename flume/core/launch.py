@@ -171,6 +171,16 @@ def check_launch(launch: Launch, kind: Kind) -> None:
         problems.append(
             Problem(field="brief", what="the brief is empty", mend="say what the work is"),
         )
+    try:
+        launch.brief.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append(
+            Problem(
+                field="brief",
+                what="the brief is not UTF-8 text (it holds bytes that are not characters)",
+                mend="give the brief as UTF-8 text",
+            ),
+        )
     size = len(launch.brief.encode("utf-8", errors="surrogatepass"))
     if size > MAX_BRIEF_BYTES:
         problems.append(

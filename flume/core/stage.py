@@ -167,8 +167,10 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
         return place, ()
     place = evolve(place, made=True, head=seen.head)
     report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
-    if place.life is Life.DROPPED:
-        return evolve(place, tidy_wanted=True), (report,)
+    if place.life in {Life.DROPPED, Life.TIDIED}:
+        # Made for work already dropped (a make in flight, or seen after a restart): tidy
+        # looks again, even at a place it had found nothing of, so the worktree is not left.
+        return evolve(place, life=Life.DROPPED, tidy_wanted=True), (report,)
     if place.setup or place.copy:
         return place, (report, run_setup(place))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
@@ -401,14 +403,13 @@ def on_drop(place: Place) -> Outcome:
         raise refused("drop", f"{_name(place)} is {state}", "nothing to drop; tidy cleans it up")
     place, ended = _end_agent(place, "the work was dropped")
     place, dropped = tell.drop_all(place, "the work was dropped")
-    place = evolve(place, life=Life.DROPPED)
+    # Tidy at once, made or not: with nothing made, it finds nothing to remove and is done.
+    place = evolve(place, life=Life.DROPPED, tidy_wanted=True)
     actions: tuple[Action, ...] = (
         *ended,
         *dropped,
         Report(event=Event.DROPPED, text=f"{_name(place)} dropped", stage=place.stage.name),
     )
-    if place.made:
-        place = evolve(place, tidy_wanted=True)
     return place, actions
 
 

@@ -198,8 +198,11 @@ def pending(place: Place) -> tuple[Action, ...]:
     found: list[Action] = []
     phase = place.stage.phase
     short = isinstance(phase, Short)
-    if not place.made and not short and place.life in {Life.MAKING, Life.ACTIVE, Life.DROPPED}:
+    if not place.made and not short and place.life in {Life.MAKING, Life.ACTIVE}:
         found.append(stage.make_worktree(place))
+    elif not place.made and place.life is Life.DROPPED:
+        # Dropped before its worktree was seen made: it may have been made before a crash.
+        found.append(attrs.evolve(stage.make_worktree(place), look_only=True))
     elif place.made and not place.ready and not short and place.life in {Life.MAKING, Life.ACTIVE}:
         found.append(stage.run_setup(place))
     if place.life is Life.ACTIVE and isinstance(phase, Starting) and place.agent is None:

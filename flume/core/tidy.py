@@ -57,6 +57,11 @@ def plan(
     force: bool,
 ) -> tuple[Action, ...]:
     """What tidy removes and keeps for one place, each kept thing with its reason."""
+    if not made and not worktree.exists:
+        # flume never made this place (its making failed, or never came): nothing to remove.
+        if branch.exists:
+            return (KeepBranch(branch=branch.name, reason="flume did not make its place: kept"),)
+        return ()
     if not (made and worktree.made_by_flume):
         return (
             KeepPlace(path=worktree.path, reason="made by hand: flume never touches it"),
@@ -168,7 +173,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         if isinstance(action, KeepPlace | KeepBranch)
     )
     place = evolve(place, tidying=False, tidy_wanted=False, tidy_force=False)
-    if not seen.worktree.exists and place.made:
+    if not seen.worktree.exists:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)
     return place, (*actions, *kept)

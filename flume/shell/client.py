@@ -56,6 +56,23 @@ def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) else None
 
 
+def alive(pid: int) -> bool:
+    """The process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in {"Z", "X"}
+
+
 def stopped_path() -> Path:
     """Where the last ``daemon stop`` left the time it was asked."""
     return places.state_dir() / "supervisor.stopped"

@@ -55,8 +55,9 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     holds the lock until it ends, even if the supervisor is killed meanwhile.
     """
     counter.runs += 1
-    with local.env(**_ENV):
-        status, out, err = _git[args].run(cwd=str(cwd), retcode=None, pass_fds=pass_fds)
+    # The environment goes with this call only: changing plumbum's shared one is not safe
+    # with the supervisor's worker threads running git at the same time.
+    status, out, err = _git[args].run(cwd=str(cwd), env=_ENV, retcode=None, pass_fds=pass_fds)
     return Ran(argv=("git", *args), status=status, out=out, err=err)
 
 
@@ -66,9 +67,16 @@ def toplevel(path: Path) -> Path | None:
     return Path(ran.out.strip()) if ran.ok else None
 
 
+class GitError(Exception):
+    """git could not say what flume needs to know; nothing is done on a guess."""
+
+
 def common_dir(repository: Path) -> Path:
     """The repository's shared git directory (the same from every worktree)."""
     ran = run(repository, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not ran.ok or not ran.out.strip():
+        message = f"git cannot find the repository at {repository}: {ran.err.strip()}"
+        raise GitError(message)
     return Path(ran.out.strip())
 
 
@@ -107,6 +115,11 @@ def heads(repository: Path) -> dict[BranchName, Sha]:
         sha, _, ref = line.partition(" ")
         found[BranchName(ref.removeprefix("refs/heads/"))] = Sha(sha)
     return found
+
+
+def checked_out(repository: Path, branch: BranchName) -> bool:
+    """Some worktree of the repository has ``branch`` checked out."""
+    return branch in worktree_paths(repository).values()
 
 
 def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:

@@ -142,8 +142,22 @@ def append(path: Path, seen: Observation) -> None:
     The lock keeps two writers (the supervisor and a CLI command) from interleaving lines; the
     fsync means that once this returns, the line survives a crash of this process or the host.
     """
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        _write_line(descriptor, seen)
+    finally:
+        os.close(descriptor)
+
+
+def create(path: Path, seen: Observation) -> None:
+    """Start a new journal with its first line (its folder is made if need be).
+
+    Only a launch starts a journal; :func:`append` never creates one, so nothing written to a
+    place that was archived meanwhile can bring back a journal without its launch.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         _write_line(descriptor, seen)
@@ -162,15 +176,26 @@ def _write_line(descriptor: int, seen: Observation) -> None:
 
 
 def _mend_torn_tail(descriptor: int) -> None:
-    """End a torn last line, so the next line starts on a line of its own.
+    """Cut a torn last line away, so the next line starts on a line of its own.
 
-    The torn line itself stays as it is and is skipped on reading; only a newline is added.
+    A line without its newline was never acknowledged (an append returns only after the whole
+    line and its fsync), so nothing anyone was told of is lost. Cutting it, rather than ending
+    it, leaves no damaged line behind for readers to judge.
     """
     size = os.fstat(descriptor).st_size
-    if size == 0:
+    if size == 0 or os.pread(descriptor, 1, size - 1) == b"\n":
         return
-    if os.pread(descriptor, 1, size - 1) != b"\n":
-        os.write(descriptor, b"\n")
+    start = max(0, size - 65536)
+    while True:
+        chunk = os.pread(descriptor, size - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            os.ftruncate(descriptor, start + newline + 1)
+            return
+        if start == 0:
+            os.ftruncate(descriptor, 0)
+            return
+        start = max(0, start - 65536)
 
 
 @attrs.frozen(kw_only=True)

@@ -16,7 +16,7 @@ perform and observe, so a supervisor killed at any point finishes the launch onc
 from __future__ import annotations
 
 import contextlib
-import errno
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -132,11 +132,29 @@ def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> No
             f"{path} already exists",
             "choose another name, or move that folder away",
         )
-    if git.resolve(repository, BranchName(branch)) is not None:
+    heads = git.heads(repository)
+    if branch in heads:
         raise _problem(
             "name",
             f"the branch {branch} already exists in {repository}",
             "choose another name, or delete or rename that branch",
+        )
+    # git keeps refs as files: a branch "fix" leaves no room for "fix/x", nor "fix/x/y" for it.
+    parts = branch.split("/")
+    clash = next(
+        (
+            head
+            for head in heads
+            if head in {"/".join(parts[:end]) for end in range(1, len(parts))}
+            or head.startswith(f"{branch}/")
+        ),
+        None,
+    )
+    if clash is not None:
+        raise _problem(
+            "name",
+            f"the branch {clash} in {repository} leaves no room for the branch {branch}",
+            "choose another name, or rename that branch",
         )
 
 
@@ -160,20 +178,17 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     staging = Path(tempfile.mkdtemp(prefix=".launching-", dir=folder))
     target = folder / name
     try:
-        journal.append(staging / places.JOURNAL, seen)
-        if (target / places.JOURNAL).exists() and _tidied(target / places.JOURNAL):
-            _archive(folder, target)
-        staging.rename(target)
-    except OSError as error:
+        journal.create(staging / places.JOURNAL, seen)
+        places.remember(repository)
+        with places.names_locked(repository):
+            existing = target / places.JOURNAL
+            if existing.exists():
+                _take_tidied_name(repository, folder, target)
+            staging.rename(target)
+            _sync(folder)
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        if error.errno in {errno.ENOTEMPTY, errno.EEXIST}:
-            raise _problem(
-                "name",
-                f"{name} was launched in {repository} by another launch at the same moment",
-                "choose another name",
-            ) from error
         raise
-    places.remember(repository)
     return Made(
         place=name,
         repository=repository,
@@ -184,8 +199,31 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     )
 
 
-def _archive(folder: Path, target: Path) -> None:
-    """Move a tidied place's journal aside, so its name can be launched again."""
+def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:
+    """Set a tidied place's journal aside to take its name; a live one keeps it."""
+    if not _tidied(target / places.JOURNAL):
+        raise _problem(
+            "name",
+            f"{target.name} was launched in {repository} by another launch at the same moment",
+            "choose another name",
+        )
+    archive(folder, target)
+
+
+def _sync(folder: Path) -> None:
+    """Make a rename in ``folder`` durable: a launch acknowledged survives a power loss."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def archive(folder: Path, target: Path) -> None:
+    """Move a tidied place's journal aside, so its name can be launched again.
+
+    The caller holds :func:`places.names_locked` and has judged the place tidied.
+    """
     archive = folder / ".tidied"
     archive.mkdir(exist_ok=True)
     kept = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=archive))

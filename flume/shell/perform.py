@@ -13,15 +13,18 @@ process gets an argument list.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, assert_never
 
 import attrs
-from plumbum import local
-from plumbum.commands.processes import CommandNotFound
 from pyrsistent import pvector
 
 from flume.core.actions import (
@@ -54,6 +57,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell import git
+from flume.shell.places import state_dir
 
 #: What a setup's output keeps in the journal: its last 64 KiB.
 MAX_OUTPUT = 64 * 1024
@@ -177,7 +181,7 @@ class Performer:
 
     # --- R1 --------------------------------------------------------------------------------
 
-    def make_worktree(self, action: MakeWorktree) -> list[Observation]:
+    def make_worktree(self, action: MakeWorktree) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         """R1: the worktree on a new branch cut from the launch's base revision."""
         repository, path = Path(action.repository), Path(action.path)
         git.exclude(repository, "/places/")
@@ -188,6 +192,8 @@ class Performer:
         if there != "absent":
             what = f"a worktree of {there or 'a detached head'} already stands at {path}"
             return self._failed("MakeWorktree", what)
+        if action.look_only:
+            return self._failed("MakeWorktree", f"{path} was not made: the work was dropped first")
         head = git.resolve(repository, action.branch)
         start = action.start or git.resolve(repository, action.base)
         if start is None:
@@ -239,21 +245,35 @@ class Performer:
         return [SetupFinished(at=self.now(), ok=True, output=_tail("\n".join(said)))]
 
     def _run_command(self, cwd: Path, argv: tuple[str, ...]) -> tuple[int, str]:
-        """Run one declared command, its output and errors interleaved as they were written."""
+        """Run one declared command exactly as written, in the place.
+
+        A program named by a path (``./setup.sh``, ``bin/setup``) is found from the place; a
+        bare name on PATH. Its output and errors are interleaved as they were written. It runs
+        in a process group of its own, recorded while it runs, so that a supervisor restarted
+        after a crash ends a setup its predecessor left running before it runs it again.
+        """
+        record = _setup_record(cwd)
+        _end_orphaned_setup(record)
         try:
-            command = local[argv[0]][argv[1:]]
-        except CommandNotFound:
+            process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
             return 127, f"{argv[0]}: command not found"
-        process = command.popen(
-            cwd=str(cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=self.pass_fds,
-        )
-        output, _ = process.communicate()
-        text = output if isinstance(output, str) else output.decode("utf-8", "replace")
-        return process.returncode or 0, text
+        except PermissionError:
+            return 126, f"{argv[0]}: permission denied"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(f"{process.pid}\n", encoding="ascii")
+        try:
+            output, _ = process.communicate()
+        finally:
+            record.unlink(missing_ok=True)
+        return process.returncode, output.decode("utf-8", "replace")
 
     # --- R10 -------------------------------------------------------------------------------
 
@@ -271,9 +291,6 @@ class Performer:
         """R10: remove the place's worktree (``--force`` only on the caller's word)."""
         repository = Path(place.launch.repository)
         path = Path(action.path)
-        if not path.exists():
-            # Deleted by hand: git only has to forget it.
-            git.run(repository, "worktree", "prune")
         if path.resolve() in _resolved(git.worktree_paths(repository)):
             force = ("--force",) if action.force else ()
             ran = git.run(repository, "worktree", "remove", *force, str(path))
@@ -286,6 +303,9 @@ class Performer:
     def delete_branch(self, place: Place, action: DeleteBranch) -> list[Observation]:
         """R10: delete the branch only at the head judged, and only if its base still holds it."""
         repository = Path(place.launch.repository)
+        if git.checked_out(repository, action.branch):
+            what = f"{action.branch} is checked out in a worktree: kept"
+            return self._failed("DeleteBranch", what)
         if git.resolve(repository, action.branch) is not None:
             lacks = git.lacks(repository, action.branch, action.base)
             if lacks != 0:
@@ -301,12 +321,39 @@ class Performer:
         return [BranchDeleted(at=self.now(), branch=action.branch)]
 
 
+def _setup_record(place: Path) -> Path:
+    """Where the process group of a setup running in ``place`` is written down."""
+    digest = hashlib.sha256(str(place).encode()).hexdigest()[:24]
+    return state_dir() / "setups" / f"{digest}.pgid"
+
+
+def _end_orphaned_setup(record: Path) -> None:
+    """End the process group of a setup a killed supervisor left running, and wait for it."""
+    try:
+        group = int(record.read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.01)
+    record.unlink(missing_ok=True)
+
+
 def _resolved(trees: dict[Path, BranchName | None]) -> dict[Path, BranchName | None]:
     return {path.resolve(): branch for path, branch in trees.items()}
 
 
 def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
     """The worktree at ``path`` as git sees it: flume's own only if it is on the place's branch."""
+    if path.is_symlink():
+        # A link to some other worktree is never flume's, whatever it points at.
+        return WorktreeFacts(path=str(path), exists=True, made_by_flume=False)
     trees = _resolved(git.worktree_paths(repository))
     there = trees.get(path.resolve(), "absent")
     if there == "absent":

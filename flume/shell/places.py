@@ -8,8 +8,10 @@ line), lets a bare ``flume status`` find every repository on the host that has p
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -63,6 +65,10 @@ def repository_of(path: Path) -> Path:
     """The main worktree of the repository at ``path``; a usage error when there is none."""
     if not path.exists():
         raise UsageError.one("repository", f"{path} does not exist", "name a git repository")
+    if not path.is_dir():
+        raise UsageError.one(
+            "repository", f"{path} is a file, not a folder", "name a git repository's folder"
+        )
     if git.toplevel(path) is None:
         raise UsageError.one(
             "repository",
@@ -77,6 +83,23 @@ def journals_dir(repository: Path) -> Path:
     return git.common_dir(repository) / "flume"
 
 
+@contextlib.contextmanager
+def names_locked(repository: Path) -> Iterator[None]:
+    """Hold the repository's lock on place names: taking a name, or setting a tidied one aside.
+
+    A name free again after its place was tidied is taken by moving the old journal aside and
+    renaming the new one in; under this lock no other launch or tidy can do either meanwhile.
+    """
+    folder = journals_dir(repository)
+    folder.mkdir(exist_ok=True)
+    descriptor = os.open(folder / ".names.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 @attrs.frozen(kw_only=True)
 class Found:
     """A place read back from its journal, or the reason it could not be."""
@@ -89,9 +112,14 @@ class Found:
 
 def places_of(repository: Path, settings: Settings) -> list[Found]:
     """Every place the repository's journals describe, replayed, in name order."""
-    folder = journals_dir(repository)
+    try:
+        folder = journals_dir(repository)
+    except git.GitError as error:
+        return [Found(journal=repository, place=None, problem=str(error))]
     found: list[Found] = []
-    for journal in sorted(folder.glob(f"*/{JOURNAL}")) if folder.is_dir() else []:
+    journals = sorted(folder.glob(f"*/{JOURNAL}")) if folder.is_dir() else []
+    # Dot folders are not places: a launch's staging, and tidied places set aside.
+    for journal in (path for path in journals if not path.parent.name.startswith(".")):
         try:
             contents = read(journal)
             place = replay(settings, contents.observations)

@@ -78,6 +78,14 @@ class Followed:
     batches: collections.deque[tuple[Action, ...]] = attrs.field(factory=collections.deque)
     #: Why the journal can no longer be followed (damaged, or edited by hand).
     problem: str | None = None
+    #: The journal file's (device, inode): a name launched again gets a new file, read anew.
+    identity: tuple[int, int] | None = None
+
+    def restart(self, identity: tuple[int, int]) -> None:
+        """Follow a new journal at this path from its start."""
+        self.offset, self.place, self.fresh, self.problem = 0, None, True, None
+        self.batches.clear()
+        self.identity = identity
 
 
 class Observer(Protocol):
@@ -159,8 +167,11 @@ class Supervisor:
         now = Instant(self.clock())
         live = [each for each in self.followed.values() if each.place and not each.problem]
         for observer in self.observers:
-            for each, seen in observer.observe(live, now):
-                journal.append(each.journal, seen)
+            try:
+                for each, seen in observer.observe(live, now):
+                    self._append(each, seen)
+            except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
+                _log.exception("observing with %s failed", type(observer).__name__)
         self.stats.last_tick_subprocesses = git.counter.runs - runs
         self._deadlines(now)
         self._read_all()
@@ -184,13 +195,24 @@ class Supervisor:
 
     # --- reading journals --------------------------------------------------------------------
 
+    def _append(self, each: Followed, seen: Observation) -> None:
+        """Journal an observation; a journal archived meanwhile takes none (nothing recreated)."""
+        try:
+            journal.append(each.journal, seen)
+        except FileNotFoundError:
+            _log.info("%s is gone; %s not journaled", each.journal, type(seen).__name__)
+
     def _discover(self) -> None:
         """Follow every journal of every repository in the registry; forget vanished ones."""
         seen: set[Path] = set()
         for repository in places.remembered():
             folder = self._journals_dirs.get(repository)
             if folder is None:
-                folder = places.journals_dir(repository)
+                try:
+                    folder = places.journals_dir(repository)
+                except git.GitError:
+                    _log.warning("%s is no longer a git repository: not followed", repository)
+                    continue
                 self._journals_dirs[repository] = folder
             with contextlib.suppress(FileNotFoundError):
                 for entry in os.scandir(folder):
@@ -211,19 +233,46 @@ class Supervisor:
 
     def _read(self, each: Followed) -> None:
         """Fold the lines appended since the last read, and queue what they call for."""
+        tail = self._tail(each)
+        if tail is None:
+            return
+        self._fold(each, tail)
+
+    def _tail(self, each: Followed) -> journal.Tail | None:
+        """The whole lines appended since the last read; None when there are none."""
         try:
-            if each.journal.stat().st_size <= each.offset:
-                return
-            tail = journal.read_from(each.journal, each.offset)
+            stat = each.journal.stat()
+        except FileNotFoundError:
+            return None  # archived: discovery forgets it
+        identity = (stat.st_dev, stat.st_ino)
+        if each.identity is None:
+            each.identity = identity
+        elif identity != each.identity or stat.st_size < each.offset:
+            if each.busy:
+                return None  # the old journal's actions finish first
+            each.restart(identity)
+        if stat.st_size <= each.offset:
+            return None
+        try:
+            return journal.read_from(each.journal, each.offset)
         except (OSError, journal.JournalError) as error:
             each.problem = str(error)
-            return
+            _log.warning("not following %s: %s", each.journal, error)
+            return None
+
+    def _fold(self, each: Followed, tail: journal.Tail) -> None:
+        """Step each new line; queue its actions, or the pending ones on a first read."""
         batch: list[Action] = []
         for seen in tail.observations:
             try:
                 decision = step(self.settings, each.place, seen)
             except UsageError as error:
                 each.problem = f"{each.journal}: a line the rules refuse: {error}"
+                _log.warning("not following %s", each.problem)
+                return
+            except Exception:  # noqa: BLE001 (one bad journal must not stop the supervisor)
+                each.problem = f"{each.journal}: {traceback.format_exc(limit=3)}"
+                _log.exception("not following %s", each.journal)
                 return
             each.place = decision.place
             if not each.fresh:
@@ -243,7 +292,7 @@ class Supervisor:
                 continue
             trial = step(self.settings, place, Tick(at=now))
             if trial.actions or evolve(trial.place, now=place.now) != place:
-                journal.append(each.journal, Tick(at=now))
+                self._append(each, Tick(at=now))
 
     # --- performing --------------------------------------------------------------------------
 
@@ -256,10 +305,20 @@ class Supervisor:
             self.stats.actions += len(batch)
             future = self._pool.submit(self._perform, each.journal, each.place, batch)
             self._running.add(future)
-            future.add_done_callback(self._running.discard)
+            future.add_done_callback(self._done_with)
+
+    def _done_with(self, future: concurrent.futures.Future[None]) -> None:
+        self._running.discard(future)
+        error = future.exception()
+        if error is not None:
+            _log.error("an action batch failed: %r", error)
 
     def _perform(self, path: Path, place: Place, batch: tuple[Action, ...]) -> None:
-        """On a worker: perform a batch in order, journaling what each action came to."""
+        """On a worker: perform a batch in order, journaling what each action came to.
+
+        A failed action ends the batch: what follows it was decided on its success (a branch
+        is deleted only once the worktree that had it out is gone).
+        """
         try:
             for action in batch:
                 try:
@@ -272,8 +331,14 @@ class Supervisor:
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
-                for seen in observed:
-                    journal.append(path, seen)
+                try:
+                    for seen in observed:
+                        journal.append(path, seen)
+                except FileNotFoundError:
+                    _log.info("%s is gone; the rest of its batch is dropped", path)
+                    return
+                if any(isinstance(seen, ActionFailed) for seen in observed):
+                    return
         finally:
             self._done.put(path)
             self._wake()
@@ -316,15 +381,7 @@ class Supervisor:
 def _holder_alive(descriptor: int) -> bool:
     """The process named in the lock file lives: a supervisor holds the lock, not orphans."""
     text = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
-    if not text.isdigit():
-        return False
-    try:
-        os.kill(int(text), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return text.isdigit() and client.alive(int(text))
 
 
 def _lock() -> int | None:
@@ -383,6 +440,8 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:
     ``daemon stop`` asked later leaves at once, so a stop is never undone by a slow starter.
     """
     _configure_log()
+    # Hold no folder open: the one it was started from may be a place tidy removes.
+    os.chdir("/")
     descriptor = _lock()
     if descriptor is None:
         return 0

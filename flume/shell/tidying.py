@@ -22,6 +22,7 @@ from pathlib import Path
 import attrs
 
 from flume.core.actions import DeleteBranch, Event, KeepBranch, KeepPlace, RemoveWorktree, Report
+from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.observations import (
     ActionFailed,
@@ -31,9 +32,10 @@ from flume.core.observations import (
 )
 from flume.core.place import Life, Place
 from flume.core.settings import Settings
-from flume.core.step import step
+from flume.core.step import replay, step
 from flume.core.tidy import plan
 from flume.shell import client, journal, places
+from flume.shell import launch as shell_launch
 from flume.shell.perform import branch_facts, worktree_facts
 
 #: A launch's staging folder older than this belongs to a launch that died.
@@ -206,13 +208,21 @@ def tidied_before(found: places.Found, settings: Settings) -> Outcome:
 
 
 def archive(found: places.Found) -> None:
-    """Move a tidied place's journal aside: its name is free and status shows it no more."""
-    folder = found.journal.parent
-    archive_dir = folder.parent / ".tidied"
-    archive_dir.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    with contextlib.suppress(FileNotFoundError, OSError):
-        folder.rename(archive_dir / f"{folder.name}.{stamp}.{time.monotonic_ns()}")
+    """Move a tidied place's journal aside: its name is free and status shows it no more.
+
+    Judged again under the repository's name lock: a launch may have taken the name since.
+    """
+    place = found.place
+    if place is None:
+        return
+    repository = Path(place.launch.repository)
+    with places.names_locked(repository):
+        try:
+            now = replay(Settings(), journal.read(found.journal).observations)
+        except (OSError, journal.JournalError, UsageError):
+            return
+        if now.life is Life.TIDIED and now.launch == place.launch:
+            shell_launch.archive(found.journal.parent.parent, found.journal.parent)
 
 
 def sweep_staging(repository: Path, now: float) -> list[str]:

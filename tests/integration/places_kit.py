@@ -72,9 +72,12 @@ def commit(worktree: Path, name: str, text: str = "x\n") -> Sha:
     return Sha(run_git(worktree, "rev-parse", "HEAD").strip())
 
 
-def flume(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def flume(
+    *args: str, stdin: str | None = None, stdin_bytes: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a flume command in this process, as typer runs it (the quick way, for most tests)."""
-    result = CliRunner().invoke(app, list(args), input=stdin if stdin is not None else "")
+    given: str | bytes = stdin_bytes if stdin_bytes is not None else (stdin or "")
+    result = CliRunner().invoke(app, list(args), input=given)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(

@@ -8,11 +8,20 @@ from pathlib import Path
 import pytest
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import AgentReady, Launched, Tick, Told, TranscriptEntry
+from flume.core.observations import AgentReady, Launched, Observation, Tick, Told, TranscriptEntry
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell.journal import JournalError, append, encode, read
+from flume.shell.journal import JournalError, create, encode, read
+from flume.shell.journal import append as append_line
 from tests.model.test_rules import FIX, launch, made, started
+
+
+def append(path: Path, seen: Observation) -> None:
+    """Append to a journal, starting it with its first line (as a launch does)."""
+    if path.exists():
+        append_line(path, seen)
+    else:
+        create(path, seen)
 
 
 def journal_of_a_fix() -> list[object]:
@@ -50,7 +59,7 @@ def test_a_torn_last_line_is_left_out(tmp_path: Path) -> None:
 
 
 def test_the_next_append_after_a_tear_starts_a_line_of_its_own(tmp_path: Path) -> None:
-    """After a torn write, the next append still lands whole; the tear is counted, not fatal."""
+    """After a torn write, the next append cuts the unacknowledged half line and lands whole."""
     path = tmp_path / "journal.jsonl"
     append(path, Tick(at=Instant(1)))
     with path.open("ab") as file:
@@ -59,6 +68,19 @@ def test_the_next_append_after_a_tear_starts_a_line_of_its_own(tmp_path: Path) -
     back = read(path)
     assert back.observations == (Tick(at=Instant(1)), Told(at=Instant(3), text="still here"))
     assert not back.torn
+    assert back.mended == 0
+    assert b'{"type":"Tick","at":' not in path.read_bytes()
+
+
+def test_a_line_torn_by_an_older_flume_is_still_passed_over(tmp_path: Path) -> None:
+    """A half line ended by a newline (as flume once mended tears) is skipped and counted."""
+    path = tmp_path / "journal.jsonl"
+    append(path, Tick(at=Instant(1)))
+    with path.open("ab") as file:
+        file.write(b'{"type":"Tick","at":\n')
+    append(path, Tick(at=Instant(2)))
+    back = read(path)
+    assert back.observations == (Tick(at=Instant(1)), Tick(at=Instant(2)))
     assert back.mended == 1
 
 

@@ -194,7 +194,8 @@ def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:
         "fix--race" in err and ("already launched" in err or "same moment" in err) for err in losers
     )
     journals = places.journals_dir(repo)
-    assert [p.name for p in journals.iterdir() if not p.name.startswith(".tidied")] == ["fix--race"]
+    assert [p.name for p in journals.iterdir() if not p.name.startswith(".")] == ["fix--race"]
+    assert not list(journals.glob(".launching-*"))
 
 
 def test_a_launch_makes_its_place_and_runs_setup(host: Path, harness: Harness) -> None:
@@ -267,3 +268,24 @@ def test_the_base_is_the_shared_branch(host: Path) -> None:
     run_git(local, "checkout", "-q", "-b", "develop")
     ran = launch(local, "--name", "viahead", "--json")
     assert json.loads(ran.stdout)["base"] == "develop"
+
+
+def test_more_bad_input_makes_nothing(host: Path) -> None:
+    """A file for a repository, a brief that is not UTF-8, a branch in the way of the name's."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    ran = flume("launch", "--repository", str(repo / "README.md"), "--kind", "fix",
+                "--name", "x", "--brief", "b")  # fmt: skip
+    assert ran.returncode == 2
+    assert "is a file, not a folder" in ran.stderr
+    ran = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "x",
+                stdin_bytes=b"caf\xe9 au lait\n")  # fmt: skip
+    assert ran.returncode == 2
+    assert "not UTF-8 text" in ran.stderr
+    run_git(repo, "branch", "fix")
+    before = world_of(repo)
+    ran = launch(repo, "--name", "blocked")
+    assert ran.returncode == 2
+    assert "the branch fix in" in ran.stderr
+    assert "leaves no room for the branch fix/blocked" in ran.stderr
+    assert world_of(repo) == before

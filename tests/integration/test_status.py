@@ -12,12 +12,21 @@ from flume.cli.app import app
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import Launch
-from flume.core.observations import AgentReady, AgentStarted, Launched, WorktreeMade
+from flume.core.observations import AgentReady, AgentStarted, Launched, Observation, WorktreeMade
 from flume.core.settings import Settings
 from flume.shell import git, places
-from flume.shell.journal import append
+from flume.shell.journal import append as append_line
+from flume.shell.journal import create
 
 runner = CliRunner()
+
+
+def append(path: Path, seen: Observation) -> None:
+    """Append to a journal, starting it with its first line (as a launch does)."""
+    if path.exists():
+        append_line(path, seen)
+    else:
+        create(path, seen)
 
 
 @pytest.fixture(autouse=True)

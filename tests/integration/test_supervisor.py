@@ -241,3 +241,22 @@ def test_drop_and_tidy_through_the_daemon(host: Path) -> None:
     )
     assert again.returncode == 2
     assert "the branch fix/viadaemon already exists" in again.stderr
+
+
+def test_a_name_tidied_can_be_launched_again_while_followed(host: Path, harness: Harness) -> None:
+    """The new journal at the old path is a new file: the supervisor reads it from its start."""
+    repo = repository(host / "repo")
+    first = launch_place(repo, "again")
+    carry_to_landing(harness, first)
+    assert harness.place(first).life is Life.TIDIED
+    old_size = first.stat().st_size
+    second = launch_place(repo, "again", brief="A short one.")
+    assert second == first
+    assert second.stat().st_size < old_size
+    harness.settle()
+    place = harness.place(second)
+    assert place.made
+    assert place.launch.brief == "A short one."
+    assert (repo / "places" / "fix--again").is_dir()
+    archived = list((places.journals_dir(repo) / ".tidied").glob("*/fix--again/journal.jsonl"))
+    assert len(archived) == 1

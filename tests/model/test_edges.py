@@ -9,9 +9,11 @@ from pyrsistent import pvector
 from flume.core.actions import (
     DeleteBranch,
     Event,
+    GatherTidyFacts,
     KeepBranch,
     KeepPlace,
     MakeWorktree,
+    RemoveWorktree,
     Report,
 )
 from flume.core.delivery import infer_activity, send_prompt
@@ -35,6 +37,7 @@ from flume.core.observations import (
     RetryAsked,
     StopAsked,
     SubmitAsked,
+    TidyFactsSeen,
     TranscriptEntry,
     WorktreeFacts,
     WorktreeRemoved,
@@ -235,10 +238,45 @@ def test_a_launch_dropped_before_its_worktree_exists_is_tidied_once_it_does() ->
     from flume.core.actions import GatherTidyFacts  # noqa: PLC0415
     from flume.core.observations import DropAsked  # noqa: PLC0415
 
-    dropped = run(DropAsked(at=Instant(0.5))).place
-    assert dropped.life is Life.DROPPED
-    decided = step(S, dropped, made())
-    assert any(isinstance(a, GatherTidyFacts) for a in decided.actions)
+    asked = run(DropAsked(at=Instant(0.5)))
+    assert asked.place.life is Life.DROPPED
+    assert any(isinstance(a, GatherTidyFacts) for a in asked.actions)
+    made_place = step(S, asked.place, made()).place
+    facts = TidyFactsSeen(
+        at=Instant(2),
+        worktree=WorktreeFacts(path=made_place.path, exists=True, made_by_flume=True),
+        branch=BranchFacts(name=made_place.branch, exists=True, base=BranchName("main")),
+    )
+    decided = step(S, made_place, facts)
+    assert any(isinstance(a, RemoveWorktree) for a in decided.actions)
+
+
+def test_a_place_never_made_is_tidied_with_nothing_removed() -> None:
+    """Its making failed, then it was dropped: tidy finds nothing of flume's and is done.
+
+    A worktree seen made after that (a make that was in flight) is tidied in its turn.
+    """
+    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="no room")).place
+    dropped = step(S, failed, DropAsked(at=Instant(2))).place
+    facts = TidyFactsSeen(
+        at=Instant(3),
+        worktree=WorktreeFacts(path=dropped.path, exists=False, made_by_flume=True),
+        branch=BranchFacts(name=dropped.branch, exists=True, base=BranchName("main")),
+    )
+    decided = step(S, dropped, facts)
+    assert decided.place.life is Life.TIDIED
+    assert not any(isinstance(a, RemoveWorktree | DeleteBranch) for a in decided.actions)
+    (kept,) = (a for a in decided.actions if isinstance(a, KeepBranch))
+    assert "flume did not make its place" in kept.reason
+    again = step(S, decided.place, made(at=4.0))
+    assert again.place.life is Life.DROPPED
+    assert any(isinstance(a, GatherTidyFacts) for a in again.actions)
+
+
+def test_a_brief_that_is_not_utf8_text_is_refused() -> None:
+    """A brief holding a lone surrogate (bytes that were not UTF-8) is bad input."""
+    with pytest.raises(UsageError, match="not UTF-8 text"):
+        check_launch(launch(brief="half \udce9 a character"), FIX)
 
 
 def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:
@@ -302,4 +340,7 @@ def test_what_a_restart_asks_for_again() -> None:
     failed = step(S, launched, ActionFailed(at=Instant(1), action="MakeWorktree")).place
     assert pending(failed) == ()
     unmade = step(S, launched, DropAsked(at=Instant(1))).place
-    assert [type(a).__name__ for a in pending(unmade)] == ["MakeWorktree"]
+    look, gather = pending(unmade)
+    assert isinstance(look, MakeWorktree)
+    assert look.look_only
+    assert isinstance(gather, GatherTidyFacts)

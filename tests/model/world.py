@@ -312,8 +312,11 @@ class FakeWorld:
                 return []
             case EndAgent(session=session):
                 agent = self.agents.get(session)
-                if agent is None or not agent.live:
+                if agent is None:
                     return []
+                if not agent.live:
+                    # Ended before a crash hid it: the shell sees the pane gone and says so.
+                    return [AgentExited(at=at, session=session)]
                 agent.live = False
                 self.activity, self.activity_since = Activity.STOPPED, self.now
                 return [AgentExited(at=at, session=session)]
