@@ -242,7 +242,7 @@ def launched_json(made: Made) -> str:
 
 
 def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
-    """``flume tidy --json``: format 1, documented in docs/tidy.md."""
+    """``flume tidy --json``: format 1, documented in docs/places.md."""
     document = {
         "format": FORMAT,
         "dry_run": dry_run,

@@ -268,6 +268,14 @@ def test_a_place_never_made_is_tidied_with_nothing_removed() -> None:
     assert not any(isinstance(a, RemoveWorktree | DeleteBranch) for a in decided.actions)
     (kept,) = (a for a in decided.actions if isinstance(a, KeepBranch))
     assert "flume did not make its place" in kept.reason
+    gone = plan(
+        life=Life.DROPPED,
+        made=False,
+        worktree=facts.worktree,
+        branch=BranchFacts(name=dropped.branch, exists=False, base=BranchName("main")),
+        force=False,
+    )
+    assert gone == ()
     again = step(S, decided.place, made(at=4.0))
     assert again.place.life is Life.DROPPED
     assert any(isinstance(a, GatherTidyFacts) for a in again.actions)
