@@ -228,8 +228,7 @@ class Supervisor:
 
     def _read_all(self) -> None:
         for each in self.followed.values():
-            if each.problem is None:
-                self._read(each)
+            self._read(each)
 
     def _read(self, each: Followed) -> None:
         """Fold the lines appended since the last read, and queue what they call for."""
@@ -251,6 +250,8 @@ class Supervisor:
             if each.busy:
                 return None  # the old journal's actions finish first
             each.restart(identity)
+        if each.problem is not None:
+            return None  # not followed until a new journal takes the name
         if stat.st_size <= each.offset:
             return None
         try:
