@@ -235,7 +235,7 @@ def drop(
     except UsageError as error:
         _fail(error)
     client.ensure()
-    typer.echo(f"{place} dropped; its place is removed and its branch kept")
+    typer.echo(f"{place} dropped: the supervisor removes its place if clean, and keeps its branch")
 
 
 @app.command()
