@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -181,8 +182,16 @@ class Performer:
 
     # --- R1 --------------------------------------------------------------------------------
 
-    def make_worktree(self, action: MakeWorktree) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
-        """R1: the worktree on a new branch cut from the launch's base revision."""
+    def make_worktree(self, action: MakeWorktree) -> list[Observation]:
+        """R1: the worktree on a new branch cut from the launch's base revision.
+
+        One worktree is added or removed at a time in a repository: two ``git worktree add``
+        at once can fail, one reading the other's half-made administrative files.
+        """
+        with _worktrees_of(action.repository):
+            return self._make_worktree(action)
+
+    def _make_worktree(self, action: MakeWorktree) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         repository, path = Path(action.repository), Path(action.path)
         git.exclude(repository, "/places/")
         trees = _resolved(git.worktree_paths(repository))
@@ -290,6 +299,10 @@ class Performer:
     def remove_worktree(self, place: Place, action: RemoveWorktree) -> list[Observation]:
         """R10: remove the place's worktree (``--force`` only on the caller's word)."""
         repository = Path(place.launch.repository)
+        with _worktrees_of(place.launch.repository):
+            return self._remove_worktree(repository, action)
+
+    def _remove_worktree(self, repository: Path, action: RemoveWorktree) -> list[Observation]:
         path = Path(action.path)
         if path.resolve() in _resolved(git.worktree_paths(repository)):
             force = ("--force",) if action.force else ()
@@ -319,6 +332,16 @@ class Performer:
         if git.resolve(repository, action.branch) is not None:
             return self._failed("DeleteBranch", f"{action.branch} is still there")
         return [BranchDeleted(at=self.now(), branch=action.branch)]
+
+
+_WORKTREE_LOCKS: dict[str, threading.Lock] = {}
+_WORKTREE_LOCKS_GUARD = threading.Lock()
+
+
+def _worktrees_of(repository: str) -> threading.Lock:
+    """The lock that lets one worktree at a time be added or removed in ``repository``."""
+    with _WORKTREE_LOCKS_GUARD:
+        return _WORKTREE_LOCKS.setdefault(repository, threading.Lock())
 
 
 def _setup_record(place: Path) -> Path:

@@ -260,3 +260,22 @@ def test_a_name_tidied_can_be_launched_again_while_followed(host: Path, harness:
     assert (repo / "places" / "fix--again").is_dir()
     archived = list((places.journals_dir(repo) / ".tidied").glob("*/fix--again/journal.jsonl"))
     assert len(archived) == 1
+
+
+def test_worktrees_made_at_once_in_one_repository_all_succeed(host: Path, harness: Harness) -> None:
+    """Places made together: git cannot add two worktrees at once, so flume adds one at a time.
+
+    (Two concurrent ``git worktree add`` can fail reading each other's half-made files: a
+    SIGKILL trial under CI caught it. Without flume's lock this test failed about one run in
+    three here; the race needs the adds to overlap, so it cannot fail every time.)
+    """
+    # Enough files that each checkout takes a while, so the adds overlap.
+    files = {f"src/m{number % 20}/f{number}.txt": f"{number}\n" * 20 for number in range(1500)}
+    repo = repository(host / "repo", files=files)
+    journals = [launch_place(repo, f"many{number}") for number in range(8)]
+    harness.settle()
+    for path in journals:
+        seen = kinds_in(path)
+        assert seen.count("WorktreeMade") == 1, seen
+        assert "ActionFailed" not in seen[: seen.index("WorktreeMade") + 1]
+    assert len([p for p in git.worktree_paths(repo) if p.parent.name == "places"]) == 8
