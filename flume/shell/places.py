@@ -110,14 +110,21 @@ class Found:
     torn: bool = False
 
 
-def places_of(repository: Path, settings: Settings) -> list[Found]:
-    """Every place the repository's journals describe, replayed, in name order."""
+def places_of(repository: Path, settings: Settings, only: str | None = None) -> list[Found]:
+    """Every place the repository's journals describe, replayed, in name order.
+
+    With ``only``, just the place of that name: the others' journals are not read.
+    """
     try:
         folder = journals_dir(repository)
     except git.GitError as error:
         return [Found(journal=repository, place=None, problem=str(error))]
     found: list[Found] = []
-    journals = sorted(folder.glob(f"*/{JOURNAL}")) if folder.is_dir() else []
+    if only is not None:
+        # A name, not a pattern: what a caller typed is never globbed.
+        journals = [folder / only / JOURNAL] if (folder / only / JOURNAL).is_file() else []
+    else:
+        journals = sorted(folder.glob(f"*/{JOURNAL}")) if folder.is_dir() else []
     # Dot folders are not places: a launch's staging, and tidied places set aside.
     for journal in (path for path in journals if not path.parent.name.startswith(".")):
         try:
@@ -136,7 +143,7 @@ def find(name: str, repository: Path | None, settings: Settings) -> Found:
     matches = [
         found
         for where in repositories
-        for found in places_of(where, settings)
+        for found in places_of(where, settings, only=name)
         if found.journal.parent.name == name
     ]
     if not matches:

@@ -399,7 +399,7 @@ def _lock() -> int | None:
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
-            fcntl_lock(descriptor)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if (
                 _holder_alive(descriptor)
@@ -416,11 +416,6 @@ def _lock() -> int | None:
         os.ftruncate(descriptor, 0)
         os.write(descriptor, f"{os.getpid()}\n".encode())
         return descriptor
-
-
-def fcntl_lock(descriptor: int) -> None:
-    """Lock without waiting; raises BlockingIOError when another process holds it."""
-    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _stopped_since(asked_at: float | None) -> bool:

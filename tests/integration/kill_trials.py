@@ -59,14 +59,6 @@ def _daemon_pid() -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state not in {"Z", "X"}
-
-
 def _wait(predicate: object, seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():  # type: ignore[operator]
@@ -97,10 +89,10 @@ def run(folder: Path, rng: random.Random) -> Trial:
     _wait(lambda: _daemon_pid() is not None, 30, "the supervisor's pid")
     pid = _daemon_pid()
     assert pid is not None
-    killed = _alive(pid)
+    killed = client.alive(pid)
     if killed:
         os.kill(pid, signal.SIGKILL)
-        _wait(lambda: not _alive(pid), 10, "the supervisor to die")
+        _wait(lambda: not client.alive(pid), 10, "the supervisor to die")
     for launch in launches:
         launch.wait(timeout=60)
     started = time.monotonic()
