@@ -16,10 +16,12 @@ from rich.console import Console
 from rich.table import Table
 
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
+from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
+from flume.core.place import Life, Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
-from flume.core.step import TraceRow
+from flume.core.step import Decision, TraceRow
 from flume.shell.journal import FORMAT, converter
 from flume.shell.launch import Made
 from flume.shell.tidying import Outcome
@@ -223,8 +225,102 @@ def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) ->
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(table)
     yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
+    yield from waiting_lines(views)
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
+
+
+#: How many lines of a stage's words ``flume status`` shows under its table.
+_WORDS_SHOWN = 10
+
+
+def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
+    """What waits on the caller, under the status table: words of short stages, stages on hold.
+
+    A stage that stopped short shows its cause and its words (R8: "the words reach whoever
+    waits on the stage"); a stage that waits on the caller's word names the command that
+    releases it.
+    """
+    for view in views:
+        if view.life not in {Life.MAKING, Life.ACTIVE}:
+            continue
+        where = f"{view.place} {view.stage}"
+        if view.short_cause is not None:
+            lines = (view.needs or "").strip().splitlines() or [""]
+            yield f"{where}: stopped short ({view.short_cause}): {lines[0]}".rstrip()
+            yield from (f"    {line}".rstrip() for line in lines[1:_WORDS_SHOWN])
+            if len(lines) > _WORDS_SHOWN:
+                yield (
+                    f"    ... {len(lines) - _WORDS_SHOWN} more lines "
+                    f"(flume status {view.place} --json shows them all)"
+                )
+        if view.waits_on_caller:
+            yield f"{where}: waits on your word; flume proceed {view.place} releases it"
+
+
+def _name(place: Place) -> str:
+    return place_name(place.launch.kind, place.launch.name)
+
+
+def told(decision: Decision) -> str:
+    """What ``flume tell`` says: the tell is sent now, or held until the agent waits (R6)."""
+    place = decision.place
+    number = place.tells_given
+    sent = any(
+        isinstance(action, SendTell) and action.number == number for action in decision.actions
+    )
+    if sent:
+        return (
+            f"{_name(place)}: tell {number} is sent now, as the agent waits; it is delivered "
+            "once the agent's transcript holds it"
+        )
+    return (
+        f"{_name(place)}: tell {number} is held while the agent works; "
+        "it is sent once the agent waits"
+    )
+
+
+def stopped(decision: Decision) -> str:
+    """What ``flume stop`` says: the agent ends and its stage waits for a retry (R9)."""
+    name = _name(decision.place)
+    return (
+        f"{name}: the agent of stage {decision.place.stage.name} is ended; the stage waits: "
+        f"flume retry {name} [--words TEXT] runs it again, flume drop {name} abandons the work"
+    )
+
+
+def retried(decision: Decision) -> str:
+    """What ``flume retry`` says: the stage starts again with a fresh agent (R9)."""
+    stage = decision.place.stage
+    words = " and your words in its prompt" if stage.words.strip() else ""
+    return (
+        f"{_name(decision.place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
+        f"with a fresh agent{words}"
+    )
+
+
+def proceeded(decision: Decision) -> str:
+    """What ``flume proceed`` says: the stage that waited on the caller's word starts (R7)."""
+    return (
+        f"{_name(decision.place)}: stage {decision.place.stage.name} is released; "
+        "it starts with a fresh agent"
+    )
+
+
+def said_needs(decision: Decision) -> str:
+    """What ``flume needs`` says to the agent that ran it (R8)."""
+    phase = decision.place.stage.phase
+    words = phase.words if isinstance(phase, Short) else ""
+    return f"flume: {_name(decision.place)} stops short: {words}"
+
+
+def submitted(decision: Decision) -> str:
+    """What ``flume submit`` says to the agent that ran it."""
+    place = decision.place
+    return (
+        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
+        f"{place.launch.base}; if its checks fail, their output comes back to you"
+    )
 
 
 def launched_json(made: Made) -> str:

@@ -1,0 +1,206 @@
+"""The caller's commands on a place that exists, and ``flume prompt``: the shell's part of them.
+
+Theory of operation. A command (tell, stop, retry, proceed, needs, submit) is an observation
+journaled in the place's journal once the core accepts it (:func:`flume.shell.places.command`):
+the core decides; a refusal raises :class:`UsageError` and nothing is journaled. What this module
+adds is what only the shell can know: which place the command is for (by name, or for ``needs``
+and ``submit`` from the folder the agent runs in), the agent's session from its environment,
+and whether the words a caller typed can be carried at all (UTF-8 text, no NUL, at most 1 MiB;
+DESIGN.md §8). ``flume prompt`` builds the place a launch would make, with the core, and renders
+the stage's prompt with it; it starts nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from flume.core.delivery import render_prompt
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, WorkName
+from flume.core.kinds import steps
+from flume.core.launch import MAX_BRIEF_BYTES, Launch
+from flume.core.observations import Launched, Observation
+from flume.core.place import evolve
+from flume.core.settings import Settings
+from flume.core.step import Decision, step
+from flume.shell import config, git, places
+from flume.shell.journal import JournalError
+
+#: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
+MAX_TEXT_BYTES = MAX_BRIEF_BYTES
+#: The environment variable that names the session of the agent running a command.
+SESSION_VARIABLE = "FLUME_SESSION"
+#: The repository ``flume prompt`` shows when it is given none and the folder is in none.
+STAND_IN_REPOSITORY = "/path/to/repository"
+
+
+def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
+    """The caller's words, if they can be carried; else a :class:`UsageError` (exit 2).
+
+    Words go into the journal and, pasted literally, into an agent's input: they must be text
+    (no lone surrogates, which is what undecodable bytes become), hold no NUL, and weigh at most
+    1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
+    """
+    if not empty_ok and not text.strip():
+        raise UsageError.one(field, f"the {field} is empty", f"give the {field} as text")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise UsageError.one(
+            field,
+            f"the {field} is not UTF-8 text (it holds bytes that are not characters)",
+            f"give the {field} as UTF-8 text",
+        ) from error
+    if "\0" in text:
+        raise UsageError.one(
+            field, f"the {field} holds a NUL character", "leave out the NUL (\\0) bytes"
+        )
+    if size > MAX_TEXT_BYTES:
+        raise UsageError.one(
+            field,
+            f"the {field} is {size} bytes, over the limit of {MAX_TEXT_BYTES} (1 MiB)",
+            "shorten it, or point to a file in the repository",
+        )
+    return text
+
+
+def decoded(field: str, data: bytes) -> str:
+    """Bytes read from stdin as UTF-8 text; a :class:`UsageError` (exit 2) when they are not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError.one(
+            field,
+            f"the {field} on stdin is not UTF-8 text ({error.reason} at byte {error.start})",
+            f"give the {field} as UTF-8 text",
+        ) from error
+
+
+def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None:
+    """The session of the agent running the command, when its environment names one."""
+    session = (os.environ if environment is None else environment).get(SESSION_VARIABLE, "")
+    session = session.strip()
+    return SessionId(session) if session else None
+
+
+def give(found: places.Found, seen: Observation, settings: Settings) -> Decision:
+    """Journal the command ``seen`` for the place ``found``, if its rules accept it.
+
+    Raises :class:`UsageError`: the core's refusal (nothing journaled), or a journal that cannot
+    be read (nothing journaled either).
+    """
+    if found.place is None:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+        )
+    try:
+        return places.command(found.journal, seen, settings)
+    except JournalError as error:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {error}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+        ) from error
+    except FileNotFoundError as error:
+        # Tidied and set aside between finding it and journaling.
+        raise UsageError.one(
+            "place",
+            f"the place's journal {found.journal} is gone (its place was tidied)",
+            "run flume status to list the places there are",
+        ) from error
+
+
+def place_here(cwd: Path, settings: Settings) -> places.Found:
+    """The place whose worktree holds ``cwd``: ``<repository>/places/<kind>--<name>``.
+
+    Raises :class:`UsageError` (exit 2) naming ``cwd`` when it is in no place flume made.
+    """
+    outside = UsageError.one(
+        "place",
+        f"{cwd} is not inside a place flume made",
+        "run it inside a place flume made (<repository>/places/<kind>--<name>), "
+        "as the agent of its stage does",
+    )
+    top = git.toplevel(cwd) if cwd.is_dir() else None
+    if top is None:
+        raise outside
+    try:
+        repository = git.main_worktree(cwd).resolve()
+    except git.GitError as error:
+        raise outside from error
+    top = top.resolve()
+    if top.parent != repository / "places":
+        raise outside
+    try:
+        found = places.find(top.name, repository, settings)
+    except UsageError as error:
+        raise outside from error
+    if found.place is not None and Path(found.place.path).resolve() != top:
+        raise outside
+    return found
+
+
+@attrs.frozen(kw_only=True)
+class PromptAsked:
+    """What ``flume prompt`` was asked to show."""
+
+    kind: str
+    stage: str
+    brief: str = "(the brief)"
+    name: str = "example"
+    base: str | None = None
+    #: The repository whose kinds and prompt overrides apply; None: the folder, if in one.
+    repository: Path | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Prompt:
+    """The prompt a stage would be sent, and where the kind came from."""
+
+    text: str
+    #: The repository whose config applied, or None when only built-in kinds did.
+    repository: Path | None
+
+
+def prompt(asked: PromptAsked, cwd: Path, settings: Settings) -> Prompt:
+    """The exact prompt the stage would be sent in the place a launch would make.
+
+    The launch is built and folded through the core as a real one is, then the place is put at
+    the stage asked for, and the core renders its prompt. Nothing starts, nothing is written.
+    Raises :class:`UsageError` (exit 2) for an unknown kind or stage, or a bad name, brief or base.
+    """
+    if asked.repository is not None:
+        repository: Path | None = places.repository_of(asked.repository)
+    elif cwd.is_dir() and git.toplevel(cwd) is not None:
+        repository = places.repository_of(cwd)
+    else:
+        repository = None
+    declared = config.load(repository) if repository is not None else config.Config()
+    kind = declared.kind(asked.kind)
+    names = [found.name for found in steps(kind.body)]
+    if asked.stage not in names:
+        raise UsageError.one(
+            "stage",
+            f"kind {kind.name} has no stage {asked.stage!r}",
+            f"name one of its stages: {', '.join(names)}",
+        )
+    base = asked.base
+    if base is None and repository is not None and git.has_commits(repository):
+        base = git.shared_branch(repository)
+    launch = Launch(
+        repository=str(repository) if repository is not None else STAND_IN_REPOSITORY,
+        kind=KindName(asked.kind),
+        name=WorkName(asked.name),
+        brief=asked.brief,
+        base=BranchName(base or "main"),
+    )
+    seen = Launched(at=Instant(0), launch=launch, kind=kind, settings=settings)
+    place = step(settings, None, seen).place
+    place = evolve(place, stage=attrs.evolve(place.stage, name=StageName(asked.stage)))
+    return Prompt(text=render_prompt(place), repository=repository)
