@@ -304,7 +304,12 @@ def has_deliverable(place: Place) -> bool:
     deliverable = current_step(place).deliverable
     match deliverable:
         case Commit():
-            return place.head is not None and place.head != stage.start_head
+            # A stage that never started (its setup failed) has no head to be new against.
+            return (
+                stage.start_head is not None
+                and place.head is not None
+                and place.head != stage.start_head
+            )
         case ChangeWritten():
             change = place.change
             return (

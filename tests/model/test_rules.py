@@ -24,7 +24,7 @@ from flume.core.delivery import is_typed_by_user, render_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, ReportFile, Sequence, Step, check_kind
-from flume.core.launch import MAX_BRIEF_BYTES, Launch, check_launch
+from flume.core.launch import MAX_BRIEF_BYTES, Launch, Panes, check_launch
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -51,7 +51,7 @@ from flume.core.observations import (
     WorktreeFacts,
     WorktreeMade,
 )
-from flume.core.place import Life, Place, Short, ShortCause, Working
+from flume.core.place import Life, Place, Short, ShortCause, Working, evolve
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import Decision, replay, step
@@ -394,6 +394,17 @@ def test_r6_a_tell_to_an_asking_agent_is_refused_with_nothing_typed() -> None:
     assert "flume attach fix--typo" in str(caught.value)
 
 
+def test_r6_a_tell_to_a_printed_agent_is_refused_with_nothing_typed() -> None:
+    """An agent the caller runs in a terminal of their own: flume cannot type, so it refuses."""
+    place = working()
+    printed = attrs.evolve(place.launch.agent, panes=Panes.PRINT)
+    place = evolve(place, launch=attrs.evolve(place.launch, agent=printed))
+    with pytest.raises(UsageError) as caught:
+        step(S, place, Told(at=Instant(6), text="hurry"))
+    assert caught.value.exit_status == 1
+    assert "--panes print" in str(caught.value)
+
+
 def test_r6_a_tell_with_no_live_agent_is_refused() -> None:
     """Before any agent starts, a tell is refused."""
     with pytest.raises(UsageError, match="no agent is live"):
@@ -496,6 +507,14 @@ def test_r10_a_dirty_place_needs_force() -> None:
 
 
 # --- R11: status ----------------------------------------------------------------------------------
+
+
+def test_r11_a_stage_that_never_started_has_no_deliverable() -> None:
+    """Setup failed: the branch has a head, but the code stage never began, so nothing is new."""
+    failed = run(made(), setup=(("false",),))
+    failed = step(S, failed.place, SetupFinished(at=Instant(2), ok=False, output="no"))
+    assert failed.place.head is not None
+    assert not status(failed.place).deliverable_exists
 
 
 def test_r11_status_says_unknown_when_the_supervisor_is_down() -> None:
