@@ -3,24 +3,37 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+from pyrsistent import pvector
 
 from flume import __version__
 from flume.cli import render
+from flume.cli.inspect import inspect_app
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
-from flume.core.launch import AgentName, AgentSettings
-from flume.core.observations import DropAsked
+from flume.core.launch import AgentName, AgentSettings, Panes
+from flume.core.observations import (
+    DropAsked,
+    NeedsSaid,
+    ProceedAsked,
+    RetryAsked,
+    StopAsked,
+    SubmitAsked,
+    Told,
+)
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import trace
-from flume.shell import client, places, scenario, supervisor, tidying
+from flume.shell import attaching, client, commands, places, printed, scenario, supervisor, tidying
 from flume.shell import launch as shell_launch
+from flume.shell.agents import PRINTED
+from flume.shell.tmux import Tmux
 
 app = typer.Typer(
     name="flume",
@@ -188,6 +201,21 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         AgentName.CLAUDE
     ),
     model: Annotated[str | None, typer.Option(help="The agent's model.")] = None,
+    panes: Annotated[
+        Panes,
+        typer.Option(
+            help="tmux: each agent in a window of flume's own tmux server (flume attach shows "
+            "it); print: flume writes the agent down and flume attach prints the command you run.",
+        ),
+    ] = Panes.TMUX,
+    agent_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-arg",
+            help="An argument for the agent's command line, e.g. --agent-arg=--effort; "
+            "repeatable, kept in order.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the place as JSON.")] = False,
 ) -> None:
     """Launch work: check it, journal it, and leave the supervisor to make and follow the place.
@@ -202,7 +230,7 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         base=base,
         mark=mark,
         waits=tuple(wait or ()),
-        agent=AgentSettings(agent=agent, model=model),
+        agent=AgentSettings(agent=agent, model=model, flags=pvector(agent_arg or ()), panes=panes),
     )
     try:
         made = shell_launch.launch(request, Settings(), time.time)
@@ -236,6 +264,180 @@ def drop(
         _fail(error)
     client.ensure()
     typer.echo(f"{place} dropped: the supervisor removes its place if clean, and keeps its branch")
+
+
+_PLACE_HELP = "The place, <kind>--<name>."
+_REPOSITORY_HELP = "The repository, when the name is in several."
+
+
+def _now() -> Instant:
+    return Instant(time.time())
+
+
+def _cwd() -> Path:
+    """The folder the command runs in; a usage error when it is gone (its worktree removed)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError as error:
+        raise UsageError.one(
+            "folder", "the current folder no longer exists", "run it from a folder that exists"
+        ) from error
+
+
+def _words(text: str, field: str) -> str:
+    """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
+    if text != "-":
+        return text
+    if sys.stdin.isatty():
+        raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
+    return commands.decoded(field, sys.stdin.buffer.read())
+
+
+@app.command()
+def tell(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What to tell; - reads stdin.")],
+    *,
+    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+) -> None:
+    """Tell the place's agent something (R6): held while it works, sent once it waits."""
+    settings = Settings()
+    try:
+        words = commands.checked_text("tell", _words(text, "tell"))
+        found = places.find(place, repository, settings)
+        decision = commands.give(found, Told(at=_now(), text=words), settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.told(decision))
+
+
+@app.command()
+def stop(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+) -> None:
+    """End the agent that went the wrong way; its stage waits for a retry (R9)."""
+    settings = Settings()
+    try:
+        found = places.find(place, repository, settings)
+        decision = commands.give(found, StopAsked(at=_now()), settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.stopped(decision))
+
+
+@app.command()
+def retry(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
+    *,
+    words: Annotated[
+        str, typer.Option(help="Your words for the next attempt, put in its prompt; - reads stdin.")
+    ] = "",
+    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+) -> None:
+    """Run the stage that stopped short again, with a fresh agent and your words (R9)."""
+    settings = Settings()
+    try:
+        given = commands.checked_text("words", _words(words, "words"), empty_ok=True)
+        found = places.find(place, repository, settings)
+        decision = commands.give(found, RetryAsked(at=_now(), words=given), settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.retried(decision))
+
+
+@app.command()
+def proceed(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+) -> None:
+    """Give your word to a stage that waits on it, so that it starts (R7)."""
+    settings = Settings()
+    try:
+        found = places.find(place, repository, settings)
+        decision = commands.give(found, ProceedAsked(at=_now()), settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.proceeded(decision))
+
+
+@app.command()
+def needs(
+    text: Annotated[
+        str, typer.Argument(metavar="TEXT", help="What you need to go on; - reads stdin.")
+    ],
+) -> None:
+    """For the agent, inside its place: stop the stage short with what it needs (R8).
+
+    The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
+    """
+    settings = Settings()
+    try:
+        words = commands.checked_text("words", _words(text, "words"))
+        found = commands.place_here(_cwd(), settings)
+        seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
+        decision = commands.give(found, seen, settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.said_needs(decision))
+
+
+@app.command()
+def submit() -> None:
+    """For the agent, inside its place: hand the branch to the repository's lander.
+
+    The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
+    """
+    settings = Settings()
+    try:
+        found = commands.place_here(_cwd(), settings)
+        seen = SubmitAsked(at=_now(), session=commands.session_of())
+        decision = commands.give(found, seen, settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    typer.echo(render.submitted(decision))
+
+
+@app.command()
+def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
+    kind: Annotated[
+        str, typer.Argument(metavar="KIND", help="fix, change, question, or declared.")
+    ],
+    stage: Annotated[str, typer.Argument(metavar="STAGE", help="One of the kind's stages.")],
+    *,
+    brief: Annotated[str, typer.Option(help="The brief to show in it.")] = "(the brief)",
+    name: Annotated[str, typer.Option(help="The work's name.")] = "example",
+    base: Annotated[
+        str | None, typer.Option(help="The base branch (default: the shared branch, or main).")
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(help="Whose kinds and prompts apply (default: the current folder's)."),
+    ] = None,
+) -> None:
+    """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
+    asked = commands.PromptAsked(
+        kind=kind, stage=stage, brief=brief, name=name, base=base, repository=repository
+    )
+    try:
+        shown = commands.prompt(asked, _cwd(), Settings())
+    except UsageError as error:
+        _fail(error)
+    typer.echo(shown.text)
+    if shown.repository is None:
+        typer.echo(
+            "flume: no repository here, so built-in kinds and prompts and a stand-in path; "
+            "give --repository to see a repository's own",
+            err=True,
+        )
 
 
 @app.command()
@@ -278,6 +480,36 @@ def tidy(
     for line in render.tidy_text(outcomes, dry_run=dry_run):
         typer.echo(line)
 
+
+@app.command()
+def attach(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help="The place, <kind>--<name>.")],
+    *,
+    repository: Annotated[
+        Path | None, typer.Option(help="The repository, when the name is in several.")
+    ] = None,
+) -> None:
+    """Show the place's agent in this terminal: its pane on flume's own tmux server."""
+    settings = Settings()
+    try:
+        found = places.find(place, repository, settings)
+        pane = attaching.pane_of(found.place)
+    except UsageError as error:
+        _fail(error)
+    if pane.startswith(PRINTED):
+        typer.echo(shlex.join(printed.command(Path(pane.removeprefix(PRINTED)))))
+        typer.echo(
+            f"flume: {place}'s agent is printed (--panes print): run the command above in a "
+            "terminal of your own",
+            err=True,
+        )
+        return
+    argv = Tmux().attach_argv(pane)
+    typer.echo(f"flume: {place} is in pane {pane}; detach with C-b d", err=True)
+    attaching.exec_attach(argv)
+
+
+app.add_typer(inspect_app, name="inspect")
 
 daemon = typer.Typer(help="The supervisor that follows every place on this host.")
 app.add_typer(daemon, name="daemon")

@@ -34,6 +34,13 @@ class AgentName(enum.Enum):
     TEST = "test"  #: flume's scripted test agent (flume.testing)
 
 
+class Panes(enum.Enum):
+    """Where a stage's agent runs (R4: "in a pane, or as a command flume prints for you")."""
+
+    TMUX = "tmux"  #: a window of flume's own tmux server, one per place
+    PRINT = "print"  #: a command flume writes down for you to run in a terminal of your own
+
+
 @attrs.frozen(kw_only=True)
 class AgentSettings:
     """Which agent a stage starts, and how."""
@@ -41,6 +48,7 @@ class AgentSettings:
     agent: AgentName = AgentName.CLAUDE
     model: str | None = None
     flags: PVector[str] = attrs.field(factory=pvector)
+    panes: Panes = Panes.TMUX
 
 
 @attrs.frozen(kw_only=True)
@@ -216,9 +224,33 @@ def check_launch(launch: Launch, kind: Kind) -> None:
                 mend="use up to 128 letters, digits or . _ : / @ + -, starting with a letter",
             ),
         )
+    problems.extend(agent_problems(launch.agent))
     try:
         check_kind(kind)
     except UsageError as error:
         problems.extend(error.problems)
     if problems:
         raise UsageError(tuple(problems))
+
+
+def agent_problems(agent: AgentSettings) -> list[Problem]:
+    """The agent's model and arguments become one argv entry each: none empty, none with NUL."""
+    problems: list[Problem] = []
+    if agent.model is not None and (not agent.model.strip() or "\0" in agent.model):
+        problems.append(
+            Problem(
+                field="model",
+                what=f"the model {agent.model!r} is empty or holds a NUL",
+                mend="name a model, such as 'sonnet', or leave --model out",
+            ),
+        )
+    for number, flag in enumerate(agent.flags, start=1):
+        if not flag or "\0" in flag:
+            problems.append(
+                Problem(
+                    field="agent-arg",
+                    what=f"agent argument {number} is empty or holds a NUL",
+                    mend="give each --agent-arg a value, such as --agent-arg=--effort",
+                ),
+            )
+    return problems

@@ -18,7 +18,7 @@ from flume.core.actions import Action, Event, Report, SendTell
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
 from flume.core.ids import Instant, Marker
-from flume.core.launch import place_name
+from flume.core.launch import Panes, place_name
 from flume.core.observations import Activity, TranscriptEntry
 from flume.core.place import (
     Delivered,
@@ -54,6 +54,13 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
             "tell",
             f"no agent is live in {name}, so nothing was typed",
             "retry its stage to start a fresh agent, then tell it",
+        )
+    if place.launch.agent.panes is Panes.PRINT:
+        raise refused(
+            "tell",
+            f"the agent of {name} runs in a terminal of your own (--panes print), where flume "
+            "cannot type, so nothing was typed",
+            "type your words into that terminal yourself",
         )
     if place.agent.activity is Activity.ASKING:
         raise refused(

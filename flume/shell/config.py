@@ -20,6 +20,11 @@ The form (every table optional; see docs/config.md)::
     [prompts.fix]                             # prompt overrides, by kind and stage
     code = "..."
 
+    [timing]                                  # seconds; frozen into each place at launch
+    quiet = 5.0       # the agent is quiet once it waits and its pane is still this long (R7)
+    confirm = 30.0    # a send not in the transcript by then counts as missing (R5)
+    ready = 60.0      # an agent that never says it takes input is sent the prompt anyway
+
 Nothing here decides: the file is read into a :class:`Config`; a malformed one raises
 :class:`UsageError` naming the file and the line, with how to mend it.
 """
@@ -38,12 +43,14 @@ from pyrsistent.typing import PMap, PVector
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import KindName, StageName
 from flume.core.kinds import BUILTIN_KINDS, Kind, known_kind, with_prompts
+from flume.core.settings import Settings
 from flume.shell.declared import parse_kind
 
 FILE_NAME = ".flume.toml"
-_TABLES = {"place", "land", "kinds", "prompts"}
+_TABLES = {"place", "land", "kinds", "prompts", "timing"}
 _PLACE_KEYS = {"setup", "copy"}
 _LAND_KEYS = {"checks", "submit"}
+_TIMING_KEYS = {"quiet": "quiet_seconds", "confirm": "confirm_seconds", "ready": "ready_seconds"}
 
 
 @attrs.frozen(kw_only=True)
@@ -57,6 +64,12 @@ class Config:
     kinds: PMap[KindName, Kind] = attrs.field(factory=pmap)
     #: (kind, stage) -> the prompt template that replaces the kind's own.
     prompts: PMap[tuple[KindName, StageName], str] = attrs.field(factory=pmap)
+    #: The ``[timing]`` table, as Settings field -> seconds.
+    timing: PMap[str, float] = attrs.field(factory=pmap)
+
+    def settings(self, default: Settings) -> Settings:
+        """``default`` with the repository's ``[timing]`` applied."""
+        return attrs.evolve(default, **dict(self.timing)) if self.timing else default
 
     def kind(self, name: str) -> Kind:
         """The kind called ``name``, the repository's own before a built-in, prompts applied.
@@ -137,9 +150,34 @@ def parse(path: Path, text: str) -> Config:
             )
     kinds = _kinds(at, document.get("kinds", []))
     prompts = _prompts(at, document.get("prompts", {}), kinds)
+    timing = _timing(at, _table(at, document, "timing", set(_TIMING_KEYS)))
     return Config(
-        setup=setup, copy=copy, checks=checks, submit=submit, kinds=kinds, prompts=prompts
+        setup=setup,
+        copy=copy,
+        checks=checks,
+        submit=submit,
+        kinds=kinds,
+        prompts=prompts,
+        timing=timing,
     )
+
+
+#: The longest wait ``[timing]`` takes: a day.
+_MAX_SECONDS = 86400.0
+
+
+def _timing(at: _Located, table: dict[str, Any]) -> PMap[str, float]:
+    found: dict[str, float] = {}
+    for key, value in table.items():
+        good = isinstance(value, int | float) and not isinstance(value, bool)
+        if not good or not 0 < value <= _MAX_SECONDS:
+            raise at.error(
+                rf"^\s*{key}\s*=",
+                f"[timing] {key} = {value!r} is not a number of seconds",
+                f"give a number above 0 and at most {_MAX_SECONDS:g}",
+            )
+        found[_TIMING_KEYS[key]] = float(value)
+    return pmap(found)
 
 
 def _table(at: _Located, document: dict[str, Any], name: str, keys: set[str]) -> dict[str, Any]:

@@ -27,12 +27,16 @@ from pyrsistent import pset
 
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
-from flume.core.launch import AgentSettings, Launch, check_launch, place_name
+from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
 from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import config, git, journal, places
+
+#: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
+#: the printed command ([timing] confirm in .flume.toml overrides it).
+PRINT_CONFIRM_SECONDS = 3600.0
 
 
 @attrs.frozen(kw_only=True)
@@ -75,6 +79,10 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
             "make a first commit, then launch again",
         )
     declared = config.load(repository)
+    settings = declared.settings(settings)
+    if request.agent.panes is Panes.PRINT and "confirm_seconds" not in declared.timing:
+        # A printed agent starts when its caller runs it: the first send waits that long.
+        settings = attrs.evolve(settings, confirm_seconds=PRINT_CONFIRM_SECONDS)
     kind = declared.kind(request.kind)
     base = request.base or git.shared_branch(repository)
     if base is None:

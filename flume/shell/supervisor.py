@@ -12,9 +12,9 @@ asked for and never observed done. Lines read after that have their own actions 
 
 Each tick observes in batches, never place by place: :class:`Observer` sources get every place
 followed at once and group them as their tool allows (one ``git for-each-ref`` per repository
-for all branch heads; panes and transcripts will join with one tmux call a tick and reads from
-stored offsets). Deadlines are checked by stepping a ``Tick``; a tick that changes nothing is
-not journaled, so idle places cost no disk.
+for all branch heads; one ``tmux list-panes -a`` for every agent's pane, and transcripts and
+hook files read from stored offsets: :mod:`flume.shell.watch`). Deadlines are checked by
+stepping a ``Tick``; a tick that changes nothing is not journaled, so idle places cost no disk.
 
 Actions run on worker threads, one batch at a time per place and in order, so a long setup in
 one place never holds up another. Every process an action starts inherits the supervisor's lock:
@@ -52,7 +52,10 @@ from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import pending, step
 from flume.shell import client, git, journal, places
+from flume.shell.agents import Agents
 from flume.shell.perform import Performer
+from flume.shell.tmux import Tmux
+from flume.shell.watch import Watch
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
@@ -429,7 +432,7 @@ def _stopped_since(asked_at: float | None) -> bool:
     return stopped_at > asked_at
 
 
-def serve(settings: Settings, asked_at: float | None = None) -> int:
+def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
     """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
 
     ``asked_at`` is when a command asked for this supervisor: one that starts only after a
@@ -462,8 +465,10 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:
         with contextlib.suppress(BlockingIOError):
             os.write(wake_write, b".")
 
-    performer = Performer(clock=time.time, pass_fds=(descriptor,))
-    supervisor = Supervisor(settings, performer=performer, wake=wake)
+    tmux = Tmux()
+    performer = Performer(clock=time.time, agents=Agents(tmux), pass_fds=(descriptor,))
+    observers = (BranchHeads(), Watch(tmux))
+    supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
     stopping = False
 
     def on_term(_signum: int, _frame: object) -> None:

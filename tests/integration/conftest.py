@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from flume.shell import client
+from flume.shell.tmux import Tmux
 from tests.integration.places_kit import GIT_IDENTITY, Harness
 
 
@@ -73,3 +76,19 @@ def harness(host: Path) -> Iterator[Harness]:
         yield made
     finally:
         made.close()
+
+
+@pytest.fixture
+def panes(host: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tmux]:
+    """A tmux server of this test's own; it and the supervisor end with the test."""
+    del host
+    folder = Path(tempfile.mkdtemp(prefix="flt-", dir="/tmp"))
+    socket = folder / "tmux.sock"
+    monkeypatch.setenv("FLUME_TMUX_SOCKET", str(socket))
+    tmux = Tmux(socket)
+    try:
+        yield tmux
+    finally:
+        stop_supervisor()
+        tmux.kill_server()
+        shutil.rmtree(folder, ignore_errors=True)

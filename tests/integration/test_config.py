@@ -106,3 +106,33 @@ def test_a_malformed_config_names_file_and_line(
     assert f"{tmp_path / FILE_NAME}:{line}" in message
     assert says in message
     assert caught.value.exit_status == 2
+
+
+def test_timing_sets_the_places_settings(tmp_path: Path) -> None:
+    """[timing] replaces the thresholds it names and keeps the others."""
+    from flume.core.settings import Settings  # noqa: PLC0415 (only this test builds settings)
+
+    config = load(write(tmp_path, "[timing]\nquiet = 0.5\nconfirm = 4\n"))
+    settings = config.settings(Settings())
+    assert (settings.quiet_seconds, settings.confirm_seconds) == (0.5, 4.0)
+    assert settings.ready_seconds == Settings().ready_seconds
+    assert load(write(tmp_path, "")).settings(Settings()) == Settings()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[timing]\nquiet = "soon"\n', "quiet = 'soon' is not a number of seconds"),
+        ("[timing]\nconfirm = 0\n", "confirm = 0 is not a number of seconds"),
+        ("[timing]\nready = true\n", "ready = True is not a number of seconds"),
+        ("[timing]\nready = 100000\n", "ready = 100000 is not a number of seconds"),
+        ("[timing]\npatience = 3\n", "[timing] has no key 'patience'"),
+    ],
+)
+def test_bad_timing_names_the_line(tmp_path: Path, text: str, says: str) -> None:
+    """A [timing] value that is not a number of seconds is named with its file and line."""
+    with pytest.raises(UsageError) as raised:
+        load(write(tmp_path, text))
+    message = str(raised.value)
+    assert says in message
+    assert f"{FILE_NAME}:2" in message

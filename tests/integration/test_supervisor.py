@@ -219,7 +219,10 @@ def test_drop_and_tidy_through_the_daemon(host: Path) -> None:
     wait_until(lambda: "WorktreeMade" in kinds_in(path))
     assert flume("drop", "fix--viadaemon").returncode == 0
     worktree = repo / "places" / "fix--viadaemon"
-    wait_until(lambda: not worktree.exists())
+    # The journal, not the folder: git removes the folder a moment before the removal is
+    # journaled, and tidy reads the journal.
+    wait_until(lambda: "WorktreeRemoved" in kinds_in(path))
+    assert not worktree.exists()
     ran = flume("tidy", "--json")
     assert ran.returncode == 0, ran.stderr
     (shown,) = json.loads(ran.stdout)["places"]

@@ -20,7 +20,7 @@ from flume.core.delivery import infer_activity, send_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Sequence, Step, next_stage, stage_named
-from flume.core.launch import branch_problems, check_launch
+from flume.core.launch import AgentSettings, branch_problems, check_launch
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -285,6 +285,31 @@ def test_a_brief_that_is_not_utf8_text_is_refused() -> None:
     """A brief holding a lone surrogate (bytes that were not UTF-8) is bad input."""
     with pytest.raises(UsageError, match="not UTF-8 text"):
         check_launch(launch(brief="half \udce9 a character"), FIX)
+
+
+@pytest.mark.parametrize(
+    ("model", "flags", "field"),
+    [
+        ("", (), "model"),
+        ("son\0net", (), "model"),
+        (None, ("--effort", ""), "agent-arg"),
+        (None, ("a\0b",), "agent-arg"),
+    ],
+)
+def test_an_empty_or_nul_agent_setting_is_refused(
+    model: str | None, flags: tuple[str, ...], field: str
+) -> None:
+    """Each agent setting becomes one argv entry: an empty one or one holding NUL is refused."""
+    agent = AgentSettings(model=model, flags=pvector(flags))
+    with pytest.raises(UsageError) as raised:
+        check_launch(attrs.evolve(launch(), agent=agent), FIX)
+    assert [problem.field for problem in raised.value.problems] == [field]
+
+
+def test_a_good_model_and_agent_arguments_pass() -> None:
+    """A named model and non-empty arguments are no problem."""
+    agent = AgentSettings(model="sonnet", flags=pvector(["--effort", "high"]))
+    check_launch(attrs.evolve(launch(), agent=agent), FIX)
 
 
 def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:

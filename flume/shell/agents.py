@@ -1,0 +1,308 @@
+"""Agents in panes: Claude Code, Codex and flume's test agent, started, typed into and ended.
+
+Theory of operation. The core asks for ``StartAgent``, ``SendPrompt``/``SendTell`` and
+``EndAgent``; :class:`Agents` performs them in tmux panes and reports what it saw. It decides
+nothing: whether a prompt was taken is for the transcript to say (R5), read by
+:mod:`flume.shell.watch`.
+
+A stage attempt's agent session id is chosen here, from the place, the stage, the attempt and the
+instant the stage started (uuid5): the same start asked for twice (a supervisor killed between
+starting the agent and journaling it, then restarted) names the same session, finds the pane
+already running it, and reports that pane instead of starting a second agent (R4,
+RESTART-PENDING).
+
+Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
+prompt, and hooks installed for the run only (``--settings``), each appending what Claude Code
+says to a file flume reads (``hookrecord.py``). Codex is started in the place (``-C``); its
+rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyrsistent import pvector
+
+from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
+from flume.core.ids import Instant, SessionId
+from flume.core.launch import AgentName, Panes, place_name
+from flume.core.observations import ActionFailed, AgentExited, AgentStarted, Observation
+from flume.core.place import Place
+from flume.shell import places, printed
+from flume.shell.tmux import SESSION_VARIABLE, Tmux
+
+#: The pane of a printed agent is its file's path after this (no tmux pane holds it).
+PRINTED = "print:"
+#: Fixed, so that one stage attempt always names the same session.
+_NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
+#: The hooks flume installs for a Claude Code run (reference/claude-code.md §4).
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+)
+#: Variables an agent's pane gets from the supervisor's environment through tmux (``-e``), not
+#: its start command (they may hold secrets).
+_PASSED = re.compile(
+    r"(HOME|USER|LOGNAME|SHELL|LANG|LC_[A-Z]+|TERM|TZ|TMPDIR|XDG_[A-Z_]+|GIT_[A-Z_]+|"
+    r"ANTHROPIC_[A-Z_]+|CLAUDE_[A-Z_]+|CODEX_HOME|OPENAI_[A-Z_]+|DISABLE_[A-Z_]+|IS_SANDBOX|"
+    r"FLUME_[A-Z_]+|NO_COLOR|SSL_CERT_FILE)",
+)
+
+
+def session_for(place: Place, stage: str, attempt: int) -> SessionId:
+    """The session id of a stage attempt's agent: the same for the same start, every time."""
+    started = place.stage.started_at if place.stage.name == stage else 0.0
+    key = f"{place.path}\0{stage}\0{attempt}\0{started!r}"
+    return SessionId(str(uuid.uuid5(_NAMESPACE, key)))
+
+
+def agents_dir() -> Path:
+    """Where flume keeps what it writes for agents: hook settings, hook records, offsets."""
+    return places.state_dir() / "agents"
+
+
+def hooks_path(session: str) -> Path:
+    """The file a Claude Code session's hooks append to."""
+    return agents_dir() / f"{session}.hooks.jsonl"
+
+
+def claude_home() -> Path:
+    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR``, or ``~/.claude`` (reference §1)."""
+    given = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(given) if given else Path.home() / ".claude"
+
+
+def codex_home() -> Path:
+    """Codex's folder: ``$CODEX_HOME``, or ``~/.codex``."""
+    given = os.environ.get("CODEX_HOME")
+    return Path(given) if given else Path.home() / ".codex"
+
+
+def project_slug(cwd: str) -> str:
+    """Claude Code's folder name for a working directory: every non-alphanumeric is ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def transcript_path(cwd: str, session: str) -> Path:
+    """Where Claude Code (and the test agent) write the session's transcript."""
+    return claude_home() / "projects" / project_slug(cwd) / f"{session}.jsonl"
+
+
+def program(agent: AgentName) -> str:
+    """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
+    match agent:
+        case AgentName.CLAUDE:
+            return os.environ.get("FLUME_CLAUDE") or "claude"
+        case AgentName.CODEX:
+            return os.environ.get("FLUME_CODEX") or "codex"
+        case AgentName.TEST:
+            return sys.executable
+
+
+def hook_settings(session: str) -> str:
+    """The ``--settings`` JSON that installs flume's hooks for this run only."""
+    recorder = Path(__file__).with_name("hookrecord.py")
+    command = shlex.join([sys.executable, "-I", str(recorder), str(hooks_path(session))])
+    handler = {"type": "command", "command": command, "timeout": 10}
+    hooks = {event: [{"hooks": [handler]}] for event in HOOK_EVENTS}
+    return json.dumps({"hooks": hooks}, separators=(",", ":"))
+
+
+def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
+    """The agent's command line, from the launch's agent settings; never through a shell."""
+    settings = action.agent
+    argv = [program(settings.agent)]
+    match settings.agent:
+        case AgentName.CLAUDE:
+            argv += ["--session-id", session, "--settings", hook_settings(session)]
+            if settings.model:
+                argv += ["--model", settings.model]
+        case AgentName.CODEX:
+            argv += ["-C", place.path]
+            if settings.model:
+                argv += ["-m", settings.model]
+        case AgentName.TEST:
+            argv += ["-m", "flume.testing.agent", "--session-id", session]
+    argv += list(settings.flags)
+    return argv
+
+
+def environment(place: Place, session: SessionId) -> tuple[dict[str, str], dict[str, str]]:
+    """The pane's environment: (in its command, through tmux).
+
+    The command carries the session id (so a pane is known by it after any restart), the
+    place's name, and a PATH on which ``flume`` is found (for ``flume needs``/``submit``).
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    if bin_dir not in path.split(os.pathsep):
+        path = os.pathsep.join([bin_dir, path])
+    shown = {
+        SESSION_VARIABLE: session,
+        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
+        "PATH": path,
+    }
+    hidden = {key: value for key, value in os.environ.items() if _PASSED.fullmatch(key)}
+    for key in shown:
+        hidden.pop(key, None)
+    return shown, hidden
+
+
+def tmux_group(repository: str) -> str:
+    """The tmux session of a repository's places: its folder's name and a short digest."""
+    digest = uuid.uuid5(_NAMESPACE, repository).hex[:6]
+    return f"{Path(repository).name}-{digest}"
+
+
+class Agents:
+    """The agent port over tmux panes."""
+
+    def __init__(self, tmux: Tmux | None = None) -> None:
+        self.tmux = tmux or Tmux()
+
+    def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
+        """R4: start the stage attempt's agent, or report the pane already running it."""
+        session = session_for(place, action.stage, action.attempt)
+        if action.agent.panes is Panes.PRINT:
+            return self._print(place, action, session, at)
+        panes = self.tmux.panes()
+        if panes is None:
+            return self._failed(at, [], "tmux could not list its panes")
+        for pane in panes.values():
+            if pane.session == session:
+                return [self._started(at, action, session, pane.id)]
+        argv = command(place, action, session)
+        if shutil.which(argv[0]) is None:
+            variable = "FLUME_CODEX" if action.agent.agent is AgentName.CODEX else "FLUME_CLAUDE"
+            what = (
+                f"the agent's program {argv[0]!r} is not installed here; install it, or set "
+                f"{variable} to its path, then retry the stage"
+            )
+            return self._failed(at, argv, what)
+        shown, hidden = environment(place, session)
+        if action.agent.agent is AgentName.CLAUDE:
+            agents_dir().mkdir(parents=True, exist_ok=True)
+            hooks_path(session).touch()
+        if not Path(place.path).is_dir():
+            return self._failed(at, argv, f"the place {place.path} is not there")
+        ran = self.tmux.start(
+            group=tmux_group(place.launch.repository),
+            window=place_name(place.launch.kind, place.launch.name),
+            cwd=Path(place.path),
+            argv=argv,
+            env=shown,
+            hidden_env=hidden,
+        )
+        made = ran.out.strip()
+        if not ran.ok or not made.startswith("%"):
+            return self._failed(at, argv, ran.err.strip() or "tmux made no pane")
+        return [self._started(at, action, session, made)]
+
+    def _print(
+        self, place: Place, action: StartAgent, session: SessionId, at: Instant
+    ) -> list[Observation]:
+        """The print backend: write the agent down for the caller to run (R4)."""
+        path = printed.path_of(place_name(place.launch.kind, place.launch.name))
+        found = printed.read(path)
+        if found is None or found.get("session") != session:
+            argv = command(place, action, session)
+            shown, _hidden = environment(place, session)
+            printed.write(path, session=session, cwd=place.path, argv=argv, env=shown)
+        return [self._started(at, action, session, f"{PRINTED}{path}")]
+
+    @staticmethod
+    def _started(at: Instant, action: StartAgent, session: SessionId, pane: str) -> AgentStarted:
+        return AgentStarted(
+            at=at, stage=action.stage, attempt=action.attempt, session=session, pane=pane
+        )
+
+    @staticmethod
+    def _failed(at: Instant, argv: list[str], output: str) -> list[Observation]:
+        shown = [argv[0]] if argv else []
+        return [ActionFailed(at=at, action="StartAgent", argv=pvector(shown), output=output)]
+
+    def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
+        """End the agent: close every pane running its session, then see that none is left."""
+        if place.agent is not None and place.agent.pane.startswith(PRINTED):
+            return self._end_printed(place.agent.pane.removeprefix(PRINTED), action, at)
+        panes = self.tmux.panes()
+        if panes is None:
+            return [ActionFailed(at=at, action="EndAgent", output="tmux could not list panes")]
+        for pane in panes.values():
+            if pane.session == action.session:
+                self.tmux.kill_pane(pane.id)
+        left = self.tmux.panes()
+        if left is None or any(pane.session == action.session for pane in left.values()):
+            return [ActionFailed(at=at, action="EndAgent", output="the agent's pane is still open")]
+        return [AgentExited(at=at, session=action.session)]
+
+    def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
+        """Paste the text literally into the agent's pane and press Enter.
+
+        Nothing is reported: whether the agent took it is for its transcript to say (R5).
+        """
+        if place.agent is not None and place.agent.pane.startswith(PRINTED):
+            path = Path(place.agent.pane.removeprefix(PRINTED))
+            printed.set_prompt(path, action.session, action.text)
+            return []
+        panes = self.tmux.panes() or {}
+        live = [p for p in panes.values() if p.session == action.session and not p.dead]
+        if not live:
+            return []  # the watch reports the agent gone; the send is found missing
+        ran = self.tmux.paste(live[0].id, action.text)
+        if not ran.ok:
+            what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
+            return [ActionFailed(at=at, action=what, output=ran.err.strip())]
+        return []
+
+    @staticmethod
+    def _end_printed(path: str, action: EndAgent, at: Instant) -> list[Observation]:
+        """End a printed agent: its process, if it registered, and its file."""
+        entry = live_sessions().get(action.session)
+        pid = entry.get("pid") if entry is not None else None
+        if isinstance(pid, int) and pid > 1:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        Path(path).unlink(missing_ok=True)
+        return [AgentExited(at=at, session=action.session)]
+
+
+def live_sessions() -> dict[str, dict[str, object]]:
+    """Claude Code's live-session registry, by session id: one folder read (reference §1)."""
+    found: dict[str, dict[str, object]] = {}
+    try:
+        entries = list(os.scandir(claude_home() / "sessions"))
+    except FileNotFoundError:
+        return found
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(Path(entry.path).read_text(encoding="utf-8"))
+            if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
+                found[data["sessionId"]] = data
+    return found
+
+
+def registry_status(entry: Mapping[str, object]) -> tuple[str, str]:
+    """A live-session registry entry's ``status`` and ``waitingFor`` (reference §1)."""
+    status = entry.get("status")
+    waiting = entry.get("waitingFor")
+    return (status if isinstance(status, str) else "", waiting if isinstance(waiting, str) else "")

@@ -1,0 +1,34 @@
+"""``flume attach``: the pane of a place's live agent, and the terminal handed to tmux."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+
+from flume.core.errors import UsageError, refused
+from flume.core.launch import place_name
+from flume.core.place import Place
+
+
+def pane_of(place: Place | None) -> str:
+    """The pane of the place's live agent; refused when it has none."""
+    if place is None:
+        raise UsageError.one("place", "its journal cannot be read", "see flume status")
+    name = place_name(place.launch.kind, place.launch.name)
+    if place.agent is None or not place.agent.pane.startswith(("%", "print:")):
+        raise refused(
+            "attach",
+            f"{name} has no live agent in a pane (stage {place.stage.name})",
+            f"see flume status {name}; flume retry {name} starts a fresh agent",
+        )
+    return place.agent.pane
+
+
+def exec_attach(argv: Sequence[str]) -> None:
+    """Replace this process with tmux showing the pane (never returns on success)."""
+    program = shutil.which(argv[0])
+    if program is None:
+        raise SystemExit(f"flume: {argv[0]} is not installed")
+    env = {key: value for key, value in os.environ.items() if key != "TMUX"}
+    os.execve(program, list(argv), env)  # noqa: S606 (our own argv: tmux, its socket, a pane id)

@@ -1,0 +1,141 @@
+"""What the agent tests share: flume's own tmux server per test, launches of agents, waits.
+
+Every test gets a private tmux socket (``FLUME_TMUX_SOCKET``, a short path: a unix socket's
+path is limited to 108 bytes) and a host of its own (the ``host`` fixture: flume's state and
+supervisor under the test's folder). The supervisor is the real daemon, started by the real CLI;
+agents run in real panes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from flume.core.actions import Action, SendPrompt, SendTell
+from flume.core.observations import AgentStarted, Observation, TranscriptEntry
+from flume.core.place import Place
+from flume.core.settings import Settings
+from flume.core.step import replay, step
+from flume.shell import agents, journal, places
+from tests.integration.places_kit import flume_process, repository
+
+#: Short waits, so that a lost send is found missing in seconds, not the default half minute.
+TIMING = "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n"
+
+
+def agent_repository(folder: Path, config: str = TIMING) -> Path:
+    """A repository whose places live by short timings."""
+    return repository(folder / "repo", files={".flume.toml": config, "README.md": "hullo\n"})
+
+
+def script(folder: Path, text: str, name: str = "script.toml") -> Path:
+    """A test agent's script, written to a file."""
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def launch_test_agent(
+    repo: Path,
+    name: str,
+    script_path: Path,
+    *,
+    brief: str = "Mend the greeting.",
+    kind: str = "fix",
+) -> Path:
+    """Launch a place whose stages run flume's test agent with ``script_path``; its journal."""
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", kind, "--name", name, "--brief", brief,
+        "--agent", "test", "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"{kind}--{name}" / places.JOURNAL
+
+
+def observations(path: Path) -> list[Observation]:
+    """Everything the place's journal holds."""
+    return list(journal.read(path).observations)
+
+
+def place_of(path: Path) -> Place:
+    """The place its journal describes now."""
+    return replay(Settings(), observations(path))
+
+
+def decided(path: Path, kind: type[Action]) -> list[Action]:
+    """Every action of ``kind`` the rules decided over the journal (sends are never journaled).
+
+    The supervisor performs what the rules decide, once; a restarted one performs only what is
+    pending, which never holds a send (R5): so this counts the sends made.
+    """
+    place: Place | None = None
+    found: list[Action] = []
+    for seen in observations(path):
+        decision = step(Settings(), place, seen)
+        place = decision.place
+        found.extend(action for action in decision.actions if isinstance(action, kind))
+    return found
+
+
+def prompt_sends(path: Path, stage: str = "code", attempt: int = 1) -> int:
+    """How many times the stage attempt's prompt was sent."""
+    return sum(
+        1
+        for action in decided(path, SendPrompt)
+        if isinstance(action, SendPrompt) and action.stage == stage and action.attempt == attempt
+    )
+
+
+def tell_sends(path: Path) -> int:
+    """How many times tells were sent."""
+    return len(decided(path, SendTell))
+
+
+def sessions_started(path: Path, stage: str = "code", attempt: int = 1) -> set[str]:
+    """The agent sessions journaled as started for a stage attempt."""
+    return {
+        seen.session
+        for seen in observations(path)
+        if isinstance(seen, AgentStarted) and seen.stage == stage and seen.attempt == attempt
+    }
+
+
+def transcript_lines(place: Place, session: str) -> list[dict[str, object]]:
+    """The lines of a session's transcript, as the agent wrote them."""
+    path = agents.transcript_path(os.path.realpath(place.path), session)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def typed_lines(place: Place, session: str, holding: str) -> list[dict[str, object]]:
+    """The transcript's user lines with string content holding ``holding``."""
+    found = []
+    for line in transcript_lines(place, session):
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if line.get("type") == "user" and isinstance(content, str) and holding in content:
+            found.append(line)
+    return found
+
+
+def journaled_text(path: Path) -> str:
+    """All transcript text the journal holds."""
+    return "\n".join(seen.text for seen in observations(path) if isinstance(seen, TranscriptEntry))
+
+
+def wait_for(predicate: Callable[[], object], seconds: float, what: str) -> None:
+    """Wait until ``predicate()`` holds, looking every 50 ms; fail naming ``what``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(FileNotFoundError):
+            if predicate():
+                return
+        if time.monotonic() > deadline:
+            message = f"waited {seconds}s for {what}"
+            raise AssertionError(message)
+        time.sleep(0.05)

@@ -1,0 +1,439 @@
+"""Agents in real tmux panes, driven by the real supervisor: flume's test agent end to end.
+
+Each test launches through the real CLI, which starts the real daemon; the daemon starts the
+test agent (``python -m flume.testing.agent``) in a pane of the test's own tmux server, pastes
+prompts into it, and reads its transcript. What the tests check is what the journal holds and
+what the agent's own transcript says, never what was typed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import time
+from pathlib import Path
+
+from flume.core.observations import (
+    Activity,
+    AgentExited,
+    StopAsked,
+)
+from flume.core.place import Delivered, Queued, Short, ShortCause, Working
+from flume.shell import client, places
+from flume.shell.tmux import Tmux
+from tests.integration.agents_kit import (
+    agent_repository,
+    journaled_text,
+    launch_test_agent,
+    observations,
+    place_of,
+    prompt_sends,
+    script,
+    sessions_started,
+    tell_sends,
+    transcript_lines,
+    typed_lines,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process
+
+COMMITS = """
+[[turn]]
+steps = [
+  {say = "Mending the greeting."},
+  {write = {path = "README.md", text = "hello\\n"}},
+  {commit = "Say hello, not hullo"},
+  {say = "Done."},
+]
+"""
+
+
+def _marker(name: str, stage: str = "code", attempt: int = 1) -> str:
+    return f"flume:fix--{name}:{stage}:{attempt}"
+
+
+def _past_code(journal_path: Path) -> bool:
+    place = place_of(journal_path)
+    return "code" in place.completed
+
+
+def test_a_prompt_is_delivered_and_the_commit_ends_the_stage(tmp_path: Path, panes: Tmux) -> None:
+    """R5, R7: the prompt is in the transcript once, sent once; the agent's commit ends code."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "greet", script(tmp_path, COMMITS))
+    wait_for(lambda: _past_code(journal_path), 60, "the code stage to end on its commit")
+    place = place_of(journal_path)
+    (session,) = sessions_started(journal_path)
+    assert prompt_sends(journal_path) == 1
+    assert len(typed_lines(place, session, _marker("greet"))) == 1
+    assert (Path(place.path) / "README.md").read_text() == "hello\n"
+    # The next stage runs a fresh agent: another session, and the first one ended.
+    wait_for(lambda: sessions_started(journal_path, "submit"), 30, "the submit stage's agent")
+    assert sessions_started(journal_path, "submit") != {session}
+    assert any(
+        isinstance(s, AgentExited) and s.session == session for s in observations(journal_path)
+    )
+
+
+def test_a_lost_first_input_is_sent_once_more_and_found(tmp_path: Path, panes: Tmux) -> None:
+    """R5: the first send is lost (the transcript lacks it); the second is found, once."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "lost", script(tmp_path, "lose = 1\n" + COMMITS))
+    wait_for(lambda: _past_code(journal_path), 60, "the code stage to end")
+    place = place_of(journal_path)
+    (session,) = sessions_started(journal_path)
+    assert prompt_sends(journal_path) == 2
+    assert len(typed_lines(place, session, _marker("lost"))) == 1
+
+
+def test_lost_twice_never_began_and_no_third_send(tmp_path: Path, panes: Tmux) -> None:
+    """R5: both sends missing: "never began", the agent ended, and never a third send."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "deaf", script(tmp_path, 'lose = "all"\n'))
+
+    def never_began() -> bool:
+        phase = place_of(journal_path).stage.phase
+        return isinstance(phase, Short) and phase.cause is ShortCause.NEVER_BEGAN
+
+    wait_for(never_began, 60, "the stage to be reported never begun")
+    (session,) = sessions_started(journal_path)
+    wait_for(lambda: place_of(journal_path).agent is None, 30, "the agent to be ended")
+    assert not any(pane.session == session for pane in (panes.panes() or {}).values())
+    # Past another confirmation window, still exactly two sends and nothing recorded.
+    settle = place_of(journal_path).now + 5
+    wait_for(lambda: _daemon_ticked_past(settle), 30, "the supervisor to go on ticking")
+    assert prompt_sends(journal_path) == 2
+    assert typed_lines(place_of(journal_path), session, _marker("deaf")) == []
+
+
+def _daemon_ticked_past(instant: float) -> bool:
+    status = client.request("status")
+    return status is not None and status["ticks"] > 0 and _now() > instant
+
+
+def _now() -> float:
+    return time.time()
+
+
+BUSY = """
+[[turn]]
+steps = [{say = "Reading the code."}, {work = 60}]
+"""
+
+
+def test_stop_then_retry_starts_a_fresh_agent_with_the_callers_words(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """R9: stop ends the agent, its stage waits; retry runs a new session with the words."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "wrongway", script(tmp_path, BUSY))
+    wait_for(
+        lambda: isinstance(place_of(journal_path).stage.phase, Working), 60, "the prompt delivered"
+    )
+    (first,) = sessions_started(journal_path)
+    stopped = flume_process("stop", "fix--wrongway", "--repository", str(repo))
+    assert stopped.returncode == 0, stopped.stderr
+
+    def short_and_gone() -> bool:
+        place = place_of(journal_path)
+        return isinstance(place.stage.phase, Short) and place.agent is None
+
+    wait_for(short_and_gone, 30, "the stage to stop short and its agent to end")
+    assert any(isinstance(s, StopAsked) for s in observations(journal_path))
+    assert not any(pane.session == first for pane in (panes.panes() or {}).values())
+    words = "Look in README.md, not in the tests."
+    retried = flume_process("retry", "fix--wrongway", "--repository", str(repo), "--words", words)
+    assert retried.returncode == 0, retried.stderr
+    wait_for(lambda: sessions_started(journal_path, "code", 2), 30, "the retry's agent")
+    (second,) = sessions_started(journal_path, "code", 2)
+    assert second != first
+    wait_for(
+        lambda: typed_lines(place_of(journal_path), second, _marker("wrongway", attempt=2)),
+        30,
+        "the retried prompt in the new session's transcript",
+    )
+    (line,) = typed_lines(place_of(journal_path), second, _marker("wrongway", attempt=2))
+    message = line["message"]
+    assert isinstance(message, dict)
+    assert words in message["content"]
+
+
+IDLE = """
+[[turn]]
+steps = [{say = "Ready when you are."}]
+"""
+
+
+def test_text_typed_into_a_pane_and_not_submitted_is_not_state(tmp_path: Path, panes: Tmux) -> None:
+    """R6: keys left typed in a pane never reach the journal, the transcript or status."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "stray", script(tmp_path, IDLE))
+
+    def waiting() -> bool:
+        place = place_of(journal_path)
+        return (
+            isinstance(place.stage.phase, Working)
+            and place.agent is not None
+            and place.agent.activity is Activity.WAITING
+        )
+
+    wait_for(waiting, 60, "the agent to take the prompt and wait")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    stray = "stray words typed but never submitted"
+    assert panes.run("send-keys", "-t", place.agent.pane, "-l", stray).ok
+    wait_for(lambda: stray in (panes.capture(place.agent.pane) or ""), 10, "the keys on screen")  # type: ignore[union-attr]
+    # Three more ticks of the supervisor: the watch has read the transcript since.
+    ticks = (client.request("status") or {"ticks": 0})["ticks"]
+    wait_for(lambda: (client.request("status") or {"ticks": 0})["ticks"] >= ticks + 3, 20, "ticks")
+    assert stray not in journaled_text(journal_path)
+    assert typed_lines(place_of(journal_path), place.agent.session, stray) == []
+    shown = flume_process("status", "--json")
+    assert stray not in shown.stdout
+    assert isinstance(place_of(journal_path).stage.phase, Working)
+
+
+WORKS_A_WHILE = """
+[[turn]]
+steps = [{say = "On it."}, {work = 4}, {say = "Thought it through."}]
+"""
+
+
+def test_a_tell_is_held_while_the_agent_works_and_delivered_when_it_waits(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """R6: a tell given while the agent works is held, then sent once, after its turn ended."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "held", script(tmp_path, WORKS_A_WHILE))
+
+    def working() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.WORKING
+
+    wait_for(working, 60, "the agent to work on its prompt")
+    told = flume_process("tell", "fix--held", "--repository", str(repo), "Mind the README too.")
+    assert told.returncode == 0, told.stderr
+    assert tell_sends(journal_path) == 0
+    place = place_of(journal_path)
+    assert place.held
+    assert place.agent is not None
+    session = place.agent.session
+    wait_for(lambda: typed_lines(place_of(journal_path), session, "Mind the README"), 40, "tell")
+    assert tell_sends(journal_path) == 1
+    lines = [line.get("type") for line in _lines(journal_path, session)]
+    told_at = next(
+        i
+        for i, line in enumerate(_lines(journal_path, session))
+        if line.get("type") == "user" and "Mind the README" in str(line.get("message"))
+    )
+    # The turn that was running when the tell came ended before the tell was taken.
+    assert "system" in lines[:told_at]
+
+
+def _lines(journal_path: Path, session: str) -> list[dict[str, object]]:
+    return transcript_lines(place_of(journal_path), session)
+
+
+ASKS = """
+[[turn]]
+steps = [{ask = "Which greeting do you want?"}]
+"""
+
+
+def test_a_tell_is_refused_while_the_agent_asks_a_person(tmp_path: Path, panes: Tmux) -> None:
+    """R6: while the agent asks a person, a tell is refused and nothing is typed."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "asks", script(tmp_path, ASKS))
+
+    def asking() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.ASKING
+
+    wait_for(asking, 60, "the agent to ask a person")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    before = panes.capture(place.agent.pane) or ""
+    told = flume_process("tell", "fix--asks", "--repository", str(repo), "Use hello.")
+    assert told.returncode == 1  # refused: well formed, not allowed now
+    assert "asking a person" in told.stderr
+    assert "Use hello." not in (panes.capture(place.agent.pane) or "")
+    assert (panes.capture(place.agent.pane) or "") == before
+    assert tell_sends(journal_path) == 0
+
+
+NEEDS = """
+[[turn]]
+steps = [{say = "I cannot reach staging."}, {run = ["flume", "needs", "the API key for staging"]}]
+"""
+
+
+def test_flume_needs_run_by_the_agent_stops_the_place_short(tmp_path: Path, panes: Tmux) -> None:
+    """R8: the agent runs flume needs in its place: the stage stops short with its words."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "needy", script(tmp_path, NEEDS))
+
+    def short() -> bool:
+        phase = place_of(journal_path).stage.phase
+        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
+
+    wait_for(short, 60, "the stage to stop short on the agent's needs")
+    phase = place_of(journal_path).stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words == "the API key for staging"
+    shown = flume_process("status", "--repository", str(repo))
+    assert "the API key for staging" in shown.stdout
+
+
+def _kill_daemon() -> None:
+    lock = places.state_dir() / "supervisor.lock"
+    text = lock.read_text().strip()
+    pid = int(text)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not client.alive(pid), 10, "the supervisor to die")
+
+
+def _check_one_agent_and_at_most_two_sends(journal_path: Path, panes: Tmux, name: str) -> None:
+    wait_for(lambda: _past_code(journal_path), 90, "the code stage to end after the restart")
+    sessions = sessions_started(journal_path)
+    assert len(sessions) == 1, sessions
+    (session,) = sessions
+    assert prompt_sends(journal_path) <= 2
+    assert len(typed_lines(place_of(journal_path), session, _marker(name))) == 1
+    listed = panes.panes() or {}
+    assert sum(1 for pane in listed.values() if pane.session == session) <= 1
+
+
+def test_a_supervisor_killed_just_after_the_agent_started_starts_no_second(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """L1: SIGKILL right after the agent started: one agent for the stage, at most two sends."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "killed1", script(tmp_path, COMMITS))
+    wait_for(lambda: sessions_started(journal_path), 60, "the agent to start")
+    _kill_daemon()
+    assert client.ensure(wait=30) is not None
+    _check_one_agent_and_at_most_two_sends(journal_path, panes, "killed1")
+
+
+def test_a_supervisor_killed_as_it_decides_the_first_send_never_sends_a_third(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """L1: SIGKILL as send 1 is decided (maybe never pasted), the agent losing its first input.
+
+    R5 counts a send when it is decided, so the kill may cost that send: the stage then either
+    takes send 2 or never begins. Either way one agent, at most two sends, the prompt at most once.
+    """
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "killed2", script(tmp_path, "lose = 1\n" + COMMITS))
+    wait_for(lambda: prompt_sends(journal_path) >= 1, 60, "the first send")
+    _kill_daemon()
+    assert client.ensure(wait=30) is not None
+
+    def settled() -> bool:
+        place = place_of(journal_path)
+        phase = place.stage.phase
+        return "code" in place.completed or (isinstance(phase, Short) and place.agent is None)
+
+    wait_for(settled, 90, "the stage to end either way after the restart")
+    (session,) = sessions_started(journal_path)
+    assert prompt_sends(journal_path) <= 2
+    recorded = typed_lines(place_of(journal_path), session, _marker("killed2"))
+    assert len(recorded) == ("code" in place_of(journal_path).completed)
+    assert sum(1 for pane in (panes.panes() or {}).values() if pane.session == session) <= 1
+
+
+def test_a_supervisor_killed_after_the_first_send_was_typed_sends_once_more(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """L1: SIGKILL once send 1 reached the pane (and was lost): send 2 is found; no third."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "killed3", script(tmp_path, "lose = 1\n" + COMMITS))
+    wait_for(lambda: sessions_started(journal_path), 60, "the agent to start")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    pane = place.agent.pane
+    # Send 1 is typed (on the screen), then submitted (gone from the composer: lost).
+    wait_for(lambda: _marker("killed3") in (panes.capture(pane) or ""), 60, "send 1 in the pane")
+    wait_for(lambda: _marker("killed3") not in (panes.capture(pane) or ""), 10, "send 1 submitted")
+    _kill_daemon()
+    assert client.ensure(wait=30) is not None
+    _check_one_agent_and_at_most_two_sends(journal_path, panes, "killed3")
+    assert prompt_sends(journal_path) == 2
+
+
+def test_an_agent_that_exits_stops_its_stage_short(tmp_path: Path, panes: Tmux) -> None:
+    """R7: an agent gone before its deliverable stops the stage short; nothing waits forever."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(
+        repo, "quits", script(tmp_path, '[[turn]]\nsteps = [{say = "Bye."}, {exit = 3}]\n')
+    )
+
+    def exited() -> bool:
+        phase = place_of(journal_path).stage.phase
+        return isinstance(phase, Short) and phase.cause is ShortCause.AGENT_EXITED
+
+    wait_for(exited, 60, "the stage to stop short on the agent's exit")
+    assert not isinstance(place_of(journal_path).stage.phase, Queued | Delivered)
+
+
+def test_the_print_backend_writes_the_command_and_follows_its_transcript(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """R4: --panes print starts no pane; the printed command, run by hand, takes the prompt."""
+    repo = agent_repository(tmp_path)
+    path = script(tmp_path, COMMITS)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", "printed",
+        "--brief", "Mend the greeting.", "--agent", "test", "--panes", "print",
+        "--agent-arg=--script", f"--agent-arg={path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "fix--printed" / places.JOURNAL
+    wait_for(lambda: sessions_started(journal_path), 60, "the printed agent to be written down")
+    assert panes.panes() in ({}, None) or not any(
+        pane.window_name == "fix--printed" for pane in (panes.panes() or {}).values()
+    )
+    shown = flume_process("attach", "fix--printed", "--repository", str(repo))
+    assert shown.returncode == 0, shown.stderr
+    command = shlex.split(shown.stdout.strip())
+    assert command[1:3] == ["-m", "flume.shell.printed"]
+    told = flume_process("tell", "fix--printed", "--repository", str(repo), "Hurry.")
+    assert told.returncode == 1
+    assert "--panes print" in told.stderr
+    # The person runs the command in a terminal of their own: here, a pane of the test's.
+    person = Tmux(panes.socket.with_name("person.sock"))
+    try:
+        made = person.start(
+            group="person",
+            window="t",
+            cwd=tmp_path,
+            argv=command,
+            env={},
+            hidden_env=dict(os.environ),
+        )
+        assert made.ok, made.err
+        wait_for(lambda: _past_code(journal_path), 60, "the printed agent's stage to end")
+    finally:
+        person.kill_server()
+    (session,) = sessions_started(journal_path)
+    assert len(typed_lines(place_of(journal_path), session, _marker("printed"))) == 1
+    assert prompt_sends(journal_path) == 1
+
+
+def test_attach_refuses_a_place_with_no_live_agent(tmp_path: Path, panes: Tmux) -> None:
+    """Attach needs a live agent: it is refused, naming how to start one."""
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "gone", script(tmp_path, 'lose = "all"\n'))
+    wait_for(lambda: sessions_started(journal_path), 60, "the agent to start")
+    flume_process("stop", "fix--gone", "--repository", str(repo))
+    wait_for(lambda: place_of(journal_path).agent is None, 30, "the agent to end")
+    shown = flume_process("attach", "fix--gone", "--repository", str(repo))
+    assert shown.returncode == 1
+    assert "no live agent" in shown.stderr

@@ -1,0 +1,219 @@
+"""The real Claude Code, driven by flume's real supervisor in tmux, against a scripted model.
+
+Claude Code (the pinned version, ``scripts/install-agents``) runs offline: its model is a
+:class:`~flume.testing.model.ScriptedModel` on loopback, its HOME a folder of the test's own,
+seeded so that it starts at its prompt box (reference/claude-code.md §8). flume starts it in a
+pane with its hooks installed for the run, waits until its registry says it takes input, pastes
+the prompt and confirms it in Claude Code's own transcript. Where Claude Code is not installed
+these tests skip with a loud reason; under CI they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flume.core.observations import Activity
+from flume.core.place import Short, ShortCause
+from flume.shell import places
+from flume.shell.tmux import Tmux
+from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
+from flume.testing.model import Reply, ScriptedModel, Tool
+from tests.integration.agents_kit import (
+    TIMING,
+    agent_repository,
+    place_of,
+    prompt_sends,
+    sessions_started,
+    tell_sends,
+    transcript_lines,
+    typed_lines,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process
+
+KEY = "sk-ant-flume-test-0000000000000000000000"
+
+
+@pytest.fixture
+def claude(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The real Claude Code, or a loud skip (a failure under CI) when it is not installed."""
+    binary = claude_binary()
+    if binary is None or not binary.exists():
+        why = (
+            f"the real Claude Code {CLAUDE_CODE_VERSION} is not installed: "
+            "run scripts/install-agents (npm) to run these tests"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    monkeypatch.setenv("FLUME_CLAUDE", str(binary))
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return home
+
+
+@pytest.fixture
+def model(claude: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    """A scripted model the test fills in; Claude Code's environment points at it."""
+    server = ScriptedModel()
+    server.start()
+    for key, value in claude_env(claude, server.url, KEY).items():
+        monkeypatch.setenv(key, value)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _launch(repo: Path, name: str, *flags: str, brief: str = "Mend the greeting.") -> Path:
+    args = [f"--agent-arg={flag}" for flag in flags]
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", name, "--brief", brief,
+        "--agent", "claude", *args,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"fix--{name}" / places.JOURNAL
+
+
+def _repo(tmp_path: Path, home: Path) -> Path:
+    repo = agent_repository(tmp_path, TIMING.replace("confirm = 4", "confirm = 15"))
+    seed_home(home, trusted=[repo], api_key=KEY)
+    return repo
+
+
+ALLOW_BASH = ("--permission-mode", "acceptEdits", "--allowedTools", "Bash")
+COMMIT = (
+    "printf 'hello\\n' > README.md && git add README.md && "
+    "git commit -q -m 'Say hello' && echo committed-it"
+)
+
+
+def _marker(name: str) -> str:
+    return f"flume:fix--{name}:code:1"
+
+
+def test_claude_takes_the_prompt_and_its_commit_ends_the_stage(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R5, R7: the prompt is confirmed in Claude Code's transcript; its Bash commit ends code."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(when=_marker("cc"), tool=Tool("Bash", {"command": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    journal_path = _launch(repo, "cc", *ALLOW_BASH)
+    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the code stage to end")
+    (session,) = sessions_started(journal_path)
+    assert prompt_sends(journal_path) == 1
+    assert len(typed_lines(place_of(journal_path), session, _marker("cc"))) == 1
+    place = place_of(journal_path)
+    assert (Path(place.path) / "README.md").read_text() == "hello\n"
+
+
+def test_flume_needs_through_a_bash_call_stops_the_place_short(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R8: Claude Code runs flume needs in its place; the stage stops short with those words."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(
+            when=_marker("needy"),
+            tool=Tool("Bash", {"command": "flume needs 'the staging API key' && echo said-it"}),
+        ),
+        Reply(when="said-it", text="I asked for the key."),
+    )
+    journal_path = _launch(repo, "needy", *ALLOW_BASH)
+
+    def short() -> bool:
+        phase = place_of(journal_path).stage.phase
+        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
+
+    wait_for(short, 120, "the stage to stop short on flume needs")
+    phase = place_of(journal_path).stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words == "the staging API key"
+    assert "the staging API key" in flume_process("status", "--repository", str(repo)).stdout
+
+
+def test_a_tell_is_held_while_claude_works_and_delivered_when_it_waits(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R6: told while its reply takes 6 s, the tell waits, then reaches the transcript after."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(when="flume:fix--busy:tell:1", text="Noted, I will mind the README."),
+        Reply(when=_marker("busy"), text="Thinking it over.", delay=6.0),
+    )
+    journal_path = _launch(repo, "busy", *ALLOW_BASH)
+
+    def working() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.WORKING
+
+    wait_for(working, 120, "Claude Code to work on the prompt")
+    told = flume_process("tell", "fix--busy", "--repository", str(repo), "Mind the README too.")
+    assert told.returncode == 0, told.stderr
+    assert place_of(journal_path).held
+    assert tell_sends(journal_path) == 0
+    (session,) = sessions_started(journal_path)
+    wait_for(
+        lambda: typed_lines(place_of(journal_path), session, "Mind the README too."),
+        60,
+        "the tell in the transcript",
+    )
+    assert tell_sends(journal_path) == 1
+    lines = transcript_lines(place_of(journal_path), session)
+    said = next(i for i, line in enumerate(lines) if "Thinking it over." in str(line))
+    told_at = next(i for i, line in enumerate(lines) if "Mind the README too." in str(line))
+    assert said < told_at  # sent only once the slow reply had come and Claude Code waited
+
+
+@pytest.mark.parametrize("dialog", ["permission", "question"])
+def test_a_tell_is_refused_while_claude_asks_a_person(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux, dialog: str
+) -> None:
+    """R6: a permission dialog or a question is open: the tell is refused, nothing typed."""
+    repo = _repo(tmp_path, claude)
+    name = f"asks-{dialog}"
+    if dialog == "permission":
+        flags: tuple[str, ...] = ("--permission-mode", "manual")
+        tool = Tool("Bash", {"command": "touch asked-first"})
+    else:
+        flags = ALLOW_BASH
+        question = {
+            "question": "Which greeting?",
+            "header": "Greeting",
+            "options": [
+                {"label": "hello", "description": "plain"},
+                {"label": "hi", "description": "short"},
+            ],
+            "multiSelect": False,
+        }
+        tool = Tool("AskUserQuestion", {"questions": [question]})
+    model.script = (Reply(when=_marker(name), tool=tool),)
+    journal_path = _launch(repo, name, *flags)
+
+    def asking() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.ASKING
+
+    wait_for(asking, 120, f"Claude Code's {dialog} dialog")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    words = "Pick the first one please"
+    told = flume_process("tell", f"fix--{name}", "--repository", str(repo), words)
+    assert told.returncode == 1
+    assert "asking a person" in told.stderr
+    screen = panes.capture(place.agent.pane) or ""
+    assert words not in screen
+    assert tell_sends(journal_path) == 0
+    assert not (Path(place.path) / "asked-first").exists()
