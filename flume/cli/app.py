@@ -21,6 +21,7 @@ from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.observations import (
     DropAsked,
     NeedsSaid,
+    Observation,
     ProceedAsked,
     RetryAsked,
     StopAsked,
@@ -29,7 +30,7 @@ from flume.core.observations import (
 )
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
-from flume.core.step import trace
+from flume.core.step import Decision, trace
 from flume.shell import attaching, client, commands, places, printed, scenario, supervisor, tidying
 from flume.shell import launch as shell_launch
 from flume.shell.agents import PRINTED
@@ -293,6 +294,18 @@ def _words(text: str, field: str) -> str:
     return commands.decoded(field, sys.stdin.buffer.read())
 
 
+def _give(place: str, repository: Path | None, seen: Observation) -> Decision:
+    """Journal the caller's command for the place and wake the supervisor; exit 2 or 1 if not."""
+    settings = Settings()
+    try:
+        found = places.find(place, repository, settings)
+        decision = commands.give(found, seen, settings)
+    except UsageError as error:
+        _fail(error)
+    client.ensure()
+    return decision
+
+
 @app.command()
 def tell(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
@@ -301,15 +314,11 @@ def tell(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Tell the place's agent something (R6): held while it works, sent once it waits."""
-    settings = Settings()
     try:
         words = commands.checked_text("tell", _words(text, "tell"))
-        found = places.find(place, repository, settings)
-        decision = commands.give(found, Told(at=_now(), text=words), settings)
     except UsageError as error:
         _fail(error)
-    client.ensure()
-    typer.echo(render.told(decision))
+    typer.echo(render.told(_give(place, repository, Told(at=_now(), text=words))))
 
 
 @app.command()
@@ -319,14 +328,7 @@ def stop(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """End the agent that went the wrong way; its stage waits for a retry (R9)."""
-    settings = Settings()
-    try:
-        found = places.find(place, repository, settings)
-        decision = commands.give(found, StopAsked(at=_now()), settings)
-    except UsageError as error:
-        _fail(error)
-    client.ensure()
-    typer.echo(render.stopped(decision))
+    typer.echo(render.stopped(_give(place, repository, StopAsked(at=_now()))))
 
 
 @app.command()
@@ -339,15 +341,11 @@ def retry(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Run the stage that stopped short again, with a fresh agent and your words (R9)."""
-    settings = Settings()
     try:
         given = commands.checked_text("words", _words(words, "words"), empty_ok=True)
-        found = places.find(place, repository, settings)
-        decision = commands.give(found, RetryAsked(at=_now(), words=given), settings)
     except UsageError as error:
         _fail(error)
-    client.ensure()
-    typer.echo(render.retried(decision))
+    typer.echo(render.retried(_give(place, repository, RetryAsked(at=_now(), words=given))))
 
 
 @app.command()
@@ -357,14 +355,7 @@ def proceed(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Give your word to a stage that waits on it, so that it starts (R7)."""
-    settings = Settings()
-    try:
-        found = places.find(place, repository, settings)
-        decision = commands.give(found, ProceedAsked(at=_now()), settings)
-    except UsageError as error:
-        _fail(error)
-    client.ensure()
-    typer.echo(render.proceeded(decision))
+    typer.echo(render.proceeded(_give(place, repository, ProceedAsked(at=_now()))))
 
 
 @app.command()

@@ -30,6 +30,7 @@ from pathlib import Path
 import attrs
 from plumbum import local
 
+from flume.shell.git import Ran
 from flume.shell.places import state_dir
 
 _tmux = local["tmux"]
@@ -61,21 +62,6 @@ def socket_path() -> Path:
     """The socket of flume's tmux server: ``$FLUME_TMUX_SOCKET``, or in its state folder."""
     given = os.environ.get("FLUME_TMUX_SOCKET")
     return Path(given) if given else state_dir() / "tmux.sock"
-
-
-@attrs.frozen(kw_only=True)
-class Ran:
-    """What a tmux command said."""
-
-    argv: tuple[str, ...]
-    status: int
-    out: str
-    err: str
-
-    @property
-    def ok(self) -> bool:
-        """The command exited 0."""
-        return self.status == 0
 
 
 @attrs.frozen(kw_only=True)
