@@ -71,7 +71,7 @@ def one(folder: Path, argv_of: object, env: dict[str, str]) -> float:
     session = str(uuid.uuid4())
     argv = argv_of(session)  # type: ignore[operator]
     try:
-        made = tmux.start(group="bench", window="w", cwd=work, argv=argv, env={}, hidden_env=env)
+        made = tmux.start(group="bench", window="w", cwd=work, argv=argv, env=env)
         pane = made.out.strip()
         home = Path(env["HOME"])
         _wait(lambda: _idle(home, session), 60)

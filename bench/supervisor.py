@@ -1,13 +1,15 @@
 """P3: the supervisor's cost with 1 and with 100 places in one repository, side by side.
 
-Targets (DESIGN.md §9): git processes per tick the same for 1 place as for 100 (per
-repository, not per place); with 100 idle places, idle CPU under 2% of a core and resident
-memory under 100 MB.
+Targets (DESIGN.md §9): subprocesses per tick the same for 1 place as for 100 (per repository,
+not per place); with 100 idle places, idle CPU under 2% of a core and resident memory under
+100 MB.
 
 Two hosts are built, one with 1 place and one with 100 (real launches: worktrees made by the
-supervisor), each followed by its own real supervisor process. Once every place is idle, both
-run together for the measuring window: CPU time from /proc/<pid>/stat over wall time, resident
-memory from /proc/<pid>/status, and the git processes of the last tick from the supervisor.
+supervisor), each followed by its own real supervisor process. Every place's code stage runs
+flume's test agent in a pane of the host's tmux server; once each agent took its prompt and
+waits (an idle place with a live agent: the watch reads its pane, registry and transcript every
+tick), both run together for the measuring window: CPU time from /proc/<pid>/stat over wall
+time, resident memory from /proc/<pid>/status, and the git and tmux processes of the last tick.
 
 Run: ``python bench/supervisor.py [--places N] [--seconds S]``.
 """
@@ -21,9 +23,13 @@ from pathlib import Path
 
 from common import private_host, small_repository
 
+from flume.core.launch import AgentName, AgentSettings
+from flume.core.observations import Activity
+from flume.core.place import Working
 from flume.core.settings import Settings
 from flume.shell import client, places
 from flume.shell import launch as shell_launch
+from flume.shell.tmux import Tmux
 
 CPU_TARGET = 2.0
 MEMORY_TARGET_MB = 100.0
@@ -35,7 +41,11 @@ def host_with(count: int) -> tuple[dict[str, str], Path]:
     repo = small_repository(home / "repo")
     for number in range(count):
         request = shell_launch.Request(
-            repository=repo, kind="fix", name=f"p{number}", brief="Idle."
+            repository=repo,
+            kind="fix",
+            name=f"p{number}",
+            brief="Idle.",
+            agent=AgentSettings(agent=AgentName.TEST),
         )
         shell_launch.launch(request, Settings(), time.time)
     client.ensure(wait=30)
@@ -43,11 +53,16 @@ def host_with(count: int) -> tuple[dict[str, str], Path]:
 
 
 def settled(repo: Path, count: int) -> bool:
-    """Every place made and its first stage stopped short (no agent can start yet): idle."""
-    folder = places.journals_dir(repo)
+    """Every place made, its agent's prompt delivered and the agent waiting: idle."""
     done = 0
-    for path in folder.glob(f"*/{places.JOURNAL}"):
-        if b'"action":"StartAgent"' in path.read_bytes():
+    for found in places.places_of(repo, Settings()):
+        place = found.place
+        if (
+            place is not None
+            and isinstance(place.stage.phase, Working)
+            and place.agent is not None
+            and place.agent.activity is Activity.WAITING
+        ):
             done += 1
     return done == count
 
@@ -101,22 +116,23 @@ def main() -> None:
         assert reply is not None
         share = (cpu_seconds(pid) - before[count]) / elapsed * 100
         print(
-            f"{count:>3} place(s): {reply['last_tick_subprocesses']} git process(es) a tick, "
+            f"{count:>3} place(s): {reply['last_tick_subprocesses']} git+tmux process(es) a tick, "
             f"{reply['ticks']} ticks so far; idle CPU {share:.2f}% of a core; "
             f"resident memory {rss_mb(pid):.1f} MB"
         )
     few, many = (client_status(hosts[count][0]) for count in (1, arguments.places))
     print(
-        f"P3 git processes a tick, 1 vs {arguments.places} places: {few} vs {many}: "
+        f"P3 subprocesses a tick, 1 vs {arguments.places} places: {few} vs {many}: "
         f"{'equal' if few == many else 'NOT equal'}"
     )
     for environment, _pid in hosts.values():
         with_environment(environment)
         client.request("stop")
+        Tmux().kill_server()
 
 
 def client_status(environment: dict[str, str]) -> int:
-    """The git processes the last tick of that host's supervisor ran."""
+    """The git and tmux processes the last tick of that host's supervisor ran."""
     with_environment(environment)
     reply = client.request("status")
     assert reply is not None

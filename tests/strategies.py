@@ -113,7 +113,15 @@ def launches(draw: st.DrawFn, kind: Kind) -> Launch:
         repository=REPOSITORY,
         kind=kind.name,
         name=WorkName("x"),
-        brief=draw(st.text(min_size=1, max_size=60).filter(str.strip)),
+        # Text as a caller writes it: any character but control keys (tabs and line breaks are
+        # text; an ESC and the like are refused at launch).
+        brief=draw(
+            st.text(
+                st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("\t\n\r"),
+                min_size=1,
+                max_size=60,
+            ).filter(str.strip)
+        ),
         base=BranchName("main"),
         agent=AgentSettings(agent=draw(st.sampled_from(list(AgentName)))),
         waits=pset(draw(st.lists(st.sampled_from(stage_list), max_size=2))),

@@ -495,7 +495,13 @@ def attach(
             err=True,
         )
         return
-    argv = Tmux().attach_argv(pane)
+    server = Tmux()
+    try:
+        assert found.place is not None  # noqa: S101 (pane_of read it)
+        pane = attaching.live_pane(found.place, server.panes())
+    except UsageError as error:
+        _fail(error)
+    argv = server.attach_argv(pane)
     typer.echo(f"flume: {place} is in pane {pane}; detach with C-b d", err=True)
     attaching.exec_attach(argv)
 
@@ -522,7 +528,8 @@ def daemon_status(
     typer.echo(
         f"supervisor: running, pid {reply['pid']}, {reply['places']} places"
         f"{' (' + lives + ')' if lives else ''} in {reply['repositories']} repositories; "
-        f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git processes"
+        f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
+        "processes"
     )
     for journal_path, problem in reply.get("unreadable", {}).items():
         typer.echo(f"not followed: {journal_path}: {problem}")

@@ -24,6 +24,9 @@ from flume.core.kinds import Kind, check_kind, steps
 #: "brief non-empty, at most 1 MiB", counted in UTF-8 bytes.
 MAX_BRIEF_BYTES = 1024 * 1024
 MAX_NAME = 64
+#: A printed agent gets its prompt as one argument (Linux takes at most 128 KiB in one); the
+#: prompt's own text around the brief fits in what is left.
+MAX_PRINTED_BRIEF_BYTES = 100 * 1024
 
 
 class AgentName(enum.Enum):
@@ -93,6 +96,21 @@ _NAME_MEND = (
 
 def _is_control(char: str) -> bool:
     return ord(char) < 0x20 or ord(char) == 0x7F
+
+
+#: Control characters text pasted into an agent may not hold: tab, newline and carriage return
+#: are text; the rest are keys (an ESC could end the bracketed paste early, and what followed it
+#: would arrive as typed keys, Enter included).
+_KEYS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def control_character(text: str) -> str | None:
+    r"""The first control character in text meant for an agent, as ``\\xNN``; None if none.
+
+    The caller's words reach an agent by bracketed paste (R6, DESIGN.md §8).
+    """
+    found = _KEYS.search(text)
+    return None if found is None else f"\\x{ord(found.group()):02x}"
 
 
 #: Each check: a test the name fails, and what to say of it.
@@ -175,29 +193,7 @@ def check_launch(launch: Launch, kind: Kind) -> None:
                 mend="the shell resolves the path before it launches",
             ),
         )
-    if not launch.brief.strip():
-        problems.append(
-            Problem(field="brief", what="the brief is empty", mend="say what the work is"),
-        )
-    try:
-        launch.brief.encode("utf-8")
-    except UnicodeEncodeError:
-        problems.append(
-            Problem(
-                field="brief",
-                what="the brief is not UTF-8 text (it holds bytes that are not characters)",
-                mend="give the brief as UTF-8 text",
-            ),
-        )
-    size = len(launch.brief.encode("utf-8", errors="surrogatepass"))
-    if size > MAX_BRIEF_BYTES:
-        problems.append(
-            Problem(
-                field="brief",
-                what=f"the brief is {size} bytes, over the limit of {MAX_BRIEF_BYTES} (1 MiB)",
-                mend="shorten it, or point to a file in the repository from the brief",
-            ),
-        )
+    problems.extend(brief_problems(launch.brief))
     if launch.kind != kind.name:
         problems.append(
             Problem(
@@ -225,12 +221,61 @@ def check_launch(launch: Launch, kind: Kind) -> None:
             ),
         )
     problems.extend(agent_problems(launch.agent))
+    size = len(launch.brief.encode("utf-8", errors="surrogatepass"))
+    if launch.agent.panes is Panes.PRINT and size > MAX_PRINTED_BRIEF_BYTES:
+        problems.append(
+            Problem(
+                field="brief",
+                what=f"the brief is {size} bytes: a printed agent takes its prompt as one "
+                f"command-line argument, which holds at most {MAX_PRINTED_BRIEF_BYTES} bytes of it",
+                mend="shorten it, point to a file from it, or run the agent in tmux (--panes tmux)",
+            ),
+        )
     try:
         check_kind(kind)
     except UsageError as error:
         problems.extend(error.problems)
     if problems:
         raise UsageError(tuple(problems))
+
+
+def brief_problems(brief: str) -> list[Problem]:
+    """What is wrong with a brief: empty, not text, a control character, or over 1 MiB."""
+    problems: list[Problem] = []
+    if not brief.strip():
+        problems.append(
+            Problem(field="brief", what="the brief is empty", mend="say what the work is"),
+        )
+    try:
+        brief.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append(
+            Problem(
+                field="brief",
+                what="the brief is not UTF-8 text (it holds bytes that are not characters)",
+                mend="give the brief as UTF-8 text",
+            ),
+        )
+    control = control_character(brief)
+    if control is not None:
+        problems.append(
+            Problem(
+                field="brief",
+                what=f"the brief holds the control character {control}, which an agent would "
+                "take as a key, not text",
+                mend="leave it out; tabs and line breaks are fine",
+            ),
+        )
+    size = len(brief.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_BRIEF_BYTES:
+        problems.append(
+            Problem(
+                field="brief",
+                what=f"the brief is {size} bytes, over the limit of {MAX_BRIEF_BYTES} (1 MiB)",
+                mend="shorten it, or point to a file in the repository from the brief",
+            ),
+        )
+    return problems
 
 
 def agent_problems(agent: AgentSettings) -> list[Problem]:

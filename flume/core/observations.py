@@ -234,6 +234,10 @@ class AgentExited:
 
     at: Instant
     session: SessionId
+    #: Its exit status, when the pane kept it.
+    status: int | None = None
+    #: The last lines its pane showed, so whoever retries can read why it went.
+    last_words: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -35,7 +35,7 @@ from flume.core.actions import (
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Landing, Step, first_stage, next_stage
-from flume.core.launch import check_launch, place_branch, place_name, place_path
+from flume.core.launch import Panes, check_launch, place_branch, place_name, place_path
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -275,7 +275,10 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     place, dropped = tell.drop_all(evolve(place, agent=None), "the agent exited")
     if agent.ending or not isinstance(place.stage.phase, _RUNNING) or place.life is not Life.ACTIVE:
         return place, dropped
-    words = "the agent exited before the stage's deliverable existed; retry the stage"
+    status = "" if seen.status is None else f" (exit status {seen.status})"
+    words = f"the agent exited{status} before the stage's deliverable existed; retry the stage"
+    if seen.last_words.strip():
+        words = f"{words}. Its pane showed last:\n{seen.last_words.rstrip()}"
     place, short = _short(place, ShortCause.AGENT_EXITED, words)
     return place, (*dropped, *short)
 
@@ -477,7 +480,14 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
         submission_note=seen.reason,
     )
     report = Report(event=Event.CHECKS_FAILED, text=seen.reason, stage=place.stage.name)
-    if not is_live(place) or place.agent is None or place.agent.activity is Activity.ASKING:
+    # Only a tell the rules would take goes back: a printed agent's terminal is not flume's to
+    # type into, and one asking a person must not have its question answered (R6).
+    if (
+        not is_live(place)
+        or place.agent is None
+        or place.agent.activity is Activity.ASKING
+        or place.launch.agent.panes is Panes.PRINT
+    ):
         return place, (report,)
     words = (
         f"flume submit: the submission's checks failed ({seen.reason}).\n\n{seen.output}\n\n"

@@ -57,13 +57,10 @@ HOOK_EVENTS = (
     "StopFailure",
     "SessionEnd",
 )
-#: Variables an agent's pane gets from the supervisor's environment through tmux (``-e``), not
-#: its start command (they may hold secrets).
-_PASSED = re.compile(
-    r"(HOME|USER|LOGNAME|SHELL|LANG|LC_[A-Z]+|TERM|TZ|TMPDIR|XDG_[A-Z_]+|GIT_[A-Z_]+|"
-    r"ANTHROPIC_[A-Z_]+|CLAUDE_[A-Z_]+|CODEX_HOME|OPENAI_[A-Z_]+|DISABLE_[A-Z_]+|IS_SANDBOX|"
-    r"FLUME_[A-Z_]+|NO_COLOR|SSL_CERT_FILE)",
-)
+#: tmux's own variables, which would make an agent think it runs inside the caller's tmux.
+_TMUX_VARIABLES = frozenset({"TMUX", "TMUX_PANE"})
+#: The pane's first program (:mod:`flume.shell.agentexec`).
+_AGENTEXEC = Path(__file__).with_name("agentexec.py")
 
 
 def session_for(place: Place, stage: str, attempt: int) -> SessionId:
@@ -144,25 +141,40 @@ def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
     return argv
 
 
-def environment(place: Place, session: SessionId) -> tuple[dict[str, str], dict[str, str]]:
-    """The pane's environment: (in its command, through tmux).
+def marks(place: Place, session: SessionId) -> dict[str, str]:
+    """What an agent's command shows of it: its session id and its place's name.
 
-    The command carries the session id (so a pane is known by it after any restart), the
-    place's name, and a PATH on which ``flume`` is found (for ``flume needs``/``submit``).
+    A pane is known by its session id after any restart. No secret: ``ps`` shows a command line.
     """
+    return {
+        SESSION_VARIABLE: session,
+        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
+    }
+
+
+def search_path() -> str:
+    """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
     bin_dir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
     if bin_dir not in path.split(os.pathsep):
         path = os.pathsep.join([bin_dir, path])
-    shown = {
-        SESSION_VARIABLE: session,
-        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
-        "PATH": path,
-    }
-    hidden = {key: value for key, value in os.environ.items() if _PASSED.fullmatch(key)}
-    for key in shown:
-        hidden.pop(key, None)
-    return shown, hidden
+    return path
+
+
+def environment(place: Place, session: SessionId) -> dict[str, str]:
+    """The agent's whole environment: the supervisor's own, its marks, and flume on PATH."""
+    env = {key: value for key, value in os.environ.items() if key not in _TMUX_VARIABLES}
+    env.update(marks(place, session))
+    env["PATH"] = search_path()
+    return env
+
+
+def write_private(path: Path, data: object) -> None:
+    """Write JSON to a file only this user can read (it may hold API keys)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(data, file)
 
 
 def tmux_group(repository: str) -> str:
@@ -196,19 +208,21 @@ class Agents:
                 f"{variable} to its path, then retry the stage"
             )
             return self._failed(at, argv, what)
-        shown, hidden = environment(place, session)
         if action.agent.agent is AgentName.CLAUDE:
             agents_dir().mkdir(parents=True, exist_ok=True)
             hooks_path(session).touch()
         if not Path(place.path).is_dir():
             return self._failed(at, argv, f"the place {place.path} is not there")
+        # The command line and environment go in a private file the pane's first program
+        # reads and removes: no secret and no caller's argument on a command line.
+        exec_file = agents_dir() / f"{session}.exec.json"
+        write_private(exec_file, {"argv": argv, "env": environment(place, session)})
         ran = self.tmux.start(
             group=tmux_group(place.launch.repository),
             window=place_name(place.launch.kind, place.launch.name),
             cwd=Path(place.path),
-            argv=argv,
-            env=shown,
-            hidden_env=hidden,
+            argv=[sys.executable, "-I", str(_AGENTEXEC), str(exec_file)],
+            env=marks(place, session),
         )
         made = ran.out.strip()
         if not ran.ok or not made.startswith("%"):
@@ -223,7 +237,7 @@ class Agents:
         found = printed.read(path)
         if found is None or found.get("session") != session:
             argv = command(place, action, session)
-            shown, _hidden = environment(place, session)
+            shown = marks(place, session) | {"PATH": search_path()}
             printed.write(path, session=session, cwd=place.path, argv=argv, env=shown)
         return [self._started(at, action, session, f"{PRINTED}{path}")]
 
@@ -262,13 +276,15 @@ class Agents:
             path = Path(place.agent.pane.removeprefix(PRINTED))
             printed.set_prompt(path, action.session, action.text)
             return []
-        panes = self.tmux.panes() or {}
+        panes = self.tmux.panes()
+        what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
+        if panes is None:
+            return [ActionFailed(at=at, action=what, output="tmux could not list its panes")]
         live = [p for p in panes.values() if p.session == action.session and not p.dead]
         if not live:
             return []  # the watch reports the agent gone; the send is found missing
         ran = self.tmux.paste(live[0].id, action.text)
         if not ran.ok:
-            what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
             return [ActionFailed(at=at, action=what, output=ran.err.strip())]
         return []
 
@@ -277,28 +293,69 @@ class Agents:
         """End a printed agent: its process, if it registered, and its file."""
         entry = live_sessions().get(action.session)
         pid = entry.get("pid") if entry is not None else None
-        if isinstance(pid, int) and pid > 1:
+        if isinstance(pid, int) and pid > 1 and _runs_session(pid, action.session):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
         Path(path).unlink(missing_ok=True)
         return [AgentExited(at=at, session=action.session)]
 
 
+#: What each registry file held when last read, by path: (its modification time, its entry).
+_REGISTRY: dict[str, tuple[int, dict[str, object] | None]] = {}
+
+
+def _runs_session(pid: int, session: str) -> bool:
+    """The process ``pid`` is the agent of ``session`` (its command line names it).
+
+    A registry file a crashed agent left behind may name a pid another process has since.
+    """
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return session.encode() in command
+
+
 def live_sessions() -> dict[str, dict[str, object]]:
-    """Claude Code's live-session registry, by session id: one folder read (reference §1)."""
+    """Claude Code's live-session registry, by session id (reference §1).
+
+    One folder listing; a file is read again only when it changed since it was last read, so a
+    look costs what changed, not how many agents live.
+    """
     found: dict[str, dict[str, object]] = {}
     try:
         entries = list(os.scandir(claude_home() / "sessions"))
     except FileNotFoundError:
         return found
+    seen: set[str] = set()
     for entry in entries:
         if not entry.name.endswith(".json"):
             continue
-        with contextlib.suppress(OSError, ValueError):
-            data = json.loads(Path(entry.path).read_text(encoding="utf-8"))
-            if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
-                found[data["sessionId"]] = data
+        seen.add(entry.path)
+        try:
+            changed = entry.stat().st_mtime_ns
+        except OSError:
+            continue
+        cached = _REGISTRY.get(entry.path)
+        if cached is None or cached[0] != changed:
+            cached = (changed, _read_entry(Path(entry.path)))
+            _REGISTRY[entry.path] = cached
+        data = cached[1]
+        if data is not None:
+            found[str(data["sessionId"])] = data
+    for gone in [path for path in _REGISTRY if path not in seen]:
+        del _REGISTRY[gone]
     return found
+
+
+def _read_entry(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
+        return data
+    return None
 
 
 def registry_status(entry: Mapping[str, object]) -> tuple[str, str]:

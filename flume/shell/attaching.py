@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from flume.core.errors import UsageError, refused
 from flume.core.launch import place_name
 from flume.core.place import Place
+from flume.shell.tmux import Pane
 
 
 def pane_of(place: Place | None) -> str:
@@ -23,6 +24,25 @@ def pane_of(place: Place | None) -> str:
             f"see flume status {name}; flume retry {name} starts a fresh agent",
         )
     return place.agent.pane
+
+
+def live_pane(place: Place, panes: dict[str, Pane] | None) -> str:
+    """The pane running the place's agent now, found by its session, never by a stale id.
+
+    tmux numbers panes afresh when its server restarts: the journaled id may be another's.
+    """
+    assert place.agent is not None  # noqa: S101 (pane_of found one)
+    name = place_name(place.launch.kind, place.launch.name)
+    if panes is None:
+        raise refused("attach", "tmux could not list its panes", "try again in a moment")
+    found = [pane.id for pane in panes.values() if pane.session == place.agent.session]
+    if not found:
+        raise refused(
+            "attach",
+            f"the pane of {name}'s agent is gone (the agent ended or tmux restarted)",
+            f"see flume status {name}; flume retry {name} starts a fresh agent",
+        )
+    return found[0]
 
 
 def exec_attach(argv: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from flume.core.delivery import render_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, WorkName
 from flume.core.kinds import steps
-from flume.core.launch import MAX_BRIEF_BYTES, Launch
+from flume.core.launch import MAX_BRIEF_BYTES, Launch, control_character
 from flume.core.observations import Launched, Observation
 from flume.core.place import evolve
 from flume.core.settings import Settings
@@ -42,8 +42,9 @@ def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
     """The caller's words, if they can be carried; else a :class:`UsageError` (exit 2).
 
     Words go into the journal and, pasted literally, into an agent's input: they must be text
-    (no lone surrogates, which is what undecodable bytes become), hold no NUL, and weigh at most
-    1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
+    (no lone surrogates, which is what undecodable bytes become), hold no NUL or other control
+    character but tab and line breaks (an ESC could end the paste and type keys), and weigh at
+    most 1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
     """
     if not empty_ok and not text.strip():
         raise UsageError.one(field, f"the {field} is empty", f"give the {field} as text")
@@ -58,6 +59,14 @@ def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
     if "\0" in text:
         raise UsageError.one(
             field, f"the {field} holds a NUL character", "leave out the NUL (\\0) bytes"
+        )
+    control = control_character(text)
+    if control is not None:
+        raise UsageError.one(
+            field,
+            f"the {field} holds the control character {control}, which the agent would take "
+            "as a key, not text",
+            "leave it out; tabs and line breaks are fine",
         )
     if size > MAX_TEXT_BYTES:
         raise UsageError.one(

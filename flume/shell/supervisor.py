@@ -51,7 +51,7 @@ from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import pending, step
-from flume.shell import client, git, journal, places
+from flume.shell import client, git, journal, places, tmux
 from flume.shell.agents import Agents
 from flume.shell.perform import Performer
 from flume.shell.tmux import Tmux
@@ -128,7 +128,7 @@ class Stats:
 
     started_at: float
     ticks: int = 0
-    #: git processes the last tick ran to observe (not to perform actions).
+    #: git and tmux processes the last tick ran to observe (not to perform actions).
     last_tick_subprocesses: int = 0
     last_tick_seconds: float = 0.0
     actions: int = 0
@@ -166,7 +166,7 @@ class Supervisor:
         self._finish()
         self._discover()
         self._read_all()
-        runs = git.counter.runs
+        runs = git.counter.runs + tmux.counter.runs
         now = Instant(self.clock())
         live = [each for each in self.followed.values() if each.place and not each.problem]
         for observer in self.observers:
@@ -175,7 +175,7 @@ class Supervisor:
                     self._append(each, seen)
             except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
                 _log.exception("observing with %s failed", type(observer).__name__)
-        self.stats.last_tick_subprocesses = git.counter.runs - runs
+        self.stats.last_tick_subprocesses = git.counter.runs + tmux.counter.runs - runs
         self._deadlines(now)
         self._read_all()
         self._dispatch()
@@ -465,9 +465,9 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PL
         with contextlib.suppress(BlockingIOError):
             os.write(wake_write, b".")
 
-    tmux = Tmux()
-    performer = Performer(clock=time.time, agents=Agents(tmux), pass_fds=(descriptor,))
-    observers = (BranchHeads(), Watch(tmux))
+    server = Tmux()
+    performer = Performer(clock=time.time, agents=Agents(server), pass_fds=(descriptor,))
+    observers = (BranchHeads(), Watch(server))
     supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
     stopping = False
 

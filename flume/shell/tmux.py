@@ -29,6 +29,7 @@ from pathlib import Path
 
 import attrs
 from plumbum import local
+from plumbum.commands.processes import ProcessTimedOut
 
 from flume.shell.git import Ran
 from flume.shell.places import state_dir
@@ -56,6 +57,11 @@ _SERVER_OPTIONS = (
     ("set-option", "-g", "focus-events", "on"),
 )
 WIDTH, HEIGHT = "200", "50"
+#: Seconds a tmux command may take before it counts as failed: a hung server must not hang
+#: the supervisor's tick.
+_TIMEOUT = 15.0
+#: Bracketed paste's start and end sequences.
+_PASTE_MARKS = re.compile("\x1b\\[20[01]~")
 
 
 def socket_path() -> Path:
@@ -112,12 +118,19 @@ class Tmux:
         argv = ("-S", str(self.socket), "-f", "/dev/null", *args)
         bound = _tmux[argv]
         command = bound if stdin is None else bound << stdin
-        status, out, err = command.run(retcode=None, env={"TMUX": ""})
+        # The environment as it is now (plumbum's own is a copy taken when it was imported): a
+        # server this call starts hands it to the panes it makes. TMUX is unset so that flume's
+        # server is never mistaken for the caller's own.
+        env = {**os.environ, "TMUX": ""}
+        try:
+            status, out, err = command.run(retcode=None, env=env, timeout=_TIMEOUT)
+        except ProcessTimedOut:
+            return Ran(argv=("tmux", *argv), status=124, out="", err="tmux timed out")
         return Ran(argv=("tmux", *argv), status=status, out=out, err=err)
 
     # --- starting --------------------------------------------------------------------------
 
-    def start(  # noqa: PLR0913 (each is one thing a pane is made of)
+    def start(
         self,
         *,
         group: str,
@@ -125,24 +138,22 @@ class Tmux:
         cwd: Path,
         argv: Sequence[str],
         env: Mapping[str, str],
-        hidden_env: Mapping[str, str] | None = None,
     ) -> Ran:
         """Start ``argv`` in ``cwd`` in a new window of session ``group``; prints its pane id.
 
-        ``env`` goes into the pane's command (``env K=V``): visible in its start command, so
-        only values that are no secret. ``hidden_env`` goes through tmux's ``-e``.
+        ``env`` goes into the pane's command (``env K=V``): a start command is visible to
+        ``ps``, so only values that are no secret (agents get theirs from a private file).
         """
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         command = ["env", "-C", str(cwd), *(f"{key}={value}" for key, value in env.items())]
         command.extend(argv)
         escaped = [escape_argument(part) for part in command]
-        extra = [f"-e{key}={value}" for key, value in (hidden_env or {}).items()]
         group, window = tidy_name(group), tidy_name(window)
         with self._creating:
             if self.run("has-session", "-t", f"={group}").ok:
                 return self.run(
                     "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={group}:", "-n",
-                    window, *extra, *escaped,
+                    window, *escaped,
                 )  # fmt: skip
             # Options go in the same call as the first session: a server with no session
             # exits at once, and remain-on-exit must hold before any agent can exit.
@@ -151,7 +162,7 @@ class Tmux:
                 sequence.extend([*option, ";"])
             sequence.extend([
                 "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", group, "-n", window,
-                "-x", WIDTH, "-y", HEIGHT, *extra, *escaped,
+                "-x", WIDTH, "-y", HEIGHT, *escaped,
             ])  # fmt: skip
             return self.run("start-server", ";", *sequence)
 
@@ -187,6 +198,7 @@ class Tmux:
 
     def capture(self, pane: str) -> str | None:
         """The pane's screen as text; None when tmux could not read it."""
+        counter.runs += 1
         ran = self.run("capture-pane", "-p", "-J", "-t", pane)
         return ran.out if ran.ok else None
 
@@ -201,6 +213,9 @@ class Tmux:
         """
         before = self.capture(pane)
         buffer = f"flume-{uuid.uuid4().hex}"
+        # The paste's own end marker inside it would end the paste early (callers' words are
+        # checked for control characters; this holds whatever reaches here).
+        text = _PASTE_MARKS.sub("", text)
         loaded = self.run("load-buffer", "-b", buffer, "-", stdin=text)
         if not loaded.ok:
             return loaded
@@ -225,6 +240,7 @@ class Tmux:
 
     def kill_pane(self, pane: str) -> Ran:
         """End the pane's process and close the pane."""
+        counter.runs += 1
         return self.run("kill-pane", "-t", pane)
 
     def kill_server(self) -> Ran:

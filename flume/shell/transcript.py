@@ -133,6 +133,8 @@ def read_tail(
     and Codex create it when the first prompt is submitted) is an empty tail at ``offset``.
     """
     try:
+        if path.stat().st_size <= offset:
+            return Tail(entries=(), offset=offset)  # nothing appended: one stat, no read
         with path.open("rb") as file:
             file.seek(offset)
             chunk = file.read()

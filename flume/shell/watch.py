@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,9 +50,11 @@ from flume.shell import rollout, transcript
 from flume.shell.agents import (
     PRINTED,
     agents_dir,
+    claude_home,
     codex_home,
     hooks_path,
     live_sessions,
+    project_slug,
     registry_status,
     transcript_path,
 )
@@ -63,8 +66,21 @@ if TYPE_CHECKING:
 _log = logging.getLogger("flume.watch")
 #: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
 _TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
+#: Seconds a started Claude Code may take to register before flume takes it to be showing a
+#: start-up dialog (it registers within a second or two when it starts at its prompt box).
+_STARTUP_GRACE = 10.0
+#: How many lines of a dead agent's screen are kept as its last words.
+_LAST_LINES = 15
+#: Ticks a dead pane no place's agent holds is kept before it is closed.
+_DEAD_TICKS = 3
 #: Codex's composer prompt, drawn once it takes input (reference/codex.md §5).
 _CODEX_COMPOSER = "\u203a"
+#: Words of Codex's folder trust dialog ("Trust this folder?"): its default answer, the Enter
+#: that follows a paste, trusts the folder for good in the person's config.toml.
+_CODEX_TRUST_WORDS = ("Trust this folder?",)
+#: A Codex dialog's cursor on a numbered choice ("U+203A 1. Trust and continue"): drawn with
+#: the composer's glyph, but no composer.
+_CODEX_CHOICE = re.compile(_CODEX_COMPOSER + r"\s*\d+\. ")
 
 
 def hook_activity(record: dict[str, Any]) -> Activity | None:
@@ -108,16 +124,22 @@ class Seen:
 
     transcript: int = 0
     hooks: int = 0
-    #: Codex: the rollout found for the session.
+    #: The transcript (Claude Code, the test agent) or rollout (Codex) found for the session.
     rollout: str | None = None
     #: The latest state a hook reported, and when (epoch seconds).
     hook_state: Activity | None = None
     hook_at: float = 0.0
     #: A printed agent was seen in the live-session registry (it was run).
     registered: bool = False
+    #: What was last written to disk.
+    saved: tuple[int, int, str | None, bool] | None = None
 
     def save(self, session: str) -> None:
-        """Write the offsets whole (a new file renamed over the old)."""
+        """Write the offsets whole (a new file renamed over the old), when they changed."""
+        kept = (self.transcript, self.hooks, self.rollout, self.registered)
+        if kept == self.saved:
+            return
+        self.saved = kept
         path = agents_dir() / f"{session}.watch.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
@@ -130,7 +152,7 @@ class Seen:
         path = agents_dir() / f"{session}.watch.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(
+            loaded = cls(
                 transcript=int(data.get("transcript", 0)),
                 hooks=int(data.get("hooks", 0)),
                 rollout=data.get("rollout"),
@@ -138,6 +160,8 @@ class Seen:
             )
         except (OSError, ValueError, AttributeError):
             return cls()
+        loaded.saved = (loaded.transcript, loaded.hooks, loaded.rollout, loaded.registered)
+        return loaded
 
 
 def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
@@ -150,6 +174,8 @@ class Watch:
     def __init__(self, tmux: Tmux | None = None) -> None:
         self.tmux = tmux or Tmux()
         self.seen: dict[str, Seen] = {}
+        #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
+        self.dead_ticks: dict[str, int] = {}
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
@@ -159,7 +185,7 @@ class Watch:
             each for each in followed if each.place is not None and each.place.agent is not None
         ]
         # One listing a tick while agents live (and once more after, to close dead panes).
-        panes = self.tmux.panes() if live or self.seen else None
+        panes = self.tmux.panes() if live or self.seen or self.dead_ticks else None
         registry = live_sessions() if live else {}
         current: set[str] = set()
         for each in live:
@@ -204,14 +230,27 @@ class Watch:
             yield from self._printed(place, agent, state, entry, spoken, now)
             return
         pane = _pane_of(panes, agent)
-        if spoken is None and isinstance(place.stage.phase, AwaitingInput) and pane is not None:
+        phase = place.stage.phase
+        if spoken is None and isinstance(phase, AwaitingInput) and pane is not None:
             spoken = self._screen(kind, pane)
+            if (
+                spoken is None
+                and kind is AgentName.CLAUDE
+                and entry is None
+                and now - phase.since >= _STARTUP_GRACE
+            ):
+                # Claude Code writes no registry entry while a start-up dialog is open (an
+                # API key's approval, a project's MCP servers): a person is asked. Typed into,
+                # the dialog would take the prompt as its answer.
+                spoken = Activity.ASKING
         if spoken is not None and spoken is not agent.activity and not agent.ending:
             yield AgentStateSeen(at=now, session=session, activity=spoken)
         if pane is not None and pane.activity > agent.last_output_at + 0.5:
             yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
         if panes is not None and (pane is None or pane.dead):
-            yield AgentExited(at=now, session=session)
+            status = pane.dead_status if pane is not None else None
+            words = self._last_words(pane) if pane is not None else ""
+            yield AgentExited(at=now, session=session, status=status, last_words=words)
 
     @staticmethod
     def _printed(  # noqa: PLR0913, PLR0917 (what one printed agent is judged on)
@@ -239,15 +278,16 @@ class Watch:
         self, place: Place, agent: Agent, state: Seen, kind: AgentName, now: Instant
     ) -> Iterator[Observation]:
         session = agent.session
-        if kind is AgentName.CODEX:
-            if state.rollout is None:
-                state.rollout = _find_rollout(place, {s.rollout for s in self.seen.values()})
-            if state.rollout is None:
-                return
-            tail = rollout.read_from(Path(state.rollout), state.transcript, session=session, at=now)
-        else:
-            path = transcript_path(os.path.realpath(place.path), session)
-            tail = transcript.read_from(path, state.transcript, session=session, at=now)
+        if state.rollout is None:
+            if kind is AgentName.CODEX:
+                claimed = {s.rollout for s in self.seen.values()}
+                state.rollout = _find_rollout(place, claimed)
+            else:
+                state.rollout = _find_transcript(place, session)
+        if state.rollout is None:
+            return  # not written yet: the agent writes it on its first prompt
+        read = rollout.read_from if kind is AgentName.CODEX else transcript.read_from
+        tail = read(Path(state.rollout), state.transcript, session=session, at=now)
         yield from tail.entries
         if tail.unreadable:
             yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
@@ -276,6 +316,8 @@ class Watch:
     def _read_hooks(state: Seen, session: str) -> None:
         path = hooks_path(session)
         try:
+            if path.stat().st_size <= state.hooks:
+                return
             with path.open("rb") as file:
                 file.seek(state.hooks)
                 data = file.read()
@@ -292,23 +334,47 @@ class Watch:
         state.hooks += end
 
     def _screen(self, kind: AgentName, pane: Pane) -> Activity | None:
-        """Before an agent registers: a trust dialog asks a person; Codex's composer waits."""
+        """Before an agent registers: a trust dialog asks a person; Codex's composer waits.
+
+        Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is
+        not the composer, and Codex's trust dialog, like Claude Code's, is a person being asked.
+        """
         if kind is AgentName.TEST or pane.dead:
             return None
         screen = self.tmux.capture(pane.id) or ""
         if kind is AgentName.CLAUDE and any(words in screen for words in _TRUST_WORDS):
             return Activity.ASKING
+        if kind is AgentName.CODEX and any(words in screen for words in _CODEX_TRUST_WORDS):
+            return Activity.ASKING
         if kind is AgentName.CODEX and any(
-            line.lstrip().startswith(_CODEX_COMPOSER) for line in screen.splitlines()
+            line.lstrip().startswith(_CODEX_COMPOSER) and not _CODEX_CHOICE.match(line.lstrip())
+            for line in screen.splitlines()
         ):
             return Activity.WAITING
         return None
 
+    def _last_words(self, pane: Pane) -> str:
+        """The last lines a dead agent's pane shows (why it went, often)."""
+        screen = self.tmux.capture(pane.id) or ""
+        lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith("Pane is dead")]
+        return "\n".join(lines[-_LAST_LINES:])
+
     def _close_dead(self, panes: dict[str, Pane] | None, current: set[str]) -> None:
-        """Close the dead panes of agents no place follows any more, so tmux can end."""
-        for pane in (panes or {}).values():
-            if pane.dead and pane.session not in current:
-                self.tmux.kill_pane(pane.id)
+        """Close the dead panes of agents no place follows any more, so tmux can end.
+
+        A pane is closed only once it has been dead for a few ticks: one that died as it
+        started may belong to an agent whose start is not yet read from its journal, and its
+        last words are read before it goes.
+        """
+        dead = {
+            pane.id for pane in (panes or {}).values() if pane.dead and pane.session not in current
+        }
+        for pane_id in dead:
+            self.dead_ticks[pane_id] = self.dead_ticks.get(pane_id, 0) + 1
+            if self.dead_ticks[pane_id] >= _DEAD_TICKS:
+                self.tmux.kill_pane(pane_id)
+        self.dead_ticks = {key: value for key, value in self.dead_ticks.items() if key in dead}
 
 
 def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:
@@ -318,6 +384,23 @@ def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:
     if pane is not None and pane.session == agent.session:
         return pane
     return next((p for p in panes.values() if p.session == agent.session), None)
+
+
+#: Claude Code cuts a project folder's name at this length and adds a hash of its own (§1).
+_SLUG_LIMIT = 200
+
+
+def _find_transcript(place: Place, session: str) -> str | None:
+    """Where the session's transcript is: its path by the slug rule, or found by its name.
+
+    A working directory whose slug is longer than Claude Code's limit gets a hashed folder name
+    flume does not recompute: the file is looked for by its session id, until it exists.
+    """
+    cwd = os.path.realpath(place.path)
+    if len(project_slug(cwd)) <= _SLUG_LIMIT:
+        return str(transcript_path(cwd, session))
+    found = sorted(claude_home().glob(f"projects/*/{session}.jsonl"))
+    return str(found[0]) if found else None
 
 
 def _find_rollout(place: Place, claimed: set[str | None]) -> str | None:

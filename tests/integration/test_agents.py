@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from flume.core.observations import (
     AgentExited,
     StopAsked,
 )
-from flume.core.place import Delivered, Queued, Short, ShortCause, Working
+from flume.core.place import Short, ShortCause, Working
 from flume.shell import client, places
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
@@ -379,7 +380,10 @@ def test_an_agent_that_exits_stops_its_stage_short(tmp_path: Path, panes: Tmux) 
         return isinstance(phase, Short) and phase.cause is ShortCause.AGENT_EXITED
 
     wait_for(exited, 60, "the stage to stop short on the agent's exit")
-    assert not isinstance(place_of(journal_path).stage.phase, Queued | Delivered)
+    phase = place_of(journal_path).stage.phase
+    assert isinstance(phase, Short)
+    # Its last words are kept for whoever retries: the pane's last screen.
+    assert "Bye." in phase.words
 
 
 def test_the_print_backend_writes_the_command_and_follows_its_transcript(
@@ -409,14 +413,8 @@ def test_the_print_backend_writes_the_command_and_follows_its_transcript(
     # The person runs the command in a terminal of their own: here, a pane of the test's.
     person = Tmux(panes.socket.with_name("person.sock"))
     try:
-        made = person.start(
-            group="person",
-            window="t",
-            cwd=tmp_path,
-            argv=command,
-            env={},
-            hidden_env=dict(os.environ),
-        )
+        # The person's terminal has the test's environment: tmux's server inherits it.
+        made = person.start(group="person", window="t", cwd=tmp_path, argv=command, env={})
         assert made.ok, made.err
         wait_for(lambda: _past_code(journal_path), 60, "the printed agent's stage to end")
     finally:
@@ -437,3 +435,33 @@ def test_attach_refuses_a_place_with_no_live_agent(tmp_path: Path, panes: Tmux) 
     shown = flume_process("attach", "fix--gone", "--repository", str(repo))
     assert shown.returncode == 1
     assert "no live agent" in shown.stderr
+
+
+def test_attach_shows_the_agents_pane_in_a_terminal(tmp_path: Path, panes: Tmux) -> None:
+    """Attach, run in a person's terminal, shows the place's agent there."""
+    repo = agent_repository(tmp_path)
+    journal_path = launch_test_agent(repo, "shown", script(tmp_path, IDLE))
+
+    def waiting() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.WAITING
+
+    wait_for(waiting, 60, "the agent to wait")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    person = Tmux(panes.socket.with_name("person.sock"))
+    try:
+        argv = [sys.executable, "-m", "flume", "attach", "fix--shown", "--repository", str(repo)]
+        made = person.start(group="person", window="t", cwd=tmp_path, argv=argv, env={})
+        assert made.ok, made.err
+        terminal = made.out.strip()
+        # The person's terminal now shows the agent's own screen: its banner names its session.
+        wait_for(
+            lambda: (
+                place.agent is not None and place.agent.session in (person.capture(terminal) or "")
+            ),
+            20,
+            "the agent's screen in the person's terminal",
+        )
+    finally:
+        person.kill_server()

@@ -230,6 +230,7 @@ def test_a_tell_is_refused_when_no_agent_is_live(host: Path, driven: Harness) ->
         (["fix--bad", ""], None, "tell: the tell is empty"),
         (["fix--bad", " \n\t"], None, "tell: the tell is empty"),
         (["fix--bad", "a\0b"], None, "tell: the tell holds a NUL character"),
+        (["fix--bad", "ok\x1b[201~\r!rm x"], None, "the control character \\x1b"),
         (["fix--bad", "x" * (MAX_TEXT_BYTES + 1)], None, "over the limit of 1048576 (1 MiB)"),
         (["fix--bad", "-"], "é" * (MAX_TEXT_BYTES // 2 + 1), "1048578 bytes, over the limit"),
         (["fix--bad", "-"], b"caf\xe9", "tell: the tell on stdin is not UTF-8 text"),

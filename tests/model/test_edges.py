@@ -20,7 +20,7 @@ from flume.core.delivery import infer_activity, send_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Sequence, Step, next_stage, stage_named
-from flume.core.launch import AgentSettings, branch_problems, check_launch
+from flume.core.launch import AgentSettings, Panes, branch_problems, check_launch
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -304,6 +304,28 @@ def test_an_empty_or_nul_agent_setting_is_refused(
     with pytest.raises(UsageError) as raised:
         check_launch(attrs.evolve(launch(), agent=agent), FIX)
     assert [problem.field for problem in raised.value.problems] == [field]
+
+
+@pytest.mark.parametrize("key", ["\x1b", "\x03", "\x00", "\x7f"])
+def test_a_brief_holding_a_key_is_refused(key: str) -> None:
+    """A brief is pasted into an agent: an ESC (which could end the paste) or other key is bad."""
+    with pytest.raises(UsageError, match="control character"):
+        check_launch(attrs.evolve(launch(), brief=f"Mend it.{key}[201~\r!rm -rf x"), FIX)
+
+
+def test_tabs_and_line_breaks_are_text_in_a_brief() -> None:
+    """Tabs, LF and CR (a brief written on Windows) are text."""
+    check_launch(attrs.evolve(launch(), brief="Mend it:\r\n\tthe greeting.\n"), FIX)
+
+
+def test_a_printed_agents_brief_fits_one_argument() -> None:
+    """--panes print puts the prompt on a command line: a brief over 100 KiB is refused there."""
+    big = "x" * (100 * 1024 + 1)
+    printed = AgentSettings(panes=Panes.PRINT)
+    with pytest.raises(UsageError, match="command-line argument"):
+        check_launch(attrs.evolve(launch(), brief=big, agent=printed), FIX)
+    check_launch(attrs.evolve(launch(), brief=big), FIX)
+    check_launch(attrs.evolve(launch(), brief=big[:-1], agent=printed), FIX)
 
 
 def test_a_good_model_and_agent_arguments_pass() -> None:

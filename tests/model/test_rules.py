@@ -34,6 +34,7 @@ from flume.core.observations import (
     AgentStateSeen,
     BranchFacts,
     BranchHead,
+    ChecksFailed,
     Content,
     DropAsked,
     Landed,
@@ -405,6 +406,25 @@ def test_r6_a_tell_to_a_printed_agent_is_refused_with_nothing_typed() -> None:
     assert "--panes print" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("status", "last_words", "says"),
+    [
+        (None, "", "the agent exited before"),
+        (3, "", "the agent exited (exit status 3) before"),
+        (1, "error: unknown option '--efort'\n", "Its pane showed last:\nerror: unknown option"),
+    ],
+)
+def test_r7_an_agent_gone_before_its_deliverable_stops_short_saying_why(
+    status: int | None, last_words: str, says: str
+) -> None:
+    """An agent that exits mid-stage stops it short; its status and last screen are kept."""
+    gone = AgentExited(at=Instant(6), session=SESSION, status=status, last_words=last_words)
+    place = step(S, working(), gone).place
+    assert isinstance(place.stage.phase, Short)
+    assert place.stage.phase.cause is ShortCause.AGENT_EXITED
+    assert says in place.stage.phase.words
+
+
 def test_r6_a_tell_with_no_live_agent_is_refused() -> None:
     """Before any agent starts, a tell is refused."""
     with pytest.raises(UsageError, match="no agent is live"):
@@ -630,6 +650,26 @@ def submitting() -> Place:
     place = step(S, place, AgentReady(at=Instant(23), session=SUBMIT_SESSION)).place
     place = step(S, place, typed("[flume:fix--typo:submit:1]", at=24, session="s2")).place
     return step(S, place, SubmitAsked(at=Instant(25), session=SUBMIT_SESSION)).place
+
+
+def test_failed_checks_of_a_printed_agent_are_reported_not_told() -> None:
+    """A printed agent's terminal is not flume's to type into: failed checks are only reported.
+
+    A tell there would be refused, and a refusal while folding a journal line would leave the
+    place's journal unreadable.
+    """
+    place = submitting()
+    printed = attrs.evolve(place.launch.agent, panes=Panes.PRINT)
+    place = evolve(place, launch=attrs.evolve(place.launch, agent=printed))
+    for seen in (
+        ChecksFailed(at=Instant(26), reason="tests failed", output="1 failed"),
+        ActionFailed(at=Instant(26), action="Land", output="no lander"),
+    ):
+        decided = step(S, place, seen)
+        assert decided.place.submission.value == "checks-failed"
+        assert not decided.place.held
+        events = [a.event for a in decided.actions if isinstance(a, Report)]
+        assert Event.CHECKS_FAILED in events
 
 
 def test_retry_after_a_submission_lets_the_agent_submit_again() -> None:

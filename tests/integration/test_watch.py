@@ -1,0 +1,234 @@
+"""The watch's parts: one tmux call a tick, hooks and the registry read as agent states, tmux names.
+
+The end-to-end behaviour (agents in real panes) is in test_agents.py and test_claude.py; these
+pin the pieces those rely on, with a real tmux server on a private socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from pyrsistent import pvector
+
+from flume.core.actions import StartAgent
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import AgentName, AgentSettings, Launch
+from flume.core.observations import (
+    Activity,
+    AgentExited,
+    AgentStarted,
+    AgentStateSeen,
+    Launched,
+    Observation,
+    TranscriptEntry,
+    WorktreeMade,
+)
+from flume.core.place import Place
+from flume.core.settings import Settings
+from flume.core.step import replay
+from flume.shell import agents, tmux
+from flume.shell.supervisor import Followed
+from flume.shell.tmux import Tmux, escape_argument, tidy_name
+from flume.shell.watch import Watch, hook_activity, registry_activity
+from tests.integration.agents_kit import wait_for
+
+
+def _followed(folder: Path, number: int, agent: AgentName = AgentName.TEST) -> Followed:
+    """A place whose code stage's agent was started (as its journal would say)."""
+    repository = folder / "repo"
+    name = f"w{number}"
+    path = f"{repository}/places/fix--{name}"
+    launch = Launch(
+        repository=str(repository),
+        kind=KindName("fix"),
+        name=WorkName(name),
+        brief="Watch me.",
+        base=BranchName("main"),
+        agent=AgentSettings(agent=agent, flags=pvector()),
+    )
+    place = replay(
+        Settings(),
+        [
+            Launched(at=Instant(1), launch=launch, kind=BUILTIN_KINDS[KindName("fix")]),
+            WorktreeMade(at=Instant(2), path=path, branch=BranchName(f"fix/{name}"), head=Sha("a")),
+            AgentStarted(
+                at=Instant(3),
+                stage=StageName("code"),
+                attempt=1,
+                session=SessionId(f"00000000-0000-4000-8000-{number:012d}"),
+                pane=f"%{number}",
+            ),
+        ],
+    )
+    assert place.agent is not None
+    return Followed(journal=folder / f"{name}.jsonl", place=place, fresh=False)
+
+
+def journal_prefix(place: Place) -> list[Observation]:
+    """The journal of ``place`` up to its code stage asking for an agent."""
+    path = place.path
+    return [
+        Launched(at=Instant(1), launch=place.launch, kind=place.kind),
+        WorktreeMade(at=Instant(2), path=path, branch=place.branch, head=Sha("a")),
+    ]
+
+
+@pytest.mark.parametrize("count", [1, 25])
+def test_one_tmux_call_a_tick_whatever_the_number_of_agents(
+    tmp_path: Path, panes: Tmux, count: int
+) -> None:
+    """P3: every agent's pane is observed by one list-panes, not one call per place."""
+    followed = [_followed(tmp_path, number) for number in range(count)]
+    watch = Watch(panes)
+    before = tmux.counter.runs
+    seen = list(watch.observe(followed, Instant(10)))
+    assert tmux.counter.runs - before == 1
+    # No pane runs any of these sessions on this (empty) server: each agent is reported gone.
+    exited = [obs for _each, obs in seen if isinstance(obs, AgentExited)]
+    assert len(exited) == count
+
+
+def test_a_failed_pane_listing_is_never_read_as_every_agent_gone(tmp_path: Path) -> None:
+    """A listing tmux could not give (None) says nothing about the agents."""
+
+    class Broken(Tmux):
+        def panes(self) -> None:  # type: ignore[override]
+            return None
+
+    followed = [_followed(tmp_path, number) for number in range(3)]
+    seen = list(Watch(Broken(tmp_path / "none.sock")).observe(followed, Instant(10)))
+    assert not any(isinstance(obs, AgentExited) for _each, obs in seen)
+
+
+def test_no_server_lists_no_panes(tmp_path: Path) -> None:
+    """A socket with no server behind it is an empty listing, not a failure."""
+    assert Tmux(tmp_path / "absent.sock").panes() == {}
+
+
+def test_transcript_lines_and_registry_state_are_reported(tmp_path: Path, panes: Tmux) -> None:
+    """The watch reads the transcript from its offset and the registry's word on the agent."""
+    each = _followed(tmp_path, 7)
+    place = each.place
+    assert place is not None
+    assert place.agent is not None
+    session = place.agent.session
+    transcript = agents.transcript_path(os.path.realpath(place.path), session)
+    transcript.parent.mkdir(parents=True)
+    line = {"type": "user", "message": {"role": "user", "content": "hello [marker]"}}
+    transcript.write_text(json.dumps(line) + "\n" + '{"type": "assi', encoding="utf-8")
+    registry = agents.claude_home() / "sessions" / "4242.json"
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text(json.dumps({"sessionId": session, "status": "idle", "updatedAt": 5}))
+    watch = Watch(panes)
+    first = [obs for _each, obs in watch.observe([each], Instant(10))]
+    entries = [obs for obs in first if isinstance(obs, TranscriptEntry)]
+    assert [entry.text for entry in entries] == ["hello [marker]"]
+    states = [obs.activity for obs in first if isinstance(obs, AgentStateSeen)]
+    assert states == [Activity.WAITING]
+    # The torn last line is read once it is whole, and the first line is not read again.
+    with transcript.open("a", encoding="utf-8") as file:
+        file.write('nt", "message": {"content": [{"type": "text", "text": "hi"}]}}\n')
+    again = [obs for _each, obs in Watch(panes).observe([each], Instant(11))]
+    texts = [obs.text for obs in again if isinstance(obs, TranscriptEntry)]
+    assert texts == ["hi"]
+    registry.unlink()
+
+
+@pytest.mark.parametrize(
+    ("record", "activity"),
+    [
+        ({"hook_event_name": "UserPromptSubmit"}, Activity.WORKING),
+        ({"hook_event_name": "PreToolUse", "tool_name": "Bash"}, Activity.WORKING),
+        ({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion"}, Activity.ASKING),
+        ({"hook_event_name": "PermissionRequest", "tool_name": "Bash"}, Activity.ASKING),
+        ({"hook_event_name": "Notification", "notification_type": "idle_prompt"}, Activity.WAITING),
+        (
+            {"hook_event_name": "Notification", "notification_type": "elicitation_dialog"},
+            Activity.ASKING,
+        ),
+        ({"hook_event_name": "Notification", "notification_type": "permission_prompt"}, None),
+        ({"hook_event_name": "Stop"}, Activity.WAITING),
+        ({"hook_event_name": "SessionEnd", "reason": "other"}, Activity.STOPPED),
+        ({"hook_event_name": "SessionStart", "source": "startup"}, None),
+        ({"hook_event_name": "Stop", "agent_id": "sub-1"}, None),
+    ],
+)
+def test_hooks_say_what_the_main_agent_does(
+    record: dict[str, object], activity: Activity | None
+) -> None:
+    """Each hook maps to a state; a subagent's hooks and SessionStart say nothing (not ready)."""
+    assert hook_activity(record) is activity
+
+
+@pytest.mark.parametrize(
+    ("entry", "activity"),
+    [
+        ({"status": "idle"}, Activity.WAITING),
+        ({"status": "busy"}, Activity.WORKING),
+        ({"status": "waiting", "waitingFor": "permission prompt"}, Activity.ASKING),
+        ({"status": "waiting", "waitingFor": "input needed"}, Activity.ASKING),
+        ({"status": "mystery"}, None),
+    ],
+)
+def test_the_registry_says_what_the_agent_does(
+    entry: dict[str, object], activity: Activity | None
+) -> None:
+    """The live-session registry's status, in R11's words."""
+    assert registry_activity(entry) is activity
+
+
+def test_tmux_reads_no_separator_or_format_in_what_flume_passes() -> None:
+    """A trailing ';' is escaped; names keep only characters tmux takes as given."""
+    assert escape_argument("echo one;") == "echo one\\;"
+    assert escape_argument("a;b") == "a;b"
+    assert tidy_name("fix--a.b:c") == "fix--a_b_c"
+    assert tidy_name("") == "_"
+
+
+def test_an_agent_pane_runs_no_shell_and_keeps_a_trailing_semicolon(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """The pane's command is an argv: a ';' or '$(...)' in an argument reaches it as written."""
+    out = tmp_path / "argv.json"
+    program = "import json,sys; json.dump(sys.argv[1:], open(sys.argv[1], 'w'))"
+    argv = [sys.executable, "-c", program, str(out), "$(touch pwned);", "#{pane_id}"]
+    made = panes.start(group="g", window="w", cwd=tmp_path, argv=argv, env={"A": "1"})
+    assert made.ok, made.err
+    wait_for(out.exists, 10, "the pane's program to write its arguments")
+    assert json.loads(out.read_text()) == [str(out), "$(touch pwned);", "#{pane_id}"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_a_start_asked_twice_finds_the_agent_it_started(tmp_path: Path, panes: Tmux) -> None:
+    """R4, RESTART-PENDING: a start asked for again finds the pane already running its session.
+
+    That is what a restarted supervisor does with the start its predecessor asked for.
+    """
+    each = _followed(tmp_path, 3)
+    place = each.place
+    assert place is not None
+    Path(place.path).mkdir(parents=True)
+    # The place as it was when the start was asked for: its code stage starting.
+    starting = replay(Settings(), journal_prefix(place))
+    action = StartAgent(
+        path=starting.path,
+        stage=StageName("code"),
+        attempt=1,
+        agent=starting.launch.agent,
+    )
+    port = agents.Agents(panes)
+    first = port.start(starting, action, Instant(20))
+    second = port.start(starting, action, Instant(21))
+    (one,) = [seen for seen in first if isinstance(seen, AgentStarted)]
+    (two,) = [seen for seen in second if isinstance(seen, AgentStarted)]
+    assert (one.session, one.pane) == (two.session, two.pane)
+    listed = panes.panes() or {}
+    assert [pane.id for pane in listed.values() if pane.session == one.session] == [one.pane]
+    # The pane's first program read its private file of command line and environment, and
+    # removed it.
+    wait_for(lambda: not list(agents.agents_dir().glob("*.exec.json")), 10, "the exec file gone")
