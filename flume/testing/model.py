@@ -1,22 +1,37 @@
-"""A scripted model: a loopback server speaking the part of the Messages API Claude Code uses.
+"""A scripted model: a loopback server speaking the parts of two model APIs coding agents use.
 
 Theory of operation. Claude Code, pointed at :attr:`ScriptedModel.url` through
-``ANTHROPIC_BASE_URL``, sends ``POST /v1/messages``. The server answers each from a script, a
+``ANTHROPIC_BASE_URL``, sends ``POST /v1/messages`` (Anthropic's Messages API). Codex, given
+``{url}/v1`` as a custom model provider's ``base_url`` (:mod:`flume.testing.codex`), sends
+``POST /v1/responses`` (OpenAI's Responses API). The server answers each from one script, a
 sequence of :class:`Reply` rules, matched against the request's latest user turn: the text
-typed by the person, or the text of the tool results in it. The first rule whose ``when`` occurs
-there answers; ``when=""`` matches anything; a ``once`` rule answers once. A rule with a
-:class:`Tool` answers only a request that offers a tool of that name: Claude Code's side requests
-(titles, summaries) offer none and must never get a tool call, so they fall through to the next
-rule. With no rule left the answer is the text ``"ok"``.
+typed by the person, or the text of the tool results in it (Messages: the last ``user``
+message's ``tool_result`` blocks or text; Responses: the ``function_call_output`` items after
+the last ``user`` message, or its ``input_text``). The first rule whose ``when`` occurs there
+answers; ``when=""`` matches anything; a ``once`` rule answers once. A rule with a :class:`Tool`
+answers only a request that offers a tool of that name: side requests (Claude Code's titles and
+summaries, Codex's thread title) offer none and must never get a tool call, so they fall through
+to the next rule. With no rule left the answer is the text ``"ok"``.
 
 A tool call comes back as a tool result in the next request, which the script answers in turn:
 ``Reply("MARKER", tool=Tool("Bash", {"command": "git commit ..."}))`` then
 ``Reply("committed", text="done")``.
 
-Streamed requests get the server-sent events ``message_start``, ``content_block_start``,
-``content_block_delta``, ``content_block_stop``, ``message_delta`` and ``message_stop``; others
-get the whole message as JSON. Other POSTs (token counting) get ``{"input_tokens": 10}``, and
-GET or HEAD of anything gets ``{}``. See reference/claude-code.md §8.
+Streamed Messages requests get the server-sent events ``message_start``,
+``content_block_start``, ``content_block_delta``, ``content_block_stop``, ``message_delta`` and
+``message_stop``; others get the whole message as JSON. See reference/claude-code.md §8.
+
+Streamed Responses requests (Codex streams every one) get ``response.created``; for each output
+item ``response.output_item.added``, its text (``response.content_part.added``,
+``response.output_text.delta``/``.done``, ``response.content_part.done``) or its arguments
+(``response.function_call_arguments.delta``/``.done``), and ``response.output_item.done``; then
+``response.completed``. A tool call is a ``function_call`` item whose ``arguments`` is the
+tool's input as a JSON string: for Codex 0.171, ``Tool("exec_command", {"cmd": "..."})``.
+Codex 0.171 needs no more: it reads the items from ``output_item.done`` and ends the turn on
+``response.completed`` (reference/codex.md). Other requests get the whole response as JSON.
+
+Other POSTs (token counting) get ``{"input_tokens": 10}``, and GET or HEAD of anything gets
+``{}``.
 """
 
 from __future__ import annotations
@@ -89,8 +104,44 @@ def _text_of(content: object) -> str:
     return "\n".join(text for text in texts if isinstance(text, str))
 
 
+def latest_input_text(body: Mapping[str, object]) -> str:
+    """A Responses request's latest user turn: its tool outputs, else its typed text.
+
+    The tool outputs are the ``function_call_output`` items after the last ``user`` message;
+    without any, the text is that message's ``input_text`` (``input`` may be a bare string).
+    """
+    given = body.get("input")
+    if isinstance(given, str):
+        return given
+    items = [i for i in given if isinstance(i, dict)] if isinstance(given, list) else []
+    users = [n for n, i in enumerate(items) if i.get("role") == "user"]
+    after = items[users[-1] + 1 :] if users else items
+    outputs = [i for i in after if i.get("type") in _OUTPUT_ITEMS]
+    if outputs:
+        return "\n".join(_input_text(i.get("output")) for i in outputs)
+    return _input_text(items[users[-1]].get("content")) if users else ""
+
+
+#: The Responses items that carry a tool's output back to the model.
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+def _input_text(content: object) -> str:
+    """The text in a Responses content value: a string, or the ``text`` of its text parts."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = (
+        part.get("text")
+        for part in content
+        if isinstance(part, dict) and part.get("type") in {"input_text", "output_text", "text"}
+    )
+    return "\n".join(text for text in texts if isinstance(text, str))
+
+
 def offered_tools(body: Mapping[str, object]) -> frozenset[str]:
-    """The names of the tools a request offers the model."""
+    """The names of the tools a request offers the model (Messages and Responses alike)."""
     tools = body.get("tools")
     if not isinstance(tools, list):
         return frozenset()
@@ -118,7 +169,7 @@ class ScriptedModel:
 
     @property
     def url(self) -> str:
-        """The base URL to give the agent as ``ANTHROPIC_BASE_URL``."""
+        """The base URL (Claude Code's ``ANTHROPIC_BASE_URL``; Codex's provider takes ``/v1``)."""
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
@@ -157,8 +208,12 @@ class ScriptedModel:
             self._requests.append(body)
 
     def choose(self, body: Mapping[str, object]) -> Reply:
-        """The rule answering a request (spending it if it is ``once``), or the fallback."""
-        said = latest_user_text(body)
+        """The rule answering a request (spending it if it is ``once``), or the fallback.
+
+        A Responses request (one with ``input``) is matched on :func:`latest_input_text`, a
+        Messages request on :func:`latest_user_text`.
+        """
+        said = latest_input_text(body) if "input" in body else latest_user_text(body)
         tools = offered_tools(body)
         with self._lock:
             for index, rule in enumerate(self.script):
@@ -199,6 +254,47 @@ class ScriptedModel:
             "stop_reason": "end_turn" if reply.tool is None else "tool_use",
             "stop_sequence": None,
             "usage": _usage(output_tokens=len(content)),
+        }
+
+    def response(self, body: Mapping[str, object], reply: Reply) -> JSON:
+        """The whole Responses API response answering ``body`` with ``reply``."""
+        output: list[JSON] = []
+        if reply.text or reply.tool is None:
+            text = {"type": "output_text", "text": reply.text, "annotations": []}
+            output.append(
+                {
+                    "type": "message",
+                    "id": self.new_id("msg"),
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [text],
+                }
+            )
+        if reply.tool is not None:
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": self.new_id("fc"),
+                    "call_id": self.new_id("call"),
+                    "name": reply.tool.name,
+                    "arguments": json.dumps(dict(reply.tool.input)),
+                    "status": "completed",
+                }
+            )
+        return {
+            "id": self.new_id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": body.get("model", "scripted"),
+            "output": output,
+            "usage": {
+                "input_tokens": 10,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": len(output),
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 10 + len(output),
+            },
         }
 
 
@@ -243,6 +339,44 @@ def events(message: Mapping[str, Any]) -> list[tuple[str, JSON]]:
     return out
 
 
+def response_events(response: Mapping[str, Any]) -> list[tuple[str, JSON]]:
+    """The server-sent events that stream a Responses API ``response``, as ``(event, data)``."""
+    items: Sequence[JSON] = response["output"]
+    out: list[JSON] = [
+        {
+            "type": "response.created",
+            "response": {**response, "status": "in_progress", "output": []},
+        }
+    ]
+    for index, item in enumerate(items):
+        where = {"output_index": index, "item_id": item["id"]}
+        if item["type"] == "function_call":
+            opening = {**item, "status": "in_progress", "arguments": ""}
+            body = [
+                {"type": "response.function_call_arguments.delta", **where,
+                 "delta": item["arguments"]},
+                {"type": "response.function_call_arguments.done", **where,
+                 "arguments": item["arguments"]},
+            ]  # fmt: skip
+        else:
+            opening = {**item, "status": "in_progress", "content": []}
+            part = item["content"][0]
+            at = {**where, "content_index": 0}
+            body = [
+                {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+                {"type": "response.output_text.delta", **at, "delta": part["text"]},
+                {"type": "response.output_text.done", **at, "text": part["text"]},
+                {"type": "response.content_part.done", **at, "part": part},
+            ]
+        out += [
+            {"type": "response.output_item.added", "output_index": index, "item": opening},
+            *body,
+            {"type": "response.output_item.done", "output_index": index, "item": item},
+        ]
+    out.append({"type": "response.completed", "response": dict(response)})
+    return [(data["type"], {**data, "sequence_number": n}) for n, data in enumerate(out)]
+
+
 class _Server(ThreadingHTTPServer):
     """The HTTP server, knowing its model."""
 
@@ -265,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, "application/json", b"{}", head=True)
 
     def do_POST(self) -> None:
-        """``/v1/messages`` answered from the script; any other POST a token count."""
+        """``/v1/messages`` and ``/v1/responses`` answered from the script; others a token count."""
         model = cast("_Server", self.server).model
         length = int(self.headers.get("Content-Length") or 0)
         try:
@@ -274,7 +408,11 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = None
         body: JSON = parsed if isinstance(parsed, dict) else {}
         model.record(body)
-        if self.path.split("?", 1)[0].rstrip("/") != "/v1/messages":
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/v1/responses":
+            self._respond(model, body)
+            return
+        if path != "/v1/messages":
             self._send(HTTPStatus.OK, "application/json", b'{"input_tokens": 10}')
             return
         reply = model.choose(body)
@@ -288,6 +426,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, "text/event-stream", stream.encode())
         else:
             self._send(HTTPStatus.OK, "application/json", json.dumps(message).encode())
+
+    def _respond(self, model: ScriptedModel, body: JSON) -> None:
+        """A Responses API request: the reply streamed as events, or whole as JSON."""
+        reply = model.choose(body)
+        if reply.delay > 0:
+            time.sleep(reply.delay)
+        response = model.response(body, reply)
+        if body.get("stream") is True:
+            stream = "".join(
+                f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                for name, data in response_events(response)
+            )
+            self._send(HTTPStatus.OK, "text/event-stream", stream.encode())
+        else:
+            self._send(HTTPStatus.OK, "application/json", json.dumps(response).encode())
 
     def _send(self, status: HTTPStatus, kind: str, payload: bytes, *, head: bool = False) -> None:
         """Write a whole response."""

@@ -1,9 +1,10 @@
-"""The scripted model server, alone over HTTP and as the model of the real Claude Code.
+"""The scripted model server, alone over HTTP and as the model of the real Claude Code and Codex.
 
-The first tests speak to :class:`ScriptedModel` with ``urllib``. The last start the pinned
-Claude Code (``scripts/install-agents``) in a private tmux server, with a seeded HOME of the
-test's own, and check what it wrote: its transcript, its live-session registry, its commits.
-They skip when Claude Code is not installed, except under CI, where they fail.
+The first tests speak to :class:`ScriptedModel` with ``urllib``, over the Messages API and then
+the Responses API. The next start the pinned Claude Code (``scripts/install-agents``) in a
+private tmux server, with a seeded HOME of the test's own, and check what it wrote: its
+transcript, its live-session registry, its commits. The last run the pinned Codex's ``exec``
+against the model. They skip when the agent is not installed, except under CI, where they fail.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from flume.testing import codex as codex_kit
 from flume.testing.claude import claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.places_kit import GIT_IDENTITY, repository, run_git
@@ -34,6 +36,7 @@ API_KEY = "sk-ant-flume-test-0123456789abcdefghij"
 DEADLINE = 60.0
 TMUX = shutil.which("tmux")
 BASH = {"name": "Bash", "input_schema": {"type": "object"}}
+EXEC = {"type": "function", "name": "exec_command", "parameters": {"type": "object"}}
 
 
 def post(url: str, body: JSON) -> tuple[str, bytes]:
@@ -199,6 +202,122 @@ def test_requests_are_recorded_and_other_paths_answered() -> None:
     assert json.loads(fetched) == {}
     assert [body.get("n") for body in recorded] == [None, 2]
     assert recorded[0]["messages"][0]["content"] == "one"
+
+
+# --- the server alone, over the Responses API ------------------------------------------------
+
+
+def said(text: str) -> JSON:
+    """A Responses input item: a user message typing ``text``."""
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def respond(model: ScriptedModel, items: list[JSON], *, tools: list[JSON] | None = None) -> JSON:
+    """The whole (not streamed) response the model gives a Responses request of ``items``."""
+    body: JSON = {"model": "m", "input": items, "stream": False}
+    if tools is not None:
+        body["tools"] = tools
+    kind, data = post(f"{model.url}/v1/responses", body)
+    assert kind == "application/json"
+    answer: JSON = json.loads(data)
+    return answer
+
+
+def test_a_streamed_response_is_the_responses_event_sequence() -> None:
+    """A streamed text reply: created, one message item with its text part, then completed."""
+    with ScriptedModel([Reply("hello", text="hi there")]) as model:
+        body = {"model": "m", "stream": True, "input": [said("hello")], "tools": [EXEC]}
+        kind, data = post(f"{model.url}/v1/responses", body)
+    assert kind == "text/event-stream"
+    events = sse(data)
+    assert [name for name, _ in events] == [
+        "response.created", "response.output_item.added", "response.content_part.added",
+        "response.output_text.delta", "response.output_text.done", "response.content_part.done",
+        "response.output_item.done", "response.completed",
+    ]  # fmt: skip
+    assert all(data["type"] == name for name, data in events)
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    assert events[3][1]["delta"] == "hi there"
+    item = events[6][1]["item"]
+    assert item["type"] == "message"
+    assert item["role"] == "assistant"
+    assert item["content"][0] == {"type": "output_text", "text": "hi there", "annotations": []}
+    completed = events[-1][1]["response"]
+    assert completed["status"] == "completed"
+    assert completed["output"] == [item]
+    assert completed["usage"]["total_tokens"] > 0
+
+
+def test_a_streamed_function_call_carries_its_arguments_as_json() -> None:
+    """A streamed tool reply: a function_call item whose arguments are the input as JSON."""
+    tool = Tool("exec_command", {"cmd": "git commit"})
+    with ScriptedModel([Reply("go", tool=tool)]) as model:
+        body = {"stream": True, "tools": [EXEC], "input": [said("go")]}
+        events = sse(post(f"{model.url}/v1/responses", body)[1])
+    names = [name for name, _ in events]
+    assert "response.output_text.delta" not in names
+    assert "response.function_call_arguments.delta" in names
+    (call,) = [data["item"] for name, data in events if name == "response.output_item.done"]
+    assert call["type"] == "function_call"
+    assert call["name"] == "exec_command"
+    assert call["call_id"].startswith("call_")
+    assert json.loads(call["arguments"]) == {"cmd": "git commit"}
+    assert events[-1][1]["response"]["output"] == [call]
+
+
+def test_a_function_call_goes_only_to_requests_offering_its_tool() -> None:
+    """Codex's title request offers no tools: it falls through to a text rule, never a call."""
+    script = [
+        Reply("fix", text="let me look", tool=Tool("exec_command", {"cmd": "true"})),
+        Reply("fix", text="Fix it"),
+    ]
+    with ScriptedModel(script) as model:
+        title = respond(model, [said("Generate a title.\n\nUser prompt:\nfix it")], tools=[])
+        offered = respond(model, [said("fix it")], tools=[EXEC])
+    assert [item["type"] for item in title["output"]] == ["message"]
+    assert title["output"][0]["content"][0]["text"] == "Fix it"
+    assert offered["object"] == "response"
+    assert [item["type"] for item in offered["output"]] == ["message", "function_call"]
+    assert offered["output"][0]["content"][0]["text"] == "let me look"
+
+
+def test_the_latest_user_message_or_its_tool_outputs_decide() -> None:
+    """Tool outputs after the last user message answer it; before them, the message's text.
+
+    Codex's own context messages come first; only the latest user turn is matched.
+    """
+    script = [
+        Reply("MARKER", tool=Tool("exec_command", {"cmd": "echo committed"})),
+        Reply("committed", text="done"),
+    ]
+    context = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "x"}]},
+        said("<environment_context>committed</environment_context>"),
+    ]
+    with ScriptedModel(script) as model:
+        call = respond(model, [*context, said("do MARKER")], tools=[EXEC])["output"][0]
+        output = "Process exited with code 0\nOutput:\ncommitted\n"
+        result = {"type": "function_call_output", "call_id": call["call_id"], "output": output}
+        answer = respond(model, [*context, said("do MARKER"), call, result], tools=[EXEC])
+        parts = {**result, "output": [{"type": "input_text", "text": "committed"}]}
+        from_parts = respond(model, [said("do MARKER"), call, parts], tools=[EXEC])
+        bare = respond(model, "MARKER", tools=[EXEC])  # type: ignore[arg-type]
+        recorded = model.requests
+    assert call["type"] == "function_call"
+    assert answer["output"][0]["content"][0]["text"] == "done"
+    assert from_parts["output"][0]["content"][0]["text"] == "done"
+    assert bare["output"][0]["type"] == "function_call"
+    assert recorded[1]["input"][-1]["type"] == "function_call_output"
+
+
+def test_messages_and_responses_share_one_script() -> None:
+    """One script answers both APIs; a ``once`` rule spent by one is spent for the other."""
+    script = [Reply("hi", text="first", once=True), Reply("hi", text="again")]
+    with ScriptedModel(script) as model:
+        messages = ask(model, "hi")
+        responses = respond(model, [said("hi")])
+    assert messages["content"] == [{"type": "text", "text": "first"}]
+    assert responses["output"][0]["content"][0]["text"] == "again"
 
 
 # --- the real Claude Code ----------------------------------------------------------------------
@@ -382,3 +501,69 @@ def test_claude_code_runs_a_scripted_commit(claude: Path, pane: ClaudePane) -> N
         wait_for(pane.is_idle, "the registry to say idle after the turn")
     assert (pane.repo / "made.txt").read_text() == "made\n"
     assert run_git(pane.repo, "status", "--porcelain") == ""
+
+
+# --- the real Codex ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def codex() -> Path:
+    """The pinned Codex; a loud skip without it, a failure under CI."""
+    binary = codex_kit.codex_binary()
+    if binary is not None and binary.exists():
+        return binary
+    if os.environ.get("CI") == "true":
+        pytest.fail("Codex is missing under CI: scripts/install-agents installs it")
+    pytest.skip("NOT TESTED WITH THE REAL CODEX: it is missing (scripts/install-agents)")
+
+
+def test_codex_exec_runs_a_scripted_exec_command(
+    codex: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codex exec`` sends the prompt, runs the scripted exec_command, and says the answer.
+
+    Its first request offers ``exec_command`` taking ``cmd``; the next carries the command's
+    output back as a ``function_call_output``; its rollout holds the prompt as typed.
+    """
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    repo = repository(tmp_path / "repo")
+    home = tmp_path / "home"
+    marker = f"MARKER-{uuid.uuid4().hex[:8]}"
+    script = [
+        Reply(marker, tool=Tool("exec_command", {"cmd": "echo ran-$((40 + 2))"})),
+        Reply("ran-42", text="ran the command"),
+    ]
+    with ScriptedModel(script) as model:
+        seed = codex_kit.seed_home(home / ".codex", model_url=model.url, trusted=[repo])
+        environment = {**os.environ, **codex_kit.codex_env(home / ".codex", home)}
+        argv = [
+            str(codex), "exec", "--strict-config", "--dangerously-bypass-approvals-and-sandbox",
+            "-C", str(repo), f"Please run it: {marker}",
+        ]  # fmt: skip
+        ran = subprocess.run(  # noqa: S603 (the pinned Codex, with the test's own arguments)
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environment,
+            timeout=DEADLINE,
+        )
+        asked = model.requests
+    assert ran.returncode == 0, ran.stderr
+    assert "ran the command" in ran.stdout
+    assert 'wire_api = "responses"' in seed.read_text()
+    tools = {tool.get("name"): tool for tool in asked[0]["tools"]}
+    assert "cmd" in tools["exec_command"]["parameters"]["required"]
+    outputs = [item for item in asked[1]["input"] if item["type"] == "function_call_output"]
+    assert "ran-42" in outputs[-1]["output"]
+    (rollout,) = (home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")
+    lines = [json.loads(line) for line in rollout.read_text().splitlines()]
+    typed = [
+        line["payload"]
+        for line in lines
+        if line["type"] == "response_item" and line["payload"].get("role") == "user"
+    ]
+    assert typed[-1]["content"] == [{"type": "input_text", "text": f"Please run it: {marker}"}]
+    assert lines[0]["payload"]["cwd"] == str(repo.resolve())

@@ -1,0 +1,191 @@
+"""The real Codex, driven by flume's real supervisor in tmux, against a scripted model.
+
+Codex (the pinned version, ``scripts/install-agents``) runs offline: its model is a
+:class:`~flume.testing.model.ScriptedModel` on loopback, reached as a custom Responses API
+provider, and its ``CODEX_HOME`` and HOME are folders of the test's own, seeded so that it
+starts at its composer (:mod:`flume.testing.codex`). flume starts it in a pane, waits until its
+composer is on the screen, pastes the prompt and confirms it in Codex's own rollout. Where Codex
+is not installed these tests skip with a loud reason; under CI they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flume.core.observations import Activity, TranscriptEntry
+from flume.core.place import Short, ShortCause
+from flume.shell import places
+from flume.shell.tmux import Tmux
+from flume.testing.codex import CODEX_VERSION, codex_binary, codex_env, seed_home
+from flume.testing.model import Reply, ScriptedModel, Tool
+from tests.integration.agents_kit import (
+    TIMING,
+    agent_repository,
+    observations,
+    place_of,
+    prompt_sends,
+    sessions_started,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process
+
+#: Codex runs the model's commands unasked and unsandboxed (the test's folders are its sandbox).
+#: flume itself asks for a non-login shell, so that ``flume needs`` is found on its PATH.
+FLAGS = ("--dangerously-bypass-approvals-and-sandbox",)
+COMMIT = (
+    "printf 'hello\\n' > README.md && git add README.md && "
+    "git commit -q -m 'Say hello' && echo committed-it"
+)
+
+
+@pytest.fixture
+def codex(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The real Codex, or a loud skip (a failure under CI) when it is not installed.
+
+    Gives the test's own HOME, with Codex's folder (``CODEX_HOME``) in it.
+    """
+    binary = codex_binary()
+    if binary is None or not binary.exists():
+        why = (
+            f"NOT TESTED WITH THE REAL CODEX: Codex {CODEX_VERSION} is not installed; "
+            "run scripts/install-agents (npm) to run these tests"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    monkeypatch.setenv("FLUME_CODEX", str(binary))
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def model(codex: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    """A scripted model the test fills in; Codex's environment (and folder) point at it."""
+    server = ScriptedModel()
+    server.start()
+    for key, value in codex_env(codex / ".codex", codex).items():
+        monkeypatch.setenv(key, value)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _repo(tmp_path: Path, home: Path, model: ScriptedModel, *, trusted: bool = True) -> Path:
+    """A repository Codex trusts (and with it every place, a worktree of it), or does not."""
+    repo = agent_repository(tmp_path, TIMING.replace("confirm = 4", "confirm = 15"))
+    seed_home(home / ".codex", model_url=model.url, trusted=[repo] if trusted else [])
+    return repo
+
+
+def _launch(repo: Path, name: str) -> Path:
+    args = [f"--agent-arg={flag}" for flag in FLAGS]
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", name,
+        "--brief", "Mend the greeting.", "--agent", "codex", *args,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"fix--{name}" / places.JOURNAL
+
+
+def _marker(name: str) -> str:
+    return f"flume:fix--{name}:code:1"
+
+
+def typed_prompts(codex_home: Path, holding: str) -> list[str]:
+    """The prompts typed into Codex holding ``holding``: its rollouts' user ``input_text``."""
+    found = []
+    for path in sorted((codex_home / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            data = json.loads(line)
+            payload = data.get("payload") or {}
+            if data.get("type") != "response_item" or payload.get("role") != "user":
+                continue
+            texts = [part.get("text", "") for part in payload.get("content", [])]
+            found += [text for text in texts if holding in text]
+    return found
+
+
+def journaled_prompts(journal_path: Path, holding: str) -> list[TranscriptEntry]:
+    """The user lines flume read from the rollout holding ``holding``."""
+    return [
+        seen
+        for seen in observations(journal_path)
+        if isinstance(seen, TranscriptEntry) and seen.line_type == "user" and holding in seen.text
+    ]
+
+
+def test_codex_takes_the_prompt_and_its_commit_ends_the_stage(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R5, R7: the prompt is confirmed in Codex's rollout; its exec_command commit ends code."""
+    del panes
+    repo = _repo(tmp_path, codex, model)
+    model.script = (
+        Reply(when=_marker("cx"), tool=Tool("exec_command", {"cmd": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    journal_path = _launch(repo, "cx")
+    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the code stage to end")
+    assert len(sessions_started(journal_path)) == 1
+    assert prompt_sends(journal_path) == 1
+    assert len(typed_prompts(codex / ".codex", _marker("cx"))) == 1
+    assert len(journaled_prompts(journal_path, _marker("cx"))) == 1
+    place = place_of(journal_path)
+    assert (Path(place.path) / "README.md").read_text() == "hello\n"
+    calls = [body for body in model.requests if "exec_command" in json.dumps(body.get("tools"))]
+    assert calls, "Codex offered no exec_command tool"
+
+
+def test_flume_needs_through_exec_command_stops_the_place_short(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R8: Codex runs flume needs in its place; the stage stops short with those words."""
+    del panes
+    repo = _repo(tmp_path, codex, model)
+    needs = "flume needs 'the staging API key' && echo said-it"
+    model.script = (
+        Reply(when=_marker("needy"), tool=Tool("exec_command", {"cmd": needs})),
+        Reply(when="said-it", text="I asked for the key."),
+    )
+    journal_path = _launch(repo, "needy")
+
+    def short() -> bool:
+        phase = place_of(journal_path).stage.phase
+        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
+
+    wait_for(short, 120, "the stage to stop short on flume needs")
+    phase = place_of(journal_path).stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words == "the staging API key"
+    assert "the staging API key" in flume_process("status", "--repository", str(repo)).stdout
+
+
+def test_codex_asking_to_trust_the_place_is_left_to_a_person(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R5: Codex's trust dialog is a person asked; flume types nothing, so trusts nothing.
+
+    Its chosen line is drawn with the composer's glyph (``1. Trust and continue``), and the
+    Enter after a paste would answer it, writing the trust into Codex's config.toml.
+    """
+    repo = _repo(tmp_path, codex, model, trusted=False)
+    journal_path = _launch(repo, "wary")
+
+    def asking() -> bool:
+        place = place_of(journal_path)
+        return place.agent is not None and place.agent.activity is Activity.ASKING
+
+    wait_for(asking, 60, "Codex's trust dialog to be read as a person asked")
+    place = place_of(journal_path)
+    assert place.agent is not None
+    assert "Trust this folder?" in (panes.capture(place.agent.pane) or "")
+    assert prompt_sends(journal_path) == 0
+    assert "trust_level" not in (codex / ".codex" / "config.toml").read_text()
+    assert not model.requests
