@@ -132,7 +132,9 @@ def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
             if settings.model:
                 argv += ["--model", settings.model]
         case AgentName.CODEX:
-            argv += ["-C", place.path]
+            # Codex runs commands in a login shell, which resets PATH from /etc/profile and
+            # loses flume: the agent could not run flume needs. A later -c overrides this.
+            argv += ["-C", place.path, "-c", "allow_login_shell=false"]
             if settings.model:
                 argv += ["-m", settings.model]
         case AgentName.TEST:

@@ -26,8 +26,10 @@ followed by the same :func:`flume.shell.transcript.read_tail`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
@@ -178,3 +180,22 @@ def session_meta_cwd(line: str | bytes) -> str | None:
         return None
     cwd = payload.get("cwd")
     return cwd if isinstance(cwd, str) else None
+
+
+def session_meta_started(line: str | bytes) -> float | None:
+    """When a rollout's session began (epoch seconds), from its ``session_meta`` line.
+
+    The line's own ``timestamp`` (or the payload's); None when the line has none it can read.
+    """
+    try:
+        data = _object(line)
+    except ValueError:
+        return None
+    payload = data.get("payload")
+    if data.get("type") != "session_meta" or not isinstance(payload, dict):
+        return None
+    for stamp in (payload.get("timestamp"), data.get("timestamp")):
+        if isinstance(stamp, str):
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(stamp).timestamp()
+    return None

@@ -386,6 +386,8 @@ def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:
     return next((p for p in panes.values() if p.session == agent.session), None)
 
 
+#: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
+_CLOCK_SLACK = 1.0
 #: Claude Code cuts a project folder's name at this length and adds a hash of its own (§1).
 _SLUG_LIMIT = 200
 
@@ -404,7 +406,11 @@ def _find_transcript(place: Place, session: str) -> str | None:
 
 
 def _find_rollout(place: Place, claimed: set[str | None]) -> str | None:
-    """Codex's rollout for the place: the first begun since the stage started, in the place."""
+    """Codex's rollout for the place: the first begun since the stage started, in the place.
+
+    Begun is what its ``session_meta`` says, not when the file last changed: a stopped agent
+    writes its own rollout until it is gone, after its retry's stage started.
+    """
     folder = codex_home() / "sessions"
     started = place.stage.started_at
     days = {
@@ -425,6 +431,11 @@ def _find_rollout(place: Place, claimed: set[str | None]) -> str | None:
             continue
         with contextlib.suppress(OSError), Path(path).open(encoding="utf-8") as file:
             first = file.readline()
-            if rollout.session_meta_cwd(first) in {cwd, place.path}:
+            begun = rollout.session_meta_started(first)
+            if (
+                rollout.session_meta_cwd(first) in {cwd, place.path}
+                and begun is not None
+                and begun >= started - _CLOCK_SLACK
+            ):
                 return path
     return None

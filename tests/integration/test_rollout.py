@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity, Content, TranscriptEntry
-from flume.shell.rollout import read_from, read_line, session_meta_cwd
+from flume.shell.rollout import read_from, read_line, session_meta_cwd, session_meta_started
 
 SESSION = SessionId("01a228a7-6e67-72b1-9c1e-000000000001")
 NOW = Instant(100.0)
@@ -285,6 +286,16 @@ def test_the_session_meta_names_the_cwd() -> None:
     assert session_meta_cwd(rollout_line("session_meta", {"id": SESSION})) is None
     assert session_meta_cwd("{torn") is None
     assert session_meta_cwd("[]") is None
+
+
+def test_the_session_meta_says_when_the_session_began() -> None:
+    """A rollout is taken for a stage only if its session began after the stage did."""
+    began = session_meta_started(META)
+    assert began == datetime.fromisoformat(STAMP).timestamp()
+    unstamped = json.dumps({"type": "session_meta", "payload": {"timestamp": "nonsense"}})
+    assert session_meta_started(unstamped) is None
+    assert session_meta_started(user_item(PROMPT)) is None
+    assert session_meta_started("{torn") is None
 
 
 def test_a_rollout_tail_is_followed_like_a_transcript(tmp_path: Path) -> None:
