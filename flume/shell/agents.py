@@ -39,6 +39,7 @@ from flume.core.launch import AgentName, Panes, place_name
 from flume.core.observations import ActionFailed, AgentExited, AgentStarted, Observation
 from flume.core.place import Place
 from flume.shell import places, printed
+from flume.shell.panes import PaneServer
 from flume.shell.tmux import SESSION_VARIABLE, Tmux
 
 #: The pane of a printed agent is its file's path after this (no tmux pane holds it).
@@ -188,8 +189,8 @@ def tmux_group(repository: str) -> str:
 class Agents:
     """The agent port over tmux panes."""
 
-    def __init__(self, tmux: Tmux | None = None) -> None:
-        self.tmux = tmux or Tmux()
+    def __init__(self, tmux: PaneServer | None = None) -> None:
+        self.tmux: PaneServer = tmux or Tmux()
 
     def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         """R4: start the stage attempt's agent, or report the pane already running it."""

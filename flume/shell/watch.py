@@ -58,6 +58,7 @@ from flume.shell.agents import (
     registry_status,
     transcript_path,
 )
+from flume.shell.panes import PaneServer
 from flume.shell.tmux import Pane, Tmux
 
 if TYPE_CHECKING:
@@ -171,8 +172,8 @@ def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
 class Watch:
     """The supervisor's observer of agents."""
 
-    def __init__(self, tmux: Tmux | None = None) -> None:
-        self.tmux = tmux or Tmux()
+    def __init__(self, tmux: PaneServer | None = None) -> None:
+        self.tmux: PaneServer = tmux or Tmux()
         self.seen: dict[str, Seen] = {}
         #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
         self.dead_ticks: dict[str, int] = {}

@@ -465,3 +465,38 @@ def test_attach_shows_the_agents_pane_in_a_terminal(tmp_path: Path, panes: Tmux)
         )
     finally:
         person.kill_server()
+
+
+def test_a_long_unicode_multiline_prompt_and_a_tell_ending_in_a_semicolon_arrive_whole(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """R5, R6: pasted literally: 100 KB, many lines, unicode, and a tell ending in ';'."""
+    del panes
+    repo = agent_repository(tmp_path)
+    lines = [f"Zeile {n}: größer als ≥ 名前 🙂 — tab\there; $HOME `x` #{{y}}" for n in range(1500)]
+    brief = "\n".join(lines)
+    assert len(brief.encode()) > 100_000
+    journal_path = launch_test_agent(repo, "long", script(tmp_path, IDLE), brief=brief)
+
+    def taken() -> bool:
+        place = place_of(journal_path)
+        return (
+            isinstance(place.stage.phase, Working)
+            and place.agent is not None
+            and place.agent.activity is Activity.WAITING
+        )
+
+    wait_for(taken, 90, "the long prompt delivered and the agent waiting")
+    place = place_of(journal_path)
+    (session,) = sessions_started(journal_path)
+    (line,) = typed_lines(place, session, _marker("long"))
+    message = line["message"]
+    assert isinstance(message, dict)
+    assert brief in message["content"]
+    assert prompt_sends(journal_path) == 1
+    told = flume_process("tell", "fix--long", "--repository", str(repo), "Mind the edge case;")
+    assert told.returncode == 0, told.stderr
+    wait_for(lambda: typed_lines(place_of(journal_path), session, "edge case;"), 40, "the tell")
+    (tell_line,) = typed_lines(place_of(journal_path), session, "edge case;")
+    assert isinstance(tell_line["message"], dict)
+    assert "Mind the edge case;\n\n[flume:fix--long:tell:1]" in tell_line["message"]["content"]

@@ -217,3 +217,31 @@ def test_a_tell_is_refused_while_claude_asks_a_person(
     assert words not in screen
     assert tell_sends(journal_path) == 0
     assert not (Path(place.path) / "asked-first").exists()
+
+
+def test_a_long_multiline_unicode_prompt_reaches_claude_whole(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """R5: a long paste (Claude Code folds it to "[Pasted text ...]") is still found, whole."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    lines = [f"Zeile {n}: größer ≥ 名前 🙂 — tab\there; `x` $HOME" for n in range(400)]
+    brief = "\n".join(lines)
+    model.script = (Reply(when=_marker("long"), text="Read it all."),)
+    journal_path = _launch(repo, "long", *ALLOW_BASH, brief=brief)
+
+    def delivered() -> bool:
+        found = sessions_started(journal_path)
+        return bool(found) and bool(
+            typed_lines(place_of(journal_path), next(iter(found)), _marker("long"))
+        )
+
+    wait_for(delivered, 120, "the long prompt in Claude Code's transcript")
+    (session,) = sessions_started(journal_path)
+    (line,) = typed_lines(place_of(journal_path), session, _marker("long"))
+    message = line["message"]
+    assert isinstance(message, dict)
+    # Claude Code 2.1.332 keeps a pasted tab as four spaces; everything else arrives as written.
+    wanted = [line.replace("\t", "    ") for line in (lines[0], lines[199], lines[-1])]
+    assert all(text in message["content"] for text in wanted)
+    assert prompt_sends(journal_path) == 1
