@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flume.core.actions import Action, SendPrompt, SendTell
-from flume.core.observations import AgentStarted, Observation, TranscriptEntry
-from flume.core.place import Place
+from flume.core.observations import Activity, AgentStarted, Observation, TranscriptEntry
+from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, journal, places
@@ -139,3 +139,37 @@ def wait_for(predicate: Callable[[], object], seconds: float, what: str) -> None
             message = f"waited {seconds}s for {what}"
             raise AssertionError(message)
         time.sleep(0.05)
+
+
+def agent_doing(path: Path, activity: Activity) -> Callable[[], bool]:
+    """A predicate: the place's live agent is doing ``activity``."""
+
+    def holds() -> bool:
+        place = place_of(path)
+        return place.agent is not None and place.agent.activity is activity
+
+    return holds
+
+
+def stopped_short(path: Path, cause: ShortCause) -> Callable[[], bool]:
+    """A predicate: the place's stage stopped short for ``cause``."""
+
+    def holds() -> bool:
+        phase = place_of(path).stage.phase
+        return isinstance(phase, Short) and phase.cause is cause
+
+    return holds
+
+
+def taken_and_waiting(path: Path) -> Callable[[], bool]:
+    """A predicate: the stage's prompt is delivered and its agent waits."""
+
+    def holds() -> bool:
+        place = place_of(path)
+        return (
+            isinstance(place.stage.phase, Working)
+            and place.agent is not None
+            and place.agent.activity is Activity.WAITING
+        )
+
+    return holds

@@ -24,6 +24,7 @@ from flume.core.place import Short, ShortCause, Working
 from flume.shell import client, places
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
+    agent_doing,
     agent_repository,
     journaled_text,
     launch_test_agent,
@@ -32,6 +33,8 @@ from tests.integration.agents_kit import (
     prompt_sends,
     script,
     sessions_started,
+    stopped_short,
+    taken_and_waiting,
     tell_sends,
     transcript_lines,
     typed_lines,
@@ -95,11 +98,11 @@ def test_lost_twice_never_began_and_no_third_send(tmp_path: Path, panes: Tmux) -
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "deaf", script(tmp_path, 'lose = "all"\n'))
 
-    def never_began() -> bool:
-        phase = place_of(journal_path).stage.phase
-        return isinstance(phase, Short) and phase.cause is ShortCause.NEVER_BEGAN
-
-    wait_for(never_began, 60, "the stage to be reported never begun")
+    wait_for(
+        stopped_short(journal_path, ShortCause.NEVER_BEGAN),
+        60,
+        "the stage to be reported never begun",
+    )
     (session,) = sessions_started(journal_path)
     wait_for(lambda: place_of(journal_path).agent is None, 30, "the agent to be ended")
     assert not any(pane.session == session for pane in (panes.panes() or {}).values())
@@ -173,15 +176,7 @@ def test_text_typed_into_a_pane_and_not_submitted_is_not_state(tmp_path: Path, p
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "stray", script(tmp_path, IDLE))
 
-    def waiting() -> bool:
-        place = place_of(journal_path)
-        return (
-            isinstance(place.stage.phase, Working)
-            and place.agent is not None
-            and place.agent.activity is Activity.WAITING
-        )
-
-    wait_for(waiting, 60, "the agent to take the prompt and wait")
+    wait_for(taken_and_waiting(journal_path), 60, "the agent to take the prompt and wait")
     place = place_of(journal_path)
     assert place.agent is not None
     stray = "stray words typed but never submitted"
@@ -211,11 +206,7 @@ def test_a_tell_is_held_while_the_agent_works_and_delivered_when_it_waits(
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "held", script(tmp_path, WORKS_A_WHILE))
 
-    def working() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.WORKING
-
-    wait_for(working, 60, "the agent to work on its prompt")
+    wait_for(agent_doing(journal_path, Activity.WORKING), 60, "the agent to work on its prompt")
     told = flume_process("tell", "fix--held", "--repository", str(repo), "Mind the README too.")
     assert told.returncode == 0, told.stderr
     assert tell_sends(journal_path) == 0
@@ -250,11 +241,7 @@ def test_a_tell_is_refused_while_the_agent_asks_a_person(tmp_path: Path, panes: 
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "asks", script(tmp_path, ASKS))
 
-    def asking() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.ASKING
-
-    wait_for(asking, 60, "the agent to ask a person")
+    wait_for(agent_doing(journal_path, Activity.ASKING), 60, "the agent to ask a person")
     place = place_of(journal_path)
     assert place.agent is not None
     before = panes.capture(place.agent.pane) or ""
@@ -278,11 +265,11 @@ def test_flume_needs_run_by_the_agent_stops_the_place_short(tmp_path: Path, pane
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "needy", script(tmp_path, NEEDS))
 
-    def short() -> bool:
-        phase = place_of(journal_path).stage.phase
-        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
-
-    wait_for(short, 60, "the stage to stop short on the agent's needs")
+    wait_for(
+        stopped_short(journal_path, ShortCause.NEEDS),
+        60,
+        "the stage to stop short on the agent's needs",
+    )
     phase = place_of(journal_path).stage.phase
     assert isinstance(phase, Short)
     assert phase.words == "the API key for staging"
@@ -375,11 +362,11 @@ def test_an_agent_that_exits_stops_its_stage_short(tmp_path: Path, panes: Tmux) 
         repo, "quits", script(tmp_path, '[[turn]]\nsteps = [{say = "Bye."}, {exit = 3}]\n')
     )
 
-    def exited() -> bool:
-        phase = place_of(journal_path).stage.phase
-        return isinstance(phase, Short) and phase.cause is ShortCause.AGENT_EXITED
-
-    wait_for(exited, 60, "the stage to stop short on the agent's exit")
+    wait_for(
+        stopped_short(journal_path, ShortCause.AGENT_EXITED),
+        60,
+        "the stage to stop short on the agent's exit",
+    )
     phase = place_of(journal_path).stage.phase
     assert isinstance(phase, Short)
     # Its last words are kept for whoever retries: the pane's last screen.
@@ -442,11 +429,7 @@ def test_attach_shows_the_agents_pane_in_a_terminal(tmp_path: Path, panes: Tmux)
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "shown", script(tmp_path, IDLE))
 
-    def waiting() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.WAITING
-
-    wait_for(waiting, 60, "the agent to wait")
+    wait_for(agent_doing(journal_path, Activity.WAITING), 60, "the agent to wait")
     place = place_of(journal_path)
     assert place.agent is not None
     person = Tmux(panes.socket.with_name("person.sock"))
@@ -478,15 +461,7 @@ def test_a_long_unicode_multiline_prompt_and_a_tell_ending_in_a_semicolon_arrive
     assert len(brief.encode()) > 100_000
     journal_path = launch_test_agent(repo, "long", script(tmp_path, IDLE), brief=brief)
 
-    def taken() -> bool:
-        place = place_of(journal_path)
-        return (
-            isinstance(place.stage.phase, Working)
-            and place.agent is not None
-            and place.agent.activity is Activity.WAITING
-        )
-
-    wait_for(taken, 90, "the long prompt delivered and the agent waiting")
+    wait_for(taken_and_waiting(journal_path), 90, "the long prompt delivered and the agent waiting")
     place = place_of(journal_path)
     (session,) = sessions_started(journal_path)
     (line,) = typed_lines(place, session, _marker("long"))

@@ -24,10 +24,12 @@ from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env,
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import (
     TIMING,
+    agent_doing,
     agent_repository,
     place_of,
     prompt_sends,
     sessions_started,
+    stopped_short,
     tell_sends,
     transcript_lines,
     typed_lines,
@@ -132,11 +134,9 @@ def test_flume_needs_through_a_bash_call_stops_the_place_short(
     )
     journal_path = _launch(repo, "needy", *ALLOW_BASH)
 
-    def short() -> bool:
-        phase = place_of(journal_path).stage.phase
-        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
-
-    wait_for(short, 120, "the stage to stop short on flume needs")
+    wait_for(
+        stopped_short(journal_path, ShortCause.NEEDS), 120, "the stage to stop short on flume needs"
+    )
     phase = place_of(journal_path).stage.phase
     assert isinstance(phase, Short)
     assert phase.words == "the staging API key"
@@ -155,11 +155,7 @@ def test_a_tell_is_held_while_claude_works_and_delivered_when_it_waits(
     )
     journal_path = _launch(repo, "busy", *ALLOW_BASH)
 
-    def working() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.WORKING
-
-    wait_for(working, 120, "Claude Code to work on the prompt")
+    wait_for(agent_doing(journal_path, Activity.WORKING), 120, "Claude Code to work on the prompt")
     told = flume_process("tell", "fix--busy", "--repository", str(repo), "Mind the README too.")
     assert told.returncode == 0, told.stderr
     assert place_of(journal_path).held
@@ -202,11 +198,7 @@ def test_a_tell_is_refused_while_claude_asks_a_person(
     model.script = (Reply(when=_marker(name), tool=tool),)
     journal_path = _launch(repo, name, *flags)
 
-    def asking() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.ASKING
-
-    wait_for(asking, 120, f"Claude Code's {dialog} dialog")
+    wait_for(agent_doing(journal_path, Activity.ASKING), 120, f"Claude Code's {dialog} dialog")
     place = place_of(journal_path)
     assert place.agent is not None
     words = "Pick the first one please"

@@ -25,11 +25,13 @@ from flume.testing.codex import CODEX_VERSION, codex_binary, codex_env, seed_hom
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import (
     TIMING,
+    agent_doing,
     agent_repository,
     observations,
     place_of,
     prompt_sends,
     sessions_started,
+    stopped_short,
     wait_for,
 )
 from tests.integration.places_kit import flume_process
@@ -156,11 +158,9 @@ def test_flume_needs_through_exec_command_stops_the_place_short(
     )
     journal_path = _launch(repo, "needy")
 
-    def short() -> bool:
-        phase = place_of(journal_path).stage.phase
-        return isinstance(phase, Short) and phase.cause is ShortCause.NEEDS
-
-    wait_for(short, 120, "the stage to stop short on flume needs")
+    wait_for(
+        stopped_short(journal_path, ShortCause.NEEDS), 120, "the stage to stop short on flume needs"
+    )
     phase = place_of(journal_path).stage.phase
     assert isinstance(phase, Short)
     assert phase.words == "the staging API key"
@@ -178,11 +178,11 @@ def test_codex_asking_to_trust_the_place_is_left_to_a_person(
     repo = _repo(tmp_path, codex, model, trusted=False)
     journal_path = _launch(repo, "wary")
 
-    def asking() -> bool:
-        place = place_of(journal_path)
-        return place.agent is not None and place.agent.activity is Activity.ASKING
-
-    wait_for(asking, 60, "Codex's trust dialog to be read as a person asked")
+    wait_for(
+        agent_doing(journal_path, Activity.ASKING),
+        60,
+        "Codex's trust dialog to be read as a person asked",
+    )
     place = place_of(journal_path)
     assert place.agent is not None
     assert "Trust this folder?" in (panes.capture(place.agent.pane) or "")
