@@ -10,6 +10,7 @@ from pathlib import Path
 
 import attrs
 from plumbum import local
+from plumbum.commands.processes import ProcessTimedOut
 
 from flume.core.ids import BranchName, Sha
 
@@ -180,3 +181,21 @@ def exclude(repository: Path, pattern: str) -> None:
         if lines and not path.read_bytes().endswith(b"\n"):
             file.write("\n")
         file.write(f"{pattern}\n")
+
+
+def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) -> Ran:
+    """Fetch ``refspecs`` from ``remote``, quietly and without tags; never raises.
+
+    A fetch still running after ``timeout`` seconds is ended and reported as status 124: a
+    remote that hangs must not hold up whoever waits on the answer.
+    """
+    args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
+    argv = (*args, remote, *refspecs)
+    counter.runs += 1
+    try:
+        status, out, err = _git[argv].run(
+            cwd=str(repository), env=_ENV, retcode=None, timeout=timeout
+        )
+    except ProcessTimedOut:
+        return Ran(argv=("git", *argv), status=124, out="", err=f"no answer in {timeout:g}s")
+    return Ran(argv=("git", *argv), status=status, out=out, err=err)
