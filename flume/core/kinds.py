@@ -358,8 +358,9 @@ The brief, as the caller wrote it:
 $brief
 
 Your stage: construct. Write the OpenSpec change `openspec/changes/$name/`: proposal.md,
-tasks.md (every task a `- [ ]` line) and the spec deltas under specs/. Make its planning
-complete, check it with `openspec validate $name` where the CLI is installed, and commit it. Do
+design.md, tasks.md (every task a `- [ ]` line) and the spec deltas under specs/ (each
+requirement with a SHALL and at least one `#### Scenario:`). That makes its planning complete.
+Check it with `openspec validate $name --strict` where the CLI is installed, and commit it. Do
 not write the code yet. The stage ends when $deliverable exists.
 
 {_HOW_TO_STOP_SHORT}
