@@ -29,9 +29,21 @@ from flume.core.observations import (
     Told,
 )
 from flume.core.settings import Settings
+from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import Decision, trace
-from flume.shell import attaching, client, commands, places, printed, scenario, supervisor, tidying
+from flume.shell import (
+    attaching,
+    client,
+    commands,
+    declared,
+    places,
+    printed,
+    scenario,
+    supervisor,
+    tidying,
+)
+from flume.shell import demo as demo_world
 from flume.shell import launch as shell_launch
 from flume.shell.agents import PRINTED
 from flume.shell.tmux import Tmux
@@ -183,7 +195,14 @@ def _brief(brief: str | None, brief_file: Path | None) -> str:
 @app.command()
 def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     *,
-    kind: Annotated[str, typer.Option(help="fix, change, question, or a declared kind.")],
+    kind: Annotated[
+        str | None,
+        typer.Option(help="fix, change, question, or a declared kind (default: the kind file's)."),
+    ] = None,
+    kind_file: Annotated[
+        Path | None,
+        typer.Option(help="A TOML file with a [kind] table: a kind this launch carries."),
+    ] = None,
     name: Annotated[str, typer.Option(help="The work's name: letters, digits, . _ -")],
     repository: Annotated[
         Path, typer.Option(help="The repository (default: the current folder).")
@@ -223,9 +242,16 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
 
     Prints the place's id (<kind>--<name>). Bad input makes nothing and exits with status 2.
     """
+    try:
+        carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+    except UsageError as error:
+        _fail(error)
+    if kind is None and carried is None:
+        _fail(UsageError.one("kind", "no kind named", "give --kind fix|change|question|<declared>"))
     request = shell_launch.Request(
         repository=repository.absolute(),
-        kind=kind,
+        kind=kind or (carried.name if carried is not None else ""),
+        carried=carried,
         name=name,
         brief=_brief(brief, brief_file),
         base=base,
@@ -504,6 +530,41 @@ def attach(
     argv = server.attach_argv(pane)
     typer.echo(f"flume: {place} is in pane {pane}; detach with C-b d", err=True)
     attaching.exec_attach(argv)
+
+
+@app.command()
+def demo(
+    *,
+    keep: Annotated[
+        bool, typer.Option(help="Keep the demo's folder (repository, state, transcripts).")
+    ] = False,
+    seconds: Annotated[float, typer.Option(help="How long to let the work run.")] = 300.0,
+) -> None:
+    """Carry a fix and a change from launch to landing and tidy, on a sample repository.
+
+    Everything lives in a temporary folder: the repository, flume's state and supervisor, its
+    tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes.
+    """
+    folder = demo_world.temporary()
+    typer.echo(f"flume demo in {folder}")
+
+    def show(view: PlaceStatus) -> None:
+        tasks = f", tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
+        typer.echo(
+            f"  {view.place:<18} {view.stage}#{view.attempt} {view.phase:<10} agent "
+            f"{view.agent.value:<8} deliverable {'yes' if view.deliverable_exists else 'no':<3} "
+            f"submission {view.submission}{tasks}"
+        )
+
+    try:
+        for line in demo_world.run(folder, show, seconds):
+            typer.echo(line)
+    finally:
+        demo_world.stop(folder)
+        if keep:
+            typer.echo(f"kept: {folder}")
+        else:
+            demo_world.remove(folder)
 
 
 app.add_typer(inspect_app, name="inspect")

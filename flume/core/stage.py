@@ -292,10 +292,14 @@ def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
 
 def on_change(place: Place, seen: ChangeSeen) -> Outcome:
     """The OpenSpec change's files: committed ones are evidence; the working tree feeds status."""
-    place = evolve(place, tasks=(seen.ticked, seen.total) if seen.total else place.tasks)
     if seen.head is None:
-        return place, ()
-    return evolve(place, change=seen), ()
+        # Live from the working tree: what status shows as the agent ticks.
+        tasks = (seen.ticked, seen.total) if seen.total else place.tasks
+        return evolve(place, tasks=tasks), ()
+    # A commit read later than the working tree is no newer than it: it sets the count only
+    # when no live count was seen.
+    tasks = place.tasks or ((seen.ticked, seen.total) if seen.total else None)
+    return evolve(place, change=seen, tasks=tasks), ()
 
 
 def on_report(place: Place, seen: ReportSeen) -> Outcome:

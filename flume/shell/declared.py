@@ -18,6 +18,9 @@ shape, naming where a field is missing or of the wrong type.
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from pyrsistent import pvector
@@ -118,3 +121,31 @@ def parse_kind(table: object, where: str) -> Kind:
             ),
         ) from error
     return kind
+
+
+def load_kind_file(path: Path) -> Kind:
+    """A kind a launch carries (``flume launch --kind-file FILE``): the file's ``[kind]`` table.
+
+    A file that cannot be read, is not TOML, or declares a bad kind is named with its line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError.one(
+            str(path), f"cannot be read ({error})", "name a readable UTF-8 TOML file"
+        ) from error
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"line (\d+)", str(error))
+        where = f"{path}:{found.group(1)}" if found else str(path)
+        raise UsageError.one(where, f"is not valid TOML: {error}", "fix the TOML there") from error
+    if set(document) != {"kind"}:
+        raise UsageError.one(
+            str(path),
+            "a kind file holds one [kind] table and nothing else",
+            "write [kind] with name, stages ([[kind.stages]]) and nothing besides",
+        )
+    lines = text.splitlines()
+    line = next((n for n, t in enumerate(lines, start=1) if re.match(r"^\s*\[\s*kind\s*\]", t)), 1)
+    return parse_kind(document["kind"], f"{path}:{line}")

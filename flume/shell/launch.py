@@ -27,6 +27,7 @@ from pyrsistent import pset
 
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.kinds import Kind
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
 from flume.core.observations import Launched
 from flume.core.place import Life
@@ -51,6 +52,8 @@ class Request:
     mark: str | None = None
     waits: tuple[str, ...] = ()
     agent: AgentSettings = attrs.field(factory=AgentSettings)
+    #: A kind the launch carries (``--kind-file``), in place of a built-in or declared one.
+    carried: Kind | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -83,7 +86,16 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
     if request.agent.panes is Panes.PRINT and "confirm_seconds" not in declared.timing:
         # A printed agent starts when its caller runs it: the first send waits that long.
         settings = attrs.evolve(settings, confirm_seconds=PRINT_CONFIRM_SECONDS)
-    kind = declared.kind(request.kind)
+    if request.carried is None:
+        kind = declared.kind(request.kind)
+    elif request.carried.name != request.kind:
+        raise _problem(
+            "kind",
+            f"--kind names {request.kind!r} but the kind file declares {request.carried.name!r}",
+            "name the kind the file declares, or leave --kind out",
+        )
+    else:
+        kind = request.carried
     base = request.base or git.shared_branch(repository)
     if base is None:
         raise _problem(

@@ -51,9 +51,12 @@ from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import pending, step
-from flume.shell import client, git, journal, places, tmux
+from flume.shell import client, git, journal, openspec, places, tmux
 from flume.shell.agents import Agents
+from flume.shell.lander import Lander, Landings
+from flume.shell.openspec import Changes
 from flume.shell.perform import Performer
+from flume.shell.reports import Reports
 from flume.shell.tmux import Tmux
 from flume.shell.watch import Watch
 
@@ -166,7 +169,7 @@ class Supervisor:
         self._finish()
         self._discover()
         self._read_all()
-        runs = git.counter.runs + tmux.counter.runs
+        runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
         now = Instant(self.clock())
         live = [each for each in self.followed.values() if each.place and not each.problem]
         for observer in self.observers:
@@ -175,7 +178,9 @@ class Supervisor:
                     self._append(each, seen)
             except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
                 _log.exception("observing with %s failed", type(observer).__name__)
-        self.stats.last_tick_subprocesses = git.counter.runs + tmux.counter.runs - runs
+        self.stats.last_tick_subprocesses = (
+            git.counter.runs + tmux.counter.runs + openspec.counter.runs - runs
+        )
         self._deadlines(now)
         self._read_all()
         self._dispatch()
@@ -466,8 +471,13 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PL
             os.write(wake_write, b".")
 
     server = Tmux()
-    performer = Performer(clock=time.time, agents=Agents(server), pass_fds=(descriptor,))
-    observers = (BranchHeads(), Watch(server))
+    performer = Performer(
+        clock=time.time,
+        agents=Agents(server),
+        lander=Lander(pass_fds=(descriptor,)),
+        pass_fds=(descriptor,),
+    )
+    observers = (BranchHeads(), Watch(server), Landings(), Changes(openspec.binary()), Reports())
     supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
     stopping = False
 

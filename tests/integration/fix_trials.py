@@ -1,0 +1,135 @@
+"""SIGKILL trials of the supervisor through whole fix runs (L1), shared by a test and a bench.
+
+One trial: a fresh host and repository; a fix launched with flume's test agent (half the trials
+with an agent that loses its first input), whose code stage commits and whose submit stage runs
+``flume submit``; the supervisor killed with SIGKILL once the journal holds a random number of
+lines, then started again. The run must complete after the restart: landed on main and tidied,
+the fix's commit on main (no commit lost), no prompt sent more than twice, never two agents for
+one stage attempt.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import attrs
+
+from flume.core.actions import SendPrompt
+from flume.core.observations import AgentStarted
+from flume.core.place import Life
+from flume.shell import client, git, places
+from flume.shell.tmux import Tmux
+from tests.integration.agents_kit import (
+    agent_repository,
+    decided,
+    launch_test_agent,
+    observations,
+    place_of,
+    script,
+    wait_for,
+)
+from tests.integration.places_kit import GIT_IDENTITY
+
+CONFIG = "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n"
+FIX = """
+[[turn]]
+match = ":code:1]"
+steps = [{write = {path = "fixed.txt", text = "fixed\\n"}}, {commit = "Mend it"}]
+
+[[turn]]
+match = ":submit:1]"
+steps = [{run = ["flume", "submit"]}]
+"""
+
+
+@attrs.frozen(kw_only=True)
+class Trial:
+    """What one trial saw."""
+
+    kill_at: int
+    lost_first: bool
+    seconds: float
+    problems: tuple[str, ...]
+
+
+def _daemon_pid() -> int | None:
+    lock = places.state_dir() / "supervisor.lock"
+    text = lock.read_text().strip() if lock.exists() else ""
+    return int(text) if text.isdigit() else None
+
+
+def run(folder: Path, rng: random.Random) -> Trial:
+    """One trial in ``folder`` (a fresh host); the caller stops the supervisor afterwards."""
+    started = time.monotonic()
+    os.environ["XDG_STATE_HOME"] = str(folder / "state")
+    os.environ["FLUME_TMUX_SOCKET"] = str(folder / "tmux.sock")
+    os.environ.update(GIT_IDENTITY)
+    lost_first = rng.random() < 0.5
+    repo = agent_repository(folder, CONFIG)
+    path = launch_test_agent(
+        repo, "k", script(folder, ("lose = 1\n" if lost_first else "") + FIX), brief="Mend it."
+    )
+    kill_at = rng.randint(1, 24)
+    problems: list[str] = []
+    try:
+        wait_for(
+            lambda: len(observations(path)) >= kill_at or place_of(path).life is Life.TIDIED,
+            60,
+            f"{kill_at} journal lines",
+        )
+        time.sleep(rng.uniform(0, 0.2))  # a point between lines, maybe mid-action
+        pid = _daemon_pid()
+        if pid is not None and client.alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not client.alive(pid), 10, "the supervisor to die")
+        if client.ensure(wait=30) is None:
+            problems.append("no supervisor answered after the restart")
+        wait_for(lambda: place_of(path).life is Life.TIDIED, 120, "the fix to land and be tidied")
+    except AssertionError as error:
+        problems.append(str(error))
+    problems.extend(_broken_promises(repo, path))
+    return Trial(
+        kill_at=kill_at,
+        lost_first=lost_first,
+        seconds=time.monotonic() - started,
+        problems=tuple(problems),
+    )
+
+
+def _broken_promises(repo: Path, path: Path) -> list[str]:
+    """Every promise of L1 the run broke."""
+    problems: list[str] = []
+    seen = observations(path)
+    starts: dict[tuple[str, int], set[str]] = {}
+    for each in seen:
+        if isinstance(each, AgentStarted):
+            starts.setdefault((each.stage, each.attempt), set()).add(each.session)
+    problems.extend(
+        f"stage {stage}#{attempt}: {len(sessions)} agents"
+        for (stage, attempt), sessions in starts.items()
+        if len(sessions) > 1
+    )
+    sends: dict[tuple[str, int], int] = {}
+    for action in decided(path, SendPrompt):
+        assert isinstance(action, SendPrompt)
+        key = (action.stage, action.attempt)
+        sends[key] = sends.get(key, 0) + 1
+    problems.extend(
+        f"stage {stage}#{attempt}: the prompt sent {count} times"
+        for (stage, attempt), count in sends.items()
+        if count > 2
+    )
+    on_main = git.run(repo, "log", "--format=%s", "main").out.splitlines()
+    if "Mend it" not in on_main:
+        problems.append(f"the fix's commit is not on main: {on_main}")
+    return problems
+
+
+def cleanup(folder: Path) -> None:
+    """Stop the trial's supervisor and tmux server."""
+    client.request("stop", timeout=5.0)
+    Tmux(folder / "tmux.sock").kill_server()
