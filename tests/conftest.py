@@ -27,19 +27,28 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "flume test",
+    "GIT_AUTHOR_EMAIL": "test@flume.invalid",
+    "GIT_COMMITTER_NAME": "flume test",
+    "GIT_COMMITTER_EMAIL": "test@flume.invalid",
+}
 _PRIVATE = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME")
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_home() -> Iterator[Path]:
     """Point HOME and the XDG directories at a fresh temporary directory for the whole run."""
-    saved = {name: os.environ.get(name) for name in (*_PRIVATE, "CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    names = (*_PRIVATE, "CLAUDE_CONFIG_DIR", "CODEX_HOME", *_IDENTITY)
+    saved = {name: os.environ.get(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="flume-test-home-") as home:
         os.environ["HOME"] = home
         for name in _PRIVATE[1:]:
             os.environ[name] = str(Path(home) / name.lower())
         os.environ.pop("CLAUDE_CONFIG_DIR", None)
         os.environ.pop("CODEX_HOME", None)
+        # A private HOME has no git identity: commits in tests are made by this one.
+        os.environ.update(_IDENTITY)
         try:
             yield Path(home)
         finally:

@@ -6,6 +6,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import attrs
@@ -58,7 +59,10 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     counter.runs += 1
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
-    status, out, err = _git[args].run(cwd=str(cwd), env=_ENV, retcode=None, pass_fds=pass_fds)
+    # The environment as it is now (plumbum's own is a copy taken when it was imported), with
+    # git kept from ever asking.
+    env = {**os.environ, **_ENV}
+    status, out, err = _git[args].run(cwd=str(cwd), env=env, retcode=None, pass_fds=pass_fds)
     return Ran(argv=("git", *args), status=status, out=out, err=err)
 
 
@@ -194,7 +198,7 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     counter.runs += 1
     try:
         status, out, err = _git[argv].run(
-            cwd=str(repository), env=_ENV, retcode=None, timeout=timeout
+            cwd=str(repository), env={**os.environ, **_ENV}, retcode=None, timeout=timeout
         )
     except ProcessTimedOut:
         return Ran(argv=("git", *argv), status=124, out="", err=f"no answer in {timeout:g}s")

@@ -70,6 +70,8 @@ _TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this fo
 #: Seconds a started Claude Code may take to register before flume takes it to be showing a
 #: start-up dialog (it registers within a second or two when it starts at its prompt box).
 _STARTUP_GRACE = 10.0
+#: The transcript lines that are the conversation: the rest is bookkeeping.
+_CONVERSATION = frozenset({"user", "assistant", "system"})
 #: How many lines of a dead agent's screen are kept as its last words.
 _LAST_LINES = 15
 #: Ticks a dead pane no place's agent holds is kept before it is closed.
@@ -289,7 +291,9 @@ class Watch:
             return  # not written yet: the agent writes it on its first prompt
         read = rollout.read_from if kind is AgentName.CODEX else transcript.read_from
         tail = read(Path(state.rollout), state.transcript, session=session, at=now)
-        yield from tail.entries
+        # Only the conversation is journaled: Claude Code's bookkeeping lines (api requests,
+        # snapshots, attachments) can be large and say nothing the rules read.
+        yield from (entry for entry in tail.entries if entry.line_type in _CONVERSATION)
         if tail.unreadable:
             yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
         state.transcript = tail.offset

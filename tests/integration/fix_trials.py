@@ -34,7 +34,7 @@ from tests.integration.agents_kit import (
 )
 from tests.integration.places_kit import GIT_IDENTITY
 
-CONFIG = "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n"
+CONFIG = "[timing]\nquiet = 0.3\nconfirm = 2\nready = 20\n"
 FIX = """
 [[turn]]
 match = ":code:1]"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from flume.core.observations import Activity
-from flume.core.place import Short, ShortCause
+from flume.core.place import Life, Short, ShortCause
 from flume.shell import places
 from flume.shell.tmux import Tmux
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
@@ -35,7 +35,7 @@ from tests.integration.agents_kit import (
     typed_lines,
     wait_for,
 )
-from tests.integration.places_kit import flume_process
+from tests.integration.places_kit import flume_process, run_git
 
 KEY = "sk-ant-flume-test-0000000000000000000000"
 
@@ -73,14 +73,16 @@ def model(claude: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedMod
         server.close()
 
 
-def _launch(repo: Path, name: str, *flags: str, brief: str = "Mend the greeting.") -> Path:
+def _launch(
+    repo: Path, name: str, *flags: str, brief: str = "Mend the greeting.", kind: str = "fix"
+) -> Path:
     args = [f"--agent-arg={flag}" for flag in flags]
     ran = flume_process(
-        "launch", "--repository", str(repo), "--kind", "fix", "--name", name, "--brief", brief,
+        "launch", "--repository", str(repo), "--kind", kind, "--name", name, "--brief", brief,
         "--agent", "claude", *args,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    return places.journals_dir(repo) / f"fix--{name}" / places.JOURNAL
+    return places.journals_dir(repo) / f"{kind}--{name}" / places.JOURNAL
 
 
 def _repo(tmp_path: Path, home: Path) -> Path:
@@ -237,3 +239,75 @@ def test_a_long_multiline_unicode_prompt_reaches_claude_whole(
     wanted = [line.replace("\t", "    ") for line in (lines[0], lines[199], lines[-1])]
     assert all(text in message["content"] for text in wanted)
     assert prompt_sends(journal_path) == 1
+
+
+SUBMIT = "flume submit && echo submitted-it"
+
+
+def test_claude_carries_a_fix_to_its_landing_and_tidy(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """fix: Claude Code commits in code, runs flume submit in submit; main holds it; tidied."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(when="flume:fix--landed:code:1", tool=Tool("Bash", {"command": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+        Reply(when="flume:fix--landed:submit:1", tool=Tool("Bash", {"command": SUBMIT})),
+        Reply(when="submitted-it", text="Submitted."),
+    )
+    journal_path = _launch(repo, "landed", *ALLOW_BASH)
+    wait_for(lambda: place_of(journal_path).life is Life.TIDIED, 180, "the fix landed and tidied")
+    assert "Say hello" in run_git(repo, "log", "--format=%s", "main")
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert run_git(repo, "branch", "--list", "fix/landed") == ""
+
+
+PLAN = (
+    "mkdir -p openspec/changes/hello/specs/hello && cd openspec/changes/hello && "
+    "printf '## Why\\nSay hello.\\n\\n## What Changes\\n- Greet.\\n' > proposal.md && "
+    "printf '## Design\\nA greeting file.\\n' > design.md && "
+    "printf '## 1. Hello\\n\\n- [ ] 1.1 Write hello.txt\\n' > tasks.md && "
+    "printf '## ADDED Requirements\\n\\n### Requirement: Hello\\nThe repository SHALL greet.\\n\\n"
+    "#### Scenario: Greeting\\n- **WHEN** one reads hello.txt\\n- **THEN** it says hello\\n' "
+    "> specs/hello/spec.md && cd - >/dev/null && git add -A && git commit -qm 'Plan hello' && "
+    "echo planned-it"
+)
+BUILD = (
+    "printf 'hello\\n' > hello.txt && "
+    "sed -i 's/- \\[ \\]/- [x]/' openspec/changes/hello/tasks.md && "
+    "git add -A && git commit -qm 'Build hello' && echo built-it"
+)
+VERIFY = "printf 'It greets.\\n' > verify.md && echo verified-it"
+ARCHIVE = (
+    "mkdir -p openspec/changes/archive && "
+    "git mv openspec/changes/hello openspec/changes/archive/$(date +%F)-hello && "
+    "git add -A && git commit -qm 'Archive hello' && flume submit && echo archived-it"
+)
+
+
+def test_claude_carries_a_change_through_its_stages_to_an_archived_landing(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """change: construct, code, verify, submit, each a fresh Claude Code; archived on main."""
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(when="flume:change--hello:construct:1", tool=Tool("Bash", {"command": PLAN})),
+        Reply(when="planned-it", text="Planned."),
+        Reply(when="flume:change--hello:code:1", tool=Tool("Bash", {"command": BUILD})),
+        Reply(when="built-it", text="Built."),
+        Reply(when="flume:change--hello:verify:1", tool=Tool("Bash", {"command": VERIFY})),
+        Reply(when="verified-it", text="Verified."),
+        Reply(when="flume:change--hello:submit:1", tool=Tool("Bash", {"command": ARCHIVE})),
+        Reply(when="archived-it", text="Archived and submitted."),
+    )
+    journal_path = _launch(repo, "hello", *ALLOW_BASH, kind="change", brief="Greet people.")
+    wait_for(lambda: place_of(journal_path).life is Life.TIDIED, 240, "the change landed")
+    log = run_git(repo, "log", "--format=%s", "main")
+    assert all(subject in log for subject in ("Plan hello", "Build hello", "Archive hello"))
+    archived = list((repo / "openspec" / "changes" / "archive").glob("*-hello"))
+    assert len(archived) == 1
+    assert not (repo / "openspec" / "changes" / "hello").exists()
+    place = place_of(journal_path)
+    assert list(place.completed) == ["construct", "code", "verify", "submit"]

@@ -182,3 +182,29 @@ def test_failing_checks_go_back_to_the_agent_and_the_mended_work_lands(
     assert "test -f ok" in failed[0].reason
     assert "Mend what the checks said" in run_git(repo, "log", "--format=%s", "main")
     assert (repo / "ok").read_text() == "checked\n"
+
+
+def test_a_question_ends_on_its_conclusion(tmp_path: Path, panes: Tmux) -> None:
+    """question: one session on sounding/<name>; conclusion.md written ends it, finished."""
+    del panes
+    repo = agent_repository(tmp_path)
+    answer = '[[turn]]\nsteps = [{write = {path = "conclusion.md", text = "Yes: it scales.\\n"}}]\n'
+    journal_path = launch_test_agent(
+        repo, "scale", script(tmp_path, answer), brief="Does it scale?", kind="question"
+    )
+    wait_for(lambda: place_of(journal_path).life is Life.FINISHED, 60, "the question answered")
+    place = place_of(journal_path)
+    assert place.branch == "sounding/scale"
+    assert list(place.completed) == ["session"]
+    assert (Path(place.path) / "conclusion.md").read_text() == "Yes: it scales.\n"
+
+
+def test_flume_demo_carries_a_fix_and_a_change_to_their_landings(tmp_path: Path) -> None:
+    """The demo, as a new user runs it: both land on main, and every place is tidied."""
+    ran = flume_process("demo", "--seconds", "240")
+    assert ran.returncode == 0, ran.stderr
+    assert "places left: none (tidied)" in ran.stdout
+    for subject in ("Say hello, not hullo", "Archive the farewell change"):
+        assert subject in ran.stdout
+    assert "flume demo in" in ran.stdout
+    del tmp_path

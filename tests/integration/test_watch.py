@@ -120,7 +120,7 @@ def test_transcript_lines_and_registry_state_are_reported(tmp_path: Path, panes:
     transcript = agents.transcript_path(os.path.realpath(place.path), session)
     transcript.parent.mkdir(parents=True)
     line = {"type": "user", "message": {"role": "user", "content": "hello [marker]"}}
-    transcript.write_text(json.dumps(line) + "\n" + '{"type": "assi', encoding="utf-8")
+    transcript.write_text(json.dumps(line) + "\n" + '{"type": "assista', encoding="utf-8")
     registry = agents.claude_home() / "sessions" / "4242.json"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(json.dumps({"sessionId": session, "status": "idle", "updatedAt": 5}))
