@@ -256,6 +256,8 @@ def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
                 )
         if view.waits_on_caller:
             yield f"{where}: waits on your word; flume proceed {view.place} releases it"
+        if view.submission == "checks-failed" and view.submission_note:
+            yield f"{where}: the submission's checks failed: {view.submission_note}"
 
 
 def _name(place: Place) -> str:

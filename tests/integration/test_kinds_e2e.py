@@ -197,6 +197,10 @@ def test_a_question_ends_on_its_conclusion(tmp_path: Path, panes: Tmux) -> None:
     assert place.branch == "sounding/scale"
     assert list(place.completed) == ["session"]
     assert (Path(place.path) / "conclusion.md").read_text() == "Yes: it scales.\n"
+    # The conclusion is the caller's to read, then tidy may let it go (it was never committed).
+    tidied = flume_process("tidy", "--force", "--repository", str(repo))
+    assert tidied.returncode == 0, tidied.stderr
+    wait_for(lambda: not Path(place.path).exists(), 30, "tidy to remove the question's place")
 
 
 def test_flume_demo_carries_a_fix_and_a_change_to_their_landings(tmp_path: Path) -> None:

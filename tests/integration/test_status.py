@@ -8,15 +8,26 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from flume.cli import render
 from flume.cli.app import app
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import Launch
-from flume.core.observations import AgentReady, AgentStarted, Launched, Observation, WorktreeMade
+from flume.core.observations import (
+    AgentReady,
+    AgentStarted,
+    ChecksFailed,
+    Launched,
+    Observation,
+    WorktreeMade,
+)
 from flume.core.settings import Settings
+from flume.core.status import status as core_status
+from flume.core.step import step
 from flume.shell import git, places
 from flume.shell.journal import append as append_line
 from flume.shell.journal import create
+from tests.model.test_rules import S, submitting
 
 runner = CliRunner()
 
@@ -214,3 +225,11 @@ def test_a_torn_last_line_is_left_out_with_a_warning(tmp_path: Path) -> None:
     (row,) = json.loads(out)["places"]
     assert row["place"] == "fix--torn"
     assert f"{journal} ends in a line a crash cut short" in err
+
+
+def test_failed_checks_are_named_under_the_table() -> None:
+    """Status shows a submission whose checks failed, with the lander's short reason."""
+    failed = ChecksFailed(at=Instant(26), reason="pytest -q failed (exit 1)", output="1 failed")
+    place = step(S, submitting(), failed).place
+    lines = list(render.waiting_lines([core_status(place)]))
+    assert "fix--typo submit: the submission's checks failed: pytest -q failed (exit 1)" in lines
