@@ -219,7 +219,8 @@ def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) ->
             view.agent.value,
             "yes" if view.deliverable_exists else "no",
             view.submission,
-            f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
+            (f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "")
+            + (" (not validated)" if view.validation == "skipped" else ""),
             view.repository,
         )
     console = Console(width=200, record=True, file=io.StringIO())

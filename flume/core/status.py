@@ -61,6 +61,9 @@ class PlaceStatus:
     submission_note: str
     #: Tasks ticked and their total, for a change; None otherwise.
     tasks: tuple[int, int] | None
+    #: For a committed OpenSpec change: ``valid`` or ``invalid`` as its CLI said, or ``skipped``
+    #: when no CLI could validate it; None before a committed change is seen.
+    validation: str | None
     #: Why the stage stopped short, and the words, when it did.
     short_cause: str | None
     needs: str | None
@@ -123,6 +126,7 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         submission=place.submission.value,
         submission_note=place.submission_note,
         tasks=place.tasks,
+        validation=_validation(place),
         short_cause=phase.cause.value if isinstance(phase, Short) else None,
         needs=phase.words if isinstance(phase, Short) else None,
         waits_on_caller=isinstance(phase, AwaitingWord),
@@ -130,3 +134,11 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         tells_held=len(place.held) + (1 if place.sending is not None else 0),
         updated_at=place.now,
     )
+
+
+def _validation(place: Place) -> str | None:
+    """What the OpenSpec CLI said of the committed change, in one word."""
+    change = place.change
+    if change is None or not change.written:
+        return None
+    return {True: "valid", False: "invalid", None: "skipped"}[change.valid]

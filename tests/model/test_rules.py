@@ -34,6 +34,7 @@ from flume.core.observations import (
     AgentStateSeen,
     BranchFacts,
     BranchHead,
+    ChangeSeen,
     ChecksFailed,
     Content,
     DropAsked,
@@ -535,6 +536,23 @@ def test_r11_a_stage_that_never_started_has_no_deliverable() -> None:
     failed = step(S, failed.place, SetupFinished(at=Instant(2), ok=False, output="no"))
     assert failed.place.head is not None
     assert not status(failed.place).deliverable_exists
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (None, None),
+        (ChangeSeen(at=Instant(5), written=False, head=Sha("b")), None),
+        (ChangeSeen(at=Instant(5), written=True, head=Sha("b"), valid=True), "valid"),
+        (ChangeSeen(at=Instant(5), written=True, head=Sha("b"), valid=False), "invalid"),
+        (ChangeSeen(at=Instant(5), written=True, head=Sha("b"), valid=None), "skipped"),
+    ],
+)
+def test_r11_status_says_whether_the_openspec_cli_validated_the_change(
+    change: ChangeSeen | None, says: str | None
+) -> None:
+    """Without the OpenSpec CLI flume reads the change's files itself, and says so."""
+    assert status(evolve(working(), change=change)).validation == says
 
 
 def test_r11_status_says_unknown_when_the_supervisor_is_down() -> None:
