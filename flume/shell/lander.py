@@ -30,14 +30,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import re
 import shlex
-import signal
-import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,8 +46,8 @@ from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
 from flume.core.observations import ChecksFailed, Landed, Observation
 from flume.core.place import Life, Place, Submission, current_step
-from flume.shell import config, git
-from flume.shell.places import journals_dir, state_dir
+from flume.shell import config, declared_run, git
+from flume.shell.places import journals_dir
 
 if TYPE_CHECKING:
     from flume.shell.supervisor import Followed
@@ -335,58 +331,11 @@ def landed(repository: Path, base: Sha, place: Place, at: Instant) -> Landed:
 
 
 def run_command(cwd: Path, argv: Sequence[str]) -> tuple[int, str]:
-    """Run one declared command exactly as written in ``cwd``; its status and output.
+    """Run one declared check or submit command exactly as written in ``cwd``.
 
-    It runs in a process group of its own, recorded while it runs, so that a supervisor
-    restarted after a crash ends checks its predecessor left running before it runs them again
-    (as :mod:`flume.shell.perform` does for setups).
+    Its process group is recorded while it runs, as a setup's is (:mod:`.declared_run`).
     """
-    record = _record(cwd)
-    _end_orphaned(record)
-    try:
-        process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
-            list(argv),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: command not found"
-    except PermissionError:
-        return 126, f"{argv[0]}: permission denied"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(f"{process.pid}\n", encoding="ascii")
-    try:
-        output, _ = process.communicate()
-    finally:
-        record.unlink(missing_ok=True)
-    return process.returncode, output.decode("utf-8", "replace")
-
-
-def _record(place: Path) -> Path:
-    """Where the process group of a check running in ``place`` is written down."""
-    digest = hashlib.sha256(str(place).encode()).hexdigest()[:24]
-    return state_dir() / "landings" / f"{digest}.pgid"
-
-
-def _end_orphaned(record: Path) -> None:
-    """End the process group a killed supervisor's check left running, and wait for it."""
-    try:
-        group = int(record.read_text().strip())
-    except (OSError, ValueError):
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except (ProcessLookupError, PermissionError):
-            break
-        time.sleep(0.01)
-    record.unlink(missing_ok=True)
+    return declared_run.run(cwd, argv, declared_run.record_of("landings", cwd))
 
 
 # --- observing landings -----------------------------------------------------------------------

@@ -13,14 +13,8 @@ process gets an argument list.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
 import shutil
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, assert_never
@@ -57,8 +51,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import Place
-from flume.shell import git
-from flume.shell.places import state_dir
+from flume.shell import declared_run, git
 
 #: What a setup's output keeps in the journal: its last 64 KiB.
 MAX_OUTPUT = 64 * 1024
@@ -254,35 +247,8 @@ class Performer:
         return [SetupFinished(at=self.now(), ok=True, output=_tail("\n".join(said)))]
 
     def _run_command(self, cwd: Path, argv: tuple[str, ...]) -> tuple[int, str]:
-        """Run one declared command exactly as written, in the place.
-
-        A program named by a path (``./setup.sh``, ``bin/setup``) is found from the place; a
-        bare name on PATH. Its output and errors are interleaved as they were written. It runs
-        in a process group of its own, recorded while it runs, so that a supervisor restarted
-        after a crash ends a setup its predecessor left running before it runs it again.
-        """
-        record = _setup_record(cwd)
-        _end_orphaned_setup(record)
-        try:
-            process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
-                argv,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            return 127, f"{argv[0]}: command not found"
-        except PermissionError:
-            return 126, f"{argv[0]}: permission denied"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(f"{process.pid}\n", encoding="ascii")
-        try:
-            output, _ = process.communicate()
-        finally:
-            record.unlink(missing_ok=True)
-        return process.returncode, output.decode("utf-8", "replace")
+        """Run one declared command exactly as written, in the place (:mod:`.declared_run`)."""
+        return declared_run.run(cwd, argv, declared_run.record_of("setups", cwd))
 
     # --- R10 -------------------------------------------------------------------------------
 
@@ -342,30 +308,6 @@ def _worktrees_of(repository: str) -> threading.Lock:
     """The lock that lets one worktree at a time be added or removed in ``repository``."""
     with _WORKTREE_LOCKS_GUARD:
         return _WORKTREE_LOCKS.setdefault(repository, threading.Lock())
-
-
-def _setup_record(place: Path) -> Path:
-    """Where the process group of a setup running in ``place`` is written down."""
-    digest = hashlib.sha256(str(place).encode()).hexdigest()[:24]
-    return state_dir() / "setups" / f"{digest}.pgid"
-
-
-def _end_orphaned_setup(record: Path) -> None:
-    """End the process group of a setup a killed supervisor left running, and wait for it."""
-    try:
-        group = int(record.read_text().strip())
-    except (OSError, ValueError):
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except (ProcessLookupError, PermissionError):
-            break
-        time.sleep(0.01)
-    record.unlink(missing_ok=True)
 
 
 def _resolved(trees: dict[Path, BranchName | None]) -> dict[Path, BranchName | None]:
