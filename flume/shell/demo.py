@@ -87,12 +87,6 @@ def launch(repository: Path, kind: str, name: str, brief: str, script: Path) -> 
     shell_launch.launch(request, Settings(), time.time)
 
 
-def views(repository: Path) -> tuple[PlaceStatus, ...]:
-    """Every place of the repository, as status shows it."""
-    found = places.places_of(repository, Settings())
-    return tuple(status(each.place) for each in found if each.place is not None)
-
-
 def _done(place: Place) -> bool:
     """Nothing more will happen without a caller: tidied, or a stage stopped short."""
     return place.life is Life.TIDIED or isinstance(place.stage.phase, Short)
@@ -105,14 +99,15 @@ def follow(
     shown: dict[str, tuple[object, ...]] = {}
     last: tuple[PlaceStatus, ...] = ()
     while time.monotonic() < deadline:
-        last = views(repository)
+        # One read of the journals a look: the places, then their status.
+        found = [each.place for each in places.places_of(repository, Settings())]
+        last = tuple(status(place) for place in found if place is not None)
         for view in last:
             key = (view.stage, view.attempt, view.phase, view.agent, view.deliverable_exists,
                    view.submission, view.tasks)  # fmt: skip
             if shown.get(view.place) != key:
                 shown[view.place] = key
                 show(view)
-        found = [each.place for each in places.places_of(repository, Settings())]
         if found and all(place is not None and _done(place) for place in found):
             return last
         time.sleep(0.2)

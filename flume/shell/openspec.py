@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -45,6 +44,7 @@ from flume.core.kinds import ChangeWritten, Kind, TasksTicked, steps
 from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Life, Place
 from flume.shell import git
+from flume.shell.tools import NODE_BIN, installed
 
 if TYPE_CHECKING:
     from plumbum.commands.base import BoundCommand
@@ -56,7 +56,6 @@ OPENSPEC_VERSION = "1.13.2"
 """The OpenSpec CLI flume is tested against (``scripts/install-agents`` installs it)."""
 
 _log = logging.getLogger("flume.openspec")
-_REPO = Path(__file__).resolve().parents[2]
 #: OpenSpec sends telemetry and checks for updates unless told not to (reference §0).
 _ENV = {"OPENSPEC_TELEMETRY": "0", "DO_NOT_TRACK": "1", "NO_COLOR": "1"}
 #: A CLI run that takes longer than this is taken as saying nothing.
@@ -166,14 +165,7 @@ def read_change(root: Path, name: str) -> ChangeFiles:
 
 def binary() -> Path | None:
     """The OpenSpec CLI: ``$FLUME_OPENSPEC``, else flume's ``.node``, else PATH's; or None."""
-    chosen = os.environ.get("FLUME_OPENSPEC")
-    if chosen:
-        return Path(chosen)
-    installed = _REPO / ".node" / "node_modules" / ".bin" / "openspec"
-    if installed.exists():
-        return installed
-    found = shutil.which("openspec")
-    return Path(found) if found else None
+    return installed("openspec", "FLUME_OPENSPEC")
 
 
 @attrs.define
@@ -318,7 +310,7 @@ class Changes:
             _log.warning(
                 "no OpenSpec CLI found ($FLUME_OPENSPEC, %s, PATH): changes are not validated "
                 "and their planning is judged from their files",
-                _REPO / ".node" / "node_modules" / ".bin" / "openspec",
+                NODE_BIN / "openspec",
             )
         #: The last live report per place: (written, ticked, total).
         self.live: dict[_Key, tuple[bool, int, int]] = {}

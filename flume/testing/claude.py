@@ -10,15 +10,14 @@ environment pointing it at the scripted model and switching off its own traffic
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
+
+from flume.shell.tools import installed
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code version flume is tested against (``scripts/install-agents`` installs it)."""
 
-_REPO = Path(__file__).resolve().parents[2]
 
 _KEY_TAIL = 20
 """Claude Code remembers an approved API key by its last 20 characters (a whole key is not
@@ -27,14 +26,7 @@ recognised: the approval dialog shows)."""
 
 def claude_binary() -> Path | None:
     """The Claude Code to run: ``$FLUME_CLAUDE``, else the repository's ``.node``, else PATH's."""
-    chosen = os.environ.get("FLUME_CLAUDE")
-    if chosen:
-        return Path(chosen)
-    installed = _REPO / ".node" / "node_modules" / ".bin" / "claude"
-    if installed.exists():
-        return installed
-    found = shutil.which("claude")
-    return Path(found) if found else None
+    return installed("claude", "FLUME_CLAUDE")
 
 
 def seed_home(home: Path, *, trusted: Sequence[Path], api_key: str) -> Path:

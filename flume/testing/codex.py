@@ -30,10 +30,10 @@ What Codex 0.171.0 was seen to need, and why (each by experiment, reference/code
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
+
+from flume.shell.tools import installed
 
 CODEX_VERSION = "0.171.0"
 """The Codex version flume is tested against (``scripts/install-agents`` installs it)."""
@@ -47,19 +47,10 @@ PROVIDER = "flume-scripted"
 CLOSED_PORT = "http://127.0.0.1:9"
 """A loopback address nothing listens on (discard): a request sent there is refused at once."""
 
-_REPO = Path(__file__).resolve().parents[2]
-
 
 def codex_binary() -> Path | None:
     """The Codex to run: ``$FLUME_CODEX``, else the repository's ``.node``, else PATH's."""
-    chosen = os.environ.get("FLUME_CODEX")
-    if chosen:
-        return Path(chosen)
-    installed = _REPO / ".node" / "node_modules" / ".bin" / "codex"
-    if installed.exists():
-        return installed
-    found = shutil.which("codex")
-    return Path(found) if found else None
+    return installed("codex", "FLUME_CODEX")
 
 
 def _string(value: str) -> str:

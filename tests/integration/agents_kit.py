@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from flume.core.actions import Action, SendPrompt, SendTell
 from flume.core.observations import Activity, AgentStarted, Observation, TranscriptEntry
 from flume.core.place import Place, Short, ShortCause, Working
@@ -173,3 +175,13 @@ def taken_and_waiting(path: Path) -> Callable[[], bool]:
         )
 
     return holds
+
+
+def installed_or_skip(binary: Path | None, what: str) -> Path:
+    """``binary`` when it is there; else a loud skip, or a failure under CI (which installs it)."""
+    if binary is not None and binary.exists():
+        return binary
+    why = f"NOT TESTED WITH THE REAL {what}: it is not installed; run scripts/install-agents (npm)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)

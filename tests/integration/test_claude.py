@@ -10,7 +10,6 @@ these tests skip with a loud reason; under CI they fail instead.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.integration.agents_kit import (
     TIMING,
     agent_doing,
     agent_repository,
+    installed_or_skip,
     place_of,
     prompt_sends,
     sessions_started,
@@ -43,15 +43,7 @@ KEY = "sk-ant-flume-test-0000000000000000000000"
 @pytest.fixture
 def claude(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The real Claude Code, or a loud skip (a failure under CI) when it is not installed."""
-    binary = claude_binary()
-    if binary is None or not binary.exists():
-        why = (
-            f"the real Claude Code {CLAUDE_CODE_VERSION} is not installed: "
-            "run scripts/install-agents (npm) to run these tests"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+    binary = installed_or_skip(claude_binary(), f"CLAUDE CODE {CLAUDE_CODE_VERSION}")
     monkeypatch.setenv("FLUME_CLAUDE", str(binary))
     home = tmp_path / "home"
     home.mkdir()

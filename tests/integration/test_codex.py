@@ -11,7 +11,6 @@ is not installed these tests skip with a loud reason; under CI they fail instead
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tests.integration.agents_kit import (
     TIMING,
     agent_doing,
     agent_repository,
+    installed_or_skip,
     observations,
     place_of,
     prompt_sends,
@@ -51,15 +51,7 @@ def codex(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
     Gives the test's own HOME, with Codex's folder (``CODEX_HOME``) in it.
     """
-    binary = codex_binary()
-    if binary is None or not binary.exists():
-        why = (
-            f"NOT TESTED WITH THE REAL CODEX: Codex {CODEX_VERSION} is not installed; "
-            "run scripts/install-agents (npm) to run these tests"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+    binary = installed_or_skip(codex_binary(), f"CODEX {CODEX_VERSION}")
     monkeypatch.setenv("FLUME_CODEX", str(binary))
     home = tmp_path / "home"
     home.mkdir()

@@ -25,6 +25,7 @@ import pytest
 from flume.testing import codex as codex_kit
 from flume.testing.claude import claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
+from tests.integration.agents_kit import installed_or_skip
 from tests.integration.places_kit import GIT_IDENTITY, repository, run_git
 
 T = TypeVar("T")
@@ -338,15 +339,7 @@ def wait_for(look: Callable[[], T | None], what: str, timeout: float = DEADLINE)
 @pytest.fixture
 def claude() -> Path:
     """The pinned Claude Code; a loud skip without it, a failure under CI."""
-    binary = claude_binary()
-    if binary is not None and binary.exists() and TMUX is not None:
-        return binary
-    missing = "tmux" if TMUX is None else "Claude Code"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{missing} is missing under CI: scripts/install-agents installs Claude Code")
-    pytest.skip(
-        f"NOT TESTED WITH THE REAL CLAUDE CODE: {missing} is missing (scripts/install-agents)"
-    )
+    return installed_or_skip(claude_binary() if TMUX is not None else None, "CLAUDE CODE")
 
 
 class ClaudePane:
@@ -509,12 +502,7 @@ def test_claude_code_runs_a_scripted_commit(claude: Path, pane: ClaudePane) -> N
 @pytest.fixture
 def codex() -> Path:
     """The pinned Codex; a loud skip without it, a failure under CI."""
-    binary = codex_kit.codex_binary()
-    if binary is not None and binary.exists():
-        return binary
-    if os.environ.get("CI") == "true":
-        pytest.fail("Codex is missing under CI: scripts/install-agents installs it")
-    pytest.skip("NOT TESTED WITH THE REAL CODEX: it is missing (scripts/install-agents)")
+    return installed_or_skip(codex_kit.codex_binary(), "CODEX")
 
 
 def test_codex_exec_runs_a_scripted_exec_command(

@@ -9,7 +9,6 @@ tests of what happens without a CLI need none.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import attrs
@@ -22,6 +21,7 @@ from flume.core.settings import Settings
 from flume.shell import openspec
 from flume.shell.openspec import OPENSPEC_VERSION, Changes, count_tasks
 from flume.shell.supervisor import BranchHeads, Followed
+from tests.integration.agents_kit import installed_or_skip
 from tests.integration.places_kit import Harness, launch_place, repository, run_git
 
 NAME = "add-greeting"
@@ -74,15 +74,7 @@ TASKS = """\
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Path:
     """The real OpenSpec CLI, or a loud skip (a failure under CI) when it is not installed."""
-    found = openspec.binary()
-    if found is None or not found.exists():
-        why = (
-            f"the OpenSpec CLI {OPENSPEC_VERSION} is not installed: "
-            "run scripts/install-agents (npm) to run these tests"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+    found = installed_or_skip(openspec.binary(), f"OPENSPEC CLI {OPENSPEC_VERSION}")
     monkeypatch.setenv("FLUME_OPENSPEC", str(found))
     return found
 
