@@ -33,7 +33,7 @@ def main() -> None:
     arguments = parser.parse_args()
     rng = random.Random(arguments.seed)  # noqa: S311 (kill points, not secrets)
     private_host()
-    kept, seconds = 0, []
+    kept, seconds, retyped = 0, [], 0
     for number in range(arguments.trials):
         folder = Path(tempfile.mkdtemp(prefix="flf-", dir="/tmp"))
         try:
@@ -42,13 +42,16 @@ def main() -> None:
             fix_trials.cleanup(folder)
             shutil.rmtree(folder, ignore_errors=True)
         kept += not trial.problems
+        retyped += trial.retyped > 0
         seconds.append(trial.seconds)
         said = "; ".join(trial.problems) or "landed, tidied, every promise kept"
         loss = "lost first input" if trial.lost_first else "no loss"
-        print(f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}")
+        window = "; a send decided, untyped, typed after the restart" if trial.retyped else ""
+        print(f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}{window}")
     print(
         f"{arguments.trials} trials: {kept} completed with every promise kept; "
-        f"median {statistics.median(seconds):.1f}s a trial"
+        f"median {statistics.median(seconds):.1f}s a trial; {retyped} killed between deciding "
+        "a send and typing it"
     )
 
 

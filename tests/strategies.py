@@ -198,6 +198,13 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         pane=st.just("%1"),
     ),
     obs.AgentReady: st.builds(obs.AgentReady, at=instants, session=sessions),
+    obs.PromptTyped: st.builds(
+        obs.PromptTyped,
+        at=instants,
+        session=sessions,
+        marker=st.sampled_from(["flume:fix--x:code:1", "flume:fix--x:submit:1"]).map(Marker),
+        send=st.integers(min_value=1, max_value=3),
+    ),
     obs.AgentStateSeen: st.builds(
         obs.AgentStateSeen,
         at=instants,

@@ -153,6 +153,7 @@ class Event(enum.Enum):
     RETRIED = "retried"  #: the caller retried a stage that stopped short
     PROMPT_DELIVERED = "prompt-delivered"
     PROMPT_MISSING = "prompt-missing"  #: a send was not found in the transcript
+    PROMPT_RETYPED = "prompt-retyped"  #: a send decided but never shown typed, typed again
     NEVER_BEGAN = "never-began"
     DELIVERABLE = "deliverable"  #: the stage's deliverable exists
     STAGE_ENDED = "stage-ended"

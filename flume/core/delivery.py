@@ -4,12 +4,18 @@ Theory of operation. "Keys typed into a pane prove nothing; only the transcript 
 prompt carries a marker unique to its place, stage and attempt; a send counts as delivered only
 when a later transcript line of the agent's own session holds the marker *as a message typed by
 the user* (:func:`is_typed_by_user`): not a tool result, a meta line, a compact summary, hook
-progress, a harness note or assistant text, all of which can quote a prompt. A send is counted
-when it is decided, so a shell that dies between deciding and pasting can lose a send but never
-make a third. "Missing: send once more and read again. Missing again: report that the stage never
-began. Never a third send."
+progress, a harness note or assistant text, all of which can quote a prompt. "Missing: send once
+more and read again. Missing again: report that the stage never began. Never a third send."
 
-Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY.
+A send is counted when it is decided, and is typed by the shell after. A shell killed between
+the two would lose the send without typing it; so the pane says what was typed (the shell marks
+the pane in the same multiplexer command that pastes, and reports :class:`PromptTyped`), and a
+send whose confirmation window passed without the pane ever showing it typed is typed once
+more, as the same send (DELIVERY-RETYPE-UNTYPED). A paste is never repeated once the pane has
+shown it, so no prompt reaches a pane more than twice.
+
+Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY,
+DELIVERY-RETYPE-UNTYPED.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
 from flume.core.launch import place_name
-from flume.core.observations import Activity, Content, TranscriptEntry
+from flume.core.observations import Activity, Content, PromptTyped, TranscriptEntry
 from flume.core.place import (
     AwaitingInput,
     Delivering,
@@ -133,6 +139,21 @@ def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
     return evolve(place, stage=stage), (send,)
 
 
+def on_prompt_typed(place: Place, seen: PromptTyped) -> Outcome:
+    """The pane shows the current send typed: a missing prompt is now a send made, not lost."""
+    phase = place.stage.phase
+    if (
+        isinstance(phase, Delivering)
+        and not phase.typed
+        and seen.session == phase.session
+        and seen.marker == prompt_marker(place)
+        and seen.send == place.stage.sends
+    ):
+        stage = attrs.evolve(place.stage, phase=attrs.evolve(phase, typed=True))
+        return evolve(place, stage=stage), ()
+    return place, ()
+
+
 def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
     """The agent takes input: send the prompt the first time."""
     phase = place.stage.phase
@@ -172,8 +193,43 @@ def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
             return place, ()
         return send_prompt(place, phase.session, now)
     if isinstance(phase, Delivering) and now - phase.sent_at >= settings.confirm_seconds:
+        if not phase.typed and not phase.retyped:
+            return _retype(place, phase, now)
         return _missing(settings, place, phase, now)
     return place, ()
+
+
+def _retype(place: Place, phase: Delivering, now: Instant) -> Outcome:
+    """DELIVERY-RETYPE-UNTYPED: a send decided but never shown typed is typed once more.
+
+    The shell died between deciding the send and pasting it (or its paste failed): the pane
+    never held it, so typing it now is its first typing, and it stays the same send. Like a
+    resend, it waits while the agent works or asks a person.
+    """
+    agent = place.agent
+    assert agent is not None  # noqa: S101 (check_deadlines asked for a live agent)
+    if agent.activity in {Activity.WORKING, Activity.ASKING}:
+        return place, ()
+    send = SendPrompt(
+        session=phase.session,
+        stage=place.stage.name,
+        attempt=place.stage.attempt,
+        send=place.stage.sends,
+        marker=prompt_marker(place),
+        text=render_prompt(place),
+    )
+    stage = attrs.evolve(
+        place.stage, phase=Delivering(session=phase.session, sent_at=now, retyped=True)
+    )
+    report = Report(
+        event=Event.PROMPT_RETYPED,
+        text=(
+            f"send {place.stage.sends} of the prompt was decided but the pane never showed it "
+            "typed; typing it now, as the same send"
+        ),
+        stage=place.stage.name,
+    )
+    return evolve(place, stage=stage), (report, send)
 
 
 def _missing(settings: Settings, place: Place, phase: Delivering, now: Instant) -> Outcome:

@@ -15,7 +15,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.ids import BranchName, Instant, Marker, SessionId, Sha, StageName
 from flume.core.kinds import Kind
 from flume.core.launch import Launch
 from flume.core.settings import Settings
@@ -155,6 +155,21 @@ class AgentReady:
 
     at: Instant
     session: SessionId
+
+
+@attrs.frozen(kw_only=True)
+class PromptTyped:
+    """The pane holds send ``send`` of the prompt marked ``marker`` as typed: its paste was done.
+
+    The shell reports it after pasting, and the pane keeps it (a tmux pane option set in the
+    same command as the paste), so a shell killed between pasting and journaling reports it
+    again when it comes back.
+    """
+
+    at: Instant
+    session: SessionId
+    marker: Marker
+    send: int
 
 
 class Activity(enum.Enum):
@@ -381,6 +396,7 @@ Fact = (
     | ActionFailed
     | AgentStarted
     | AgentReady
+    | PromptTyped
     | AgentStateSeen
     | TranscriptEntry
     | TranscriptUnreadable
@@ -414,6 +430,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ActionFailed,
     AgentStarted,
     AgentReady,
+    PromptTyped,
     AgentStateSeen,
     TranscriptEntry,
     TranscriptUnreadable,

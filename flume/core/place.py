@@ -86,10 +86,16 @@ class AwaitingInput:
 
 @attrs.frozen(kw_only=True)
 class Delivering:
-    """The prompt was sent (``StageRun.sends`` times); waiting to find it in the transcript."""
+    """The prompt was sent (``StageRun.sends`` times); waiting to find it in the transcript.
+
+    ``typed``: the pane showed the current send typed (its paste done), not merely decided.
+    ``retyped``: the current send, decided but never shown typed, was typed once more.
+    """
 
     session: SessionId
     sent_at: Instant
+    typed: bool = False
+    retyped: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -16,6 +16,7 @@ RULES: dict[str, str] = {
     "DELIVERY-TWO-SENDS": "Missing: send once more. Never a third send.",
     "DELIVERY-NEVER-BEGAN": "Missing again: report that the stage never began.",
     "DELIVERY-TRANSCRIPT-ONLY": "Keys typed into a pane prove nothing; only the transcript does.",
+    "DELIVERY-RETYPE-UNTYPED": "A send decided but never shown typed in its pane is typed again.",
     "R6": "A tell reaches the agent as a prompt the transcript holds, or not at all.",
     "TELL-HELD-WHILE-WORKING": "It is held while the agent works and sent once it waits.",
     "TELL-REFUSED": "Refused, with nothing typed, when no agent is live or it asks a person.",

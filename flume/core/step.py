@@ -15,7 +15,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import stage, tell, tidy
+from flume.core import delivery, stage, tell, tidy
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -46,6 +46,7 @@ from flume.core.observations import (
     Observation,
     PaneOutput,
     ProceedAsked,
+    PromptTyped,
     ReportSeen,
     RetryAsked,
     SetupFinished,
@@ -128,6 +129,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case AgentReady(at=at, session=session):
             ready = AgentStateSeen(at=at, session=session, activity=Activity.WAITING)
             return stage.on_agent_state(place, ready)
+        case PromptTyped():
+            return delivery.on_prompt_typed(place, seen)
         case AgentStateSeen():
             return stage.on_agent_state(place, seen)
         case TranscriptEntry():

@@ -36,7 +36,13 @@ from pyrsistent import pvector
 from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
 from flume.core.ids import Instant, SessionId
 from flume.core.launch import AgentName, Panes, place_name
-from flume.core.observations import ActionFailed, AgentExited, AgentStarted, Observation
+from flume.core.observations import (
+    ActionFailed,
+    AgentExited,
+    AgentStarted,
+    Observation,
+    PromptTyped,
+)
 from flume.core.place import Place
 from flume.shell import places, printed
 from flume.shell.panes import PaneServer
@@ -273,12 +279,18 @@ class Agents:
     def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
         """Paste the text literally into the agent's pane and press Enter.
 
-        Nothing is reported: whether the agent took it is for its transcript to say (R5).
+        A prompt's paste is reported typed (:class:`PromptTyped`); whether the agent took it
+        is for its transcript to say (R5).
         """
+        typed: list[Observation] = (
+            [PromptTyped(at=at, session=action.session, marker=action.marker, send=action.send)]
+            if isinstance(action, SendPrompt)
+            else []
+        )
         if place.agent is not None and place.agent.pane.startswith(PRINTED):
             path = Path(place.agent.pane.removeprefix(PRINTED))
             printed.set_prompt(path, action.session, action.text)
-            return []
+            return typed
         panes = self.tmux.panes()
         what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
         if panes is None:
@@ -286,10 +298,11 @@ class Agents:
         live = [p for p in panes.values() if p.session == action.session and not p.dead]
         if not live:
             return []  # the watch reports the agent gone; the send is found missing
-        ran = self.tmux.paste(live[0].id, action.text)
+        mark = typed_mark(action.marker, action.send) if isinstance(action, SendPrompt) else ""
+        ran = self.tmux.paste(live[0].id, action.text, mark=mark)
         if not ran.ok:
             return [ActionFailed(at=at, action=what, output=ran.err.strip())]
-        return []
+        return typed
 
     @staticmethod
     def _end_printed(path: str, action: EndAgent, at: Instant) -> list[Observation]:
@@ -301,6 +314,11 @@ class Agents:
                 os.kill(pid, signal.SIGTERM)
         Path(path).unlink(missing_ok=True)
         return [AgentExited(at=at, session=action.session)]
+
+
+def typed_mark(marker: str, send: int) -> str:
+    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted."""
+    return f"{marker}#{send}"
 
 
 #: What each registry file held when last read, by path: (its modification time, its entry).

@@ -32,8 +32,12 @@ class PaneServer(Protocol):
         """The pane's screen as text; None when it could not be read."""
         ...
 
-    def paste(self, pane: str, text: str, *, settle: float = 5.0) -> Ran:
-        """Paste ``text`` literally into the pane and press Enter."""
+    def paste(self, pane: str, text: str, *, mark: str = "", settle: float = 5.0) -> Ran:
+        """Paste ``text`` literally into the pane and press Enter.
+
+        A ``mark`` is kept by the pane (as :attr:`Pane.typed`) from the moment of the paste,
+        set with it in one step, so a listing says which prompt was typed.
+        """
         ...
 
     def kill_pane(self, pane: str) -> Ran:

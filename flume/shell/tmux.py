@@ -46,6 +46,7 @@ _FIELDS = (
     "#{pane_pid}",
     "#{session_name}",
     "#{window_name}",
+    "#{@flume_typed}",
     "#{pane_start_command}",
 )
 #: What the server is set to when flume starts it (reference/tmux.md §1, §8).
@@ -84,6 +85,8 @@ class Pane:
     window_name: str
     #: The agent session the pane was started for: read from its start command.
     session: str | None
+    #: The mark of the last prompt pasted into the pane (see :meth:`Tmux.paste`); "" if none.
+    typed: str = ""
 
 
 def escape_argument(argument: str) -> str:
@@ -182,7 +185,8 @@ class Tmux:
             parts = line.split("\t", len(_FIELDS) - 1)
             if len(parts) != len(_FIELDS):
                 continue
-            pane_id, dead, dead_status, activity, pid, session_name, window_name, command = parts
+            pane_id, dead, dead_status, activity, pid, session_name, window_name = parts[:7]
+            typed, command = parts[7:]
             match = _SESSION_IN_COMMAND.search(command)
             found[pane_id] = Pane(
                 id=pane_id,
@@ -193,6 +197,7 @@ class Tmux:
                 session_name=session_name,
                 window_name=window_name,
                 session=match.group(1) if match else None,
+                typed=typed,
             )
         return found
 
@@ -204,12 +209,16 @@ class Tmux:
 
     # --- acting ----------------------------------------------------------------------------
 
-    def paste(self, pane: str, text: str, *, settle: float = 5.0) -> Ran:
+    def paste(self, pane: str, text: str, *, mark: str = "", settle: float = 5.0) -> Ran:
         """Paste ``text`` literally (bracketed paste) into ``pane``, then press Enter.
 
         Enter goes separately, once the screen shows the paste (or after ``settle`` seconds),
         so the agent has left paste mode (reference/tmux.md §5). Whether the agent took the text
         is for its transcript to say, never for this.
+
+        A ``mark`` is set on the pane (its ``@flume_typed`` option) by the same tmux command as
+        the paste: tmux runs the two together, so the pane says what was typed into it even
+        when the caller is killed before it could note the paste itself.
         """
         before = self.capture(pane)
         buffer = f"flume-{uuid.uuid4().hex}"
@@ -219,7 +228,8 @@ class Tmux:
         loaded = self.run("load-buffer", "-b", buffer, "-", stdin=text)
         if not loaded.ok:
             return loaded
-        pasted = self.run("paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", pane)
+        marking = (";", "set-option", "-p", "-t", pane, "@flume_typed", mark) if mark else ()
+        pasted = self.run("paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", pane, *marking)
         if not pasted.ok:
             self.run("delete-buffer", "-b", buffer)
             return pasted

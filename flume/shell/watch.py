@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
 from flume.core.launch import AgentName
 from flume.core.observations import (
@@ -43,9 +44,10 @@ from flume.core.observations import (
     AgentStateSeen,
     Observation,
     PaneOutput,
+    PromptTyped,
     TranscriptUnreadable,
 )
-from flume.core.place import Agent, AwaitingInput, Place
+from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.shell import rollout, transcript
 from flume.shell.agents import (
     PRINTED,
@@ -57,6 +59,7 @@ from flume.shell.agents import (
     project_slug,
     registry_status,
     transcript_path,
+    typed_mark,
 )
 from flume.shell.panes import PaneServer
 from flume.shell.tmux import Pane, Tmux
@@ -248,6 +251,16 @@ class Watch:
                 spoken = Activity.ASKING
         if spoken is not None and spoken is not agent.activity and not agent.ending:
             yield AgentStateSeen(at=now, session=session, activity=spoken)
+        if (
+            pane is not None
+            and isinstance(phase, Delivering)
+            and not phase.typed
+            and pane.typed == typed_mark(prompt_marker(place), place.stage.sends)
+        ):
+            # The paste was done (the pane says so) but never journaled: a supervisor killed
+            # in between. The send was made; it must not be typed again (R5).
+            marker = prompt_marker(place)
+            yield PromptTyped(at=now, session=session, marker=marker, send=place.stage.sends)
         if pane is not None and pane.activity > agent.last_output_at + 0.5:
             yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
         if panes is not None and (pane is None or pane.dead):

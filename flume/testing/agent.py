@@ -169,6 +169,8 @@ class Script:
     ready_after: float = 0.5
     #: ``False``: no prompt is ever recorded or answered.
     record: bool = True
+    #: A file every submitted input is appended to (one JSON string a line), lost ones too.
+    inputs: str | None = None
     turns: tuple[Turn, ...] = ()
 
 
@@ -181,7 +183,8 @@ def parse_script(text: str) -> Script:
     """The script in TOML ``text``; :class:`ScriptError` says what is wrong with a bad one.
 
     Top-level keys: ``lose`` (a whole number or ``"all"``, default 0), ``ready_after`` (seconds,
-    default 0.5), ``record`` (default true), and ``[[turn]]`` tables, each with an optional
+    default 0.5), ``record`` (default true), ``inputs`` (a file to log every submitted input
+    to), and ``[[turn]]`` tables, each with an optional
     ``match`` and a list ``steps`` of one-key tables: ``say``, ``work``, ``write`` (``path``,
     ``text``), ``commit``, ``run`` (an argv), ``ask`` and ``exit``.
     """
@@ -189,9 +192,11 @@ def parse_script(text: str) -> Script:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ScriptError(f"not TOML: {error}") from error
-    unknown = sorted(set(data) - {"lose", "ready_after", "record", "turn"})
+    unknown = sorted(set(data) - {"lose", "ready_after", "record", "inputs", "turn"})
     if unknown:
-        raise ScriptError(f"unknown keys {unknown}: use lose, ready_after, record, [[turn]]")
+        raise ScriptError(
+            f"unknown keys {unknown}: use lose, ready_after, record, inputs, [[turn]]"
+        )
     lose = data.get("lose", 0)
     if lose != "all" and not (isinstance(lose, int) and not isinstance(lose, bool) and lose >= 0):
         raise ScriptError(f'lose must be a whole number >= 0 or "all", not {lose!r}')
@@ -201,6 +206,9 @@ def parse_script(text: str) -> Script:
     record = data.get("record", True)
     if not isinstance(record, bool):
         raise ScriptError(f"record must be true or false, not {record!r}")
+    inputs = data.get("inputs")
+    if inputs is not None and not (isinstance(inputs, str) and inputs):
+        raise ScriptError(f"inputs must be the path of a file, not {inputs!r}")
     turns = data.get("turn", [])
     if not isinstance(turns, list):
         raise ScriptError("turn must be an array of tables: [[turn]]")
@@ -208,6 +216,7 @@ def parse_script(text: str) -> Script:
         lose=lose,
         ready_after=float(ready_after),
         record=record,
+        inputs=inputs,
         turns=tuple(_turn(each, number) for number, each in enumerate(turns, 1)),
     )
 
@@ -710,6 +719,9 @@ class Agent:
             return
         with self.lock:
             self.submitted += 1
+            if self.script.inputs is not None:
+                with Path(self.script.inputs).open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(text) + "\n")
             lose = self.script.lose
             if lose == "all" or self.submitted <= lose or not self.script.record:
                 return

@@ -84,11 +84,18 @@ def decided(path: Path, kind: type[Action]) -> list[Action]:
 
 
 def prompt_sends(path: Path, stage: str = "code", attempt: int = 1) -> int:
-    """How many times the stage attempt's prompt was sent."""
-    return sum(
-        1
-        for action in decided(path, SendPrompt)
-        if isinstance(action, SendPrompt) and action.stage == stage and action.attempt == attempt
+    """How many sends of the stage attempt's prompt were decided.
+
+    A send typed again, after a restart found it never typed, is still the one send.
+    """
+    return len(
+        {
+            action.send
+            for action in decided(path, SendPrompt)
+            if isinstance(action, SendPrompt)
+            and action.stage == stage
+            and action.attempt == attempt
+        }
     )
 
 

@@ -5,11 +5,13 @@ with an agent that loses its first input), whose code stage commits and whose su
 ``flume submit``; the supervisor killed with SIGKILL once the journal holds a random number of
 lines, then started again. The run must complete after the restart: landed on main and tidied,
 the fix's commit on main (no commit lost), no prompt sent more than twice, never two agents for
-one stage attempt.
+one stage attempt. Sends are counted twice over: as the rules decided them, and as the agents
+received them (every input the test agent's terminal submitted, lost ones too).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from flume.core.actions import SendPrompt
+from flume.core.actions import Event, Report, SendPrompt
 from flume.core.observations import AgentStarted
 from flume.core.place import Life
 from flume.shell import client, git, places
@@ -54,6 +56,8 @@ class Trial:
     lost_first: bool
     seconds: float
     problems: tuple[str, ...]
+    #: Sends a kill left decided and untyped, typed after the restart (DELIVERY-RETYPE-UNTYPED).
+    retyped: int = 0
 
 
 def _daemon_pid() -> int | None:
@@ -70,9 +74,9 @@ def run(folder: Path, rng: random.Random) -> Trial:
     os.environ.update(GIT_IDENTITY)
     lost_first = rng.random() < 0.5
     repo = agent_repository(folder, CONFIG)
-    path = launch_test_agent(
-        repo, "k", script(folder, ("lose = 1\n" if lost_first else "") + FIX), brief="Mend it."
-    )
+    inputs = folder / "inputs.jsonl"
+    head = f"inputs = {json.dumps(str(inputs))}\n" + ("lose = 1\n" if lost_first else "")
+    path = launch_test_agent(repo, "k", script(folder, head + FIX), brief="Mend it.")
     kill_at = rng.randint(1, 24)
     problems: list[str] = []
     try:
@@ -91,16 +95,22 @@ def run(folder: Path, rng: random.Random) -> Trial:
         wait_for(lambda: place_of(path).life is Life.TIDIED, 120, "the fix to land and be tidied")
     except AssertionError as error:
         problems.append(str(error))
-    problems.extend(_broken_promises(repo, path))
+    problems.extend(_broken_promises(repo, path, inputs))
+    retyped = [
+        r
+        for r in decided(path, Report)
+        if isinstance(r, Report) and r.event is Event.PROMPT_RETYPED
+    ]
     return Trial(
         kill_at=kill_at,
         lost_first=lost_first,
         seconds=time.monotonic() - started,
         problems=tuple(problems),
+        retyped=len(retyped),
     )
 
 
-def _broken_promises(repo: Path, path: Path) -> list[str]:
+def _broken_promises(repo: Path, path: Path, inputs: Path) -> list[str]:
     """Every promise of L1 the run broke."""
     problems: list[str] = []
     seen = observations(path)
@@ -113,16 +123,21 @@ def _broken_promises(repo: Path, path: Path) -> list[str]:
         for (stage, attempt), sessions in starts.items()
         if len(sessions) > 1
     )
-    sends: dict[tuple[str, int], int] = {}
+    sends: dict[tuple[str, int], set[int]] = {}
     for action in decided(path, SendPrompt):
         assert isinstance(action, SendPrompt)
-        key = (action.stage, action.attempt)
-        sends[key] = sends.get(key, 0) + 1
+        sends.setdefault((action.stage, action.attempt), set()).add(action.send)
     problems.extend(
-        f"stage {stage}#{attempt}: the prompt sent {count} times"
-        for (stage, attempt), count in sends.items()
-        if count > 2
+        f"stage {stage}#{attempt}: {len(numbers)} sends of the prompt decided"
+        for (stage, attempt), numbers in sends.items()
+        if len(numbers) > 2
     )
+    logged = inputs.read_text() if inputs.exists() else ""
+    received = [json.loads(line) for line in logged.splitlines()]
+    for stage in ("code", "submit"):
+        count = sum(1 for text in received if f":{stage}:1]" in text)
+        if count > 2:
+            problems.append(f"stage {stage}#1: the agents received the prompt {count} times")
     on_main = git.run(repo, "log", "--format=%s", "main").out.splitlines()
     if "Mend it" not in on_main:
         problems.append(f"the fix's commit is not on main: {on_main}")

@@ -8,6 +8,7 @@ what the agent's own transcript says, never what was typed.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -15,17 +16,21 @@ import sys
 import time
 from pathlib import Path
 
+from flume.core.actions import Event, Report, SendPrompt
+from flume.core.ids import Instant, SessionId
 from flume.core.observations import (
     Activity,
     AgentExited,
+    AgentReady,
     StopAsked,
 )
 from flume.core.place import Short, ShortCause, Working
-from flume.shell import client, places
+from flume.shell import client, journal, places
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
     agent_doing,
     agent_repository,
+    decided,
     journaled_text,
     launch_test_agent,
     observations,
@@ -308,31 +313,34 @@ def test_a_supervisor_killed_just_after_the_agent_started_starts_no_second(
     _check_one_agent_and_at_most_two_sends(journal_path, panes, "killed1")
 
 
-def test_a_supervisor_killed_as_it_decides_the_first_send_never_sends_a_third(
+def test_a_supervisor_killed_between_deciding_send_1_and_typing_it_types_it_once_more(
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """L1: SIGKILL as send 1 is decided (maybe never pasted), the agent losing its first input.
+    """L1: SIGKILL after send 1 was decided and before it was typed, the agent losing its first.
 
-    R5 counts a send when it is decided, so the kill may cost that send: the stage then either
-    takes send 2 or never begins. Either way one agent, at most two sends, the prompt at most once.
+    The kill is put exactly in that window: the supervisor is killed while the agent starts up,
+    and the line that decides send 1 (the agent taking input) is journaled as the dead
+    supervisor would have, with no paste after it. The restarted supervisor finds the pane never
+    marked typed, types send 1 once more (the agent loses it), then sends send 2, which is
+    found: the stage goes on, the agent received the prompt exactly twice, and it is recorded once.
     """
     repo = agent_repository(tmp_path)
-    journal_path = launch_test_agent(repo, "killed2", script(tmp_path, "lose = 1\n" + COMMITS))
-    wait_for(lambda: prompt_sends(journal_path) >= 1, 60, "the first send")
+    inputs = tmp_path / "inputs.jsonl"
+    text = f'inputs = "{inputs}"\nlose = 1\nready_after = 4\n' + COMMITS
+    journal_path = launch_test_agent(repo, "killed2", script(tmp_path, text))
+    wait_for(lambda: sessions_started(journal_path), 60, "the agent to start")
     _kill_daemon()
-    assert client.ensure(wait=30) is not None
-
-    def settled() -> bool:
-        place = place_of(journal_path)
-        phase = place.stage.phase
-        return "code" in place.completed or (isinstance(phase, Short) and place.agent is None)
-
-    wait_for(settled, 90, "the stage to end either way after the restart")
+    assert prompt_sends(journal_path) == 0
     (session,) = sessions_started(journal_path)
-    assert prompt_sends(journal_path) <= 2
-    recorded = typed_lines(place_of(journal_path), session, _marker("killed2"))
-    assert len(recorded) == ("code" in place_of(journal_path).completed)
-    assert sum(1 for pane in (panes.panes() or {}).values() if pane.session == session) <= 1
+    journal.append(journal_path, AgentReady(at=Instant(time.time()), session=SessionId(session)))
+    assert prompt_sends(journal_path) == 1  # decided, and never typed
+    assert client.ensure(wait=30) is not None
+    _check_one_agent_and_at_most_two_sends(journal_path, panes, "killed2")
+    received = [json.loads(line) for line in inputs.read_text().splitlines()]
+    assert sum(1 for each in received if _marker("killed2") in each) == 2
+    retyped = [r for r in decided(journal_path, Report) if r.event is Event.PROMPT_RETYPED]
+    assert len(retyped) == 1
+    assert [s.send for s in decided(journal_path, SendPrompt)] == [1, 1, 2]
 
 
 def test_a_supervisor_killed_after_the_first_send_was_typed_sends_once_more(

@@ -14,23 +14,25 @@ from pathlib import Path
 import pytest
 from pyrsistent import pvector
 
-from flume.core.actions import StartAgent
+from flume.core.actions import SendPrompt, StartAgent
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import AgentName, AgentSettings, Launch
 from flume.core.observations import (
     Activity,
     AgentExited,
+    AgentReady,
     AgentStarted,
     AgentStateSeen,
     Launched,
     Observation,
+    PromptTyped,
     TranscriptEntry,
     WorktreeMade,
 )
 from flume.core.place import Place
 from flume.core.settings import Settings
-from flume.core.step import replay
+from flume.core.step import replay, step
 from flume.shell import agents, tmux
 from flume.shell.supervisor import Followed
 from flume.shell.tmux import Tmux, escape_argument, tidy_name
@@ -232,3 +234,39 @@ def test_a_start_asked_twice_finds_the_agent_it_started(tmp_path: Path, panes: T
     # The pane's first program read its private file of command line and environment, and
     # removed it.
     wait_for(lambda: not list(agents.agents_dir().glob("*.exec.json")), 10, "the exec file gone")
+
+
+def test_a_paste_marks_its_pane_and_the_watch_reports_it_typed(tmp_path: Path, panes: Tmux) -> None:
+    """DELIVERY-RETYPE-UNTYPED's evidence: the pane, not the supervisor, remembers a paste.
+
+    A prompt pasted with a mark leaves that mark on its pane (set by the same tmux command). A
+    supervisor killed before journaling the paste finds it there: the watch reports the send
+    typed, once, so it is never typed again. A pane never pasted into reports nothing.
+    """
+    each = _followed(tmp_path, 5)
+    place = each.place
+    assert place is not None
+    assert place.agent is not None
+    session = place.agent.session
+    # The session id in its start command, as flume starts agents.
+    argv = ["env", f"{tmux.SESSION_VARIABLE}={session}", sys.executable, "-c", "input()"]
+    made = panes.start(group="g", window="w", cwd=tmp_path, argv=argv, env={})
+    assert made.ok, made.err
+    pane = made.out.strip()
+    # Send 1 decided: the agent took input (as a restarted supervisor reads its journal).
+    decided = step(Settings(), place, AgentReady(at=Instant(4), session=session))
+    (send,) = [a for a in decided.actions if isinstance(a, SendPrompt)]
+    each.place = decided.place
+    assert place.agent.pane != pane  # the watch finds the pane by session, as after a restart
+    watch = Watch(panes)
+    assert not [
+        obs for _e, obs in watch.observe([each], Instant(5)) if isinstance(obs, PromptTyped)
+    ]
+    assert panes.paste(pane, send.text, mark=agents.typed_mark(send.marker, send.send)).ok
+    assert (panes.panes() or {})[pane].typed == f"{send.marker}#1"
+    seen = [obs for _e, obs in watch.observe([each], Instant(6)) if isinstance(obs, PromptTyped)]
+    assert seen == [PromptTyped(at=Instant(6), session=session, marker=send.marker, send=1)]
+    each.place = step(Settings(), each.place, seen[0]).place
+    assert not [
+        obs for _e, obs in watch.observe([each], Instant(7)) if isinstance(obs, PromptTyped)
+    ]

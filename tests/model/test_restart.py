@@ -12,9 +12,10 @@ from collections import Counter
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from flume.core.actions import Action, Land
+from flume.core.actions import Action, Land, SendPrompt
 from flume.core.observations import ActionFailed, DropAsked, RetryAsked, Tick, TidyAsked
 from flume.core.place import Life, Short
+from flume.core.settings import MAX_SENDS
 from flume.core.step import pending, replay
 from tests.model.world import FakeWorld, fix_world
 
@@ -70,6 +71,7 @@ class RestartMachine(RuleBasedStateMachine):
         """Time passes: deadlines send again what a crash lost."""
         self.world.now += self.world.settings.confirm_seconds + 1
         self.world.crash = crash
+        self.world.watch_panes()
         self.world.feed(Tick(at=self.world.instant()))
         self.world.crash = None
         self._restart_if_crashed()
@@ -107,6 +109,7 @@ class RestartMachine(RuleBasedStateMachine):
                 assert world.feed(RetryAsked(at=world.instant())) is None
             elif place.life is Life.ACTIVE:
                 world.now += world.settings.confirm_seconds + 1
+                world.watch_panes()
                 world.feed(Tick(at=world.instant()))
                 world.drive_stage()
             else:
@@ -134,6 +137,19 @@ class RestartMachine(RuleBasedStateMachine):
         assert sum(1 for agent in world.agents.values() if agent.live) <= 1
         sessions = Counter((agent.stage, agent.attempt) for agent in world.agents.values())
         assert all(count == 1 for count in sessions.values()), sessions
+
+    @invariant()
+    def each_send_typed_once(self) -> None:
+        """DELIVERY-RETYPE-UNTYPED: a send a crash left untyped is typed, never one typed twice.
+
+        Whatever crashes lose, every agent's pane was given each send of its prompt at most
+        once and at most two in all: a send is typed again only when the pane never showed it.
+        (That a lost send is typed at all, the teardown shows: the fix still lands.)
+        """
+        for agent in self.world.agents.values():
+            numbers = [sent.send for sent in agent.sends if isinstance(sent, SendPrompt)]
+            assert len(numbers) == len(set(numbers)), numbers
+            assert len(numbers) <= MAX_SENDS, numbers
 
 
 TestRestart = RestartMachine.TestCase

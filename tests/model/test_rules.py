@@ -22,7 +22,16 @@ from flume.core.actions import (
 )
 from flume.core.delivery import is_typed_by_user, render_prompt
 from flume.core.errors import UsageError
-from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.ids import (
+    BranchName,
+    Instant,
+    KindName,
+    Marker,
+    SessionId,
+    Sha,
+    StageName,
+    WorkName,
+)
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, ReportFile, Sequence, Step, check_kind
 from flume.core.launch import MAX_BRIEF_BYTES, Launch, Panes, check_launch
 from flume.core.observations import (
@@ -42,6 +51,7 @@ from flume.core.observations import (
     Launched,
     NeedsSaid,
     PaneOutput,
+    PromptTyped,
     RetryAsked,
     SetupFinished,
     SubmitAsked,
@@ -306,11 +316,19 @@ def test_r5_the_prompt_is_sent_when_the_agent_takes_input() -> None:
     assert "Mend the greeting." in send.text
 
 
+def _typed(at: float, send: int) -> PromptTyped:
+    """The pane shows send ``send`` of the code stage's first prompt typed."""
+    return PromptTyped(
+        at=Instant(at), session=SESSION, marker=Marker("flume:fix--typo:code:1"), send=send
+    )
+
+
 def test_r5_resend_once_then_never_began() -> None:
     """Missing: send once more; missing again: never began; never a third send."""
-    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION), _typed(3, 1)).place
     second = step(S, place, Tick(at=Instant(33)))
     assert [a.send for a in second.actions if isinstance(a, SendPrompt)] == [2]
+    second = step(S, second.place, _typed(33, 2))
     third = step(S, second.place, Tick(at=Instant(63)))
     assert not any(isinstance(a, SendPrompt) for a in third.actions)
     assert (
@@ -320,6 +338,41 @@ def test_r5_resend_once_then_never_began() -> None:
     assert any(isinstance(a, EndAgent) for a in third.actions)
     later = step(S, third.place, Tick(at=Instant(1000)))
     assert not any(isinstance(a, SendPrompt) for a in later.actions)
+
+
+def test_r5_a_send_never_shown_typed_is_typed_once_more_as_the_same_send() -> None:
+    """A send decided but never shown typed (the shell died before pasting) is typed again.
+
+    It stays the same send; a typing the pane has shown is never repeated, and a retyped send
+    still missing is followed by the second send, then by "never began".
+    """
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    # Another send's mark, or another stage's, says nothing about this one.
+    assert step(S, place, _typed(4, 2)).place.stage == place.stage
+    retyped = step(S, place, Tick(at=Instant(33)))
+    assert [a.send for a in retyped.actions if isinstance(a, SendPrompt)] == [1]
+    assert any(isinstance(a, Report) and a.event is Event.PROMPT_RETYPED for a in retyped.actions)
+    assert retyped.place.stage.sends == 1
+    typed = step(S, retyped.place, _typed(34, 1)).place
+    assert step(S, typed, _typed(35, 1)).place.stage == typed.stage  # shown twice: one typing
+    second = step(S, typed, Tick(at=Instant(64)))
+    assert [a.send for a in second.actions if isinstance(a, SendPrompt)] == [2]
+    # The second send was never shown typed either: typed once more, then never began.
+    again = step(S, second.place, Tick(at=Instant(95)))
+    assert [a.send for a in again.actions if isinstance(a, SendPrompt)] == [2]
+    last = step(S, again.place, Tick(at=Instant(126)))
+    assert not any(isinstance(a, SendPrompt) for a in last.actions)
+    assert any(isinstance(a, Report) and a.event is Event.NEVER_BEGAN for a in last.actions)
+
+
+def test_r5_a_retype_or_resend_waits_while_the_agent_works() -> None:
+    """Typed into a busy agent the prompt would queue behind its work: both wait for it."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    working = AgentStateSeen(at=Instant(4), session=SESSION, activity=Activity.WORKING)
+    busy = step(S, place, working).place
+    assert not any(isinstance(a, SendPrompt) for a in step(S, busy, Tick(at=Instant(40))).actions)
+    typed = step(S, busy, _typed(5, 1)).place
+    assert not any(isinstance(a, SendPrompt) for a in step(S, typed, Tick(at=Instant(40))).actions)
 
 
 @pytest.mark.parametrize(

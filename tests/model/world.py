@@ -49,6 +49,7 @@ from flume.core.observations import (
     Landed,
     Launched,
     Observation,
+    PromptTyped,
     ReportSeen,
     SetupFinished,
     SubmitAsked,
@@ -141,6 +142,8 @@ class FakeAgent:
     attempt: int
     live: bool = True
     sends: list[SendPrompt | SendTell] = attrs.field(factory=list)
+    #: The pane's mark of the last prompt pasted into it: (marker, send), set with the paste.
+    typed: tuple[str, int] | None = None
 
 
 @attrs.define
@@ -303,13 +306,8 @@ class FakeWorld:
                         pane=f"%{self.sessions}",
                     ),
                 ]
-            case SendPrompt(session=session) | SendTell(session=session):
-                if isinstance(action, SendTell):
-                    self.tell_pasted_while.append(self.activity)
-                agent = self.agents.get(session)
-                if agent is not None and agent.live:
-                    agent.sends.append(action)
-                return []
+            case SendPrompt() | SendTell():
+                return self.paste(action, at)
             case EndAgent(session=session):
                 agent = self.agents.get(session)
                 if agent is None:
@@ -402,6 +400,32 @@ class FakeWorld:
         self.landed_at = self.now
         sha = self.git.land(self.place.branch, BASE)
         return self.feed(Landed(at=self.instant(), base_sha=sha))
+
+    def paste(self, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
+        """Type a prompt or tell into its agent's pane; a prompt's paste marks the pane."""
+        if isinstance(action, SendTell):
+            self.tell_pasted_while.append(self.activity)
+        agent = self.agents.get(action.session)
+        if agent is None or not agent.live:
+            return []
+        agent.sends.append(action)
+        if isinstance(action, SendTell):
+            return []
+        agent.typed = (action.marker, action.send)
+        marker, send = action.marker, action.send
+        return [PromptTyped(at=at, session=action.session, marker=marker, send=send)]
+
+    def watch_panes(self) -> None:
+        """The shell's look at the panes: a prompt the pane shows typed, reported again.
+
+        A crash can lose the report the paste answered with; the pane still holds its mark.
+        """
+        agent = self.live_agent()
+        if agent is not None and agent.typed is not None:
+            marker, send = agent.typed
+            self.feed(
+                PromptTyped(at=self.instant(), session=agent.session, marker=marker, send=send)
+            )
 
     def drive_stage(self) -> bool:
         """Carry the current stage to its end as a well-behaved agent would; False if it can't."""
