@@ -8,11 +8,12 @@ progress, a harness note or assistant text, all of which can quote a prompt. "Mi
 more and read again. Missing again: report that the stage never began. Never a third send."
 
 A send is counted when it is decided, and is typed by the shell after. A shell killed between
-the two would lose the send without typing it; so the pane says what was typed (the shell marks
-the pane in the same multiplexer command that pastes, and reports :class:`PromptTyped`), and a
-send whose confirmation window passed without the pane ever showing it typed is typed once
-more, as the same send (DELIVERY-RETYPE-UNTYPED). A paste is never repeated once the pane has
-shown it, so no prompt reaches a pane more than twice.
+the two would lose the send without typing it; so the pane says what was submitted (the shell
+marks the pane in the same multiplexer command that presses Enter after the paste, and reports
+:class:`PromptTyped`), and a send whose confirmation window passed without the pane ever showing
+it typed is typed once more, as the same send (DELIVERY-RETYPE-UNTYPED). A copy pasted and left
+unsubmitted by the kill goes with the second, as one message. A send is never typed again once
+the pane has shown it, so no prompt is submitted in a pane more than twice.
 
 Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY,
 DELIVERY-RETYPE-UNTYPED.

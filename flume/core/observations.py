@@ -159,10 +159,10 @@ class AgentReady:
 
 @attrs.frozen(kw_only=True)
 class PromptTyped:
-    """The pane holds send ``send`` of the prompt marked ``marker`` as typed: its paste was done.
+    """Send ``send`` of the prompt marked ``marker`` was typed and submitted in the pane.
 
-    The shell reports it after pasting, and the pane keeps it (a tmux pane option set in the
-    same command as the paste), so a shell killed between pasting and journaling reports it
+    The shell reports it after submitting, and the pane keeps it (a tmux pane option set in the
+    same command as the Enter), so a shell killed between submitting and journaling reports it
     again when it comes back.
     """
 

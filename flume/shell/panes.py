@@ -35,8 +35,9 @@ class PaneServer(Protocol):
     def paste(self, pane: str, text: str, *, mark: str = "", settle: float = 5.0) -> Ran:
         """Paste ``text`` literally into the pane and press Enter.
 
-        A ``mark`` is kept by the pane (as :attr:`Pane.typed`) from the moment of the paste,
-        set with it in one step, so a listing says which prompt was typed.
+        A ``mark`` is kept by the pane (as :attr:`Pane.typed`) from the moment the paste is
+        submitted, set with the Enter in one step where the server allows, so a listing says
+        which prompt was submitted.
         """
         ...
 

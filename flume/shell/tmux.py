@@ -85,7 +85,7 @@ class Pane:
     window_name: str
     #: The agent session the pane was started for: read from its start command.
     session: str | None
-    #: The mark of the last prompt pasted into the pane (see :meth:`Tmux.paste`); "" if none.
+    #: The mark of the last prompt submitted in the pane (see :meth:`Tmux.paste`); "" if none.
     typed: str = ""
 
 
@@ -177,7 +177,9 @@ class Tmux:
         ran = self.run("list-panes", "-a", "-F", "\t".join(_FIELDS))
         if not ran.ok:
             said = ran.err.lower()
-            if "no server running" in said or "error connecting" in said:
+            # The server is gone, or went as the call reached it (its last pane was closed).
+            gone = ("no server running", "error connecting", "server exited unexpectedly")
+            if any(words in said for words in gone):
                 return {}
             return None
         found: dict[str, Pane] = {}
@@ -217,8 +219,10 @@ class Tmux:
         is for its transcript to say, never for this.
 
         A ``mark`` is set on the pane (its ``@flume_typed`` option) by the same tmux command as
-        the paste: tmux runs the two together, so the pane says what was typed into it even
-        when the caller is killed before it could note the paste itself.
+        the Enter that submits the paste: tmux runs the two together, so the pane says what was
+        submitted in it even when the caller is killed before it could note it. A caller killed
+        between the paste and the Enter leaves the text unsubmitted and the pane unmarked: typed
+        again, it is submitted with the first copy, as one message.
         """
         before = self.capture(pane)
         buffer = f"flume-{uuid.uuid4().hex}"
@@ -228,8 +232,7 @@ class Tmux:
         loaded = self.run("load-buffer", "-b", buffer, "-", stdin=text)
         if not loaded.ok:
             return loaded
-        marking = (";", "set-option", "-p", "-t", pane, "@flume_typed", mark) if mark else ()
-        pasted = self.run("paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", pane, *marking)
+        pasted = self.run("paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", pane)
         if not pasted.ok:
             self.run("delete-buffer", "-b", buffer)
             return pasted
@@ -246,7 +249,8 @@ class Tmux:
                 break
             changed = changed or now != before
             last = now
-        return self.run("send-keys", "-t", pane, "Enter")
+        marking = (";", "set-option", "-p", "-t", pane, "@flume_typed", mark) if mark else ()
+        return self.run("send-keys", "-t", pane, "Enter", *marking)
 
     def kill_pane(self, pane: str) -> Ran:
         """End the pane's process and close the pane."""

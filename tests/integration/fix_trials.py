@@ -95,6 +95,7 @@ def run(folder: Path, rng: random.Random) -> Trial:
         wait_for(lambda: place_of(path).life is Life.TIDIED, 120, "the fix to land and be tidied")
     except AssertionError as error:
         problems.append(str(error))
+        problems.append(_where(path))
     problems.extend(_broken_promises(repo, path, inputs))
     retyped = [
         r
@@ -107,6 +108,16 @@ def run(folder: Path, rng: random.Random) -> Trial:
         seconds=time.monotonic() - started,
         problems=tuple(problems),
         retyped=len(retyped),
+    )
+
+
+def _where(path: Path) -> str:
+    """Where a run that did not complete stands: its life, stage, phase and sends."""
+    place = place_of(path)
+    stage = place.stage
+    return (
+        f"it stands {place.life.value}, stage {stage.name}#{stage.attempt}, "
+        f"{stage.sends} sends, {stage.phase!r}"
     )
 
 
