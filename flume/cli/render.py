@@ -7,6 +7,7 @@ import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, cast
 
 import attrs
@@ -15,6 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from flume import api
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
@@ -22,8 +24,8 @@ from flume.core.place import Life, Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
+from flume.shell.events import PlaceEvent
 from flume.shell.journal import FORMAT, converter
-from flume.shell.launch import Made
 from flume.shell.tidying import Outcome
 
 _LONG = 72
@@ -265,51 +267,6 @@ def _name(place: Place) -> str:
     return place_name(place.launch.kind, place.launch.name)
 
 
-def told(decision: Decision) -> str:
-    """What ``flume tell`` says: the tell is sent now, or held until the agent waits (R6)."""
-    place = decision.place
-    number = place.tells_given
-    sent = any(
-        isinstance(action, SendTell) and action.number == number for action in decision.actions
-    )
-    if sent:
-        return (
-            f"{_name(place)}: tell {number} is sent now, as the agent waits; it is delivered "
-            "once the agent's transcript holds it"
-        )
-    return (
-        f"{_name(place)}: tell {number} is held while the agent works; "
-        "it is sent once the agent waits"
-    )
-
-
-def stopped(decision: Decision) -> str:
-    """What ``flume stop`` says: the agent ends and its stage waits for a retry (R9)."""
-    name = _name(decision.place)
-    return (
-        f"{name}: the agent of stage {decision.place.stage.name} is ended; the stage waits: "
-        f"flume retry {name} [--words TEXT] runs it again, flume drop {name} abandons the work"
-    )
-
-
-def retried(decision: Decision) -> str:
-    """What ``flume retry`` says: the stage starts again with a fresh agent (R9)."""
-    stage = decision.place.stage
-    words = " and your words in its prompt" if stage.words.strip() else ""
-    return (
-        f"{_name(decision.place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
-        f"with a fresh agent{words}"
-    )
-
-
-def proceeded(decision: Decision) -> str:
-    """What ``flume proceed`` says: the stage that waited on the caller's word starts (R7)."""
-    return (
-        f"{_name(decision.place)}: stage {decision.place.stage.name} is released; "
-        "it starts with a fresh agent"
-    )
-
-
 def said_needs(decision: Decision) -> str:
     """What ``flume needs`` says to the agent that ran it (R8)."""
     phase = decision.place.stage.phase
@@ -326,18 +283,18 @@ def submitted(decision: Decision) -> str:
     )
 
 
-def launched_json(made: Made) -> str:
+def launched_json(made: api.Launched) -> str:
     """``flume launch --json``: the place made, format 1."""
-    document = {
-        "format": FORMAT,
-        "place": made.place,
-        "repository": str(made.repository),
-        "path": str(made.path),
-        "branch": made.branch,
-        "base": made.base,
-        "journal": str(made.journal),
-    }
-    return json.dumps(document, ensure_ascii=False, indent=2)
+    return json.dumps(made.as_dict(), ensure_ascii=False, indent=2)
+
+
+def event_text(event: PlaceEvent) -> str:
+    """``flume events`` for a person: one line an event, its time local; long words cut."""
+    when = datetime.fromtimestamp(event.at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    stage = f"{event.stage}#{event.attempt}" if event.stage and event.attempt else event.stage
+    lines = event.text.strip().splitlines() or [""]
+    more = f" (+{len(lines) - 1} lines; --json has them all)" if len(lines) > 1 else ""
+    return f"{when} {event.place} {stage or '-'} {event.event.value}: {lines[0]}{more}".rstrip()
 
 
 def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:

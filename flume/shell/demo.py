@@ -10,7 +10,6 @@ whose ``flume submit`` hands the work to the embedded lander.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -25,7 +24,7 @@ from flume.core.settings import Settings
 from flume.core.status import PlaceStatus, status
 from flume.shell import client, git, places
 from flume.shell import launch as shell_launch
-from flume.shell.tmux import Tmux
+from flume.testing import scenario
 
 #: The sample repository's files: a greeting with a typo, its test, and flume's config.
 SAMPLE = {
@@ -50,31 +49,12 @@ SCRIPTS = Path(__file__).with_name("demo_scripts")
 
 def make_sample(folder: Path) -> Path:
     """The sample repository, with its first commit on main."""
-    repository = folder / "greet"
-    for name, text in SAMPLE.items():
-        path = repository / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "start")):
-        ran = git.run(repository, *args)
-        if not ran.ok:
-            message = f"git {' '.join(args)}: {ran.err.strip()}"
-            raise RuntimeError(message)
-    return repository
+    return scenario.make_repository(folder / "greet", SAMPLE)
 
 
 def private_world(folder: Path) -> None:
     """Point this process (and the supervisor and agents it starts) at the demo's own folder."""
-    os.environ["HOME"] = str(folder / "home")
-    os.environ["XDG_STATE_HOME"] = str(folder / "state")
-    os.environ["FLUME_TMUX_SOCKET"] = str(folder / "tmux.sock")
-    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
-        os.environ.pop(key, None)
-    os.environ.setdefault("GIT_AUTHOR_NAME", "flume demo")
-    os.environ.setdefault("GIT_AUTHOR_EMAIL", "demo@flume.invalid")
-    os.environ.setdefault("GIT_COMMITTER_NAME", "flume demo")
-    os.environ.setdefault("GIT_COMMITTER_EMAIL", "demo@flume.invalid")
-    (folder / "home").mkdir(parents=True, exist_ok=True)
+    scenario.enter_host(folder)
 
 
 def launch(repository: Path, kind: str, name: str, brief: str, script: Path) -> None:
@@ -138,8 +118,7 @@ def run(folder: Path, show: Callable[[PlaceStatus], None], seconds: float) -> It
 
 def stop(folder: Path) -> None:
     """Stop the demo's supervisor and tmux server."""
-    client.request("stop", timeout=5.0)
-    Tmux(folder / "tmux.sock").kill_server()
+    scenario.leave_host(folder)
 
 
 def temporary() -> Path:

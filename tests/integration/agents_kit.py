@@ -23,22 +23,23 @@ from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, journal, places
-from tests.integration.places_kit import flume_process, repository
+from flume.testing import scenario
+from tests.integration.places_kit import flume_process
 
 #: Short waits, so that a lost send is found missing in seconds, not the default half minute.
-TIMING = "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n"
+TIMING = scenario.FAST_TIMING
 
 
 def agent_repository(folder: Path, config: str = TIMING) -> Path:
     """A repository whose places live by short timings."""
-    return repository(folder / "repo", files={".flume.toml": config, "README.md": "hullo\n"})
+    return scenario.make_repository(
+        folder / "repo", {".flume.toml": config, "README.md": "hullo\n"}
+    )
 
 
 def script(folder: Path, text: str, name: str = "script.toml") -> Path:
     """A test agent's script, written to a file."""
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return path
+    return scenario.write_script(folder, text, name)
 
 
 def launch_test_agent(

@@ -22,6 +22,19 @@ from tests.integration.places_kit import GIT_IDENTITY, Harness
 
 
 @pytest.fixture
+def woken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The commands' wake-ups of the host's supervisor, recorded instead of done."""
+    calls: list[str] = []
+
+    def ensure(wait: float = 0.0) -> None:
+        del wait
+        calls.append("wake")
+
+    monkeypatch.setattr(client, "ensure", ensure)
+    return calls
+
+
+@pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A host of the test's own: flume's state, registry and supervisor live under ``tmp_path``."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

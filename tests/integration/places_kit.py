@@ -35,14 +35,10 @@ from flume.shell import git, journal, places
 from flume.shell import launch as shell_launch
 from flume.shell.perform import Performer
 from flume.shell.supervisor import Supervisor
+from flume.testing import scenario
 
 #: Who commits in tests: HOME is private, so git has no identity of its own.
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "flume test",
-    "GIT_AUTHOR_EMAIL": "test@flume.invalid",
-    "GIT_COMMITTER_NAME": "flume test",
-    "GIT_COMMITTER_EMAIL": "test@flume.invalid",
-}
+GIT_IDENTITY = scenario.GIT_IDENTITY
 
 
 def run_git(cwd: Path, *args: str) -> str:
@@ -54,14 +50,7 @@ def run_git(cwd: Path, *args: str) -> str:
 
 def repository(folder: Path, *, files: dict[str, str] | None = None) -> Path:
     """A real git repository with a first commit on main (holding ``files``)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    run_git(folder, "init", "-q", "-b", "main")
-    for name, text in (files or {"README.md": "hello\n"}).items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
-    run_git(folder, "add", "-A")
-    run_git(folder, "commit", "-q", "-m", "start")
-    return folder.resolve()
+    return scenario.make_repository(folder, files)
 
 
 def commit(worktree: Path, name: str, text: str = "x\n") -> Sha:

@@ -30,7 +30,7 @@ from flume.core.observations import (
 )
 from flume.core.place import AwaitingWord, Life, Place, Short, ShortCause, Working
 from flume.core.settings import Settings
-from flume.shell import client, journal, places
+from flume.shell import journal, places
 from flume.shell import launch as shell_launch
 from flume.shell.commands import MAX_TEXT_BYTES
 from flume.shell.perform import Performer
@@ -73,19 +73,6 @@ class RecordingAgents(EchoAgents):
     def tells(self) -> list[str]:
         """The texts of the tells sent."""
         return [each.text for each in self.sent if isinstance(each, SendTell)]
-
-
-@pytest.fixture
-def woken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The commands' wake-ups of the host's supervisor, recorded instead of done."""
-    calls: list[str] = []
-
-    def ensure(wait: float = 0.0) -> None:
-        del wait
-        calls.append("wake")
-
-    monkeypatch.setattr(client, "ensure", ensure)
-    return calls
 
 
 @pytest.fixture
