@@ -42,6 +42,7 @@ class Panes(enum.Enum):
 
     TMUX = "tmux"  #: a window of flume's own tmux server, one per place
     PRINT = "print"  #: a command flume writes down for you to run in a terminal of your own
+    HERDR = "herdr"  #: a tab of the running herdr server, one per place (its socket API)
 
 
 @attrs.frozen(kw_only=True)

@@ -26,6 +26,10 @@ def main(arguments: list[str]) -> int:
         os.unlink(path)  # noqa: PTH108
         argv = [str(part) for part in data["argv"]]
         env = {str(key): str(value) for key, value in data["env"].items()}
+        # Variables the pane's multiplexer set for this pane (herdr's pane ids), by name.
+        for name in data.get("keep", ()):
+            if str(name) in os.environ:
+                env[str(name)] = os.environ[str(name)]
     except (OSError, ValueError, KeyError, AttributeError, TypeError) as error:
         sys.stderr.write(f"flume: cannot start the agent from {path}: {error}\n")
         return 127

@@ -1,7 +1,8 @@
 """Agents in panes: Claude Code, Codex and flume's test agent, started, typed into and ended.
 
 Theory of operation. The core asks for ``StartAgent``, ``SendPrompt``/``SendTell`` and
-``EndAgent``; :class:`Agents` performs them in tmux panes and reports what it saw. It decides
+``EndAgent``; :class:`Agents` performs them in panes (flume's tmux server, or herdr's when the
+launch names ``--panes herdr``) and reports what it saw. It decides
 nothing: whether a prompt was taken is for the transcript to say (R5), read by
 :mod:`flume.shell.watch`.
 
@@ -20,6 +21,7 @@ rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code'
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -45,6 +47,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell import places, printed
+from flume.shell.herdr import Herdr
 from flume.shell.panes import PaneServer
 from flume.shell.tmux import SESSION_VARIABLE, Tmux
 
@@ -64,8 +67,13 @@ HOOK_EVENTS = (
     "StopFailure",
     "SessionEnd",
 )
-#: tmux's own variables, which would make an agent think it runs inside the caller's tmux.
-_TMUX_VARIABLES = frozenset({"TMUX", "TMUX_PANE"})
+#: The caller's own multiplexer's variables, which would make an agent think it runs in the
+#: caller's pane: tmux's, and herdr's (herdr sets its own in the panes it starts for flume).
+_TMUX_VARIABLES = frozenset(
+    {"TMUX", "TMUX_PANE", "HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID"}
+)
+#: What a herdr pane's first program keeps of the environment herdr gave it (agentexec.py).
+_HERDR_KEEPS = ("HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID")
 #: The pane's first program (:mod:`flume.shell.agentexec`).
 _AGENTEXEC = Path(__file__).with_name("agentexec.py")
 
@@ -193,19 +201,25 @@ def tmux_group(repository: str) -> str:
 
 
 class Agents:
-    """The agent port over tmux panes."""
+    """The agent port over panes: flume's tmux server, or herdr's, as each place's launch named."""
 
-    def __init__(self, tmux: PaneServer | None = None) -> None:
+    def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
         self.tmux: PaneServer = tmux or Tmux()
+        self.herdr: PaneServer = herdr or Herdr()
+
+    def server(self, place: Place) -> PaneServer:
+        """The pane server the place's launch named (``--panes``)."""
+        return server_for(place, tmux=self.tmux, herdr=self.herdr)
 
     def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         """R4: start the stage attempt's agent, or report the pane already running it."""
         session = session_for(place, action.stage, action.attempt)
         if action.agent.panes is Panes.PRINT:
             return self._print(place, action, session, at)
-        panes = self.tmux.panes()
+        server = self.server(place)
+        panes = server.panes()
         if panes is None:
-            return self._failed(at, [], "tmux could not list its panes")
+            return self._failed(at, [], f"{action.agent.panes.value} could not list its panes")
         for pane in panes.values():
             if pane.session == session:
                 return [self._started(at, action, session, pane.id)]
@@ -225,8 +239,9 @@ class Agents:
         # The command line and environment go in a private file the pane's first program
         # reads and removes: no secret and no caller's argument on a command line.
         exec_file = agents_dir() / f"{session}.exec.json"
-        write_private(exec_file, {"argv": argv, "env": environment(place, session)})
-        ran = self.tmux.start(
+        keep = list(_HERDR_KEEPS) if action.agent.panes is Panes.HERDR else []
+        write_private(exec_file, {"argv": argv, "env": environment(place, session), "keep": keep})
+        ran = server.start(
             group=tmux_group(place.launch.repository),
             window=place_name(place.launch.kind, place.launch.name),
             cwd=Path(place.path),
@@ -234,8 +249,9 @@ class Agents:
             env=marks(place, session),
         )
         made = ran.out.strip()
-        if not ran.ok or not made.startswith("%"):
-            return self._failed(at, argv, ran.err.strip() or "tmux made no pane")
+        if not ran.ok or not made or made.startswith(PRINTED):
+            what = ran.err.strip() or f"{action.agent.panes.value} made no pane"
+            return self._failed(at, argv, what)
         return [self._started(at, action, session, made)]
 
     def _print(
@@ -265,13 +281,15 @@ class Agents:
         """End the agent: close every pane running its session, then see that none is left."""
         if place.agent is not None and place.agent.pane.startswith(PRINTED):
             return self._end_printed(place.agent.pane.removeprefix(PRINTED), action, at)
-        panes = self.tmux.panes()
+        server = self.server(place)
+        panes = server.panes()
         if panes is None:
-            return [ActionFailed(at=at, action="EndAgent", output="tmux could not list panes")]
+            what = f"{place.launch.agent.panes.value} could not list panes"
+            return [ActionFailed(at=at, action="EndAgent", output=what)]
         for pane in panes.values():
             if pane.session == action.session:
-                self.tmux.kill_pane(pane.id)
-        left = self.tmux.panes()
+                server.kill_pane(pane.id)
+        left = server.panes()
         if left is None or any(pane.session == action.session for pane in left.values()):
             return [ActionFailed(at=at, action="EndAgent", output="the agent's pane is still open")]
         return [AgentExited(at=at, session=action.session)]
@@ -291,15 +309,17 @@ class Agents:
             path = Path(place.agent.pane.removeprefix(PRINTED))
             printed.set_prompt(path, action.session, action.text)
             return typed
-        panes = self.tmux.panes()
+        server = self.server(place)
+        panes = server.panes()
         what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
         if panes is None:
-            return [ActionFailed(at=at, action=what, output="tmux could not list its panes")]
+            said = f"{place.launch.agent.panes.value} could not list its panes"
+            return [ActionFailed(at=at, action=what, output=said)]
         live = [p for p in panes.values() if p.session == action.session and not p.dead]
         if not live:
             return []  # the watch reports the agent gone; the send is found missing
         mark = typed_mark(action.marker, action.send) if isinstance(action, SendPrompt) else ""
-        ran = self.tmux.paste(live[0].id, action.text, mark=mark)
+        ran = server.paste(live[0].id, action.text, mark=mark)
         if not ran.ok:
             return [ActionFailed(at=at, action=what, output=ran.err.strip())]
         return typed
@@ -316,9 +336,25 @@ class Agents:
         return [AgentExited(at=at, session=action.session)]
 
 
+#: The longest marker a typed mark holds whole: herdr keeps at most 80 characters of a token.
+_MARK_WHOLE = 64
+
+
 def typed_mark(marker: str, send: int) -> str:
-    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted."""
-    return f"{marker}#{send}"
+    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted.
+
+    A marker too long for every multiplexer's field (a long place name) is kept as its digest:
+    the mark is only ever compared with the one this makes.
+    """
+    shown = marker
+    if len(marker) > _MARK_WHOLE:
+        shown = "sha256:" + hashlib.sha256(marker.encode()).hexdigest()[:40]
+    return f"{shown}#{send}"
+
+
+def server_for(place: Place, *, tmux: PaneServer, herdr: PaneServer) -> PaneServer:
+    """The pane server of the place's launch: herdr's for ``--panes herdr``, else flume's tmux."""
+    return herdr if place.launch.agent.panes is Panes.HERDR else tmux
 
 
 #: What each registry file held when last read, by path: (its modification time, its entry).

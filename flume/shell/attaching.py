@@ -1,4 +1,4 @@
-"""``flume attach``: the pane of a place's live agent, and the terminal handed to tmux."""
+"""``flume attach``: the pane of a place's live agent, and the terminal handed to tmux or herdr."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Sequence
 
 from flume.core.errors import UsageError, refused
-from flume.core.launch import place_name
+from flume.core.launch import Panes, place_name
 from flume.core.place import Place
 from flume.shell.tmux import Pane
 
@@ -17,7 +17,10 @@ def pane_of(place: Place | None) -> str:
     if place is None:
         raise UsageError.one("place", "its journal cannot be read", "see flume status")
     name = place_name(place.launch.kind, place.launch.name)
-    if place.agent is None or not place.agent.pane.startswith(("%", "print:")):
+    in_herdr = place.launch.agent.panes is Panes.HERDR
+    if place.agent is None or not (
+        place.agent.pane.startswith(("%", "print:")) or (in_herdr and place.agent.pane)
+    ):
         raise refused(
             "attach",
             f"{name} has no live agent in a pane (stage {place.stage.name})",

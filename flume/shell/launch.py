@@ -33,7 +33,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import config, git, journal, places
+from flume.shell import config, git, herdr, journal, places
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -83,6 +83,9 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         )
     declared = config.load(repository)
     settings = declared.settings(settings)
+    if request.agent.panes is Panes.HERDR:
+        # A place is made only for a herdr that answers and speaks a protocol flume knows.
+        herdr.check_server()
     if request.agent.panes is Panes.PRINT and "confirm_seconds" not in declared.timing:
         # A printed agent starts when its caller runs it: the first send waits that long.
         settings = attrs.evolve(settings, confirm_seconds=PRINT_CONFIRM_SECONDS)

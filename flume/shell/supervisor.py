@@ -53,6 +53,7 @@ from flume.core.settings import Settings
 from flume.core.step import pending, step
 from flume.shell import client, git, journal, openspec, places, tmux
 from flume.shell.agents import Agents
+from flume.shell.herdr import Herdr
 from flume.shell.lander import Lander, Landings
 from flume.shell.openspec import Changes
 from flume.shell.perform import Performer
@@ -470,14 +471,22 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PL
         with contextlib.suppress(BlockingIOError):
             os.write(wake_write, b".")
 
-    server = Tmux()
+    # One server of each kind, shared by the agents' starts and the watch: each place's agent
+    # goes to the one its launch named (--panes tmux or herdr); herdr's is asked only when used.
+    server, herdr_server = Tmux(), Herdr()
     performer = Performer(
         clock=time.time,
-        agents=Agents(server),
+        agents=Agents(server, herdr_server),
         lander=Lander(pass_fds=(descriptor,)),
         pass_fds=(descriptor,),
     )
-    observers = (BranchHeads(), Watch(server), Landings(), Changes(openspec.binary()), Reports())
+    observers = (
+        BranchHeads(),
+        Watch(server, herdr_server),
+        Landings(),
+        Changes(openspec.binary()),
+        Reports(),
+    )
     supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
     stopping = False
 

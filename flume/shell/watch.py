@@ -1,10 +1,11 @@
 """Watching agents: panes, transcripts, hooks and the live-session registry, each tick, in batches.
 
 Theory of operation. :class:`Watch` is one of the supervisor's observers. Each tick it lists
-every pane with one tmux call, reads the live-session registry's folder once, and for each place
-with a live agent reads only what was appended to the agent's transcript and hook file since the
-offsets it stored: the cost of a tick grows with the bytes that changed, not with the number of
-places or the size of transcripts (P3, P4). It reports facts and decides nothing:
+every pane with one tmux call (and one herdr request while places run their agents in herdr),
+reads the live-session registry's folder once, and for each place with a live agent reads only
+what was appended to the agent's transcript and hook file since the offsets it stored: the
+cost of a tick grows with the bytes that changed, not with the number of places or the size of
+transcripts (P3, P4). It reports facts and decides nothing:
 
 - every new transcript line (a torn last line waits for the next tick), and lines it could not
   read, counted (R5: only the transcript proves a prompt was taken);
@@ -37,7 +38,7 @@ import attrs
 
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
-from flume.core.launch import AgentName
+from flume.core.launch import AgentName, Panes
 from flume.core.observations import (
     Activity,
     AgentExited,
@@ -61,6 +62,7 @@ from flume.shell.agents import (
     transcript_path,
     typed_mark,
 )
+from flume.shell.herdr import Herdr
 from flume.shell.panes import PaneServer
 from flume.shell.tmux import Pane, Tmux
 
@@ -177,8 +179,9 @@ def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
 class Watch:
     """The supervisor's observer of agents."""
 
-    def __init__(self, tmux: PaneServer | None = None) -> None:
+    def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
         self.tmux: PaneServer = tmux or Tmux()
+        self.herdr: PaneServer = herdr or Herdr()
         self.seen: dict[str, Seen] = {}
         #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
         self.dead_ticks: dict[str, int] = {}
@@ -190,8 +193,19 @@ class Watch:
         live = [
             each for each in followed if each.place is not None and each.place.agent is not None
         ]
-        # One listing a tick while agents live (and once more after, to close dead panes).
-        panes = self.tmux.panes() if live or self.seen or self.dead_ticks else None
+        # One listing a tick of each pane server while its agents live (and of tmux once more
+        # after, to close dead panes); each place's agent is looked for on its launch's server.
+        in_herdr = [each for each in live if _in_herdr(each.place)]
+        herdr_sessions = {
+            each.place.agent.session for each in in_herdr if each.place and each.place.agent
+        }
+        wants_tmux = (
+            len(in_herdr) < len(live)
+            or bool(self.dead_ticks)
+            or any(session not in herdr_sessions for session in self.seen)
+        )
+        panes = self.tmux.panes() if wants_tmux else None
+        herdr_panes = self.herdr.panes() if in_herdr else None
         registry = live_sessions() if live else {}
         current: set[str] = set()
         for each in live:
@@ -200,8 +214,9 @@ class Watch:
             agent = place.agent
             assert agent is not None  # noqa: S101 (filtered above)
             current.add(agent.session)
+            server, listed = (self.herdr, herdr_panes) if _in_herdr(place) else (self.tmux, panes)
             try:
-                for seen in self._agent(place, agent, panes, registry, now):
+                for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
             except OSError:
                 _log.exception("watching %s failed", agent.session)
@@ -222,10 +237,11 @@ class Watch:
         self,
         place: Place,
         agent: Agent,
-        panes: dict[str, Pane] | None,
+        listing: tuple[PaneServer, dict[str, Pane] | None],
         registry: dict[str, dict[str, object]],
         now: Instant,
     ) -> Iterator[Observation]:
+        server, panes = listing
         session = agent.session
         state = self._state(session)
         kind = place.launch.agent.agent
@@ -238,7 +254,7 @@ class Watch:
         pane = _pane_of(panes, agent)
         phase = place.stage.phase
         if spoken is None and isinstance(phase, AwaitingInput) and pane is not None:
-            spoken = self._screen(kind, pane)
+            spoken = self._screen(kind, pane, server)
             if (
                 spoken is None
                 and kind is AgentName.CLAUDE
@@ -265,7 +281,7 @@ class Watch:
             yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
         if panes is not None and (pane is None or pane.dead):
             status = pane.dead_status if pane is not None else None
-            words = self._last_words(pane) if pane is not None else ""
+            words = self._last_words(pane, server) if pane is not None else ""
             yield AgentExited(at=now, session=session, status=status, last_words=words)
 
     @staticmethod
@@ -351,7 +367,8 @@ class Watch:
                     state.hook_at = float(record.get("at", 0.0))
         state.hooks += end
 
-    def _screen(self, kind: AgentName, pane: Pane) -> Activity | None:
+    @staticmethod
+    def _screen(kind: AgentName, pane: Pane, server: PaneServer) -> Activity | None:
         """Before an agent registers: a trust dialog asks a person; Codex's composer waits.
 
         Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is
@@ -359,7 +376,7 @@ class Watch:
         """
         if kind is AgentName.TEST or pane.dead:
             return None
-        screen = self.tmux.capture(pane.id) or ""
+        screen = server.capture(pane.id) or ""
         if kind is AgentName.CLAUDE and any(words in screen for words in _TRUST_WORDS):
             return Activity.ASKING
         if kind is AgentName.CODEX and any(words in screen for words in _CODEX_TRUST_WORDS):
@@ -371,9 +388,10 @@ class Watch:
             return Activity.WAITING
         return None
 
-    def _last_words(self, pane: Pane) -> str:
+    @staticmethod
+    def _last_words(pane: Pane, server: PaneServer) -> str:
         """The last lines a dead agent's pane shows (why it went, often)."""
-        screen = self.tmux.capture(pane.id) or ""
+        screen = server.capture(pane.id) or ""
         lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
         lines = [line for line in lines if not line.startswith("Pane is dead")]
         return "\n".join(lines[-_LAST_LINES:])
@@ -393,6 +411,11 @@ class Watch:
             if self.dead_ticks[pane_id] >= _DEAD_TICKS:
                 self.tmux.kill_pane(pane_id)
         self.dead_ticks = {key: value for key, value in self.dead_ticks.items() if key in dead}
+
+
+def _in_herdr(place: Place | None) -> bool:
+    """The place's agent runs in a pane of herdr's (``--panes herdr``)."""
+    return place is not None and place.launch.agent.panes is Panes.HERDR
 
 
 def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:

@@ -1,0 +1,269 @@
+"""``flume herdr``: what flume's herdr plugin runs (herdr-plugin/herdr-plugin.toml).
+
+``sidebar`` reports every place in flight to herdr's sidebar; ``action`` does what a plugin
+action asks, on the place the invoking context means; ``pane`` is a plugin pane's program (a
+popup that asks for words). Each talks to the herdr whose socket herdr gave it
+(``$HERDR_SOCKET_PATH``) and does its work through flume's API, as the commands do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import signal
+import sys
+import threading
+from typing import Annotated, NoReturn
+
+import typer
+
+from flume import api
+from flume.core.errors import UsageError
+from flume.core.launch import Panes
+from flume.shell import herdr_plugin as plugin
+from flume.shell.herdr import Client, HerdrError
+
+herdr_app = typer.Typer(
+    help="What flume's herdr plugin runs: sidebar reports, actions, popups.",
+    no_args_is_help=True,
+)
+
+
+class Action(enum.Enum):
+    """The plugin's actions (herdr-plugin.toml ``[[actions]]``)."""
+
+    OPEN = "open"  #: focus the place's agent pane (a tmux-run agent opens in a new tab)
+    TELL = "tell"  #: open the popup that asks what to tell the place's agent
+    STOP = "stop"  #: end the place's agent; its stage waits for a retry
+    RETRY = "retry"  #: run the place's stage again with a fresh agent
+    PROCEED = "proceed"  #: give your word to a stage that waits on it
+    LAUNCH = "launch"  #: open the popup that launches work from the focused repository
+    PLACES = "places"  #: open the popup that lists the places in flight
+    REFRESH = "refresh"  #: report the sidebar once
+
+
+class Popup(enum.Enum):
+    """The plugin's panes (herdr-plugin.toml ``[[panes]]``)."""
+
+    TELL = "tell"
+    LAUNCH = "launch"
+    PLACES = "places"
+
+
+def _fail(error: UsageError | HerdrError) -> NoReturn:
+    if isinstance(error, HerdrError):
+        typer.echo(f"flume: herdr: {error.message}", err=True)
+        raise typer.Exit(1)
+    for problem in error.problems:
+        typer.echo(f"flume: {problem.render()}", err=True)
+    raise typer.Exit(error.exit_status)
+
+
+@herdr_app.command()
+def sidebar(
+    *,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Report again every few seconds, until herdr goes.")
+    ] = False,
+    every: Annotated[float, typer.Option(help="Seconds between reports with --follow.")] = 3.0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the reports as JSON lines; send none.")
+    ] = False,
+) -> None:
+    """Show every place in flight in herdr's sidebar (pane and workspace tokens, $flume...)."""
+    context = plugin.Context.from_environment()
+    herdr = Client()
+    try:
+        if dry_run:
+            for each in plugin.planned(herdr, context.source):
+                typer.echo(json.dumps({"method": each.method, "params": each.params}))
+            return
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stopping.set())
+        problems = plugin.follow(herdr, context.source, every if follow else None, stopping)
+    except HerdrError as error:
+        _fail(error)
+    for problem in problems:
+        typer.echo(f"flume: herdr refused a report: {problem}", err=True)
+    if problems:
+        raise typer.Exit(1)
+
+
+def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    panes = herdr.call("pane.list", {}).get("panes", [])
+    found = plugin.place_meant(context, plugin.in_flight(), panes)
+    if found is None:
+        raise UsageError.one(
+            "place",
+            "the focused pane or workspace is in no single place in flight",
+            "focus a place's agent pane or a folder inside its place, or use the places popup",
+            exit_status=1,
+        )
+    return found
+
+
+def _notify(herdr: Client, title: str, body: str) -> None:
+    """Say it in herdr (a toast), and on stdout for the plugin's log."""
+    typer.echo(f"{title}: {body}")
+    with contextlib.suppress(HerdrError):
+        herdr.call("notification.show", {"title": plugin.fit(title), "body": plugin.fit(body, 240)})
+
+
+def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
+    if context.plugin_id is None:
+        raise UsageError.one(
+            "action",
+            f"the {popup.value} popup opens only when herdr runs this as its plugin",
+            f"run flume herdr pane {popup.value} in a terminal instead",
+        )
+    params = {
+        "plugin_id": context.plugin_id,
+        "entrypoint": popup.value,
+        "placement": "popup",
+        "focus": True,
+    }
+    herdr.call("plugin.pane.open", params)
+
+
+@herdr_app.command()
+def action(
+    name: Annotated[Action, typer.Argument(metavar="ACTION", help="What the plugin asks.")],
+) -> None:
+    """Do a plugin action on the place herdr's invoking context means."""
+    context = plugin.Context.from_environment()
+    herdr = Client()
+    try:
+        match name:
+            case Action.REFRESH:
+                for problem in plugin.show(herdr, context.source):
+                    typer.echo(f"flume: herdr refused a report: {problem}", err=True)
+            case Action.TELL | Action.LAUNCH | Action.PLACES:
+                _popup(herdr, context, Popup(name.value))
+            case Action.OPEN:
+                _open(herdr, _meant(herdr, context))
+            case Action.STOP | Action.RETRY | Action.PROCEED:
+                meant = _meant(herdr, context)
+                said = _command(name, meant)
+                _notify(herdr, f"flume {name.value}", said)
+                plugin.show(herdr, context.source)
+    except UsageError as error:
+        with contextlib.suppress(HerdrError):
+            _notify(herdr, f"flume {name.value}", error.problems[0].render())
+        _fail(error)
+    except HerdrError as error:
+        _fail(error)
+
+
+def _command(name: Action, meant: plugin.InFlight) -> str:
+    where = meant.repository
+    match name:
+        case Action.STOP:
+            return api.stop(meant.name, repository=where)
+        case Action.RETRY:
+            return api.retry(meant.name, repository=where)
+        case _:
+            return api.proceed(meant.name, repository=where)
+
+
+def _open(herdr: Client, meant: plugin.InFlight) -> None:
+    """Focus the place's agent pane; an agent in flume's tmux opens in a new herdr tab."""
+    agent = meant.place.agent
+    if agent is None:
+        raise UsageError.one(
+            "place",
+            f"{meant.name} has no live agent (stage {meant.view.stage}, {meant.view.phase})",
+            f"see flume status {meant.name}",
+            exit_status=1,
+        )
+    if meant.place.launch.agent.panes is Panes.HERDR:
+        herdr.call("pane.focus", {"pane_id": agent.pane})
+        return
+    command = [sys.executable, "-m", "flume", "attach", meant.name]
+    command += ["--repository", str(meant.repository)]
+    node = {"type": "pane", "label": meant.name, "cwd": meant.place.path, "command": command}
+    herdr.call("layout.apply", {"tab_label": meant.name, "focus": True, "root": node})
+
+
+@herdr_app.command()
+def pane(
+    name: Annotated[Popup, typer.Argument(metavar="PANE", help="The plugin pane to run.")],
+) -> None:
+    """Run a plugin pane: ask, in the popup, for what a command needs, then do it."""
+    context = plugin.Context.from_environment()
+    herdr = Client()
+    try:
+        match name:
+            case Popup.TELL:
+                meant = _meant_or_chosen(herdr, context)
+                words = _ask(f"Tell {meant.name} (one line, Enter sends): ")
+                typer.echo(api.tell(meant.name, words, repository=meant.repository))
+            case Popup.PLACES:
+                meant = _chosen(plugin.in_flight())
+                what = _ask("o open, t tell, s stop, r retry, p proceed: ").strip().lower()
+                _do(herdr, meant, what)
+            case Popup.LAUNCH:
+                _launch(context)
+        plugin.show(herdr, context.source)
+    except (UsageError, HerdrError) as error:
+        _fail(error)
+    _ask("Enter closes this.")
+
+
+def _ask(prompt: str) -> str:
+    typer.echo(prompt, nl=False)
+    line = sys.stdin.readline()
+    if not line:
+        raise UsageError.one("words", "nothing was typed", "type your words, then Enter")
+    return line.rstrip("\n")
+
+
+def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    found = plugin.in_flight()
+    panes = herdr.call("pane.list", {}).get("panes", [])
+    return plugin.place_meant(context, found, panes) or _chosen(found)
+
+
+def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
+    if not found:
+        raise UsageError.one("place", "no place is in flight", "launch work first", exit_status=1)
+    for number, each in enumerate(found, start=1):
+        typer.echo(f"{number:>3}  {plugin.row(each)}")
+    picked = _ask("Which place (its number): ").strip()
+    if not picked.isdigit() or not 1 <= int(picked) <= len(found):
+        raise UsageError.one("place", f"{picked!r} is no number listed", "type one of them")
+    return found[int(picked) - 1]
+
+
+def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
+    match what:
+        case "o":
+            _open(herdr, meant)
+        case "t":
+            words = _ask(f"Tell {meant.name}: ")
+            typer.echo(api.tell(meant.name, words, repository=meant.repository))
+        case "s" | "r" | "p":
+            chosen = {"s": Action.STOP, "r": Action.RETRY, "p": Action.PROCEED}[what]
+            typer.echo(_command(chosen, meant))
+        case _:
+            raise UsageError.one("action", f"{what!r} is none of o t s r p", "type one of them")
+
+
+def _launch(context: plugin.Context) -> None:
+    """Launch work from the focused workspace's repository; its agents run in herdr."""
+    repository = plugin.repository_meant(context)
+    if repository is None:
+        raise UsageError.one(
+            "repository",
+            "the focused workspace stands in no git repository",
+            "focus a workspace or pane whose folder is in the repository",
+        )
+    typer.echo(f"Launch work in {repository}")
+    kind = _ask("Kind (fix, change, question or declared) [fix]: ").strip() or "fix"
+    name = _ask("Name (letters, digits, . _ -): ").strip()
+    brief = _ask("Brief (one line): ")
+    agent = _ask("Agent (claude, codex) [claude]: ").strip() or "claude"
+    made = api.launch(
+        repository=repository, kind=kind, name=name, brief=brief, agent=agent, panes="herdr"
+    )
+    typer.echo(f"{made.place}: {made.path} on {made.branch} from {made.base}")
