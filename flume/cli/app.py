@@ -1,8 +1,10 @@
-"""The ``flume`` command: typer commands that parse arguments, call the shell and render."""
+"""The ``flume`` command: typer commands that parse, call :mod:`flume.api` or the shell, render."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
 import sys
 import time
@@ -10,33 +12,22 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from pyrsistent import pvector
 
-from flume import __version__
-from flume.cli import render
+from flume import __version__, api
+from flume.cli import board, render
+from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
-from flume.core.launch import AgentName, AgentSettings, Panes
-from flume.core.observations import (
-    DropAsked,
-    NeedsSaid,
-    Observation,
-    ProceedAsked,
-    RetryAsked,
-    StopAsked,
-    SubmitAsked,
-    Told,
-)
+from flume.core.launch import AgentName, Panes
+from flume.core.observations import NeedsSaid, SubmitAsked
 from flume.core.settings import Settings
 from flume.core.status import PlaceStatus
-from flume.core.status import status as core_status
-from flume.core.step import Decision, trace
+from flume.core.step import trace
 from flume.shell import (
     attaching,
     client,
     commands,
-    declared,
     places,
     printed,
     scenario,
@@ -44,8 +35,10 @@ from flume.shell import (
     tidying,
 )
 from flume.shell import demo as demo_world
-from flume.shell import launch as shell_launch
 from flume.shell.agents import PRINTED
+from flume.shell.events import Follower
+from flume.shell.herdr import Herdr
+from flume.shell.panes import PaneServer
 from flume.shell.tmux import Tmux
 
 app = typer.Typer(
@@ -119,35 +112,18 @@ def status(
 ) -> None:
     """Show each place: kind, stage, agent, deliverable, submission, tasks (read from journals)."""
     try:
-        repositories = [places.repository_of(repository)] if repository else places.remembered()
+        found = api.survey(place=place, repository=repository, mark=mark)
     except UsageError as error:
         _fail(error)
-    views = []
-    unreadable = []
-    # R11: with no supervisor following the places, what an agent does now cannot be read.
-    supervised = client.request("ping", timeout=1.0) is not None
-    for found_in in repositories:
-        for found in places.places_of(found_in, Settings()):
-            if found.place is None:
-                unreadable.append((str(found.journal), found.problem or "unreadable"))
-                continue
-            if found.torn:
-                typer.echo(
-                    f"flume: warning: {found.journal} ends in a line a crash cut short; "
-                    "it was left out",
-                    err=True,
-                )
-            view = core_status(found.place, agent_known=supervised)
-            if (mark is None or view.mark == mark) and (place is None or view.place == place):
-                views.append(view)
-    if place is not None and not views:
-        _fail(
-            UsageError.one(
-                "place",
-                f"no place {place} in {', '.join(map(str, repositories)) or 'any repository'}",
-                "run flume status to list the places there are",
-            ),
+    for journal_path in found.torn:
+        typer.echo(
+            f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
+            err=True,
         )
+    views = list(found.places)
+    unreadable = list(found.unreadable)
+    if place is not None and not views:
+        _fail(api.no_such_place(place, found.repositories))
     if as_json:
         typer.echo(render.status_json(views, unreadable))
         return
@@ -225,7 +201,9 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         Panes,
         typer.Option(
             help="tmux: each agent in a window of flume's own tmux server (flume attach shows "
-            "it); print: flume writes the agent down and flume attach prints the command you run.",
+            "it); herdr: each agent in a tab of your running herdr (its socket: "
+            "$HERDR_SOCKET_PATH or herdr's default); print: flume writes the agent down and "
+            "flume attach prints the command you run.",
         ),
     ] = Panes.TMUX,
     agent_arg: Annotated[
@@ -243,27 +221,22 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     Prints the place's id (<kind>--<name>). Bad input makes nothing and exits with status 2.
     """
     try:
-        carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+        made = api.launch(
+            repository=repository,
+            name=name,
+            brief=lambda: _brief(brief, brief_file),
+            kind=kind,
+            kind_file=kind_file,
+            base=base,
+            mark=mark,
+            waits=wait or (),
+            agent=agent.value,
+            model=model,
+            agent_args=agent_arg or (),
+            panes=panes.value,
+        )
     except UsageError as error:
         _fail(error)
-    if kind is None and carried is None:
-        _fail(UsageError.one("kind", "no kind named", "give --kind fix|change|question|<declared>"))
-    request = shell_launch.Request(
-        repository=repository.absolute(),
-        kind=kind or (carried.name if carried is not None else ""),
-        carried=carried,
-        name=name,
-        brief=_brief(brief, brief_file),
-        base=base,
-        mark=mark,
-        waits=tuple(wait or ()),
-        agent=AgentSettings(agent=agent, model=model, flags=pvector(agent_arg or ()), panes=panes),
-    )
-    try:
-        made = shell_launch.launch(request, Settings(), time.time)
-    except UsageError as error:
-        _fail(error)
-    client.ensure()
     if as_json:
         typer.echo(render.launched_json(made))
         return
@@ -285,12 +258,9 @@ def drop(
 ) -> None:
     """Abandon the work: its agent ends; tidy removes its place and keeps its branch (R9, R10)."""
     try:
-        found = places.find(place, repository, Settings())
-        places.command(found.journal, DropAsked(at=Instant(time.time())), Settings())
+        typer.echo(api.drop(place, repository=repository))
     except UsageError as error:
         _fail(error)
-    client.ensure()
-    typer.echo(f"{place} dropped: the supervisor removes its place if clean, and keeps its branch")
 
 
 _PLACE_HELP = "The place, <kind>--<name>."
@@ -320,18 +290,6 @@ def _words(text: str, field: str) -> str:
     return commands.decoded(field, sys.stdin.buffer.read())
 
 
-def _give(place: str, repository: Path | None, seen: Observation) -> Decision:
-    """Journal the caller's command for the place and wake the supervisor; exit 2 or 1 if not."""
-    settings = Settings()
-    try:
-        found = places.find(place, repository, settings)
-        decision = commands.give(found, seen, settings)
-    except UsageError as error:
-        _fail(error)
-    client.ensure()
-    return decision
-
-
 @app.command()
 def tell(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
@@ -341,10 +299,9 @@ def tell(
 ) -> None:
     """Tell the place's agent something (R6): held while it works, sent once it waits."""
     try:
-        words = commands.checked_text("tell", _words(text, "tell"))
+        typer.echo(api.tell(place, _words(text, "tell"), repository=repository))
     except UsageError as error:
         _fail(error)
-    typer.echo(render.told(_give(place, repository, Told(at=_now(), text=words))))
 
 
 @app.command()
@@ -354,7 +311,10 @@ def stop(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """End the agent that went the wrong way; its stage waits for a retry (R9)."""
-    typer.echo(render.stopped(_give(place, repository, StopAsked(at=_now()))))
+    try:
+        typer.echo(api.stop(place, repository=repository))
+    except UsageError as error:
+        _fail(error)
 
 
 @app.command()
@@ -368,10 +328,9 @@ def retry(
 ) -> None:
     """Run the stage that stopped short again, with a fresh agent and your words (R9)."""
     try:
-        given = commands.checked_text("words", _words(words, "words"), empty_ok=True)
+        typer.echo(api.retry(place, words=_words(words, "words"), repository=repository))
     except UsageError as error:
         _fail(error)
-    typer.echo(render.retried(_give(place, repository, RetryAsked(at=_now(), words=given))))
 
 
 @app.command()
@@ -381,7 +340,10 @@ def proceed(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Give your word to a stage that waits on it, so that it starts (R7)."""
-    typer.echo(render.proceeded(_give(place, repository, ProceedAsked(at=_now()))))
+    try:
+        typer.echo(api.proceed(place, repository=repository))
+    except UsageError as error:
+        _fail(error)
 
 
 @app.command()
@@ -521,14 +483,16 @@ def attach(
             err=True,
         )
         return
-    server = Tmux()
+    assert found.place is not None  # noqa: S101 (pane_of read it)
+    in_herdr = found.place.launch.agent.panes is Panes.HERDR
+    server: PaneServer = Herdr() if in_herdr else Tmux()
     try:
-        assert found.place is not None  # noqa: S101 (pane_of read it)
         pane = attaching.live_pane(found.place, server.panes())
     except UsageError as error:
         _fail(error)
     argv = server.attach_argv(pane)
-    typer.echo(f"flume: {place} is in pane {pane}; detach with C-b d", err=True)
+    leave = "herdr's own keys" if in_herdr else "C-b d"
+    typer.echo(f"flume: {place} is in pane {pane}; detach with {leave}", err=True)
     attaching.exec_attach(argv)
 
 
@@ -567,7 +531,115 @@ def demo(
             demo_world.remove(folder)
 
 
+@app.command("mcp")
+def mcp_server() -> None:
+    """Serve flume's commands as MCP tools over stdin and stdout (docs/claude-code.md).
+
+    Claude Code's flume plugin starts it; launch runs in the repository of this folder.
+    """
+    # Imported here: the MCP SDK takes longer to import than the rest of flume's commands.
+    from flume.cli import mcp  # noqa: PLC0415
+
+    mcp.serve()
+
+
+@app.command()
+def events(  # noqa: PLR0913 (each option narrows the stream or says how to show it)
+    place: Annotated[
+        str | None,
+        typer.Argument(metavar="[PLACE]", help="One place, as <kind>--<name>."),
+    ] = None,
+    *,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Go on: each new event, places launched later too, until ^C."
+        ),
+    ] = False,
+    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object a line (docs/events.md).")
+    ] = False,
+    after: Annotated[
+        str | None,
+        typer.Option(metavar="CURSOR", help="Only events after this one (its cursor in --json)."),
+    ] = None,
+) -> None:
+    """Show the places' events, read from their journals: launched, stage started, landed, ...
+
+    Time order across places, journal order within one. Nothing is written or started.
+    """
+
+    def warn(journal_path: Path, problem: str) -> None:
+        typer.echo(f"flume: warning: {journal_path} cannot be read: {problem}", err=True)
+
+    try:
+        stream = api.events(
+            repository=repository,
+            mark=mark,
+            place=place,
+            follow=follow,
+            after=after,
+            on_problem=warn,
+        )
+    except UsageError as error:
+        _fail(error)
+    try:
+        for event in stream:
+            if as_json:
+                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
+            else:
+                typer.echo(render.event_text(event))
+    except KeyboardInterrupt:
+        return
+    except BrokenPipeError:
+        # Whoever read the events went away (| head): nothing more to say, and nothing to
+        # flush at exit either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+@app.command()
+def watch(
+    *,
+    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+    ] = None,
+    show_once: Annotated[
+        bool, typer.Option("--once", help="Print the board once and exit.")
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between looks.")] = 1.0,
+) -> None:
+    """A live board of every place: kind, stage, agent, deliverable, submission, tasks, age.
+
+    Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
+    (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
+    """
+    try:
+        where = places.repository_of(repository) if repository is not None else None
+        if not interval > 0:
+            raise UsageError.one(
+                "interval", f"--interval is {interval}", "give a number of seconds over 0"
+            )
+    except UsageError as error:
+        _fail(error)
+    follower = Follower(Settings(), repository=where, mark=mark)
+    label = str(where) if where is not None else "every repository flume knows"
+    console = board.console()
+    if show_once:
+        board.once(follower, console, where=label)
+        return
+    with contextlib.suppress(KeyboardInterrupt):
+        board.watch(follower, console, interval=interval, where=label)
+
+
 app.add_typer(inspect_app, name="inspect")
+app.add_typer(herdr_app, name="herdr")
 
 daemon = typer.Typer(help="The supervisor that follows every place on this host.")
 app.add_typer(daemon, name="daemon")

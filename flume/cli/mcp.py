@@ -1,0 +1,448 @@
+"""``flume mcp``: flume's commands as the tools of an MCP server, over stdio.
+
+Theory of operation. Claude Code (and any other MCP client) starts ``flume mcp`` and talks to it
+over its stdin and stdout with the official MCP SDK's :class:`MCPServer`. Each tool is one of
+flume's commands, called through :mod:`flume.api` exactly as the CLI would run it: ``status``,
+``launch``, ``tell``, ``stop``, ``retry``, ``drop`` and ``proceed``. Tools take typed arguments
+and answer JSON objects; nothing a caller writes reaches a shell. A request flume refuses (a
+:class:`UsageError`) comes back as a tool error naming what is wrong and how to mend it, and the
+server goes on serving.
+
+``launch`` runs in the repository of the folder the server was started in, unless told another:
+Claude Code starts a plugin's MCP servers in the project's folder (seen with 2.1.332). It also
+takes ``words``, the arguments of the plugin's ``/flume:launch`` command as the person typed
+them: leading ``kind=``, ``name=``, ``base=``, ``mark=``, ``wait=``, ``agent=`` and ``model=``
+settings, then the brief (:func:`read_words`). So the model only copies the person's text into
+one string, and flume, not the model, reads it. A launch with no name gets one made from its
+brief (:func:`name_from`), made unique in the repository by a number when it is taken.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import attrs
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
+
+from flume import __version__, api
+from flume.core.errors import Problem, UsageError
+
+#: The kind a launch runs when it names none (the /flume:launch command's default).
+DEFAULT_KIND = "fix"
+
+#: How long a name made from a brief may grow (flume allows 64; a short one reads better).
+NAME_LENGTH = 32
+
+#: How many words of the brief a made name keeps.
+NAME_WORDS = 4
+
+#: How many numbered names (``<name>-2``, ``<name>-3``, ...) a launch tries when its made name
+#: is taken, before it gives up and asks for one.
+NAME_TRIES = 50
+
+#: Words a made name leaves out: they say little about the work.
+_FILLER = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "do", "does", "for", "from",
+        "has", "have", "i", "in", "into", "is", "it", "its", "make", "me", "my", "of", "on",
+        "or", "our", "please", "should", "so", "that", "the", "their", "then", "there", "this",
+        "to", "was", "we", "were", "when", "which", "will", "with", "would", "you", "your",
+    }
+)  # fmt: skip
+
+#: The settings ``words`` may start with; ``wait`` may be given more than once.
+SETTINGS = ("kind", "name", "base", "mark", "wait", "agent", "model")
+
+_SETTING = re.compile(r"(?P<key>[a-z]+)=(?P<value>\S*)(?=\s|$)")
+_END = re.compile(r"--(?=\s|$)")
+
+INSTRUCTIONS = """\
+flume carries work for AI coding agents from launch to landing: a launch makes a place (a git
+worktree on a branch of its own, named <kind>--<name>) and runs each stage of the work's kind
+with a fresh agent, until the work lands on its base. Use launch to start work, status to follow
+places, tell to give a place's agent words, stop to end an agent that went the wrong way, retry
+to run a stopped stage again, proceed to release a stage that waits on the caller's word, and
+drop to abandon work (its branch is kept)."""
+
+
+@attrs.frozen(kw_only=True)
+class Words:
+    """The ``/flume:launch`` command's arguments, read: its settings and its brief."""
+
+    settings: PMap[str, str] = attrs.field(factory=pmap)
+    waits: tuple[str, ...] = ()
+    brief: str = ""
+
+
+def read_words(words: str) -> Words:
+    """Read leading ``key=value`` settings off ``words``; the rest, stripped, is the brief.
+
+    The settings are those of :data:`SETTINGS`, each a word of its own; ``--`` ends them, so a
+    brief may start with ``name=`` too. The first word that is not a setting starts the brief,
+    and the brief keeps its own spacing and lines. A setting given twice, or given no value, is
+    a :class:`UsageError` (field ``words``).
+    """
+    settings: dict[str, str] = {}
+    waits: list[str] = []
+    at = 0
+    while True:
+        at = len(words) - len(words[at:].lstrip())
+        ended = _END.match(words, at)
+        if ended is not None:
+            at = ended.end()
+            break
+        found = _SETTING.match(words, at)
+        if found is None or found["key"] not in SETTINGS:
+            break
+        key, value = found["key"], found["value"]
+        if not value:
+            raise UsageError.one(
+                "words", f"{key}= has no value", f"write {key}=<value> with no space after '='"
+            )
+        if key == "wait":
+            waits.append(value)
+        elif key in settings:
+            raise UsageError.one(
+                "words", f"{key}= is given twice", f"give {key}= once, before the brief"
+            )
+        else:
+            settings[key] = value
+        at = found.end()
+    return Words(settings=pmap(settings), waits=tuple(waits), brief=words[at:].strip())
+
+
+def name_from(brief: str) -> str:
+    """A short kebab-case name for the work, made from its brief's first telling words.
+
+    Letters are case-folded and folded to ASCII (ß to ss, ä to a); filler words are left out;
+    at most :data:`NAME_WORDS` words and :data:`NAME_LENGTH` characters. A brief with no letters or
+    digits gives ``work``. The name is always one flume accepts (``[a-z0-9][a-z0-9-]*``).
+    """
+    folded = unicodedata.normalize("NFKD", brief.casefold()).encode("ascii", "ignore").decode()
+    found = re.findall(r"[a-z0-9]+", folded)
+    telling = [word for word in found if word not in _FILLER] or found
+    name = ""
+    for word in telling[:NAME_WORDS]:
+        longer = f"{name}-{word}" if name else word[:NAME_LENGTH]
+        if len(longer) > NAME_LENGTH:
+            break
+        name = longer
+    return name or "work"
+
+
+def _numbered(name: str, number: int) -> str:
+    return name if number == 1 else f"{name}-{number}"
+
+
+def failure(error: UsageError) -> ToolError:
+    """The tool error a :class:`UsageError` becomes: each problem, and that nothing was done."""
+    head = (
+        "flume refused this in the place's present state; nothing was done"
+        if error.exit_status == 1
+        else "flume found bad input; nothing was created or changed"
+    )
+    lines = [head, *(f"- {problem.render()}" for problem in error.problems)]
+    return ToolError("\n".join(lines))
+
+
+def _folder() -> Path:
+    """The folder the server runs in; a usage error when it is gone (its worktree removed)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError as error:
+        raise UsageError.one(
+            "repository",
+            "the folder flume mcp runs in no longer exists",
+            "name the repository with repository=<path>",
+        ) from error
+
+
+def _repository(given: str | None) -> Path:
+    """The repository named (relative to the server's folder), else the server's folder."""
+    if given is None:
+        return _folder()
+    path = Path(given).expanduser()
+    return path if path.is_absolute() else _folder() / path
+
+
+def _where(given: str | None) -> Path | None:
+    return None if given is None else _repository(given)
+
+
+Place = Annotated[str, Field(description="The place, <kind>--<name>, as status lists it.")]
+Repository = Annotated[
+    str | None,
+    Field(description="The repository's path, when the place's name is in several repositories."),
+]
+
+
+def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
+    *,
+    brief: str | None,
+    words: str | None,
+    kind: str | None,
+    name: str | None,
+    repository: str | None,
+    base: str | None,
+    mark: str | None,
+    waits: list[str] | None,
+    kind_file: str | None,
+    agent: str | None,
+    model: str | None,
+    agent_args: list[str] | None,
+    panes: Literal["tmux", "print"],
+) -> dict[str, Any]:
+    """The launch tool's work, as a plain function: check, launch, and answer the place."""
+    if (brief is None) == (words is None):
+        raise UsageError.one(
+            "brief",
+            "both brief and words are given" if brief is not None else "no brief is given",
+            "give the brief as brief, or the /flume:launch command's text as words",
+        )
+    read = read_words(words) if words is not None else Words(brief=brief or "")
+    given = {
+        "kind": kind,
+        "name": name,
+        "base": base,
+        "mark": mark,
+        "agent": agent,
+        "model": model,
+    }
+    clashes = [
+        Problem(
+            field=key,
+            what=f"{key} is given both as a parameter and in words",
+            mend=f"give {key} once",
+        )
+        for key, value in given.items()
+        if value is not None and key in read.settings
+    ]
+    if clashes:
+        raise UsageError(tuple(clashes))
+    chosen = {
+        key: value if value is not None else read.settings.get(key) for key, value in given.items()
+    }
+    if not read.brief.strip():
+        raise UsageError.one(
+            "brief", "the brief is empty", "say what the work is, e.g. /flume:launch <brief>"
+        )
+    where = _repository(repository)
+    kind_chosen = chosen["kind"] or (None if kind_file is not None else DEFAULT_KIND)
+    made_name = chosen["name"] is None
+    base_name = chosen["name"] or name_from(read.brief)
+    taken: tuple[Problem, ...] = ()
+    for number in range(1, NAME_TRIES + 1):
+        try:
+            launched = api.launch(
+                repository=where,
+                name=_numbered(base_name, number),
+                brief=read.brief,
+                kind=kind_chosen,
+                kind_file=None if kind_file is None else _repository(kind_file),
+                base=chosen["base"],
+                mark=chosen["mark"],
+                waits=(*read.waits, *(waits or ())),
+                agent=chosen["agent"] or "claude",
+                model=chosen["model"],
+                agent_args=tuple(agent_args or ()),
+                panes=panes,
+            )
+        except UsageError as error:
+            if made_name and all(problem.field == "name" for problem in error.problems):
+                taken = error.problems
+                continue  # the made name is taken: try the next number
+            raise
+        return launched.as_dict()
+    last = Problem(
+        field="name",
+        what=f"the names made from the brief, {base_name} to {base_name}-{NAME_TRIES}, are "
+        "all taken",
+        mend="name the work: name=<name>",
+    )
+    raise UsageError((*taken, last))
+
+
+def server() -> MCPServer[Any]:
+    """The MCP server: a tool for each of flume's commands."""
+    made: MCPServer[Any] = MCPServer(
+        "flume", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+
+    @made.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def status(
+        place: Annotated[
+            str | None, Field(description="One place, <kind>--<name>; all places when left out.")
+        ] = None,
+        repository: Annotated[
+            str | None,
+            Field(description="Only this repository's places (default: every one flume knows)."),
+        ] = None,
+        mark: Annotated[
+            str | None, Field(description="Only the places launched with this mark.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Show each place flume follows on this host, read from its journal.
+
+        Answers {"places": [...]}, each place as `flume status --json` gives it: place, kind,
+        stage, attempt, phase, agent (working, waiting, asking a person, stopped, unknown),
+        deliverable and whether it exists, submission, tasks, short_cause and needs (why a
+        stage stopped short, and the agent's words), waits_on_caller, path, branch, base.
+        """
+        try:
+            found = api.status_dicts(place=place, repository=_where(repository), mark=mark)
+        except UsageError as error:
+            raise failure(error) from error
+        return {"places": found}
+
+    @made.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
+    def launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
+        *,
+        brief: Annotated[
+            str | None,
+            Field(
+                description="What the work is, in full: every stage's agent gets it whole. "
+                "Give brief or words, not both."
+            ),
+        ] = None,
+        words: Annotated[
+            str | None,
+            Field(
+                description="The /flume:launch command's text exactly as the person typed it: "
+                "leading kind=, name=, base=, mark=, wait=, agent=, model= settings (-- ends "
+                "them), then the brief. flume reads it; copy it unchanged."
+            ),
+        ] = None,
+        kind: Annotated[
+            str | None,
+            Field(
+                description="fix (the default), change, question, or a kind the repository "
+                "declares."
+            ),
+        ] = None,
+        name: Annotated[
+            str | None,
+            Field(
+                description="The work's name (letters, digits, '.', '_', '-'); it names the "
+                "place <kind>--<name> and its branch. Made from the brief when left out."
+            ),
+        ] = None,
+        repository: Annotated[
+            str | None,
+            Field(description="The repository (default: the folder flume mcp runs in)."),
+        ] = None,
+        base: Annotated[
+            str | None,
+            Field(description="The branch to cut the place from and land on (default: shared)."),
+        ] = None,
+        mark: Annotated[
+            str | None, Field(description="A mark to find the place by (status mark=...).")
+        ] = None,
+        waits: Annotated[
+            list[str] | None,
+            Field(description="Stages that wait on the caller's word (proceed) before starting."),
+        ] = None,
+        kind_file: Annotated[
+            str | None, Field(description="A TOML file declaring the launch's own kind.")
+        ] = None,
+        agent: Annotated[
+            str | None, Field(description="claude (the default), codex, or test.")
+        ] = None,
+        model: Annotated[str | None, Field(description="The agent's model.")] = None,
+        agent_args: Annotated[
+            list[str] | None, Field(description="Arguments for the agent's command line.")
+        ] = None,
+        panes: Annotated[
+            Literal["tmux", "print"],
+            Field(
+                description="tmux: each agent in flume's own tmux server; print: flume writes "
+                "the command down for you to run."
+            ),
+        ] = "tmux",
+    ) -> dict[str, Any]:
+        """Launch work: flume makes a place for it and carries it from stage to stage to landing.
+
+        The place is a git worktree at <repository>/places/<kind>--<name> on its own branch.
+        Answers the place's id, path, branch and base. Bad input creates nothing and comes back
+        as an error naming what is wrong and how to mend it.
+        """
+        try:
+            return do_launch(
+                brief=brief,
+                words=words,
+                kind=kind,
+                name=name,
+                repository=repository,
+                base=base,
+                mark=mark,
+                waits=waits,
+                kind_file=kind_file,
+                agent=agent,
+                model=model,
+                agent_args=agent_args,
+                panes=panes,
+            )
+        except UsageError as error:
+            raise failure(error) from error
+
+    @made.tool()
+    def tell(
+        place: Place,
+        text: Annotated[str, Field(description="What to tell the place's agent.")],
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Tell a place's agent something: held while it works, sent once it waits.
+
+        Refused, with nothing typed, when no agent is live or the agent is asking a person.
+        """
+        return _said(place, lambda: api.tell(place, text, repository=_where(repository)))
+
+    @made.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def stop(place: Place, repository: Repository = None) -> dict[str, str]:
+        """End a place's agent that went the wrong way; its stage waits for retry or drop."""
+        return _said(place, lambda: api.stop(place, repository=_where(repository)))
+
+    @made.tool()
+    def retry(
+        place: Place,
+        words: Annotated[
+            str, Field(description="Your words for the new attempt, put in its prompt.")
+        ] = "",
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Run a stage that stopped short again, with a fresh agent and your words."""
+        return _said(place, lambda: api.retry(place, words=words, repository=_where(repository)))
+
+    @made.tool()
+    def proceed(place: Place, repository: Repository = None) -> dict[str, str]:
+        """Give your word to a stage that waits on it, so that it starts."""
+        return _said(place, lambda: api.proceed(place, repository=_where(repository)))
+
+    @made.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def drop(place: Place, repository: Repository = None) -> dict[str, str]:
+        """Abandon the work: its agent ends, its place is removed and its branch is kept."""
+        return _said(place, lambda: api.drop(place, repository=_where(repository)))
+
+    return made
+
+
+def _said(place: str, command: Callable[[], str]) -> dict[str, str]:
+    """Run one of the caller's commands; its words, or the tool error it was refused with."""
+    try:
+        said = command()
+    except UsageError as error:
+        raise failure(error) from error
+    return {"place": place, "said": said}
+
+
+def serve() -> None:
+    """Serve MCP over stdin and stdout until the client closes them."""
+    server().run("stdio")
