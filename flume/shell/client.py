@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flume.shell import places
+from flume.shell import lines, places
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -37,16 +36,8 @@ def socket_path() -> Path:
 def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
     """Ask the supervisor; None when none answers."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(timeout)
-            connection.connect(str(socket_path()))
-            connection.sendall((json.dumps({"op": op}) + "\n").encode())
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = connection.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+        line = json.dumps({"op": op}).encode()
+        data = lines.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None
     try:

@@ -48,7 +48,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import threading
 import time
 import uuid
@@ -59,6 +58,7 @@ from typing import Any
 import attrs
 
 from flume.core.errors import UsageError
+from flume.shell import lines
 from flume.shell.git import Ran
 from flume.shell.tmux import SESSION_VARIABLE, Pane, tidy_name
 
@@ -167,12 +167,10 @@ class Client:
         request_id = f"flume-{uuid.uuid4().hex[:12]}"
         line = json.dumps({"id": request_id, "method": method, "params": dict(params or {})})
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-                connection.settimeout(CONNECT_SECONDS)
-                connection.connect(str(self.path))
-                connection.settimeout(ANSWER_SECONDS)
-                connection.sendall(line.encode() + b"\n")
-                answer = _read_line(connection)
+            said = lines.exchange(
+                self.path, line.encode(), connect=CONNECT_SECONDS, answer=ANSWER_SECONDS
+            )
+            answer = said.decode("utf-8", "replace").strip()
         except (FileNotFoundError, ConnectionRefusedError) as error:
             message = f"no herdr server listens at {self.path} ({error.strerror})"
             raise HerdrError("unreachable", message) from error
@@ -191,19 +189,6 @@ class Client:
         if not isinstance(result, dict):
             raise HerdrError("no_answer", f"herdr at {self.path} answered {answer!r}")
         return result
-
-
-def _read_line(connection: socket.socket) -> str:
-    """One answer line (herdr closes the connection after it)."""
-    chunks: list[bytes] = []
-    while True:
-        chunk = connection.recv(65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
 def check_server(path: Path | None = None) -> str:

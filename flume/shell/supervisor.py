@@ -51,7 +51,7 @@ from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import pending, step
-from flume.shell import client, git, journal, openspec, places, tmux
+from flume.shell import client, git, journal, lines, openspec, places, tmux
 from flume.shell.agents import Agents
 from flume.shell.herdr import Herdr
 from flume.shell.lander import Lander, Landings
@@ -529,7 +529,7 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
         with connection:
             connection.settimeout(2.0)
             try:
-                request = json.loads(_read_line(connection))
+                request = json.loads(lines.read_line(connection, longest=65536))
                 op = request.get("op")
             except (OSError, ValueError, AttributeError):
                 continue
@@ -543,16 +543,6 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
             with contextlib.suppress(OSError):
                 connection.sendall((json.dumps(reply) + "\n").encode())
-
-
-def _read_line(connection: socket.socket) -> str:
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 65536:
-        chunk = connection.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode("utf-8")
 
 
 def _configure_log() -> None:
