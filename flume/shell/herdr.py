@@ -73,6 +73,9 @@ SOURCE = "flume"
 #: Seconds to connect, and to wait for an answer (no method flume calls is a waiting one).
 CONNECT_SECONDS = 5.0
 ANSWER_SECONDS = 15.0
+#: How long herdr may be unreachable before its panes count as gone: a herdr restarting, or
+#: handing off to a new binary, is away for moments, and its agents are not gone with it.
+GONE_AFTER_SECONDS = 30.0
 #: herdr caps token values at this many characters (reference §4).
 TOKEN_TEXT = 80
 #: Bracketed paste's start and end sequences.
@@ -230,6 +233,8 @@ class Herdr:
         self._creating = threading.Lock()
         #: Each pane's revision when last listed, and when it was first seen holding it.
         self._revisions: dict[str, tuple[int, float]] = {}
+        #: When herdr was first found unreachable, in this run of unanswered listings.
+        self._unreachable_since: float | None = None
 
     # --- starting --------------------------------------------------------------------------
 
@@ -344,16 +349,22 @@ class Herdr:
     # --- observing -------------------------------------------------------------------------
 
     def panes(self) -> dict[str, Pane] | None:
-        """Every pane flume started (it has a session token), by pane id; None when herdr failed.
+        """Every pane flume started (it has a session token), by pane id; None when unknown.
 
-        A herdr that is not running has no panes of flume's: {}.
+        A herdr unreachable for :data:`GONE_AFTER_SECONDS` on end has no panes of flume's ({}):
+        its agents went with it. Before that, and for any other failure, the panes are unknown.
         """
         counter.requests += 1
+        now = time.time()
         try:
             listed = self.client.call("pane.list", {})
         except HerdrError as error:
-            return {} if error.code == "unreachable" else None
-        now = time.time()
+            if error.code != "unreachable":
+                return None
+            if self._unreachable_since is None:
+                self._unreachable_since = now
+            return {} if now - self._unreachable_since >= GONE_AFTER_SECONDS else None
+        self._unreachable_since = None
         found: dict[str, Pane] = {}
         seen: dict[str, tuple[int, float]] = {}
         for info in listed.get("panes", []):

@@ -25,6 +25,7 @@ from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell import agents, places
+from flume.shell import herdr as herdr_module
 from flume.shell.herdr import SESSION_TOKEN, TYPED_TOKEN, Client, Herdr, HerdrError
 from flume.shell.tmux import Tmux
 from flume.testing.herdr import FakeHerdr, connect_line, running
@@ -80,7 +81,25 @@ def test_the_protocol_is_checked_by_ping_first(tmp_path: Path) -> None:
     with pytest.raises(HerdrError) as unreachable:
         missing.call("pane.list", {})
     assert unreachable.value.code == "unreachable"
-    assert Herdr(tmp_path / "none.sock").panes() == {}
+
+
+def test_a_herdr_away_for_moments_leaves_its_panes_unknown_and_gone_for_long_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unreachable for less than the grace: its agents are unknown, never taken as exited."""
+    away = Herdr(tmp_path / "none.sock")
+    clock = [1000.0]
+    monkeypatch.setattr(herdr_module.time, "time", lambda: clock[0])
+    assert away.panes() is None
+    clock[0] += herdr_module.GONE_AFTER_SECONDS - 1
+    assert away.panes() is None
+    clock[0] += 1
+    assert away.panes() == {}
+    with running(herdr_schema()) as fake:  # back: the count starts again after an answer
+        away.client.path = fake.socket_path
+        assert away.panes() == {}
+        away.client.path = tmp_path / "none.sock"
+        assert away.panes() is None
 
 
 def test_a_launch_for_a_missing_or_foreign_herdr_is_refused_and_makes_nothing(
