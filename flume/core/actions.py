@@ -158,8 +158,6 @@ class Event(enum.Enum):
     DELIVERABLE = "deliverable"  #: the stage's deliverable exists
     STAGE_ENDED = "stage-ended"
     STOPPED_SHORT = "stopped-short"
-    STOPPED = "stopped"
-    AGENT_EXITED = "agent-exited"
     TELL_HELD = "tell-held"
     TELL_DELIVERED = "tell-delivered"
     TELL_LOST = "tell-lost"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ EVENTS_FORMAT = 1
 #: the observation's number, the report's index.
 _CURSOR_FIELDS = 5
 _DIGEST_LENGTH = 16
+_DIGITS = re.compile(r"[0-9]+")
+_WORD = re.compile(r"[0-9a-zA-Z]+")
 
 
 @attrs.frozen(kw_only=True, order=True)
@@ -81,7 +84,8 @@ class Cursor:
         version, at_us, identity, line, index = parts
         del version
         numbers = (at_us, line, index)
-        if not all(part.isdigit() for part in numbers) or not identity.isalnum():
+        # ASCII digits and letters only: str.isdigit() takes "²", which int() refuses.
+        if not all(_DIGITS.fullmatch(part) for part in numbers) or not _WORD.fullmatch(identity):
             raise bad
         return cls(at_us=int(at_us), journal=identity, line=int(line), index=int(index))
 

@@ -262,7 +262,8 @@ def test_a_journal_that_cannot_be_read_is_named_and_the_others_still_come(
 def test_bad_arguments_are_named_and_exit_2(host: Path) -> None:
     """A cursor flume never gave, a folder that is no repository, a place found nowhere."""
     repo = repository(host / "repo")
-    for cursor in ("yesterday", "1:2:3", "2:1:abc:1:0", "1:x:abc:1:0", "1:5:ab/c:1:0"):
+    bad = ("yesterday", "1:2:3", "2:1:abc:1:0", "1:x:abc:1:0", "1:5:ab/c:1:0", "1:²:abc:1:0")
+    for cursor in bad:
         ran = flume("events", "--after", cursor, "--repository", str(repo))
         assert ran.returncode == 2, cursor
         assert "flume: after: " in ran.stderr
