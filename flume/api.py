@@ -17,6 +17,7 @@ the CLI does. ``status``, ``status_dicts`` and ``events`` only read journals and
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -130,10 +131,11 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
 
     ``kind`` is fix, change, question or a kind the repository declares; ``kind_file`` is a
     TOML file with a ``[kind]`` table the launch carries (``kind`` may then be left out).
-    ``brief`` may be a function returning the brief, called once the kind is checked (the CLI
-    reads stdin so). ``waits`` names stages that wait on the caller's word (:func:`proceed`).
-    ``agent`` is claude, codex or test; ``agent_args`` go on the agent's command line, in
-    order; ``panes`` is tmux, herdr or print. Raises :class:`UsageError`, creating nothing, when
+    ``brief`` may be a function returning the brief, called once the kind file, the agent and
+    the panes are read, before the rest is checked (the CLI reads stdin so). ``waits`` names
+    stages that wait on the caller's word (:func:`proceed`). ``agent`` is claude, codex or
+    test; ``agent_args`` go on the agent's command line, in order; ``panes`` is tmux, herdr or
+    print. Raises :class:`UsageError`, creating nothing, when
     anything is wrong.
     """
     # A lone string is one stage or argument, not a sequence of letters.
@@ -341,6 +343,13 @@ def drop(place: str, *, repository: str | Path | None = None) -> str:
 # --- events --------------------------------------------------------------------------------
 
 
+def seconds(field: str, value: float) -> float:
+    """``value``, a time between looks; a :class:`UsageError` (exit 2) unless finite and over 0."""
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError.one(field, f"{field} is {value}", "give a number of seconds over 0")
+    return value
+
+
 def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     *,
     repository: str | Path | None = None,
@@ -364,8 +373,7 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     """
     where = places.repository_of(Path(repository)) if repository is not None else None
     cursor = Cursor.parse(after) if after is not None else None
-    if not poll > 0:
-        raise UsageError.one("poll", f"poll is {poll}", "give a number of seconds over 0")
+    seconds("poll", poll)
     follower = Follower(
         Settings(), repository=where, place=place, mark=mark, after=cursor, on_problem=on_problem
     )

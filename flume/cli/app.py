@@ -597,9 +597,12 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
     except KeyboardInterrupt:
         return
     except BrokenPipeError:
-        # Whoever read the events went away (| head): nothing more to say, and nothing to
-        # flush at exit either.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _reader_gone()
+
+
+def _reader_gone() -> None:
+    """Whoever read the output went away (``| head``): nothing more to say, nor to flush at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 @app.command()
@@ -622,20 +625,20 @@ def watch(
     """
     try:
         where = places.repository_of(repository) if repository is not None else None
-        if not interval > 0:
-            raise UsageError.one(
-                "interval", f"--interval is {interval}", "give a number of seconds over 0"
-            )
+        api.seconds("interval", interval)
     except UsageError as error:
         _fail(error)
     follower = Follower(Settings(), repository=where, mark=mark)
     label = str(where) if where is not None else "every repository flume knows"
     console = board.console()
-    if show_once:
-        board.once(follower, console, where=label)
-        return
-    with contextlib.suppress(KeyboardInterrupt):
-        board.watch(follower, console, interval=interval, where=label)
+    try:
+        if show_once:
+            board.once(follower, console, where=label)
+            return
+        with contextlib.suppress(KeyboardInterrupt):
+            board.watch(follower, console, interval=interval, where=label)
+    except BrokenPipeError:
+        _reader_gone()
 
 
 app.add_typer(inspect_app, name="inspect")

@@ -63,8 +63,14 @@ class Row:
     quiet: float
 
     def key(self) -> tuple[object, ...]:
-        """What the row shows but its ages: a change here is a change of the place."""
-        return attrs.astuple(self.view, recurse=False)
+        """What the row shows but its ages: a change here is a change of the place.
+
+        The instant of the place's last observation is left out: it moves with every line an
+        agent writes, which the board shows only as an age.
+        """
+        return attrs.astuple(
+            self.view, recurse=False, filter=lambda field, _value: field.name != "updated_at"
+        )
 
 
 def duration(seconds: float) -> str:

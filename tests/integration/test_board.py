@@ -144,6 +144,8 @@ def test_once_prints_the_board_and_bad_options_exit_2(tmp_path: Path, harness: H
     bad = flume("watch", "--once", "--repository", str(tmp_path / "nowhere"))
     assert bad.returncode == 2
     assert "flume: repository: " in bad.stderr
-    slow = flume("watch", "--interval", "0")
-    assert slow.returncode == 2
-    assert "flume: interval: " in slow.stderr
+    for interval in ("0", "-1", "inf", "nan"):
+        slow = flume("watch", "--interval", interval)
+        assert slow.returncode == 2, interval
+        assert "flume: interval: " in slow.stderr
+        assert "give a number of seconds over 0" in slow.stderr
