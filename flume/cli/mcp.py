@@ -198,10 +198,14 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
     kind_file: str | None,
     agent: str | None,
     model: str | None,
-    agent_args: list[str] | None,
     panes: Literal["tmux", "print"],
 ) -> dict[str, Any]:
-    """The launch tool's work, as a plain function: check, launch, and answer the place."""
+    """The launch tool's work, as a plain function: check, launch, and answer the place.
+
+    It takes no arguments for the agent's command line: the tool may run without a person's
+    approval (the plugin's command allows it), and flags such as ``--settings`` or a permission
+    mode are for a person to give, at ``flume launch``.
+    """
     if (brief is None) == (words is None):
         raise UsageError.one(
             "brief",
@@ -253,7 +257,6 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
                 waits=(*read.waits, *(waits or ())),
                 agent=chosen["agent"] or "claude",
                 model=chosen["model"],
-                agent_args=tuple(agent_args or ()),
                 panes=panes,
             )
         except UsageError as error:
@@ -357,9 +360,6 @@ def server() -> MCPServer[Any]:
             str | None, Field(description="claude (the default), codex, or test.")
         ] = None,
         model: Annotated[str | None, Field(description="The agent's model.")] = None,
-        agent_args: Annotated[
-            list[str] | None, Field(description="Arguments for the agent's command line.")
-        ] = None,
         panes: Annotated[
             Literal["tmux", "print"],
             Field(
@@ -387,7 +387,6 @@ def server() -> MCPServer[Any]:
                 kind_file=kind_file,
                 agent=agent,
                 model=model,
-                agent_args=agent_args,
                 panes=panes,
             )
         except UsageError as error:

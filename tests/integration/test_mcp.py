@@ -165,7 +165,6 @@ NO_SETTINGS: dict[str, Any] = {
     "kind_file": None,
     "agent": None,
     "model": None,
-    "agent_args": None,
     "panes": "tmux",
 }
 
