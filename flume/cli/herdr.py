@@ -40,7 +40,6 @@ class Action(enum.Enum):
     PROCEED = "proceed"  #: give your word to a stage that waits on it
     LAUNCH = "launch"  #: open the popup that launches work from the focused repository
     PLACES = "places"  #: open the popup that lists the places in flight
-    REFRESH = "refresh"  #: report the sidebar once
 
 
 class Popup(enum.Enum):
@@ -52,12 +51,17 @@ class Popup(enum.Enum):
 
 
 def _fail(error: UsageError | HerdrError) -> NoReturn:
+    raise typer.Exit(_said(error))
+
+
+def _said(error: UsageError | HerdrError) -> int:
+    """Print what went wrong; the exit status it calls for."""
     if isinstance(error, HerdrError):
         typer.echo(f"flume: herdr: {error.message}", err=True)
-        raise typer.Exit(1)
+        return 1
     for problem in error.problems:
         typer.echo(f"flume: {problem.render()}", err=True)
-    raise typer.Exit(error.exit_status)
+    return error.exit_status
 
 
 @herdr_app.command()
@@ -75,6 +79,7 @@ def sidebar(
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
+        api.seconds("every", every)
         if dry_run:
             for each in plugin.planned(herdr, context.source):
                 typer.echo(json.dumps({"method": each.method, "params": each.params}))
@@ -82,7 +87,7 @@ def sidebar(
         stopping = threading.Event()
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stopping.set())
         problems = plugin.follow(herdr, context.source, every if follow else None, stopping)
-    except HerdrError as error:
+    except (HerdrError, UsageError) as error:
         _fail(error)
     for problem in problems:
         typer.echo(f"flume: herdr refused a report: {problem}", err=True)
@@ -135,9 +140,6 @@ def action(
     herdr = Client()
     try:
         match name:
-            case Action.REFRESH:
-                for problem in plugin.show(herdr, context.source):
-                    typer.echo(f"flume: herdr refused a report: {problem}", err=True)
             case Action.TELL | Action.LAUNCH | Action.PLACES:
                 _popup(herdr, context, Popup(name.value))
             case Action.OPEN:
@@ -206,8 +208,14 @@ def pane(
                 _launch(context)
         plugin.show(herdr, context.source)
     except (UsageError, HerdrError) as error:
-        _fail(error)
-    _ask("Enter closes this.")
+        status = _said(error)
+    else:
+        status = 0
+    # herdr closes the popup when this ends: what was done, or refused, stays until read.
+    typer.echo("Enter closes this.", nl=False)
+    sys.stdin.readline()
+    if status:
+        raise typer.Exit(status)
 
 
 def _ask(prompt: str) -> str:

@@ -37,7 +37,7 @@ import attrs
 
 from flume.core.errors import UsageError
 from flume.core.kinds import ReportFile
-from flume.core.launch import Panes, place_name
+from flume.core.launch import Panes
 from flume.core.observations import Activity
 from flume.core.place import Life, Place, current_step
 from flume.core.settings import Settings
@@ -45,6 +45,7 @@ from flume.core.status import PlaceStatus, status
 from flume.shell import client, places
 from flume.shell.agents import tmux_group
 from flume.shell.herdr import SESSION_TOKEN, Client, HerdrError
+from flume.shell.tmux import tidy_name
 
 #: Row tokens a workspace gets, at most: with ``flume`` and ``flume_more``, 14 of herdr's 16.
 ROWS = 12
@@ -207,7 +208,7 @@ def _repositories_of(
 ) -> set[Path]:
     """The repositories a workspace is of: flume's own by its label, any by its panes' folders."""
     label = workspace.get("label")
-    mine = {repo for repo in repositories if label == tmux_group(str(repo))}
+    mine = {repo for repo in repositories if label == tidy_name(tmux_group(str(repo)))}
     for pane in panes:
         cwd = pane.get("cwd")
         if pane.get("workspace_id") == workspace_id and isinstance(cwd, str):
@@ -347,8 +348,3 @@ def repository_meant(context: Context) -> Path | None:
         except UsageError:
             continue
     return None
-
-
-def name_of(place: Place) -> str:
-    """``<kind>--<name>``."""
-    return place_name(place.launch.kind, place.launch.name)
