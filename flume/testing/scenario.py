@@ -252,12 +252,15 @@ def private_host(folder: Path | None = None) -> Iterator[Path]:
     saved = {key: os.environ.get(key) for key in _HOST_VARIABLES}
     made = folder is None
     where = Path(tempfile.mkdtemp(prefix="flume-host-")) if folder is None else folder
-    enter_host(where)
+    entered = False
     try:
+        enter_host(where)
+        entered = True
         yield where
     finally:
         try:
-            leave_host(where)
+            if entered:  # never stop the supervisor of a host the block did not enter
+                leave_host(where)
         finally:
             for key, value in saved.items():
                 if value is None:
