@@ -115,7 +115,8 @@ def main() -> None:
     parser.add_argument("--places", type=int, default=200)
     arguments = parser.parse_args()
     one, many = host_with(1), host_with(arguments.places)
-    ones, manys = [], []
+    ones: list[float] = []
+    manys: list[float] = []
     for number in range(arguments.rounds):
         pair = (one, many) if number % 2 else (many, one)
         for environment in pair:
