@@ -346,7 +346,7 @@ def drop(place: str, *, repository: str | Path | None = None) -> str:
 def seconds(field: str, value: float) -> float:
     """``value``, a time between looks; a :class:`UsageError` (exit 2) unless finite and over 0."""
     if not (math.isfinite(value) and value > 0):
-        raise UsageError.one(field, f"{field} is {value}", "give a number of seconds over 0")
+        raise UsageError.one(field, f"it is {value}", "give a number of seconds over 0")
     return value
 
 
