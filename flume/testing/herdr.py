@@ -23,7 +23,13 @@ not implement is recorded, never answered as if it worked.
 What is modelled is what flume and its plugin use: ``ping``; ``workspace.create|list|get|close|
 focus|report_metadata``; ``tab.create|list|get|rename|close|focus``; ``layout.apply`` (one pane
 node, with or without an argv ``command``) and ``layout.export``; ``pane.list|get|read|split|
-rename|focus|close|send_text|send_keys|send_input|report_metadata``; ``notification.show``.
+rename|focus|close|send_text|send_keys|send_input|report_metadata``; ``notification.show``; and
+``plugin.pane.open`` for a plugin the test linked (:meth:`FakeHerdr.link_plugin`, as ``herdr plugin
+link`` does) in the ``popup`` placement: the pane's manifest command runs for real, in the
+plugin's folder, with the environment herdr gives a plugin pane (reference/herdr.md §6), and is
+recorded in :attr:`FakeHerdr.popups`. A popup is no herdr pane (herdr lists it nowhere and answers
+its opening with a bare ``ok``): a test reads and types into it with :meth:`FakeHerdr.popup_screen`
+and :meth:`FakeHerdr.popup_type`, as a person would in herdr.
 Where herdr's behaviour is not documented the fake follows herdr's server source as read for
 reference/herdr.md; each such choice is named where it is made.
 """
@@ -35,10 +41,11 @@ import json
 import os
 import re
 import shutil
-import socket
 import socketserver
+import sys
 import tempfile
 import threading
+import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,6 +55,7 @@ import attrs
 # jsonschema ships no type stubs.
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from flume.shell import lines
 from flume.shell.tmux import Tmux, escape_argument
 
 #: What a source identifier may be (reference §4).
@@ -56,6 +64,20 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TEXT_LIMIT = 80
 _TOKENS_KEPT = 32
 _STATE_LABELS = frozenset({"idle", "working", "blocked", "done", "unknown"})
+#: What a plugin id, and a plugin's entrypoint id, may be (herdr's ``invalid_plugin_id``).
+_PLUGIN_ID = re.compile(r"[A-Za-z0-9:._-]{1,120}")
+#: The variables herdr sets for a plugin pane itself; a request's ``env`` never overrides them.
+_PLUGIN_VARIABLES = frozenset(
+    {
+        "HERDR_SOCKET_PATH", "HERDR_ENV", "HERDR_PLUGIN_ID", "HERDR_PLUGIN_ROOT",
+        "HERDR_PLUGIN_CONFIG_DIR", "HERDR_PLUGIN_STATE_DIR", "HERDR_PLUGIN_ENTRYPOINT_ID",
+        "HERDR_PLUGIN_CONTEXT_JSON", "HERDR_BIN_PATH",
+    }
+)  # fmt: skip
+#: The terminal the fake's client is, in cells: what a popup's percentage sizes are of.
+_CLIENT_SIZE = (200, 50)
+#: herdr's name for the platform the fake runs on (a plugin's ``platforms``).
+_PLATFORM = {"linux": "linux", "darwin": "macos"}.get(sys.platform, "windows")
 #: herdr's key names (its key-combo syntax) as tmux names them.
 _KEYS = {
     "enter": "Enter",
@@ -191,6 +213,35 @@ class _Pane:
     drawn: str = ""
 
 
+@attrs.frozen
+class _Plugin:
+    plugin_id: str
+    root: Path
+    #: Its ``[[panes]]``, by id, as the manifest has them.
+    panes: dict[str, dict[str, Any]]
+    platforms: list[str] | None
+    #: The PATH its commands run with; None: the fake's process's own when each starts.
+    path: str | None
+
+
+@attrs.frozen
+class PluginPopup:
+    """A plugin pane herdr opened as a popup: what runs in it, where, with which environment."""
+
+    plugin_id: str
+    entrypoint: str
+    #: The argv the manifest's pane names, run without a shell.
+    command: list[str]
+    cwd: str
+    #: What herdr set for the popup's program (the request's ``env`` under herdr's own).
+    env: dict[str, str]
+    #: ``HERDR_PLUGIN_CONTEXT_JSON``, parsed: the workspace, tab and pane focused at opening.
+    context: dict[str, Any]
+    #: The popup's size in cells, border included.
+    size: tuple[int, int]
+    tmux_id: str
+
+
 class FakeHerdr:
     """A herdr server on ``socket_path`` whose panes are a private tmux server's.
 
@@ -219,6 +270,9 @@ class FakeHerdr:
         #: Every request received, as parsed (or as the line, when it was not JSON).
         self.requests: list[Any] = []
         self.violations: list[Violation] = []
+        #: Every plugin popup opened, in order (open or closed since).
+        self.popups: list[PluginPopup] = []
+        self._plugins: dict[str, _Plugin] = {}
         self._lock = threading.RLock()
         self._workspaces: dict[str, _Workspace] = {}
         self._tabs: dict[str, _Tab] = {}
@@ -255,6 +309,7 @@ class FakeHerdr:
             "pane.send_input": self._pane_send_input,
             "pane.report_metadata": self._pane_report,
             "notification.show": self._notification_show,
+            "plugin.pane.open": self._plugin_pane_open,
         }
 
     # --- life ------------------------------------------------------------------------------
@@ -313,6 +368,60 @@ class FakeHerdr:
     def methods(self) -> list[str]:
         """The method of every request received, in order."""
         return [r.get("method", "") if isinstance(r, dict) else "" for r in list(self.requests)]
+
+    # --- plugins ---------------------------------------------------------------------------
+
+    def link_plugin(self, root: Path, *, path: str | None = None) -> str:
+        """Link the plugin in ``root`` (``herdr plugin link``), enabled; its id.
+
+        Its ``herdr-plugin.toml`` is checked as herdr checks one: the required keys, the id's
+        characters, and each ``[[panes]]`` entry against the schema's ``PluginManifestPane``; a
+        manifest herdr would refuse raises ``ValueError``. ``path`` is the PATH herdr runs the
+        plugin's commands with (herdr's own); by default the fake's process's, as each starts.
+        """
+        manifest = tomllib.loads((root / "herdr-plugin.toml").read_text(encoding="utf-8"))
+        problems = [
+            f"{key} is required"
+            for key in ("id", "name", "version", "min_herdr_version")
+            if not isinstance(manifest.get(key), str)
+        ]
+        plugin_id = str(manifest.get("id", "")).strip()
+        if not _PLUGIN_ID.fullmatch(plugin_id):
+            problems.append(f"id {plugin_id!r} is no plugin id")
+        panes = manifest.get("panes", [])
+        panes = panes if isinstance(panes, list) else [panes]
+        reference = "#/schemas/success_response/$defs/PluginManifestPane"
+        for pane in panes:
+            problems += [f"[[panes]] {said}" for said in self.schema.problems(reference, pane)]
+        if problems:
+            raise ValueError(f"herdr would not link {root}: {'; '.join(problems)}")
+        platforms = manifest.get("platforms")
+        self._plugins[plugin_id] = _Plugin(
+            plugin_id=plugin_id,
+            root=root.resolve(),
+            panes={str(pane["id"]).strip(): pane for pane in panes},
+            platforms=list(platforms) if isinstance(platforms, list) else None,
+            path=path,
+        )
+        return plugin_id
+
+    def is_popup_open(self, popup: PluginPopup) -> bool:
+        """Whether the popup's program still runs (herdr closes a popup when it ends)."""
+        listed = self.tmux.run("list-panes", "-a", "-F", "#{pane_id}")
+        return listed.ok and popup.tmux_id in listed.out.split()
+
+    def popup_screen(self, popup: PluginPopup) -> str | None:
+        """What the popup shows, its scrolled-off lines too; None once it has closed."""
+        if not self.is_popup_open(popup):
+            return None
+        ran = self.tmux.run("capture-pane", "-p", "-J", "-S", "-", "-t", popup.tmux_id)
+        return ran.out if ran.ok else None
+
+    def popup_type(self, popup: PluginPopup, line: str) -> None:
+        """Type ``line`` into the popup, then Enter, as a person at herdr's keyboard would."""
+        if line:
+            self._tmux("send-keys", "-t", popup.tmux_id, "-l", line)
+        self._tmux("send-keys", "-t", popup.tmux_id, "Enter")
 
     # --- one request -----------------------------------------------------------------------
 
@@ -941,6 +1050,144 @@ class FakeHerdr:
             raise HerdrAnswerError("invalid_params", "title must contain visible text")
         return {"type": "notification_show", "shown": False, "reason": "no_foreground_client"}
 
+    def _plugin_pane_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Open a linked plugin's pane, as herdr's server does; the popup placement only.
+
+        The refusals and their order are herdr's (``handle_plugin_pane_open``): the plugin, its
+        entrypoint, the platform, sizes only for a popup, one popup at a time (herdr answers
+        ``ui_busy`` outside its normal workspace view, which an open popup is not), and no
+        target for a popup or an overlay. The popup runs in the plugin's folder (or the
+        request's ``cwd``), and herdr answers its opening with ``ok``, naming no pane.
+        """
+        self._sync()
+        plugin, pane = self._plugin_pane(params)
+        placement = params.get("placement") or pane.get("placement") or "overlay"
+        sized = params.get("width") is not None or params.get("height") is not None
+        if placement != "popup" and sized:
+            raise HerdrAnswerError(
+                "invalid_params", "width and height are only supported when placement is popup"
+            )
+        if placement == "popup" and any(self.is_popup_open(each) for each in self.popups):
+            raise HerdrAnswerError(
+                "ui_busy", "popup panes can only open from the normal workspace view"
+            )
+        targets = ("workspace_id", "target_pane_id", "direction")
+        if placement in {"overlay", "popup"} and any(params.get(k) is not None for k in targets):
+            raise HerdrAnswerError(
+                "invalid_params", "overlay and popup plugin panes target the active pane"
+            )
+        if placement != "popup":
+            self._violate("unimplemented", "plugin.pane.open", placement, json.dumps(params))
+            raise HerdrAnswerError("internal_error", "the fake herdr opens popup plugin panes only")
+        if self._focused is None:
+            raise HerdrAnswerError("no_active_workspace", "no active workspace")
+        context = self._plugin_context(self._panes[self._focused])
+        reference = "#/schemas/success_response/$defs/PluginInvocationContext"
+        for problem in self.schema.problems(reference, context):
+            self._violate("response", "plugin.pane.open", f"context {problem}", json.dumps(context))
+        self.popups.append(self._start_popup(plugin, pane, params, context))
+        return {"type": "ok"}
+
+    def _plugin_pane(self, params: Mapping[str, Any]) -> tuple[_Plugin, dict[str, Any]]:
+        """The linked plugin and the manifest pane a request names, or herdr's refusal."""
+        plugin_id = str(params["plugin_id"]).strip()
+        if not _PLUGIN_ID.fullmatch(plugin_id):
+            raise HerdrAnswerError(
+                "invalid_plugin_id",
+                "plugin id must be non-empty, <= 120 characters, and contain only ASCII letters, "
+                "digits, colon, dot, underscore, or hyphen",
+            )
+        plugin = self._plugins.get(plugin_id)
+        if plugin is None:
+            raise HerdrAnswerError("plugin_not_found", "plugin not found")
+        entrypoint = str(params["entrypoint"]).strip()
+        if not _PLUGIN_ID.fullmatch(entrypoint):
+            raise HerdrAnswerError("invalid_plugin_entrypoint", "invalid entrypoint id")
+        pane = plugin.panes.get(entrypoint)
+        if pane is None:
+            raise HerdrAnswerError(
+                "plugin_pane_not_found", f"plugin pane entrypoint '{entrypoint}' not found"
+            )
+        platforms = pane.get("platforms") or plugin.platforms
+        if platforms is not None and _PLATFORM not in platforms:
+            raise HerdrAnswerError("platform_unsupported", f"plugin pane is not for {_PLATFORM}")
+        return plugin, pane
+
+    def _start_popup(
+        self,
+        plugin: _Plugin,
+        pane: Mapping[str, Any],
+        params: Mapping[str, Any],
+        context: dict[str, Any],
+    ) -> PluginPopup:
+        """Run the pane's command in a tmux session of its own (a popup is no workspace's pane).
+
+        Its environment: herdr's PATH, the request's ``env``, then herdr's plugin variables,
+        which win (reference §6). The fake has no herdr binary, so ``HERDR_BIN_PATH`` is unset.
+        """
+        entrypoint = str(pane["id"]).strip()
+        folders = self._folder / "plugins" / plugin.plugin_id
+        for name in ("config", "state"):
+            (folders / name).mkdir(parents=True, exist_ok=True)
+        given = {k: v for k, v in (params.get("env") or {}).items() if k not in _PLUGIN_VARIABLES}
+        env = {
+            "PATH": plugin.path if plugin.path is not None else os.environ.get("PATH", ""),
+            **given,
+            "HERDR_SOCKET_PATH": str(self.socket_path),
+            "HERDR_ENV": "1",
+            "HERDR_PLUGIN_ID": plugin.plugin_id,
+            "HERDR_PLUGIN_ROOT": str(plugin.root),
+            "HERDR_PLUGIN_CONFIG_DIR": str(folders / "config"),
+            "HERDR_PLUGIN_STATE_DIR": str(folders / "state"),
+            "HERDR_PLUGIN_ENTRYPOINT_ID": entrypoint,
+            "HERDR_PLUGIN_CONTEXT_JSON": json.dumps(context),
+        }
+        cwd = str(params.get("cwd") or plugin.root)
+        width = _cells(params.get("width") or pane.get("width"), _CLIENT_SIZE[0])
+        height = _cells(params.get("height") or pane.get("height"), _CLIENT_SIZE[1])
+        command = [str(part) for part in pane["command"]]
+        flags = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
+        # tmux gives a new session the PATH of the client that asked for it, over any -e: env(1)
+        # sets herdr's before the command is looked up on it.
+        argv = ["env", f"PATH={env['PATH']}", *command]
+        # The terminal inside the popup is its size less the border.
+        made = self._tmux(
+            "new-session", "-d", "-s", f"fake-herdr-popup-{len(self.popups) + 1}",
+            "-x", str(max(width - 2, 10)), "-y", str(max(height - 2, 4)), "-P", "-F",
+            "#{pane_id}", "-c", cwd, *flags, *(escape_argument(part) for part in argv),
+        ).strip()  # fmt: skip
+        return PluginPopup(
+            plugin_id=plugin.plugin_id,
+            entrypoint=entrypoint,
+            command=command,
+            cwd=cwd,
+            env=env,
+            context=context,
+            size=(width, height),
+            tmux_id=made,
+        )
+
+    def _plugin_context(self, focused: _Pane) -> dict[str, Any]:
+        """The invocation context herdr gives a plugin pane: what is focused when it opens.
+
+        ``workspace_cwd`` is the folder of the workspace's first pane (the fake's choice: herdr's
+        source names a workspace's folder without saying how it is kept).
+        """
+        workspace = self._workspaces[focused.workspace_id]
+        tab = self._tabs[focused.tab_id]
+        first = next(p for p in self._panes.values() if p.workspace_id == workspace.workspace_id)
+        return {
+            "workspace_id": workspace.workspace_id,
+            "workspace_label": workspace.label,
+            "workspace_cwd": first.cwd,
+            "tab_id": tab.tab_id,
+            "tab_label": tab.label,
+            "focused_pane_id": focused.pane_id,
+            "focused_pane_cwd": focused.cwd,
+            "focused_pane_status": "unknown",
+            "invocation_source": "plugin-pane",
+        }
+
     def _text(self, text: str, field: str, params: Mapping[str, Any]) -> str:
         """A text as herdr stores it; one it would cut is recorded (its end would be lost)."""
         kept = _CONTROL.sub("", text).strip()
@@ -963,6 +1210,15 @@ class FakeHerdr:
         if len(tokens) > _TOKENS_KEPT:
             said = f"{len(tokens)} tokens kept: herdr keeps at most {_TOKENS_KEPT}"
             self._violate("rule", "report_metadata", said, json.dumps(params)[:2000])
+
+
+def _cells(size: object, whole: int) -> int:
+    """A popup size (cells, or a percentage of the client's terminal) in cells; all if unset."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        return min(size, whole)
+    if isinstance(size, str) and size.endswith("%") and size[:-1].isdigit():
+        return max(whole * int(size[:-1]) // 100, 1)
+    return whole
 
 
 def _error(code: str, message: str) -> dict[str, str]:
@@ -1033,16 +1289,6 @@ def schema_path() -> Path | None:
 
 def connect_line(path: Path, request: Mapping[str, Any]) -> dict[str, Any]:
     """Send one request to a herdr socket and return its parsed answer (a test's raw client)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(10)
-        connection.connect(str(path))
-        connection.sendall(json.dumps(request).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = connection.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    answer = json.loads(data)
+    answer = json.loads(lines.exchange(path, json.dumps(request).encode(), connect=10, answer=10))
     assert isinstance(answer, dict)  # noqa: S101 (herdr answers objects)
     return answer
