@@ -120,7 +120,7 @@ def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
         raise UsageError.one(
             "action",
             f"the {popup.value} popup opens only when herdr runs this as its plugin",
-            f"run flume herdr pane {popup.value} in a terminal instead",
+            f"run flume herdr pane {popup.value} in a terminal inside herdr instead",
         )
     params = {
         "plugin_id": context.plugin_id,
@@ -148,13 +148,23 @@ def action(
                 meant = _meant(herdr, context)
                 said = _command(name, meant)
                 _notify(herdr, f"flume {name.value}", said)
-                plugin.show(herdr, context.source)
+                _refresh(herdr, context)
     except UsageError as error:
         with contextlib.suppress(HerdrError):
             _notify(herdr, f"flume {name.value}", error.problems[0].render())
         _fail(error)
     except HerdrError as error:
         _fail(error)
+
+
+def _refresh(herdr: Client, context: plugin.Context) -> None:
+    """Report the sidebar again after a command was done.
+
+    What was asked is done: the refresh is a courtesy (``sidebar --follow`` reports again within
+    seconds), and a herdr away for it must not make the command say it failed.
+    """
+    with contextlib.suppress(HerdrError):
+        plugin.show(herdr, context.source)
 
 
 def _command(name: Action, meant: plugin.InFlight) -> str:
@@ -206,7 +216,7 @@ def pane(
                 _do(herdr, meant, what)
             case Popup.LAUNCH:
                 _launch(context)
-        plugin.show(herdr, context.source)
+        _refresh(herdr, context)
     except (UsageError, HerdrError) as error:
         status = _said(error)
     else:
