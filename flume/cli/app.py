@@ -665,7 +665,7 @@ def daemon_status(
         f"supervisor: running, pid {reply['pid']}, {reply['places']} places"
         f"{' (' + lives + ')' if lives else ''} in {reply['repositories']} repositories; "
         f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
-        "processes"
+        f"processes and sent herdr {reply.get('last_tick_herdr_requests', 0)} requests"
     )
     for journal_path, problem in reply.get("unreadable", {}).items():
         typer.echo(f"not followed: {journal_path}: {problem}")

@@ -51,7 +51,7 @@ from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import pending, step
-from flume.shell import client, git, journal, lines, openspec, places, tmux
+from flume.shell import client, git, herdr, journal, lines, openspec, places, tmux
 from flume.shell.agents import Agents
 from flume.shell.herdr import Herdr
 from flume.shell.lander import Lander, Landings
@@ -134,6 +134,8 @@ class Stats:
     ticks: int = 0
     #: git and tmux processes the last tick ran to observe (not to perform actions).
     last_tick_subprocesses: int = 0
+    #: requests the last tick sent herdr to observe (its places' agents in herdr panes).
+    last_tick_herdr_requests: int = 0
     last_tick_seconds: float = 0.0
     actions: int = 0
 
@@ -171,6 +173,7 @@ class Supervisor:
         self._discover()
         self._read_all()
         runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
+        asked = herdr.counter.requests
         now = Instant(self.clock())
         live = [each for each in self.followed.values() if each.place and not each.problem]
         for observer in self.observers:
@@ -182,6 +185,7 @@ class Supervisor:
         self.stats.last_tick_subprocesses = (
             git.counter.runs + tmux.counter.runs + openspec.counter.runs - runs
         )
+        self.stats.last_tick_herdr_requests = herdr.counter.requests - asked
         self._deadlines(now)
         self._read_all()
         self._dispatch()
@@ -378,6 +382,7 @@ class Supervisor:
             "busy": sum(1 for each in self.followed.values() if each.busy),
             "actions": self.stats.actions,
             "last_tick_subprocesses": self.stats.last_tick_subprocesses,
+            "last_tick_herdr_requests": self.stats.last_tick_herdr_requests,
             "last_tick_seconds": round(self.stats.last_tick_seconds, 6),
             "unreadable": {
                 str(each.journal): each.problem for each in self.followed.values() if each.problem

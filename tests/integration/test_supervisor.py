@@ -203,6 +203,7 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     assert shown["running"] is True
     assert shown["places"] == 1
     assert shown["last_tick_subprocesses"] == 1
+    assert shown["last_tick_herdr_requests"] == 0  # no place runs its agents in herdr
     stopped = flume("daemon", "stop")
     assert "stopped" in stopped.stdout
     assert client.request("ping", timeout=0.5) is None
