@@ -72,8 +72,14 @@ def test_events_follow_shows_a_fixs_whole_life_in_order(tmp_path: Path, panes: T
     argv = [sys.executable, "-m", "flume", "events", "--follow", "--json",
             "--repository", str(sample.repository)]  # fmt: skip
     with output.open("wb") as sink:
+        # Ctrl-C as a person's terminal sends it: a test run in the background of a shell
+        # inherits SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
         following = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
-            argv, stdout=sink, stderr=subprocess.PIPE, env=os.environ.copy()
+            argv,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            env=os.environ.copy(),
+            preexec_fn=_interruptible,  # noqa: PLW1509 (it only resets one signal)
         )
     try:
         launched = flume_process(*sample.argv())
@@ -110,6 +116,11 @@ def test_events_follow_shows_a_fixs_whole_life_in_order(tmp_path: Path, panes: T
     assert lines[0].endswith("fix--greet - launched: fix--greet launched on fix/greet")
     assert "fix--greet code#1 stage-started: stage code starts (attempt 1)" in text.stdout
     assert "fix--greet submit#1 landed: fix/greet landed on main at " in text.stdout
+
+
+def _interruptible() -> None:
+    """In the child, before exec: SIGINT back to its default, so Python makes it Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def launched(repo: Path, name: str, mark: str | None = None) -> Path:
