@@ -106,9 +106,9 @@ def _choice(kind: type[_Choice], field: str, value: str) -> _Choice:
     try:
         return kind(value)
     except ValueError:
-        choices = ", ".join(member.value for member in kind)
+        *others, last = (member.value for member in kind)
         raise UsageError.one(
-            field, f"{value!r} is not one flume knows", f"name one of: {choices}"
+            field, f"unknown {field} {value!r}", f"choose {', '.join(others)} or {last}"
         ) from None
 
 
