@@ -18,7 +18,7 @@ from flume.cli import board, render
 from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
 from flume.cli.usage import Command
-from flume.core.errors import UsageError
+from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant
 from flume.core.launch import AgentName, Panes
 from flume.core.observations import NeedsSaid, SubmitAsked
@@ -74,36 +74,71 @@ def _root(
         raise typer.Exit
 
 
+def _list_scenarios(wanted: bool) -> None:
+    """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
+    if not wanted:
+        return
+    for path in scenario.shipped():
+        try:
+            about = scenario.load(path).description
+        except UsageError as error:
+            about = error.problems[0].render()
+        typer.echo(f"{path.stem:<20} {about}")
+    typer.echo(f"\n(in {scenario.SHIPPED}; name one, e.g. flume simulate fix-clean)")
+    raise typer.Exit
+
+
 @app.command(cls=Command)
 def simulate(
-    scenario_file: Annotated[
-        Path,
-        typer.Argument(metavar="SCENARIO", help="A scenario file."),
+    given: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO",
+            help="A scenario file, or the name of one flume ships (see --list).",
+        ),
     ],
     *,
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print the trace as JSON lines."),
+        typer.Option("--json", help="Print the traces as JSON lines."),
+    ] = False,
+    _listing: Annotated[
+        bool,
+        typer.Option(
+            "--list",
+            help="Name the scenarios flume ships, and exit.",
+            is_eager=True,
+            callback=_list_scenarios,
+        ),
     ] = False,
 ) -> None:
-    """Run flume's rules over a scenario, with no I/O.
+    """Run flume's rules over scenarios, with no I/O.
 
-    Prints each step: what was seen, the place's state, the actions decided.
+    Prints each step of each scenario: what was seen, the place's state, the actions decided.
+    Several scenarios run one after another, each its own trace. With --json, one stream: each
+    trace's steps, then its summary, which names its scenario. A malformed scenario prints
+    nothing and exits with status 2.
     """
-    try:
-        loaded = scenario.load(scenario_file)
-    except UsageError as error:
-        _fail(error)
-    rows = list(trace(loaded.settings, loaded.observations))
-    if as_json:
-        lines = render.trace_json(rows)
-    else:
-        head = [f"scenario: {loaded.path}"]
-        if loaded.description:
-            head.append(f"  {loaded.description}")
-        lines = iter([*head, "", *render.trace_text(rows)])
-    for line in lines:
-        typer.echo(line)
+    problems: list[Problem] = []
+    loaded: list[scenario.Scenario] = []
+    for each in given:
+        try:
+            loaded.append(scenario.load(scenario.find(each)))
+        except UsageError as error:
+            problems.extend(error.problems)
+    if problems:
+        _fail(UsageError(tuple(problems)))
+    for number, one in enumerate(loaded):
+        rows = list(trace(one.settings, one.observations))
+        if as_json:
+            lines = render.trace_json(rows, scenario=one.path)
+        else:
+            head = [f"scenario: {one.path}"]
+            if one.description:
+                head.append(f"  {one.description}")
+            lines = iter([*([""] if number else []), *head, "", *render.trace_text(rows)])
+        for line in lines:
+            typer.echo(line)
 
 
 @app.command(cls=Command)

@@ -164,8 +164,8 @@ def trace_text(rows: list[TraceRow]) -> Iterator[str]:
     )
 
 
-def trace_json(rows: list[TraceRow]) -> Iterator[str]:
-    """The trace for a program: one JSON object a line, then a summary line."""
+def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator[str]:
+    """The trace for a program: one JSON object a line, then a summary line naming ``scenario``."""
     for row in rows:
         record: dict[str, Any] = {
             "format": FORMAT,
@@ -181,7 +181,8 @@ def trace_json(rows: list[TraceRow]) -> Iterator[str]:
             record["actions"] = [converter.unstructure(a, Action) for a in row.decision.actions]
         yield json.dumps(record, ensure_ascii=False)
     summary = converter.unstructure(summarize(rows))
-    yield json.dumps({"format": FORMAT, "row": "summary", **summary}, ensure_ascii=False)
+    named = {"scenario": scenario} if scenario is not None else {}
+    yield json.dumps({"format": FORMAT, "row": "summary", **named, **summary}, ensure_ascii=False)
 
 
 def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
