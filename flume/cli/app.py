@@ -184,9 +184,17 @@ def status(
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:
-    """The brief from --brief, --brief-file or stdin; exactly one of them."""
+    """The brief from --brief, --brief-file or stdin; exactly one of them.
+
+    ``-`` for either means stdin, as it does for ``tell``, ``retry --words`` and ``needs``.
+    """
     if brief is not None and brief_file is not None:
         _fail(UsageError.one("brief", "both --brief and --brief-file are given", "give one"))
+    if brief == "-" or brief_file == Path("-"):
+        try:
+            return _words("-", "brief")
+        except UsageError as error:
+            _fail(error)
     if brief is not None:
         return brief
     if brief_file is not None:
@@ -197,7 +205,7 @@ def _brief(brief: str | None, brief_file: Path | None) -> str:
                 UsageError.one(
                     "brief",
                     f"cannot read the brief file {brief_file}: {error}",
-                    "name a readable UTF-8 text file",
+                    "name a readable UTF-8 text file, or - for stdin",
                 ),
             )
     if sys.stdin.isatty():
@@ -248,10 +256,12 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
             show_default=False,
         ),
     ] = Path(),
-    brief: Annotated[str | None, typer.Option(metavar="TEXT", help="What the work is.")] = None,
+    brief: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="What the work is; - reads stdin.")
+    ] = None,
     brief_file: Annotated[
         Path | None,
-        typer.Option(metavar="FILE", help="Read the brief from this file."),
+        typer.Option(metavar="FILE", help="Read the brief from this file; - reads stdin."),
     ] = None,
     base: Annotated[
         str | None,

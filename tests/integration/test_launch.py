@@ -137,6 +137,34 @@ def test_a_brief_comes_from_a_file_or_stdin_and_never_both(host: Path) -> None:
     assert "which says hullo" in journal_path.read_text()
 
 
+@pytest.mark.parametrize("option", ["--brief", "--brief-file"])
+def test_a_dash_brief_is_read_from_stdin(host: Path, option: str) -> None:
+    """``--brief -`` and ``--brief-file -`` read stdin, as ``tell -`` and ``needs -`` do."""
+    repo = repository(host / "repo")
+    command = ("launch", "--repository", str(repo), "--kind", "fix", "--name", "dash", "--json")
+    ran = flume(*command, option, "-", stdin="Mend the greeting,\nwhich says hullo.\n")
+    assert ran.returncode == 0, ran.stderr
+    journal_path = Path(json.loads(ran.stdout)["journal"])
+    assert "Mend the greeting,\\nwhich says hullo." in journal_path.read_text()
+
+
+def test_a_dash_brief_and_another_is_two_briefs(host: Path) -> None:
+    """A brief from stdin and one from a file or the command line: exit 2, nothing made."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    brief_file = host / "brief.md"
+    brief_file.write_text("From the file.", encoding="utf-8")
+    for given in (
+        ("--brief", "-", "--brief-file", str(brief_file)),
+        ("--brief", "words", "--brief-file", "-"),
+        ("--brief", "-", "--brief-file", "-"),
+    ):
+        ran = launch(repo, "--name", "x", *given, brief=None)
+        assert ran.returncode == 2
+        assert "both --brief and --brief-file" in ran.stderr
+    assert world_of(repo) == before
+
+
 def test_a_malformed_config_is_named_with_its_line(host: Path) -> None:
     """A config file git would carry but flume cannot read: its file and line, exit 2."""
     repo = repository(
