@@ -179,8 +179,20 @@ def status(
     if as_json:
         typer.echo(render.status_json(views, unreadable))
         return
-    for line in render.status_table(views, unreadable):
+    for line in render.status_table(views, unreadable, width=_terminal_width()):
         typer.echo(line)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width; ``$COLUMNS`` when the output is no terminal; else None (unbounded).
+
+    Into a file or a pipe each row stays one whole line, unless ``COLUMNS`` asks otherwise.
+    """
+    if sys.stdout.isatty():
+        with contextlib.suppress(OSError, ValueError):
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:

@@ -13,8 +13,10 @@ from typing import Any, cast
 import attrs
 from attrs import AttrsInstance
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from flume import api
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
@@ -195,40 +197,137 @@ def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> 
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
-def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> Iterator[str]:
-    """``flume status`` for a person: one row a place."""
+#: Wide enough for any row: output that is no terminal's is never wrapped or cut.
+UNBOUNDED = 10_000
+
+
+@attrs.frozen
+class Column:
+    """A column of a table of places."""
+
+    heading: str
+    #: A state or a number: its words are never cut (it wraps at spaces only, if at all).
+    whole: bool = True
+    justify: JustifyMethod = "left"
+
+
+def places_table(columns: list[Column], rows: list[list[str | Text]]) -> Table:
+    """A table of places: a whole column is at least as wide as its longest word, a name folds.
+
+    When the table is wider than the terminal, rich narrows the columns that may fold (names,
+    paths) and wraps whole columns at spaces: a state is never cut to ``wa…``.
+    """
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for number, column in enumerate(columns):
+        cells = [column.heading, *(str(row[number]) for row in rows)]
+        longest = max((len(word) for cell in cells for word in cell.split()), default=0)
+        table.add_column(
+            column.heading,
+            justify=column.justify,
+            overflow="fold",
+            min_width=longest if column.whole else None,
+            # A whole column of single words is never narrowed; one of several words wraps.
+            no_wrap=column.whole and not any(" " in cell.strip() for cell in cells),
+        )
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def width_of(table: RenderableType) -> int:
+    """How many columns ``table`` takes when nothing narrows it."""
+    console = Console(width=UNBOUNDED, file=io.StringIO())
+    return Measurement.get(console, console.options, table).maximum
+
+
+def lines_of(renderable: RenderableType, width: int | None) -> Iterator[str]:
+    """``renderable`` as plain text lines, drawn ``width`` columns wide (None: unbounded)."""
+    console = Console(width=width or UNBOUNDED, record=True, file=io.StringIO())
+    console.print(renderable)
+    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
+
+
+def _stage(view: PlaceStatus) -> str:
+    return f"{view.stage}#{view.attempt}"
+
+
+def _phase(view: PlaceStatus) -> str:
+    return view.phase + (f" ({view.short_cause})" if view.short_cause else "")
+
+
+def _tasks(view: PlaceStatus) -> str:
+    tasks = f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
+    return tasks + (" (not validated)" if view.validation == "skipped" else "")
+
+
+def status_table(
+    views: list[PlaceStatus], unreadable: list[tuple[str, str]], *, width: int | None = None
+) -> Iterator[str]:
+    """``flume status`` for a person: one row a place, fitted to ``width`` columns.
+
+    With no width (output to a file or a pipe) every row is one whole line, as wide as it needs.
+    A terminal too narrow for the whole table gets a narrower one: the kind goes (the place's
+    name holds it), stage and phase share a column, and the places are listed under their
+    repository instead of beside it.
+    """
     if not views and not unreadable:
         yield "no places: launch one with flume launch"
         return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for heading in (
-        "place",
-        "kind",
-        "stage",
-        "phase",
-        "agent",
-        "deliverable",
-        "submission",
-        "tasks",
-    ):
-        table.add_column(heading, no_wrap=True)
-    table.add_column("repository", overflow="fold")
-    for view in views:
-        table.add_row(
-            view.place,
-            view.kind,
-            f"{view.stage}#{view.attempt}",
-            view.phase + (f" ({view.short_cause})" if view.short_cause else ""),
-            view.agent.value,
-            "yes" if view.deliverable_exists else "no",
-            view.submission,
-            (f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "")
-            + (" (not validated)" if view.validation == "skipped" else ""),
-            view.repository,
-        )
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(table)
-    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
+    wide = places_table(
+        [
+            Column("place", whole=False),
+            Column("kind"),
+            Column("stage"),
+            Column("phase"),
+            Column("agent"),
+            Column("deliverable"),
+            Column("submission"),
+            Column("tasks"),
+            Column("repository", whole=False),
+        ],
+        [
+            [
+                view.place,
+                view.kind,
+                _stage(view),
+                _phase(view),
+                view.agent.value,
+                "yes" if view.deliverable_exists else "no",
+                view.submission,
+                _tasks(view),
+                view.repository,
+            ]
+            for view in views
+        ],
+    )
+    if views and (width is None or width_of(wide) <= width):
+        yield from lines_of(wide, width)
+    else:
+        for repository in dict.fromkeys(view.repository for view in views):
+            yield from lines_of(Text(f"{repository}:", overflow="fold"), width)
+            narrow = places_table(
+                [
+                    Column("place", whole=False),
+                    Column("stage"),
+                    Column("agent"),
+                    Column("deliverable"),
+                    Column("submission"),
+                    Column("tasks"),
+                ],
+                [
+                    [
+                        view.place,
+                        f"{_stage(view)} {_phase(view)}",
+                        view.agent.value,
+                        "yes" if view.deliverable_exists else "no",
+                        view.submission,
+                        _tasks(view),
+                    ]
+                    for view in views
+                    if view.repository == repository
+                ],
+            )
+            yield from lines_of(narrow, width)
     yield from waiting_lines(views)
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
