@@ -104,3 +104,26 @@ def test_an_unknown_choice_is_named_with_the_choices(host: Path, option: str, sa
     assert says in ran.stderr
     assert "Value error" not in ran.stderr
     assert world_of(repo) == before
+
+
+def complete(words: str) -> list[str]:
+    """What bash completion offers after ``words`` (the last word is the one being typed)."""
+    env = {
+        "_FLUME_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split(" ")) - 1),
+    }
+    ran = CliRunner().invoke(app, [], env=env, prog_name="flume")
+    assert ran.exit_code == 0, ran.output
+    return ran.stdout.split()
+
+
+def test_shell_completion_is_on_and_knows_commands_and_choices() -> None:
+    """``flume --install-completion`` is offered; commands, options and choices complete."""
+    assert "--install-completion" in help_of(())
+    assert complete("flume lau") == ["launch"]
+    assert complete("flume launch --agent ") == ["claude", "codex", "test"]
+    assert complete("flume launch --panes h") == ["herdr"]
+    assert "--brief-file" in complete("flume launch --brief")
+    shown = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="flume")
+    assert "complete -o default -F _flume_completion flume" in shown.stdout
