@@ -1,4 +1,4 @@
-"""The launch: what a caller asks flume to carry, and the checks it must pass (R1, DESIGN.md §8).
+"""The launch: what a caller asks flume to carry, and the checks it must pass (R1).
 
 Theory of operation: a launch is checked whole before anything exists, so a bad one creates no
 branch, worktree, journal or pane. Every problem is named with how to mend it. The name must be
@@ -57,7 +57,7 @@ class AgentSettings:
 
 @attrs.frozen(kw_only=True)
 class Launch:
-    """One launch, as the caller made it (DESIGN.md §1)."""
+    """One launch, as the caller made it: the repository, the kind, the name and the brief."""
 
     repository: str
     kind: KindName
@@ -108,7 +108,8 @@ _KEYS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 def control_character(text: str) -> str | None:
     r"""The first control character in text meant for an agent, as ``\\xNN``; None if none.
 
-    The caller's words reach an agent by bracketed paste (R6, DESIGN.md §8).
+    The caller's words reach an agent by bracketed paste (R6), where a control character would
+    be taken as a key.
     """
     found = _KEYS.search(text)
     return None if found is None else f"\\x{ord(found.group()):02x}"

@@ -1,4 +1,4 @@
-"""The catalogue of flume's rule ids: DESIGN.md §4's R1-R11 and the finer rules under them.
+"""The catalogue of flume's rule ids: R1-R11 and the finer rules under them (docs/rules.md).
 
 Each id is named in the docstring of the core code that carries it out, and in exactly one rule
 or invariant docstring of the model tests (``tests/model/test_traceability.py`` checks both).

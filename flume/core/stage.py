@@ -502,7 +502,7 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
 
 
 def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
-    """An action failed: the core decides what it means (STYLE rule 8)."""
+    """An action failed: the core decides what it means, as for anything else seen."""
     report = Report(
         event=Event.FAILED,
         text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),

@@ -265,3 +265,19 @@ def test_the_scenarios_ship_in_the_package() -> None:
         inside = path.relative_to(SCENARIOS.parent).as_posix()
         assert any(fnmatch.fnmatch(inside, pattern) for pattern in package_data), inside
     assert (ROOT / "examples" / "scenarios").resolve() == SCENARIOS
+
+
+def test_the_readme_shows_what_simulate_prints() -> None:
+    """The README's sample is lines of ``flume simulate fix-clean``, in order; ``...`` skips."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## `flume simulate`") :]
+    assert "`flume simulate fix-clean` prints" in section
+    sample = section[section.index("```text\n") + len("```text\n") :]
+    sample = sample[: sample.index("```")]
+    shown = [line for line in sample.splitlines() if line != "..."]
+    code, out, err = simulate("fix-clean")
+    assert code == 0, err
+    printed = iter(out.splitlines())
+    missing = [line for line in shown if not any(line == each for each in printed)]
+    assert not missing, f"the README shows lines simulate does not print: {missing}"
+    assert len(shown) == 4
