@@ -628,7 +628,8 @@ def attach(
 def demo(
     *,
     keep: Annotated[
-        bool, typer.Option(help="Keep the demo's folder (repository, state, transcripts).")
+        bool,
+        typer.Option("--keep", help="Keep the demo's folder (repository, state, transcripts)."),
     ] = False,
     seconds: Annotated[
         float, typer.Option(metavar="SECONDS", help="How long to let the work run.")

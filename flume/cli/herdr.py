@@ -141,7 +141,13 @@ def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
 
 @herdr_app.command(cls=Command)
 def action(
-    name: Annotated[Action, typer.Argument(metavar="ACTION", help="What the plugin asks.")],
+    name: Annotated[
+        Action,
+        typer.Argument(
+            metavar="ACTION",
+            help="What the plugin asks: open, tell, stop, retry, proceed, launch or places.",
+        ),
+    ],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
     context = plugin.Context.from_environment()
@@ -207,7 +213,10 @@ def _open(herdr: Client, meant: plugin.InFlight) -> None:
 
 @herdr_app.command(cls=Command)
 def pane(
-    name: Annotated[Popup, typer.Argument(metavar="PANE", help="The plugin pane to run.")],
+    name: Annotated[
+        Popup,
+        typer.Argument(metavar="PANE", help="The plugin pane to run: tell, launch or places."),
+    ],
 ) -> None:
     """Run a plugin pane: ask for what a command needs, then do it."""
     context = plugin.Context.from_environment()

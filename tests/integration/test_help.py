@@ -21,6 +21,7 @@ DEFECTS = {
     r"\bR\d+\b": "a rule id a user cannot look up",
     r"DESIGN\.md|STYLE\.md": "a document a user does not have",
     r"Value error": "a validator's words",
+    r"--(\w|-)+ / --no-": "a flag with a --no- twin no one needs",
 }
 
 
