@@ -17,7 +17,7 @@ from flume import __version__, api
 from flume.cli import board, render
 from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
-from flume.cli.usage import Command
+from flume.cli.usage import Command, parse_seconds
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant
 from flume.core.launch import AgentName, Panes
@@ -559,7 +559,10 @@ def tidy(
         typer.Option(metavar="PATH", help="Only this repository (default: every one flume knows)."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the supervisor.")
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Seconds to wait for the supervisor.", parser=parse_seconds
+        ),
     ] = 120.0,
 ) -> None:
     """Remove what landed or was dropped; name what is kept, and why."""
@@ -632,7 +635,8 @@ def demo(
         typer.Option("--keep", help="Keep the demo's folder (repository, state, transcripts)."),
     ] = False,
     seconds: Annotated[
-        float, typer.Option(metavar="SECONDS", help="How long to let the work run.")
+        float,
+        typer.Option(metavar="SECONDS", help="How long to let the work run.", parser=parse_seconds),
     ] = 300.0,
 ) -> None:
     """Carry a fix and a change to landing, on a sample repository.
@@ -758,7 +762,7 @@ def watch(
         bool, typer.Option("--once", help="Print the board once and exit.")
     ] = False,
     interval: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds between looks.")
+        float, typer.Option(metavar="SECONDS", help="Seconds between looks.", parser=parse_seconds)
     ] = 1.0,
 ) -> None:
     """Show a live board of every place.

@@ -19,7 +19,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from flume import api
-from flume.cli.usage import Command
+from flume.cli.usage import Command, parse_seconds
 from flume.core.errors import UsageError
 from flume.core.launch import Panes
 from flume.shell import herdr_plugin as plugin
@@ -74,7 +74,10 @@ def sidebar(
         bool, typer.Option("--follow", help="Report again every few seconds, until herdr goes.")
     ] = False,
     every: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds between reports with --follow.")
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Seconds between reports with --follow.", parser=parse_seconds
+        ),
     ] = 3.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the reports as JSON lines; send none.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import typer
 from typer.core import TyperArgument, TyperCommand
 
 if TYPE_CHECKING:
@@ -52,3 +53,14 @@ class Command(TyperCommand):
         if options:
             with formatter.section("Options"):
                 formatter.write_dl(options)
+
+
+def parse_seconds(text: str) -> float:
+    """Seconds given on the command line (``parser=parse_seconds``); plain words if no number.
+
+    typer would say "Input should be a valid number, unable to parse string as a number".
+    """
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number of seconds") from None

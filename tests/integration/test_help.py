@@ -128,3 +128,21 @@ def test_shell_completion_is_on_and_knows_commands_and_choices() -> None:
     assert "--brief-file" in complete("flume launch --brief")
     shown = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="flume")
     assert "complete -o default -F _flume_completion flume" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("tidy", "--timeout"),
+        ("watch", "--interval"),
+        ("demo", "--seconds"),
+        ("herdr", "sidebar", "--every"),
+    ],
+    ids=" ".join,
+)
+def test_seconds_that_are_no_number_are_named_in_plain_words(command: tuple[str, ...]) -> None:
+    """``--timeout x``: exit 2, "'x' is not a number of seconds", not a validator's words."""
+    ran = flume(*command, "x")
+    assert ran.returncode == 2
+    assert "'x' is not a number of seconds" in ran.stderr
+    assert "Input should be" not in ran.stderr
