@@ -256,7 +256,7 @@ def drop(
         Path | None, typer.Option(help="The repository, when the name is in several.")
     ] = None,
 ) -> None:
-    """Abandon the work: its agent ends; tidy removes its place and keeps its branch (R9, R10)."""
+    """Abandon the work: its agent ends; tidy removes its place, and keeps a branch with work."""
     try:
         typer.echo(api.drop(place, repository=repository))
     except UsageError as error:

@@ -82,7 +82,12 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     removed: list[str] = []
     kept_list: list[Kept] = []
     for action in plan(
-        life=place.life, made=place.made, worktree=worktree, branch=branch, force=force
+        kind=place.launch.kind,
+        life=place.life,
+        made=place.made,
+        worktree=worktree,
+        branch=branch,
+        force=force,
     ):
         match action:
             case RemoveWorktree(path=path):
