@@ -448,7 +448,7 @@ def tidy(
         if each.place is not None
     ]
     if dry_run:
-        outcomes = tidying.plans(found, force=force)
+        outcomes = tidying.plans(found, force=force, settings=settings)
     else:
         outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
         for where in repositories:
