@@ -23,6 +23,7 @@ from tests.integration.places_kit import (
 )
 
 BRIEF = "Mend the greeting."
+PRINTED = ("--agent", "test", "--panes", "print")
 
 
 def launch(repo: Path, *args: str, brief: str | None = BRIEF) -> subprocess.CompletedProcess[str]:
@@ -194,9 +195,10 @@ def test_a_branch_left_holding_the_name_is_refused_with_the_command_that_frees_i
     it frees the name, and the launch then succeeds.
     """
     repo = repository(host / "my repo")
+    # An agent that needs nothing installed, printed rather than started: only the name matters.
     run_git(repo, "branch", "fix/empty")
     before = world_of(repo)
-    empty = launch(repo, "--name", "empty")
+    empty = launch(repo, "--name", "empty", *PRINTED)
     assert empty.returncode == 2
     assert "the branch fix/empty already exists" in empty.stderr
     assert "holding nothing main lacks" in empty.stderr
@@ -204,12 +206,12 @@ def test_a_branch_left_holding_the_name_is_refused_with_the_command_that_frees_i
     freeing = _said_command(empty.stderr, "branch -D fix/empty")
     assert freeing == ["git", "-C", str(repo), "branch", "-D", "fix/empty"]
     subprocess.run(freeing, check=True, capture_output=True)  # noqa: S603 (argv, ours)
-    assert launch(repo, "--name", "empty").returncode == 0
+    assert launch(repo, "--name", "empty", *PRINTED).returncode == 0
 
     run_git(repo, "checkout", "-q", "-b", "fix/ahead")
     commit(repo, "half.txt")
     run_git(repo, "checkout", "-q", "main")
-    ahead = launch(repo, "--name", "ahead")
+    ahead = launch(repo, "--name", "ahead", *PRINTED)
     assert ahead.returncode == 2
     assert "holding 1 commit main lacks" in ahead.stderr
     look = _said_command(ahead.stderr, "log main..fix/ahead")

@@ -241,7 +241,10 @@ def test_a_dry_run_says_what_tidy_then_reports_after_the_supervisor_tidied(host:
     what was removed and kept included.
     """
     repo = repository(host / "repo")
-    paths = {name: launched(repo, name) for name in ("empty", "ahead", "dirty")}
+    paths = {
+        name: launched(repo, name, "--agent", "test", "--panes", "print")
+        for name in ("empty", "ahead", "dirty")
+    }
     for path in paths.values():
         wait_until(lambda path=path: "WorktreeMade" in kinds_in(path))
     commit(repo / "places" / "fix--ahead", "half.txt")
@@ -287,10 +290,10 @@ def test_a_dry_run_says_what_tidy_then_reports_after_the_supervisor_tidied(host:
     # The empty branch went with its place, so the name launches again; the branch holding a
     # commit still holds its name, and the refusal says the command that frees it.
     again = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "empty",
-                  "--brief", BRIEF)  # fmt: skip
+                  "--brief", BRIEF, "--agent", "test", "--panes", "print")  # fmt: skip
     assert again.returncode == 0, again.stderr
     refused = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "ahead",
-                    "--brief", BRIEF)  # fmt: skip
+                    "--brief", BRIEF, "--agent", "test", "--panes", "print")  # fmt: skip
     assert refused.returncode == 2
     assert "the branch fix/ahead already exists" in refused.stderr
     assert "holding 1 commit main lacks" in refused.stderr
