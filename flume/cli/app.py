@@ -361,8 +361,8 @@ def drop(
 ) -> None:
     """Abandon the work; its branch is kept when it holds work.
 
-    Its agent ends and its place is tidied away; a branch holding commits its base lacks is kept,
-    and flume tidy names it.
+    Its agent ends and its place is tidied away. A branch holding commits its base lacks is kept,
+    and flume tidy names it; a change's branch is always kept.
     """
     try:
         typer.echo(api.drop(place, repository=repository))
@@ -578,7 +578,7 @@ def tidy(
         if each.place is not None
     ]
     if dry_run:
-        outcomes = tidying.plans(found, force=force)
+        outcomes = tidying.plans(found, force=force, settings=settings)
     else:
         outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
         for where in repositories:

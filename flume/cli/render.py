@@ -412,9 +412,10 @@ def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
     if not outcomes:
         yield "nothing to tidy"
         return
-    would = "would remove" if dry_run else "removed"
     for outcome in outcomes:
-        state = f"{outcome.state} (dry run)" if dry_run else outcome.state
+        would = "would remove" if dry_run and not outcome.earlier else "removed"
+        state = f"{outcome.state} earlier" if outcome.earlier else outcome.state
+        state = f"{state} (dry run)" if dry_run else state
         yield f"{outcome.place}: {state}   [{outcome.repository}]"
         for removed in outcome.removed:
             yield f"  {would} {removed}"

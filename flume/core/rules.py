@@ -35,7 +35,10 @@ RULES: dict[str, str] = {
     "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",
     "TIDY-ONLY-OURS": "flume removes only places it made; a hand-made worktree is never touched.",
     "TIDY-KEEPS-AHEAD-BRANCH": "A branch holding commits its base lacks stays, and is named.",
-    "TIDY-DROPPED-KEEPS-BRANCH": "Dropped work: its place is removed, its branch kept.",
+    "TIDY-DROPPED-CHANGE-KEEPS-BRANCH": "A dropped change: its place is removed, its branch kept.",
+    "TIDY-DROPPED-EMPTY-BRANCH-GOES": (
+        "Other dropped work: a branch holding nothing its base lacks goes with its place."
+    ),
     "TIDY-DIRTY-NEEDS-FORCE": "A worktree with uncommitted or untracked changes needs force.",
     "TIDY-DONE-ON-FACTS": "A place is tidied only on facts showing nothing left to remove.",
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",

@@ -404,7 +404,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
 
 
 def on_drop(place: Place) -> Outcome:
-    """DROP-ENDS-WORK: abandon the work; its agent ends and tidy keeps its branch (R10)."""
+    """DROP-ENDS-WORK: abandon the work; its agent ends and tidy follows (R10)."""
     if place.life in {Life.DROPPED, Life.TIDIED} or place.landed_at is not None:
         state = "landed" if place.landed_at is not None else place.life.value
         raise refused("drop", f"{_name(place)} is {state}", "nothing to drop; tidy cleans it up")

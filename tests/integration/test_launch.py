@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from flume.core.place import Life, Short, ShortCause
 from flume.shell import git, places
 from tests.integration.places_kit import (
     Harness,
+    commit,
     flume,
     launch_argv,
     launch_place,
@@ -21,6 +23,7 @@ from tests.integration.places_kit import (
 )
 
 BRIEF = "Mend the greeting."
+PRINTED = ("--agent", "test", "--panes", "print")
 
 
 def launch(repo: Path, *args: str, brief: str | None = BRIEF) -> subprocess.CompletedProcess[str]:
@@ -203,6 +206,47 @@ def test_a_name_in_use_makes_nothing_more(host: Path) -> None:
     world = world_of(repo)
     assert world["journals"] == after_first["journals"]
     assert "fix/folder" not in world["branches"]  # type: ignore[operator]
+
+
+def _said_command(stderr: str, ending: str) -> list[str]:
+    """The ``git -C ...`` command a refusal says to run, the one ending in ``ending``, as argv."""
+    end = stderr.index(ending) + len(ending)
+    return shlex.split(stderr[stderr.rindex("git -C ", 0, end) : end])
+
+
+def test_a_branch_left_holding_the_name_is_refused_with_the_command_that_frees_it(
+    host: Path,
+) -> None:
+    """A leftover branch: the refusal says what it holds and the exact command freeing the name.
+
+    The repository's path has a space, so the command is quoted as a shell would need it; run,
+    it frees the name, and the launch then succeeds.
+    """
+    repo = repository(host / "my repo")
+    # An agent that needs nothing installed, printed rather than started: only the name matters.
+    run_git(repo, "branch", "fix/empty")
+    before = world_of(repo)
+    empty = launch(repo, "--name", "empty", *PRINTED)
+    assert empty.returncode == 2
+    assert "the branch fix/empty already exists" in empty.stderr
+    assert "holding nothing main lacks" in empty.stderr
+    assert world_of(repo) == before
+    freeing = _said_command(empty.stderr, "branch -D fix/empty")
+    assert freeing == ["git", "-C", str(repo), "branch", "-D", "fix/empty"]
+    subprocess.run(freeing, check=True, capture_output=True)  # noqa: S603 (argv, ours)
+    assert launch(repo, "--name", "empty", *PRINTED).returncode == 0
+
+    run_git(repo, "checkout", "-q", "-b", "fix/ahead")
+    commit(repo, "half.txt")
+    run_git(repo, "checkout", "-q", "main")
+    ahead = launch(repo, "--name", "ahead", *PRINTED)
+    assert ahead.returncode == 2
+    assert "holding 1 commit main lacks" in ahead.stderr
+    look = _said_command(ahead.stderr, "log main..fix/ahead")
+    assert look == ["git", "-C", str(repo), "log", "main..fix/ahead"]
+    assert _said_command(ahead.stderr, "branch -D fix/ahead") == [
+        "git", "-C", str(repo), "branch", "-D", "fix/ahead",
+    ]  # fmt: skip
 
 
 def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:
