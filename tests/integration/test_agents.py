@@ -16,16 +16,22 @@ import sys
 import time
 from pathlib import Path
 
-from flume.core.actions import Event, Report, SendPrompt
-from flume.core.ids import Instant, SessionId
+from flume.core.actions import EndAgent, Event, Report, SendPrompt
+from flume.core.ids import BranchName, Instant, KindName, SessionId, WorkName
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
     AgentExited,
     AgentReady,
+    Launched,
     StopAsked,
 )
 from flume.core.place import Short, ShortCause, Working
+from flume.core.settings import Settings
+from flume.core.step import step
 from flume.shell import client, journal, places
+from flume.shell.agents import Agents
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
     agent_doing,
@@ -116,6 +122,48 @@ def test_lost_twice_never_began_and_no_third_send(tmp_path: Path, panes: Tmux) -
     wait_for(lambda: _daemon_ticked_past(settle), 30, "the supervisor to go on ticking")
     assert prompt_sends(journal_path) == 2
     assert typed_lines(place_of(journal_path), session, _marker("deaf")) == []
+
+
+def test_ending_the_last_agent_of_a_server_ends_it_every_time(tmp_path: Path, panes: Tmux) -> None:
+    """R4: 200 ends of a one-pane server's only agent: each an AgentExited, never a failure.
+
+    The server exits with its last pane, and tmux then answers a listing with "no current
+    target" now and then, or a start with "server exited unexpectedly": a server gone is an
+    ended agent, and the next start makes a new one. A count, not a timing.
+    """
+    folder = tmp_path / "place"
+    folder.mkdir()
+    launch = Launch(
+        repository=str(tmp_path),
+        kind=KindName("fix"),
+        name=WorkName("ends"),
+        brief="End.",
+        base=BranchName("main"),
+    )
+    kind = BUILTIN_KINDS[KindName("fix")]
+    place = step(Settings(), None, Launched(at=Instant(0), launch=launch, kind=kind)).place
+    assert place is not None
+    agents = Agents(tmux=panes)
+    failed_starts: list[str] = []
+    failed_ends: list[str] = []
+    for attempt in range(200):
+        session = SessionId(f"end-{attempt:04d}-{'0' * 8}")
+        started = panes.start(
+            group="ends",
+            window="ends",
+            cwd=folder,
+            argv=["sleep", "600"],
+            env={"FLUME_SESSION": session},
+        )
+        if not started.ok:
+            failed_starts.append(started.err.strip())
+            continue
+        ended = agents.end(place, EndAgent(session=session, reason="ended"), Instant(attempt))
+        if ended != [AgentExited(at=Instant(attempt), session=session)]:
+            failed_ends.append(repr(ended))
+    assert failed_ends == []
+    assert failed_starts == []
+    assert panes.panes() == {}
 
 
 def _daemon_ticked_past(instant: float) -> bool:
