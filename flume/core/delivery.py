@@ -15,8 +15,13 @@ it typed is typed once more, as the same send (DELIVERY-RETYPE-UNTYPED). A copy 
 unsubmitted by the kill goes with the second, as one message. A send is never typed again once
 the pane has shown it, so no prompt is submitted in a pane more than twice.
 
+The transcript can be read after the stage moved on: an agent that runs ``flume needs`` or
+``flume submit`` at once is heard before its prompt's line is read, and a stage stopped or never
+begun may still find its prompt taken. The prompt is then still reported delivered, once per
+agent, and the stage stays where it went (DELIVERY-LATE-PROOF).
+
 Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY,
-DELIVERY-RETYPE-UNTYPED.
+DELIVERY-RETYPE-UNTYPED, DELIVERY-LATE-PROOF.
 """
 
 from __future__ import annotations
@@ -87,8 +92,12 @@ def is_typed_by_user(entry: TranscriptEntry) -> bool:
 
 def prompt_marker(place: Place) -> Marker:
     """The marker of the current stage's attempt: unique per place, stage and attempt."""
+    return _marker(place, place.stage.name, place.stage.attempt)
+
+
+def _marker(place: Place, stage: str, attempt: int) -> Marker:
     name = place_name(place.launch.kind, place.launch.name)
-    return Marker(f"flume:{name}:{place.stage.name}:{place.stage.attempt}")
+    return Marker(f"flume:{name}:{stage}:{attempt}")
 
 
 def render_prompt(place: Place) -> str:
@@ -165,22 +174,33 @@ def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
 
 
 def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
-    """A transcript line: the prompt is delivered if it holds the marker as typed by the user."""
-    phase = place.stage.phase
+    """A transcript line: the prompt is delivered if it holds the marker as typed by the user.
+
+    DELIVERY-LATE-PROOF: the live agent's own prompt, found once its stage stopped short or
+    moved on, is reported delivered all the same, once; the stage stays where it is.
+    """
+    agent = place.agent
     if (
-        isinstance(phase, Delivering)
-        and entry.session == phase.session
-        and is_typed_by_user(entry)
-        and prompt_marker(place) in entry.text
+        agent is None
+        or agent.proven
+        or entry.session != agent.session
+        or not is_typed_by_user(entry)
+        or _marker(place, agent.stage, agent.attempt) not in entry.text
     ):
+        return place, ()
+    phase = place.stage.phase
+    current = (place.stage.name, place.stage.attempt) == (agent.stage, agent.attempt)
+    if isinstance(phase, Delivering) and phase.session == agent.session:
         stage = attrs.evolve(place.stage, phase=Working(session=phase.session))
-        report = Report(
-            event=Event.PROMPT_DELIVERED,
-            text=f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})",
-            stage=place.stage.name,
-        )
-        return evolve(place, stage=stage), (report,)
-    return place, ()
+        text = f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})"
+        place = evolve(place, stage=stage)
+    elif isinstance(phase, Short) or not current:
+        moved = "stopped short" if current else "moved on"
+        text = f"the transcript holds the prompt, found after the stage {moved}"
+    else:
+        return place, ()
+    place = evolve(place, agent=attrs.evolve(agent, proven=True))
+    return place, (Report(event=Event.PROMPT_DELIVERED, text=text, stage=agent.stage),)
 
 
 def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:

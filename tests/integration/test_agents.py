@@ -328,6 +328,14 @@ def test_flume_needs_run_by_the_agent_stops_the_place_short(tmp_path: Path, pane
     assert phase.words == "the API key for staging"
     shown = flume_process("status", "--repository", str(repo))
     assert "the API key for staging" in shown.stdout
+    # The prompt arrived, whether its line was read before or after the needs: reported once.
+    wait_for(lambda: _delivered(journal_path), 30, "the prompt to be reported delivered")
+    assert len(_delivered(journal_path)) == 1
+
+
+def _delivered(journal_path: Path) -> list[Report]:
+    reports = decided(journal_path, Report)
+    return [r for r in reports if isinstance(r, Report) and r.event is Event.PROMPT_DELIVERED]
 
 
 def _kill_daemon() -> None:
