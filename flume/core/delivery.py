@@ -70,14 +70,31 @@ _HARNESS_OPENINGS = (
 #: ``system`` line subtypes Claude Code writes when a turn has ended.
 _TURN_ENDS = frozenset({"turn_duration", "stop_hook_summary"})
 
+#: The whole text of the ``user`` line Claude Code writes itself when a person presses Esc: the
+#: turn ended there, and the agent waits for input. Older versions write it as a text block with
+#: no flag at all (the corpus, 2.1.39); newer ones add ``rowSource: "harness"``.
+_INTERRUPT_NOTES = frozenset(
+    {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
+)
+
+
+def is_interrupt_note(entry: TranscriptEntry) -> bool:
+    """The line is the note Claude Code writes when a person interrupts a turn (Esc)."""
+    return (
+        entry.line_type == "user"
+        and entry.content in {Content.STRING, Content.TEXT}
+        and entry.text.strip() in _INTERRUPT_NOTES
+    )
+
 
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
     """DELIVERY-TRANSCRIPT-ONLY: the line is a message typed (or pasted) by the user.
 
     A ``user`` line that is not meta, not a compact summary, not a sidechain, not a harness row,
-    whose content is a string or text blocks (no tool result), and that does not open with one
-    of the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
-    corpus: a ``<task-notification>`` carries a typed prompt's flags).
+    whose content is a string or text blocks (no tool result), that does not open with one of
+    the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
+    corpus: a ``<task-notification>`` carries a typed prompt's flags), and that is not the note
+    of an interrupt (:func:`is_interrupt_note`).
     """
     return (
         entry.line_type == "user"
@@ -87,6 +104,7 @@ def is_typed_by_user(entry: TranscriptEntry) -> bool:
         and entry.row_source != "harness"
         and entry.content in {Content.STRING, Content.TEXT}
         and not entry.text.lstrip().startswith(_HARNESS_OPENINGS)
+        and not is_interrupt_note(entry)
     )
 
 
@@ -291,12 +309,13 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     """What the agent is doing, as far as one transcript line tells (reference §2).
 
     Hooks and the live-session registry are more precise and override this when they report.
+    An interrupt's note ends the turn (no Stop hook fires for it, reference §4).
     """
     if entry.line_type == "user" and (
         is_typed_by_user(entry) or entry.content is Content.TOOL_RESULT
     ):
         return Activity.WORKING
-    if entry.line_type == "system" and entry.subtype in _TURN_ENDS:
+    if is_interrupt_note(entry) or (entry.line_type == "system" and entry.subtype in _TURN_ENDS):
         return Activity.WAITING
     if entry.line_type == "assistant":
         if entry.tool_name == "AskUserQuestion":

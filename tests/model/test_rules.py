@@ -20,7 +20,12 @@ from flume.core.actions import (
     SendPrompt,
     StartAgent,
 )
-from flume.core.delivery import is_typed_by_user, render_prompt
+from flume.core.delivery import (
+    infer_activity,
+    is_interrupt_note,
+    is_typed_by_user,
+    render_prompt,
+)
 from flume.core.errors import UsageError
 from flume.core.ids import (
     BranchName,
@@ -408,6 +413,29 @@ def test_r5_text_the_harness_injects_is_not_typed(opening: str) -> None:
     """A user line opening with a tag Claude Code injects is not typed by the user."""
     entry = typed(f"{opening}[flume:fix--typo:code:1]")
     assert not is_typed_by_user(entry)
+
+
+@pytest.mark.parametrize(
+    "note", ["[Request interrupted by user]", "[Request interrupted by user for tool use]"]
+)
+@pytest.mark.parametrize("content", [Content.TEXT, Content.STRING])
+def test_r5_an_interrupt_note_is_not_typed_and_ends_the_turn(note: str, content: Content) -> None:
+    """The note Claude Code writes when a person presses Esc: not typed, and the agent waits.
+
+    A typed prompt that only quotes the note is still typed.
+    """
+    entry = TranscriptEntry(
+        at=Instant(0), session=SESSION, line_type="user", content=content, text=f"{note}\n"
+    )
+    assert is_interrupt_note(entry)
+    assert not is_typed_by_user(entry)
+    assert infer_activity(entry, Activity.WORKING) is Activity.WAITING
+    quoting = typed(f"Why did I see {note}? Go on. [flume:fix--typo:code:1]")
+    assert not is_interrupt_note(quoting)
+    assert is_typed_by_user(quoting)
+    assert infer_activity(quoting, Activity.WAITING) is Activity.WORKING
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    assert step(S, place, attrs.evolve(entry, at=Instant(4))).place.stage == place.stage
 
 
 def test_r5_a_wrapped_long_paste_counts() -> None:
