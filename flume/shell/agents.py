@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import sys
 import uuid
@@ -46,7 +45,7 @@ from flume.core.observations import (
     PromptTyped,
 )
 from flume.core.place import Place
-from flume.shell import places, printed
+from flume.shell import places, printed, tools
 from flume.shell.herdr import Herdr
 from flume.shell.panes import PaneServer
 from flume.shell.tmux import SESSION_VARIABLE, Tmux
@@ -119,13 +118,7 @@ def transcript_path(cwd: str, session: str) -> Path:
 
 def program(agent: AgentName) -> str:
     """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
-    match agent:
-        case AgentName.CLAUDE:
-            return os.environ.get("FLUME_CLAUDE") or "claude"
-        case AgentName.CODEX:
-            return os.environ.get("FLUME_CODEX") or "codex"
-        case AgentName.TEST:
-            return sys.executable
+    return tools.agent_program(agent)
 
 
 def hook_settings(session: str) -> str:
@@ -171,11 +164,7 @@ def marks(place: Place, session: SessionId) -> dict[str, str]:
 
 def search_path() -> str:
     """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
-    bin_dir = str(Path(sys.executable).parent)
-    path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if bin_dir not in path.split(os.pathsep):
-        path = os.pathsep.join([bin_dir, path])
-    return path
+    return tools.search_path()
 
 
 def environment(place: Place, session: SessionId) -> dict[str, str]:
@@ -224,13 +213,10 @@ class Agents:
             if pane.session == session:
                 return [self._started(at, action, session, pane.id)]
         argv = command(place, action, session)
-        if shutil.which(argv[0]) is None:
-            variable = "FLUME_CODEX" if action.agent.agent is AgentName.CODEX else "FLUME_CLAUDE"
-            what = (
-                f"the agent's program {argv[0]!r} is not installed here; install it, or set "
-                f"{variable} to its path, then retry the stage"
-            )
-            return self._failed(at, argv, what)
+        # The launch checked this; the program may have gone since (or PATH changed).
+        if (missing := tools.missing_agent(action.agent.agent)) is not None:
+            what, mend = missing
+            return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
         if action.agent.agent is AgentName.CLAUDE:
             agents_dir().mkdir(parents=True, exist_ok=True)
             hooks_path(session).touch()
