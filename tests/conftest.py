@@ -48,11 +48,12 @@ def is_stand_in(program: Path) -> bool:
 
 
 def _stand_ins(home: Path) -> str:
-    """A folder of stand-ins for ``claude`` and ``codex``, for the end of PATH.
+    """A folder of stand-ins for ``claude`` and ``codex``, for the head of PATH.
 
     A launch checks that its agent's program is installed; most tests launch the default agent
-    and never start it (or start their own fake). Last on PATH, a real agent found earlier wins,
-    and the tests that run a real one skip a stand-in (agents_kit.installed_or_skip).
+    and never need it to work. First on PATH, no test runs a real agent a person installed: the
+    tests that run the pinned one name it (``$FLUME_CLAUDE``, ``.node``), and skip a stand-in
+    (agents_kit.installed_or_skip).
     """
     folder = home / STAND_INS
     folder.mkdir()
@@ -71,7 +72,7 @@ def _private_home() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="flume-test-home-") as home:
         os.environ["HOME"] = home
         path = os.environ.get("PATH", os.defpath)
-        os.environ["PATH"] = os.pathsep.join([path, _stand_ins(Path(home))])
+        os.environ["PATH"] = os.pathsep.join([_stand_ins(Path(home)), path])
         for name in _PRIVATE[1:]:
             os.environ[name] = str(Path(home) / name.lower())
         os.environ.pop("CLAUDE_CONFIG_DIR", None)
