@@ -117,7 +117,7 @@ def sessions_started(path: Path, stage: str = "code", attempt: int = 1) -> set[s
 
 def transcript_lines(place: Place, session: str) -> list[dict[str, object]]:
     """The lines of a session's transcript, as the agent wrote them."""
-    path = agents.transcript_path(os.path.realpath(place.path), session)
+    path = agents.transcript_path(os.path.realpath(place.path), session, place.launch.agent.agent)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -30,7 +30,7 @@ from flume.core.observations import (
 from flume.core.place import Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell import client, journal, places
+from flume.shell import agents, client, journal, places
 from flume.shell.agents import Agents
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
@@ -84,6 +84,10 @@ def test_a_prompt_is_delivered_and_the_commit_ends_the_stage(tmp_path: Path, pan
     assert prompt_sends(journal_path) == 1
     assert len(typed_lines(place, session, _marker("greet"))) == 1
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
+    # The test agent's files are in flume's state folder, none in Claude Code's home.
+    (transcript,) = agents.test_agent_home().glob(f"projects/*/{session}.jsonl")
+    assert transcript.is_relative_to(places.state_dir())
+    assert list(agents.claude_home().glob(f"**/{session}*")) == []
     # The next stage runs a fresh agent: another session, and the first one ended.
     wait_for(lambda: sessions_started(journal_path, "submit"), 30, "the submit stage's agent")
     assert sessions_started(journal_path, "submit") != {session}
