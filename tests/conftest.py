@@ -34,15 +34,45 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "test@flume.invalid",
 }
 _PRIVATE = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME")
+#: The folder, in the private HOME, of stand-ins for the agents' programs (see _stand_ins).
+STAND_INS = "agent-stand-ins"
+_STAND_IN = """#!/bin/sh
+echo "$(basename "$0"): a stand-in of flume's test suite for an agent not installed here" >&2
+exit 127
+"""
+
+
+def is_stand_in(program: Path) -> bool:
+    """``program`` is one of the test suite's stand-ins, not a real agent."""
+    return program.parent.name == STAND_INS
+
+
+def _stand_ins(home: Path) -> str:
+    """A folder of stand-ins for ``claude`` and ``codex``, for the head of PATH.
+
+    A launch checks that its agent's program is installed; most tests launch the default agent
+    and never need it to work. First on PATH, no test runs a real agent a person installed: the
+    tests that run the pinned one name it (``$FLUME_CLAUDE``, ``.node``), and skip a stand-in
+    (agents_kit.installed_or_skip).
+    """
+    folder = home / STAND_INS
+    folder.mkdir()
+    for name in ("claude", "codex"):
+        program = folder / name
+        program.write_text(_STAND_IN, encoding="utf-8")
+        program.chmod(0o755)
+    return str(folder)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_home() -> Iterator[Path]:
     """Point HOME and the XDG directories at a fresh temporary directory for the whole run."""
-    names = (*_PRIVATE, "CLAUDE_CONFIG_DIR", "CODEX_HOME", *_IDENTITY)
+    names = (*_PRIVATE, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PATH", *_IDENTITY)
     saved = {name: os.environ.get(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="flume-test-home-") as home:
         os.environ["HOME"] = home
+        path = os.environ.get("PATH", os.defpath)
+        os.environ["PATH"] = os.pathsep.join([_stand_ins(Path(home)), path])
         for name in _PRIVATE[1:]:
             os.environ[name] = str(Path(home) / name.lower())
         os.environ.pop("CLAUDE_CONFIG_DIR", None)

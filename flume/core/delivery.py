@@ -15,8 +15,13 @@ it typed is typed once more, as the same send (DELIVERY-RETYPE-UNTYPED). A copy 
 unsubmitted by the kill goes with the second, as one message. A send is never typed again once
 the pane has shown it, so no prompt is submitted in a pane more than twice.
 
+The transcript can be read after the stage moved on: an agent that runs ``flume needs`` or
+``flume submit`` at once is heard before its prompt's line is read, and a stage stopped or never
+begun may still find its prompt taken. The prompt is then still reported delivered, once per
+agent, and the stage stays where it went (DELIVERY-LATE-PROOF).
+
 Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY,
-DELIVERY-RETYPE-UNTYPED.
+DELIVERY-RETYPE-UNTYPED, DELIVERY-LATE-PROOF.
 """
 
 from __future__ import annotations
@@ -65,14 +70,31 @@ _HARNESS_OPENINGS = (
 #: ``system`` line subtypes Claude Code writes when a turn has ended.
 _TURN_ENDS = frozenset({"turn_duration", "stop_hook_summary"})
 
+#: The whole text of the ``user`` line Claude Code writes itself when a person presses Esc: the
+#: turn ended there, and the agent waits for input. Older versions write it as a text block with
+#: no flag at all (the corpus, 2.1.39); newer ones add ``rowSource: "harness"``.
+_INTERRUPT_NOTES = frozenset(
+    {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
+)
+
+
+def is_interrupt_note(entry: TranscriptEntry) -> bool:
+    """The line is the note Claude Code writes when a person interrupts a turn (Esc)."""
+    return (
+        entry.line_type == "user"
+        and entry.content in {Content.STRING, Content.TEXT}
+        and entry.text.strip() in _INTERRUPT_NOTES
+    )
+
 
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
     """DELIVERY-TRANSCRIPT-ONLY: the line is a message typed (or pasted) by the user.
 
     A ``user`` line that is not meta, not a compact summary, not a sidechain, not a harness row,
-    whose content is a string or text blocks (no tool result), and that does not open with one
-    of the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
-    corpus: a ``<task-notification>`` carries a typed prompt's flags).
+    whose content is a string or text blocks (no tool result), that does not open with one of
+    the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
+    corpus: a ``<task-notification>`` carries a typed prompt's flags), and that is not the note
+    of an interrupt (:func:`is_interrupt_note`).
     """
     return (
         entry.line_type == "user"
@@ -82,13 +104,18 @@ def is_typed_by_user(entry: TranscriptEntry) -> bool:
         and entry.row_source != "harness"
         and entry.content in {Content.STRING, Content.TEXT}
         and not entry.text.lstrip().startswith(_HARNESS_OPENINGS)
+        and not is_interrupt_note(entry)
     )
 
 
 def prompt_marker(place: Place) -> Marker:
     """The marker of the current stage's attempt: unique per place, stage and attempt."""
+    return _marker(place, place.stage.name, place.stage.attempt)
+
+
+def _marker(place: Place, stage: str, attempt: int) -> Marker:
     name = place_name(place.launch.kind, place.launch.name)
-    return Marker(f"flume:{name}:{place.stage.name}:{place.stage.attempt}")
+    return Marker(f"flume:{name}:{stage}:{attempt}")
 
 
 def render_prompt(place: Place) -> str:
@@ -165,22 +192,33 @@ def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
 
 
 def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
-    """A transcript line: the prompt is delivered if it holds the marker as typed by the user."""
-    phase = place.stage.phase
+    """A transcript line: the prompt is delivered if it holds the marker as typed by the user.
+
+    DELIVERY-LATE-PROOF: the live agent's own prompt, found once its stage stopped short or
+    moved on, is reported delivered all the same, once; the stage stays where it is.
+    """
+    agent = place.agent
     if (
-        isinstance(phase, Delivering)
-        and entry.session == phase.session
-        and is_typed_by_user(entry)
-        and prompt_marker(place) in entry.text
+        agent is None
+        or agent.proven
+        or entry.session != agent.session
+        or not is_typed_by_user(entry)
+        or _marker(place, agent.stage, agent.attempt) not in entry.text
     ):
+        return place, ()
+    phase = place.stage.phase
+    current = (place.stage.name, place.stage.attempt) == (agent.stage, agent.attempt)
+    if isinstance(phase, Delivering) and phase.session == agent.session:
         stage = attrs.evolve(place.stage, phase=Working(session=phase.session))
-        report = Report(
-            event=Event.PROMPT_DELIVERED,
-            text=f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})",
-            stage=place.stage.name,
-        )
-        return evolve(place, stage=stage), (report,)
-    return place, ()
+        text = f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})"
+        place = evolve(place, stage=stage)
+    elif isinstance(phase, Short) or not current:
+        moved = "stopped short" if current else "moved on"
+        text = f"the transcript holds the prompt, found after the stage {moved}"
+    else:
+        return place, ()
+    place = evolve(place, agent=attrs.evolve(agent, proven=True))
+    return place, (Report(event=Event.PROMPT_DELIVERED, text=text, stage=agent.stage),)
 
 
 def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -271,12 +309,13 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     """What the agent is doing, as far as one transcript line tells (reference §2).
 
     Hooks and the live-session registry are more precise and override this when they report.
+    An interrupt's note ends the turn (no Stop hook fires for it, reference §4).
     """
     if entry.line_type == "user" and (
         is_typed_by_user(entry) or entry.content is Content.TOOL_RESULT
     ):
         return Activity.WORKING
-    if entry.line_type == "system" and entry.subtype in _TURN_ENDS:
+    if is_interrupt_note(entry) or (entry.line_type == "system" and entry.subtype in _TURN_ENDS):
         return Activity.WAITING
     if entry.line_type == "assistant":
         if entry.tool_name == "AskUserQuestion":

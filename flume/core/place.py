@@ -156,6 +156,8 @@ class Agent:
     last_output_at: Instant
     #: ``EndAgent`` was asked for; no new agent starts until it is observed gone.
     ending: bool = False
+    #: Its transcript held its prompt, typed: ``prompt-delivered`` was reported for it.
+    proven: bool = False
 
 
 @attrs.frozen(kw_only=True)

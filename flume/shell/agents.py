@@ -15,7 +15,9 @@ RESTART-PENDING).
 Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
 prompt, and hooks installed for the run only (``--settings``), each appending what Claude Code
 says to a file flume reads (``hookrecord.py``). Codex is started in the place (``-C``); its
-rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code's files.
+rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code's files, in a
+home of its own in flume's state folder (:func:`test_agent_home`, passed as its ``--home``), never
+in Claude Code's: :func:`agent_home` is where both flume and the agent look.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import sys
 import uuid
@@ -46,7 +47,7 @@ from flume.core.observations import (
     PromptTyped,
 )
 from flume.core.place import Place
-from flume.shell import places, printed
+from flume.shell import places, printed, tools
 from flume.shell.herdr import Herdr
 from flume.shell.panes import PaneServer
 from flume.shell.tmux import SESSION_VARIABLE, Tmux
@@ -101,6 +102,19 @@ def claude_home() -> Path:
     return Path(given) if given else Path.home() / ".claude"
 
 
+def test_agent_home() -> Path:
+    """Where flume's test agent keeps its transcripts and registry: ``STATE/test-agent``.
+
+    flume passes it as the agent's ``--home``; the agent run bare defaults to the same folder.
+    """
+    return places.state_dir() / "test-agent"
+
+
+def agent_home(agent: AgentName) -> Path:
+    """The folder an agent keeps Claude Code's layout in: the test agent's own, or Claude Code's."""
+    return test_agent_home() if agent is AgentName.TEST else claude_home()
+
+
 def codex_home() -> Path:
     """Codex's folder: ``$CODEX_HOME``, or ``~/.codex``."""
     given = os.environ.get("CODEX_HOME")
@@ -112,20 +126,14 @@ def project_slug(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
-def transcript_path(cwd: str, session: str) -> Path:
-    """Where Claude Code (and the test agent) write the session's transcript."""
-    return claude_home() / "projects" / project_slug(cwd) / f"{session}.jsonl"
+def transcript_path(cwd: str, session: str, agent: AgentName) -> Path:
+    """Where Claude Code (or the test agent, in its own home) writes the session's transcript."""
+    return agent_home(agent) / "projects" / project_slug(cwd) / f"{session}.jsonl"
 
 
 def program(agent: AgentName) -> str:
     """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
-    match agent:
-        case AgentName.CLAUDE:
-            return os.environ.get("FLUME_CLAUDE") or "claude"
-        case AgentName.CODEX:
-            return os.environ.get("FLUME_CODEX") or "codex"
-        case AgentName.TEST:
-            return sys.executable
+    return tools.agent_program(agent)
 
 
 def hook_settings(session: str) -> str:
@@ -154,6 +162,7 @@ def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
                 argv += ["-m", settings.model]
         case AgentName.TEST:
             argv += ["-m", "flume.testing.agent", "--session-id", session]
+            argv += ["--home", str(test_agent_home())]
     argv += list(settings.flags)
     return argv
 
@@ -171,11 +180,7 @@ def marks(place: Place, session: SessionId) -> dict[str, str]:
 
 def search_path() -> str:
     """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
-    bin_dir = str(Path(sys.executable).parent)
-    path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if bin_dir not in path.split(os.pathsep):
-        path = os.pathsep.join([bin_dir, path])
-    return path
+    return tools.search_path()
 
 
 def environment(place: Place, session: SessionId) -> dict[str, str]:
@@ -224,13 +229,10 @@ class Agents:
             if pane.session == session:
                 return [self._started(at, action, session, pane.id)]
         argv = command(place, action, session)
-        if shutil.which(argv[0]) is None:
-            variable = "FLUME_CODEX" if action.agent.agent is AgentName.CODEX else "FLUME_CLAUDE"
-            what = (
-                f"the agent's program {argv[0]!r} is not installed here; install it, or set "
-                f"{variable} to its path, then retry the stage"
-            )
-            return self._failed(at, argv, what)
+        # The launch checked this; the program may have gone since (or PATH changed).
+        if (missing := tools.missing_agent(action.agent.agent)) is not None:
+            what, mend = missing
+            return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
         if action.agent.agent is AgentName.CLAUDE:
             agents_dir().mkdir(parents=True, exist_ok=True)
             hooks_path(session).touch()
@@ -374,32 +376,33 @@ def _runs_session(pid: int, session: str) -> bool:
 
 
 def live_sessions() -> dict[str, dict[str, object]]:
-    """Claude Code's live-session registry, by session id (reference §1).
+    """The live-session registries, by session id: Claude Code's and the test agent's (§1).
 
-    One folder listing; a file is read again only when it changed since it was last read, so a
-    look costs what changed, not how many agents live.
+    One folder listing each; a file is read again only when it changed since it was last read,
+    so a look costs what changed, not how many agents live.
     """
     found: dict[str, dict[str, object]] = {}
-    try:
-        entries = list(os.scandir(claude_home() / "sessions"))
-    except FileNotFoundError:
-        return found
     seen: set[str] = set()
-    for entry in entries:
-        if not entry.name.endswith(".json"):
-            continue
-        seen.add(entry.path)
+    for home in (claude_home(), test_agent_home()):
         try:
-            changed = entry.stat().st_mtime_ns
-        except OSError:
+            entries = list(os.scandir(home / "sessions"))
+        except FileNotFoundError:
             continue
-        cached = _REGISTRY.get(entry.path)
-        if cached is None or cached[0] != changed:
-            cached = (changed, _read_entry(Path(entry.path)))
-            _REGISTRY[entry.path] = cached
-        data = cached[1]
-        if data is not None:
-            found[str(data["sessionId"])] = data
+        for entry in entries:
+            if not entry.name.endswith(".json"):
+                continue
+            seen.add(entry.path)
+            try:
+                changed = entry.stat().st_mtime_ns
+            except OSError:
+                continue
+            cached = _REGISTRY.get(entry.path)
+            if cached is None or cached[0] != changed:
+                cached = (changed, _read_entry(Path(entry.path)))
+                _REGISTRY[entry.path] = cached
+            data = cached[1]
+            if data is not None:
+                found[str(data["sessionId"])] = data
     for gone in [path for path in _REGISTRY if path not in seen]:
         del _REGISTRY[gone]
     return found

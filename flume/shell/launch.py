@@ -3,8 +3,9 @@
 Theory of operation. Everything a launch names is checked before anything exists: the core
 checks what the values alone decide (the name, the brief, the base's form, the stages to wait
 on); this module checks what only the world can tell (the repository, its commits, its config,
-the kind, the base branch, a name already in use). Any problem is a :class:`UsageError` and
-nothing is created: no branch, worktree, journal or registry entry.
+the kind, the base branch, a name already in use, the agent's program and tmux installed). Any
+problem is a :class:`UsageError` and nothing is created: no branch, worktree, journal or
+registry entry.
 
 A launch that passes is journaled as its ``Launched`` observation (the intent). The journal is
 written in a staging folder and renamed into place, so it appears whole or not at all; the
@@ -34,7 +35,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import config, git, herdr, journal, places
+from flume.shell import config, git, herdr, journal, places, tools
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -119,6 +120,9 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         mark=request.mark,
     )
     check_launch(launch, kind)
+    missing = tools.missing_program(request.agent.agent, request.agent.panes)
+    if missing is not None:
+        raise _problem("agent", *missing)
     start = git.resolve(repository, launch.base)
     if start is None:
         raise _problem(

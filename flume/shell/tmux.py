@@ -14,7 +14,9 @@ text for an agent goes through ``load-buffer`` from standard input and ``paste-b
 
 All panes are observed with one ``list-panes -a`` call (:meth:`Tmux.panes`); a listing tmux
 could not give is ``None``, never "no panes", so that a failed call is never read as every agent
-having exited.
+having exited. A server with no session left exits: a call that reaches it then, or as it goes,
+is told so in one of a few ways (:data:`_SERVER_GONE`), and that is a server with no panes, not
+a failure; a start that met a server on its way out starts a new one.
 """
 
 from __future__ import annotations
@@ -61,8 +63,26 @@ WIDTH, HEIGHT = "200", "50"
 #: Seconds a tmux command may take before it counts as failed: a hung server must not hang
 #: the supervisor's tick.
 _TIMEOUT = 15.0
+#: What tmux says when the server is gone, or went as the call reached it: a server whose last
+#: session closed exits. ``no current target`` is a server still answering with no session left
+#: (tmux 3.3a said it to ``list-panes -a`` about once in a hundred ends of a last pane).
+_SERVER_GONE = (
+    "no server running",
+    "error connecting",
+    "server exited unexpectedly",
+    "lost server",
+    "no current target",
+)
+#: How many times a start is tried against a server that was on its way out.
+_START_TRIES = 5
 #: Bracketed paste's start and end sequences.
 _PASTE_MARKS = re.compile("\x1b\\[20[01]~")
+
+
+def server_gone(ran: Ran) -> bool:
+    """The call failed because the server had gone, or was going as the call reached it."""
+    said = ran.err.lower()
+    return not ran.ok and any(words in said for words in _SERVER_GONE)
 
 
 def socket_path() -> Path:
@@ -153,21 +173,30 @@ class Tmux:
         escaped = [escape_argument(part) for part in command]
         group, window = tidy_name(group), tidy_name(window)
         with self._creating:
-            if self.run("has-session", "-t", f"={group}").ok:
-                return self.run(
-                    "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={group}:", "-n",
-                    window, *escaped,
-                )  # fmt: skip
-            # Options go in the same call as the first session: a server with no session
-            # exits at once, and remain-on-exit must hold before any agent can exit.
-            sequence: list[str] = []
-            for option in _SERVER_OPTIONS:
-                sequence.extend([*option, ";"])
-            sequence.extend([
-                "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", group, "-n", window,
-                "-x", WIDTH, "-y", HEIGHT, *escaped,
-            ])  # fmt: skip
-            return self.run("start-server", ";", *sequence)
+            # A server whose last pane was just closed may still answer, then exit under the
+            # call: it made no pane, and the next try starts a server of its own.
+            for _ in range(_START_TRIES):
+                ran = self._start(group, window, escaped)
+                if not server_gone(ran):
+                    break
+            return ran
+
+    def _start(self, group: str, window: str, escaped: Sequence[str]) -> Ran:
+        if self.run("has-session", "-t", f"={group}").ok:
+            return self.run(
+                "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={group}:", "-n",
+                window, *escaped,
+            )  # fmt: skip
+        # Options go in the same call as the first session: a server with no session
+        # exits at once, and remain-on-exit must hold before any agent can exit.
+        sequence: list[str] = []
+        for option in _SERVER_OPTIONS:
+            sequence.extend([*option, ";"])
+        sequence.extend([
+            "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", group, "-n", window,
+            "-x", WIDTH, "-y", HEIGHT, *escaped,
+        ])  # fmt: skip
+        return self.run("start-server", ";", *sequence)
 
     # --- observing -------------------------------------------------------------------------
 
@@ -176,12 +205,8 @@ class Tmux:
         counter.runs += 1
         ran = self.run("list-panes", "-a", "-F", "\t".join(_FIELDS))
         if not ran.ok:
-            said = ran.err.lower()
             # The server is gone, or went as the call reached it (its last pane was closed).
-            gone = ("no server running", "error connecting", "server exited unexpectedly")
-            if any(words in said for words in gone):
-                return {}
-            return None
+            return {} if server_gone(ran) else None
         found: dict[str, Pane] = {}
         for line in ran.out.splitlines():
             parts = line.split("\t", len(_FIELDS) - 1)

@@ -52,8 +52,8 @@ from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.shell import rollout, transcript
 from flume.shell.agents import (
     PRINTED,
+    agent_home,
     agents_dir,
-    claude_home,
     codex_home,
     hooks_path,
     live_sessions,
@@ -315,7 +315,7 @@ class Watch:
                 claimed = {s.rollout for s in self.seen.values()}
                 state.rollout = _find_rollout(place, claimed)
             else:
-                state.rollout = _find_transcript(place, session)
+                state.rollout = _find_transcript(place, session, kind)
         if state.rollout is None:
             return  # not written yet: the agent writes it on its first prompt
         read = rollout.read_from if kind is AgentName.CODEX else transcript.read_from
@@ -433,7 +433,7 @@ _CLOCK_SLACK = 1.0
 _SLUG_LIMIT = 200
 
 
-def _find_transcript(place: Place, session: str) -> str | None:
+def _find_transcript(place: Place, session: str, kind: AgentName) -> str | None:
     """Where the session's transcript is: its path by the slug rule, or found by its name.
 
     A working directory whose slug is longer than Claude Code's limit gets a hashed folder name
@@ -441,8 +441,8 @@ def _find_transcript(place: Place, session: str) -> str | None:
     """
     cwd = os.path.realpath(place.path)
     if len(project_slug(cwd)) <= _SLUG_LIMIT:
-        return str(transcript_path(cwd, session))
-    found = sorted(claude_home().glob(f"projects/*/{session}.jsonl"))
+        return str(transcript_path(cwd, session, kind))
+    found = sorted(agent_home(kind).glob(f"projects/*/{session}.jsonl"))
     return str(found[0]) if found else None
 
 

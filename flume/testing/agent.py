@@ -9,10 +9,10 @@ tests and demo can run real panes without a model:
   and the composer (``\u276f <text>``), redrawn after every input; a paste is inserted literally, CR
   outside a paste submits, Ctrl-C or Ctrl-D ends it. Keys that arrive before it is ready
   (``ready_after``) are read and dropped, as the real TUI drops early keys (§5);
-- the transcript ``<config>/projects/<slug>/<session>.jsonl``, made on the first recorded
+- the transcript ``<home>/projects/<slug>/<session>.jsonl``, made on the first recorded
   prompt, one JSON object a line in Claude Code's shapes (user prompts as strings, one assistant
   line per content block, tool results as lists, ``turn_duration`` at a turn's end);
-- the registry ``<config>/sessions/<pid>.json``, written whole (temporary file, then rename) on
+- the registry ``<home>/sessions/<pid>.json``, written whole (temporary file, then rename) on
   each change of ``status``: ``busy`` while starting and during a turn, ``idle`` when ready
   and waiting, ``waiting`` with ``waitingFor: "input needed"`` while it asks a person.
 
@@ -22,14 +22,16 @@ submitted during a turn is queued and taken after it, as Claude Code queues it; 
 submitted while it asks is the answer. One thread reads the terminal, one runs turns; they share
 the state under one lock.
 
-Usage: ``python -m flume.testing.agent [--session-id UUID] [--script FILE] [PROMPT]``; the script
-may instead be named by ``$FLUME_TEST_AGENT_SCRIPT``, and without one the defaults hold (nothing
-lost, ready after 0.5 s, every prompt answered "ok"). PROMPT is submitted once ready, as
-``claude "PROMPT"`` does, and counts as the first submitted input, so ``lose = 1`` loses it.
-Files go under ``$CLAUDE_CONFIG_DIR``, or else ``$HOME/.claude``. A turn whose last step is a tool
-call ends with the text "Done." (a model always answers a tool result). Exit status: 0 on Ctrl-C,
-Ctrl-D or the terminal's end, an ``exit`` step's own, 1 for a bad or used session id, 2 for a
-script it cannot follow.
+Usage: ``python -m flume.testing.agent [--session-id UUID] [--script FILE] [--home DIR]
+[PROMPT]``; the script may instead be named by ``$FLUME_TEST_AGENT_SCRIPT``, and without one the
+defaults hold (nothing lost, ready after 0.5 s, every prompt answered "ok"). PROMPT is submitted
+once ready, as ``claude "PROMPT"`` does, and counts as the first submitted input, so ``lose = 1``
+loses it. Its files go in Claude Code's layout under ``--home``, or else in flume's own state
+folder (``$XDG_STATE_HOME/flume/test-agent``, which flume passes as ``--home`` too): never under
+a real agent's home (``~/.claude``, ``$CLAUDE_CONFIG_DIR``), so a stand-in leaves nothing among
+a person's real sessions. A turn whose last step is a tool call ends with the text "Done." (a
+model always answers a tool result). Exit status: 0 on Ctrl-C, Ctrl-D or the terminal's end, an
+``exit`` step's own, 1 for a bad or used session id, 2 for a script it cannot follow.
 """
 
 from __future__ import annotations
@@ -275,10 +277,15 @@ def _step(data: object, where: str) -> Step:  # noqa: PLR0911 (one arm per kind 
 # --- the files Claude Code keeps -----------------------------------------------------------
 
 
-def config_dir() -> Path:
-    """Claude Code's root: ``$CLAUDE_CONFIG_DIR``, or else ``$HOME/.claude``."""
-    given = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(given) if given else Path.home() / ".claude"
+def default_home() -> Path:
+    """Where the agent keeps its files without ``--home``: in flume's own state folder.
+
+    ``$XDG_STATE_HOME/flume/test-agent`` (``~/.local/state`` without the variable), as
+    :func:`flume.shell.places.state_dir` names flume's state folder; flume passes the same
+    folder as ``--home`` (:func:`flume.shell.agents.test_agent_home`).
+    """
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "flume" / "test-agent"
 
 
 def slug(cwd: str) -> str:
@@ -1037,6 +1044,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--session-id", help="the session's UUID (default: a new one)")
     parser.add_argument("--script", help=f"a TOML script (default: ${SCRIPT_VARIABLE})")
+    parser.add_argument(
+        "--home",
+        help="the folder of its transcripts and registry (default: flume's state folder's)",
+    )
     parser.add_argument("prompt", nargs="?", help="the first prompt, submitted once ready")
     args = parser.parse_args(argv)
     session_id = args.session_id or str(uuid.uuid4())
@@ -1052,7 +1063,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"Error: script {script_file}: {error}\n")
         return 2
     cwd = str(Path.cwd())
-    root = config_dir()
+    root = Path(args.home) if args.home else default_home()
     if transcript_path(root, cwd, session_id).exists():
         sys.stderr.write(f"Error: Session ID {session_id} is already in use.\n")
         return 1

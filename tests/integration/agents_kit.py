@@ -24,6 +24,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, journal, places
 from flume.testing import scenario
+from tests.conftest import is_stand_in
 from tests.integration.places_kit import flume_process
 
 #: Short waits, so that a lost send is found missing in seconds, not the default half minute.
@@ -116,7 +117,7 @@ def sessions_started(path: Path, stage: str = "code", attempt: int = 1) -> set[s
 
 def transcript_lines(place: Place, session: str) -> list[dict[str, object]]:
     """The lines of a session's transcript, as the agent wrote them."""
-    path = agents.transcript_path(os.path.realpath(place.path), session)
+    path = agents.transcript_path(os.path.realpath(place.path), session, place.launch.agent.agent)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
@@ -186,8 +187,11 @@ def taken_and_waiting(path: Path) -> Callable[[], bool]:
 
 
 def installed_or_skip(binary: Path | None, what: str) -> Path:
-    """``binary`` when it is there; else a loud skip, or a failure under CI (which installs it)."""
-    if binary is not None and binary.exists():
+    """``binary`` when it is there; else a loud skip, or a failure under CI (which installs it).
+
+    The test suite's own stand-in for an agent (tests/conftest.py) is no agent.
+    """
+    if binary is not None and binary.exists() and not is_stand_in(binary):
         return binary
     why = f"NOT TESTED WITH THE REAL {what}: it is not installed; run scripts/install-agents (npm)"
     if os.environ.get("CI") == "true":

@@ -1,6 +1,6 @@
 """Integration set-up: a state directory of each test's own.
 
-Any supervisor a test started is stopped when the test ends.
+Any supervisor a test started is stopped when the test ends, and its tmux server too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from flume.shell import client
+from flume.shell import client, places
 from flume.shell.tmux import Tmux
 from tests.integration.places_kit import GIT_IDENTITY, Harness
 
@@ -44,6 +44,8 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield tmp_path
     finally:
         stop_supervisor()
+        # The supervisor's own tmux server, with any agent it started (a stand-in's dead pane).
+        Tmux(places.state_dir() / "tmux.sock").kill_server()
 
 
 def stop_supervisor() -> None:

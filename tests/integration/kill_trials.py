@@ -26,8 +26,9 @@ from tests.integration.places_kit import GIT_IDENTITY, launch_argv, repository
 
 NAMES = ("alpha", "beta", "gamma")
 #: Lines a place's journal holds once its launch completed here: Launched, WorktreeMade,
-#: SetupFinished, and the start that fails until agents exist.
-LINES_EACH = 4
+#: SetupFinished, then its agent printed for a caller who never runs it (--panes print): started,
+#: taken as waiting, its prompt written down (PromptTyped). No agent runs, so no more lines come.
+LINES_EACH = 6
 SETUP = '[place]\nsetup = [["sh", "-c", "sleep 0.05; echo ready > .ready"]]\n'
 
 
@@ -77,7 +78,7 @@ def run(folder: Path, rng: random.Random) -> Trial:
     kill_at = rng.randint(1, total)
     launches = [
         subprocess.Popen(  # noqa: S603 (our own interpreter and module)
-            launch_argv(repo, name, f"Do {name}."),
+            [*launch_argv(repo, name, f"Do {name}."), "--panes", "print"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )

@@ -16,16 +16,22 @@ import sys
 import time
 from pathlib import Path
 
-from flume.core.actions import Event, Report, SendPrompt
-from flume.core.ids import Instant, SessionId
+from flume.core.actions import EndAgent, Event, Report, SendPrompt
+from flume.core.ids import BranchName, Instant, KindName, SessionId, WorkName
+from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
     AgentExited,
     AgentReady,
+    Launched,
     StopAsked,
 )
 from flume.core.place import Short, ShortCause, Working
-from flume.shell import client, journal, places
+from flume.core.settings import Settings
+from flume.core.step import step
+from flume.shell import agents, client, journal, places
+from flume.shell.agents import Agents
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
     agent_doing,
@@ -78,6 +84,10 @@ def test_a_prompt_is_delivered_and_the_commit_ends_the_stage(tmp_path: Path, pan
     assert prompt_sends(journal_path) == 1
     assert len(typed_lines(place, session, _marker("greet"))) == 1
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
+    # The test agent's files are in flume's state folder, none in Claude Code's home.
+    (transcript,) = agents.test_agent_home().glob(f"projects/*/{session}.jsonl")
+    assert transcript.is_relative_to(places.state_dir())
+    assert list(agents.claude_home().glob(f"**/{session}*")) == []
     # The next stage runs a fresh agent: another session, and the first one ended.
     wait_for(lambda: sessions_started(journal_path, "submit"), 30, "the submit stage's agent")
     assert sessions_started(journal_path, "submit") != {session}
@@ -116,6 +126,48 @@ def test_lost_twice_never_began_and_no_third_send(tmp_path: Path, panes: Tmux) -
     wait_for(lambda: _daemon_ticked_past(settle), 30, "the supervisor to go on ticking")
     assert prompt_sends(journal_path) == 2
     assert typed_lines(place_of(journal_path), session, _marker("deaf")) == []
+
+
+def test_ending_the_last_agent_of_a_server_ends_it_every_time(tmp_path: Path, panes: Tmux) -> None:
+    """R4: 200 ends of a one-pane server's only agent: each an AgentExited, never a failure.
+
+    The server exits with its last pane, and tmux then answers a listing with "no current
+    target" now and then, or a start with "server exited unexpectedly": a server gone is an
+    ended agent, and the next start makes a new one. A count, not a timing.
+    """
+    folder = tmp_path / "place"
+    folder.mkdir()
+    launch = Launch(
+        repository=str(tmp_path),
+        kind=KindName("fix"),
+        name=WorkName("ends"),
+        brief="End.",
+        base=BranchName("main"),
+    )
+    kind = BUILTIN_KINDS[KindName("fix")]
+    place = step(Settings(), None, Launched(at=Instant(0), launch=launch, kind=kind)).place
+    assert place is not None
+    agents = Agents(tmux=panes)
+    failed_starts: list[str] = []
+    failed_ends: list[str] = []
+    for attempt in range(200):
+        session = SessionId(f"end-{attempt:04d}-{'0' * 8}")
+        started = panes.start(
+            group="ends",
+            window="ends",
+            cwd=folder,
+            argv=["sleep", "600"],
+            env={"FLUME_SESSION": session},
+        )
+        if not started.ok:
+            failed_starts.append(started.err.strip())
+            continue
+        ended = agents.end(place, EndAgent(session=session, reason="ended"), Instant(attempt))
+        if ended != [AgentExited(at=Instant(attempt), session=session)]:
+            failed_ends.append(repr(ended))
+    assert failed_ends == []
+    assert failed_starts == []
+    assert panes.panes() == {}
 
 
 def _daemon_ticked_past(instant: float) -> bool:
@@ -280,6 +332,14 @@ def test_flume_needs_run_by_the_agent_stops_the_place_short(tmp_path: Path, pane
     assert phase.words == "the API key for staging"
     shown = flume_process("status", "--repository", str(repo))
     assert "the API key for staging" in shown.stdout
+    # The prompt arrived, whether its line was read before or after the needs: reported once.
+    wait_for(lambda: _delivered(journal_path), 30, "the prompt to be reported delivered")
+    assert len(_delivered(journal_path)) == 1
+
+
+def _delivered(journal_path: Path) -> list[Report]:
+    reports = decided(journal_path, Report)
+    return [r for r in reports if isinstance(r, Report) and r.event is Event.PROMPT_DELIVERED]
 
 
 def _kill_daemon() -> None:

@@ -128,6 +128,47 @@ def test_counts_torn_and_unreadable_lines(tmp_path: Path) -> None:
     assert found.state is Activity.WORKING
 
 
+def _user_line(content: object, **flags: object) -> str:
+    return json.dumps({"type": "user", "message": {"role": "user", "content": content}, **flags})
+
+
+def test_an_interrupt_note_is_not_listed_and_leaves_the_agent_waiting(tmp_path: Path) -> None:
+    """The notes Claude Code writes when a person presses Esc are nobody's prompt.
+
+    In both shapes seen: text blocks with no flag (2.1.39, as in the corpus) and with
+    ``rowSource: "harness"``. After the note the turn is over: the agent waits.
+    """
+    path = tmp_path / "t.jsonl"
+    lines = [
+        _user_line("Mend the greeting."),
+        _user_line([{"type": "text", "text": "[Request interrupted by user for tool use]"}]),
+        _user_line("go on"),
+        _user_line(
+            [{"type": "text", "text": "[Request interrupted by user]"}], rowSource="harness"
+        ),
+    ]
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    found = inspect(path)
+    assert [prompt.text for prompt in found.prompts] == ["Mend the greeting.", "go on"]
+    assert found.state is Activity.WAITING
+
+
+@needs_corpus
+def test_the_corpus_interrupt_note_is_not_listed() -> None:
+    """A real session a person interrupted (Esc on a tool): its two typed prompts, not the note."""
+    name = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    lines = (CORPUS / name).read_text(encoding="utf-8").splitlines()
+    note = json.loads(lines[494])
+    assert note["message"]["content"] == [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}
+    ]
+    found = inspect(CORPUS / name)
+    assert [(prompt.line, prompt.text) for prompt in found.prompts] == [
+        (5, "Implement spotter-gqc"),
+        (1858, "did you push?"),
+    ]
+
+
 def test_an_empty_file_has_nothing_to_say(tmp_path: Path) -> None:
     """An empty transcript: no lines, no prompts, the state unknown."""
     path = tmp_path / "t.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -361,3 +362,52 @@ def test_more_bad_input_makes_nothing(host: Path) -> None:
     assert "the branch fix in" in ran.stderr
     assert "leaves no room for the branch fix/blocked" in ran.stderr
     assert world_of(repo) == before
+
+
+@pytest.mark.parametrize(
+    ("agent", "variable"), [("claude", "FLUME_CLAUDE"), ("codex", "FLUME_CODEX")]
+)
+def test_an_agent_not_installed_makes_nothing(
+    host: Path, monkeypatch: pytest.MonkeyPatch, woken: list[str], agent: str, variable: str
+) -> None:
+    """The agent's program and tmux are looked for before anything is made: exit 2, each named.
+
+    Not found on PATH, or not where its variable says: the launch names the program and how to
+    mend it. Found, but no tmux for ``--panes tmux``: named too; ``--panes print`` needs none.
+    """
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    path = os.environ["PATH"]
+    empty = host / "empty-bin"
+    empty.mkdir()
+    only_agent = host / "agent-bin"
+    only_agent.mkdir()
+    (only_agent / agent).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    (only_agent / agent).chmod(0o755)
+    monkeypatch.delenv(variable, raising=False)
+
+    monkeypatch.setenv("PATH", str(empty))
+    ran = launch(repo, "--name", "x", "--agent", agent)
+    assert ran.returncode == 2, ran.stderr
+    assert f"the agent's program {agent!r} is not installed here (not on PATH)" in ran.stderr
+    assert f"install {agent} and put it on PATH, or set {variable} to its path" in ran.stderr
+
+    monkeypatch.setenv(variable, str(host / "nowhere" / agent))
+    ran = launch(repo, "--name", "x", "--agent", agent)
+    assert ran.returncode == 2, ran.stderr
+    assert f"({variable} names {host / 'nowhere' / agent})" in ran.stderr
+    monkeypatch.delenv(variable)
+
+    monkeypatch.setenv("PATH", str(only_agent))
+    ran = launch(repo, "--name", "x", "--agent", agent)
+    assert ran.returncode == 2, ran.stderr
+    assert "tmux is not installed here" in ran.stderr
+    assert "--panes print" in ran.stderr
+    assert woken == []
+    monkeypatch.setenv("PATH", path)
+    assert world_of(repo) == before
+
+    monkeypatch.setenv("PATH", str(only_agent))
+    ran = launch(repo, "--name", "x", "--agent", agent, "--panes", "print")
+    assert ran.returncode == 0, ran.stderr
+    assert woken == ["wake"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from flume import __version__, api
+from flume.core.launch import AgentName
 from flume.shell import agents, places
 from flume.shell.tmux import Tmux
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
@@ -195,5 +196,5 @@ def places_journal(repo: Path) -> Path:
 
 def transcript_lines_of(repo: Path, session: str) -> list[dict[str, object]]:
     """Claude Code's transcript lines for its session in ``repo``."""
-    path = agents.transcript_path(os.path.realpath(repo), session)
+    path = agents.transcript_path(os.path.realpath(repo), session, AgentName.CLAUDE)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -208,11 +208,13 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     seen = journal.read(path).observations
     assert sum(isinstance(s, WorktreeMade) for s in seen) == 1
     assert sum(isinstance(s, SetupFinished) for s in seen) == 1
-    status = flume("daemon", "status", "--json")
-    shown = json.loads(status.stdout)
+    # The agent is the test suite's stand-in for claude, which exits at once; once its pane is
+    # closed, a tick with no agent live runs one git process for the repository (P3).
+    wait_until(lambda: "AgentExited" in kinds_in(path))
+    wait_until(lambda: _daemon_status()["last_tick_subprocesses"] == 1)
+    shown = _daemon_status()
     assert shown["running"] is True
     assert shown["places"] == 1
-    assert shown["last_tick_subprocesses"] == 1
     assert shown["last_tick_herdr_requests"] == 0  # no place runs its agents in herdr
     stopped = flume("daemon", "stop")
     assert "stopped" in stopped.stdout
@@ -221,6 +223,11 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     (shown_place,) = json.loads(flume("status", "--json").stdout)["places"]
     assert shown_place["place"] == "fix--daemon"
     assert "not running" in flume("daemon", "status").stdout
+
+
+def _daemon_status() -> dict[str, object]:
+    shown: dict[str, object] = json.loads(flume("daemon", "status", "--json").stdout)
+    return shown
 
 
 def _tidy_decided(path: Path) -> bool:

@@ -23,12 +23,15 @@ from typing import Any, TypeVar
 
 import pytest
 
+from flume.core.launch import AgentName
+from flume.shell import agents
 from flume.testing.agent import (
     PROMPT_MARK,
     SCRIPT_VARIABLE,
     Key,
     Keys,
     ScriptError,
+    default_home,
     parse_script,
     slug,
 )
@@ -65,6 +68,11 @@ class AgentPane:
         self.session_id = session_id
         self.pid = 0
 
+    @property
+    def root(self) -> Path:
+        """Where the agent keeps its files: flume's state folder under its HOME, by default."""
+        return self.home / ".local" / "state" / "flume" / "test-agent"
+
     def tmux(self, *args: str, stdin: str | None = None) -> str:
         """Run ``tmux -S SOCKET -f /dev/null args``; its output (a failure fails the test)."""
         assert TMUX is not None
@@ -85,7 +93,8 @@ class AgentPane:
         command = [
             "env",
             "-u",
-            "CLAUDE_CONFIG_DIR",
+            "XDG_STATE_HOME",
+            f"CLAUDE_CONFIG_DIR={self.home / '.claude'}",
             f"HOME={self.home}",
             f"PATH={os.environ['PATH']}",
             *(f"{key}={value}" for key, value in GIT_IDENTITY.items()),
@@ -144,7 +153,7 @@ class AgentPane:
 
     def registry(self) -> JSON | None:
         """The agent's live-session entry, or None while there is none."""
-        path = self.home / ".claude" / "sessions" / f"{self.pid}.json"
+        path = self.root / "sessions" / f"{self.pid}.json"
         try:
             entry: JSON = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -159,9 +168,7 @@ class AgentPane:
     @property
     def transcript(self) -> Path:
         """Where Claude Code's scheme puts this session's transcript."""
-        return (
-            self.home / ".claude" / "projects" / slug(str(self.place)) / f"{self.session_id}.jsonl"
-        )
+        return self.root / "projects" / slug(str(self.place)) / f"{self.session_id}.jsonl"
 
     def lines(self) -> list[JSON]:
         """The transcript's lines ([] before it exists)."""
@@ -509,17 +516,18 @@ def test_exit_status_under_a_pseudo_terminal(tmp_path: Path) -> None:
     """Under a bare pseudo-terminal an ``exit = 3`` turn is the exit status.
 
     The script comes from ``$FLUME_TEST_AGENT_SCRIPT`` and the files go under
-    ``$CLAUDE_CONFIG_DIR``.
+    ``--home``, never under a real agent's home (``$CLAUDE_CONFIG_DIR`` here).
     """
     script = tmp_path / "script.toml"
     script.write_text(FAST + "[[turn]]\nsteps = [{exit = 3}]\n", encoding="utf-8")
-    root = tmp_path / "config"
+    root = tmp_path / "home"
+    claude = tmp_path / "claude"
     main, secondary = os.openpty()
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "flume.testing.agent", "go"],
+        process = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
+            [sys.executable, "-m", "flume.testing.agent", "--home", str(root), "go"],
             cwd=tmp_path,
-            env={**os.environ, "CLAUDE_CONFIG_DIR": str(root), SCRIPT_VARIABLE: str(script)},
+            env={**os.environ, "CLAUDE_CONFIG_DIR": str(claude), SCRIPT_VARIABLE: str(script)},
             stdin=secondary,
             stdout=secondary,
             stderr=secondary,
@@ -541,6 +549,31 @@ def test_exit_status_under_a_pseudo_terminal(tmp_path: Path) -> None:
     assert not list((root / "sessions").iterdir())
     (transcript,) = (root / "projects").glob("*/*.jsonl")
     assert json.loads(transcript.read_text(encoding="utf-8"))["message"]["content"] == "go"
+    assert not claude.exists()
+
+
+def test_its_files_go_in_flumes_state_folder_by_default(agent: Callable[..., AgentPane]) -> None:
+    """Run bare, the agent keeps its files in flume's state folder, where flume looks for them.
+
+    Nothing goes in a real agent's home: not ``~/.claude``, not ``$CLAUDE_CONFIG_DIR``.
+    """
+    pane = agent(FAST)
+    pane.wait_status("idle")
+    pane.say("hello")
+    wait_for(lambda: len(pane.lines()) >= 2, "the transcript to hold the turn")
+    assert pane.transcript.is_relative_to(pane.home / ".local" / "state" / "flume")
+    assert not (pane.home / ".claude").exists()
+
+
+def test_flume_and_the_agent_agree_where_its_files_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder flume passes as ``--home`` is the one the agent takes without it."""
+    for state in (str(tmp_path / "state"), ""):
+        monkeypatch.setenv("XDG_STATE_HOME", state)
+        assert default_home() == agents.test_agent_home()
+        assert default_home() == agents.agent_home(AgentName.TEST)
+        assert agents.agent_home(AgentName.CLAUDE) == agents.claude_home()
 
 
 def _run_agent(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -562,7 +595,7 @@ def test_a_bad_session_id_or_script_is_refused(tmp_path: Path) -> None:
     assert ran.returncode == 1
     assert "Invalid session ID" in ran.stderr
     used = str(uuid.uuid4())
-    transcript = Path.home() / ".claude" / "projects" / slug(str(tmp_path.resolve()))
+    transcript = default_home() / "projects" / slug(str(tmp_path.resolve()))
     transcript.mkdir(parents=True)
     (transcript / f"{used}.jsonl").write_text("", encoding="utf-8")
     ran = _run_agent(tmp_path, "--session-id", used)

@@ -119,11 +119,11 @@ def test_transcript_lines_and_registry_state_are_reported(tmp_path: Path, panes:
     assert place is not None
     assert place.agent is not None
     session = place.agent.session
-    transcript = agents.transcript_path(os.path.realpath(place.path), session)
+    transcript = agents.transcript_path(os.path.realpath(place.path), session, AgentName.TEST)
     transcript.parent.mkdir(parents=True)
     line = {"type": "user", "message": {"role": "user", "content": "hello [marker]"}}
     transcript.write_text(json.dumps(line) + "\n" + '{"type": "assista', encoding="utf-8")
-    registry = agents.claude_home() / "sessions" / "4242.json"
+    registry = agents.test_agent_home() / "sessions" / "4242.json"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(json.dumps({"sessionId": session, "status": "idle", "updatedAt": 5}))
     watch = Watch(panes)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule
 
 from flume.core.actions import Event, Report, SendPrompt
-from flume.core.observations import RetryAsked
+from flume.core.delivery import is_typed_by_user
+from flume.core.ids import SessionId
+from flume.core.observations import NeedsSaid, RetryAsked, TranscriptEntry
 from flume.core.place import Delivering, Short, Working
 from flume.core.settings import MAX_SENDS
 from tests.model.machine import PlaceMachine
@@ -25,6 +28,45 @@ class DeliveryMachine(PlaceMachine):
     def caller_retries(self) -> None:
         """The caller retries a stage that ended short, so delivery starts over."""
         assert self.world.feed(RetryAsked(at=self.world.instant(), words="try again")) is None
+
+    @precondition(lambda self: self.has_agent())
+    @rule(words=st.sampled_from(["the API key", "a decision"]))
+    def agent_needs(self, words: str) -> None:
+        """The agent runs ``flume needs`` at once, maybe before its prompt's line is read."""
+        self.world.feed(NeedsSaid(at=self.world.instant(), words=words))
+
+    @invariant()
+    def a_prompt_taken_is_reported_once(self) -> None:
+        """DELIVERY-LATE-PROOF: an agent that took its prompt is reported delivered once.
+
+        Once, whether the line was read while delivering or after the stage stopped short or
+        moved on (``flume needs`` heard first); never for an agent that took none.
+        """
+        took: set[SessionId] = set()
+        reported: Counter[SessionId] = Counter()
+        for before, seen, decision in self.world.steps:
+            delivered = sum(
+                isinstance(action, Report) and action.event is Event.PROMPT_DELIVERED
+                for action in decision.actions
+            )
+            if not isinstance(seen, TranscriptEntry):
+                assert delivered == 0
+                continue
+            reported[seen.session] += delivered
+            agent = before.agent if before is not None else None
+            sent = (
+                self.world.agents[seen.session].sends if seen.session in self.world.agents else []
+            )
+            markers = {send.marker for send in sent if isinstance(send, SendPrompt)}
+            if (
+                agent is not None
+                and agent.session == seen.session
+                and is_typed_by_user(seen)
+                and any(marker in seen.text for marker in markers)
+            ):
+                took.add(seen.session)
+        assert {session for session, count in reported.items() if count} == took
+        assert all(count == 1 for count in reported.values() if count)
 
     @invariant()
     def delivery_state_is_consistent(self) -> None:

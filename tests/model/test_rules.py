@@ -20,7 +20,12 @@ from flume.core.actions import (
     SendPrompt,
     StartAgent,
 )
-from flume.core.delivery import is_typed_by_user, render_prompt
+from flume.core.delivery import (
+    infer_activity,
+    is_interrupt_note,
+    is_typed_by_user,
+    render_prompt,
+)
 from flume.core.errors import UsageError
 from flume.core.ids import (
     BranchName,
@@ -410,6 +415,29 @@ def test_r5_text_the_harness_injects_is_not_typed(opening: str) -> None:
     assert not is_typed_by_user(entry)
 
 
+@pytest.mark.parametrize(
+    "note", ["[Request interrupted by user]", "[Request interrupted by user for tool use]"]
+)
+@pytest.mark.parametrize("content", [Content.TEXT, Content.STRING])
+def test_r5_an_interrupt_note_is_not_typed_and_ends_the_turn(note: str, content: Content) -> None:
+    """The note Claude Code writes when a person presses Esc: not typed, and the agent waits.
+
+    A typed prompt that only quotes the note is still typed.
+    """
+    entry = TranscriptEntry(
+        at=Instant(0), session=SESSION, line_type="user", content=content, text=f"{note}\n"
+    )
+    assert is_interrupt_note(entry)
+    assert not is_typed_by_user(entry)
+    assert infer_activity(entry, Activity.WORKING) is Activity.WAITING
+    quoting = typed(f"Why did I see {note}? Go on. [flume:fix--typo:code:1]")
+    assert not is_interrupt_note(quoting)
+    assert is_typed_by_user(quoting)
+    assert infer_activity(quoting, Activity.WAITING) is Activity.WORKING
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    assert step(S, place, attrs.evolve(entry, at=Instant(4))).place.stage == place.stage
+
+
 def test_r5_a_wrapped_long_paste_counts() -> None:
     """A long paste stored inside <pasted_content> still holds the marker, and counts."""
     place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
@@ -424,6 +452,48 @@ def test_r5_another_sessions_line_does_not_count() -> None:
     place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
     other = step(S, place, typed("[flume:fix--typo:code:1]", session="s9"))
     assert not isinstance(other.place.stage.phase, Working)
+
+
+def _delivered(actions: tuple[object, ...]) -> list[Report]:
+    return [a for a in actions if isinstance(a, Report) and a.event is Event.PROMPT_DELIVERED]
+
+
+def test_r5_a_prompt_read_after_needs_is_still_delivered_once() -> None:
+    """The agent ran ``flume needs`` before its prompt's line was read: delivered all the same.
+
+    The stage stays short; a second copy of the prompt in the transcript reports nothing more.
+    """
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    short = step(S, place, NeedsSaid(at=Instant(4), words="the API key")).place
+    late = step(S, short, typed("[flume:fix--typo:code:1]", at=5))
+    (report,) = _delivered(late.actions)
+    assert report.stage == "code"
+    assert report.text == "the transcript holds the prompt, found after the stage stopped short"
+    assert late.place.stage.phase == short.stage.phase
+    again = step(S, late.place, typed("[flume:fix--typo:code:1]", at=6))
+    assert _delivered(again.actions) == []
+
+
+def test_r5_a_prompt_read_after_a_retry_is_reported_for_its_own_stage() -> None:
+    """The stopped agent's prompt, read after the retry moved the stage on, is its own."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    short = step(S, place, NeedsSaid(at=Instant(4), words="the API key")).place
+    retried = step(S, short, RetryAsked(at=Instant(5), words="here it is")).place
+    assert retried.agent is not None
+    assert retried.agent.session == SESSION
+    late = step(S, retried, typed("[flume:fix--typo:code:1]", at=6))
+    (report,) = _delivered(late.actions)
+    assert report.text == "the transcript holds the prompt, found after the stage moved on"
+    assert late.place.stage == retried.stage
+
+
+def test_r5_the_marker_typed_before_any_send_proves_nothing() -> None:
+    """A line holding the marker before the prompt was sent is no delivery of it."""
+    place = run(made(), started()).place
+    early = step(S, place, typed("[flume:fix--typo:code:1]", at=3))
+    assert _delivered(early.actions) == []
+    assert early.place.agent is not None
+    assert not early.place.agent.proven
 
 
 def test_r5_prompt_holds_the_retry_words() -> None:
