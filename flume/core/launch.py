@@ -9,7 +9,6 @@ rules, applied here without running git).
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable
 
@@ -17,6 +16,9 @@ import attrs
 from pyrsistent import pset, pvector
 from pyrsistent.typing import PSet, PVector
 
+# Re-exported: a launch is where they were always found.
+from flume.core.choices import AgentName as AgentName  # noqa: PLC0414
+from flume.core.choices import Panes as Panes  # noqa: PLC0414
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import Kind, check_kind, steps
@@ -27,22 +29,6 @@ MAX_NAME = 64
 #: A printed agent gets its prompt as one argument (Linux takes at most 128 KiB in one); the
 #: prompt's own text around the brief fits in what is left.
 MAX_PRINTED_BRIEF_BYTES = 100 * 1024
-
-
-class AgentName(enum.Enum):
-    """The agents flume can start in a place."""
-
-    CLAUDE = "claude"  #: Claude Code, the default
-    CODEX = "codex"  #: OpenAI's Codex CLI
-    TEST = "test"  #: flume's scripted test agent (flume.testing)
-
-
-class Panes(enum.Enum):
-    """Where a stage's agent runs (R4: "in a pane, or as a command flume prints for you")."""
-
-    TMUX = "tmux"  #: a window of flume's own tmux server, one per place
-    PRINT = "print"  #: a command flume writes down for you to run in a terminal of your own
-    HERDR = "herdr"  #: a tab of the running herdr server, one per place (its socket API)
 
 
 @attrs.frozen(kw_only=True)
