@@ -127,8 +127,10 @@ def main() -> None:
     print(f"{'command':<62} {'median':>9} {'ratio':>7}")
     for label, times in samples.items():
         ms = median(times) * 1000
-        verdict = "" if label == "python -c pass" or "no supervisor" in label else (
-            "  met" if ms <= TARGET_MS else "  NOT met"
+        verdict = (
+            ""
+            if label == "python -c pass" or "no supervisor" in label
+            else ("  met" if ms <= TARGET_MS else "  NOT met")
         )
         print(f"{label:<62} {ms:7.0f}ms {median(times) / base:6.1f}x{verdict}")
     print(f"target: each flume command at most {TARGET_MS:.0f} ms median (bytecode cached)")

@@ -9,37 +9,21 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from flume import __version__, api
-from flume.cli import board, render
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume import __version__
 from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
+from flume.core.choices import AgentName, Panes
 from flume.core.errors import UsageError
-from flume.core.ids import Instant
-from flume.core.launch import AgentName, Panes
-from flume.core.observations import NeedsSaid, SubmitAsked
-from flume.core.settings import Settings
-from flume.core.status import PlaceStatus
-from flume.core.step import trace
-from flume.shell import (
-    attaching,
-    client,
-    commands,
-    places,
-    printed,
-    scenario,
-    supervisor,
-    tidying,
-)
-from flume.shell import demo as demo_world
-from flume.shell.agents import PRINTED
-from flume.shell.events import Follower
-from flume.shell.herdr import Herdr
-from flume.shell.panes import PaneServer
-from flume.shell.tmux import Tmux
+
+if TYPE_CHECKING:
+    from flume.core.ids import Instant
+    from flume.core.status import PlaceStatus
 
 app = typer.Typer(
     name="flume",
@@ -47,6 +31,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: rich's help formatting costs a command more than its work.
+    rich_markup_mode=None,
 )
 
 
@@ -80,6 +66,10 @@ def simulate(
     ] = False,
 ) -> None:
     """Run flume's rules over a scenario with no I/O, and print each step's state and actions."""
+    from flume.cli import render
+    from flume.core.step import trace
+    from flume.shell import scenario
+
     try:
         loaded = scenario.load(scenario_file)
     except UsageError as error:
@@ -111,6 +101,9 @@ def status(
     ] = None,
 ) -> None:
     """Show each place: kind, stage, agent, deliverable, submission, tasks (read from journals)."""
+    from flume import api
+    from flume.cli import render
+
     try:
         found = api.survey(place=place, repository=repository, mark=mark)
     except UsageError as error:
@@ -220,6 +213,9 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
 
     Prints the place's id (<kind>--<name>). Bad input makes nothing and exits with status 2.
     """
+    from flume import api
+    from flume.cli import render
+
     try:
         made = api.launch(
             repository=repository,
@@ -257,6 +253,8 @@ def drop(
     ] = None,
 ) -> None:
     """Abandon the work: its agent ends; tidy removes its place and keeps its branch (R9, R10)."""
+    from flume import api
+
     try:
         typer.echo(api.drop(place, repository=repository))
     except UsageError as error:
@@ -268,6 +266,8 @@ _REPOSITORY_HELP = "The repository, when the name is in several."
 
 
 def _now() -> Instant:
+    from flume.core.ids import Instant
+
     return Instant(time.time())
 
 
@@ -285,6 +285,8 @@ def _words(text: str, field: str) -> str:
     """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
     if text != "-":
         return text
+    from flume.shell import commands
+
     if sys.stdin.isatty():
         raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
     return commands.decoded(field, sys.stdin.buffer.read())
@@ -298,6 +300,8 @@ def tell(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Tell the place's agent something (R6): held while it works, sent once it waits."""
+    from flume import api
+
     try:
         typer.echo(api.tell(place, _words(text, "tell"), repository=repository))
     except UsageError as error:
@@ -311,6 +315,8 @@ def stop(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """End the agent that went the wrong way; its stage waits for a retry (R9)."""
+    from flume import api
+
     try:
         typer.echo(api.stop(place, repository=repository))
     except UsageError as error:
@@ -327,6 +333,8 @@ def retry(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Run the stage that stopped short again, with a fresh agent and your words (R9)."""
+    from flume import api
+
     try:
         typer.echo(api.retry(place, words=_words(words, "words"), repository=repository))
     except UsageError as error:
@@ -340,6 +348,8 @@ def proceed(
     repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Give your word to a stage that waits on it, so that it starts (R7)."""
+    from flume import api
+
     try:
         typer.echo(api.proceed(place, repository=repository))
     except UsageError as error:
@@ -356,6 +366,11 @@ def needs(
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.cli import render
+    from flume.core.observations import NeedsSaid
+    from flume.core.settings import Settings
+    from flume.shell import client, commands
+
     settings = Settings()
     try:
         words = commands.checked_text("words", _words(text, "words"))
@@ -374,6 +389,11 @@ def submit() -> None:
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.cli import render
+    from flume.core.observations import SubmitAsked
+    from flume.core.settings import Settings
+    from flume.shell import client, commands
+
     settings = Settings()
     try:
         found = commands.place_here(_cwd(), settings)
@@ -403,6 +423,9 @@ def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
     ] = None,
 ) -> None:
     """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
+    from flume.core.settings import Settings
+    from flume.shell import commands
+
     asked = commands.PromptAsked(
         kind=kind, stage=stage, brief=brief, name=name, base=base, repository=repository
     )
@@ -436,6 +459,10 @@ def tidy(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the supervisor.")] = 120.0,
 ) -> None:
     """Remove what landed or was dropped; keep, and name, everything else (R10)."""
+    from flume.cli import render
+    from flume.core.settings import Settings
+    from flume.shell import places, tidying
+
     settings = Settings()
     try:
         repositories = [places.repository_of(repository)] if repository else places.remembered()
@@ -469,6 +496,13 @@ def attach(
     ] = None,
 ) -> None:
     """Show the place's agent in this terminal: its pane on flume's own tmux server."""
+    from flume.core.settings import Settings
+    from flume.shell import attaching, places, printed
+    from flume.shell.agents import PRINTED
+    from flume.shell.herdr import Herdr
+    from flume.shell.panes import PaneServer
+    from flume.shell.tmux import Tmux
+
     settings = Settings()
     try:
         found = places.find(place, repository, settings)
@@ -509,6 +543,8 @@ def demo(
     Everything lives in a temporary folder: the repository, flume's state and supervisor, its
     tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes.
     """
+    from flume.shell import demo as demo_world
+
     folder = demo_world.temporary()
     typer.echo(f"flume demo in {folder}")
 
@@ -537,8 +573,7 @@ def mcp_server() -> None:
 
     Claude Code's flume plugin starts it; launch runs in the repository of this folder.
     """
-    # Imported here: the MCP SDK takes longer to import than the rest of flume's commands.
-    from flume.cli import mcp  # noqa: PLC0415
+    from flume.cli import mcp
 
     mcp.serve()
 
@@ -573,6 +608,8 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
 
     Time order across places, journal order within one. Nothing is written or started.
     """
+    from flume import api
+    from flume.cli import render
 
     def warn(journal_path: Path, problem: str) -> None:
         typer.echo(f"flume: warning: {journal_path} cannot be read: {problem}", err=True)
@@ -623,6 +660,12 @@ def watch(
     Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
     (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
     """
+    from flume import api
+    from flume.cli import board
+    from flume.core.settings import Settings
+    from flume.shell import places
+    from flume.shell.events import Follower
+
     try:
         where = places.repository_of(repository) if repository is not None else None
         api.seconds("interval", interval)
@@ -653,6 +696,8 @@ def daemon_status(
     *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
     """Whether the supervisor runs, and what it follows."""
+    from flume.shell import client
+
     reply = client.request("status")
     if as_json:
         typer.echo(json.dumps({"running": reply is not None, **(reply or {})}, indent=2))
@@ -674,6 +719,8 @@ def daemon_status(
 @daemon.command("stop")
 def daemon_stop() -> None:
     """Stop the supervisor once its running actions finish; places wait in their journals."""
+    from flume.shell import client
+
     reply = client.request("stop")
     if reply is None:
         typer.echo("supervisor: not running")
@@ -697,6 +744,9 @@ def daemon_run(
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
+    from flume.core.settings import Settings
+    from flume.shell import supervisor
+
     raise typer.Exit(supervisor.serve(Settings(), asked_at=asked_at))
 
 

@@ -14,15 +14,16 @@ import json
 import signal
 import sys
 import threading
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from flume import api
+from flume.core.choices import Panes
 from flume.core.errors import UsageError
-from flume.core.launch import Panes
-from flume.shell import herdr_plugin as plugin
-from flume.shell.herdr import Client, HerdrError
+
+if TYPE_CHECKING:
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
 
 herdr_app = typer.Typer(
     help="What flume's herdr plugin runs: sidebar reports, actions, popups.",
@@ -56,6 +57,8 @@ def _fail(error: UsageError | HerdrError) -> NoReturn:
 
 def _said(error: UsageError | HerdrError) -> int:
     """Print what went wrong; the exit status it calls for."""
+    from flume.shell.herdr import HerdrError
+
     if isinstance(error, HerdrError):
         typer.echo(f"flume: herdr: {error.message}", err=True)
         return 1
@@ -76,6 +79,10 @@ def sidebar(
     ] = False,
 ) -> None:
     """Show every place in flight in herdr's sidebar (pane and workspace tokens, $flume...)."""
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -96,6 +103,8 @@ def sidebar(
 
 
 def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     panes = herdr.call("pane.list", {}).get("panes", [])
     found = plugin.place_meant(context, plugin.in_flight(), panes)
     if found is None:
@@ -110,6 +119,9 @@ def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
 
 def _notify(herdr: Client, title: str, body: str) -> None:
     """Say it in herdr (a toast), and on stdout for the plugin's log."""
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import HerdrError
+
     typer.echo(f"{title}: {body}")
     with contextlib.suppress(HerdrError):
         herdr.call("notification.show", {"title": plugin.fit(title), "body": plugin.fit(body, 240)})
@@ -136,6 +148,9 @@ def action(
     name: Annotated[Action, typer.Argument(metavar="ACTION", help="What the plugin asks.")],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -163,11 +178,16 @@ def _refresh(herdr: Client, context: plugin.Context) -> None:
     What was asked is done: the refresh is a courtesy (``sidebar --follow`` reports again within
     seconds), and a herdr away for it must not make the command say it failed.
     """
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import HerdrError
+
     with contextlib.suppress(HerdrError):
         plugin.show(herdr, context.source)
 
 
 def _command(name: Action, meant: plugin.InFlight) -> str:
+    from flume import api
+
     where = meant.repository
     match name:
         case Action.STOP:
@@ -202,6 +222,10 @@ def pane(
     name: Annotated[Popup, typer.Argument(metavar="PANE", help="The plugin pane to run.")],
 ) -> None:
     """Run a plugin pane: ask, in the popup, for what a command needs, then do it."""
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -237,12 +261,16 @@ def _ask(prompt: str) -> str:
 
 
 def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     found = plugin.in_flight()
     panes = herdr.call("pane.list", {}).get("panes", [])
     return plugin.place_meant(context, found, panes) or _chosen(found)
 
 
 def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     if not found:
         raise UsageError.one("place", "no place is in flight", "launch work first", exit_status=1)
     for number, each in enumerate(found, start=1):
@@ -254,6 +282,8 @@ def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
 
 
 def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
+    from flume import api
+
     match what:
         case "o":
             _open(herdr, meant)
@@ -269,6 +299,9 @@ def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
 
 def _launch(context: plugin.Context) -> None:
     """Launch work from the focused workspace's repository; its agents run in herdr."""
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+
     repository = plugin.repository_meant(context)
     if repository is None:
         raise UsageError.one(

@@ -13,15 +13,14 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from flume.core.errors import UsageError
-from flume.shell.transcript import Inspection, inspect
+
+if TYPE_CHECKING:
+    from flume.shell.transcript import Inspection
 
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
@@ -73,6 +72,10 @@ def inspection_text(found: Inspection) -> list[str]:
     if found.torn:
         lines.append("the last line has no newline yet: flume reads it once it is whole")
     if found.prompts:
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("line", justify="right", no_wrap=True)
         table.add_column("timestamp", no_wrap=True)
@@ -98,6 +101,8 @@ def transcript(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """List the messages flume takes as typed by the user, and the agent's state at the end."""
+    from flume.shell.transcript import inspect
+
     try:
         found = inspect(file)
     except UsageError as error:

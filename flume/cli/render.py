@@ -25,7 +25,7 @@ from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
 from flume.shell.events import PlaceEvent
-from flume.shell.journal import FORMAT, converter
+from flume.shell.journal import FORMAT, codec
 from flume.shell.tidying import Outcome
 
 _LONG = 72
@@ -171,16 +171,16 @@ def trace_json(rows: list[TraceRow]) -> Iterator[str]:
             "format": FORMAT,
             "row": "step",
             "at": row.seen.at,
-            "seen": converter.unstructure(row.seen, Observation),
+            "seen": codec().unstructure(row.seen, Observation),
         }
         if row.refusal is not None:
-            record["refused"] = [converter.unstructure(p) for p in row.refusal.problems]
+            record["refused"] = [codec().unstructure(p) for p in row.refusal.problems]
         else:
             assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
-            record["status"] = converter.unstructure(status(row.decision.place))
-            record["actions"] = [converter.unstructure(a, Action) for a in row.decision.actions]
+            record["status"] = codec().unstructure(status(row.decision.place))
+            record["actions"] = [codec().unstructure(a, Action) for a in row.decision.actions]
         yield json.dumps(record, ensure_ascii=False)
-    summary = converter.unstructure(summarize(rows))
+    summary = codec().unstructure(summarize(rows))
     yield json.dumps({"format": FORMAT, "row": "summary", **summary}, ensure_ascii=False)
 
 
@@ -188,7 +188,7 @@ def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> 
     """``flume status --json``: format 1, documented in docs/status.md."""
     document = {
         "format": FORMAT,
-        "places": [converter.unstructure(view) for view in views],
+        "places": [codec().unstructure(view) for view in views],
         "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
@@ -302,7 +302,7 @@ def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
     document = {
         "format": FORMAT,
         "dry_run": dry_run,
-        "places": [converter.unstructure(outcome) for outcome in outcomes],
+        "places": [codec().unstructure(outcome) for outcome in outcomes],
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
 

@@ -1,21 +1,22 @@
 """The one cattrs converter, the journal's line codec, and journal files.
 
 Every core value goes to plain data (JSON-ready dicts, lists, strings, numbers) and back through
-:data:`converter`. Unions of records are tagged with ``"type"``, the class's name; pyrsistent
-collections become lists and dicts. The journal and ``status --json`` both speak this form, so
-it is versioned with :data:`FORMAT`.
+:func:`codec`, the converter (also ``journal.converter``). Unions of records are tagged with
+``"type"``, the class's name; pyrsistent collections become lists and dicts. The journal and
+``status --json`` both speak this form, so it is versioned with :data:`FORMAT`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 import attrs
 import cattrs
@@ -95,14 +96,33 @@ def _ordered(value: Any) -> list[Any]:
     return list(value)
 
 
-#: The one converter flume's shell uses (STYLE rule 13).
-converter = _make_converter()
+@functools.cache
+def codec() -> cattrs.Converter:
+    """The one converter flume's shell uses (STYLE rule 13), built on first use.
+
+    Building it takes longer than most commands' work, so a command that reads or writes no
+    journal and no JSON (``flume --help``) never does.
+    """
+    return _make_converter()
+
+
+if TYPE_CHECKING:
+    #: :func:`codec`'s converter, as an attribute: ``journal.converter``.
+    converter: cattrs.Converter
+
+
+def __getattr__(name: str) -> object:
+    """``converter``: the one converter, built when first asked for (PEP 562)."""
+    if name == "converter":
+        return codec()
+    message = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(message)
 
 
 def encode(seen: Observation) -> str:
     """One journal line (without its newline) for an observation."""
     return json.dumps(
-        converter.unstructure(seen, Observation),
+        codec().unstructure(seen, Observation),
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -112,7 +132,7 @@ def decode(line: str) -> Observation:
     """The observation a journal line holds; raises ``ValueError`` on a line that is not one."""
     try:
         data = json.loads(line)
-        return converter.structure(data, Observation)  # type: ignore[arg-type]
+        return codec().structure(data, Observation)  # type: ignore[arg-type]
     except cattrs.BaseValidationError as error:
         message = f"not a journal line: {'; '.join(cattrs.transform_error(error))}"
         raise ValueError(message) from error
