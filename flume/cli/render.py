@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -12,15 +11,13 @@ from typing import Any, cast
 
 import attrs
 from attrs import AttrsInstance
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from flume import api
+from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
-from flume.core.place import Life, Place, Short
+from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
@@ -186,81 +183,28 @@ def trace_json(rows: list[TraceRow]) -> Iterator[str]:
 
 def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
     """``flume status --json``: format 1, documented in docs/status.md."""
-    document = {
+    return statusview.status_json(status_document(views, unreadable))
+
+
+def status_document(
+    views: Iterable[PlaceStatus], unreadable: Iterable[tuple[str, str]]
+) -> dict[str, Any]:
+    """What ``flume status --json`` prints, as plain data."""
+    return {
         "format": FORMAT,
         "places": [codec().unstructure(view) for view in views],
         "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2)
 
 
 def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> Iterator[str]:
     """``flume status`` for a person: one row a place."""
-    if not views and not unreadable:
-        yield "no places: launch one with flume launch"
-        return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for heading in (
-        "place",
-        "kind",
-        "stage",
-        "phase",
-        "agent",
-        "deliverable",
-        "submission",
-        "tasks",
-    ):
-        table.add_column(heading, no_wrap=True)
-    table.add_column("repository", overflow="fold")
-    for view in views:
-        table.add_row(
-            view.place,
-            view.kind,
-            f"{view.stage}#{view.attempt}",
-            view.phase + (f" ({view.short_cause})" if view.short_cause else ""),
-            view.agent.value,
-            "yes" if view.deliverable_exists else "no",
-            view.submission,
-            (f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "")
-            + (" (not validated)" if view.validation == "skipped" else ""),
-            view.repository,
-        )
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(table)
-    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
-    yield from waiting_lines(views)
-    for journal, problem in unreadable:
-        yield f"unreadable journal {journal}: {problem}"
-
-
-#: How many lines of a stage's words ``flume status`` shows under its table.
-_WORDS_SHOWN = 10
+    return statusview.status_table([codec().unstructure(view) for view in views], unreadable)
 
 
 def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
-    """What waits on the caller, under the status table: words of short stages, stages on hold.
-
-    A stage that stopped short shows its cause and its words (R8: "the words reach whoever
-    waits on the stage"); a stage that waits on the caller's word names the command that
-    releases it.
-    """
-    for view in views:
-        if view.life not in {Life.MAKING, Life.ACTIVE}:
-            continue
-        where = f"{view.place} {view.stage}"
-        if view.short_cause is not None:
-            lines = (view.needs or "").strip().splitlines() or [""]
-            yield f"{where}: stopped short ({view.short_cause}): {lines[0]}".rstrip()
-            yield from (f"    {line}".rstrip() for line in lines[1:_WORDS_SHOWN])
-            if len(lines) > _WORDS_SHOWN:
-                yield (
-                    f"    ... {len(lines) - _WORDS_SHOWN} more lines "
-                    f"(flume status {view.place} --json shows them all)"
-                )
-        if view.waits_on_caller:
-            yield f"{where}: waits on your word; flume proceed {view.place} releases it"
-        if view.submission == "checks-failed" and view.submission_note:
-            yield f"{where}: the submission's checks failed: {view.submission_note}"
+    """What waits on the caller, under the status table: words of short stages, stages on hold."""
+    return statusview.waiting_lines([codec().unstructure(view) for view in views])
 
 
 def _name(place: Place) -> str:
