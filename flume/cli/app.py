@@ -9,7 +9,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -101,27 +101,66 @@ def status(
     ] = None,
 ) -> None:
     """Show each place: kind, stage, agent, deliverable, submission, tasks (read from journals)."""
-    from flume import api
-    from flume.cli import render
+    from flume.cli import statusview
 
     try:
-        found = api.survey(place=place, repository=repository, mark=mark)
+        found = _survey(place=place, repository=repository, mark=mark)
     except UsageError as error:
         _fail(error)
-    for journal_path in found.torn:
+    for journal_path in found["torn"]:
         typer.echo(
             f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
             err=True,
         )
-    views = list(found.places)
-    unreadable = list(found.unreadable)
+    views = [
+        view
+        for view in found["places"]
+        if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
+    ]
     if place is not None and not views:
-        _fail(api.no_such_place(place, found.repositories))
+        from flume import api
+
+        _fail(api.no_such_place(place, [Path(each) for each in found["repositories"]]))
     if as_json:
-        typer.echo(render.status_json(views, unreadable))
+        document = {"format": found["format"], "places": views, "unreadable": found["unreadable"]}
+        typer.echo(statusview.status_json(document))
         return
-    for line in render.status_table(views, unreadable):
+    unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
+    for line in statusview.status_table(views, unreadable):
         typer.echo(line)
+
+
+def _survey(place: str | None, repository: Path | None, mark: str | None) -> dict[str, Any]:
+    """Every place's status as plain data (``status --json``'s, with ``torn`` and ``repositories``).
+
+    The running supervisor answers it from the places it follows, with their journals read to
+    their ends; with none running, or for one repository, the journals are read here (R11: what
+    an agent does now is then unknown). No repository registered: no places, nothing to read.
+    """
+    from flume.shell import client, registry
+
+    if repository is None:
+        answer = client.request("survey")
+        if answer is not None and answer.get("ok") is True and "places" in answer:
+            return answer
+        if not registry.remembered():
+            empty: list[Any] = []
+            return {
+                "format": registry.FORMAT,
+                "places": empty,
+                "unreadable": empty,
+                "torn": empty,
+                "repositories": empty,
+            }
+    from flume import api
+    from flume.cli import render
+
+    found = api.survey(place=place, repository=repository, mark=mark)
+    return {
+        **render.status_document(found.places, found.unreadable),
+        "torn": list(found.torn),
+        "repositories": [str(each) for each in found.repositories],
+    }
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flume.shell import lines, places
+from flume.shell import lines, registry
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -26,7 +26,7 @@ _MAX_SOCKET_PATH = 100
 
 def socket_path() -> Path:
     """Where the supervisor of this state directory listens."""
-    preferred = places.state_dir() / "supervisor.sock"
+    preferred = registry.state_dir() / "supervisor.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
         return preferred
     digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:16]
@@ -66,12 +66,12 @@ def alive(pid: int) -> bool:
 
 def stopped_path() -> Path:
     """Where the last ``daemon stop`` left the time it was asked."""
-    return places.state_dir() / "supervisor.stopped"
+    return registry.state_dir() / "supervisor.stopped"
 
 
 def log_path() -> Path:
     """Where a started supervisor writes what it has to say."""
-    return places.state_dir() / "supervisor.log"
+    return registry.state_dir() / "supervisor.log"
 
 
 def start() -> None:

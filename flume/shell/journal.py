@@ -30,8 +30,8 @@ from flume.core.kinds import Block, Deliverable
 from flume.core.observations import Observation
 from flume.core.place import StagePhase
 
-#: The version of the plain-data form; bumped on any change a reader must know about.
-FORMAT = 1
+# The version of the plain-data form, re-exported: it was always found here.
+from flume.shell.registry import FORMAT as FORMAT  # noqa: PLC0414
 
 
 def _is(origin: type) -> Callable[[Any], bool]:
