@@ -791,5 +791,29 @@ def daemon_run(
 
 def main() -> NoReturn:
     """The console script."""
-    app()
+    narrowed(sys.argv[1:])()
     sys.exit(0)
+
+
+def narrowed(args: list[str]) -> typer.Typer:
+    """The app holding only the command ``args`` name, or the whole app when they name none.
+
+    typer builds every command it holds, reading each one's signature, before it runs one: a
+    command pays for all the others. The narrowed app has the same settings and callback, so
+    the command parses, runs and shows its help exactly as in the whole app.
+    """
+    wanted = args[0] if args else None
+    commands = [
+        info
+        for info in app.registered_commands
+        if info.callback is not None
+        and (info.name or typer.main.get_command_name(info.callback.__name__)) == wanted
+    ]
+    groups = [info for info in app.registered_groups if info.name == wanted]
+    if len(commands) + len(groups) != 1:
+        return app
+    one = typer.Typer()
+    one.__dict__.update(vars(app))
+    one.registered_commands = commands
+    one.registered_groups = groups
+    return one

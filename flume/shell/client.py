@@ -8,12 +8,8 @@ journals (``flume status``) never starts one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +25,10 @@ def socket_path() -> Path:
     preferred = registry.state_dir() / "supervisor.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
         return preferred
+    # Imported here, as in start(): asking the supervisor (flume status) loads no more.
+    import hashlib  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
     digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
 
@@ -76,6 +76,9 @@ def log_path() -> Path:
 
 def start() -> None:
     """Start a supervisor, detached from this process and its terminal."""
+    import subprocess  # noqa: PLC0415 (only a start runs a process)
+    import sys  # noqa: PLC0415
+
     log = log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as output:

@@ -7,6 +7,7 @@ which then prints the modules loaded. Timing is bench/cli.py's.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,10 +34,14 @@ print(json.dumps({"modules": sorted(sys.modules), "converter_built": built}), fi
 """
 
 
-def loaded(*argv: str) -> tuple[set[str], bool]:
+def loaded(*argv: str, state: Path | None = None) -> tuple[set[str], bool]:
     """The modules ``flume argv`` loaded, and whether the journal's converter was built."""
+    environment = dict(os.environ)
+    if state is not None:
+        environment["XDG_STATE_HOME"] = str(state)
     ran = subprocess.run(  # noqa: S603 (our own interpreter and probe)
         [sys.executable, "-c", _PROBE, json.dumps(argv)],
+        env=environment,
         capture_output=True,
         text=True,
         check=True,
@@ -60,6 +65,17 @@ def test_a_command_s_help_imports_none_either() -> None:
     assert not converter_built
     for heavy in HEAVY:
         assert heavy not in modules, f"flume launch --help imported {heavy}"
+
+
+def test_status_with_no_places_reads_nothing_and_imports_none_either(tmp_path: Path) -> None:
+    """A host with no repository registered and no supervisor: status answers at once."""
+    modules, converter_built = loaded("status", state=tmp_path / "state")
+    assert not converter_built
+    for heavy in HEAVY:
+        assert heavy not in modules, f"flume status imported {heavy}"
+    modules, _ = loaded("status", "--json", state=tmp_path / "state")
+    assert "cattrs" not in modules
+    assert "flume.core.place" not in modules
 
 
 def test_the_probe_sees_what_a_command_does_import() -> None:
