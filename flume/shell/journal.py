@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.strategies import configure_tagged_union
 from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
@@ -83,10 +82,40 @@ def _make_converter() -> cattrs.Converter:
         lambda kind: get_origin(kind) in collections or kind in collections,
         unstructure_collection,
     )
-    # Inner unions first: an outer union's hooks are built with the inner ones in place.
-    for union in (Deliverable, Block, StagePhase, Observation, Action):
-        configure_tagged_union(union, made, tag_name="type")
+    for union in UNIONS:
+        _tag_union(union, made)
     return made
+
+
+#: The unions of records, each tagged with ``"type"``: its member's class name.
+UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Observation, Action)
+
+
+def _tag_union(union: Any, made: cattrs.Converter) -> None:
+    """What cattrs' ``configure_tagged_union(union, made, tag_name="type")`` does, lazily.
+
+    cattrs' strategy generates the code of every member's hooks at once, well over a hundred
+    classes, which is most of what building the converter costs; here each member's hooks are
+    generated when a value of it is first met (cattrs keeps them). The data is the same: the
+    member's own fields, then ``"type"``.
+    """
+    members: dict[type, str] = {member: member.__name__ for member in union.__args__}
+    by_tag = {tag: member for member, tag in members.items()}
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        member = value.__class__
+        tag = members[member]
+        data: dict[str, Any] = made.get_unstructure_hook(member)(value)
+        data["type"] = tag
+        return data
+
+    def structure(value: Any, _: Any) -> Any:
+        value = value.copy()
+        member = by_tag[value.pop("type")]
+        return made.get_structure_hook(member)(value, member)
+
+    made.register_unstructure_hook(union, unstructure)
+    made.register_structure_hook(union, structure)
 
 
 def _ordered(value: Any) -> list[Any]:
