@@ -7,12 +7,11 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from attrs import AttrsInstance
 
-from flume import api
 from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.launch import place_name
@@ -21,9 +20,12 @@ from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
-from flume.shell.events import PlaceEvent
 from flume.shell.journal import FORMAT, codec
-from flume.shell.tidying import Outcome
+
+if TYPE_CHECKING:
+    from flume import api
+    from flume.shell.events import PlaceEvent
+    from flume.shell.tidying import Outcome
 
 _LONG = 72
 

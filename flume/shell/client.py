@@ -1,9 +1,10 @@
 """Talking to the supervisor: find it, start it when it is not running, ask it things.
 
 The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
-back (``ping``, ``wake``, ``status``, ``stop``). A command that needs the supervisor calls
-:func:`ensure`, which starts one, detached, when none answers; a command that only reads
-journals (``flume status``) never starts one.
+back (``ping``, ``wake``, ``status``, ``survey``, ``stop``). A command that needs the supervisor
+calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
+(``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
+never starts one.
 """
 
 from __future__ import annotations
