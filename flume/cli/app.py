@@ -324,11 +324,11 @@ def _words(text: str, field: str) -> str:
     """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
     if text != "-":
         return text
-    from flume.shell import commands
+    from flume.shell import asked
 
     if sys.stdin.isatty():
         raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
-    return commands.decoded(field, sys.stdin.buffer.read())
+    return asked.decoded(field, sys.stdin.buffer.read())
 
 
 @app.command()
@@ -405,6 +405,16 @@ def needs(
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.shell import asked
+
+    try:
+        words = asked.checked_text("words", _words(text, "words"))
+        cwd = _cwd()
+        if asked.in_no_place(cwd):
+            raise asked.outside(cwd)
+    except UsageError as error:
+        _fail(error)
+    # Only a command that may be in a place loads the rules, git and the journal's codec.
     from flume.cli import render
     from flume.core.observations import NeedsSaid
     from flume.core.settings import Settings
@@ -412,8 +422,7 @@ def needs(
 
     settings = Settings()
     try:
-        words = commands.checked_text("words", _words(text, "words"))
-        found = commands.place_here(_cwd(), settings)
+        found = commands.place_here(cwd, settings)
         seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
         decision = commands.give(found, seen, settings)
     except UsageError as error:
@@ -428,6 +437,15 @@ def submit() -> None:
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.shell import asked
+
+    try:
+        cwd = _cwd()
+        if asked.in_no_place(cwd):
+            raise asked.outside(cwd)
+    except UsageError as error:
+        _fail(error)
+    # Only a command that may be in a place loads the rules, git and the journal's codec.
     from flume.cli import render
     from flume.core.observations import SubmitAsked
     from flume.core.settings import Settings
@@ -435,7 +453,7 @@ def submit() -> None:
 
     settings = Settings()
     try:
-        found = commands.place_here(_cwd(), settings)
+        found = commands.place_here(cwd, settings)
         seen = SubmitAsked(at=_now(), session=commands.session_of())
         decision = commands.give(found, seen, settings)
     except UsageError as error:

@@ -34,7 +34,7 @@ print(json.dumps({"modules": sorted(sys.modules), "converter_built": built}), fi
 """
 
 
-def loaded(*argv: str, state: Path | None = None) -> tuple[set[str], bool]:
+def loaded(*argv: str, state: Path | None = None, cwd: Path | None = None) -> tuple[set[str], bool]:
     """The modules ``flume argv`` loaded, and whether the journal's converter was built."""
     environment = dict(os.environ)
     if state is not None:
@@ -42,6 +42,7 @@ def loaded(*argv: str, state: Path | None = None) -> tuple[set[str], bool]:
     ran = subprocess.run(  # noqa: S603 (our own interpreter and probe)
         [sys.executable, "-c", _PROBE, json.dumps(argv)],
         env=environment,
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
@@ -76,6 +77,17 @@ def test_status_with_no_places_reads_nothing_and_imports_none_either(tmp_path: P
     modules, _ = loaded("status", "--json", state=tmp_path / "state")
     assert "cattrs" not in modules
     assert "flume.core.place" not in modules
+
+
+def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rules(
+    tmp_path: Path,
+) -> None:
+    """``flume submit`` and ``flume needs`` in a folder in no place: no git, codec or rules."""
+    for argv in (["submit"], ["needs", "the API key"]):
+        modules, converter_built = loaded(*argv, state=tmp_path / "state", cwd=tmp_path)
+        assert not converter_built
+        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.git"):
+            assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
 
 
 def test_the_probe_sees_what_a_command_does_import() -> None:
