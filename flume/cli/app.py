@@ -140,7 +140,8 @@ def _survey(place: str | None, repository: Path | None, mark: str | None) -> dic
     from flume.shell import client, registry
 
     if repository is None:
-        answer = client.request("survey")
+        # A supervisor that cannot answer within this is taken as none: the journals are read.
+        answer = client.request("survey", timeout=2.0)
         if answer is not None and answer.get("ok") is True and "places" in answer:
             return answer
         if not registry.remembered():
