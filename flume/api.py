@@ -106,9 +106,9 @@ def _choice(kind: type[_Choice], field: str, value: str) -> _Choice:
     try:
         return kind(value)
     except ValueError:
-        choices = ", ".join(member.value for member in kind)
+        *others, last = (member.value for member in kind)
         raise UsageError.one(
-            field, f"{value!r} is not one flume knows", f"name one of: {choices}"
+            field, f"unknown {field} {value!r}", f"choose {', '.join(others)} or {last}"
         ) from None
 
 
@@ -335,9 +335,12 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
 
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:
-    """Abandon the work: its agent ends; tidy removes its place and keeps its branch (R9, R10)."""
+    """Abandon the work: its agent ends; tidy removes its place, and keeps a branch with work."""
     _give(place, repository, DropAsked(at=_now()))
-    return f"{place} dropped: the supervisor removes its place if clean, and keeps its branch"
+    return (
+        f"{place} dropped: the supervisor removes its place if clean, and keeps its branch if it "
+        "holds commits its base lacks or the work is a change"
+    )
 
 
 # --- events --------------------------------------------------------------------------------

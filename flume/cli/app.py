@@ -18,10 +18,12 @@ import typer
 from flume import __version__
 from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
+from flume.cli.usage import Command, parse_seconds
 from flume.core.choices import AgentName, Panes
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
+    from flume.core.errors import Problem
     from flume.core.ids import Instant
     from flume.core.status import PlaceStatus
 
@@ -29,11 +31,16 @@ app = typer.Typer(
     name="flume",
     help="Carry work for AI coding agents from launch to landing.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain click help: rich's help formatting costs a command more than its work.
+    # Plain help, as click writes it: no markup to eat a [kind] written in it, and no rich at
+    # start (rich's help formatting costs a command more than its work). Shell completion:
+    # flume --install-completion (docs/commands.md).
     rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
+
+
+_PLACE_HELP = "The place, <kind>--<name>."
+_REPOSITORY_HELP = "The repository, when the name is in several."
 
 
 def _fail(error: UsageError) -> NoReturn:
@@ -53,54 +60,101 @@ def _root(
         raise typer.Exit
 
 
-@app.command()
+def _list_scenarios(wanted: bool) -> None:
+    """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
+    if not wanted:
+        return
+    from flume.shell import scenario
+
+    for path in scenario.shipped():
+        try:
+            about = scenario.load(path).description
+        except UsageError as error:
+            about = error.problems[0].render()
+        typer.echo(f"{path.stem:<20} {about}")
+    typer.echo(f"\n(in {scenario.SHIPPED}; name one, e.g. flume simulate fix-clean)")
+    raise typer.Exit
+
+
+@app.command(cls=Command)
 def simulate(
-    scenario_file: Annotated[
-        Path,
-        typer.Argument(metavar="SCENARIO", help="A scenario file (see examples/scenarios/)."),
+    given: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO",
+            help="A scenario file, or the name of one flume ships (see --list).",
+        ),
     ],
     *,
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print the trace as JSON lines."),
+        typer.Option("--json", help="Print the traces as JSON lines."),
+    ] = False,
+    _listing: Annotated[
+        bool,
+        typer.Option(
+            "--list",
+            help="Name the scenarios flume ships, and exit.",
+            is_eager=True,
+            callback=_list_scenarios,
+        ),
     ] = False,
 ) -> None:
-    """Run flume's rules over a scenario with no I/O, and print each step's state and actions."""
+    """Run flume's rules over scenarios, with no I/O.
+
+    Prints each step of each scenario: what was seen, the place's state, the actions decided.
+    Several scenarios run one after another, each its own trace. With --json, one stream: each
+    trace's steps, then its summary, which names its scenario. A malformed scenario prints
+    nothing and exits with status 2.
+    """
     from flume.cli import render
     from flume.core.step import trace
     from flume.shell import scenario
 
-    try:
-        loaded = scenario.load(scenario_file)
-    except UsageError as error:
-        _fail(error)
-    rows = list(trace(loaded.settings, loaded.observations))
-    if as_json:
-        lines = render.trace_json(rows)
-    else:
-        head = [f"scenario: {loaded.path}"]
-        if loaded.description:
-            head.append(f"  {loaded.description}")
-        lines = iter([*head, "", *render.trace_text(rows)])
-    for line in lines:
-        typer.echo(line)
+    problems: list[Problem] = []
+    loaded: list[scenario.Scenario] = []
+    for each in given:
+        try:
+            loaded.append(scenario.load(scenario.find(each)))
+        except UsageError as error:
+            problems.extend(error.problems)
+    if problems:
+        _fail(UsageError(tuple(problems)))
+    for number, one in enumerate(loaded):
+        rows = list(trace(one.settings, one.observations))
+        if as_json:
+            lines = render.trace_json(rows, scenario=one.path)
+        else:
+            head = [f"scenario: {one.path}"]
+            if one.description:
+                head.append(f"  {one.description}")
+            lines = iter([*([""] if number else []), *head, "", *render.trace_text(rows)])
+        for line in lines:
+            typer.echo(line)
 
 
-@app.command()
+@app.command(cls=Command)
 def status(
     place: Annotated[
         str | None,
-        typer.Argument(metavar="[PLACE]", help="One place, as <kind>--<name>."),
+        typer.Argument(metavar="PLACE", help="One place, as <kind>--<name>."),
     ] = None,
     *,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/status.md).")] = False,
-    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
     repository: Annotated[
         Path | None,
-        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
     ] = None,
 ) -> None:
-    """Show each place: kind, stage, agent, deliverable, submission, tasks (read from journals)."""
+    """Show each place's stage, agent, deliverable and submission.
+
+    Read from the places' journals; nothing is written or started.
+    """
     from flume.cli import statusview
 
     try:
@@ -126,8 +180,20 @@ def status(
         typer.echo(statusview.status_json(document))
         return
     unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
-    for line in statusview.status_table(views, unreadable):
+    for line in statusview.status_table(views, unreadable, width=_terminal_width()):
         typer.echo(line)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width; ``$COLUMNS`` when the output is no terminal; else None (unbounded).
+
+    Into a file or a pipe each row stays one whole line, unless ``COLUMNS`` asks otherwise.
+    """
+    if sys.stdout.isatty():
+        with contextlib.suppress(OSError, ValueError):
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 def _survey(place: str | None, repository: Path | None, mark: str | None) -> dict[str, Any]:
@@ -165,9 +231,17 @@ def _survey(place: str | None, repository: Path | None, mark: str | None) -> dic
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:
-    """The brief from --brief, --brief-file or stdin; exactly one of them."""
+    """The brief from --brief, --brief-file or stdin; exactly one of them.
+
+    ``-`` for either means stdin, as it does for ``tell``, ``retry --words`` and ``needs``.
+    """
     if brief is not None and brief_file is not None:
         _fail(UsageError.one("brief", "both --brief and --brief-file are given", "give one"))
+    if brief == "-" or brief_file == Path("-"):
+        try:
+            return _words("-", "brief")
+        except UsageError as error:
+            _fail(error)
     if brief is not None:
         return brief
     if brief_file is not None:
@@ -178,7 +252,7 @@ def _brief(brief: str | None, brief_file: Path | None) -> str:
                 UsageError.one(
                     "brief",
                     f"cannot read the brief file {brief_file}: {error}",
-                    "name a readable UTF-8 text file",
+                    "name a readable UTF-8 text file, or - for stdin",
                 ),
             )
     if sys.stdin.isatty():
@@ -201,57 +275,90 @@ def _brief(brief: str | None, brief_file: Path | None) -> str:
         )
 
 
-@app.command()
+@app.command(cls=Command)
 def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     *,
     kind: Annotated[
         str | None,
-        typer.Option(help="fix, change, question, or a declared kind (default: the kind file's)."),
+        typer.Option(
+            metavar="KIND",
+            help="fix, change, question, or a kind the repository declares (default: the kind "
+            "file's).",
+        ),
     ] = None,
     kind_file: Annotated[
         Path | None,
-        typer.Option(help="A TOML file with a [kind] table: a kind this launch carries."),
+        typer.Option(
+            metavar="FILE", help="A TOML file with a [kind] table: a kind this launch carries."
+        ),
     ] = None,
-    name: Annotated[str, typer.Option(help="The work's name: letters, digits, . _ -")],
+    name: Annotated[
+        str, typer.Option(metavar="NAME", help="The work's name: letters, digits, . _ -")
+    ],
     repository: Annotated[
-        Path, typer.Option(help="The repository (default: the current folder).")
+        Path,
+        typer.Option(
+            metavar="PATH",
+            help="The repository (default: the current folder).",
+            show_default=False,
+        ),
     ] = Path(),
-    brief: Annotated[str | None, typer.Option(help="What the work is.")] = None,
-    brief_file: Annotated[Path | None, typer.Option(help="Read the brief from this file.")] = None,
-    base: Annotated[
-        str | None, typer.Option(help="The base branch (default: the shared branch).")
+    brief: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="What the work is; - reads stdin.")
     ] = None,
-    mark: Annotated[str | None, typer.Option(help="A mark to find the place by.")] = None,
+    brief_file: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Read the brief from this file; - reads stdin."),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(metavar="BRANCH", help="The base branch (default: the shared branch)."),
+    ] = None,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="A mark to find the place by.")
+    ] = None,
     wait: Annotated[
         list[str] | None,
-        typer.Option(help="A stage that waits on your word (flume proceed); repeatable."),
-    ] = None,
-    agent: Annotated[AgentName, typer.Option(help="The agent each stage starts.")] = (
-        AgentName.CLAUDE
-    ),
-    model: Annotated[str | None, typer.Option(help="The agent's model.")] = None,
-    panes: Annotated[
-        Panes,
         typer.Option(
+            metavar="STAGE", help="A stage that waits on your word (flume proceed); repeatable."
+        ),
+    ] = None,
+    agent: Annotated[
+        str,
+        typer.Option(
+            metavar="AGENT",
+            help="The agent each stage starts: claude, codex or test.",
+            autocompletion=lambda: [each.value for each in AgentName],
+        ),
+    ] = AgentName.CLAUDE.value,
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help="The agent's model.")] = None,
+    panes: Annotated[
+        str,
+        typer.Option(
+            metavar="PANES",
             help="tmux: each agent in a window of flume's own tmux server (flume attach shows "
             "it); herdr: each agent in a tab of your running herdr (its socket: "
             "$HERDR_SOCKET_PATH or herdr's default); print: flume writes the agent down and "
             "flume attach prints the command you run.",
+            autocompletion=lambda: [each.value for each in Panes],
         ),
-    ] = Panes.TMUX,
+    ] = Panes.TMUX.value,
     agent_arg: Annotated[
         list[str] | None,
         typer.Option(
             "--agent-arg",
+            metavar="ARG",
             help="An argument for the agent's command line, e.g. --agent-arg=--effort; "
             "repeatable, kept in order.",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the place as JSON.")] = False,
 ) -> None:
-    """Launch work: check it, journal it, and leave the supervisor to make and follow the place.
+    """Launch work in a place of its own, carried to landing.
 
-    Prints the place's id (<kind>--<name>). Bad input makes nothing and exits with status 2.
+    The launch is checked whole, journaled, and left to the supervisor, which makes the place
+    and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
+    from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
     from flume import api
     from flume.cli import render
@@ -266,10 +373,10 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
             base=base,
             mark=mark,
             waits=wait or (),
-            agent=agent.value,
+            agent=agent,
             model=model,
             agent_args=agent_arg or (),
-            panes=panes.value,
+            panes=panes,
         )
     except UsageError as error:
         _fail(error)
@@ -284,25 +391,23 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     )
 
 
-@app.command()
+@app.command(cls=Command)
 def drop(
-    place: Annotated[str, typer.Argument(metavar="PLACE", help="The place, <kind>--<name>.")],
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     *,
-    repository: Annotated[
-        Path | None, typer.Option(help="The repository, when the name is in several.")
-    ] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """Abandon the work: its agent ends; tidy removes its place and keeps its branch (R9, R10)."""
+    """Abandon the work; its branch is kept when it holds work.
+
+    Its agent ends and its place is tidied away. A branch holding commits its base lacks is kept,
+    and flume tidy names it; a change's branch is always kept.
+    """
     from flume import api
 
     try:
         typer.echo(api.drop(place, repository=repository))
     except UsageError as error:
         _fail(error)
-
-
-_PLACE_HELP = "The place, <kind>--<name>."
-_REPOSITORY_HELP = "The repository, when the name is in several."
 
 
 def _now() -> Instant:
@@ -332,14 +437,18 @@ def _words(text: str, field: str) -> str:
     return asked.decoded(field, sys.stdin.buffer.read())
 
 
-@app.command()
+@app.command(cls=Command)
 def tell(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     text: Annotated[str, typer.Argument(metavar="TEXT", help="What to tell; - reads stdin.")],
     *,
-    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """Tell the place's agent something (R6): held while it works, sent once it waits."""
+    """Tell the place's agent something, once it waits.
+
+    Held while the agent works, sent once it waits; it counts as delivered when the agent's
+    transcript holds it.
+    """
     from flume import api
 
     try:
@@ -348,13 +457,13 @@ def tell(
         _fail(error)
 
 
-@app.command()
+@app.command(cls=Command)
 def stop(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     *,
-    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """End the agent that went the wrong way; its stage waits for a retry (R9)."""
+    """End the place's agent; its stage waits for a retry."""
     from flume import api
 
     try:
@@ -363,16 +472,23 @@ def stop(
         _fail(error)
 
 
-@app.command()
+@app.command(cls=Command)
 def retry(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     *,
     words: Annotated[
-        str, typer.Option(help="Your words for the next attempt, put in its prompt; - reads stdin.")
+        str,
+        typer.Option(
+            metavar="TEXT",
+            help="Your words for the next attempt, put in its prompt; - reads stdin.",
+        ),
     ] = "",
-    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """Run the stage that stopped short again, with a fresh agent and your words (R9)."""
+    """Run a stage that stopped short again, with your words.
+
+    The stage starts over with a fresh agent; your words go into its prompt.
+    """
     from flume import api
 
     try:
@@ -381,13 +497,13 @@ def retry(
         _fail(error)
 
 
-@app.command()
+@app.command(cls=Command)
 def proceed(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     *,
-    repository: Annotated[Path | None, typer.Option(help=_REPOSITORY_HELP)] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """Give your word to a stage that waits on it, so that it starts (R7)."""
+    """Give your word to a stage that waits on it, so it starts."""
     from flume import api
 
     try:
@@ -396,13 +512,13 @@ def proceed(
         _fail(error)
 
 
-@app.command()
+@app.command(cls=Command)
 def needs(
     text: Annotated[
         str, typer.Argument(metavar="TEXT", help="What you need to go on; - reads stdin.")
     ],
 ) -> None:
-    """For the agent, inside its place: stop the stage short with what it needs (R8).
+    """For the agent: stop the stage short with what it needs.
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
@@ -432,9 +548,9 @@ def needs(
     typer.echo(render.said_needs(decision))
 
 
-@app.command()
+@app.command(cls=Command)
 def submit() -> None:
-    """For the agent, inside its place: hand the branch to the repository's lander.
+    """For the agent: hand the branch to the repository's lander.
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
@@ -463,21 +579,31 @@ def submit() -> None:
     typer.echo(render.submitted(decision))
 
 
-@app.command()
+@app.command(cls=Command)
 def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
     kind: Annotated[
-        str, typer.Argument(metavar="KIND", help="fix, change, question, or declared.")
+        str,
+        typer.Argument(
+            metavar="KIND", help="fix, change, question, or a kind the repository declares."
+        ),
     ],
     stage: Annotated[str, typer.Argument(metavar="STAGE", help="One of the kind's stages.")],
     *,
-    brief: Annotated[str, typer.Option(help="The brief to show in it.")] = "(the brief)",
-    name: Annotated[str, typer.Option(help="The work's name.")] = "example",
+    brief: Annotated[
+        str, typer.Option(metavar="TEXT", help="The brief to show in it.")
+    ] = "(the brief)",
+    name: Annotated[str, typer.Option(metavar="NAME", help="The work's name.")] = "example",
     base: Annotated[
-        str | None, typer.Option(help="The base branch (default: the shared branch, or main).")
+        str | None,
+        typer.Option(
+            metavar="BRANCH", help="The base branch (default: the shared branch, or main)."
+        ),
     ] = None,
     repository: Annotated[
         Path | None,
-        typer.Option(help="Whose kinds and prompts apply (default: the current folder's)."),
+        typer.Option(
+            metavar="PATH", help="Whose kinds and prompts apply (default: the current folder's)."
+        ),
     ] = None,
 ) -> None:
     """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
@@ -500,7 +626,7 @@ def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
         )
 
 
-@app.command()
+@app.command(cls=Command)
 def tidy(
     *,
     dry_run: Annotated[
@@ -512,11 +638,17 @@ def tidy(
         typer.Option("--force", help="Remove places holding uncommitted or untracked changes."),
     ] = False,
     repository: Annotated[
-        Path | None, typer.Option(help="Only this repository (default: every one flume knows).")
+        Path | None,
+        typer.Option(metavar="PATH", help="Only this repository (default: every one flume knows)."),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the supervisor.")] = 120.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Seconds to wait for the supervisor.", parser=parse_seconds
+        ),
+    ] = 120.0,
 ) -> None:
-    """Remove what landed or was dropped; keep, and name, everything else (R10)."""
+    """Remove what landed or was dropped; name what is kept, and why."""
     from flume.cli import render
     from flume.core.settings import Settings
     from flume.shell import places, tidying
@@ -533,7 +665,7 @@ def tidy(
         if each.place is not None
     ]
     if dry_run:
-        outcomes = tidying.plans(found, force=force)
+        outcomes = tidying.plans(found, force=force, settings=settings)
     else:
         outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
         for where in repositories:
@@ -545,15 +677,16 @@ def tidy(
         typer.echo(line)
 
 
-@app.command()
+@app.command(cls=Command)
 def attach(
-    place: Annotated[str, typer.Argument(metavar="PLACE", help="The place, <kind>--<name>.")],
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=_PLACE_HELP)],
     *,
-    repository: Annotated[
-        Path | None, typer.Option(help="The repository, when the name is in several.")
-    ] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
-    """Show the place's agent in this terminal: its pane on flume's own tmux server."""
+    """Show the place's agent in this terminal.
+
+    Its pane on flume's own tmux server, or its tab in herdr.
+    """
     from flume.core.settings import Settings
     from flume.shell import attaching, places, printed
     from flume.shell.agents import PRINTED
@@ -588,15 +721,19 @@ def attach(
     attaching.exec_attach(argv)
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(
     *,
     keep: Annotated[
-        bool, typer.Option(help="Keep the demo's folder (repository, state, transcripts).")
+        bool,
+        typer.Option("--keep", help="Keep the demo's folder (repository, state, transcripts)."),
     ] = False,
-    seconds: Annotated[float, typer.Option(help="How long to let the work run.")] = 300.0,
+    seconds: Annotated[
+        float,
+        typer.Option(metavar="SECONDS", help="How long to let the work run.", parser=parse_seconds),
+    ] = 300.0,
 ) -> None:
-    """Carry a fix and a change from launch to landing and tidy, on a sample repository.
+    """Carry a fix and a change to landing, on a sample repository.
 
     Everything lives in a temporary folder: the repository, flume's state and supervisor, its
     tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes.
@@ -625,9 +762,9 @@ def demo(
             demo_world.remove(folder)
 
 
-@app.command("mcp")
+@app.command("mcp", cls=Command)
 def mcp_server() -> None:
-    """Serve flume's commands as MCP tools over stdin and stdout (docs/claude-code.md).
+    """Serve flume's commands as MCP tools on stdin and stdout.
 
     Claude Code's flume plugin starts it; launch runs in the repository of this folder.
     """
@@ -636,11 +773,11 @@ def mcp_server() -> None:
     mcp.serve()
 
 
-@app.command()
+@app.command(cls=Command)
 def events(  # noqa: PLR0913 (each option narrows the stream or says how to show it)
     place: Annotated[
         str | None,
-        typer.Argument(metavar="[PLACE]", help="One place, as <kind>--<name>."),
+        typer.Argument(metavar="PLACE", help="One place, as <kind>--<name>."),
     ] = None,
     *,
     follow: Annotated[
@@ -649,10 +786,14 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
             "--follow", "-f", help="Go on: each new event, places launched later too, until ^C."
         ),
     ] = False,
-    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
     repository: Annotated[
         Path | None,
-        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object a line (docs/events.md).")
@@ -662,9 +803,11 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
         typer.Option(metavar="CURSOR", help="Only events after this one (its cursor in --json)."),
     ] = None,
 ) -> None:
-    """Show the places' events, read from their journals: launched, stage started, landed, ...
+    """Show the places' events: launched, delivered, landed.
 
-    Time order across places, journal order within one. Nothing is written or started.
+    Read from their journals: every event flume reports, launched, stage started, prompt
+    delivered, stopped short, landed, tidied and the rest. Time order across places, journal
+    order within one. Nothing is written or started.
     """
     from flume import api
     from flume.cli import render
@@ -700,20 +843,28 @@ def _reader_gone() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-@app.command()
+@app.command(cls=Command)
 def watch(
     *,
-    mark: Annotated[str | None, typer.Option(help="Only places launched with this mark.")] = None,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
     repository: Annotated[
         Path | None,
-        typer.Option(help="Only this repository's places (default: every one flume knows)."),
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
     ] = None,
     show_once: Annotated[
         bool, typer.Option("--once", help="Print the board once and exit.")
     ] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between looks.")] = 1.0,
+    interval: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds between looks.", parser=parse_seconds)
+    ] = 1.0,
 ) -> None:
-    """A live board of every place: kind, stage, agent, deliverable, submission, tasks, age.
+    """Show a live board of every place.
+
+    Each place's kind, stage, agent, deliverable, submission, tasks and age.
 
     Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
     (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
@@ -745,11 +896,15 @@ def watch(
 app.add_typer(inspect_app, name="inspect")
 app.add_typer(herdr_app, name="herdr")
 
-daemon = typer.Typer(help="The supervisor that follows every place on this host.")
+daemon = typer.Typer(
+    help="The supervisor that follows every place on this host.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 app.add_typer(daemon, name="daemon")
 
 
-@daemon.command("status")
+@daemon.command("status", cls=Command)
 def daemon_status(
     *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
@@ -774,9 +929,12 @@ def daemon_status(
         typer.echo(f"not followed: {journal_path}: {problem}")
 
 
-@daemon.command("stop")
+@daemon.command("stop", cls=Command)
 def daemon_stop() -> None:
-    """Stop the supervisor once its running actions finish; places wait in their journals."""
+    """Stop the supervisor once its actions finish.
+
+    The places wait in their journals; any command that needs the supervisor starts it again.
+    """
     from flume.shell import client
 
     reply = client.request("stop")
@@ -794,11 +952,12 @@ def daemon_stop() -> None:
     typer.echo(f"supervisor {pid}: stopped")
 
 
-@daemon.command("run", hidden=True)
+@daemon.command("run", hidden=True, cls=Command)
 def daemon_run(
     *,
     asked_at: Annotated[
-        float | None, typer.Option(help="When a command asked for this supervisor.")
+        float | None,
+        typer.Option(metavar="SECONDS", help="When a command asked for this supervisor."),
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""

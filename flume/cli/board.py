@@ -23,13 +23,11 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 
 import attrs
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
-from flume.cli import render
+from flume.cli import render, statusview
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.shell import client
@@ -97,31 +95,50 @@ def rows(follower: Follower, now: float, *, supervised: bool) -> list[Row]:
     return found
 
 
-def board(found: list[Row], *, heading: str) -> RenderableType:
-    """The board: a heading, a table of the places, and what waits on the caller."""
+def board(found: list[Row], *, heading: str, width: int | None = None) -> RenderableType:
+    """The board: a heading, a table of the places, and what waits on the caller.
+
+    Fitted to ``width`` columns as ``flume status`` is: a terminal too narrow for the whole
+    table gets one without the kind, stage and phase in one column; a state is never cut.
+    """
     if not found:
         return Group(Text(heading), Text("no places: launch one with flume launch"))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for title in ("place", "kind", "stage", "phase", "agent", "deliverable", "submission"):
-        table.add_column(title, no_wrap=True)
-    table.add_column("tasks", no_wrap=True)
-    table.add_column("age", no_wrap=True, justify="right")
-    table.add_column("last", no_wrap=True, justify="right")
+    columns = [
+        statusview.Column("place", whole=False),
+        statusview.Column("kind"),
+        statusview.Column("stage"),
+        statusview.Column("phase"),
+        statusview.Column("agent"),
+        statusview.Column("deliverable"),
+        statusview.Column("submission"),
+        statusview.Column("tasks"),
+        statusview.Column("age", justify="right"),
+        statusview.Column("last", justify="right"),
+    ]
+    rows: list[list[str | Text]] = []
     for row in found:
         view = row.view
         phase = view.phase + (f" ({view.short_cause})" if view.short_cause else "")
-        tasks = f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
-        table.add_row(
-            view.place,
-            view.kind,
-            f"{view.stage}#{view.attempt}",
-            Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
-            Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
-            "yes" if view.deliverable_exists else "no",
-            view.submission,
-            tasks,
-            duration(row.age),
-            duration(row.quiet),
+        rows.append(
+            [
+                view.place,
+                view.kind,
+                f"{view.stage}#{view.attempt}",
+                Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
+                Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
+                "yes" if view.deliverable_exists else "no",
+                view.submission,
+                f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
+                duration(row.age),
+                duration(row.quiet),
+            ]
+        )
+    table = statusview.places_table(columns, rows)
+    if width is not None and statusview.width_of(table) > width:
+        narrow = [each for each in columns if each.heading not in {"kind", "phase"}]
+        table = statusview.places_table(
+            narrow,
+            [[row[0], Text.assemble(row[2], " ", row[3]), *row[4:]] for row in rows],
         )
     waiting = [Text(line) for line in render.waiting_lines([row.view for row in found])]
     return Group(Text(heading), table, *waiting)
@@ -183,7 +200,7 @@ def watch(
         shown = datetime.fromtimestamp(now).astimezone().strftime("%H:%M:%S")
         count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
         heading = f"flume watch: {count} in {where} at {shown}; q quits"
-        return found, board(found, heading=heading)
+        return found, board(found, heading=heading, width=console.width)
 
     with Keys.reading() as keys:
         if is_dumb(os.environ, terminal=console.is_terminal):
@@ -213,7 +230,7 @@ def once(follower: Follower, console: Console, *, where: str) -> None:
     supervised = client.request("ping", timeout=1.0) is not None
     found = rows(follower, now, supervised=supervised)
     count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
-    console.print(board(found, heading=f"flume watch: {count} in {where}"))
+    console.print(board(found, heading=f"flume watch: {count} in {where}", width=console.width))
 
 
 def console() -> Console:

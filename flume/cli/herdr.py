@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from flume.cli.usage import Command, parse_seconds
 from flume.core.choices import Panes
 from flume.core.errors import UsageError
 
@@ -26,8 +27,10 @@ if TYPE_CHECKING:
     from flume.shell.herdr import Client, HerdrError
 
 herdr_app = typer.Typer(
-    help="What flume's herdr plugin runs: sidebar reports, actions, popups.",
+    help="What flume's herdr plugin runs: sidebar reports, actions and popups.",
+    short_help="What flume's herdr plugin runs.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 
@@ -67,18 +70,26 @@ def _said(error: UsageError | HerdrError) -> int:
     return error.exit_status
 
 
-@herdr_app.command()
+@herdr_app.command(cls=Command)
 def sidebar(
     *,
     follow: Annotated[
         bool, typer.Option("--follow", help="Report again every few seconds, until herdr goes.")
     ] = False,
-    every: Annotated[float, typer.Option(help="Seconds between reports with --follow.")] = 3.0,
+    every: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Seconds between reports with --follow.", parser=parse_seconds
+        ),
+    ] = 3.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the reports as JSON lines; send none.")
     ] = False,
 ) -> None:
-    """Show every place in flight in herdr's sidebar (pane and workspace tokens, $flume...)."""
+    """Show every place in flight in herdr's sidebar.
+
+    Reported as pane and workspace tokens ($flume...) the plugin's sidebar shows.
+    """
     from flume import api
     from flume.shell import herdr_plugin as plugin
     from flume.shell.herdr import Client, HerdrError
@@ -143,9 +154,15 @@ def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
     herdr.call("plugin.pane.open", params)
 
 
-@herdr_app.command()
+@herdr_app.command(cls=Command)
 def action(
-    name: Annotated[Action, typer.Argument(metavar="ACTION", help="What the plugin asks.")],
+    name: Annotated[
+        Action,
+        typer.Argument(
+            metavar="ACTION",
+            help="What the plugin asks: open, tell, stop, retry, proceed, launch or places.",
+        ),
+    ],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
     from flume.shell import herdr_plugin as plugin
@@ -217,11 +234,14 @@ def _open(herdr: Client, meant: plugin.InFlight) -> None:
     herdr.call("layout.apply", {"tab_label": meant.name, "focus": True, "root": node})
 
 
-@herdr_app.command()
+@herdr_app.command(cls=Command)
 def pane(
-    name: Annotated[Popup, typer.Argument(metavar="PANE", help="The plugin pane to run.")],
+    name: Annotated[
+        Popup,
+        typer.Argument(metavar="PANE", help="The plugin pane to run: tell, launch or places."),
+    ],
 ) -> None:
-    """Run a plugin pane: ask, in the popup, for what a command needs, then do it."""
+    """Run a plugin pane: ask for what a command needs, then do it."""
     from flume import api
     from flume.shell import herdr_plugin as plugin
     from flume.shell.herdr import Client, HerdrError

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from flume.cli.usage import Command
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
 
-inspect_app = typer.Typer(help="Show what flume makes of an agent's files.", no_args_is_help=True)
+inspect_app = typer.Typer(
+    help="Show what flume makes of an agent's files.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def _fail(error: UsageError) -> NoReturn:
@@ -89,7 +92,7 @@ def inspection_text(found: Inspection) -> list[str]:
     return lines
 
 
-@inspect_app.command()
+@inspect_app.command(cls=Command)
 def transcript(
     file: Annotated[
         Path,
@@ -100,7 +103,11 @@ def transcript(
     *,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """List the messages flume takes as typed by the user, and the agent's state at the end."""
+    """List the messages typed by the user, and the agent's state.
+
+    The lines flume takes as typed by a person, and the state it reads at the end of the file.
+    A file none of whose lines is a transcript's is bad input (exit status 2).
+    """
     from flume.shell.transcript import inspect
 
     try:

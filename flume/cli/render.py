@@ -163,8 +163,8 @@ def trace_text(rows: list[TraceRow]) -> Iterator[str]:
     )
 
 
-def trace_json(rows: list[TraceRow]) -> Iterator[str]:
-    """The trace for a program: one JSON object a line, then a summary line."""
+def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator[str]:
+    """The trace for a program: one JSON object a line, then a summary line naming ``scenario``."""
     for row in rows:
         record: dict[str, Any] = {
             "format": FORMAT,
@@ -180,7 +180,8 @@ def trace_json(rows: list[TraceRow]) -> Iterator[str]:
             record["actions"] = [codec().unstructure(a, Action) for a in row.decision.actions]
         yield json.dumps(record, ensure_ascii=False)
     summary = codec().unstructure(summarize(rows))
-    yield json.dumps({"format": FORMAT, "row": "summary", **summary}, ensure_ascii=False)
+    named = {"scenario": scenario} if scenario is not None else {}
+    yield json.dumps({"format": FORMAT, "row": "summary", **named, **summary}, ensure_ascii=False)
 
 
 def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
@@ -199,9 +200,15 @@ def status_document(
     }
 
 
-def status_table(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> Iterator[str]:
-    """``flume status`` for a person: one row a place."""
-    return statusview.status_table([codec().unstructure(view) for view in views], unreadable)
+def status_table(
+    views: list[PlaceStatus], unreadable: list[tuple[str, str]], *, width: int | None = None
+) -> Iterator[str]:
+    """``flume status`` for a person: one row a place, fitted to ``width`` columns.
+
+    :func:`flume.cli.statusview.status_table` of the views as plain data (None: unbounded).
+    """
+    plain = [codec().unstructure(view) for view in views]
+    return statusview.status_table(plain, unreadable, width=width)
 
 
 def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
@@ -258,9 +265,10 @@ def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
     if not outcomes:
         yield "nothing to tidy"
         return
-    would = "would remove" if dry_run else "removed"
     for outcome in outcomes:
-        state = f"{outcome.state} (dry run)" if dry_run else outcome.state
+        would = "would remove" if dry_run and not outcome.earlier else "removed"
+        state = f"{outcome.state} earlier" if outcome.earlier else outcome.state
+        state = f"{state} (dry run)" if dry_run else state
         yield f"{outcome.place}: {state}   [{outcome.repository}]"
         for removed in outcome.removed:
             yield f"  {would} {removed}"

@@ -1,4 +1,4 @@
-"""The two kinds of trouble (STYLE rule 9, after h11's Local/RemoteProtocolError).
+"""The two kinds of trouble: a caller's mistake and a surprising world (after h11's split).
 
 A caller asking for something the rules forbid raises :class:`UsageError`; the shell journals
 nothing for it and the CLI maps it to an exit status. A surprising world never raises: it becomes

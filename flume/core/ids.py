@@ -2,7 +2,7 @@
 
 Every id is a ``NewType`` over ``str`` (or ``float`` for instants): free at run time, checked by
 mypy. ``Instant`` is seconds since the epoch as the shell's clock read it; the core only compares
-and subtracts instants and never reads a clock of its own (STYLE rule 7).
+and subtracts instants and never reads a clock of its own: the time is an observation too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Kinds, their stages and the deliverable of each stage, as data (DESIGN.md §5).
+"""Kinds, their stages and the deliverable of each stage, as data (docs/config.md, kinds).
 
 Theory of operation: a kind names a branch prefix and a *body*, a tree of blocks. Today the only
 blocks are :class:`Step` (one agent, its prompt, its deliverable, whether it waits on the caller's
 word) and :class:`Sequence` (its blocks one after another), which is all the built-in kinds need.
-The workflow blocks of DESIGN.md §6 (Parallel, Loop, Orchestrate) join the ``Block`` union later;
+Workflow blocks to come (Parallel, Loop, Orchestrate) join the ``Block`` union later;
 nothing outside this module walks the tree, so they will not have to be threaded through the
 rest of the core. A stage's identity is its step's name, unique within the kind.
 
@@ -101,7 +101,7 @@ class Sequence:
     blocks: PVector[Block]
 
 
-#: The tree a kind's body is made of. Parallel, Loop and Orchestrate join here (DESIGN.md §6).
+#: The tree a kind's body is made of. Parallel, Loop and Orchestrate will join here.
 Block = Step | Sequence
 
 
@@ -435,7 +435,7 @@ def _step(name: str, prompt: str, deliverable: Deliverable) -> Step:
     return Step(name=StageName(name), prompt=prompt, deliverable=deliverable)
 
 
-#: The kinds flume knows without being told (DESIGN.md §5).
+#: The kinds flume knows without being told: fix, change and question.
 BUILTIN_KINDS: PMap[KindName, Kind] = pmap(
     {
         kind.name: kind

@@ -1,4 +1,4 @@
-"""The launch: what a caller asks flume to carry, and the checks it must pass (R1, DESIGN.md §8).
+"""The launch: what a caller asks flume to carry, and the checks it must pass (R1).
 
 Theory of operation: a launch is checked whole before anything exists, so a bad one creates no
 branch, worktree, journal or pane. Every problem is named with how to mend it. The name must be
@@ -43,7 +43,7 @@ class AgentSettings:
 
 @attrs.frozen(kw_only=True)
 class Launch:
-    """One launch, as the caller made it (DESIGN.md §1)."""
+    """One launch, as the caller made it: the repository, the kind, the name and the brief."""
 
     repository: str
     kind: KindName

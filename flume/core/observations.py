@@ -129,7 +129,7 @@ class SetupFinished:
 
 @attrs.frozen(kw_only=True)
 class ActionFailed:
-    """An action the core asked for could not be carried out (STYLE rule 8)."""
+    """An action the core asked for could not be carried out: what it did comes back as seen."""
 
     at: Instant
     action: str

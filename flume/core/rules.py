@@ -1,4 +1,4 @@
-"""The catalogue of flume's rule ids: DESIGN.md §4's R1-R11 and the finer rules under them.
+"""The catalogue of flume's rule ids: R1-R11 and the finer rules under them (docs/rules.md).
 
 Each id is named in the docstring of the core code that carries it out, and in exactly one rule
 or invariant docstring of the model tests (``tests/model/test_traceability.py`` checks both).
@@ -35,7 +35,10 @@ RULES: dict[str, str] = {
     "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",
     "TIDY-ONLY-OURS": "flume removes only places it made; a hand-made worktree is never touched.",
     "TIDY-KEEPS-AHEAD-BRANCH": "A branch holding commits its base lacks stays, and is named.",
-    "TIDY-DROPPED-KEEPS-BRANCH": "Dropped work: its place is removed, its branch kept.",
+    "TIDY-DROPPED-CHANGE-KEEPS-BRANCH": "A dropped change: its place is removed, its branch kept.",
+    "TIDY-DROPPED-EMPTY-BRANCH-GOES": (
+        "Other dropped work: a branch holding nothing its base lacks goes with its place."
+    ),
     "TIDY-DIRTY-NEEDS-FORCE": "A worktree with uncommitted or untracked changes needs force.",
     "TIDY-DONE-ON-FACTS": "A place is tidied only on facts showing nothing left to remove.",
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",

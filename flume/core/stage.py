@@ -404,7 +404,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
 
 
 def on_drop(place: Place) -> Outcome:
-    """DROP-ENDS-WORK: abandon the work; its agent ends and tidy keeps its branch (R10)."""
+    """DROP-ENDS-WORK: abandon the work; its agent ends and tidy follows (R10)."""
     if place.life in {Life.DROPPED, Life.TIDIED} or place.landed_at is not None:
         state = "landed" if place.landed_at is not None else place.life.value
         raise refused("drop", f"{_name(place)} is {state}", "nothing to drop; tidy cleans it up")
@@ -502,7 +502,7 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
 
 
 def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
-    """An action failed: the core decides what it means (STYLE rule 8)."""
+    """An action failed: the core decides what it means, as for anything else seen."""
     report = Report(
         event=Event.FAILED,
         text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),

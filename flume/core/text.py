@@ -21,7 +21,8 @@ _KEYS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 def control_character(text: str) -> str | None:
     r"""The first control character in text meant for an agent, as ``\\xNN``; None if none.
 
-    The caller's words reach an agent by bracketed paste (R6, DESIGN.md §8).
+    The caller's words reach an agent by bracketed paste (R6), where a control character would
+    be taken as a key.
     """
     found = _KEYS.search(text)
     return None if found is None else f"\\x{ord(found.group()):02x}"

@@ -5,16 +5,19 @@ worktree (does it exist, did flume make it, is it dirty) and the branch (does it
 of its commits its base lacks). "Landed fix: remove its place and branch. Dropped change: remove
 its place, keep its branch. A worktree made by hand: never touched. flume removes only places it
 made. Before it removes a branch it compares the branch with its base: a branch holding commits
-its base lacks stays, and flume names it." Beyond the seed: a worktree with uncommitted or
-untracked changes is never removed without the caller's explicit force, and force never lets a
-branch with commits its base lacks go. Every place and branch kept is named with its reason.
+its base lacks stays, and flume names it." A dropped change keeps its branch whatever it holds,
+as the seed says; other dropped work (a fix, a question, a kind declared) whose branch holds
+nothing its base lacks loses the branch with its place, so the name is free to launch again.
+Beyond the seed: a worktree with uncommitted or untracked changes is never removed without the
+caller's explicit force, and force never lets a branch with commits its base lacks go. Every
+place and branch kept is named with its reason.
 
 A place is tidied only on facts that show nothing left to remove: after asking for removals,
 tidy keeps wanting and looks again once they are done, so a shell that dies between removing
 the worktree and deleting the branch finishes the work when it comes back.
 
 Rule ids: R10, TIDY-DONE-ON-FACTS, TIDY-ONLY-OURS, TIDY-KEEPS-AHEAD-BRANCH,
-TIDY-DROPPED-KEEPS-BRANCH, TIDY-DIRTY-NEEDS-FORCE.
+TIDY-DROPPED-CHANGE-KEEPS-BRANCH, TIDY-DROPPED-EMPTY-BRANCH-GOES, TIDY-DIRTY-NEEDS-FORCE.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from flume.core.actions import (
     RemoveWorktree,
     Report,
 )
-from flume.core.ids import Instant
+from flume.core.ids import Instant, KindName
 from flume.core.launch import place_name
 from flume.core.observations import (
     BranchDeleted,
@@ -43,13 +46,18 @@ from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
 
+#: The kind whose dropped work keeps its branch even when the branch holds nothing new: "removes
+#: the dropped change's place and keeps its branch".
+CHANGE = KindName("change")
+
 
 def _commits(count: int) -> str:
     return f"{count} commit{'s' if count != 1 else ''}"
 
 
-def plan(
+def plan(  # noqa: PLR0913 (each is one fact or word tidy decides on)
     *,
+    kind: KindName,
     life: Life,
     made: bool,
     worktree: WorktreeFacts,
@@ -92,22 +100,30 @@ def plan(
                 KeepBranch(branch=branch.name, reason="checked out in a kept place: kept"),
             )
         actions.append(RemoveWorktree(path=worktree.path, force=changed))
-    actions.extend(_branch_plan(life=life, branch=branch))
+    actions.extend(_branch_plan(kind=kind, life=life, branch=branch))
     return tuple(actions)
 
 
-def _branch_plan(*, life: Life, branch: BranchFacts) -> tuple[Action, ...]:
+def _branch_plan(*, kind: KindName, life: Life, branch: BranchFacts) -> tuple[Action, ...]:
     if not branch.exists:
         return ()
-    if life is Life.DROPPED:
+    if life is Life.DROPPED and kind == CHANGE:
+        # TIDY-DROPPED-CHANGE-KEEPS-BRANCH: "removes the dropped change's place and keeps its
+        # branch".
         lacks = f"; {_commits(branch.base_lacks)} {branch.base} lacks" if branch.base_lacks else ""
         return (
-            KeepBranch(branch=branch.name, reason=f"dropped work keeps its branch{lacks}: kept"),
+            KeepBranch(
+                branch=branch.name, reason=f"a dropped change keeps its branch{lacks}: kept"
+            ),
         )
     if branch.base_lacks > 0:
+        # TIDY-KEEPS-AHEAD-BRANCH: "a branch holding commits its base lacks stays, and flume
+        # names it", whether its work landed or was dropped.
         reason = f"{branch.name} holds {_commits(branch.base_lacks)} {branch.base} lacks: kept"
         return (KeepBranch(branch=branch.name, reason=reason),)
-    # Deleted only at the head that was counted: a commit made since is never lost with it.
+    # TIDY-DROPPED-EMPTY-BRANCH-GOES (and a landed fix's branch): nothing on it is lost, and
+    # keeping it would only block the name. Deleted only at the head that was counted: a commit
+    # made since is never lost with it.
     return (DeleteBranch(branch=branch.name, base=branch.base, head_was=branch.head),)
 
 
@@ -155,6 +171,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
     ):
         return place, ()
     actions = plan(
+        kind=place.launch.kind,
         life=place.life,
         made=place.made,
         worktree=seen.worktree,

@@ -6,8 +6,9 @@ the core decides; a refusal raises :class:`UsageError` and nothing is journaled.
 adds is what only the shell can know: which place the command is for (by name, or for ``needs``
 and ``submit`` from the folder the agent runs in), the agent's session from its environment,
 and whether the words a caller typed can be carried at all (UTF-8 text, no NUL, at most 1 MiB;
-DESIGN.md §8). ``flume prompt`` builds the place a launch would make, with the core, and renders
-the stage's prompt with it; it starts nothing and writes nothing.
+docs/commands.md, "Words a caller gives"). ``flume prompt`` builds the place a launch would
+make, with the core, and renders the stage's prompt with it; it starts nothing and writes
+nothing.
 """
 
 from __future__ import annotations

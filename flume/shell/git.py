@@ -1,4 +1,4 @@
-"""git, through plumbum, bound once (STYLE rule 11): every call an argument list with its cwd.
+"""git, through plumbum, bound once in this module: every call an argument list with its cwd.
 
 Nothing here decides. Each function runs git and reports what it said; callers turn that into
 observations. Nothing a caller writes reaches a shell: plumbum passes argv to exec directly.

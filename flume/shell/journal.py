@@ -127,7 +127,7 @@ def _ordered(value: Any) -> list[Any]:
 
 @functools.cache
 def codec() -> cattrs.Converter:
-    """The one converter flume's shell uses (STYLE rule 13), built on first use.
+    """The one converter flume uses (cattrs lives in the shell only), built on first use.
 
     Building it takes longer than most commands' work, so a command that reads or writes no
     journal and no JSON (``flume --help``) never does.

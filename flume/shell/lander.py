@@ -1,4 +1,4 @@
-"""The landers: a submit stage's work carried onto its base (DESIGN.md §5, Landing).
+"""The landers: a submit stage's work carried onto its base (README, "Landing").
 
 Theory of operation. ``flume submit`` makes the core ask for :class:`~flume.core.actions.Land`,
 and :class:`Lander` performs it. It reads the repository's config at that moment: a declared

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -157,11 +158,7 @@ def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> No
         )
     heads = git.heads(repository)
     if branch in heads:
-        raise _problem(
-            "name",
-            f"the branch {branch} already exists in {repository}",
-            "choose another name, or delete or rename that branch",
-        )
+        raise _branch_in_the_way(repository, BranchName(branch), launch.base)
     # git keeps refs as files: a branch "fix" leaves no room for "fix/x", nor "fix/x/y" for it.
     parts = branch.split("/")
     clash = next(
@@ -179,6 +176,29 @@ def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> No
             f"the branch {clash} in {repository} leaves no room for the branch {branch}",
             "choose another name, or rename that branch",
         )
+
+
+def _branch_in_the_way(repository: Path, branch: BranchName, base: BranchName) -> UsageError:
+    """The branch left holding the name (kept by tidy, or someone's), and the command freeing it.
+
+    Tidy keeps a branch holding commits its base lacks, and a dropped change's: what it holds is
+    said, so nobody deletes work unseen.
+    """
+    where, name = shlex.quote(str(repository)), shlex.quote(branch)
+    delete = f"git -C {where} branch -D {name}"
+    count = git.lacks(repository, branch, base)
+    if count == 0:
+        holds = f", holding nothing {base} lacks"
+        mend = f"choose another name, or free this one: {delete}"
+    else:
+        commits = f"{count} commit{'s' if count != 1 else ''}"
+        holds = "" if count is None else f", holding {commits} {base} lacks"
+        look = f"git -C {where} log {shlex.quote(base)}..{name}"
+        mend = (
+            f"choose another name, or look at what it holds ({look}), keep what you want, "
+            f"then free the name: {delete}"
+        )
+    return _problem("name", f"the branch {branch} already exists in {repository}{holds}", mend)
 
 
 def _tidied(path: Path) -> bool:

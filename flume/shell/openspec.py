@@ -190,7 +190,7 @@ class Ran:
 
 @attrs.define
 class OpenSpec:
-    """The OpenSpec CLI at ``path``, bound once (STYLE rule 11)."""
+    """The OpenSpec CLI at ``path``, bound once: every call an argument list, never a shell."""
 
     path: Path
     _command: LocalCommand = attrs.field(init=False)

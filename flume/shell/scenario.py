@@ -64,6 +64,29 @@ class Scenario:
     observations: tuple[Observation, ...]
 
 
+#: The scenarios flume ships, as package data (``flume simulate --list`` names them).
+SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def shipped() -> list[Path]:
+    """The scenario files flume ships, by name."""
+    return sorted(SHIPPED.glob("*.toml"))
+
+
+def find(given: str) -> Path:
+    """The scenario file ``given`` names: a path, or the name of one flume ships (``fix-clean``).
+
+    A path that exists is taken as it is; otherwise a bare name (no folder, with or without
+    ``.toml``) is looked up among the shipped scenarios. Anything else stays the path given, for
+    :func:`load` to say it cannot be read.
+    """
+    path = Path(given)
+    if path.exists() or path.name != given:
+        return path
+    named = SHIPPED / (given if given.endswith(".toml") else f"{given}.toml")
+    return named if named.is_file() else path
+
+
 def _bad(path: Path, line: int | None, what: str, mend: str) -> UsageError:
     where = f"{path}:{line}" if line is not None else str(path)
     return UsageError((Problem(field=where, what=what, mend=mend),))
@@ -75,7 +98,10 @@ def load(path: Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise _bad(
-            path, None, f"cannot be read ({error.strerror})", "name a scenario file"
+            path,
+            None,
+            f"cannot be read ({error.strerror})",
+            "name a scenario file, or one flume ships (flume simulate --list names them)",
         ) from error
     except UnicodeDecodeError as error:
         raise _bad(path, None, "is not UTF-8 text", "save the scenario as UTF-8") from error

@@ -4,7 +4,10 @@ Theory of operation. Tidy's decisions are the core's (R10, :mod:`flume.core.tidy
 removals are the supervisor's to perform, like every action: this module journals a
 ``TidyAsked`` for each finished or dropped place, wakes the supervisor, waits until each place's
 journal shows the tidy decided, and reads back what was removed and what was kept, with why.
-``--dry-run`` gathers the same facts without journaling anything and prints the core's plan.
+``--dry-run`` says exactly what ``flume tidy`` would report, changing nothing: for a place the
+supervisor already tidied (as it does by itself once work lands or is dropped), what its journal
+shows removed and kept, as the real run reports it; for any other, the core's plan on facts
+gathered now.
 
 It also cleans up what is left of flume's own: the journals of places already tidied are moved
 aside (so ``status`` shows only live places and their names are free again), and staging
@@ -21,7 +24,15 @@ from pathlib import Path
 
 import attrs
 
-from flume.core.actions import DeleteBranch, Event, KeepBranch, KeepPlace, RemoveWorktree, Report
+from flume.core.actions import (
+    DeleteBranch,
+    Event,
+    GatherTidyFacts,
+    KeepBranch,
+    KeepPlace,
+    RemoveWorktree,
+    Report,
+)
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.observations import (
@@ -62,6 +73,9 @@ class Outcome:
     removed: tuple[str, ...] = ()
     kept: tuple[Kept, ...] = ()
     failed: tuple[str, ...] = ()
+    #: Tidied before this run (by the supervisor, as it does once work lands or is dropped, or
+    #: by an earlier tidy): ``removed`` and ``kept`` say what that tidy did.
+    earlier: bool = False
 
 
 def _name(place: Place) -> str:
@@ -82,7 +96,12 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     removed: list[str] = []
     kept_list: list[Kept] = []
     for action in plan(
-        life=place.life, made=place.made, worktree=worktree, branch=branch, force=force
+        kind=place.launch.kind,
+        life=place.life,
+        made=place.made,
+        worktree=worktree,
+        branch=branch,
+        force=force,
     ):
         match action:
             case RemoveWorktree(path=path):
@@ -149,6 +168,10 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             case _:
                 pass
         for action in decision.actions:
+            if isinstance(action, GatherTidyFacts):
+                # A new look at the place: what an earlier look kept is judged again. (Kept
+                # things are reported only by a look that removes nothing, the last of a tidy.)
+                kept.clear()
             if isinstance(action, Report) and action.event is Event.KEPT:
                 what, _, reason = action.text.partition(": ")
                 kept.append(Kept(what=what, reason=reason))
@@ -195,15 +218,16 @@ def wait(
 
 
 def tidied_before(found: places.Found, settings: Settings) -> Outcome:
-    """A place tidied before: what it kept, from its journal."""
+    """A place tidied before (by the supervisor, or a tidy): what it removed and kept."""
     assert found.place is not None  # noqa: S101 (only replayed places are tidied)
     result = outcome(found, 0, settings)
-    kept = result.kept if result is not None else ()
     return Outcome(
         place=_name(found.place),
         repository=found.place.launch.repository,
         state="tidied",
-        kept=kept,
+        removed=result.removed if result is not None else (),
+        kept=result.kept if result is not None else (),
+        earlier=True,
     )
 
 
@@ -237,21 +261,33 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
     return removed
 
 
-def plans(found: list[places.Found], *, force: bool) -> list[Outcome]:
-    """``flume tidy --dry-run``: the plan for every place not yet tidied; nothing changes."""
-    return [
-        dry_run(each.place, force=force)
-        for each in found
-        if each.place is not None and each.place.life is not Life.TIDIED
-    ]
+def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
+    """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
+
+    The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
+    as the real run reports it, from its journal; any other with the plan on today's facts.
+    """
+    outcomes: list[Outcome] = []
+    for each in found:
+        if each.place is None:
+            continue
+        if each.place.life is Life.TIDIED:
+            outcomes.append(tidied_before(each, settings))
+        else:
+            outcomes.append(dry_run(each.place, force=force))
+    return outcomes
 
 
 def tidy(
     found: list[places.Found], *, force: bool, settings: Settings, timeout: float
 ) -> list[Outcome]:
-    """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied."""
-    outcomes: list[Outcome] = []
+    """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied.
+
+    Places are reported in the order found, as :func:`plans` reports them.
+    """
+    outcomes: list[Outcome | None] = []
     asked: list[tuple[places.Found, int]] = []
+    slots: list[int] = []
     for each in found:
         if each.place is None:
             continue
@@ -264,11 +300,13 @@ def tidy(
             outcomes.append(dry_run(each.place, force=force))
         else:
             asked.append((each, after))
+            slots.append(len(outcomes))
+            outcomes.append(None)
     if asked:
         client.ensure(wait=10.0)
         waited = wait(asked, settings, time.monotonic() + timeout)
-        for (each, _after), outcome in zip(asked, waited, strict=True):
+        for (each, _after), slot, outcome in zip(asked, slots, waited, strict=True):
             if outcome.state == "tidied":
                 archive(each)
-        outcomes.extend(waited)
-    return outcomes
+            outcomes[slot] = outcome
+    return [outcome for outcome in outcomes if outcome is not None]

@@ -231,8 +231,17 @@ def _timestamp(line: bytes) -> str | None:
     return stamp if isinstance(stamp, str) else None
 
 
+#: What ``flume inspect transcript`` expects, said when it is given something else.
+_A_TRANSCRIPT = (
+    "name a Claude Code transcript (~/.claude/projects/<slug>/<session-id>.jsonl) or "
+    "a Codex rollout ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl)"
+)
+
+
 def inspect(path: Path) -> Inspection:
     """Read a whole transcript as flume reads one it follows; :class:`UsageError` if unreadable.
+
+    A file that cannot be read, or whose lines are none of them a transcript's, is bad input.
 
     The lines are those :func:`read_tail` takes (whole lines only), each read by the reader of
     the transcript's format and judged by the core's :func:`is_typed_by_user`.
@@ -244,10 +253,7 @@ def inspect(path: Path) -> Inspection:
         data = path.read_bytes()
     except OSError as error:
         raise UsageError.one(
-            str(path),
-            f"cannot be read ({error.strerror or error})",
-            "name a Claude Code transcript (~/.claude/projects/<slug>/<session-id>.jsonl) or "
-            "a Codex rollout ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl)",
+            str(path), f"cannot be read ({error.strerror or error})", _A_TRANSCRIPT
         ) from error
     lines, length = _whole_lines(data)
     found = _format_of(lines)
@@ -267,6 +273,13 @@ def inspect(path: Path) -> Inspection:
         state = infer_activity(entry, state)
         if is_typed_by_user(entry):
             prompts.append(Prompt(line=number, timestamp=_timestamp(line), text=entry.text))
+    if unreadable and unreadable == sum(1 for _ in _numbered(lines)):
+        # Lines, and not one a transcript's: another file named by mistake (a README, a log).
+        raise UsageError.one(
+            str(path),
+            f"no line of it is a transcript's ({unreadable} lines, none a JSON object)",
+            _A_TRANSCRIPT,
+        )
     return Inspection(
         path=path,
         format=found,

@@ -197,3 +197,24 @@ def test_a_directory_is_a_usage_error(tmp_path: Path) -> None:
     code, _out, err = flume_inspect(str(tmp_path), "--json")
     assert code == 2
     assert str(tmp_path) in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# A README\n\nNot a transcript at all.\n",
+        '[1, 2]\n"a string"\n',
+    ],
+    ids=["markdown", "json-but-no-objects"],
+)
+def test_a_file_with_no_transcript_line_is_a_usage_error(tmp_path: Path, text: str) -> None:
+    """Lines, none of them a transcript's: exit 2, naming the file and what was expected."""
+    path = tmp_path / "README.md"
+    path.write_text(text, encoding="utf-8")
+    for args in ((str(path),), (str(path), "--json")):
+        code, out, err = flume_inspect(*args)
+        assert code == 2
+        assert out == ""
+        assert str(path) in err
+        assert "no line of it is a transcript's" in err
+        assert "a Claude Code transcript" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from flume.core.place import Life, Short, ShortCause
 from flume.shell import git, places
 from tests.integration.places_kit import (
     Harness,
+    commit,
     flume,
     launch_argv,
     launch_place,
@@ -21,6 +23,7 @@ from tests.integration.places_kit import (
 )
 
 BRIEF = "Mend the greeting."
+PRINTED = ("--agent", "test", "--panes", "print")
 
 
 def launch(repo: Path, *args: str, brief: str | None = BRIEF) -> subprocess.CompletedProcess[str]:
@@ -137,6 +140,34 @@ def test_a_brief_comes_from_a_file_or_stdin_and_never_both(host: Path) -> None:
     assert "which says hullo" in journal_path.read_text()
 
 
+@pytest.mark.parametrize("option", ["--brief", "--brief-file"])
+def test_a_dash_brief_is_read_from_stdin(host: Path, option: str) -> None:
+    """``--brief -`` and ``--brief-file -`` read stdin, as ``tell -`` and ``needs -`` do."""
+    repo = repository(host / "repo")
+    command = ("launch", "--repository", str(repo), "--kind", "fix", "--name", "dash", "--json")
+    ran = flume(*command, option, "-", stdin="Mend the greeting,\nwhich says hullo.\n")
+    assert ran.returncode == 0, ran.stderr
+    journal_path = Path(json.loads(ran.stdout)["journal"])
+    assert "Mend the greeting,\\nwhich says hullo." in journal_path.read_text()
+
+
+def test_a_dash_brief_and_another_is_two_briefs(host: Path) -> None:
+    """A brief from stdin and one from a file or the command line: exit 2, nothing made."""
+    repo = repository(host / "repo")
+    before = world_of(repo)
+    brief_file = host / "brief.md"
+    brief_file.write_text("From the file.", encoding="utf-8")
+    for given in (
+        ("--brief", "-", "--brief-file", str(brief_file)),
+        ("--brief", "words", "--brief-file", "-"),
+        ("--brief", "-", "--brief-file", "-"),
+    ):
+        ran = launch(repo, "--name", "x", *given, brief=None)
+        assert ran.returncode == 2
+        assert "both --brief and --brief-file" in ran.stderr
+    assert world_of(repo) == before
+
+
 def test_a_malformed_config_is_named_with_its_line(host: Path) -> None:
     """A config file git would carry but flume cannot read: its file and line, exit 2."""
     repo = repository(
@@ -175,6 +206,47 @@ def test_a_name_in_use_makes_nothing_more(host: Path) -> None:
     world = world_of(repo)
     assert world["journals"] == after_first["journals"]
     assert "fix/folder" not in world["branches"]  # type: ignore[operator]
+
+
+def _said_command(stderr: str, ending: str) -> list[str]:
+    """The ``git -C ...`` command a refusal says to run, the one ending in ``ending``, as argv."""
+    end = stderr.index(ending) + len(ending)
+    return shlex.split(stderr[stderr.rindex("git -C ", 0, end) : end])
+
+
+def test_a_branch_left_holding_the_name_is_refused_with_the_command_that_frees_it(
+    host: Path,
+) -> None:
+    """A leftover branch: the refusal says what it holds and the exact command freeing the name.
+
+    The repository's path has a space, so the command is quoted as a shell would need it; run,
+    it frees the name, and the launch then succeeds.
+    """
+    repo = repository(host / "my repo")
+    # An agent that needs nothing installed, printed rather than started: only the name matters.
+    run_git(repo, "branch", "fix/empty")
+    before = world_of(repo)
+    empty = launch(repo, "--name", "empty", *PRINTED)
+    assert empty.returncode == 2
+    assert "the branch fix/empty already exists" in empty.stderr
+    assert "holding nothing main lacks" in empty.stderr
+    assert world_of(repo) == before
+    freeing = _said_command(empty.stderr, "branch -D fix/empty")
+    assert freeing == ["git", "-C", str(repo), "branch", "-D", "fix/empty"]
+    subprocess.run(freeing, check=True, capture_output=True)  # noqa: S603 (argv, ours)
+    assert launch(repo, "--name", "empty", *PRINTED).returncode == 0
+
+    run_git(repo, "checkout", "-q", "-b", "fix/ahead")
+    commit(repo, "half.txt")
+    run_git(repo, "checkout", "-q", "main")
+    ahead = launch(repo, "--name", "ahead", *PRINTED)
+    assert ahead.returncode == 2
+    assert "holding 1 commit main lacks" in ahead.stderr
+    look = _said_command(ahead.stderr, "log main..fix/ahead")
+    assert look == ["git", "-C", str(repo), "log", "main..fix/ahead"]
+    assert _said_command(ahead.stderr, "branch -D fix/ahead") == [
+        "git", "-C", str(repo), "branch", "-D", "fix/ahead",
+    ]  # fmt: skip
 
 
 def test_concurrent_launches_of_one_name_have_one_winner(host: Path) -> None:

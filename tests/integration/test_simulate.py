@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flume.cli.app import app
+from flume.shell import scenario
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+SCENARIOS = scenario.SHIPPED
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 
@@ -205,3 +209,75 @@ def test_a_missing_scenario_is_named(tmp_path: Path) -> None:
     code, _out, err = simulate(str(tmp_path / "nowhere.toml"))
     assert code == 2
     assert "nowhere.toml" in err
+
+
+def test_several_scenarios_run_one_after_another() -> None:
+    """Each scenario's trace whole, in the order given, each ending on its own summary."""
+    first, second = SCENARIOS / "fix-clean.toml", SCENARIOS / "tell-held.toml"
+    code, out, err = simulate(str(first), str(second))
+    assert code == 0, err
+    lines = out.splitlines()
+    heads = [n for n, line in enumerate(lines) if line.startswith("scenario: ")]
+    ends = [n for n, line in enumerate(lines) if line.startswith("end: ")]
+    assert [lines[n] for n in heads] == [f"scenario: {first}", f"scenario: {second}"]
+    assert heads[0] < ends[0] < heads[1] < ends[1] == len(lines) - 1
+    assert out == "\n".join([simulate(str(first))[1].rstrip(), "", simulate(str(second))[1]])
+    code, out, err = simulate("--json", str(first), str(second))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    summaries = [n for n, row in enumerate(rows) if row["row"] == "summary"]
+    assert [rows[n]["scenario"] for n in summaries] == [str(first), str(second)]
+    assert summaries[1] == len(rows) - 1
+    assert rows[: summaries[0] + 1] == json_rows(first)
+
+
+def test_one_bad_scenario_among_several_prints_no_trace(tmp_path: Path) -> None:
+    """A malformed or missing scenario anywhere in the list: every one named, nothing traced."""
+    missing = tmp_path / "nowhere.toml"
+    code, out, err = simulate(str(SCENARIOS / "fix-clean.toml"), str(missing), "no-such-one")
+    assert code == 2
+    assert out == ""
+    assert str(missing) in err
+    assert "no-such-one: cannot be read" in err
+
+
+def test_a_shipped_scenario_is_found_by_name_and_listed() -> None:
+    """``simulate fix-clean`` runs the shipped file; ``--list`` names every shipped scenario."""
+    code, out, err = simulate("fix-clean")
+    assert code == 0, err
+    assert out.startswith(f"scenario: {SCENARIOS / 'fix-clean.toml'}\n")
+    code, out, err = simulate("--list")
+    assert code == 0, err
+    listed = {line.split()[0] for line in out.splitlines() if line and not line.startswith("(")}
+    assert listed == {path.stem for path in SCENARIOS.glob("*.toml")}
+
+
+def test_the_scenarios_ship_in_the_package() -> None:
+    """The scenarios live in the flume package, named by its package data; examples/ links there.
+
+    ``simulate --help`` and the README point at them: a wheel without them was a broken promise.
+    """
+    assert SCENARIOS.parent == Path(scenario.__file__).resolve().parents[1]
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["flume"]
+    for path in SCENARIOS.glob("*.toml"):
+        inside = path.relative_to(SCENARIOS.parent).as_posix()
+        assert any(fnmatch.fnmatch(inside, pattern) for pattern in package_data), inside
+    assert (ROOT / "examples" / "scenarios").resolve() == SCENARIOS
+
+
+def test_the_readme_shows_what_simulate_prints() -> None:
+    """The README's sample is lines of ``flume simulate fix-clean``, in order; ``...`` skips."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## `flume simulate`") :]
+    assert "`flume simulate fix-clean` prints" in section
+    sample = section[section.index("```text\n") + len("```text\n") :]
+    sample = sample[: sample.index("```")]
+    shown = [line for line in sample.splitlines() if line != "..."]
+    code, out, err = simulate("fix-clean")
+    assert code == 0, err
+    printed = iter(out.splitlines())
+    missing = [line for line in shown if not any(line == each for each in printed)]
+    assert not missing, f"the README shows lines simulate does not print: {missing}"
+    assert len(shown) == 4

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
-from flume.cli import render
+from flume import api
+from flume.cli import board, render
 from flume.cli.app import app
+from flume.cli.board import Row
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import Launch
@@ -22,6 +26,7 @@ from flume.core.observations import (
     WorktreeMade,
 )
 from flume.core.settings import Settings
+from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import step
 from flume.shell import git, places
@@ -233,3 +238,81 @@ def test_failed_checks_are_named_under_the_table() -> None:
     place = step(S, submitting(), failed).place
     lines = list(render.waiting_lines([core_status(place)]))
     assert "fix--typo submit: the submission's checks failed: pytest -q failed (exit 1)" in lines
+
+
+def varied(tmp_path: Path) -> list[PlaceStatus]:
+    """Places with long names and the longest states, in a repository with a long path."""
+    repo = repository(tmp_path / "a" / "rather" / "long" / "path" / "to" / "the-repository")
+    place(repo, "fix", "typo")
+    place(repo, "change", "rate-limit-for-the-public-api", started=False)
+    place(repo, "question", "why-is-it-slow")
+    return list(api.survey().places)
+
+
+#: The states each place of :func:`varied` is in, each of which a row must show whole.
+STATES = {
+    "fix--typo": ["code#1", "delivering", "unknown"],
+    "change--rate-limit-for-the-public-api": ["construct#1", "starting", "stopped"],
+    "question--why-is-it-slow": ["session#1", "delivering", "unknown"],
+}
+
+
+@pytest.mark.parametrize("width", [80, 100, 60])
+def test_status_fits_the_terminal_and_keeps_states_whole(tmp_path: Path, width: int) -> None:
+    """No line wider than the terminal; every state of every place shown whole, none cut."""
+    views = varied(tmp_path)
+    lines = list(render.status_table(views, [], width=width))
+    assert all(len(line) <= width for line in lines), "\n".join(lines)
+    assert not any("…" in line for line in lines)
+    words = " ".join(lines).split()
+    for states in STATES.values():
+        for state in states:
+            assert state in words, f"{state} is not shown whole at {width} columns"
+    assert len(views) == 3
+
+
+def test_status_into_a_pipe_is_one_whole_line_a_place(tmp_path: Path) -> None:
+    """No terminal: each place is one line with every column, its repository whole."""
+    views = varied(tmp_path)
+    lines = list(render.status_table(views, []))
+    for view in views:
+        (line,) = [line for line in lines if line.startswith(f"{view.place} ")]
+        assert line.split() == [
+            view.place,
+            view.kind,
+            f"{view.stage}#{view.attempt}",
+            view.phase,
+            view.agent.value,
+            "no",
+            "none",
+            view.repository,
+        ]
+
+
+def test_the_cli_fits_columns_and_json_ignores_them(tmp_path: Path) -> None:
+    """``COLUMNS=80 flume status`` fits 80 columns; ``--json`` is the same at any width."""
+    varied(tmp_path)
+    result = runner.invoke(app, ["status"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert "construct#1" in result.stdout.split()
+    narrow = runner.invoke(app, ["status", "--json"], env={"COLUMNS": "40"}).stdout
+    unbounded = runner.invoke(app, ["status", "--json"], env={"COLUMNS": ""}).stdout
+    assert narrow == unbounded
+    assert render.status_json(list(api.survey().places), []) == unbounded.rstrip("\n")
+
+
+def test_the_board_fits_the_terminal_and_keeps_states_whole(tmp_path: Path) -> None:
+    """``flume watch`` at 80 columns: no state cut to ``wa…``, no line wider than 80."""
+    views = varied(tmp_path)
+    found = [Row(view=view, age=4000.0, quiet=75.0) for view in views]
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(board.board(found, heading="flume watch: 3 places", width=console.width))
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines), "\n".join(lines)
+    assert not any("…" in line for line in lines)
+    words = " ".join(lines).split()
+    for states in STATES.values():
+        for state in states:
+            assert state in words, f"{state} is not shown whole on the board"
+    assert {"1h", "1m"} <= set(words)

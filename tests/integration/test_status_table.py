@@ -1,50 +1,59 @@
-"""The status table written out directly is, byte for byte, the one rich draws."""
+"""The status table written out directly is, line for line, the one rich draws at that width."""
 
 from __future__ import annotations
 
-import io
-
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from flume.cli import statusview
 
-
-def by_rich(rows: list[list[str]]) -> list[str]:
-    """The table as ``flume status`` drew it with rich before it was written out directly."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for heading in statusview.HEADINGS[:-1]:
-        table.add_column(heading, no_wrap=True)
-    table.add_column(statusview.HEADINGS[-1], overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(table)
-    return [line.rstrip() for line in console.export_text().splitlines() if line.strip()]
-
-
 _CELL = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
 _ANY_CELL = st.text(max_size=40)
-_ROWS = st.lists(st.lists(_CELL, min_size=9, max_size=9), max_size=6)
+_WIDTH = st.none() | st.integers(min_value=20, max_value=240)
+_COLUMNS = st.sampled_from([statusview.WIDE, statusview.NARROW])
 
 
-@given(_ROWS)
-def test_plain_tables_match_rich(rows: list[list[str]]) -> None:
-    """Printable ASCII cells, as places, kinds, stages and most paths are."""
-    assert statusview.table(rows) == by_rich(rows)
+def by_rich(
+    columns: tuple[statusview.Column, ...], rows: list[list[str]], width: int | None
+) -> list[str] | None:
+    """The table as rich draws it ``width`` wide; None when it would have to be narrowed."""
+    drawn = statusview.places_table(columns, rows)
+    if width is not None and statusview.width_of(drawn) > width:
+        return None
+    return list(statusview.lines_of(drawn, width))
 
 
-@given(st.lists(st.lists(_ANY_CELL, min_size=9, max_size=9), max_size=4))
-def test_any_table_matches_rich(rows: list[list[str]]) -> None:
+@st.composite
+def tables(
+    draw: st.DrawFn, cell: st.SearchStrategy[str], most: int
+) -> tuple[tuple[statusview.Column, ...], list[list[str]]]:
+    """The wide or the narrow columns, and up to ``most`` rows of ``cell``."""
+    columns = draw(_COLUMNS)
+    size = len(columns)
+    return columns, draw(st.lists(st.lists(cell, min_size=size, max_size=size), max_size=most))
+
+
+@given(tables(_CELL, 6), _WIDTH)
+def test_plain_tables_match_rich(
+    table: tuple[tuple[statusview.Column, ...], list[list[str]]], width: int | None
+) -> None:
+    """Printable ASCII cells, as places, kinds, stages and most paths are, at any width."""
+    columns, rows = table
+    assert statusview.table(columns, rows, width) == by_rich(columns, rows, width)
+
+
+@given(tables(_ANY_CELL, 4), _WIDTH)
+def test_any_table_matches_rich(
+    table: tuple[tuple[statusview.Column, ...], list[list[str]]], width: int | None
+) -> None:
     """Any text at all: what is not drawn directly is drawn by rich."""
-    assert statusview.table(rows) == by_rich(rows)
+    columns, rows = table
+    assert statusview.table(columns, rows, width) == by_rich(columns, rows, width)
 
 
 def test_the_cases_that_need_rich_match_it() -> None:
-    """A path that must fold, markup, a wide character, and no rows at all."""
+    """A path wider than the terminal, markup, an emoji code, a wide character, no rows."""
     row = ["fix--typo", "fix", "code#1", "working", "working", "no", "none", "", "/r"]
     cases = [
         [],
@@ -55,4 +64,24 @@ def test_the_cases_that_need_rich_match_it() -> None:
         [[*row[:-1], "/home/日本/r"]],
     ]
     for rows in cases:
-        assert statusview.table(rows) == by_rich(rows), rows
+        for width in (None, 80, 200):
+            expected = by_rich(statusview.WIDE, rows, width)
+            assert statusview.table(statusview.WIDE, rows, width) == expected, (rows, width)
+
+
+def test_a_plain_table_is_written_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path is taken: a plain table that fits is not drawn by rich at all."""
+    row = ["fix--typo", "fix", "code#1", "working", "working", "no", "none", "", "/r"]
+    expected = by_rich(statusview.WIDE, [row], 200)
+
+    def no_rich(*_args: object) -> object:
+        raise AssertionError("drawn by rich")
+
+    monkeypatch.setattr(statusview, "places_table", no_rich)
+    drawn = statusview.table(statusview.WIDE, [row], 200)
+    assert drawn == expected
+    assert drawn == [
+        "place      kind  stage   phase    agent    deliverable  submission  tasks  repository",
+        "─" * 85,
+        "fix--typo  fix   code#1  working  working  no           none               /r",
+    ]

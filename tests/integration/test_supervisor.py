@@ -11,6 +11,7 @@ from flume.core.ids import Instant
 from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, WorktreeMade
 from flume.core.place import Life, Working
 from flume.core.settings import Settings
+from flume.core.step import replay
 from flume.shell import client, git, journal, places, tidying
 from tests.integration.places_kit import (
     Harness,
@@ -153,6 +154,15 @@ def test_tidy_keeps_a_dirty_place_until_forced_and_dry_run_changes_nothing(
     assert f"would remove worktree {worktree}" in forced.stdout
     assert worktree.exists()
     assert harness.place(path).life is Life.DROPPED
+    # Forced, it goes; what it is then reported to have kept is only what the last look kept.
+    (found,) = places.places_of(repo, Settings())
+    tidying.ask(found, force=True, settings=Settings(), clock=time.time)
+    harness.settle()
+    assert harness.place(path).life is Life.TIDIED
+    (found,) = places.places_of(repo, Settings())
+    reported = tidying.tidied_before(found, Settings())
+    assert reported.removed == (f"worktree {worktree}", "branch fix/dirty")
+    assert reported.kept == ()
 
 
 def test_a_worktree_put_in_a_places_stead_by_hand_is_never_touched(
@@ -213,38 +223,81 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     assert "not running" in flume("daemon", "status").stdout
 
 
-def test_drop_and_tidy_through_the_daemon(host: Path) -> None:
-    """The whole path through the real supervisor process: launch, drop, tidy, relaunch refused."""
+def _tidy_decided(path: Path) -> bool:
+    """The supervisor's own tidy of a dropped place has decided: nothing is wanted of it now."""
+    place = replay(Settings(), journal.read(path).observations)
+    return place.life is Life.TIDIED or (
+        "TidyFactsSeen" in kinds_in(path) and not (place.tidy_wanted or place.tidying)
+    )
+
+
+def test_a_dry_run_says_what_tidy_then_reports_after_the_supervisor_tidied(host: Path) -> None:
+    """Through the real supervisor: drop, let it tidy, then dry run and tidy report alike (R10).
+
+    Three dropped fixes: one whose branch holds nothing main lacks (place and branch removed by
+    the supervisor, the name free again), one with a commit main lacks (its branch kept and
+    named), one with an untracked file (kept whole, not yet tidied). ``tidy --dry-run --json``
+    then says exactly what the ``tidy --json`` that follows reports, places already tidied with
+    what was removed and kept included.
+    """
     repo = repository(host / "repo")
-    path = launched(repo, "viadaemon")
-    wait_until(lambda: "WorktreeMade" in kinds_in(path))
-    assert flume("drop", "fix--viadaemon").returncode == 0
-    worktree = repo / "places" / "fix--viadaemon"
-    # The journal, not the folder: git removes the folder a moment before the removal is
-    # journaled, and tidy reads the journal.
-    wait_until(lambda: "WorktreeRemoved" in kinds_in(path))
-    assert not worktree.exists()
+    paths = {
+        name: launched(repo, name, "--agent", "test", "--panes", "print")
+        for name in ("empty", "ahead", "dirty")
+    }
+    for path in paths.values():
+        wait_until(lambda path=path: "WorktreeMade" in kinds_in(path))
+    commit(repo / "places" / "fix--ahead", "half.txt")
+    (repo / "places" / "fix--dirty" / "notes.txt").write_text("unsaved\n", encoding="utf-8")
+    for name in paths:
+        assert flume("drop", f"fix--{name}").returncode == 0
+    for path in paths.values():
+        wait_until(lambda path=path: _tidy_decided(path))
+    assert "fix/empty" not in git.heads(repo)
+    assert "fix/ahead" in git.heads(repo)
+
+    said = flume("tidy", "--dry-run").stdout
+    assert "fix--empty: tidied earlier (dry run)" in said
+    assert f"  removed worktree {repo}/places/fix--empty" in said
+    assert f"would remove worktree {repo}/places/fix--dirty" not in said  # kept: not forced
+    dry = flume("tidy", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
     ran = flume("tidy", "--json")
     assert ran.returncode == 0, ran.stderr
-    (shown,) = json.loads(ran.stdout)["places"]
-    assert shown["state"] == "tidied"
-    assert shown["kept"] == [
-        {"what": "fix/viadaemon", "reason": "dropped work keeps its branch: kept"}
+    planned, reported = json.loads(dry.stdout), json.loads(ran.stdout)
+    assert planned["dry_run"] is True
+    assert reported["dry_run"] is False
+    assert planned["places"] == reported["places"]
+    shown = {each["place"]: each for each in reported["places"]}
+    assert set(shown) == {"fix--empty", "fix--ahead", "fix--dirty"}
+    assert shown["fix--empty"]["state"] == "tidied"
+    assert shown["fix--empty"]["earlier"] is True
+    assert not shown["fix--dirty"].get("earlier", False)
+    assert shown["fix--empty"]["removed"] == [
+        f"worktree {repo}/places/fix--empty",
+        "branch fix/empty",
     ]
-    assert json.loads(flume("status", "--json").stdout)["places"] == []
-    again = flume(
-        "launch",
-        "--repository",
-        str(repo),
-        "--kind",
-        "fix",
-        "--name",
-        "viadaemon",
-        "--brief",
-        BRIEF,
-    )
-    assert again.returncode == 2
-    assert "the branch fix/viadaemon already exists" in again.stderr
+    assert shown["fix--empty"].get("kept", []) == []
+    assert shown["fix--ahead"]["removed"] == [f"worktree {repo}/places/fix--ahead"]
+    assert shown["fix--ahead"]["kept"] == [
+        {"what": "fix/ahead", "reason": "fix/ahead holds 1 commit main lacks: kept"}
+    ]
+    assert shown["fix--dirty"]["state"] == "kept"
+    assert [kept["what"] for kept in shown["fix--dirty"]["kept"]] == [
+        f"{repo}/places/fix--dirty",
+        "fix/dirty",
+    ]
+    # The empty branch went with its place, so the name launches again; the branch holding a
+    # commit still holds its name, and the refusal says the command that frees it.
+    again = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "empty",
+                  "--brief", BRIEF, "--agent", "test", "--panes", "print")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    refused = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "ahead",
+                    "--brief", BRIEF, "--agent", "test", "--panes", "print")  # fmt: skip
+    assert refused.returncode == 2
+    assert "the branch fix/ahead already exists" in refused.stderr
+    assert "holding 1 commit main lacks" in refused.stderr
+    assert f"git -C {repo} branch -D fix/ahead" in refused.stderr
 
 
 def test_a_name_tidied_can_be_launched_again_while_followed(host: Path, harness: Harness) -> None:

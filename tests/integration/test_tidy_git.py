@@ -3,9 +3,11 @@
 A state machine drives a real repository and flume's real supervisor (in this process, with
 agents that take every prompt at once and a lander that lands for real): commits on main and on
 place branches, landings by rebase, merge and squash, landings by hand, drops, worktrees made by
-hand, uncommitted and untracked files. After every step it runs tidy and checks that no commit
-reachable before is unreachable after, that every branch tidy deleted had
-``git rev-list --count main..branch`` equal to 0, and that nothing made by hand was touched.
+hand, uncommitted and untracked files, on fixes, changes and questions. After every step it
+runs tidy and checks that no commit reachable before is unreachable after, that every branch
+tidy deleted had ``git rev-list --count main..branch`` equal to 0, that nothing made by hand was
+touched, and, as each place ends tidied, that its branch is left exactly when the rules say:
+when it holds commits main lacks, or it is a dropped change's.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class TidyOnRealGit(RuleBasedStateMachine):
 
     @initialize(target=places)
     def repository(self) -> MultipleResults[str]:
-        """A fresh host and repository, a supervisor following it, and two fixes launched.
+        """A fresh host and repository, a supervisor following it, two fixes and a change launched.
 
         Launching here (and not only in a rule) means every example has places to work on:
         Hypothesis turns rules off at random per example, and a run with ``launch`` off would
@@ -114,7 +116,11 @@ class TidyOnRealGit(RuleBasedStateMachine):
         self.hand: dict[Path, str] = {}
         #: Branches deleted by tidy, with what main lacked of each just before.
         self.deleted: list[tuple[str, int]] = []
-        return multiple(self._launch(), self._launch())
+        #: Places seen tidied, and each one's branch judged against the rules as it was tidied.
+        self.tidied: set[str] = set()
+        #: Places tidied whose branch the rules and git disagree on, with why.
+        self.misjudged: list[str] = []
+        return multiple(self._launch(), self._launch(), self._launch("change"))
 
     def teardown(self) -> None:
         """Stop the supervisor's workers, restore the environment, remove the folder."""
@@ -169,18 +175,41 @@ class TidyOnRealGit(RuleBasedStateMachine):
                 self.deleted.append((branch, count))
         lost = reachable - self._reachable()
         assert not lost, f"tidy left commits unreachable: {sorted(lost)}"
+        self._judge_newly_tidied()
+
+    def _judge_newly_tidied(self) -> None:
+        """Judge each place tidied since the last look: is its branch left as R10 says.
+
+        Judged at once, on the history tidy decided on (nothing has moved since this step's
+        settle): kept when it holds commits main lacks (L2), or it is a dropped change's (the
+        seed); deleted otherwise, so a dropped fix or question frees its name.
+        """
+        heads = git.heads(self.repo)
+        for found in places.places_of(self.repo, Settings()):
+            place = found.place
+            if place is None or place.life is not Life.TIDIED or str(found.journal) in self.tidied:
+                continue
+            self.tidied.add(str(found.journal))
+            dropped_change = place.launch.kind == "change" and place.landed_at is None
+            ahead = place.branch in heads and (git.lacks(self.repo, place.branch, MAIN) or 0) > 0
+            should_stay = ahead or dropped_change
+            if (place.branch in heads) != should_stay:
+                kept = "kept" if place.branch in heads else "deleted"
+                self.misjudged.append(
+                    f"{place.branch} {kept}, ahead={ahead}, kind={place.launch.kind}"
+                )
 
     # --- the world -------------------------------------------------------------------------
 
-    @rule(target=places)
-    def launch(self) -> str:
-        """Launch a fix; the supervisor makes its place and starts its first stage."""
-        return self._launch()
+    @rule(target=places, kind=st.sampled_from(["fix", "change", "question"]))
+    def launch(self, kind: str) -> str:
+        """Launch a place; the supervisor makes it and starts its first stage."""
+        return self._launch(kind)
 
-    def _launch(self) -> str:
+    def _launch(self, kind: str = "fix") -> str:
         self.count += 1
         request = shell_launch.Request(
-            repository=self.repo, kind="fix", name=f"p{self.count}", brief="Mend it."
+            repository=self.repo, kind=kind, name=f"p{self.count}", brief="Mend it."
         )
         made = shell_launch.launch(request, Settings(), self.harness.clock)
         self.harness.settle()
@@ -296,6 +325,16 @@ class TidyOnRealGit(RuleBasedStateMachine):
             assert all(count == 0 for _branch, count in self.watched.deletions), self.watched
             assert not self.watched.lost, self.watched.lost
             assert all(count == 0 for _branch, count in self.deleted), self.deleted
+
+    @invariant()
+    def tidied_branches_are_left_as_the_rules_say(self) -> None:
+        """A tidied place's branch stays exactly when it holds work, or is a dropped change's.
+
+        Work is commits main lacks; a dropped fix's or question's branch holding nothing new is
+        gone with its place.
+        """
+        if hasattr(self, "misjudged"):
+            assert not self.misjudged, self.misjudged
 
     @invariant()
     def hand_made_worktrees_are_untouched(self) -> None:

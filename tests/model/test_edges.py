@@ -176,14 +176,21 @@ def test_plan_keeps_a_place_in_flight_and_handles_a_vanished_worktree() -> None:
         name=BranchName("fix/x"), exists=True, base=BranchName("main"), head=Sha("a")
     )
     here = WorktreeFacts(path="/p", exists=True, made_by_flume=True)
-    kept = plan(life=Life.ACTIVE, made=True, worktree=here, branch=branch, force=True)
+    kept = plan(
+        kind=FIX.name, life=Life.ACTIVE, made=True, worktree=here, branch=branch, force=True
+    )
     assert all(isinstance(a, KeepPlace | KeepBranch) for a in kept)
     gone = WorktreeFacts(path="/p", exists=False, made_by_flume=True)
-    assert plan(life=Life.FINISHED, made=True, worktree=gone, branch=branch, force=False) == (
-        DeleteBranch(branch=BranchName("fix/x"), base=BranchName("main"), head_was=Sha("a")),
-    )
+    assert plan(
+        kind=FIX.name, life=Life.FINISHED, made=True, worktree=gone, branch=branch, force=False
+    ) == (DeleteBranch(branch=BranchName("fix/x"), base=BranchName("main"), head_was=Sha("a")),)
     missing = BranchFacts(name=BranchName("fix/x"), exists=False, base=BranchName("main"))
-    assert plan(life=Life.FINISHED, made=True, worktree=gone, branch=missing, force=False) == ()
+    assert (
+        plan(
+            kind=FIX.name, life=Life.FINISHED, made=True, worktree=gone, branch=missing, force=False
+        )
+        == ()
+    )
 
 
 def test_removals_of_other_things_change_nothing() -> None:
@@ -226,7 +233,8 @@ def test_a_worktree_already_gone_is_tidied_without_removal() -> None:
     facts = TidyFactsSeen(
         at=Instant(7),
         worktree=WorktreeFacts(path=place.path, exists=False, made_by_flume=True),
-        branch=BranchFacts(name=place.branch, exists=True, base=BranchName("main")),
+        # A commit main lacks keeps the branch, so nothing at all is left to remove.
+        branch=BranchFacts(name=place.branch, exists=True, base=BranchName("main"), base_lacks=1),
     )
     decided = step(S, place, facts)
     assert decided.place.life is Life.TIDIED
@@ -269,6 +277,7 @@ def test_a_place_never_made_is_tidied_with_nothing_removed() -> None:
     (kept,) = (a for a in decided.actions if isinstance(a, KeepBranch))
     assert "flume did not make its place" in kept.reason
     gone = plan(
+        kind=FIX.name,
         life=Life.DROPPED,
         made=False,
         worktree=facts.worktree,

@@ -526,6 +526,7 @@ def test_r7_the_head_the_stage_started_on_is_no_deliverable() -> None:
 def test_r10_a_landed_clean_fix_loses_place_and_branch() -> None:
     """Landed, clean, main holds every commit: remove the worktree, delete the branch."""
     actions = plan(
+        kind=FIX.name,
         life=Life.FINISHED,
         made=True,
         worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
@@ -541,6 +542,7 @@ def test_r10_a_landed_clean_fix_loses_place_and_branch() -> None:
 def test_r10_a_branch_ahead_of_base_is_kept_and_named() -> None:
     """The kept branch says how many commits its base lacks."""
     actions = plan(
+        kind=FIX.name,
         life=Life.FINISHED,
         made=True,
         worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
@@ -555,9 +557,76 @@ def test_r10_a_branch_ahead_of_base_is_kept_and_named() -> None:
     )
 
 
+@pytest.mark.parametrize("kind", ["fix", "question", "crew"])
+def test_r10_dropped_work_with_an_empty_branch_loses_it(kind: str) -> None:
+    """A dropped fix, question or declared kind whose branch holds nothing new loses it too.
+
+    TIDY-DROPPED-EMPTY-BRANCH-GOES: kept, it would only block the name from launching again.
+    """
+    branch = BranchFacts(
+        name=BranchName(f"{kind}/x"), exists=True, base=BranchName("main"), head=Sha("a1")
+    )
+    actions = plan(
+        kind=KindName(kind),
+        life=Life.DROPPED,
+        made=True,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
+        branch=branch,
+        force=False,
+    )
+    assert actions == (
+        RemoveWorktree(path="/p"),
+        DeleteBranch(branch=branch.name, base=BranchName("main"), head_was=Sha("a1")),
+    )
+
+
+def test_r10_dropped_work_keeps_a_branch_with_commits_and_names_them() -> None:
+    """A dropped fix whose branch holds a commit main lacks keeps it, saying so."""
+    actions = plan(
+        kind=FIX.name,
+        life=Life.DROPPED,
+        made=True,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
+        branch=BranchFacts(
+            name=BranchName("fix/x"), exists=True, base=BranchName("main"), base_lacks=1
+        ),
+        force=True,
+    )
+    assert actions == (
+        RemoveWorktree(path="/p"),
+        KeepBranch(branch=BranchName("fix/x"), reason="fix/x holds 1 commit main lacks: kept"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("lacks", "reason"),
+    [
+        (0, "a dropped change keeps its branch: kept"),
+        (2, "a dropped change keeps its branch; 2 commits main lacks: kept"),
+    ],
+)
+def test_r10_a_dropped_change_keeps_its_branch_whatever_it_holds(lacks: int, reason: str) -> None:
+    """The seed: "removes the dropped change's place and keeps its branch"."""
+    actions = plan(
+        kind=KindName("change"),
+        life=Life.DROPPED,
+        made=True,
+        worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=True),
+        branch=BranchFacts(
+            name=BranchName("change/x"), exists=True, base=BranchName("main"), base_lacks=lacks
+        ),
+        force=False,
+    )
+    assert actions == (
+        RemoveWorktree(path="/p"),
+        KeepBranch(branch=BranchName("change/x"), reason=reason),
+    )
+
+
 def test_r10_a_hand_made_worktree_is_never_touched() -> None:
     """Even with force, a worktree flume did not make is kept."""
     actions = plan(
+        kind=FIX.name,
         life=Life.FINISHED,
         made=False,
         worktree=WorktreeFacts(path="/p", exists=True, made_by_flume=False),
@@ -571,13 +640,18 @@ def test_r10_a_dirty_place_needs_force() -> None:
     """Uncommitted changes keep the place, and say how to let it go."""
     facts = WorktreeFacts(path="/p", exists=True, made_by_flume=True, dirty=True, untracked=True)
     branch = BranchFacts(name=BranchName("fix/x"), exists=True, base=BranchName("main"))
-    kept = plan(life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=False)
+    kept = plan(
+        kind=FIX.name, life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=False
+    )
     assert isinstance(kept[0], KeepPlace)
     assert "uncommitted changes and untracked files" in kept[0].reason
     assert "--force" in kept[0].reason
-    forced = plan(life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=True)
+    forced = plan(
+        kind=FIX.name, life=Life.DROPPED, made=True, worktree=facts, branch=branch, force=True
+    )
     assert forced[0] == RemoveWorktree(path="/p", force=True)
-    assert isinstance(forced[1], KeepBranch)
+    # The branch holds nothing main lacks: the forced changes were never committed to it.
+    assert forced[1] == DeleteBranch(branch=BranchName("fix/x"), base=BranchName("main"))
 
 
 # --- R11: status ----------------------------------------------------------------------------------
@@ -661,8 +735,13 @@ def test_tidy_waits_for_the_agent_and_deletes_only_the_counted_head() -> None:
     )
     decided = step(S, gone.place, facts)
     assert RemoveWorktree(path="/src/app/places/fix--typo") in decided.actions
-    assert not any(isinstance(a, DeleteBranch) for a in decided.actions)  # dropped: kept
+    # A dropped fix whose branch holds nothing main lacks loses it, at the counted head only.
+    assert (
+        DeleteBranch(branch=BranchName("fix/typo"), base=BranchName("main"), head_was=Sha("a1"))
+        in decided.actions
+    )
     finished_plan = plan(
+        kind=FIX.name,
         life=Life.FINISHED,
         made=True,
         worktree=facts.worktree,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -18,8 +20,21 @@ from flume.core.kinds import BUILTIN_KINDS
 from flume.core.observations import DropAsked, TidyAsked, TidyFactsSeen
 from flume.core.place import Life
 from flume.core.settings import Settings
-from flume.core.tidy import plan
-from tests.model.world import BASE, REPOSITORY, FakeGit, FakeWorktree, FakeWorld
+from flume.core.tidy import CHANGE, plan
+from tests.model.world import BASE, CREW, REPOSITORY, FakeGit, FakeWorktree, FakeWorld
+
+#: The kinds launched, a fix twice as often: the built-in ones and a kind a repository declared.
+KINDS = ["fix", "fix", "change", "question", "crew"]
+
+
+class Planned(NamedTuple):
+    """One plan tidy made, with what it was made on."""
+
+    facts: TidyFactsSeen
+    kind: KindName
+    life: Life
+    force: bool
+    actions: tuple[Action, ...]
 
 
 class TidyMachine(RuleBasedStateMachine):
@@ -36,19 +51,19 @@ class TidyMachine(RuleBasedStateMachine):
         self.git.made_at[Sha("c0000")] = 0.0
         self.worktrees: dict[str, FakeWorktree] = {}
         self.worlds: list[FakeWorld] = []
-        #: Every plan tidy made, with the facts it was made on: (facts, life, force, actions).
-        self.plans: list[tuple[TidyFactsSeen, Life, bool, tuple[Action, ...]]] = []
+        #: Every plan tidy made, with the facts it was made on.
+        self.plans: list[Planned] = []
         self.count = 0
 
     def _world(self, kind: str = "fix") -> FakeWorld:
         return FakeWorld(
             settings=Settings(),
-            kind=BUILTIN_KINDS[KindName(kind)],
+            kind=CREW if kind == CREW.name else BUILTIN_KINDS[KindName(kind)],
             git=self.git,
             worktrees=self.worktrees,
         )
 
-    @rule(target=places, kind=st.sampled_from(["fix", "fix", "change", "question"]))
+    @rule(target=places, kind=st.sampled_from(KINDS))
     def launch(self, kind: str) -> FakeWorld:
         """Launch a place of flume's own."""
         self.count += 1
@@ -121,9 +136,14 @@ class TidyMachine(RuleBasedStateMachine):
             if not world.drive_stage():
                 return
 
-    @rule(tree=consumes(hand_made), force=st.booleans(), life=st.sampled_from(list(Life)))
-    def tidy_hand_made(self, tree: FakeWorktree, force: bool, life: Life) -> None:
-        """Tidy comes across a hand-made worktree, whatever state it believes it in."""
+    @rule(
+        tree=consumes(hand_made),
+        force=st.booleans(),
+        life=st.sampled_from(list(Life)),
+        kind=st.sampled_from(KINDS),
+    )
+    def tidy_hand_made(self, tree: FakeWorktree, force: bool, life: Life, kind: str) -> None:
+        """Tidy comes across a hand-made worktree, whatever state and kind it believes it in."""
         world = self._world()
         self.worlds.append(world)
         facts = TidyFactsSeen(
@@ -132,18 +152,31 @@ class TidyMachine(RuleBasedStateMachine):
             branch=world.branch_facts(tree.branch, BASE),
         )
         actions = plan(
-            life=life, made=False, worktree=facts.worktree, branch=facts.branch, force=force
+            kind=KindName(kind),
+            life=life,
+            made=False,
+            worktree=facts.worktree,
+            branch=facts.branch,
+            force=force,
         )
-        self.plans.append((facts, life, force, actions))
+        self.plans.append(Planned(facts, KindName(kind), life, force, actions))
         for action in actions:
             world.perform(action)
 
-    def _all_plans(self) -> list[tuple[TidyFactsSeen, Life, bool, tuple[Action, ...]]]:
+    def _all_plans(self) -> list[Planned]:
         found = list(self.plans)
         for world in self.worlds:
             for before, seen, decision in world.steps:
                 if isinstance(seen, TidyFactsSeen) and before is not None:
-                    found.append((seen, before.life, before.tidy_force, decision.actions))
+                    found.append(
+                        Planned(
+                            seen,
+                            before.launch.kind,
+                            before.life,
+                            before.tidy_force,
+                            decision.actions,
+                        )
+                    )
         return found
 
     @invariant()
@@ -158,7 +191,7 @@ class TidyMachine(RuleBasedStateMachine):
         """TIDY-KEEPS-AHEAD-BRANCH: a branch with commits base lacks stays, named with the count."""
         for world in self.worlds:
             assert all(lacks == 0 for _branch, lacks in world.deleted)
-        for facts, _life, _force, actions in self._all_plans():
+        for facts, _kind, _life, _force, actions in self._all_plans():
             branch = facts.branch
             if branch.exists and branch.base_lacks > 0:
                 kept = [a for a in actions if isinstance(a, KeepBranch) and a.branch == branch.name]
@@ -167,10 +200,13 @@ class TidyMachine(RuleBasedStateMachine):
                 assert not deleted
 
     @invariant()
-    def dropped_work_keeps_its_branch(self) -> None:
-        """TIDY-DROPPED-KEEPS-BRANCH: dropped work loses its clean place but keeps its branch."""
-        for facts, life, _force, actions in self._all_plans():
-            if life is not Life.DROPPED:
+    def dropped_change_keeps_its_branch(self) -> None:
+        """TIDY-DROPPED-CHANGE-KEEPS-BRANCH: a dropped change keeps its branch, loses its place.
+
+        Its clean place goes; its branch stays whatever it holds, as the seed says.
+        """
+        for facts, kind, life, _force, actions in self._all_plans():
+            if life is not Life.DROPPED or kind != CHANGE:
                 continue
             assert not any(isinstance(a, DeleteBranch) for a in actions)
             if facts.branch.exists:
@@ -178,6 +214,30 @@ class TidyMachine(RuleBasedStateMachine):
             clean = not (facts.worktree.dirty or facts.worktree.untracked)
             if facts.worktree.exists and facts.worktree.made_by_flume and clean:
                 assert any(isinstance(a, RemoveWorktree) for a in actions)
+
+    @invariant()
+    def dropped_empty_branch_goes(self) -> None:
+        """TIDY-DROPPED-EMPTY-BRANCH-GOES: other dropped work's empty branch goes with its place.
+
+        A dropped fix, question or declared kind of flume's own, its place clean (or forced),
+        whose branch holds nothing its base lacks: the place is removed and the branch deleted,
+        so the name is free again. One whose branch holds commits its base lacks keeps it.
+        """
+        for facts, kind, life, force, actions in self._all_plans():
+            worktree, branch = facts.worktree, facts.branch
+            clean = force or not (worktree.dirty or worktree.untracked)
+            ours = worktree.made_by_flume or not worktree.exists
+            if life is not Life.DROPPED or kind == CHANGE or not clean or not ours:
+                continue
+            if worktree.exists:
+                assert any(isinstance(a, RemoveWorktree) for a in actions)
+            deleted = [a for a in actions if isinstance(a, DeleteBranch)]
+            if branch.exists and branch.base_lacks == 0:
+                assert deleted == [
+                    DeleteBranch(branch=branch.name, base=branch.base, head_was=branch.head)
+                ]
+            else:
+                assert not deleted
 
     @invariant()
     def tidied_only_when_nothing_is_left(self) -> None:
@@ -202,7 +262,7 @@ class TidyMachine(RuleBasedStateMachine):
         """TIDY-DIRTY-NEEDS-FORCE: a worktree with changes is removed only with the force."""
         for world in self.worlds:
             assert all(force or not dirty for _path, _by_flume, dirty, force in world.removed)
-        for facts, _life, force, actions in self._all_plans():
+        for facts, _kind, _life, force, actions in self._all_plans():
             changed = facts.worktree.dirty or facts.worktree.untracked
             if changed and not force:
                 assert not any(isinstance(a, RemoveWorktree) for a in actions)
@@ -211,7 +271,7 @@ class TidyMachine(RuleBasedStateMachine):
     @invariant()
     def landed_work_is_tidied(self) -> None:
         """R10: a finished, clean place of flume's goes; its branch too when base holds it."""
-        for facts, life, force, actions in self._all_plans():
+        for facts, _kind, life, force, actions in self._all_plans():
             worktree, branch = facts.worktree, facts.branch
             clean = force or not (worktree.dirty or worktree.untracked)
             if life is not Life.FINISHED or not worktree.made_by_flume or not clean:
