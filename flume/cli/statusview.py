@@ -137,16 +137,21 @@ def status_table(
         yield from wide
     else:
         for repository in dict.fromkeys(view["repository"] for view in views):
-            heading = f"{repository}:"
-            if _plain(heading) and len(heading) <= (width or UNBOUNDED):
-                yield heading.rstrip()
-            else:
-                yield from lines_of(_folding(heading), width)
+            yield from heading_lines(repository, width)
             rows = [narrow_cells(view) for view in views if view["repository"] == repository]
             yield from table(NARROW, rows, width) or lines_of(places_table(NARROW, rows), width)
     yield from waiting_lines(views)
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
+
+
+def heading_lines(repository: str, width: int | None) -> list[str]:
+    """The line naming ``repository`` above its narrow table, folded as rich folds it."""
+    heading = f"{repository}:"
+    # One colon makes no emoji code: the repository's own characters decide.
+    if _plain(repository) and len(heading) <= (width or UNBOUNDED) and heading.strip() != ":":
+        return [heading.rstrip()]
+    return list(lines_of(_folding(heading), width))
 
 
 def _plain(cell: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.text import Text
 
 from flume.cli import statusview
 
@@ -85,3 +86,14 @@ def test_a_plain_table_is_written_without_rich(monkeypatch: pytest.MonkeyPatch) 
         "─" * 85,
         "fix--typo  fix   code#1  working  working  no           none               /r",
     ]
+
+
+def by_rich_folded(text: str, width: int | None) -> list[str]:
+    """``text`` as rich prints it ``width`` wide, folding what does not fit."""
+    return list(statusview.lines_of(Text(text, overflow="fold"), width))
+
+
+@given(_CELL | _ANY_CELL, _WIDTH)
+def test_the_repository_heading_matches_rich(repository: str, width: int | None) -> None:
+    """Above each narrow table, its repository's line is the one rich prints."""
+    assert statusview.heading_lines(repository, width) == by_rich_folded(f"{repository}:", width)
