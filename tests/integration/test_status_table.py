@@ -97,3 +97,15 @@ def by_rich_folded(text: str, width: int | None) -> list[str]:
 def test_the_repository_heading_matches_rich(repository: str, width: int | None) -> None:
     """Above each narrow table, its repository's line is the one rich prints."""
     assert statusview.heading_lines(repository, width) == by_rich_folded(f"{repository}:", width)
+
+
+def test_a_plain_repository_heading_is_written_without_rich(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A path of plain characters is written directly, colon and all."""
+
+    def no_rich(*_args: object) -> object:
+        raise AssertionError("drawn by rich")
+
+    monkeypatch.setattr(statusview, "_folding", no_rich)
+    assert statusview.heading_lines("/home/me/repository", 80) == ["/home/me/repository:"]
