@@ -172,7 +172,10 @@ def table(columns: Sequence[Column], rows: list[list[str]], width: int | None) -
         for column, cell in enumerate(row):
             widths[column] = max(widths[column], len(cell))
     whole = sum(widths) + 2 * (len(widths) - 1)
-    if whole > (width or UNBOUNDED) or not all(_plain(cell) for row in rows for cell in row):
+    plain = all(_plain(cell) for row in rows for cell in row)
+    if plain and width is not None and whole > width:
+        return None  # as wide as rich measures it: rich would narrow it
+    if not plain or whole > UNBOUNDED:
         by_rich = places_table(columns, rows)
         if width is not None and width_of(by_rich) > width:
             return None

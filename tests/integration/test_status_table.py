@@ -109,3 +109,15 @@ def test_a_plain_repository_heading_is_written_without_rich(
 
     monkeypatch.setattr(statusview, "_folding", no_rich)
     assert statusview.heading_lines("/home/me/repository", 80) == ["/home/me/repository:"]
+
+
+def test_a_plain_table_too_wide_is_refused_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain table wider than the terminal is known to need narrowing without drawing it."""
+    row = ["fix--typo", "fix", "code#1", "working", "working", "no", "none", "", "/r"]
+    assert by_rich(statusview.WIDE, [row], 60) is None
+
+    def no_rich(*_args: object) -> object:
+        raise AssertionError("drawn by rich")
+
+    monkeypatch.setattr(statusview, "places_table", no_rich)
+    assert statusview.table(statusview.WIDE, [row], 60) is None
