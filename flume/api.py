@@ -46,7 +46,7 @@ from flume.core.step import Decision
 from flume.shell import client, commands, declared, places
 from flume.shell import launch as shell_launch
 from flume.shell.events import Cursor, Follower, PlaceEvent
-from flume.shell.journal import FORMAT, converter
+from flume.shell.journal import FORMAT, codec
 
 __all__ = [
     "Cursor",
@@ -256,7 +256,7 @@ def status_dicts(
 ) -> list[dict[str, Any]]:
     """:func:`status` as JSON-ready data: the ``places`` of ``flume status --json`` (format 1)."""
     views = status(place=place, repository=repository, mark=mark)
-    return [converter.unstructure(view) for view in views]
+    return [codec().unstructure(view) for view in views]
 
 
 # --- the caller's commands -----------------------------------------------------------------

@@ -67,3 +67,17 @@ def test_the_allowlist_catches_an_io_import(tmp_path: Path) -> None:
     bad.write_text("import os\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="imports os"):
         test_core_imports_only_pure_modules(bad)
+
+
+def test_the_core_package_gives_each_public_name_from_its_module() -> None:
+    """``flume.core.<name>`` is imported on first use, and is the one its module defines."""
+    import flume.core  # noqa: PLC0415 (the package as a caller sees it)
+    from flume.core import errors, settings, tidy  # noqa: PLC0415
+
+    for name in flume.core.__all__:
+        assert getattr(flume.core, name) is not None, name
+    assert flume.core.Settings is settings.Settings
+    assert flume.core.UsageError is errors.UsageError
+    assert flume.core.plan_tidy is tidy.plan
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = flume.core.nothing  # type: ignore[attr-defined]

@@ -9,45 +9,31 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from flume import __version__, api
-from flume.cli import board, render
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume import __version__
 from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
 from flume.cli.usage import Command, parse_seconds
-from flume.core.errors import Problem, UsageError
-from flume.core.ids import Instant
-from flume.core.launch import AgentName, Panes
-from flume.core.observations import NeedsSaid, SubmitAsked
-from flume.core.settings import Settings
-from flume.core.status import PlaceStatus
-from flume.core.step import trace
-from flume.shell import (
-    attaching,
-    client,
-    commands,
-    places,
-    printed,
-    scenario,
-    supervisor,
-    tidying,
-)
-from flume.shell import demo as demo_world
-from flume.shell.agents import PRINTED
-from flume.shell.events import Follower
-from flume.shell.herdr import Herdr
-from flume.shell.panes import PaneServer
-from flume.shell.tmux import Tmux
+from flume.core.choices import AgentName, Panes
+from flume.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from flume.core.errors import Problem
+    from flume.core.ids import Instant
+    from flume.core.status import PlaceStatus
 
 app = typer.Typer(
     name="flume",
     help="Carry work for AI coding agents from launch to landing.",
     no_args_is_help=True,
     # Plain help, as click writes it: no markup to eat a [kind] written in it, and no rich at
-    # start. Shell completion: flume --install-completion (docs/commands.md).
+    # start (rich's help formatting costs a command more than its work). Shell completion:
+    # flume --install-completion (docs/commands.md).
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -78,6 +64,8 @@ def _list_scenarios(wanted: bool) -> None:
     """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
     if not wanted:
         return
+    from flume.shell import scenario
+
     for path in scenario.shipped():
         try:
             about = scenario.load(path).description
@@ -119,6 +107,10 @@ def simulate(
     trace's steps, then its summary, which names its scenario. A malformed scenario prints
     nothing and exits with status 2.
     """
+    from flume.cli import render
+    from flume.core.step import trace
+    from flume.shell import scenario
+
     problems: list[Problem] = []
     loaded: list[scenario.Scenario] = []
     for each in given:
@@ -163,23 +155,32 @@ def status(
 
     Read from the places' journals; nothing is written or started.
     """
+    from flume.cli import statusview
+
     try:
-        found = api.survey(place=place, repository=repository, mark=mark)
+        found = _survey(place=place, repository=repository, mark=mark)
     except UsageError as error:
         _fail(error)
-    for journal_path in found.torn:
+    for journal_path in found["torn"]:
         typer.echo(
             f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
             err=True,
         )
-    views = list(found.places)
-    unreadable = list(found.unreadable)
+    views = [
+        view
+        for view in found["places"]
+        if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
+    ]
     if place is not None and not views:
-        _fail(api.no_such_place(place, found.repositories))
+        from flume import api
+
+        _fail(api.no_such_place(place, [Path(each) for each in found["repositories"]]))
     if as_json:
-        typer.echo(render.status_json(views, unreadable))
+        document = {"format": found["format"], "places": views, "unreadable": found["unreadable"]}
+        typer.echo(statusview.status_json(document))
         return
-    for line in render.status_table(views, unreadable, width=_terminal_width()):
+    unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
+    for line in statusview.status_table(views, unreadable, width=_terminal_width()):
         typer.echo(line)
 
 
@@ -193,6 +194,40 @@ def _terminal_width() -> int | None:
             return os.get_terminal_size(sys.stdout.fileno()).columns
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def _survey(place: str | None, repository: Path | None, mark: str | None) -> dict[str, Any]:
+    """Every place's status as plain data (``status --json``'s, with ``torn`` and ``repositories``).
+
+    The running supervisor answers it from the places it follows, with their journals read to
+    their ends; with none running, or for one repository, the journals are read here (R11: what
+    an agent does now is then unknown). No repository registered: no places, nothing to read.
+    """
+    from flume.shell import client, registry
+
+    if repository is None:
+        # A supervisor that cannot answer within this is taken as none: the journals are read.
+        answer = client.request("survey", timeout=2.0)
+        if answer is not None and answer.get("ok") is True and "places" in answer:
+            return answer
+        if not registry.remembered():
+            empty: list[Any] = []
+            return {
+                "format": registry.FORMAT,
+                "places": empty,
+                "unreadable": empty,
+                "torn": empty,
+                "repositories": empty,
+            }
+    from flume import api
+    from flume.cli import render
+
+    found = api.survey(place=place, repository=repository, mark=mark)
+    return {
+        **render.status_document(found.places, found.unreadable),
+        "torn": list(found.torn),
+        "repositories": [str(each) for each in found.repositories],
+    }
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:
@@ -325,6 +360,9 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
+    from flume import api
+    from flume.cli import render
+
     try:
         made = api.launch(
             repository=repository,
@@ -364,6 +402,8 @@ def drop(
     Its agent ends and its place is tidied away. A branch holding commits its base lacks is kept,
     and flume tidy names it; a change's branch is always kept.
     """
+    from flume import api
+
     try:
         typer.echo(api.drop(place, repository=repository))
     except UsageError as error:
@@ -371,6 +411,8 @@ def drop(
 
 
 def _now() -> Instant:
+    from flume.core.ids import Instant
+
     return Instant(time.time())
 
 
@@ -388,9 +430,11 @@ def _words(text: str, field: str) -> str:
     """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
     if text != "-":
         return text
+    from flume.shell import asked
+
     if sys.stdin.isatty():
         raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
-    return commands.decoded(field, sys.stdin.buffer.read())
+    return asked.decoded(field, sys.stdin.buffer.read())
 
 
 @app.command(cls=Command)
@@ -405,6 +449,8 @@ def tell(
     Held while the agent works, sent once it waits; it counts as delivered when the agent's
     transcript holds it.
     """
+    from flume import api
+
     try:
         typer.echo(api.tell(place, _words(text, "tell"), repository=repository))
     except UsageError as error:
@@ -418,6 +464,8 @@ def stop(
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """End the place's agent; its stage waits for a retry."""
+    from flume import api
+
     try:
         typer.echo(api.stop(place, repository=repository))
     except UsageError as error:
@@ -441,6 +489,8 @@ def retry(
 
     The stage starts over with a fresh agent; your words go into its prompt.
     """
+    from flume import api
+
     try:
         typer.echo(api.retry(place, words=_words(words, "words"), repository=repository))
     except UsageError as error:
@@ -454,6 +504,8 @@ def proceed(
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=_REPOSITORY_HELP)] = None,
 ) -> None:
     """Give your word to a stage that waits on it, so it starts."""
+    from flume import api
+
     try:
         typer.echo(api.proceed(place, repository=repository))
     except UsageError as error:
@@ -470,10 +522,24 @@ def needs(
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.shell import asked
+
+    try:
+        words = asked.checked_text("words", _words(text, "words"))
+        cwd = _cwd()
+        if asked.in_no_place(cwd):
+            raise asked.outside(cwd)
+    except UsageError as error:
+        _fail(error)
+    # Only a command that may be in a place loads the rules, git and the journal's codec.
+    from flume.cli import render
+    from flume.core.observations import NeedsSaid
+    from flume.core.settings import Settings
+    from flume.shell import client, commands
+
     settings = Settings()
     try:
-        words = commands.checked_text("words", _words(text, "words"))
-        found = commands.place_here(_cwd(), settings)
+        found = commands.place_here(cwd, settings)
         seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
         decision = commands.give(found, seen, settings)
     except UsageError as error:
@@ -488,9 +554,23 @@ def submit() -> None:
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
+    from flume.shell import asked
+
+    try:
+        cwd = _cwd()
+        if asked.in_no_place(cwd):
+            raise asked.outside(cwd)
+    except UsageError as error:
+        _fail(error)
+    # Only a command that may be in a place loads the rules, git and the journal's codec.
+    from flume.cli import render
+    from flume.core.observations import SubmitAsked
+    from flume.core.settings import Settings
+    from flume.shell import client, commands
+
     settings = Settings()
     try:
-        found = commands.place_here(_cwd(), settings)
+        found = commands.place_here(cwd, settings)
         seen = SubmitAsked(at=_now(), session=commands.session_of())
         decision = commands.give(found, seen, settings)
     except UsageError as error:
@@ -527,6 +607,9 @@ def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
     ] = None,
 ) -> None:
     """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
+    from flume.core.settings import Settings
+    from flume.shell import commands
+
     asked = commands.PromptAsked(
         kind=kind, stage=stage, brief=brief, name=name, base=base, repository=repository
     )
@@ -566,6 +649,10 @@ def tidy(
     ] = 120.0,
 ) -> None:
     """Remove what landed or was dropped; name what is kept, and why."""
+    from flume.cli import render
+    from flume.core.settings import Settings
+    from flume.shell import places, tidying
+
     settings = Settings()
     try:
         repositories = [places.repository_of(repository)] if repository else places.remembered()
@@ -600,6 +687,13 @@ def attach(
 
     Its pane on flume's own tmux server, or its tab in herdr.
     """
+    from flume.core.settings import Settings
+    from flume.shell import attaching, places, printed
+    from flume.shell.agents import PRINTED
+    from flume.shell.herdr import Herdr
+    from flume.shell.panes import PaneServer
+    from flume.shell.tmux import Tmux
+
     settings = Settings()
     try:
         found = places.find(place, repository, settings)
@@ -644,6 +738,8 @@ def demo(
     Everything lives in a temporary folder: the repository, flume's state and supervisor, its
     tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes.
     """
+    from flume.shell import demo as demo_world
+
     folder = demo_world.temporary()
     typer.echo(f"flume demo in {folder}")
 
@@ -672,8 +768,7 @@ def mcp_server() -> None:
 
     Claude Code's flume plugin starts it; launch runs in the repository of this folder.
     """
-    # Imported here: the MCP SDK takes longer to import than the rest of flume's commands.
-    from flume.cli import mcp  # noqa: PLC0415
+    from flume.cli import mcp
 
     mcp.serve()
 
@@ -714,6 +809,8 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
     delivered, stopped short, landed, tidied and the rest. Time order across places, journal
     order within one. Nothing is written or started.
     """
+    from flume import api
+    from flume.cli import render
 
     def warn(journal_path: Path, problem: str) -> None:
         typer.echo(f"flume: warning: {journal_path} cannot be read: {problem}", err=True)
@@ -772,6 +869,12 @@ def watch(
     Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
     (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
     """
+    from flume import api
+    from flume.cli import board
+    from flume.core.settings import Settings
+    from flume.shell import places
+    from flume.shell.events import Follower
+
     try:
         where = places.repository_of(repository) if repository is not None else None
         api.seconds("interval", interval)
@@ -806,6 +909,8 @@ def daemon_status(
     *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
     """Whether the supervisor runs, and what it follows."""
+    from flume.shell import client
+
     reply = client.request("status")
     if as_json:
         typer.echo(json.dumps({"running": reply is not None, **(reply or {})}, indent=2))
@@ -830,6 +935,8 @@ def daemon_stop() -> None:
 
     The places wait in their journals; any command that needs the supervisor starts it again.
     """
+    from flume.shell import client
+
     reply = client.request("stop")
     if reply is None:
         typer.echo("supervisor: not running")
@@ -854,10 +961,37 @@ def daemon_run(
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
+    from flume.core.settings import Settings
+    from flume.shell import supervisor
+
     raise typer.Exit(supervisor.serve(Settings(), asked_at=asked_at))
 
 
 def main() -> NoReturn:
     """The console script."""
-    app()
+    narrowed(sys.argv[1:])()
     sys.exit(0)
+
+
+def narrowed(args: list[str]) -> typer.Typer:
+    """The app holding only the command ``args`` name, or the whole app when they name none.
+
+    typer builds every command it holds, reading each one's signature, before it runs one: a
+    command pays for all the others. The narrowed app has the same settings and callback, so
+    the command parses, runs and shows its help exactly as in the whole app.
+    """
+    wanted = args[0] if args else None
+    commands = [
+        info
+        for info in app.registered_commands
+        if info.callback is not None
+        and (info.name or typer.main.get_command_name(info.callback.__name__)) == wanted
+    ]
+    groups = [info for info in app.registered_groups if info.name == wanted]
+    if len(commands) + len(groups) != 1:
+        return app
+    one = typer.Typer()
+    one.__dict__.update(vars(app))
+    one.registered_commands = commands
+    one.registered_groups = groups
+    return one

@@ -27,7 +27,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from flume.cli import render
+from flume.cli import render, statusview
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.shell import client
@@ -104,16 +104,16 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
     if not found:
         return Group(Text(heading), Text("no places: launch one with flume launch"))
     columns = [
-        render.Column("place", whole=False),
-        render.Column("kind"),
-        render.Column("stage"),
-        render.Column("phase"),
-        render.Column("agent"),
-        render.Column("deliverable"),
-        render.Column("submission"),
-        render.Column("tasks"),
-        render.Column("age", justify="right"),
-        render.Column("last", justify="right"),
+        statusview.Column("place", whole=False),
+        statusview.Column("kind"),
+        statusview.Column("stage"),
+        statusview.Column("phase"),
+        statusview.Column("agent"),
+        statusview.Column("deliverable"),
+        statusview.Column("submission"),
+        statusview.Column("tasks"),
+        statusview.Column("age", justify="right"),
+        statusview.Column("last", justify="right"),
     ]
     rows: list[list[str | Text]] = []
     for row in found:
@@ -133,10 +133,10 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
                 duration(row.quiet),
             ]
         )
-    table = render.places_table(columns, rows)
-    if width is not None and render.width_of(table) > width:
+    table = statusview.places_table(columns, rows)
+    if width is not None and statusview.width_of(table) > width:
         narrow = [each for each in columns if each.heading not in {"kind", "phase"}]
-        table = render.places_table(
+        table = statusview.places_table(
             narrow,
             [[row[0], Text.assemble(row[2], " ", row[3]), *row[4:]] for row in rows],
         )

@@ -14,16 +14,17 @@ import json
 import signal
 import sys
 import threading
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from flume import api
 from flume.cli.usage import Command, parse_seconds
+from flume.core.choices import Panes
 from flume.core.errors import UsageError
-from flume.core.launch import Panes
-from flume.shell import herdr_plugin as plugin
-from flume.shell.herdr import Client, HerdrError
+
+if TYPE_CHECKING:
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
 
 herdr_app = typer.Typer(
     help="What flume's herdr plugin runs: sidebar reports, actions and popups.",
@@ -59,6 +60,8 @@ def _fail(error: UsageError | HerdrError) -> NoReturn:
 
 def _said(error: UsageError | HerdrError) -> int:
     """Print what went wrong; the exit status it calls for."""
+    from flume.shell.herdr import HerdrError
+
     if isinstance(error, HerdrError):
         typer.echo(f"flume: herdr: {error.message}", err=True)
         return 1
@@ -87,6 +90,10 @@ def sidebar(
 
     Reported as pane and workspace tokens ($flume...) the plugin's sidebar shows.
     """
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -107,6 +114,8 @@ def sidebar(
 
 
 def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     panes = herdr.call("pane.list", {}).get("panes", [])
     found = plugin.place_meant(context, plugin.in_flight(), panes)
     if found is None:
@@ -121,6 +130,9 @@ def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
 
 def _notify(herdr: Client, title: str, body: str) -> None:
     """Say it in herdr (a toast), and on stdout for the plugin's log."""
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import HerdrError
+
     typer.echo(f"{title}: {body}")
     with contextlib.suppress(HerdrError):
         herdr.call("notification.show", {"title": plugin.fit(title), "body": plugin.fit(body, 240)})
@@ -153,6 +165,9 @@ def action(
     ],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -180,11 +195,16 @@ def _refresh(herdr: Client, context: plugin.Context) -> None:
     What was asked is done: the refresh is a courtesy (``sidebar --follow`` reports again within
     seconds), and a herdr away for it must not make the command say it failed.
     """
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import HerdrError
+
     with contextlib.suppress(HerdrError):
         plugin.show(herdr, context.source)
 
 
 def _command(name: Action, meant: plugin.InFlight) -> str:
+    from flume import api
+
     where = meant.repository
     match name:
         case Action.STOP:
@@ -222,6 +242,10 @@ def pane(
     ],
 ) -> None:
     """Run a plugin pane: ask for what a command needs, then do it."""
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+    from flume.shell.herdr import Client, HerdrError
+
     context = plugin.Context.from_environment()
     herdr = Client()
     try:
@@ -257,12 +281,16 @@ def _ask(prompt: str) -> str:
 
 
 def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     found = plugin.in_flight()
     panes = herdr.call("pane.list", {}).get("panes", [])
     return plugin.place_meant(context, found, panes) or _chosen(found)
 
 
 def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
+    from flume.shell import herdr_plugin as plugin
+
     if not found:
         raise UsageError.one("place", "no place is in flight", "launch work first", exit_status=1)
     for number, each in enumerate(found, start=1):
@@ -274,6 +302,8 @@ def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
 
 
 def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
+    from flume import api
+
     match what:
         case "o":
             _open(herdr, meant)
@@ -289,6 +319,9 @@ def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
 
 def _launch(context: plugin.Context) -> None:
     """Launch work from the focused workspace's repository; its agents run in herdr."""
+    from flume import api
+    from flume.shell import herdr_plugin as plugin
+
     repository = plugin.repository_meant(context)
     if repository is None:
         raise UsageError.one(

@@ -13,16 +13,15 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from flume.cli.usage import Command
 from flume.core.errors import UsageError
-from flume.shell.transcript import Inspection, inspect
+
+if TYPE_CHECKING:
+    from flume.shell.transcript import Inspection
 
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
@@ -76,6 +75,10 @@ def inspection_text(found: Inspection) -> list[str]:
     if found.torn:
         lines.append("the last line has no newline yet: flume reads it once it is whole")
     if found.prompts:
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("line", justify="right", no_wrap=True)
         table.add_column("timestamp", no_wrap=True)
@@ -105,6 +108,8 @@ def transcript(
     The lines flume takes as typed by a person, and the state it reads at the end of the file.
     A file none of whose lines is a transcript's is bad input (exit status 2).
     """
+    from flume.shell.transcript import inspect
+
     try:
         found = inspect(file)
     except UsageError as error:

@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import enum
-import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from attrs import AttrsInstance
-from rich import box
-from rich.console import Console, JustifyMethod, RenderableType
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
 
-from flume import api
+from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
 from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
-from flume.core.place import Life, Place, Short
+from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
-from flume.shell.events import PlaceEvent
-from flume.shell.journal import FORMAT, converter
-from flume.shell.tidying import Outcome
+from flume.shell.journal import FORMAT, codec
+
+if TYPE_CHECKING:
+    from flume import api
+    from flume.shell.events import PlaceEvent
+    from flume.shell.tidying import Outcome
 
 _LONG = 72
 
@@ -173,91 +170,34 @@ def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator
             "format": FORMAT,
             "row": "step",
             "at": row.seen.at,
-            "seen": converter.unstructure(row.seen, Observation),
+            "seen": codec().unstructure(row.seen, Observation),
         }
         if row.refusal is not None:
-            record["refused"] = [converter.unstructure(p) for p in row.refusal.problems]
+            record["refused"] = [codec().unstructure(p) for p in row.refusal.problems]
         else:
             assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
-            record["status"] = converter.unstructure(status(row.decision.place))
-            record["actions"] = [converter.unstructure(a, Action) for a in row.decision.actions]
+            record["status"] = codec().unstructure(status(row.decision.place))
+            record["actions"] = [codec().unstructure(a, Action) for a in row.decision.actions]
         yield json.dumps(record, ensure_ascii=False)
-    summary = converter.unstructure(summarize(rows))
+    summary = codec().unstructure(summarize(rows))
     named = {"scenario": scenario} if scenario is not None else {}
     yield json.dumps({"format": FORMAT, "row": "summary", **named, **summary}, ensure_ascii=False)
 
 
 def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
     """``flume status --json``: format 1, documented in docs/status.md."""
-    document = {
+    return statusview.status_json(status_document(views, unreadable))
+
+
+def status_document(
+    views: Iterable[PlaceStatus], unreadable: Iterable[tuple[str, str]]
+) -> dict[str, Any]:
+    """What ``flume status --json`` prints, as plain data."""
+    return {
         "format": FORMAT,
-        "places": [converter.unstructure(view) for view in views],
+        "places": [codec().unstructure(view) for view in views],
         "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2)
-
-
-#: Wide enough for any row: output that is no terminal's is never wrapped or cut.
-UNBOUNDED = 10_000
-
-
-@attrs.frozen
-class Column:
-    """A column of a table of places."""
-
-    heading: str
-    #: A state or a number: its words are never cut (it wraps at spaces only, if at all).
-    whole: bool = True
-    justify: JustifyMethod = "left"
-
-
-def places_table(columns: list[Column], rows: list[list[str | Text]]) -> Table:
-    """A table of places: a whole column is at least as wide as its longest word, a name folds.
-
-    When the table is wider than the terminal, rich narrows the columns that may fold (names,
-    paths) and wraps whole columns at spaces: a state is never cut to ``wa…``.
-    """
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    for number, column in enumerate(columns):
-        cells = [column.heading, *(str(row[number]) for row in rows)]
-        longest = max((len(word) for cell in cells for word in cell.split()), default=0)
-        table.add_column(
-            column.heading,
-            justify=column.justify,
-            overflow="fold",
-            min_width=longest if column.whole else None,
-            # A whole column of single words is never narrowed; one of several words wraps.
-            no_wrap=column.whole and not any(" " in cell.strip() for cell in cells),
-        )
-    for row in rows:
-        table.add_row(*row)
-    return table
-
-
-def width_of(table: RenderableType) -> int:
-    """How many columns ``table`` takes when nothing narrows it."""
-    console = Console(width=UNBOUNDED, file=io.StringIO())
-    return Measurement.get(console, console.options, table).maximum
-
-
-def lines_of(renderable: RenderableType, width: int | None) -> Iterator[str]:
-    """``renderable`` as plain text lines, drawn ``width`` columns wide (None: unbounded)."""
-    console = Console(width=width or UNBOUNDED, record=True, file=io.StringIO())
-    console.print(renderable)
-    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
-
-
-def _stage(view: PlaceStatus) -> str:
-    return f"{view.stage}#{view.attempt}"
-
-
-def _phase(view: PlaceStatus) -> str:
-    return view.phase + (f" ({view.short_cause})" if view.short_cause else "")
-
-
-def _tasks(view: PlaceStatus) -> str:
-    tasks = f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
-    return tasks + (" (not validated)" if view.validation == "skipped" else "")
 
 
 def status_table(
@@ -265,102 +205,15 @@ def status_table(
 ) -> Iterator[str]:
     """``flume status`` for a person: one row a place, fitted to ``width`` columns.
 
-    With no width (output to a file or a pipe) every row is one whole line, as wide as it needs.
-    A terminal too narrow for the whole table gets a narrower one: the kind goes (the place's
-    name holds it), stage and phase share a column, and the places are listed under their
-    repository instead of beside it.
+    :func:`flume.cli.statusview.status_table` of the views as plain data (None: unbounded).
     """
-    if not views and not unreadable:
-        yield "no places: launch one with flume launch"
-        return
-    wide = places_table(
-        [
-            Column("place", whole=False),
-            Column("kind"),
-            Column("stage"),
-            Column("phase"),
-            Column("agent"),
-            Column("deliverable"),
-            Column("submission"),
-            Column("tasks"),
-            Column("repository", whole=False),
-        ],
-        [
-            [
-                view.place,
-                view.kind,
-                _stage(view),
-                _phase(view),
-                view.agent.value,
-                "yes" if view.deliverable_exists else "no",
-                view.submission,
-                _tasks(view),
-                view.repository,
-            ]
-            for view in views
-        ],
-    )
-    if views and (width is None or width_of(wide) <= width):
-        yield from lines_of(wide, width)
-    else:
-        for repository in dict.fromkeys(view.repository for view in views):
-            yield from lines_of(Text(f"{repository}:", overflow="fold"), width)
-            narrow = places_table(
-                [
-                    Column("place", whole=False),
-                    Column("stage"),
-                    Column("agent"),
-                    Column("deliverable"),
-                    Column("submission"),
-                    Column("tasks"),
-                ],
-                [
-                    [
-                        view.place,
-                        f"{_stage(view)} {_phase(view)}",
-                        view.agent.value,
-                        "yes" if view.deliverable_exists else "no",
-                        view.submission,
-                        _tasks(view),
-                    ]
-                    for view in views
-                    if view.repository == repository
-                ],
-            )
-            yield from lines_of(narrow, width)
-    yield from waiting_lines(views)
-    for journal, problem in unreadable:
-        yield f"unreadable journal {journal}: {problem}"
-
-
-#: How many lines of a stage's words ``flume status`` shows under its table.
-_WORDS_SHOWN = 10
+    plain = [codec().unstructure(view) for view in views]
+    return statusview.status_table(plain, unreadable, width=width)
 
 
 def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
-    """What waits on the caller, under the status table: words of short stages, stages on hold.
-
-    A stage that stopped short shows its cause and its words (R8: "the words reach whoever
-    waits on the stage"); a stage that waits on the caller's word names the command that
-    releases it.
-    """
-    for view in views:
-        if view.life not in {Life.MAKING, Life.ACTIVE}:
-            continue
-        where = f"{view.place} {view.stage}"
-        if view.short_cause is not None:
-            lines = (view.needs or "").strip().splitlines() or [""]
-            yield f"{where}: stopped short ({view.short_cause}): {lines[0]}".rstrip()
-            yield from (f"    {line}".rstrip() for line in lines[1:_WORDS_SHOWN])
-            if len(lines) > _WORDS_SHOWN:
-                yield (
-                    f"    ... {len(lines) - _WORDS_SHOWN} more lines "
-                    f"(flume status {view.place} --json shows them all)"
-                )
-        if view.waits_on_caller:
-            yield f"{where}: waits on your word; flume proceed {view.place} releases it"
-        if view.submission == "checks-failed" and view.submission_note:
-            yield f"{where}: the submission's checks failed: {view.submission_note}"
+    """What waits on the caller, under the status table: words of short stages, stages on hold."""
+    return statusview.waiting_lines([codec().unstructure(view) for view in views])
 
 
 def _name(place: Place) -> str:
@@ -402,7 +255,7 @@ def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
     document = {
         "format": FORMAT,
         "dry_run": dry_run,
-        "places": [converter.unstructure(outcome) for outcome in outcomes],
+        "places": [codec().unstructure(outcome) for outcome in outcomes],
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
 

@@ -9,7 +9,6 @@ rules, applied here without running git).
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable
 
@@ -17,32 +16,19 @@ import attrs
 from pyrsistent import pset, pvector
 from pyrsistent.typing import PSet, PVector
 
+# The choices and the text checks are re-exported: a launch is where they were always found.
+from flume.core.choices import AgentName as AgentName  # noqa: PLC0414
+from flume.core.choices import Panes as Panes  # noqa: PLC0414
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import Kind, check_kind, steps
+from flume.core.text import MAX_BRIEF_BYTES as MAX_BRIEF_BYTES  # noqa: PLC0414
+from flume.core.text import control_character as control_character  # noqa: PLC0414
 
-#: "brief non-empty, at most 1 MiB", counted in UTF-8 bytes.
-MAX_BRIEF_BYTES = 1024 * 1024
 MAX_NAME = 64
 #: A printed agent gets its prompt as one argument (Linux takes at most 128 KiB in one); the
 #: prompt's own text around the brief fits in what is left.
 MAX_PRINTED_BRIEF_BYTES = 100 * 1024
-
-
-class AgentName(enum.Enum):
-    """The agents flume can start in a place."""
-
-    CLAUDE = "claude"  #: Claude Code, the default
-    CODEX = "codex"  #: OpenAI's Codex CLI
-    TEST = "test"  #: flume's scripted test agent (flume.testing)
-
-
-class Panes(enum.Enum):
-    """Where a stage's agent runs (R4: "in a pane, or as a command flume prints for you")."""
-
-    TMUX = "tmux"  #: a window of flume's own tmux server, one per place
-    PRINT = "print"  #: a command flume writes down for you to run in a terminal of your own
-    HERDR = "herdr"  #: a tab of the running herdr server, one per place (its socket API)
 
 
 @attrs.frozen(kw_only=True)
@@ -97,22 +83,6 @@ _NAME_MEND = (
 
 def _is_control(char: str) -> bool:
     return ord(char) < 0x20 or ord(char) == 0x7F
-
-
-#: Control characters text pasted into an agent may not hold: tab, newline and carriage return
-#: are text; the rest are keys (an ESC could end the bracketed paste early, and what followed it
-#: would arrive as typed keys, Enter included).
-_KEYS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def control_character(text: str) -> str | None:
-    r"""The first control character in text meant for an agent, as ``\\xNN``; None if none.
-
-    The caller's words reach an agent by bracketed paste (R6), where a control character would
-    be taken as a key.
-    """
-    found = _KEYS.search(text)
-    return None if found is None else f"\\x{ord(found.group()):02x}"
 
 
 #: Each check: a test the name fails, and what to say of it.

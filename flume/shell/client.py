@@ -1,24 +1,21 @@
 """Talking to the supervisor: find it, start it when it is not running, ask it things.
 
 The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
-back (``ping``, ``wake``, ``status``, ``stop``). A command that needs the supervisor calls
-:func:`ensure`, which starts one, detached, when none answers; a command that only reads
-journals (``flume status``) never starts one.
+back (``ping``, ``wake``, ``status``, ``survey``, ``stop``). A command that needs the supervisor
+calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
+(``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
+never starts one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from flume.shell import lines, places
+from flume.shell import lines, registry
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -26,9 +23,13 @@ _MAX_SOCKET_PATH = 100
 
 def socket_path() -> Path:
     """Where the supervisor of this state directory listens."""
-    preferred = places.state_dir() / "supervisor.sock"
+    preferred = registry.state_dir() / "supervisor.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
         return preferred
+    # Imported here, as in start(): asking the supervisor (flume status) loads no more.
+    import hashlib  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
     digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
 
@@ -66,16 +67,19 @@ def alive(pid: int) -> bool:
 
 def stopped_path() -> Path:
     """Where the last ``daemon stop`` left the time it was asked."""
-    return places.state_dir() / "supervisor.stopped"
+    return registry.state_dir() / "supervisor.stopped"
 
 
 def log_path() -> Path:
     """Where a started supervisor writes what it has to say."""
-    return places.state_dir() / "supervisor.log"
+    return registry.state_dir() / "supervisor.log"
 
 
 def start() -> None:
     """Start a supervisor, detached from this process and its terminal."""
+    import subprocess  # noqa: PLC0415 (only a start runs a process)
+    import sys  # noqa: PLC0415
+
     log = log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as output:

@@ -23,71 +23,24 @@ from flume.core.delivery import render_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, WorkName
 from flume.core.kinds import steps
-from flume.core.launch import MAX_BRIEF_BYTES, Launch, control_character
+from flume.core.launch import Launch
 from flume.core.observations import Launched, Observation
 from flume.core.place import evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
 from flume.shell import config, git, places
+
+# Re-exported: the caller's commands are where they were always found.
+from flume.shell.asked import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
+from flume.shell.asked import checked_text as checked_text  # noqa: PLC0414
+from flume.shell.asked import decoded as decoded  # noqa: PLC0414
+from flume.shell.asked import outside
 from flume.shell.journal import JournalError
 
-#: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
-MAX_TEXT_BYTES = MAX_BRIEF_BYTES
 #: The environment variable that names the session of the agent running a command.
 SESSION_VARIABLE = "FLUME_SESSION"
 #: The repository ``flume prompt`` shows when it is given none and the folder is in none.
 STAND_IN_REPOSITORY = "/path/to/repository"
-
-
-def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
-    """The caller's words, if they can be carried; else a :class:`UsageError` (exit 2).
-
-    Words go into the journal and, pasted literally, into an agent's input: they must be text
-    (no lone surrogates, which is what undecodable bytes become), hold no NUL or other control
-    character but tab and line breaks (an ESC could end the paste and type keys), and weigh at
-    most 1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
-    """
-    if not empty_ok and not text.strip():
-        raise UsageError.one(field, f"the {field} is empty", f"give the {field} as text")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as error:
-        raise UsageError.one(
-            field,
-            f"the {field} is not UTF-8 text (it holds bytes that are not characters)",
-            f"give the {field} as UTF-8 text",
-        ) from error
-    if "\0" in text:
-        raise UsageError.one(
-            field, f"the {field} holds a NUL character", "leave out the NUL (\\0) bytes"
-        )
-    control = control_character(text)
-    if control is not None:
-        raise UsageError.one(
-            field,
-            f"the {field} holds the control character {control}, which the agent would take "
-            "as a key, not text",
-            "leave it out; tabs and line breaks are fine",
-        )
-    if size > MAX_TEXT_BYTES:
-        raise UsageError.one(
-            field,
-            f"the {field} is {size} bytes, over the limit of {MAX_TEXT_BYTES} (1 MiB)",
-            "shorten it, or point to a file in the repository",
-        )
-    return text
-
-
-def decoded(field: str, data: bytes) -> str:
-    """Bytes read from stdin as UTF-8 text; a :class:`UsageError` (exit 2) when they are not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise UsageError.one(
-            field,
-            f"the {field} on stdin is not UTF-8 text ({error.reason} at byte {error.start})",
-            f"give the {field} as UTF-8 text",
-        ) from error
 
 
 def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None:
@@ -131,28 +84,23 @@ def place_here(cwd: Path, settings: Settings) -> places.Found:
 
     Raises :class:`UsageError` (exit 2) naming ``cwd`` when it is in no place flume made.
     """
-    outside = UsageError.one(
-        "place",
-        f"{cwd} is not inside a place flume made",
-        "run it inside a place flume made (<repository>/places/<kind>--<name>), "
-        "as the agent of its stage does",
-    )
+    outside_here = outside(cwd)
     top = git.toplevel(cwd) if cwd.is_dir() else None
     if top is None:
-        raise outside
+        raise outside_here
     try:
         repository = git.main_worktree(cwd).resolve()
     except git.GitError as error:
-        raise outside from error
+        raise outside_here from error
     top = top.resolve()
     if top.parent != repository / "places":
-        raise outside
+        raise outside_here
     try:
         found = places.find(top.name, repository, settings)
     except UsageError as error:
-        raise outside from error
+        raise outside_here from error
     if found.place is not None and Path(found.place.path).resolve() != top:
-        raise outside
+        raise outside_here
     return found
 
 

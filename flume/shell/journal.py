@@ -1,25 +1,25 @@
 """The one cattrs converter, the journal's line codec, and journal files.
 
 Every core value goes to plain data (JSON-ready dicts, lists, strings, numbers) and back through
-:data:`converter`. Unions of records are tagged with ``"type"``, the class's name; pyrsistent
-collections become lists and dicts. The journal and ``status --json`` both speak this form, so
-it is versioned with :data:`FORMAT`.
+:func:`codec`, the converter (also ``journal.converter``). Unions of records are tagged with
+``"type"``, the class's name; pyrsistent collections become lists and dicts. The journal and
+``status --json`` both speak this form, so it is versioned with :data:`FORMAT`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.strategies import configure_tagged_union
 from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
@@ -29,8 +29,8 @@ from flume.core.kinds import Block, Deliverable
 from flume.core.observations import Observation
 from flume.core.place import StagePhase
 
-#: The version of the plain-data form; bumped on any change a reader must know about.
-FORMAT = 1
+# The version of the plain-data form, re-exported: it was always found here.
+from flume.shell.registry import FORMAT as FORMAT  # noqa: PLC0414
 
 
 def _is(origin: type) -> Callable[[Any], bool]:
@@ -82,10 +82,40 @@ def _make_converter() -> cattrs.Converter:
         lambda kind: get_origin(kind) in collections or kind in collections,
         unstructure_collection,
     )
-    # Inner unions first: an outer union's hooks are built with the inner ones in place.
-    for union in (Deliverable, Block, StagePhase, Observation, Action):
-        configure_tagged_union(union, made, tag_name="type")
+    for union in UNIONS:
+        _tag_union(union, made)
     return made
+
+
+#: The unions of records, each tagged with ``"type"``: its member's class name.
+UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Observation, Action)
+
+
+def _tag_union(union: Any, made: cattrs.Converter) -> None:
+    """What cattrs' ``configure_tagged_union(union, made, tag_name="type")`` does, lazily.
+
+    cattrs' strategy generates the code of every member's hooks at once, well over a hundred
+    classes, which is most of what building the converter costs; here each member's hooks are
+    generated when a value of it is first met (cattrs keeps them). The data is the same: the
+    member's own fields, then ``"type"``.
+    """
+    members: dict[type, str] = {member: member.__name__ for member in union.__args__}
+    by_tag = {tag: member for member, tag in members.items()}
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        member = value.__class__
+        tag = members[member]
+        data: dict[str, Any] = made.get_unstructure_hook(member)(value)
+        data["type"] = tag
+        return data
+
+    def structure(value: Any, _: Any) -> Any:
+        value = value.copy()
+        member = by_tag[value.pop("type")]
+        return made.get_structure_hook(member)(value, member)
+
+    made.register_unstructure_hook(union, unstructure)
+    made.register_structure_hook(union, structure)
 
 
 def _ordered(value: Any) -> list[Any]:
@@ -95,14 +125,33 @@ def _ordered(value: Any) -> list[Any]:
     return list(value)
 
 
-#: The one converter flume uses: cattrs lives in the shell only, never in the core.
-converter = _make_converter()
+@functools.cache
+def codec() -> cattrs.Converter:
+    """The one converter flume uses (cattrs lives in the shell only), built on first use.
+
+    Building it takes longer than most commands' work, so a command that reads or writes no
+    journal and no JSON (``flume --help``) never does.
+    """
+    return _make_converter()
+
+
+if TYPE_CHECKING:
+    #: :func:`codec`'s converter, as an attribute: ``journal.converter``.
+    converter: cattrs.Converter
+
+
+def __getattr__(name: str) -> object:
+    """``converter``: the one converter, built when first asked for (PEP 562)."""
+    if name == "converter":
+        return codec()
+    message = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(message)
 
 
 def encode(seen: Observation) -> str:
     """One journal line (without its newline) for an observation."""
     return json.dumps(
-        converter.unstructure(seen, Observation),
+        codec().unstructure(seen, Observation),
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -112,7 +161,7 @@ def decode(line: str) -> Observation:
     """The observation a journal line holds; raises ``ValueError`` on a line that is not one."""
     try:
         data = json.loads(line)
-        return converter.structure(data, Observation)  # type: ignore[arg-type]
+        return codec().structure(data, Observation)  # type: ignore[arg-type]
     except cattrs.BaseValidationError as error:
         message = f"not a journal line: {'; '.join(cattrs.transform_error(error))}"
         raise ValueError(message) from error

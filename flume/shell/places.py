@@ -24,18 +24,12 @@ from flume.core.step import Decision, replay, step
 from flume.shell import git
 from flume.shell.journal import JournalError, locked, read
 
+# Re-exported: they were always found here.
+from flume.shell.registry import registry_path as registry_path  # noqa: PLC0414
+from flume.shell.registry import remembered as remembered  # noqa: PLC0414
+from flume.shell.registry import state_dir as state_dir  # noqa: PLC0414
+
 JOURNAL = "journal.jsonl"
-
-
-def state_dir() -> Path:
-    """The XDG state directory where flume keeps its own files."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "flume"
-
-
-def registry_path() -> Path:
-    """The file that lists the repositories with places."""
-    return state_dir() / "repositories"
 
 
 def remember(repository: Path) -> None:
@@ -50,15 +44,6 @@ def remember(repository: Path) -> None:
             file.write(line)
             file.flush()
             os.fsync(file.fileno())
-
-
-def remembered() -> list[Path]:
-    """Every registered repository that is still there."""
-    try:
-        lines = registry_path().read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    return [Path(line) for line in dict.fromkeys(lines) if line and Path(line).is_dir()]
 
 
 def repository_of(path: Path) -> Path:

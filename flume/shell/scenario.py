@@ -36,7 +36,7 @@ from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
 from flume.core.settings import Settings
 from flume.shell.declared import parse_kind
-from flume.shell.journal import converter
+from flume.shell.journal import codec
 
 _TYPES = {kind.__name__: kind for kind in OBSERVATION_TYPES if kind is not Launched}
 _SEEN_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*seen[ \t]*\]\]", re.MULTILINE)
@@ -155,7 +155,7 @@ def load(path: Path) -> Scenario:
 def _settings(path: Path, table: object) -> Settings:
     mend = "give quiet_seconds, confirm_seconds and ready_seconds as numbers of seconds, >= 0"
     try:
-        settings = converter.structure(table, Settings)
+        settings = codec().structure(table, Settings)
     except (cattrs.BaseValidationError, TypeError, ValueError) as error:
         raise _bad(
             path,
@@ -300,7 +300,7 @@ def _observation(path: Path, line: int | None, number: int, table: object) -> Ob
             path, line, f"seen {number} ({kind}): {error}", "give its time in seconds"
         ) from error
     try:
-        return converter.structure(table, Observation)  # type: ignore[arg-type]
+        return codec().structure(table, Observation)  # type: ignore[arg-type]
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as error:
         raise _bad(
             path,

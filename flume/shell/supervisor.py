@@ -50,6 +50,7 @@ from flume.core.ids import Instant
 from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
+from flume.core.status import status as core_status
 from flume.core.step import pending, step
 from flume.shell import client, git, herdr, journal, lines, openspec, places, tmux
 from flume.shell.agents import Agents
@@ -367,6 +368,62 @@ class Supervisor:
             if each is not None:
                 each.busy = False
 
+    def survey(self) -> dict[str, Any]:
+        """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
+
+        The journals are read up to their ends first, so a line a command has just written is
+        in it, as it would be had the command read the journals itself. Places and journals come
+        in the order a reading of the journals gives (repository by repository, as registered,
+        then by name), and a journal not followed whole is read as that reading would read it,
+        so the answer is the same as :func:`flume.api.survey`'s with a supervisor running.
+        Beside ``format``, ``places`` and ``unreadable``: ``torn``, the journals whose last line a
+        crash cut short, and ``repositories``, those looked in.
+        """
+        self._discover()
+        self._read_all()
+        views: list[dict[str, Any]] = []
+        unreadable: list[dict[str, str]] = []
+        torn: list[str] = []
+        repositories = places.remembered()
+        for repository in repositories:
+            folder = self._journals_dirs.get(repository)
+            found = [
+                each
+                for path, each in sorted(self.followed.items())
+                if folder is not None and path.parent.parent == folder and path.is_file()
+            ]
+            for each in found if folder is not None else [None]:
+                if each is not None and each.place is not None and not each.problem:
+                    views.append(journal.codec().unstructure(core_status(each.place)))
+                    if self._torn(each):
+                        torn.append(str(each.journal))
+                    continue
+                # Not followed whole (or no journals folder): read as status reads it.
+                only = each.journal.parent.name if each is not None else None
+                for read in places.places_of(repository, self.settings, only=only):
+                    if read.place is None:
+                        problem = read.problem or "unreadable"
+                        unreadable.append({"journal": str(read.journal), "problem": problem})
+                        continue
+                    views.append(journal.codec().unstructure(core_status(read.place)))
+                    if read.torn:
+                        torn.append(str(read.journal))
+        return {
+            "format": journal.FORMAT,
+            "places": views,
+            "unreadable": unreadable,
+            "torn": torn,
+            "repositories": [str(repository) for repository in repositories],
+        }
+
+    @staticmethod
+    def _torn(each: Followed) -> bool:
+        """The journal goes on past its last whole line: a line cut short by a crash."""
+        try:
+            return each.journal.stat().st_size > each.offset
+        except FileNotFoundError:
+            return False
+
     def report(self) -> dict[str, Any]:
         """What ``flume daemon status`` shows."""
         lives = collections.Counter(
@@ -541,6 +598,8 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
             reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             if op == "status":
                 reply.update(supervisor.report())
+            elif op == "survey":
+                reply.update(supervisor.survey())
             elif op == "stop":
                 stop = True
                 client.stopped_path().write_text(f"{time.time()!r}\n")

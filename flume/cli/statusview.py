@@ -1,0 +1,268 @@
+"""``flume status`` printed from its plain data: the form ``status --json`` prints.
+
+The places come as the dicts the journal's converter makes of each place's status view
+(docs/status.md), whether this process read the journals or the supervisor answered: so a status
+the supervisor answers needs neither the core nor the converter here. The table fits the terminal
+(:func:`status_table`) and is the one rich draws (:func:`places_table`); when every cell is plain
+printable ASCII and the table fits unnarrowed, it is written out directly, exactly as rich would,
+since rich takes longer to draw 200 rows than the whole command may take. Anything else (wide or
+markup characters, a table rich must narrow) is drawn by rich itself.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod, RenderableType
+    from rich.table import Table
+    from rich.text import Text
+
+#: Wide enough for any row: output that is no terminal's is never wrapped or cut.
+UNBOUNDED = 10_000
+#: The lives whose stages still run: the words under the table are for them.
+_RUNNING = frozenset({"making", "active"})
+#: How many lines of a stage's words ``flume status`` shows under its table.
+WORDS_SHOWN = 10
+#: Cells drawn directly: printable ASCII, without rich's markup and emoji marks or its escape.
+_PLAIN = re.compile(r"[ -~]*")
+_NOT_PLAIN = re.compile(r"[\[\]:\\]")
+
+View = Mapping[str, Any]
+
+
+def status_json(document: Mapping[str, Any]) -> str:
+    """``flume status --json``: format 1, documented in docs/status.md."""
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+class Column(NamedTuple):
+    """A column of a table of places."""
+
+    heading: str
+    #: A state or a number: its words are never cut (it wraps at spaces only, if at all).
+    whole: bool = True
+    justify: JustifyMethod = "left"
+
+
+#: ``flume status``'s columns, when the terminal holds them all.
+WIDE = (
+    Column("place", whole=False),
+    Column("kind"),
+    Column("stage"),
+    Column("phase"),
+    Column("agent"),
+    Column("deliverable"),
+    Column("submission"),
+    Column("tasks"),
+    Column("repository", whole=False),
+)
+#: Its columns when it does not: the kind goes, stage and phase share a column.
+NARROW = (
+    Column("place", whole=False),
+    Column("stage"),
+    Column("agent"),
+    Column("deliverable"),
+    Column("submission"),
+    Column("tasks"),
+)
+
+
+def _stage(view: View) -> str:
+    return f"{view['stage']}#{view['attempt']}"
+
+
+def _phase(view: View) -> str:
+    return str(view["phase"]) + (f" ({view['short_cause']})" if view["short_cause"] else "")
+
+
+def _tasks(view: View) -> str:
+    tasks = view["tasks"]
+    return (f"{tasks[0]}/{tasks[1]}" if tasks else "") + (
+        " (not validated)" if view["validation"] == "skipped" else ""
+    )
+
+
+def _deliverable(view: View) -> str:
+    return "yes" if view["deliverable_exists"] else "no"
+
+
+def cells(view: View) -> list[str]:
+    """One place's row of the wide table."""
+    return [
+        view["place"],
+        view["kind"],
+        _stage(view),
+        _phase(view),
+        view["agent"],
+        _deliverable(view),
+        view["submission"],
+        _tasks(view),
+        view["repository"],
+    ]
+
+
+def narrow_cells(view: View) -> list[str]:
+    """One place's row of the narrow table."""
+    return [
+        view["place"],
+        f"{_stage(view)} {_phase(view)}",
+        view["agent"],
+        _deliverable(view),
+        view["submission"],
+        _tasks(view),
+    ]
+
+
+def status_table(
+    views: Sequence[View], unreadable: Iterable[Sequence[str]], *, width: int | None = None
+) -> Iterator[str]:
+    """``flume status`` for a person: one row a place, fitted to ``width`` columns.
+
+    With no width (output to a file or a pipe) every row is one whole line, as wide as it needs.
+    A terminal too narrow for the whole table gets a narrower one: the kind goes (the place's
+    name holds it), stage and phase share a column, and the places are listed under their
+    repository instead of beside it. Then what waits on the caller.
+    """
+    unreadable = list(unreadable)
+    if not views and not unreadable:
+        yield "no places: launch one with flume launch"
+        return
+    wide = table(WIDE, [cells(view) for view in views], width)
+    if views and wide is not None:
+        yield from wide
+    else:
+        for repository in dict.fromkeys(view["repository"] for view in views):
+            yield from heading_lines(repository, width)
+            rows = [narrow_cells(view) for view in views if view["repository"] == repository]
+            yield from table(NARROW, rows, width) or lines_of(places_table(NARROW, rows), width)
+    yield from waiting_lines(views)
+    for journal, problem in unreadable:
+        yield f"unreadable journal {journal}: {problem}"
+
+
+def heading_lines(repository: str, width: int | None) -> list[str]:
+    """The line naming ``repository`` above its narrow table, folded as rich folds it."""
+    heading = f"{repository}:"
+    # One colon makes no emoji code: the repository's own characters decide.
+    if _plain(repository) and len(heading) <= (width or UNBOUNDED) and heading.strip() != ":":
+        return [heading.rstrip()]
+    return list(lines_of(_folding(heading), width))
+
+
+def _plain(cell: str) -> bool:
+    """Whether rich draws ``cell`` as its characters, one column each."""
+    return bool(_PLAIN.fullmatch(cell)) and not _NOT_PLAIN.search(cell)
+
+
+def table(columns: Sequence[Column], rows: list[list[str]], width: int | None) -> list[str] | None:
+    """The table's lines as rich draws them ``width`` columns wide; None if it must be narrowed.
+
+    Written out directly when every cell is plain (:func:`_plain`): each column as wide as its
+    widest cell, two spaces between columns, a rule under the headings; lines right-trimmed,
+    blank ones left out. Otherwise drawn by rich.
+    """
+    headings = [column.heading for column in columns]
+    widths = [len(heading) for heading in headings]
+    for row in rows:
+        for column, cell in enumerate(row):
+            widths[column] = max(widths[column], len(cell))
+    whole = sum(widths) + 2 * (len(widths) - 1)
+    plain = all(_plain(cell) for row in rows for cell in row)
+    if plain and width is not None and whole > width:
+        return None  # as wide as rich measures it: rich would narrow it
+    if not plain or whole > UNBOUNDED:
+        by_rich = places_table(columns, rows)
+        if width is not None and width_of(by_rich) > width:
+            return None
+        return list(lines_of(by_rich, width))
+
+    def line(row: Sequence[str]) -> str:
+        padded = (
+            cell.rjust(size) if column.justify == "right" else cell.ljust(size)
+            for cell, size, column in zip(row, widths, columns, strict=True)
+        )
+        return "  ".join(padded).rstrip()
+
+    drawn = [line(headings), "─" * whole, *(line(row) for row in rows)]
+    return [each for each in drawn if each.strip()]
+
+
+def places_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]) -> Table:
+    """A table of places: a whole column is at least as wide as its longest word, a name folds.
+
+    When the table is wider than the terminal, rich narrows the columns that may fold (names,
+    paths) and wraps whole columns at spaces: a state is never cut to ``wa…``.
+    """
+    from rich import box
+    from rich.table import Table
+
+    drawn = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for number, column in enumerate(columns):
+        texts = [column.heading, *(str(row[number]) for row in rows)]
+        longest = max((len(word) for text in texts for word in text.split()), default=0)
+        drawn.add_column(
+            column.heading,
+            justify=column.justify,
+            overflow="fold",
+            min_width=longest if column.whole else None,
+            # A whole column of single words is never narrowed; one of several words wraps.
+            no_wrap=column.whole and not any(" " in text.strip() for text in texts),
+        )
+    for row in rows:
+        drawn.add_row(*row)
+    return drawn
+
+
+def _folding(text: str) -> Text:
+    from rich.text import Text
+
+    return Text(text, overflow="fold")
+
+
+def width_of(renderable: RenderableType) -> int:
+    """How many columns ``renderable`` takes when nothing narrows it."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=UNBOUNDED, file=io.StringIO())
+    return Measurement.get(console, console.options, renderable).maximum
+
+
+def lines_of(renderable: RenderableType, width: int | None) -> Iterator[str]:
+    """``renderable`` as plain text lines, drawn ``width`` columns wide (None: unbounded)."""
+    from rich.console import Console
+
+    console = Console(width=width or UNBOUNDED, record=True, file=io.StringIO())
+    console.print(renderable)
+    yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
+
+
+def waiting_lines(views: Sequence[View]) -> Iterator[str]:
+    """What waits on the caller, under the status table: words of short stages, stages on hold.
+
+    A stage that stopped short shows its cause and its words (R8: "the words reach whoever
+    waits on the stage"); a stage that waits on the caller's word names the command that
+    releases it.
+    """
+    for view in views:
+        if view["life"] not in _RUNNING:
+            continue
+        where = f"{view['place']} {view['stage']}"
+        if view["short_cause"] is not None:
+            lines = (view["needs"] or "").strip().splitlines() or [""]
+            yield f"{where}: stopped short ({view['short_cause']}): {lines[0]}".rstrip()
+            yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
+            if len(lines) > WORDS_SHOWN:
+                yield (
+                    f"    ... {len(lines) - WORDS_SHOWN} more lines "
+                    f"(flume status {view['place']} --json shows them all)"
+                )
+        if view["waits_on_caller"]:
+            yield f"{where}: waits on your word; flume proceed {view['place']} releases it"
+        if view["submission"] == "checks-failed" and view["submission_note"]:
+            yield f"{where}: the submission's checks failed: {view['submission_note']}"

@@ -1,0 +1,97 @@
+"""What a command imports: ``flume --help`` loads none of the heavy libraries (bench/cli.py).
+
+A test of what is imported, not of time: each command is run in a fresh interpreter of its own,
+which then prints the modules loaded. Timing is bench/cli.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "fix-clean.toml"
+
+#: What ``--help`` must not load: each costs a command tens of milliseconds.
+HEAVY = ("plumbum", "cattrs", "rich.markdown", "rich", "mcp", "flume.api", "flume.shell.journal")
+
+_PROBE = """
+import json, sys
+sys.argv = ["flume", *json.loads(sys.argv[1])]
+from flume.cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+journal = sys.modules.get("flume.shell.journal")
+codec = getattr(journal, "codec", None)
+built = journal is not None and (
+    "converter" in vars(journal) or (codec is not None and codec.cache_info().currsize > 0)
+)
+print(json.dumps({"modules": sorted(sys.modules), "converter_built": built}), file=sys.stderr)
+"""
+
+
+def loaded(*argv: str, state: Path | None = None, cwd: Path | None = None) -> tuple[set[str], bool]:
+    """The modules ``flume argv`` loaded, and whether the journal's converter was built."""
+    environment = dict(os.environ)
+    if state is not None:
+        environment["XDG_STATE_HOME"] = str(state)
+    ran = subprocess.run(  # noqa: S603 (our own interpreter and probe)
+        [sys.executable, "-c", _PROBE, json.dumps(argv)],
+        env=environment,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(ran.stderr.strip().splitlines()[-1])
+    return set(found["modules"]), found["converter_built"]
+
+
+def test_help_imports_none_of_the_heavy_libraries() -> None:
+    """``flume --help`` builds no converter and loads no plumbum, cattrs, rich, mcp or api."""
+    modules, converter_built = loaded("--help")
+    assert "flume.cli.app" in modules  # the probe ran the CLI
+    assert not converter_built
+    for heavy in HEAVY:
+        assert heavy not in modules, f"flume --help imported {heavy}"
+
+
+def test_a_command_s_help_imports_none_either() -> None:
+    """``flume launch --help`` is answered from the option declarations alone."""
+    modules, converter_built = loaded("launch", "--help")
+    assert not converter_built
+    for heavy in HEAVY:
+        assert heavy not in modules, f"flume launch --help imported {heavy}"
+
+
+def test_status_with_no_places_reads_nothing_and_imports_none_either(tmp_path: Path) -> None:
+    """A host with no repository registered and no supervisor: status answers at once."""
+    modules, converter_built = loaded("status", state=tmp_path / "state")
+    assert not converter_built
+    for heavy in HEAVY:
+        assert heavy not in modules, f"flume status imported {heavy}"
+    modules, _ = loaded("status", "--json", state=tmp_path / "state")
+    assert "cattrs" not in modules
+    assert "flume.core.place" not in modules
+
+
+def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rules(
+    tmp_path: Path,
+) -> None:
+    """``flume submit`` and ``flume needs`` in a folder in no place: no git, codec or rules."""
+    for argv in (["submit"], ["needs", "the API key"]):
+        modules, converter_built = loaded(*argv, state=tmp_path / "state", cwd=tmp_path)
+        assert not converter_built
+        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.git"):
+            assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
+
+
+def test_the_probe_sees_what_a_command_does_import() -> None:
+    """The check can fail: ``flume simulate --json`` builds the converter, loading cattrs."""
+    modules, converter_built = loaded("simulate", "--json", str(SCENARIO))
+    assert converter_built
+    assert "cattrs" in modules

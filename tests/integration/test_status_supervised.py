@@ -1,0 +1,143 @@
+"""``flume status`` answered by the running supervisor is the status read from the journals.
+
+The supervisor answers from the places it follows (``survey``), with their journals read to
+their ends; the command then reads no journal. Both ways must print the same bytes, for every
+form and filter, damaged and torn journals included.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flume.cli.app import app
+from flume.core.ids import Instant
+from flume.core.observations import ChecksFailed, NeedsSaid
+from flume.core.settings import Settings
+from flume.shell import client, places
+from flume.shell.journal import append
+from flume.shell.perform import Performer
+from flume.shell.supervisor import Supervisor
+from tests.integration.test_status import place, repository
+
+runner = CliRunner()
+
+ASKED = [
+    [],
+    ["--json"],
+    ["--mark", "night"],
+    ["--mark", "night", "--json"],
+    ["fix--typo"],
+    ["fix--typo", "--json"],
+    ["fix--nowhere"],
+    ["fix--nowhere", "--json"],
+]
+
+
+def host_with_places(tmp_path: Path) -> None:
+    """Two repositories: live, waiting, short and failed places, a damaged and a torn journal."""
+    one = repository(tmp_path / "one")
+    two = repository(tmp_path / "two")
+    place(one, "fix", "typo", mark="night")
+    place(one, "change", "rate-limit", started=False)
+    short = place(two, "fix", "stuck")
+    append(short, NeedsSaid(at=Instant(5), words="Which file?\nThe one in docs?", session=None))
+    failed = place(two, "question", "why", mark="night")
+    append(failed, ChecksFailed(at=Instant(6), reason="pytest failed", output="1 failed"))
+    bad = place(two, "fix", "bad")
+    lines = bad.read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join(["garbage", *lines[1:]]) + "\n", encoding="utf-8")
+    torn = place(one, "fix", "torn")
+    with torn.open("ab") as file:
+        file.write(b'{"at":9.0,"type":"Tick"')
+
+
+def ran(args: list[str]) -> tuple[int, str, str]:
+    """``flume status args``: its exit status, stdout and stderr."""
+    result = runner.invoke(app, ["status", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_supervisor_s_answer_prints_what_the_journals_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every form and filter prints the same, answered or read; only the answer reads nothing."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    host_with_places(tmp_path)
+    supervisor = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
+    asked: list[str] = []
+    answering = True
+
+    def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
+        del timeout
+        asked.append(op)
+        if op == "survey" and answering:
+            # Through JSON, as over the socket.
+            return json.loads(json.dumps({"ok": True, "pid": 1, **supervisor.survey()}))
+        return {"ok": True, "pid": 1} if op == "ping" else None
+
+    monkeypatch.setattr(client, "request", request)
+    read_journals = places.places_of
+    for args in ASKED:
+        answering = True
+
+        def no_reading(*_args: object, **_kwargs: object) -> list[places.Found]:
+            message = "the command read a journal itself"
+            raise AssertionError(message)
+
+        # The command itself reads no journal: only the supervisor does (whose reads are
+        # let through while it answers).
+        answered = _answered(args, monkeypatch, read_journals, no_reading)
+        answering = False
+        monkeypatch.setattr(places, "places_of", read_journals)
+        read = ran(args)
+        assert answered == read, args
+    assert "survey" in asked
+    assert ran([])[1].count("\n") > 5  # the table, its words, the damaged journal
+
+
+def _answered(
+    args: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    read_journals: Any,
+    no_reading: Any,
+) -> tuple[int, str, str]:
+    """``flume status args`` with the command's own journal reads forbidden."""
+    original = client.request
+
+    def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
+        if op != "survey":
+            return original(op, timeout)
+        monkeypatch.setattr(places, "places_of", read_journals)
+        try:
+            return original(op, timeout)
+        finally:
+            monkeypatch.setattr(places, "places_of", no_reading)
+
+    monkeypatch.setattr(client, "request", request)
+    monkeypatch.setattr(places, "places_of", no_reading)
+    try:
+        return ran(args)
+    finally:
+        monkeypatch.setattr(client, "request", original)
+        monkeypatch.setattr(places, "places_of", read_journals)
+
+
+def test_a_running_supervisor_answers_status(host: Path) -> None:
+    """The daemon's answer over its socket: a damaged journal named, as the journals say."""
+    repo = repository(host / "repo")
+    bad = place(repo, "fix", "bad", started=False)
+    bad.write_text("garbage\n", encoding="utf-8")
+    read, read_text = ran(["--json"]), ran([])
+    assert client.ensure(wait=30.0) is not None
+    reply = client.request("survey")
+    assert reply is not None
+    assert [each["journal"] for each in reply["unreadable"]] == [str(bad)]
+    assert ran(["--json"]) == read
+    assert ran([]) == read_text
+    assert f"unreadable journal {bad}: " in read_text[1]
