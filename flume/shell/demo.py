@@ -31,6 +31,9 @@ SAMPLE = {
     "greet.py": 'def greeting() -> str:\n    return "hullo"\n',
     "test_greet.py": "import greet\n\n\ndef test_greeting():\n    assert greet.greeting()\n",
     "README.md": "# greet\n\nSays hello.\n",
+    # What the landing check writes (Python's bytecode cache) is no part of the work: a place
+    # holding untracked files is kept by tidy, as it should be.
+    ".gitignore": "__pycache__/\n",
     "openspec/specs/.gitkeep": "",
     "openspec/changes/archive/.gitkeep": "",
     ".flume.toml": (
