@@ -27,14 +27,16 @@ class Process:
 
     pid: int
     command: str
+    #: Its state folder (``XDG_STATE_HOME``) or HOME: which test's world it belongs to.
+    world: str = ""
 
     def __str__(self) -> str:
-        return f"pid {self.pid}: {self.command}"
+        return f"pid {self.pid}: {self.command}" + (f" (in {self.world})" if self.world else "")
 
 
-def carrying(mark: str) -> list[Process]:
-    """Live processes (not this one, no zombie) whose environment, command or cwd has ``mark``."""
-    wanted = mark.encode()
+def carrying(*marks: str) -> list[Process]:
+    """Live processes (not this one, no zombie) whose environment, command or cwd has a mark."""
+    wanted = [mark.encode() for mark in marks]
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -51,9 +53,9 @@ def carrying(mark: str) -> list[Process]:
                 cwd = b""
         except OSError:
             continue
-        if wanted in environment or wanted in command or wanted in cwd:
+        if any(mark in environment or mark in command or mark in cwd for mark in wanted):
             shown = command.replace(b"\0", b" ").decode(errors="replace").strip()
-            found.append(Process(pid=int(entry.name), command=shown))
+            found.append(Process(pid=int(entry.name), command=shown, world=_world(environment)))
     return found
 
 
@@ -64,9 +66,19 @@ def end(processes: list[Process]) -> None:
             os.kill(each.pid, signal.SIGKILL)
 
 
-def survivors(mark: str, *, grace: float) -> list[Process]:
-    """The processes carrying ``mark`` still alive after ``grace`` seconds (ones ending now end)."""
+def survivors(*marks: str, grace: float) -> list[Process]:
+    """The processes carrying a mark still alive after ``grace`` seconds (ones ending now end)."""
     deadline = time.monotonic() + grace
-    while (found := carrying(mark)) and time.monotonic() < deadline:
+    while (found := carrying(*marks)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return found
+
+
+def _world(environment: bytes) -> str:
+    """The state folder, else the HOME, an environment names."""
+    variables = dict(
+        entry.decode(errors="replace").partition("=")[::2]
+        for entry in environment.split(b"\0")
+        if b"=" in entry
+    )
+    return variables.get("XDG_STATE_HOME") or variables.get("HOME", "")
