@@ -106,6 +106,19 @@ def panes(host: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tmux]:
     try:
         yield tmux
     finally:
+        end_host(tmux)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def end_host(tmux: Tmux) -> None:
+    """Stop the host's supervisors and its tmux server, until neither comes back.
+
+    An agent still running in a pane can wake a supervisor anew (``flume submit``) after the
+    first was stopped; once the tmux server is gone, and its agents with it, that one is
+    stopped too.
+    """
+    for _ in range(5):
         stop_supervisor()
         tmux.kill_server()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not daemons_of(os.environ["XDG_STATE_HOME"]):
+            return
