@@ -18,6 +18,7 @@ import pytest
 
 from flume.shell import client
 from flume.shell.tmux import Tmux
+from tests import processes
 from tests.integration.places_kit import GIT_IDENTITY, Harness
 
 
@@ -44,6 +45,9 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield tmp_path
     finally:
         stop_supervisor()
+        # Anything else still pointing into the test's folder (its state, repositories, HOME)
+        # was started by the test and outlived it: ended here, as the run's end would fail it.
+        processes.end(processes.carrying(f"{tmp_path}/"))
 
 
 def stop_supervisor() -> None:
