@@ -6,6 +6,7 @@ folder), so what it leaves behind, folders or processes, is found there and nowh
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -16,9 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from flume.cli import board
+from flume.core.settings import Settings
+from flume.shell.events import Follower
 from tests import processes
 from tests.integration.agents_kit import wait_for
+from tests.integration.places_kit import launch_place, repository
 
 #: The places the demo launches, and what each one's story must tell.
 PLACES = ("fix--typo", "change--farewell")
@@ -142,3 +148,20 @@ def test_timeout_ends_the_demo_and_leaves_nothing(world: Path) -> None:
     )
     assert ran.returncode == 124, ran.stdout + ran.stderr  # timeout's: the time ran out
     assert left_in(world) == []
+
+
+def test_the_board_ends_once_the_demo_has_settled(host: Path) -> None:
+    """The board the demo draws stops after the look that found its ``until`` to hold."""
+    repo = repository(host / "repo")
+    launch_place(repo, "greet")
+    output = io.StringIO()
+    looks: list[int] = []
+
+    def until() -> bool:
+        looks.append(len(looks))
+        return len(looks) == 2
+
+    follower = Follower(Settings(), repository=repo)
+    board.watch(follower, Console(file=output, width=120), interval=0.01, where="r", until=until)
+    assert len(looks) == 2
+    assert "fix--greet" in output.getvalue()
