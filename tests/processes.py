@@ -66,12 +66,24 @@ def end(processes: list[Process]) -> None:
             os.kill(each.pid, signal.SIGKILL)
 
 
-def survivors(*marks: str, grace: float) -> list[Process]:
-    """The processes carrying a mark still alive after ``grace`` seconds (ones ending now end)."""
+def survivors(*marks: str, grace: float, settle: float = 0.5) -> list[Process]:
+    """The processes carrying a mark still alive after ``grace`` seconds (ones ending now end).
+
+    None is taken to be left only once none has been seen for ``settle`` seconds: a process
+    caught mid-exec shows neither its command line nor its environment for a moment.
+    """
     deadline = time.monotonic() + grace
-    while (found := carrying(*marks)) and time.monotonic() < deadline:
+    quiet_since = time.monotonic()
+    while True:
+        found = carrying(*marks)
+        now = time.monotonic()
+        if found:
+            quiet_since = now
+            if now >= deadline:
+                return found
+        elif now - quiet_since >= settle:
+            return []
         time.sleep(0.1)
-    return found
 
 
 def _world(environment: bytes) -> str:

@@ -21,6 +21,9 @@ from flume.shell.tmux import Tmux
 from tests import processes
 from tests.integration.places_kit import GIT_IDENTITY, Harness
 
+#: How long no supervisor must be seen before a host is taken to have none.
+_SETTLE_SECONDS = 0.5
+
 
 @pytest.fixture
 def woken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -53,18 +56,27 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def stop_supervisor() -> None:
     """Stop every supervisor of this host: asked first, then any left is killed.
 
-    One still starting, not yet listening, is found by its environment.
+    One still starting, not yet listening, is found by its environment. One that was only just
+    started can be caught mid-exec, its command line and environment not yet readable in /proc
+    (seen under load): so where a supervisor was asked for (its log exists), the look goes on
+    until none has been seen for :data:`_SETTLE_SECONDS`.
     """
     if client.request("stop", timeout=2.0) is not None:
         deadline = time.monotonic() + 30
         while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-    # Look again until none is left: one started as the test ended can still be coming up.
+    settle = _SETTLE_SECONDS if client.log_path().exists() else 0.0
     deadline = time.monotonic() + 5
-    while (left := daemons_of(os.environ["XDG_STATE_HOME"])) and time.monotonic() < deadline:
+    seen = time.monotonic()
+    while time.monotonic() < deadline:
+        left = daemons_of(os.environ["XDG_STATE_HOME"])
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if left:
+            seen = time.monotonic()
+        elif time.monotonic() - seen >= settle:
+            return
         time.sleep(0.05)
 
 
