@@ -1,18 +1,28 @@
-"""Test set-up: Hypothesis profiles, and a private HOME so no test touches the user's world.
+"""Test set-up: Hypothesis profiles, a private HOME, and no process left when the run ends.
+
+No test touches the user's world: HOME and the XDG folders are the run's own.
 
 Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine.
 Pick one with ``HYPOTHESIS_PROFILE`` (scripts/test sets ``ci`` under CI).
+
+Every process the run starts carries the run's tag in its environment (``FLUME_TEST_RUN``, set
+before any test); at the end of the run, any process still carrying it (or whose environment,
+command line or working directory points under the run's temporary folder) is reported, killed,
+and fails the run (tests/processes.py).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, is_hypothesis_test, settings
+
+from tests import processes, shared
 
 settings.register_profile("dev", max_examples=150, stateful_step_count=40, deadline=None)
 settings.register_profile(
@@ -95,3 +105,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         function = getattr(item, "obj", None)
         if function is not None and is_hypothesis_test(function):
             item.add_marker(pytest.mark.hypothesis)
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """Real Claude Code transcripts; the test is skipped without them (tests/shared.py)."""
+    return shared.corpus()
+
+
+#: This run's tag, carried by every process it starts.
+_RUN = uuid.uuid4().hex
+#: How long processes still ending at the run's end have to go.
+_GRACE_SECONDS = 10.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tag the run before anything starts: every process started from here on inherits it."""
+    del config
+    os.environ[processes.TAG] = _RUN
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run if any process it started outlived it (after the fixtures' own clean-up)."""
+    marks = [f"{processes.TAG}={_RUN}"]
+    # Where tmp_path folders are: a process started with an environment of its own shows it.
+    basetemp = getattr(getattr(session.config, "_tmp_path_factory", None), "_basetemp", None)
+    if basetemp is not None:
+        marks.append(f"{basetemp}/")
+    left = processes.survivors(*marks, grace=_GRACE_SECONDS)
+    if not left:
+        return
+    processes.end(left)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [
+        f"{len(left)} process(es) started by the tests outlived the run (killed now):",
+        *(f"  {each}" for each in left),
+    ]
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, red=True)
+        else:
+            print(line)  # noqa: T201 (no reporter to write with)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

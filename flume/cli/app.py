@@ -25,7 +25,6 @@ from flume.core.errors import UsageError
 if TYPE_CHECKING:
     from flume.core.errors import Problem
     from flume.core.ids import Instant
-    from flume.core.status import PlaceStatus
 
 app = typer.Typer(
     name="flume",
@@ -736,30 +735,17 @@ def demo(
     """Carry a fix and a change to landing, on a sample repository.
 
     Everything lives in a temporary folder: the repository, flume's state and supervisor, its
-    tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes.
+    tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes. In
+    a terminal the board of flume watch shows the work; piped, each event as flume events
+    prints it. Exits 0 only when both landed and were tidied; however it ends (Ctrl-C, SIGTERM,
+    a closed terminal), its supervisor is stopped and its folder removed.
     """
-    from flume.shell import demo as demo_world
+    # Imported here: only this command uses it.
+    from flume.cli import demo as demo_story
 
-    folder = demo_world.temporary()
-    typer.echo(f"flume demo in {folder}")
-
-    def show(view: PlaceStatus) -> None:
-        tasks = f", tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
-        typer.echo(
-            f"  {view.place:<18} {view.stage}#{view.attempt} {view.phase:<10} agent "
-            f"{view.agent.value:<8} deliverable {'yes' if view.deliverable_exists else 'no':<3} "
-            f"submission {view.submission}{tasks}"
-        )
-
-    try:
-        for line in demo_world.run(folder, show, seconds):
-            typer.echo(line)
-    finally:
-        demo_world.stop(folder)
-        if keep:
-            typer.echo(f"kept: {folder}")
-        else:
-            demo_world.remove(folder)
+    status = demo_story.run(keep=keep, seconds=seconds)
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command("mcp", cls=Command)

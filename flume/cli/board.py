@@ -183,15 +183,22 @@ class Keys:
         return not typed or b"q" in typed.lower()
 
 
-def watch(
+def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when to end)
     follower: Follower,
     console: Console,
     *,
     interval: float,
     where: str,
     clock: Callable[[], float] = time.time,
+    until: Callable[[], bool] | None = None,
 ) -> None:
-    """Show the board until q or Ctrl-C: redrawn in place, or printed anew on a dumb terminal."""
+    """Show the board until q or Ctrl-C: redrawn in place, or printed anew on a dumb terminal.
+
+    With ``until``, the board also ends once it holds, after the look that found it so.
+    """
+
+    def over() -> bool:
+        return until is not None and until()
 
     def look() -> tuple[list[Row], RenderableType]:
         now = clock()
@@ -211,7 +218,7 @@ def watch(
                     last = [row.key() for row in found]
                     console.print(drawn)
                     console.print()
-                if keys.quit_within(interval):
+                if over() or keys.quit_within(interval):
                     return
         with Live(
             look()[1],
@@ -220,7 +227,7 @@ def watch(
             redirect_stdout=False,
             redirect_stderr=False,
         ) as live:
-            while not keys.quit_within(interval):
+            while not over() and not keys.quit_within(interval):
                 live.update(look()[1], refresh=True)
 
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
 from flume.core.launch import AgentName, AgentSettings
-from flume.core.place import Life, Place, Short
+from flume.core.place import AwaitingWord, Life, Place, Short
 from flume.core.settings import Settings
-from flume.core.status import PlaceStatus, status
 from flume.shell import client, git, places
 from flume.shell import launch as shell_launch
+from flume.shell.events import Follower
 from flume.testing import scenario
 
 #: The sample repository's files: a greeting with a typo, its test, and flume's config.
@@ -31,6 +31,9 @@ SAMPLE = {
     "greet.py": 'def greeting() -> str:\n    return "hullo"\n',
     "test_greet.py": "import greet\n\n\ndef test_greeting():\n    assert greet.greeting()\n",
     "README.md": "# greet\n\nSays hello.\n",
+    # What the landing check writes (Python's bytecode cache) is no part of the work: a place
+    # holding untracked files is kept by tidy, as it should be.
+    ".gitignore": "__pycache__/\n",
     "openspec/specs/.gitkeep": "",
     "openspec/changes/archive/.gitkeep": "",
     ".flume.toml": (
@@ -38,6 +41,9 @@ SAMPLE = {
         "[timing]\nquiet = 1\nconfirm = 10\nready = 30\n"
     ),
 }
+
+#: The demo's places, as ``<kind>--<name>``.
+PLACES = ("change--farewell", "fix--typo")
 
 FIX_BRIEF = 'greeting() says "hullo"; it should say "hello".'
 CHANGE_BRIEF = "Add a farewell: farewell() returns a goodbye line, with a spec and a test."
@@ -67,35 +73,33 @@ def launch(repository: Path, kind: str, name: str, brief: str, script: Path) -> 
     shell_launch.launch(request, Settings(), time.time)
 
 
-def _done(place: Place) -> bool:
-    """Nothing more will happen without a caller: tidied, or a stage stopped short."""
-    return place.life is Life.TIDIED or isinstance(place.stage.phase, Short)
+def settled(place: Place) -> bool:
+    """Nothing more will happen to the place without a caller.
+
+    Tidied; or a stage stopped short or waiting on the caller's word; or finished or dropped
+    with no tidy wanted or under way (one ran and kept the place, or it never landed).
+    """
+    return (
+        place.life is Life.TIDIED
+        or isinstance(place.stage.phase, Short | AwaitingWord)
+        or (
+            place.life in {Life.FINISHED, Life.DROPPED}
+            and not place.tidy_wanted
+            and not place.tidying
+        )
+    )
 
 
-def follow(
-    repository: Path, *, deadline: float, show: Callable[[PlaceStatus], None]
-) -> tuple[PlaceStatus, ...]:
-    """Show each place's status when it changes, until each is tidied, short, or time is up."""
-    shown: dict[str, tuple[object, ...]] = {}
-    last: tuple[PlaceStatus, ...] = ()
-    while time.monotonic() < deadline:
-        # One read of the journals a look: the places, then their status.
-        found = [each.place for each in places.places_of(repository, Settings())]
-        last = tuple(status(place) for place in found if place is not None)
-        for view in last:
-            key = (view.stage, view.attempt, view.phase, view.agent, view.deliverable_exists,
-                   view.submission, view.tasks)  # fmt: skip
-            if shown.get(view.place) != key:
-                shown[view.place] = key
-                show(view)
-        if found and all(place is not None and _done(place) for place in found):
-            return last
-        time.sleep(0.2)
-    return last
+def all_settled(follower: Follower) -> bool:
+    """Both of the demo's places are read, and each has settled."""
+    found = [each.place for each in follower.places()]
+    return len(found) == len(PLACES) and all(
+        place is not None and settled(place) for place in found
+    )
 
 
-def run(folder: Path, show: Callable[[PlaceStatus], None], seconds: float) -> Iterator[str]:
-    """The demo, narrated: each line says what happens; ``show`` draws the places' status."""
+def start(folder: Path) -> Iterator[str]:
+    """Make the sample, launch the fix and the change, start the supervisor; narrated."""
     private_world(folder)
     repository = make_sample(folder)
     yield f"a sample repository at {repository}, with a typo in greet.py"
@@ -105,15 +109,47 @@ def run(folder: Path, show: Callable[[PlaceStatus], None], seconds: float) -> It
     yield f"launched change--farewell: {CHANGE_BRIEF}"
     client.ensure(wait=30)
     yield "the supervisor follows both; each stage runs a fresh test agent in flume's tmux server"
-    final = follow(repository, deadline=time.monotonic() + seconds, show=show)
+
+
+def repository_of(folder: Path) -> Path:
+    """The sample repository of the demo in ``folder``."""
+    return (folder / "greet").resolve()
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    """How the demo ended: what main holds, the places left, and whether it finished."""
+
+    lines: tuple[str, ...]
+    #: Both landed on main and both places were tidied.
+    finished: bool
+
+
+def summary(folder: Path) -> Summary:
+    """What main holds and which places are left; finished when both landed and were tidied."""
+    repository = repository_of(folder)
     log = git.run(repository, "log", "--oneline", "main")
-    yield "main now holds:"
-    yield from (f"  {line}" for line in log.out.strip().splitlines())
+    lines = ["main now holds:", *(f"  {line}" for line in log.out.strip().splitlines())]
+    found = {
+        each.journal.parent.name: each.place
+        for each in places.places_of(repository, Settings())
+        if each.place is not None
+    }
+    tidied = sorted(name for name, place in found.items() if place.life is Life.TIDIED)
+    landed = sorted(name for name, place in found.items() if place.landed_at is not None)
     folder_of_places = repository / "places"
     left = sorted(p.name for p in folder_of_places.glob("*")) if folder_of_places.exists() else []
-    yield f"places left: {', '.join(left) if left else 'none (tidied)'}"
-    if not all(view.phase == "tidied" for view in final):
-        yield "not everything finished in time: see the status above"
+    lines.append(f"places left: {', '.join(left) if left else 'none (tidied)'}")
+    finished = landed == sorted(PLACES) and tidied == sorted(PLACES) and not left
+    if not finished:
+        unfinished = [name for name in PLACES if name not in tidied]
+        lines.append(
+            "the demo did not finish: "
+            + (", ".join(unfinished) or "a place")
+            + " not landed and tidied; "
+            "run flume demo --keep to keep its folder and look (flume status, flume events)"
+        )
+    return Summary(lines=tuple(lines), finished=finished)
 
 
 def stop(folder: Path) -> None:

@@ -204,8 +204,20 @@ def leave_host(folder: Path) -> None:
 
     A supervisor asked for but not yet listening is told too: the stop is written down first,
     so one that starts later leaves at once, and one already holding the supervisor's lock is
-    sent SIGTERM, its own signal to stop.
+    sent SIGTERM, its own signal to stop. An agent still running can ask for a supervisor anew
+    (``flume submit`` wakes one) after the stop: so once the tmux server is gone, and its agents
+    with it, any supervisor started meanwhile is stopped the same way.
     """
+    deadline = time.monotonic() + _STOP_SECONDS
+    while True:
+        pid = _stop_supervisor(deadline)
+        Tmux(folder / "tmux.sock").kill_server()
+        if pid is None or time.monotonic() > deadline:
+            return
+
+
+def _stop_supervisor(deadline: float) -> int | None:
+    """Stop the host's supervisor, if one runs or is starting; its pid, once it has ended."""
     stopped = client.stopped_path()
     stopped.parent.mkdir(parents=True, exist_ok=True)
     stopped.write_text(f"{time.time()!r}\n", encoding="utf-8")
@@ -214,10 +226,9 @@ def leave_host(folder: Path) -> None:
     if pid is not None and reply is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + _STOP_SECONDS
     while pid is not None and client.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    Tmux(folder / "tmux.sock").kill_server()
+    return pid
 
 
 def _lock_holder() -> int | None:

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from flume.core.actions import Action, SendPrompt, SendTell
 from flume.core.observations import Activity, AgentStarted, Observation, TranscriptEntry
 from flume.core.place import Place, Short, ShortCause, Working
@@ -24,6 +22,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, journal, places
 from flume.testing import scenario
+from tests import shared
 from tests.conftest import is_stand_in
 from tests.integration.places_kit import flume_process
 
@@ -187,13 +186,16 @@ def taken_and_waiting(path: Path) -> Callable[[], bool]:
 
 
 def installed_or_skip(binary: Path | None, what: str) -> Path:
-    """``binary`` when it is there; else a loud skip, or a failure under CI (which installs it).
+    """``binary`` when it is there; else a loud skip, or a failure where the run installed it.
 
-    The test suite's own stand-in for an agent (tests/conftest.py) is no agent.
+    scripts/test installs the pinned agents itself and says so (``FLUME_REQUIRE_AGENTS=1``):
+    there, a missing one is a broken install, not a choice. The test suite's own stand-in for an
+    agent (tests/conftest.py) is no agent.
     """
-    if binary is not None and binary.exists() and not is_stand_in(binary):
-        return binary
-    why = f"NOT TESTED WITH THE REAL {what}: it is not installed; run scripts/install-agents (npm)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    if binary is None or not binary.exists() or is_stand_in(binary):
+        shared.lacking(
+            f"NOT TESTED WITH THE REAL {what}: it is not installed; "
+            "run scripts/install-agents (npm)",
+            shared.REQUIRE_AGENTS,
+        )
+    return binary

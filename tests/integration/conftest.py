@@ -18,7 +18,11 @@ import pytest
 
 from flume.shell import client, places
 from flume.shell.tmux import Tmux
+from tests import processes
 from tests.integration.places_kit import GIT_IDENTITY, Harness
+
+#: How long no supervisor must be seen before a host is taken to have none.
+_SETTLE_SECONDS = 0.5
 
 
 @pytest.fixture
@@ -46,23 +50,35 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         stop_supervisor()
         # The supervisor's own tmux server, with any agent it started (a stand-in's dead pane).
         Tmux(places.state_dir() / "tmux.sock").kill_server()
+        # Anything else still pointing into the test's folder (its state, repositories, HOME)
+        # was started by the test and outlived it: ended here, as the run's end would fail it.
+        processes.end(processes.carrying(f"{tmp_path}/"))
 
 
 def stop_supervisor() -> None:
     """Stop every supervisor of this host: asked first, then any left is killed.
 
-    One still starting, not yet listening, is found by its environment.
+    One still starting, not yet listening, is found by its environment. One that was only just
+    started can be caught mid-exec, its command line and environment not yet readable in /proc
+    (seen under load): so where a supervisor was asked for (its log exists), the look goes on
+    until none has been seen for :data:`_SETTLE_SECONDS`.
     """
     if client.request("stop", timeout=2.0) is not None:
         deadline = time.monotonic() + 30
         while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-    # Look again until none is left: one started as the test ended can still be coming up.
+    settle = _SETTLE_SECONDS if client.log_path().exists() else 0.0
     deadline = time.monotonic() + 5
-    while (left := daemons_of(os.environ["XDG_STATE_HOME"])) and time.monotonic() < deadline:
+    seen = time.monotonic()
+    while time.monotonic() < deadline:
+        left = daemons_of(os.environ["XDG_STATE_HOME"])
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if left:
+            seen = time.monotonic()
+        elif time.monotonic() - seen >= settle:
+            return
         time.sleep(0.05)
 
 
@@ -108,6 +124,19 @@ def panes(host: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tmux]:
     try:
         yield tmux
     finally:
+        end_host(tmux)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def end_host(tmux: Tmux) -> None:
+    """Stop the host's supervisors and its tmux server, until neither comes back.
+
+    An agent still running in a pane can wake a supervisor anew (``flume submit``) after the
+    first was stopped; once the tmux server is gone, and its agents with it, that one is
+    stopped too.
+    """
+    for _ in range(5):
         stop_supervisor()
         tmux.kill_server()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not daemons_of(os.environ["XDG_STATE_HOME"]):
+            return

@@ -2,29 +2,31 @@
 
 The schema is read from ``../shared/reference/herdr-api.schema.json`` beside the checkout (or
 ``$FLUME_HERDR_SCHEMA``), never copied into flume. Without it the tests cannot check what herdr
-would accept: they fail under CI, and skip loudly elsewhere.
+would accept: they skip loudly, or fail where the run requires ``shared/`` (tests/shared.py).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flume.testing.herdr import FakeHerdr, running, schema_path
+from tests import shared
 
 
 def herdr_schema() -> Path:
-    """The schema herdr publishes; a failure under CI when it is missing, else a loud skip."""
+    """The schema herdr publishes; without it a loud skip, or a failure where it is required."""
     path = schema_path()
-    if path is not None and path.exists():
-        return path
-    why = "NOT TESTED AGAINST HERDR'S SCHEMA: ../shared/reference/herdr-api.schema.json is missing"
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    if path is None or not path.exists():
+        where = path or "shared/reference/herdr-api.schema.json beside the clone"
+        shared.lacking(
+            f"NOT TESTED AGAINST HERDR'S SCHEMA: no {where} "
+            "(lay shared/ beside the clone, or set FLUME_HERDR_SCHEMA)",
+            shared.REQUIRE_SHARED,
+        )
+    return path
 
 
 @pytest.fixture(name="herdr")

@@ -5,7 +5,7 @@ Claude Code (the pinned version, ``scripts/install-agents``) runs offline: its m
 seeded so that it starts at its prompt box (reference/claude-code.md §8). flume starts it in a
 pane with its hooks installed for the run, waits until its registry says it takes input, pastes
 the prompt and confirms it in Claude Code's own transcript. Where Claude Code is not installed
-these tests skip with a loud reason; under CI they fail instead.
+these tests skip with a loud reason; under scripts/test, which installs them, they fail instead.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ KEY = "sk-ant-flume-test-0000000000000000000000"
 
 @pytest.fixture
 def claude(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The real Claude Code, or a loud skip (a failure under CI) when it is not installed."""
+    """The real Claude Code; a loud skip when it is not installed (a failure in scripts/test)."""
     binary = installed_or_skip(claude_binary(), f"CLAUDE CODE {CLAUDE_CODE_VERSION}")
     monkeypatch.setenv("FLUME_CLAUDE", str(binary))
     home = tmp_path / "home"

@@ -5,7 +5,8 @@ Codex (the pinned version, ``scripts/install-agents``) runs offline: its model i
 provider, and its ``CODEX_HOME`` and HOME are folders of the test's own, seeded so that it
 starts at its composer (:mod:`flume.testing.codex`). flume starts it in a pane, waits until its
 composer is on the screen, pastes the prompt and confirms it in Codex's own rollout. Where Codex
-is not installed these tests skip with a loud reason; under CI they fail instead.
+is not installed these tests skip with a loud reason; under scripts/test, which installs it,
+they fail instead.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ COMMIT = (
 
 @pytest.fixture
 def codex(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The real Codex, or a loud skip (a failure under CI) when it is not installed.
+    """The real Codex, or a loud skip (a failure under scripts/test) when it is not installed.
 
     Gives the test's own HOME, with Codex's folder (``CODEX_HOME``) in it.
     """

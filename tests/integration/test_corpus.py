@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity
 from flume.shell.transcript import read_line
+from tests import shared
+from tests.shared import CORPUS
 
-SHARED = Path(os.environ.get("FLUME_SHARED", Path(__file__).resolve().parents[3] / "shared"))
-CORPUS = SHARED / "corpus" / "claude-code"
 TYPED = {
     "4d5611e5-241a-462a-8d15-5122611a9569.jsonl": [
         "Work on bead spotter-dov. Run bd show spotter-dov to see the issue details",
@@ -25,13 +22,11 @@ TYPED = {
     ],
 }
 
-if not CORPUS.is_dir():
-    if os.environ.get("CI") == "true":
-        message = f"CI lays shared/ beside the clone, yet the corpus is not at {CORPUS}"
-        raise RuntimeError(message)
-    pytestmark = pytest.mark.skip(
-        reason=f"the shared corpus is not at {CORPUS}; set FLUME_SHARED to the shared/ folder",
-    )
+
+@pytest.fixture(autouse=True)
+def _corpus() -> None:
+    """Each test here reads the corpus: skipped without it, failed where it is required."""
+    shared.corpus()
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ from flume.cli.inspect import SHORT, inspect_app, shorten
 from flume.core.observations import Activity
 from flume.shell.transcript import Prompt, TranscriptFormat, inspect
 from tests.integration.test_rollout import TURN_0171
+from tests.shared import CORPUS
 
-SHARED = Path(os.environ.get("FLUME_SHARED", Path(__file__).resolve().parents[3] / "shared"))
-CORPUS = SHARED / "corpus" / "claude-code"
 FIRST = "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 SECOND = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 #: Exactly what a person (an orchestrator at the keyboard) typed into each session.
@@ -60,9 +58,8 @@ NOT_TYPED = {
 }
 LINES = {FIRST: 1512, SECOND: 2385}
 
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}; set FLUME_SHARED"
-)
+#: The test reads the corpus: skipped without it, failed where it is required (tests/shared.py).
+needs_corpus = pytest.mark.usefixtures("corpus")
 
 root = typer.Typer()
 root.add_typer(inspect_app, name="inspect")

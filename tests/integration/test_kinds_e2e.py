@@ -201,14 +201,3 @@ def test_a_question_ends_on_its_conclusion(tmp_path: Path, panes: Tmux) -> None:
     tidied = flume_process("tidy", "--force", "--repository", str(repo))
     assert tidied.returncode == 0, tidied.stderr
     wait_for(lambda: not Path(place.path).exists(), 30, "tidy to remove the question's place")
-
-
-def test_flume_demo_carries_a_fix_and_a_change_to_their_landings(tmp_path: Path) -> None:
-    """The demo, as a new user runs it: both land on main, and every place is tidied."""
-    ran = flume_process("demo", "--seconds", "240")
-    assert ran.returncode == 0, ran.stderr
-    assert "places left: none (tidied)" in ran.stdout
-    for subject in ("Say hello, not hullo", "Archive the farewell change"):
-        assert subject in ran.stdout
-    assert "flume demo in" in ran.stdout
-    del tmp_path

@@ -4,7 +4,8 @@ The first tests speak to :class:`ScriptedModel` with ``urllib``, over the Messag
 the Responses API. The next start the pinned Claude Code (``scripts/install-agents``) in a
 private tmux server, with a seeded HOME of the test's own, and check what it wrote: its
 transcript, its live-session registry, its commits. The last run the pinned Codex's ``exec``
-against the model. They skip when the agent is not installed, except under CI, where they fail.
+against the model. They skip when the agent is not installed, except under scripts/test, which
+installs it: there they fail.
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ def wait_for(look: Callable[[], T | None], what: str, timeout: float = DEADLINE)
 
 @pytest.fixture
 def claude() -> Path:
-    """The pinned Claude Code; a loud skip without it, a failure under CI."""
+    """The pinned Claude Code; a loud skip without it, a failure under scripts/test."""
     return installed_or_skip(claude_binary() if TMUX is not None else None, "CLAUDE CODE")
 
 
@@ -501,7 +502,7 @@ def test_claude_code_runs_a_scripted_commit(claude: Path, pane: ClaudePane) -> N
 
 @pytest.fixture
 def codex() -> Path:
-    """The pinned Codex; a loud skip without it, a failure under CI."""
+    """The pinned Codex; a loud skip without it, a failure under scripts/test."""
     return installed_or_skip(codex_kit.codex_binary(), "CODEX")
 
 

@@ -2,8 +2,8 @@
 
 A change place is launched for real and driven by a supervisor in this process (echo agents
 stand in for the agent; the test writes the change). The CLI comes from ``scripts/install-agents``:
-where it is not installed these tests skip with a loud reason; under CI they fail instead. The
-tests of what happens without a CLI need none.
+where it is not installed these tests skip with a loud reason; under scripts/test, which
+installs it, they fail instead. The tests of what happens without a CLI need none.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ TASKS = """\
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The real OpenSpec CLI, or a loud skip (a failure under CI) when it is not installed."""
+    """The real OpenSpec CLI; a loud skip when not installed (a failure in scripts/test)."""
     found = installed_or_skip(openspec.binary(), f"OPENSPEC CLI {OPENSPEC_VERSION}")
     monkeypatch.setenv("FLUME_OPENSPEC", str(found))
     return found

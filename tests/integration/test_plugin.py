@@ -5,7 +5,7 @@ marketplace into a home of the test's own, and runs ``/flume:launch`` typed into
 offline, in a pane of a private tmux server, against a scripted model that answers the command's
 expanded prompt with the plugin's MCP tool call (reference/claude-code.md §6 to §8). The launched
 place runs flume's test agent in flume's own tmux server. Where Claude Code is not installed
-these tests skip with a loud reason; under CI they fail instead.
+these tests skip with a loud reason; under scripts/test, which installs them, they fail instead.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _claude_cli(binary: Path, home: Path, *args: str) -> subprocess.CompletedPro
 
 @pytest.fixture
 def binary() -> Path:
-    """The real Claude Code, or a loud skip (a failure under CI) when it is not installed."""
+    """The real Claude Code; a loud skip when it is not installed (a failure in scripts/test)."""
     return installed_or_skip(claude_binary(), f"CLAUDE CODE {CLAUDE_CODE_VERSION}")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -12,9 +11,8 @@ import pytest
 from flume.core.delivery import is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.shell.transcript import entries_of, read_from
+from tests.shared import CORPUS
 
-SHARED = Path(os.environ.get("FLUME_SHARED", Path(__file__).resolve().parents[3] / "shared"))
-CORPUS = SHARED / "corpus" / "claude-code"
 SESSION = SessionId("5e55-0001")
 NOW = Instant(100.0)
 
@@ -113,7 +111,7 @@ def test_an_offset_at_the_end_reads_nothing(tmp_path: Path) -> None:
     assert follow(path, size) == ([], size, 0)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+@pytest.mark.usefixtures("corpus")
 def test_appended_corpus_lines_follow_a_real_transcript(tmp_path: Path) -> None:
     """A real transcript read whole, then lines appended to it: only they come back, in order."""
     source = CORPUS / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

@@ -1,0 +1,126 @@
+"""``flume demo`` told as a story: the live board in a terminal, the events one a line elsewhere.
+
+Theory of operation. :mod:`flume.shell.demo` makes the sample, launches a fix and a change and
+starts the supervisor, all in a temporary folder of the demo's own. What happens then is shown
+with what flume already has for it: in a terminal that can move its cursor, the board ``flume
+watch`` draws (:mod:`flume.cli.board`); into a pipe, a file or a dumb terminal, each event as
+``flume events`` prints it (:func:`flume.cli.render.event_text`), both read by one
+:class:`~flume.shell.events.Follower`. Either ends once both places have settled (or the time
+is up), and the summary follows: what main holds and the places left.
+
+However the demo ends (finished, time up, Ctrl-C, SIGTERM, SIGHUP from a closed terminal), its
+supervisor and tmux server are stopped and its folder is removed; while that is done, further
+signals are ignored so the clean-up is never cut short. The exit status is 0 only when both
+places landed and were tidied; 1 when the demo ran but did not finish; 128 plus the signal's
+number when a signal ended it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+from flume.cli import board, render
+from flume.core.settings import Settings
+from flume.shell import demo as demo_world
+from flume.shell.events import Follower
+
+#: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: How often the story looks at the journals.
+_INTERVAL = 0.2
+
+
+class Ended(BaseException):
+    """A signal ended the demo (a BaseException, so nothing on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    del frame
+    raise Ended(signum)
+
+
+def _ignore_signals() -> None:
+    """From here on, :data:`SIGNALS` are ignored: the clean-up is not cut short."""
+    while True:
+        try:
+            for each in SIGNALS:
+                signal.signal(each, signal.SIG_IGN)
+        except Ended:
+            continue  # one came just before it was ignored: ignore them all, then go on
+        return
+
+
+def _say(line: str) -> None:
+    """Print a line; a terminal gone (SIGHUP) or a reader gone is no reason to stop cleaning up."""
+    with contextlib.suppress(OSError):
+        typer.echo(line)
+
+
+def run(*, keep: bool, seconds: float) -> int:
+    """The demo, start to clean-up; its exit status."""
+    saved = {each: signal.signal(each, _raise) for each in SIGNALS}
+    folder: Path | None = None
+    status = 1
+    try:
+        folder = demo_world.temporary()
+        _say(f"flume demo in {folder}")
+        status = 0 if _story(folder, seconds) else 1
+    except Ended as ended:
+        status = 128 + ended.signum
+    finally:
+        _ignore_signals()
+        try:
+            if folder is not None:
+                demo_world.stop(folder)
+                if keep:
+                    _say(f"kept: {folder}")
+                else:
+                    demo_world.remove(folder)
+        finally:
+            for each, handler in saved.items():
+                signal.signal(each, handler)
+    return status
+
+
+def _story(folder: Path, seconds: float) -> bool:
+    """Launch, show what happens until both settle or time is up, then the summary."""
+    for line in demo_world.start(folder):
+        _say(line)
+    repository = demo_world.repository_of(folder)
+    follower = Follower(Settings(), repository=repository)
+    deadline = time.monotonic() + seconds
+
+    def over() -> bool:
+        return demo_world.all_settled(follower) or time.monotonic() > deadline
+
+    console = board.console()
+    if board.is_dumb(os.environ, terminal=console.is_terminal):
+        _events(follower, over, _say)
+    else:
+        board.watch(follower, console, interval=_INTERVAL, where=str(repository), until=over)
+    summary = demo_world.summary(folder)
+    for line in summary.lines:
+        _say(line)
+    return summary.finished
+
+
+def _events(follower: Follower, over: Callable[[], bool], say: Callable[[str], None]) -> None:
+    """Each event as ``flume events`` prints it, until ``over``."""
+    while True:
+        for event in follower.poll():
+            say(render.event_text(event))
+        if over():
+            return
+        time.sleep(_INTERVAL)
