@@ -1,8 +1,10 @@
 """flume's pure core: values in, values out; no I/O, no clock, no randomness.
 
-The public API: :func:`step` and its fold :func:`replay`, the :class:`Decision` it returns,
-the :class:`Place` it folds, :class:`Settings`, the observation and action unions, kinds,
-the launch and its checks, the tidy plan and the status view.
+The public API: :func:`replay`, the fold of ``step``, and the :class:`Decision` it returns, the
+:class:`Place` it folds, :class:`Settings`, the observation and action unions, kinds, the launch
+and its checks, the tidy plan and the status view. ``step`` and ``status`` name modules of the
+package as well as their functions, so the functions are imported from those modules:
+``from flume.core.step import step`` and ``from flume.core.status import status``.
 
 Each name is imported when first asked for, not with the package: a command that needs one
 module of the core (the CLI's ``--help`` needs only :mod:`flume.core.choices`) does not pay for
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
     from flume.core.observations import Observation
     from flume.core.place import Place
     from flume.core.settings import Settings
-    from flume.core.status import PlaceStatus, status
-    from flume.core.step import Decision, TraceRow, replay, step, trace
+    from flume.core.status import PlaceStatus
+    from flume.core.step import Decision, TraceRow, replay, trace
     from flume.core.tidy import plan as plan_tidy
 
 __all__ = [
@@ -41,19 +43,12 @@ __all__ = [
     "check_launch",
     "plan_tidy",
     "replay",
-    "status",
-    "step",
     "trace",
 ]
 
 
 def __getattr__(name: str) -> object:  # noqa: C901, PLR0911 (one arm a module of the API)
-    """The public name ``name``, its module imported on first use (PEP 562).
-
-    ``step`` and ``status`` are also the names of their modules: once those are imported, the
-    package's attribute is the module, and the functions are ``flume.core.step.step`` and
-    ``flume.core.status.status`` (``from flume.core.step import step`` always gives the function).
-    """
+    """The public name ``name``, its module imported on first use (PEP 562)."""
     # Written out, not looked up by module name: the core imports nothing dynamically.
     # Plain ``import`` statements: a ``from flume.core import ...`` would ask this again.
     if name == "Action":
@@ -84,11 +79,11 @@ def __getattr__(name: str) -> object:  # noqa: C901, PLR0911 (one arm a module o
         import flume.core.settings  # noqa: PLC0415 (imported on first use)
 
         return flume.core.settings.Settings
-    if name in {"PlaceStatus", "status"}:
+    if name == "PlaceStatus":
         import flume.core.status  # noqa: PLC0415 (imported on first use)
 
-        return getattr(flume.core.status, name)
-    if name in {"Decision", "TraceRow", "replay", "step", "trace"}:
+        return flume.core.status.PlaceStatus
+    if name in {"Decision", "TraceRow", "replay", "trace"}:
         import flume.core.step  # noqa: PLC0415 (imported on first use)
 
         return getattr(flume.core.step, name)
