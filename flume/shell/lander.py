@@ -158,14 +158,20 @@ class Lander:
     def _rebase(self, work: Path, action: Land, old: Sha, at: Instant) -> ChecksFailed | None:
         """Rebase the place's own commits on ``old``; on a conflict, abort and say why.
 
-        The place's own commits are those after ``action.start``, the base's revision at launch,
-        when the branch still holds it: ``git rebase --onto <old> <start>``. A commit dropped from
-        the base since then is not replayed with them. Without a start (a journal older than
-        it), or when the agent rewrote its branch off it, the branch is rebased on ``old``.
+        The place's own commits are those after ``action.start``, the base's revision at launch.
+        When the base no longer holds that revision (it was rewritten: a commit dropped) and the
+        branch still does, only they are replayed: ``git rebase --onto <old> <start>``, so the
+        dropped commit is not brought back. Otherwise (the base only moved on, a journal older
+        than ``start``, or the agent rewrote its branch off it) the branch is rebased on ``old``,
+        where git also skips commits the base already holds as patches.
         """
         since: tuple[str, ...] = ()
         start = action.start
-        if start is not None and git.run(work, "merge-base", "--is-ancestor", start, "HEAD").ok:
+        if (
+            start is not None
+            and not git.run(work, "merge-base", "--is-ancestor", start, old).ok
+            and git.run(work, "merge-base", "--is-ancestor", start, "HEAD").ok
+        ):
             since = ("--onto", old, start)
         upstream = since or (old,)
         ran = git.run(

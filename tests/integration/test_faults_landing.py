@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
+from flume.core import stage
 from flume.core.actions import SendTell
-from flume.core.observations import ChecksFailed, LandingBlocked
+from flume.core.ids import Instant
+from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
+from flume.core.place import Place
 from flume.shell import places
+from flume.shell.lander import Lander
 from flume.shell.tmux import Tmux
 from flume.testing import scenario
 from tests.integration.agents_kit import decided, observations, place_of, wait_for
-from tests.integration.places_kit import flume_process, run_git
+from tests.integration.places_kit import (
+    Harness,
+    commit,
+    flume_process,
+    launch_place,
+    repository,
+    run_git,
+)
 
 #: How long a fix has to reach the lander, or to land (a few seconds when the machine is idle).
 LANDING_SECONDS = 120
@@ -206,3 +218,51 @@ def test_a_commit_dropped_from_main_after_the_launch_stays_dropped(
     subjects = run_git(repo, "log", "--format=%s", "main").splitlines()
     assert subjects == ["Say hello", "Meanwhile on main", "start"]
     told_nothing(journal)
+
+
+# --- the embedded lander on its own: which commits are the place's ---------------------------
+
+
+def land_as_the_core_asks(place: Place) -> list[Observation]:
+    """Perform the ``Land`` the core asks for on ``flume submit``: the launch's revision with it."""
+    return Lander().land(place, stage.land(place), Instant(time.time()))
+
+
+def test_a_branch_the_agent_moved_onto_the_rewritten_base_lands_as_it_is(
+    host: Path, harness: Harness
+) -> None:
+    """The agent rebased on the rewritten main itself: its branch lands, nothing brought back."""
+    repo = repository(host / "repo")
+    doomed = commit(repo, "doomed.txt", "a mistake\n")
+    journal = launch_place(repo, "moved")
+    harness.settle()
+    place = harness.place(journal)
+    assert place.start == doomed
+    work = Path(place.path)
+    commit(work, "greeting.txt", "hello\n")
+    run_git(repo, "reset", "-q", "--hard", "HEAD~1")
+    meanwhile = commit(repo, "meanwhile.txt", "more\n")
+    run_git(work, "rebase", "-q", "--onto", "main", doomed)
+    (seen,) = land_as_the_core_asks(place)
+    assert isinstance(seen, Landed)
+    assert run_git(repo, "rev-parse", "main~1").strip() == meanwhile
+    assert "doomed.txt" not in run_git(repo, "ls-tree", "--name-only", "main").split()
+    assert (repo / "greeting.txt").read_text(encoding="utf-8") == "hello\n"
+
+
+def test_a_commit_of_the_place_the_base_already_holds_as_a_patch_is_skipped(
+    host: Path, harness: Harness
+) -> None:
+    """A base that only moved on is rebased on as before: a patch it holds is not replayed."""
+    repo = repository(host / "repo")
+    journal = launch_place(repo, "picked")
+    harness.settle()
+    place = harness.place(journal)
+    work = Path(place.path)
+    picked = commit(work, "picked.txt", "both\n")
+    commit(work, "greeting.txt", "hello\n")
+    run_git(repo, "cherry-pick", picked)
+    (seen,) = land_as_the_core_asks(place)
+    assert isinstance(seen, Landed)
+    subjects = run_git(repo, "log", "--format=%s", "main").splitlines()
+    assert subjects == ["add greeting.txt", "add picked.txt", "start"]
