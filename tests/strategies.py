@@ -253,6 +253,9 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         modified_at=instants,
     ),
     obs.ChecksFailed: st.builds(obs.ChecksFailed, at=instants, reason=texts, output=texts),
+    obs.LandingBlocked: st.builds(
+        obs.LandingBlocked, at=instants, reason=texts, output=texts, way_out=texts
+    ),
     obs.Landed: st.builds(obs.Landed, at=instants, base_sha=shas, change_archived=st.booleans()),
     obs.TidyFactsSeen: _facts(),
     obs.WorktreeRemoved: st.builds(obs.WorktreeRemoved, at=instants, path=paths),
@@ -481,7 +484,9 @@ ACTIONS: dict[type[Any], st.SearchStrategy[Any]] = {
         text=texts,
     ),
     act.EndAgent: st.builds(act.EndAgent, session=sessions, reason=texts),
-    act.Land: st.builds(act.Land, path=paths, branch=branches, base=branches),
+    act.Land: st.builds(
+        act.Land, path=paths, branch=branches, base=branches, start=st.none() | shas
+    ),
     act.GatherTidyFacts: st.builds(
         act.GatherTidyFacts, path=paths, branch=branches, base=branches, force=st.booleans()
     ),

@@ -266,3 +266,8 @@ def waiting_lines(views: Sequence[View]) -> Iterator[str]:
             yield f"{where}: waits on your word; flume proceed {view['place']} releases it"
         if view["submission"] == "checks-failed" and view["submission_note"]:
             yield f"{where}: the submission's checks failed: {view['submission_note']}"
+        if view["submission"] == "blocked" and view["submission_note"]:
+            # The base repository's state, not the branch: the reason, the way out, git's words.
+            lines = view["submission_note"].strip().splitlines()
+            yield f"{where}: the landing waits, tried again by flume: {lines[0]}"
+            yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])

@@ -90,11 +90,16 @@ class EndAgent:
 
 @attrs.frozen(kw_only=True)
 class Land:
-    """Hand the branch to the repository's lander, to land on ``base``."""
+    """Hand the branch to the repository's lander, to land on ``base``.
+
+    ``start`` is the base's revision at launch: the place's own commits are those after it, and
+    only they are carried onto the base (a commit since dropped from the base stays dropped).
+    """
 
     path: str
     branch: BranchName
     base: BranchName
+    start: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -164,6 +169,7 @@ class Event(enum.Enum):
     TELL_DROPPED = "tell-dropped"
     SUBMITTED = "submitted"
     CHECKS_FAILED = "checks-failed"
+    LANDING_BLOCKED = "landing-blocked"  #: the base repository's state keeps the base from moving
     LANDED = "landed"
     FINISHED = "finished"
     DROPPED = "dropped"

@@ -301,6 +301,21 @@ class ChecksFailed:
 
 
 @attrs.frozen(kw_only=True)
+class LandingBlocked:
+    """The base repository's state keeps the lander from moving the base: not the branch's fault.
+
+    A lock file git left (``index.lock``, a ref's ``.lock``) or the base checked out with
+    uncommitted changes. ``output`` is what git said (or what the lander found), ``way_out`` what
+    a person does about it; neither is for the agent.
+    """
+
+    at: Instant
+    reason: str
+    output: str = ""
+    way_out: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Landed:
     """The base holds the branch's work (every commit reachable, or patch-equivalent).
 
@@ -406,6 +421,7 @@ Fact = (
     | ChangeSeen
     | ReportSeen
     | ChecksFailed
+    | LandingBlocked
     | Landed
     | TidyFactsSeen
     | WorktreeRemoved
@@ -440,6 +456,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ChangeSeen,
     ReportSeen,
     ChecksFailed,
+    LandingBlocked,
     Landed,
     TidyFactsSeen,
     WorktreeRemoved,

@@ -184,6 +184,7 @@ class Submission(enum.Enum):
     NONE = "none"  #: not submitted
     SUBMITTED = "submitted"  #: handed to the lander
     CHECKS_FAILED = "checks-failed"  #: the lander's checks failed; back with the agent
+    BLOCKED = "blocked"  #: the base repository's state keeps it from landing; tried again
     LANDED = "landed"  #: the base holds the work
 
 
@@ -231,6 +232,10 @@ class Place:
     submission: Submission = Submission.NONE
     #: The lander's last word on the submission (why checks failed), for status.
     submission_note: str = ""
+    #: A landing the base repository's state blocked is tried again at this instant.
+    land_retry_at: Instant | None = None
+    #: How many landings in a row the base repository's state blocked (the retry backs off).
+    land_blocked: int = 0
     #: Transcript lines that could not be read, skipped and counted.
     unreadable: int = 0
     #: Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives.
@@ -272,6 +277,8 @@ class PlaceChanges(TypedDict, total=False):
     change_archived: bool
     submission: Submission
     submission_note: str
+    land_retry_at: Instant | None
+    land_blocked: int
     unreadable: int
     tidy_wanted: bool
     tidy_force: bool

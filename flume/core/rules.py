@@ -42,6 +42,10 @@ RULES: dict[str, str] = {
     ),
     "TIDY-DIRTY-NEEDS-FORCE": "A worktree with uncommitted or untracked changes needs force.",
     "TIDY-DONE-ON-FACTS": "A place is tidied only on facts showing nothing left to remove.",
+    "LAND-BASE-BLOCKED-WAITS": (
+        "A landing the base repository's state blocks waits, named, and is tried again; "
+        "the agent is not told."
+    ),
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",
     "R11": "status is a pure projection of the place's state.",
 }

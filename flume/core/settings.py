@@ -6,6 +6,10 @@ import attrs
 
 #: R5: "Never a third send." A rule, not a setting.
 MAX_SENDS = 2
+#: LAND-BASE-BLOCKED-WAITS: a landing the base repository's state blocked is tried again after
+#: this long, the wait doubling with each block in a row up to the most.
+LAND_RETRY_SECONDS = 2.0
+LAND_RETRY_MOST_SECONDS = 30.0
 
 
 @attrs.frozen(kw_only=True)

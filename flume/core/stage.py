@@ -14,7 +14,8 @@ Every handler returns the next place and the actions it decided; :func:`settle` 
 follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
 
 Rule ids: R1, R2, R3, R4, R7, R8, R9, STAGE-NEVER-ON-QUIET, STAGE-DELIVERABLE-SINCE-START,
-STAGE-ENDS-WHEN-QUIET, STAGE-WAITS-WORD, RETRY-FRESH-AGENT, STOP-WAITS-RETRY, DROP-ENDS-WORK.
+STAGE-ENDS-WHEN-QUIET, STAGE-WAITS-WORD, RETRY-FRESH-AGENT, STOP-WAITS-RETRY, DROP-ENDS-WORK,
+LAND-BASE-BLOCKED-WAITS.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from flume.core.observations import (
     ChangeSeen,
     ChecksFailed,
     Landed,
+    LandingBlocked,
     Launched,
     PaneOutput,
     ReportSeen,
@@ -75,7 +77,7 @@ from flume.core.place import (
     is_quiet,
     with_activity,
 )
-from flume.core.settings import Settings
+from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
 
@@ -462,16 +464,27 @@ def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
             f"{_name(place)} is already {place.submission.value}",
             "wait for the lander's answer in flume status",
         )
-    place = evolve(place, submission=Submission.SUBMITTED, submission_note="")
+    place = evolve(
+        place,
+        submission=Submission.SUBMITTED,
+        submission_note="",
+        land_retry_at=None,
+        land_blocked=0,
+    )
     actions = (
         Report(
             event=Event.SUBMITTED,
             text=f"{place.branch} handed to the lander for {place.launch.base}",
             stage=place.stage.name,
         ),
-        Land(path=place.path, branch=place.branch, base=place.launch.base),
+        land(place),
     )
     return place, actions
+
+
+def land(place: Place) -> Land:
+    """The landing of the place's own commits: those after the base's revision at launch."""
+    return Land(path=place.path, branch=place.branch, base=place.launch.base, start=place.start)
 
 
 def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
@@ -499,6 +512,48 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
     )
     place, held = tell.on_told(place, words.strip(), now)
     return place, (report, *held)
+
+
+def on_landing_blocked(place: Place, seen: LandingBlocked) -> Outcome:
+    """LAND-BASE-BLOCKED-WAITS: the base repository's state, not the branch, kept it from landing.
+
+    The submission waits, named in status with git's words and the way out, which are a
+    person's to take: nothing goes to the agent (its checks did not fail, and a lock may be a
+    person's). The landing is tried again after a wait that doubles with each block in a row.
+    """
+    if place.submission is not Submission.SUBMITTED:
+        return place, ()
+    blocked = place.land_blocked + 1
+    wait = min(LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS * 2 ** min(blocked - 1, 16))
+    note = "\n".join(part for part in (seen.reason, seen.way_out, seen.output.strip()) if part)
+    said_before = place.land_blocked > 0 and note == place.submission_note
+    place = evolve(
+        place,
+        submission=Submission.BLOCKED,
+        submission_note=note,
+        land_blocked=blocked,
+        land_retry_at=Instant(seen.at + wait),
+    )
+    if said_before:
+        return place, ()
+    report = Report(event=Event.LANDING_BLOCKED, text=note, stage=place.stage.name)
+    return place, (report,)
+
+
+def _land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """LAND-BASE-BLOCKED-WAITS: a landing the base's state blocked is tried again in its time."""
+    del settings
+    retry_at = place.land_retry_at
+    if (
+        place.life is not Life.ACTIVE
+        or place.submission is not Submission.BLOCKED
+        or not isinstance(place.stage.phase, Working)
+        or retry_at is None
+        or now < retry_at
+    ):
+        return place, ()
+    place = evolve(place, submission=Submission.SUBMITTED, land_retry_at=None)
+    return place, (land(place),)
 
 
 def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
@@ -540,7 +595,13 @@ def _end_agent(place: Place, reason: str) -> Outcome:
 def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
     """The follow-ups any observation can trigger, in a fixed order."""
     actions: list[Action] = []
-    for rule in (_check_deliverable, _end_when_quiet, _start_when_free, tidy.gather_when_free):
+    for rule in (
+        _check_deliverable,
+        _end_when_quiet,
+        _start_when_free,
+        _land_again,
+        tidy.gather_when_free,
+    ):
         place, more = rule(settings, place, now)
         actions.extend(more)
     place, more = delivery.check_deadlines(settings, place, now)

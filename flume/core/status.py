@@ -28,6 +28,7 @@ from flume.core.place import (
     Short,
     StagePhase,
     Starting,
+    Submission,
     Working,
     current_step,
     has_deliverable,
@@ -123,7 +124,7 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         agent=activity,
         deliverable=describe_deliverable(step.deliverable),
         deliverable_exists=finished or has_deliverable(place),
-        submission=place.submission.value,
+        submission=_submission(place),
         submission_note=place.submission_note,
         tasks=place.tasks,
         validation=_validation(place),
@@ -134,6 +135,17 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         tells_held=len(place.held) + (1 if place.sending is not None else 0),
         updated_at=place.now,
     )
+
+
+def _submission(place: Place) -> str:
+    """Where the submission stands; a blocked landing tried again is still blocked until answered.
+
+    LAND-BASE-BLOCKED-WAITS: while flume tries a landing the base's state blocked again, the
+    caller still sees the wait and its way out, not a plain ``submitted``.
+    """
+    if place.submission is Submission.SUBMITTED and place.land_blocked:
+        return Submission.BLOCKED.value
+    return place.submission.value
 
 
 def _validation(place: Place) -> str | None:

@@ -21,7 +21,6 @@ from flume.core.actions import (
     EndAgent,
     Event,
     GatherTidyFacts,
-    Land,
     Report,
     StartAgent,
 )
@@ -41,6 +40,7 @@ from flume.core.observations import (
     ChecksFailed,
     DropAsked,
     Landed,
+    LandingBlocked,
     Launched,
     NeedsSaid,
     Observation,
@@ -149,6 +149,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_report(place, seen)
         case ChecksFailed():
             return stage.on_checks_failed(place, seen, place.now)
+        case LandingBlocked():
+            return stage.on_landing_blocked(place, seen)
         case Landed():
             return stage.on_landed(place, seen)
         case TidyFactsSeen():
@@ -220,7 +222,7 @@ def pending(place: Place) -> tuple[Action, ...]:
     if place.agent is not None and place.agent.ending:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
-        found.append(Land(path=place.path, branch=place.branch, base=place.launch.base))
+        found.append(stage.land(place))
     if place.tidying:
         found.append(
             GatherTidyFacts(

@@ -4,11 +4,15 @@ Theory of operation. ``flume submit`` makes the core ask for :class:`~flume.core
 and :class:`Lander` performs it. It reads the repository's config at that moment: a declared
 ``[land] submit`` command hands the branch to a merge queue; otherwise the embedded lander lands
 it here. Either way it answers with observations and never raises: ``Landed`` once the base
-holds the work, ``ChecksFailed`` (which goes back to the agent) when it cannot, and nothing when
-a queue took the branch (:class:`Landings` sees that landing later).
+holds the work, ``ChecksFailed`` (which goes back to the agent) when the branch cannot land,
+``LandingBlocked`` when the base repository's state keeps the base from moving (a lock git left,
+the base checked out with uncommitted changes: a person's to mend, and flume tries again), and
+nothing when a queue took the branch (:class:`Landings` sees that landing later).
 
 The embedded lander: "rebase on base, run the repository's declared checks, fast-forward base
-under a lock (compare-and-swap on the ref; never touch a dirty checkout)". The rebase and the
+under a lock (compare-and-swap on the ref; never touch a dirty checkout)". Only the place's own
+commits are rebased: those after the base's revision at launch (``Land.start``), so a commit
+dropped from the base since the launch is not carried back onto it. The rebase and the
 checks run in the place and take no lock, so landings from many places check side by side. Only
 moving the base is serialised, by a lock file in the repository's git directory that every
 supervisor and thread shares, and the base moves only from the revision the checks ran on. If
@@ -44,7 +48,7 @@ from flume.core.actions import Land
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
-from flume.core.observations import ChecksFailed, Landed, Observation
+from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
 from flume.core.place import Life, Place, Submission, current_step
 from flume.shell import config, declared_run, git
 from flume.shell.places import journals_dir
@@ -132,7 +136,10 @@ class Lander:
         old = first_look(place, action, at)
         if isinstance(old, list):
             return old
-        failed = self._rebase(work, action, old, at)
+        # The base's state is looked at first, so a wait on a person costs no rebase or checks.
+        failed: Observation | None = base_blocked(repository, action.base, at) or self._rebase(
+            work, action, old, at
+        )
         if failed is not None:
             return [failed]
         new = git.resolve(repository, action.branch)
@@ -145,11 +152,31 @@ class Lander:
         moved = self._move(repository, action, old, new, at)
         if moved is None:
             return None
-        return [moved if isinstance(moved, ChecksFailed) else landed(repository, moved, place, at)]
+        done = moved if isinstance(moved, LandingBlocked) else landed(repository, moved, place, at)
+        return [done]
 
     def _rebase(self, work: Path, action: Land, old: Sha, at: Instant) -> ChecksFailed | None:
-        """Rebase the place's branch on ``old``; on a conflict, abort and say why."""
-        ran = git.run(work, "rebase", "--quiet", "--no-autostash", old, pass_fds=self.pass_fds)
+        """Rebase the place's own commits on ``old``; on a conflict, abort and say why.
+
+        The place's own commits are those after ``action.start``, the base's revision at launch.
+        When the base no longer holds that revision (it was rewritten: a commit dropped) and the
+        branch still does, only they are replayed: ``git rebase --onto <old> <start>``, so the
+        dropped commit is not brought back. Otherwise (the base only moved on, a journal older
+        than ``start``, or the agent rewrote its branch off it) the branch is rebased on ``old``,
+        where git also skips commits the base already holds as patches.
+        """
+        since: tuple[str, ...] = ()
+        start = action.start
+        if (
+            start is not None
+            and not git.run(work, "merge-base", "--is-ancestor", start, old).ok
+            and git.run(work, "merge-base", "--is-ancestor", start, "HEAD").ok
+        ):
+            since = ("--onto", old, start)
+        upstream = since or (old,)
+        ran = git.run(
+            work, "rebase", "--quiet", "--no-autostash", *upstream, pass_fds=self.pass_fds
+        )
         if ran.ok:
             return None
         words = _said(ran)
@@ -162,12 +189,13 @@ class Lander:
 
     def _move(
         self, repository: Path, action: Land, old: Sha, new: Sha, at: Instant
-    ) -> Sha | ChecksFailed | None:
+    ) -> Sha | LandingBlocked | None:
         """Move the base from ``old`` to ``new`` under the lock; None when it moved meanwhile.
 
         Where the base is checked out, its worktree follows by a fast-forward merge, which git
         refuses rather than overwrite a file; one with uncommitted changes to tracked files is
-        never touched.
+        never touched. The branch was rebased and checked by now, so git refusing to move the
+        base is the base repository's state (a lock, a file in the way), never the branch's.
         """
         with base_lock(repository) as descriptor:
             fds = (*self.pass_fds, descriptor)
@@ -186,23 +214,25 @@ class Lander:
                 message = f"flume: land {action.branch}"
                 ran = git.run(repository, "update-ref", "-m", message, ref, new, old, pass_fds=fds)
             else:
-                status = git.run(holder, "status", "--porcelain=v1", "--untracked-files=no")
-                if not status.ok or status.out.strip():
-                    reason = f"{action.base} is checked out with uncommitted changes in {holder}"
-                    output = (
-                        f"{_said(status)}\n\nflume never touches a dirty checkout, and neither "
-                        "should you: those changes are someone else's. Run flume submit again "
-                        f"once {holder} is clean, or say what you need with flume needs."
-                    )
-                    return ChecksFailed(at=at, reason=reason, output=_tail(output))
+                dirty = dirty_checkout(holder, action.base, at)
+                if dirty is not None:
+                    return dirty
                 ran = git.run(holder, "merge", "--ff-only", "--quiet", new, pass_fds=fds)
             now = git.resolve(repository, action.base)
         if now == new:
             return new
         if now != old:
             return None
-        reason = f"{action.base} could not be moved forward to {new}"
-        return ChecksFailed(at=at, reason=reason, output=_tail(_said(ran)))
+        words = _said(ran)
+        lock = _LOCK_SAID.search(words)
+        where = holder or repository
+        way_out = (
+            f"remove {lock.group(1)} if no git process runs there; flume lands the branch then"
+            if lock is not None
+            else f"mend what git says in {where}; flume tries the landing again"
+        )
+        reason = f"{action.base} could not be moved forward to {new} in {where}"
+        return LandingBlocked(at=at, reason=reason, output=_tail(words), way_out=way_out)
 
     # --- a merge queue's submit command -------------------------------------------------------
 
@@ -241,6 +271,57 @@ def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | S
     if holds(repository, base, head):
         return [landed(repository, base, place, at)]
     return [refused] if refused is not None else base
+
+
+#: Where git names a lock file it could not take ("Unable to create '<path>.lock': File exists").
+_LOCK_SAID = re.compile(r"Unable to create '([^']+\.lock)'")
+
+
+def base_blocked(repository: Path, base: BranchName, at: Instant) -> LandingBlocked | None:
+    """Why the base repository's state keeps ``base`` from moving now, if it does.
+
+    A lock file git left on the base's ref, or on the index of the worktree that has the base
+    checked out, or that worktree with uncommitted changes. Each is a person's (or a running
+    git's) to mend; flume only names it and the way out, and never removes a lock.
+    """
+    ref_lock = git.common_dir(repository) / "refs" / "heads" / f"{base}.lock"
+    holder = next(
+        (
+            path
+            for path, branch in git.worktree_paths(repository).items()
+            if branch == base and path.is_dir()
+        ),
+        None,
+    )
+    locks = [ref_lock]
+    if holder is not None:
+        found = git.run(holder, "rev-parse", "--path-format=absolute", "--git-dir")
+        if found.ok:
+            locks.append(Path(found.out.strip()) / "index.lock")
+    for lock in locks:
+        if lock.exists():
+            what = f"the ref {base}" if lock == ref_lock else f"the index of {holder}"
+            output = (
+                f"{lock} exists: git changes {what} only while no other git process holds it. "
+                "A git process running there holds it, or one that crashed left it."
+            )
+            way_out = f"remove {lock} if no git process runs there; flume lands the branch then"
+            reason = f"{base} cannot be moved forward: {lock} exists"
+            return LandingBlocked(at=at, reason=reason, output=output, way_out=way_out)
+    return None if holder is None else dirty_checkout(holder, base, at)
+
+
+def dirty_checkout(holder: Path, base: BranchName, at: Instant) -> LandingBlocked | None:
+    """The worktree ``holder``, which has ``base`` checked out, with uncommitted changes."""
+    status = git.run(holder, "status", "--porcelain=v1", "--untracked-files=no")
+    if status.ok and not status.out.strip():
+        return None
+    reason = f"{base} is checked out with uncommitted changes in {holder}"
+    way_out = (
+        f"commit or stash the changes in {holder} (flume never touches a dirty checkout); "
+        "flume lands the branch then"
+    )
+    return LandingBlocked(at=at, reason=reason, output=_tail(_said(status)), way_out=way_out)
 
 
 def refusal_in_place(work: Path, branch: BranchName, at: Instant) -> ChecksFailed | None:
@@ -375,7 +456,7 @@ class Landings:
             if (
                 place is not None
                 and place.life is Life.ACTIVE
-                and place.submission is Submission.SUBMITTED
+                and place.submission in {Submission.SUBMITTED, Submission.BLOCKED}
             ):
                 by_repository[place.launch.repository].append(each)
         if len(self._held) > 4096:

@@ -13,7 +13,13 @@ import pytest
 
 from flume.core.actions import Land
 from flume.core.ids import Instant, Sha
-from flume.core.observations import ChecksFailed, Landed, Observation, SubmitAsked
+from flume.core.observations import (
+    ChecksFailed,
+    Landed,
+    LandingBlocked,
+    Observation,
+    SubmitAsked,
+)
 from flume.core.place import Life, Place, Submission, Working, evolve
 from flume.core.settings import Settings
 from flume.shell import git, places
@@ -194,16 +200,17 @@ def test_uncommitted_changes_in_the_place_are_refused(host: Path, harness: Harne
 
 
 def test_a_dirty_checkout_of_the_base_is_never_touched(host: Path, harness: Harness) -> None:
-    """A main checked out with uncommitted changes: refused, nothing moved, the edit kept."""
+    """A main checked out with uncommitted changes: blocked, nothing moved, the edit kept."""
     repo = repository(host / "repo")
     place = made(harness, repo, "careful")
     commit(Path(place.path), "greeting.txt")
     (repo / "README.md").write_text("an edit in progress\n")
     before = rev(repo, "main")
     (seen,) = land(place)
-    assert isinstance(seen, ChecksFailed)
+    assert isinstance(seen, LandingBlocked)
     assert seen.reason == f"main is checked out with uncommitted changes in {repo}"
     assert "README.md" in seen.output
+    assert seen.way_out.startswith(f"commit or stash the changes in {repo}")
     assert rev(repo, "main") == before
     assert (repo / "README.md").read_text() == "an edit in progress\n"
     assert not (repo / "greeting.txt").exists()

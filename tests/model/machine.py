@@ -17,6 +17,7 @@ from flume.core.observations import (
     AgentReady,
     AgentStateSeen,
     Content,
+    LandingBlocked,
     PaneOutput,
     SubmitAsked,
     Tick,
@@ -185,6 +186,21 @@ class PlaceMachine(RuleBasedStateMachine):
     def lander_lands(self) -> None:
         """The lander puts the branch on base."""
         self.world.land()
+
+    @precondition(lambda self: self.world.landing)
+    @rule()
+    def base_blocks_the_landing(self) -> None:
+        """The base repository's state (a lock git left, a dirty checkout) keeps it from moving."""
+        self.world.landing = False
+        lock = "/r/.git/index.lock"
+        self.world.feed(
+            LandingBlocked(
+                at=self.world.instant(),
+                reason=f"main cannot be moved forward: {lock} exists",
+                output=f"fatal: Unable to create '{lock}': File exists.",
+                way_out=f"remove {lock} if no git process runs there",
+            ),
+        )
 
     @precondition(has_agent)
     @rule()
