@@ -69,13 +69,34 @@ def repository_of(path: Path) -> Path:
         raise UsageError.one(
             "repository", f"{path} is a file, not a folder", "name a git repository's folder"
         )
-    if git.toplevel(path) is None:
+    try:
+        repository = git.main_worktree(path)
+    except git.BareRepositoryError as bare:
+        inside = path.resolve() == bare.common.resolve() or bare.common in path.resolve().parents
+        what = (
+            "is a bare repository"
+            if inside
+            else f"is a worktree of the bare repository {bare.common}"
+        )
+        raise UsageError.one(
+            "repository",
+            f"{path} {what}: it has no main worktree for flume to put places beside",
+            f"launch in a clone with a working tree (git clone {bare.common} <folder>), or lay "
+            f"it out as <folder>/.bare with a file <folder>/.git holding 'gitdir: ./.bare'",
+        ) from bare
+    except git.GitError as error:
         raise UsageError.one(
             "repository",
             f"{path} is not in a git repository",
             "name a folder inside a git repository",
+        ) from error
+    if git.toplevel(path) is None and path.resolve() != repository.resolve():
+        raise UsageError.one(
+            "repository",
+            f"{path} is inside the git directory {git.common_dir(path)}, not a worktree",
+            f"name the repository's worktree, {repository}",
         )
-    return git.main_worktree(path)
+    return repository
 
 
 def journals_dir(repository: Path) -> Path:

@@ -1,0 +1,155 @@
+"""Faults of where places live: two hosts on one repository, and bare repositories.
+
+Each fault is met by the real supervisor (the ``flume daemon`` the CLI starts), the test agent
+in real tmux panes and real git, on a host of the test's own (issue 15, items 3 and 4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flume.shell import git, places
+from flume.shell.tmux import Tmux
+from flume.testing import scenario
+from tests.integration.agents_kit import wait_for
+from tests.integration.places_kit import flume_process, run_git
+
+#: How long a fix has to land with the test agent (a few seconds when the machine is idle).
+LANDING_SECONDS = 120
+
+
+def status_of(repository: Path) -> list[dict[str, object]]:
+    """``flume status --json`` of the repository's places."""
+    ran = flume_process("status", "--json", "--repository", str(repository))
+    assert ran.returncode == 0, ran.stderr
+    return list(json.loads(ran.stdout)["places"])
+
+
+def phase_of(repository: Path, name: str) -> str | None:
+    """The place's phase as ``flume status --json`` says it, or None when it is not listed."""
+    return next((str(p["phase"]) for p in status_of(repository) if p["place"] == name), None)
+
+
+# --- item 4: the .bare layout, bare repositories ---------------------------------------------
+
+
+def bare_layout(folder: Path, seed: Path) -> Path:
+    """``folder/.bare`` cloned bare from ``seed``, ``folder/.git`` naming it, ``main`` beside it.
+
+    The layout worktree-heavy users keep; returns the worktree ``folder/main``.
+    """
+    folder.mkdir()
+    run_git(folder, "clone", "-q", "--bare", str(seed), ".bare")
+    (folder / ".git").write_text("gitdir: ./.bare\n", encoding="utf-8")
+    run_git(folder, "worktree", "add", "-q", "main", "main")
+    # The repository's config is read beside .bare: the layout's folder is its main worktree.
+    (folder / ".flume.toml").write_text(scenario.FAST_TIMING, encoding="utf-8")
+    return folder / "main"
+
+
+def test_a_fix_launched_in_the_bare_layout_lands_and_is_tidied(tmp_path: Path, panes: Tmux) -> None:
+    """Launched from a worktree of ``proj/.bare``, the place is made beside it and lands.
+
+    The test agent's ``flume submit`` inside the place finds it (before, it was "not inside a
+    place flume made" and the submit stage waited for ever).
+    """
+    del panes
+    sample = scenario.fix_that_lands(tmp_path)
+    project = tmp_path / "proj"
+    main = bare_layout(project, sample.repository)
+    argv = sample.argv()
+    argv[argv.index("--repository") + 1] = str(main)
+    launched = flume_process(*argv)
+    assert launched.returncode == 0, launched.stderr
+    assert f"{project.resolve()}/places/fix--greet" in launched.stderr
+    wait_for(lambda: phase_of(project, "fix--greet") == "tidied", LANDING_SECONDS, "tidied")
+    assert run_git(project / ".bare", "show", "main:greet.txt") == "hello\n"
+    # The main worktree, which has main checked out, followed the landing.
+    assert (main / "greet.txt").read_text(encoding="utf-8") == "hello\n"
+    assert not (project / "places" / "fix--greet").exists()
+    # Asked from the layout's folder or from its worktree, status names the one repository.
+    assert [p["repository"] for p in status_of(main)] == [str(project.resolve())]
+
+
+def test_flume_needs_inside_a_place_of_the_bare_layout_reaches_it(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """The agent's ``flume needs``, run inside a place of the .bare layout, stops its stage."""
+    del panes
+    seed = scenario.make_repository(tmp_path / "seed", {"README.md": "hi\n"})
+    project = tmp_path / "proj"
+    bare_layout(project, seed)
+    script = scenario.write_script(
+        tmp_path,
+        '[[turn]]\nmatch = ":code:1]"\nsteps = [{run = ["flume", "needs", "which greeting?"]}]\n',
+    )
+    ran = flume_process(
+        "launch", "--repository", str(project), "--kind", "fix", "--name", "ask",
+        "--brief", "Ask.", "--agent", "test", "--agent-arg=--script", f"--agent-arg={script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    wait_for(lambda: phase_of(project, "fix--ask") == "short", LANDING_SECONDS, "short")
+    (shown,) = status_of(project)
+    assert shown["short_cause"] == "needs"
+    assert shown["needs"] == "which greeting?"
+    assert shown["path"] == f"{project.resolve()}/places/fix--ask"
+    said = flume_process("status", "--repository", str(project)).stdout
+    assert "fix--ask code: stopped short (needs): which greeting?" in said
+    # Also by hand, from a folder inside the place: the place is found, and refuses sensibly.
+    inside = subprocess.run(
+        [sys.executable, "-m", "flume", "submit"],
+        cwd=project / "places" / "fix--ask",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=os.environ.copy(),
+    )
+    assert "not inside a place flume made" not in inside.stderr, inside.stderr
+
+
+def test_a_plain_bare_repository_is_refused_as_bare(tmp_path: Path, host: Path) -> None:
+    """A launch naming a bare repository says it is bare and how to mend it; nothing is made."""
+    del host
+    seed = scenario.make_repository(tmp_path / "seed")
+    bare = tmp_path / "h11.git"
+    run_git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
+    before = sorted(str(p) for p in bare.rglob("*"))
+    ran = flume_process(
+        "launch", "--repository", str(bare), "--kind", "fix", "--name", "x", "--brief", "b"
+    )
+    assert ran.returncode == 2, ran.stdout
+    assert f"{bare} is a bare repository" in ran.stderr
+    assert "not in a git repository" not in ran.stderr
+    assert f"git clone {bare.resolve()} <folder>" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert sorted(str(p) for p in bare.rglob("*")) == before
+    assert not places.registry_path().exists()
+
+
+def test_a_worktree_of_a_bare_repository_is_refused_naming_the_bare_repository(
+    tmp_path: Path, host: Path
+) -> None:
+    """A worktree of a plain bare repository names that repository, not the folder holding it."""
+    del host
+    seed = scenario.make_repository(tmp_path / "seed")
+    holder = tmp_path / "h11"
+    holder.mkdir()
+    bare = holder / "repo.git"
+    run_git(holder, "clone", "-q", "--bare", str(seed), str(bare))
+    run_git(bare, "worktree", "add", "-q", str(holder / "work"), "main")
+    ran = flume_process(
+        "launch", "--repository", str(holder / "work"), "--kind", "fix", "--name", "x",
+        "--brief", "b",
+    )  # fmt: skip
+    assert ran.returncode == 2, ran.stdout
+    assert f"is a worktree of the bare repository {bare.resolve()}" in ran.stderr
+    assert "has no commits" not in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert sorted(git.heads(bare)) == ["main"]
+    assert not (holder / "places").exists()
+    assert not places.registry_path().exists()
