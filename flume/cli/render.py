@@ -329,6 +329,12 @@ def status_table(
             )
             yield from lines_of(narrow, width)
     yield from waiting_lines(views)
+    for view in views:
+        if view.host is not None:
+            yield (
+                f"{view.place}: host: {view.host} (another host launched it: that host's "
+                "supervisor carries it, and its flume status shows it whole)"
+            )
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
 from flume.core.errors import UsageError
+from flume.core.launch import Host
 from flume.core.observations import Observation
 from flume.core.place import Place
 from flume.core.settings import Settings
@@ -31,6 +33,41 @@ def state_dir() -> Path:
     """The XDG state directory where flume keeps its own files."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "flume"
+
+
+HOST_FILE = "host"
+
+
+def host_id() -> str | None:
+    """This host's id, kept in its state folder; None when it never made one (never launched)."""
+    try:
+        text = (state_dir() / HOST_FILE).read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def host() -> Host:
+    """This host, as a launch records it: its id (made once, at random) and its state folder.
+
+    Two users, or a test beside a person, have two state folders and so two hosts, even on one
+    repository: each host's supervisor carries only the places its own host launched.
+    """
+    folder = state_dir()
+    known = host_id()
+    if known is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        made = folder / f".{HOST_FILE}.{secrets.token_hex(8)}"
+        made.write_text(f"{secrets.token_hex(16)}\n", encoding="ascii")
+        # A link never replaces: of two first launches at once, one host id wins, for both.
+        with contextlib.suppress(FileExistsError):
+            os.link(made, folder / HOST_FILE)
+        made.unlink()
+        known = host_id()
+        if known is None:
+            message = f"{folder / HOST_FILE} holds no host id"
+            raise OSError(message)
+    return Host(id=known, state=str(folder))
 
 
 def registry_path() -> Path:

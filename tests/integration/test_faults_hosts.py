@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from flume.core.observations import Activity, AgentExited
+from flume.core.place import Delivered
 from flume.shell import git, places
 from flume.shell.tmux import Tmux
 from flume.testing import scenario
-from tests.integration.agents_kit import wait_for
+from tests.integration.agents_kit import observations, place_of, wait_for
+from tests.integration.conftest import stop_supervisor
 from tests.integration.places_kit import flume_process, run_git
 
 #: How long a fix has to land with the test agent (a few seconds when the machine is idle).
@@ -153,3 +160,113 @@ def test_a_worktree_of_a_bare_repository_is_refused_naming_the_bare_repository(
     assert sorted(git.heads(bare)) == ["main"]
     assert not (holder / "places").exists()
     assert not places.registry_path().exists()
+
+
+# --- item 3: two hosts on one repository ------------------------------------------------------
+
+#: Host A's fix: it commits, then works on until the test opens the gate; then it submits.
+GATED_SCRIPT = """\
+[[turn]]
+match = ":code:1]"
+steps = [
+  {{write = {{path = "a.txt", text = "a\\n"}}}},
+  {{commit = "Add a"}},
+  {{run = ["sh", "-c", "while [ ! -e {gate} ]; do sleep 0.1; done"]}},
+]
+
+[[turn]]
+match = ":submit:1]"
+steps = [{{run = ["flume", "submit"]}}]
+"""
+
+
+def as_host(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a flume command as another host (its own state folder and tmux server) would."""
+    return subprocess.run(  # noqa: S603 (our own interpreter and module)
+        [sys.executable, "-m", "flume", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environment,
+    )
+
+
+def test_two_hosts_on_one_repository_each_carry_only_their_own_places(
+    tmp_path: Path, panes: Tmux, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second host's supervisor neither follows nor judges the first host's working place.
+
+    Host A's agent has committed (its deliverable) and works on; host B (another state
+    folder, another tmux server) launches in the same repository, which starts its supervisor.
+    Before, B's first tick journaled ``AgentExited`` for A's live agent (not in B's tmux), and
+    A's supervisor did the same to B's: both places went short. Now B's fix lands, A's place
+    works on untouched, status names whose each place is, and A's fix lands once its agent is
+    done.
+    """
+    del panes
+    sample = scenario.fix_that_lands(tmp_path, name="b")
+    repo = sample.repository
+    gate = tmp_path / "gate"
+    gated = scenario.write_script(tmp_path, GATED_SCRIPT.format(gate=gate), "gated.toml")
+    here = flume_process(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", "a",
+        "--brief", "Add a.", "--agent", "test", "--agent-arg=--script", f"--agent-arg={gated}",
+    )  # fmt: skip
+    assert here.returncode == 0, here.stderr
+    journal_a = places.journals_dir(repo) / "fix--a" / places.JOURNAL
+
+    def committed_and_working() -> bool:
+        place = place_of(journal_a)
+        return (
+            isinstance(place.stage.phase, Delivered)
+            and place.agent is not None
+            and place.agent.activity is Activity.WORKING
+        )
+
+    wait_for(committed_and_working, LANDING_SECONDS, "host A's agent to commit and work on")
+    state_a = str(places.state_dir())
+    sockets = Path(tempfile.mkdtemp(prefix="flb-", dir="/tmp"))
+    host_b = {
+        **os.environ,
+        "XDG_STATE_HOME": str(tmp_path / "state-b"),
+        "FLUME_TMUX_SOCKET": str(sockets / "tmux.sock"),
+    }
+    try:
+        there = as_host(host_b, *sample.argv())
+        assert there.returncode == 0, there.stderr
+
+        def b_status() -> dict[str, dict[str, object]]:
+            ran = as_host(host_b, "status", "--json", "--repository", str(repo))
+            assert ran.returncode == 0, ran.stderr
+            return {str(p["place"]): p for p in json.loads(ran.stdout)["places"]}
+
+        wait_for(lambda: b_status()["fix--b"]["phase"] == "tidied", LANDING_SECONDS, "B tidied")
+        # Host B's supervisor ran all the while, and judged nothing of A's.
+        seen_a = observations(journal_a)
+        assert not [seen for seen in seen_a if isinstance(seen, AgentExited)], seen_a
+        assert committed_and_working(), place_of(journal_a)
+        from_b = b_status()
+        assert from_b["fix--a"]["host"] == state_a
+        assert from_b["fix--a"]["phase"] == "delivered"
+        assert "host" not in from_b["fix--b"]
+        said = as_host(host_b, "status", "--repository", str(repo)).stdout
+        assert f"fix--a: host: {state_a} (another host launched it" in said
+        daemon_b = as_host(host_b, "daemon", "status", "--json")
+        assert daemon_b.returncode == 0, daemon_b.stderr
+        assert json.loads(daemon_b.stdout)["other_hosts_places"] == 1
+        # From host A, its own place names no host, and B's names B's state folder.
+        from_a = {str(p["place"]): p for p in status_of(repo)}
+        assert "host" not in from_a["fix--a"]
+        assert from_a["fix--b"]["host"] == str(tmp_path / "state-b" / "flume")
+        # A's agent finishes; its own supervisor carries the fix to its landing.
+        gate.touch()
+        wait_for(lambda: phase_of(repo, "fix--a") == "tidied", LANDING_SECONDS, "A tidied")
+        assert run_git(repo, "show", "main:a.txt") == "a\n"
+        assert run_git(repo, "show", "main:greet.txt") == "hello\n"
+    finally:
+        with monkeypatch.context() as inside:
+            inside.setenv("XDG_STATE_HOME", host_b["XDG_STATE_HOME"])
+            stop_supervisor()
+        Tmux(sockets / "tmux.sock").kill_server()
+        shutil.rmtree(sockets, ignore_errors=True)
