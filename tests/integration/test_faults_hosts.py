@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from flume.core.observations import Activity, AgentExited
+from flume.core.observations import Activity, AgentExited, Launched
 from flume.core.place import Delivered
-from flume.shell import git, places
+from flume.shell import git, journal, places
 from flume.shell.tmux import Tmux
 from flume.testing import scenario
 from tests.integration.agents_kit import observations, place_of, wait_for
 from tests.integration.conftest import stop_supervisor
-from tests.integration.places_kit import flume_process, run_git
+from tests.integration.places_kit import Harness, flume_process, launch_place, run_git
 
 #: How long a fix has to land with the test agent (a few seconds when the machine is idle).
 LANDING_SECONDS = 120
@@ -270,3 +270,55 @@ def test_two_hosts_on_one_repository_each_carry_only_their_own_places(
             stop_supervisor()
         Tmux(sockets / "tmux.sock").kill_server()
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def rewrite_launch(path: Path, host: dict[str, str] | None) -> str:
+    """Rewrite the journal's launch line with ``host`` (None: as before hosts were recorded)."""
+    first, *rest = path.read_text(encoding="utf-8").splitlines()
+    data = json.loads(first)
+    assert "host" in data["launch"], data
+    if host is None:
+        del data["launch"]["host"]
+    else:
+        data["launch"]["host"] = host
+    line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    path.write_text("\n".join([line, *rest]) + "\n", encoding="utf-8")
+    return line
+
+
+def test_a_launch_journaled_before_hosts_replays_unchanged_and_is_followed(
+    tmp_path: Path, harness: Harness
+) -> None:
+    """An old journal, whose launch names no host, reads as before and any supervisor follows it.
+
+    Its line decodes and encodes back to the very same text, and status shows no host.
+    """
+    repo = scenario.make_repository(tmp_path / "repo")
+    path = launch_place(repo, "old")
+    line = rewrite_launch(path, None)
+    (seen,) = journal.read(path).observations
+    assert isinstance(seen, Launched)
+    assert seen.launch.host is None
+    assert journal.encode(seen) == line
+    harness.settle()
+    place = harness.place(path)
+    assert place.made
+    assert Path(place.path).is_dir()
+    (shown,) = status_of(repo)
+    assert "host" not in shown
+    assert harness.supervisor.report()["other_hosts_places"] == 0
+
+
+def test_a_supervisor_leaves_another_hosts_launch_alone(tmp_path: Path, harness: Harness) -> None:
+    """A launch by another host is read, never acted on: no worktree, no line journaled."""
+    repo = scenario.make_repository(tmp_path / "repo")
+    path = launch_place(repo, "theirs")
+    rewrite_launch(path, {"id": "0ther", "state": "/home/someone/.local/state/flume"})
+    before = path.read_text(encoding="utf-8")
+    harness.pass_time(120)
+    assert path.read_text(encoding="utf-8") == before
+    assert not (repo / "places" / "fix--theirs").exists()
+    assert harness.supervisor.report()["other_hosts_places"] == 1
+    (shown,) = status_of(repo)
+    assert shown["host"] == "/home/someone/.local/state/flume"
+    assert (shown["life"], shown["phase"]) == ("making", "queued")
