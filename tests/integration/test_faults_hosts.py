@@ -23,7 +23,7 @@ from flume.shell.tmux import Tmux
 from flume.testing import scenario
 from tests.integration.agents_kit import observations, place_of, wait_for
 from tests.integration.conftest import stop_supervisor
-from tests.integration.places_kit import Harness, flume_process, launch_place, run_git
+from tests.integration.places_kit import Harness, flume, flume_process, launch_place, run_git
 
 #: How long a fix has to land with the test agent (a few seconds when the machine is idle).
 LANDING_SECONDS = 120
@@ -322,3 +322,31 @@ def test_a_supervisor_leaves_another_hosts_launch_alone(tmp_path: Path, harness:
     (shown,) = status_of(repo)
     assert shown["host"] == "/home/someone/.local/state/flume"
     assert (shown["life"], shown["phase"]) == ("making", "queued")
+
+
+def test_tidy_leaves_another_hosts_dropped_place_to_that_host(
+    tmp_path: Path, host: Path, woken: list[str]
+) -> None:
+    """``flume tidy`` keeps a place another host launched, naming that host; nothing is asked.
+
+    Before, it journaled a tidy no supervisor of this host would ever perform, and said
+    "waiting ... run flume tidy again" for ever.
+    """
+    del host
+    repo = scenario.make_repository(tmp_path / "repo")
+    path = launch_place(repo, "theirs")
+    rewrite_launch(path, {"id": "0ther", "state": "/home/someone/.local/state/flume"})
+    dropped = flume("drop", "fix--theirs", "--repository", str(repo))
+    assert dropped.returncode == 0, dropped.stderr
+    before = path.read_text(encoding="utf-8")
+    tidied = flume("tidy", "--repository", str(repo), "--timeout", "2", "--json")
+    assert tidied.returncode == 0, tidied.stderr
+    (outcome,) = json.loads(tidied.stdout)["places"]
+    assert outcome["state"] == "kept"
+    assert outcome["kept"][0]["reason"] == (
+        "launched by another host (/home/someone/.local/state/flume): run flume tidy there"
+    )
+    assert path.read_text(encoding="utf-8") == before
+    assert woken == ["wake"]  # the drop's wake-up; tidy asked nothing of this host's supervisor
+    planned = flume("tidy", "--dry-run", "--repository", str(repo), "--json")
+    assert json.loads(planned.stdout)["places"] == [outcome]
