@@ -211,6 +211,7 @@ def survey(
     torn: list[str] = []
     # R11: with no supervisor following the places, what an agent does now cannot be read.
     supervised = client.request("ping", timeout=1.0) is not None
+    here = places.host_id()
     for found_in in repositories:
         for found in places.places_of(found_in, Settings()):
             if found.place is None:
@@ -218,7 +219,7 @@ def survey(
                 continue
             if found.torn:
                 torn.append(str(found.journal))
-            view = core_status(found.place, agent_known=supervised)
+            view = core_status(found.place, agent_known=supervised, here=here)
             if (mark is None or view.mark == mark) and (place is None or view.place == place):
                 views.append(view)
     return Survey(

@@ -911,6 +911,11 @@ def daemon_status(
         f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
         f"processes and sent herdr {reply.get('last_tick_herdr_requests', 0)} requests"
     )
+    others = reply.get("other_hosts_places", 0)
+    if others:
+        typer.echo(
+            f"not followed: {others} places other hosts launched (their supervisors carry them)"
+        )
     for journal_path, problem in reply.get("unreadable", {}).items():
         typer.echo(f"not followed: {journal_path}: {problem}")
 

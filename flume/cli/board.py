@@ -30,7 +30,7 @@ from rich.text import Text
 from flume.cli import render, statusview
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
-from flume.shell import client
+from flume.shell import client, places
 from flume.shell.events import Follower
 
 #: Terminals that cannot move the cursor: the board is printed anew instead of redrawn.
@@ -87,9 +87,10 @@ def rows(follower: Follower, now: float, *, supervised: bool) -> list[Row]:
     """Read what the journals gained, and each place's row."""
     follower.poll()
     found: list[Row] = []
+    here = places.host_id()
     for each in follower.places():
         assert each.place is not None  # noqa: S101 (places() holds only places read)
-        view = core_status(each.place, agent_known=supervised)
+        view = core_status(each.place, agent_known=supervised, here=here)
         launched = each.launched_at if each.launched_at is not None else float(view.updated_at)
         found.append(Row(view=view, age=now - launched, quiet=now - float(view.updated_at)))
     return found

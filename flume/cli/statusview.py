@@ -141,6 +141,12 @@ def status_table(
             rows = [narrow_cells(view) for view in views if view["repository"] == repository]
             yield from table(NARROW, rows, width) or lines_of(places_table(NARROW, rows), width)
     yield from waiting_lines(views)
+    for view in views:
+        if view.get("host") is not None:
+            yield (
+                f"{view['place']}: host: {view['host']} (another host launched it: that host's "
+                "supervisor carries it, and its flume status shows it whole)"
+            )
     for journal, problem in unreadable:
         yield f"unreadable journal {journal}: {problem}"
 

@@ -42,6 +42,16 @@ class AgentSettings:
 
 
 @attrs.frozen(kw_only=True)
+class Host:
+    """The host whose supervisor carries a place: the one that launched it (HOST-OWNS-PLACE)."""
+
+    #: A random id the host made once and keeps in its state folder.
+    id: str
+    #: The host's state folder (``$XDG_STATE_HOME/flume``), to name it to a person.
+    state: str
+
+
+@attrs.frozen(kw_only=True)
 class Launch:
     """One launch, as the caller made it: the repository, the kind, the name and the brief."""
 
@@ -54,6 +64,18 @@ class Launch:
     #: The stages that wait on the caller's word before they start.
     waits: PSet[StageName] = attrs.field(factory=pset)
     mark: str | None = None
+    #: The launching host; None in a launch journaled before hosts were recorded.
+    host: Host | None = None
+
+
+def followed_by(launch: Launch, host: str | None) -> bool:
+    """HOST-OWNS-PLACE: only the supervisor of the host ``host`` (its id) follows the place.
+
+    A place belongs to the host that launched it: another host's supervisor, though it reads
+    the same repository's journals, neither observes it nor acts on it. A launch journaled
+    before hosts were recorded names none, and is followed as before, by any host's supervisor.
+    """
+    return launch.host is None or launch.host.id == host
 
 
 def place_name(kind: KindName, name: WorkName) -> PlaceName:

@@ -9,6 +9,7 @@ from __future__ import annotations
 #: id -> the sentence of the spec it stands for.
 RULES: dict[str, str] = {
     "R1": "A worktree at <repository>/places/<kind>--<name>, on <prefix>/<name>, cut from base.",
+    "HOST-OWNS-PLACE": "A place is carried only by the supervisor of the host that launched it.",
     "R2": "The repository's declaration makes the place ready; a failed setup is a stop short.",
     "R3": "Every stage of the work runs in that one place.",
     "R4": "Each stage starts a new agent; the previous one has ended.",

@@ -15,7 +15,7 @@ from pyrsistent.typing import PVector
 
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import describe_deliverable
-from flume.core.launch import place_name
+from flume.core.launch import followed_by, place_name
 from flume.core.observations import Activity
 from flume.core.place import (
     AwaitingInput,
@@ -72,6 +72,9 @@ class PlaceStatus:
     completed: PVector[StageName]
     tells_held: int
     updated_at: Instant
+    #: The state folder of the host whose supervisor carries the place, when it is not the
+    #: host asking (HOST-OWNS-PLACE); None for this host's places.
+    host: str | None = None
 
 
 def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)
@@ -95,9 +98,14 @@ def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)
             assert_never(phase)
 
 
-def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
-    """R11: the place's status; ``agent_known`` is False when the supervisor is not running."""
+def status(place: Place, *, agent_known: bool = True, here: str | None = None) -> PlaceStatus:
+    """R11: the place's status; ``agent_known`` is False when the supervisor is not running.
+
+    ``here`` is the asking host's id (None: a host that never launched): a place another host
+    launched names that host's state folder.
+    """
     agent = place.agent
+    owner = place.launch.host
     if agent is None or place.life in {Life.DROPPED, Life.TIDIED}:
         activity = Activity.STOPPED
     elif not agent_known:
@@ -134,6 +142,7 @@ def status(place: Place, *, agent_known: bool = True) -> PlaceStatus:
         completed=place.completed,
         tells_held=len(place.held) + (1 if place.sending is not None else 0),
         updated_at=place.now,
+        host=owner.state if owner is not None and not followed_by(place.launch, here) else None,
     )
 
 

@@ -85,9 +85,42 @@ def common_dir(repository: Path) -> Path:
     return Path(ran.out.strip())
 
 
+class BareRepositoryError(GitError):
+    """The repository is bare and not laid out with a folder of its own: no place to put places.
+
+    ``common`` is the bare repository's folder.
+    """
+
+    def __init__(self, common: Path) -> None:
+        super().__init__(f"{common} is a bare repository")
+        self.common = common
+
+
+def is_bare(common: Path) -> bool:
+    """The git directory ``common`` is a bare repository's (``core.bare`` is true)."""
+    ran = run(common, "rev-parse", "--is-bare-repository")
+    return ran.ok and ran.out.strip() == "true"
+
+
 def main_worktree(repository: Path) -> Path:
-    """The main worktree of the repository ``repository`` belongs to."""
-    return common_dir(repository).parent
+    """The main worktree of the repository ``repository`` belongs to.
+
+    For a bare repository in the ``.bare`` layout (``proj/.bare``, and ``proj/.git`` a file
+    holding ``gitdir: ./.bare``) it is the folder holding both, ``proj``: git finds the
+    repository from there, and its worktrees sit beside it. Any other bare repository has none:
+    :class:`BareRepositoryError` names it.
+    """
+    common = common_dir(repository)
+    if not is_bare(common):
+        return common.parent
+    holder = common.parent
+    if (holder / ".git").is_file():
+        try:
+            if common_dir(holder).resolve() == common.resolve():
+                return holder
+        except GitError:
+            pass
+    raise BareRepositoryError(common)
 
 
 def has_commits(repository: Path) -> bool:

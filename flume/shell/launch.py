@@ -141,7 +141,9 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
     )
     decision = step(settings, None, seen)
     _check_free(repository, launch, str(decision.place.branch), Path(decision.place.path))
-    return seen
+    # The launching host carries it (HOST-OWNS-PLACE); named only once all is checked, so a
+    # refused launch makes nothing, not even the host's id.
+    return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host()))
 
 
 def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
 from flume.core.errors import UsageError
+from flume.core.launch import Host
 from flume.core.observations import Observation
 from flume.core.place import Place
 from flume.core.settings import Settings
@@ -30,6 +32,41 @@ from flume.shell.registry import remembered as remembered  # noqa: PLC0414
 from flume.shell.registry import state_dir as state_dir  # noqa: PLC0414
 
 JOURNAL = "journal.jsonl"
+
+
+HOST_FILE = "host"
+
+
+def host_id() -> str | None:
+    """This host's id, kept in its state folder; None when it never made one (never launched)."""
+    try:
+        text = (state_dir() / HOST_FILE).read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def host() -> Host:
+    """This host, as a launch records it: its id (made once, at random) and its state folder.
+
+    Two users, or a test beside a person, have two state folders and so two hosts, even on one
+    repository: each host's supervisor carries only the places its own host launched.
+    """
+    folder = state_dir()
+    known = host_id()
+    if known is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        made = folder / f".{HOST_FILE}.{secrets.token_hex(8)}"
+        made.write_text(f"{secrets.token_hex(16)}\n", encoding="ascii")
+        # A link never replaces: of two first launches at once, one host id wins, for both.
+        with contextlib.suppress(FileExistsError):
+            os.link(made, folder / HOST_FILE)
+        made.unlink()
+        known = host_id()
+        if known is None:
+            message = f"{folder / HOST_FILE} holds no host id"
+            raise OSError(message)
+    return Host(id=known, state=str(folder))
 
 
 def remember(repository: Path) -> None:
@@ -54,13 +91,34 @@ def repository_of(path: Path) -> Path:
         raise UsageError.one(
             "repository", f"{path} is a file, not a folder", "name a git repository's folder"
         )
-    if git.toplevel(path) is None:
+    try:
+        repository = git.main_worktree(path)
+    except git.BareRepositoryError as bare:
+        inside = path.resolve() == bare.common.resolve() or bare.common in path.resolve().parents
+        what = (
+            "is a bare repository"
+            if inside
+            else f"is a worktree of the bare repository {bare.common}"
+        )
+        raise UsageError.one(
+            "repository",
+            f"{path} {what}: it has no main worktree for flume to put places beside",
+            f"launch in a clone with a working tree (git clone {bare.common} <folder>), or lay "
+            f"it out as <folder>/.bare with a file <folder>/.git holding 'gitdir: ./.bare'",
+        ) from bare
+    except git.GitError as error:
         raise UsageError.one(
             "repository",
             f"{path} is not in a git repository",
             "name a folder inside a git repository",
+        ) from error
+    if git.toplevel(path) is None and path.resolve() != repository.resolve():
+        raise UsageError.one(
+            "repository",
+            f"{path} is inside the git directory {git.common_dir(path)}, not a worktree",
+            f"name the repository's worktree, {repository}",
         )
-    return git.main_worktree(path)
+    return repository
 
 
 def journals_dir(repository: Path) -> Path:

@@ -47,6 +47,7 @@ import attrs
 from flume.core.actions import Action, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
+from flume.core.launch import followed_by
 from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
@@ -88,10 +89,13 @@ class Followed:
     problem: str | None = None
     #: The journal file's (device, inode): a name launched again gets a new file, read anew.
     identity: tuple[int, int] | None = None
+    #: Another host launched the place: its supervisor carries it, this one only reads it.
+    foreign: bool = False
 
     def restart(self, identity: tuple[int, int]) -> None:
         """Follow a new journal at this path from its start."""
         self.offset, self.place, self.fresh, self.problem = 0, None, True, None
+        self.foreign = False
         self.batches.clear()
         self.identity = identity
 
@@ -164,6 +168,8 @@ class Supervisor:
         self._wake = wake
         self._journals_dirs: dict[Path, Path] = {}
         self._running: set[concurrent.futures.Future[None]] = set()
+        #: This host's id (HOST-OWNS-PLACE); None until the host's first launch makes it.
+        self.host = places.host_id()
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -171,12 +177,18 @@ class Supervisor:
         """Read what was journaled, observe, check deadlines, and start what is to do."""
         started = time.perf_counter()
         self._finish()
+        if self.host is None:
+            self.host = places.host_id()
         self._discover()
         self._read_all()
         runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
         asked = herdr.counter.requests
         now = Instant(self.clock())
-        live = [each for each in self.followed.values() if each.place and not each.problem]
+        live = [
+            each
+            for each in self.followed.values()
+            if each.place and not each.problem and not each.foreign
+        ]
         for observer in self.observers:
             try:
                 for each, seen in observer.observe(live, now):
@@ -293,6 +305,10 @@ class Supervisor:
             if not each.fresh:
                 batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
         each.offset = tail.offset
+        if each.place is not None and not followed_by(each.place.launch, self.host):
+            # HOST-OWNS-PLACE: another host's supervisor observes and acts; this one only reads.
+            each.foreign, each.fresh = True, False
+            return
         if each.fresh and each.place is not None:
             batch = list(pending(each.place))
             each.fresh = False
@@ -303,7 +319,7 @@ class Supervisor:
         """Journal a tick for each place whose deadlines it moves; others cost nothing."""
         for each in self.followed.values():
             place = each.place
-            if place is None or each.problem or place.life is Life.TIDIED:
+            if place is None or each.problem or each.foreign or place.life is Life.TIDIED:
                 continue
             trial = step(self.settings, place, Tick(at=now))
             if trial.actions or evolve(trial.place, now=place.now) != place:
@@ -313,7 +329,7 @@ class Supervisor:
 
     def _dispatch(self) -> None:
         for each in self.followed.values():
-            if each.busy or not each.batches or each.place is None:
+            if each.busy or not each.batches or each.place is None or each.foreign:
                 continue
             batch = each.batches.popleft()
             each.busy = True
@@ -426,14 +442,17 @@ class Supervisor:
 
     def report(self) -> dict[str, Any]:
         """What ``flume daemon status`` shows."""
+        ours = [each for each in self.followed.values() if not each.foreign]
         lives = collections.Counter(
-            each.place.life.value for each in self.followed.values() if each.place is not None
+            each.place.life.value for each in ours if each.place is not None
         )
         return {
             "pid": os.getpid(),
             "started_at": self.stats.started_at,
             "ticks": self.stats.ticks,
-            "places": len(self.followed),
+            "places": len(ours),
+            # Places other hosts launched in these repositories: read, never followed here.
+            "other_hosts_places": len(self.followed) - len(ours),
             "lives": dict(lives),
             "repositories": len(self._journals_dirs),
             "busy": sum(1 for each in self.followed.values() if each.busy),

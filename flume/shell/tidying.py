@@ -35,6 +35,7 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
+from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
     BranchDeleted,
@@ -130,6 +131,23 @@ def _in_flight(place: Place) -> Outcome:
         place=_name(place),
         repository=place.launch.repository,
         state="in-flight",
+        kept=(Kept(what=place.path, reason=reason),),
+    )
+
+
+def _other_host(place: Place, here: str | None) -> Outcome | None:
+    """Kept, when another host launched the place: its supervisor alone tidies it.
+
+    HOST-OWNS-PLACE: this host's supervisor would never perform the tidy, so none is asked.
+    """
+    owner = place.launch.host
+    if owner is None or followed_by(place.launch, here):
+        return None
+    reason = f"launched by another host ({owner.state}): run flume tidy there"
+    return Outcome(
+        place=_name(place),
+        repository=place.launch.repository,
+        state="kept",
         kept=(Kept(what=place.path, reason=reason),),
     )
 
@@ -268,11 +286,14 @@ def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list
     as the real run reports it, from its journal; any other with the plan on today's facts.
     """
     outcomes: list[Outcome] = []
+    here = places.host_id()
     for each in found:
         if each.place is None:
             continue
         if each.place.life is Life.TIDIED:
             outcomes.append(tidied_before(each, settings))
+        elif (theirs := _other_host(each.place, here)) is not None:
+            outcomes.append(theirs)
         else:
             outcomes.append(dry_run(each.place, force=force))
     return outcomes
@@ -288,12 +309,17 @@ def tidy(
     outcomes: list[Outcome | None] = []
     asked: list[tuple[places.Found, int]] = []
     slots: list[int] = []
+    here = places.host_id()
     for each in found:
         if each.place is None:
             continue
         if each.place.life is Life.TIDIED:
             outcomes.append(tidied_before(each, settings))
             archive(each)
+            continue
+        theirs = _other_host(each.place, here)
+        if theirs is not None:
+            outcomes.append(theirs)
             continue
         after = ask(each, force=force, settings=settings, clock=time.time)
         if after is None:

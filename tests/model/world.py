@@ -34,7 +34,7 @@ from flume.core.actions import (
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Landing, ReportFile, Sequence, Step
-from flume.core.launch import AgentSettings, Launch
+from flume.core.launch import AgentSettings, Host, Launch
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -192,6 +192,8 @@ class FakeWorld:
     activity: Activity = Activity.UNKNOWN
     activity_since: float = 0.0
     last_output: float = 0.0
+    #: The host that launches the place (HOST-OWNS-PLACE); None: a launch from before hosts.
+    host: Host | None = None
 
     # --- driving the core ------------------------------------------------------------------
 
@@ -208,6 +210,7 @@ class FakeWorld:
             base=BASE,
             agent=AgentSettings(),
             waits=pset(self.waits),
+            host=self.host,
         )
         setup = pvector(pvector(argv) for argv in self.setup)
         return self.feed(Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup))
