@@ -476,9 +476,9 @@ def needs(
         found = commands.place_here(_cwd(), settings)
         seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
         decision = commands.give(found, seen, settings)
+        client.ensure()
     except UsageError as error:
         _fail(error)
-    client.ensure()
     typer.echo(render.said_needs(decision))
 
 
@@ -493,9 +493,9 @@ def submit() -> None:
         found = commands.place_here(_cwd(), settings)
         seen = SubmitAsked(at=_now(), session=commands.session_of())
         decision = commands.give(found, seen, settings)
+        client.ensure()
     except UsageError as error:
         _fail(error)
-    client.ensure()
     typer.echo(render.submitted(decision))
 
 
@@ -580,7 +580,10 @@ def tidy(
     if dry_run:
         outcomes = tidying.plans(found, force=force, settings=settings)
     else:
-        outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+        try:
+            outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+        except UsageError as error:
+            _fail(error)
         for where in repositories:
             tidying.sweep_staging(where, time.time())
     if as_json:
@@ -805,10 +808,27 @@ app.add_typer(daemon, name="daemon")
 def daemon_status(
     *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
-    """Whether the supervisor runs, and what it follows."""
-    reply = client.request("status")
+    """Whether the supervisor runs, and what it follows.
+
+    One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
+    it is named, with the way out, and the status is 1.
+    """
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        problem = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
+        (said,) = problem.problems
+        if as_json:
+            shown = {"running": True, "answering": False, "pid": holder, "paused": paused}
+            typer.echo(json.dumps({**shown, "problem": said.what, "mend": said.mend}, indent=2))
+        else:
+            typer.echo(f"supervisor: running (pid {holder}) but not answering: {said.what}")
+            typer.echo(f"  {said.mend}")
+        raise typer.Exit(1)
     if as_json:
-        typer.echo(json.dumps({"running": reply is not None, **(reply or {})}, indent=2))
+        shown = {"running": reply is not None, "answering": reply is not None}
+        typer.echo(json.dumps({**shown, **(reply or {})}, indent=2))
         return
     if reply is None:
         typer.echo("supervisor: not running (any command that needs it starts it)")
@@ -830,7 +850,11 @@ def daemon_stop() -> None:
 
     The places wait in their journals; any command that needs the supervisor starts it again.
     """
-    reply = client.request("stop")
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        _fail(client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS))
     if reply is None:
         typer.echo("supervisor: not running")
         return
@@ -848,13 +872,15 @@ def daemon_stop() -> None:
 @daemon.command("run", hidden=True, cls=Command)
 def daemon_run(
     *,
-    asked_at: Annotated[
-        float | None,
-        typer.Option(metavar="SECONDS", help="When a command asked for this supervisor."),
+    asked_after: Annotated[
+        int | None,
+        typer.Option(
+            metavar="STOPS", help="How many daemon stops were counted when it was asked for."
+        ),
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
-    raise typer.Exit(supervisor.serve(Settings(), asked_at=asked_at))
+    raise typer.Exit(supervisor.serve(Settings(), asked_after=asked_after))
 
 
 def main() -> NoReturn:

@@ -206,9 +206,7 @@ def leave_host(folder: Path) -> None:
     so one that starts later leaves at once, and one already holding the supervisor's lock is
     sent SIGTERM, its own signal to stop.
     """
-    stopped = client.stopped_path()
-    stopped.parent.mkdir(parents=True, exist_ok=True)
-    stopped.write_text(f"{time.time()!r}\n", encoding="utf-8")
+    client.record_stop()
     reply = client.request("stop", timeout=5.0)
     pid = int(reply["pid"]) if reply is not None else _lock_holder()
     if pid is not None and reply is None:
