@@ -844,6 +844,27 @@ def daemon_status(
         typer.echo(f"not followed: {journal_path}: {problem}")
 
 
+@daemon.command("start", cls=Command)
+def daemon_start() -> None:
+    """Start the supervisor if none runs, and wait until it answers.
+
+    Any command that needs the supervisor starts it too; this one does nothing else.
+    """
+    try:
+        reply = client.ensure(wait=client.START_SECONDS)
+    except UsageError as error:
+        _fail(error)
+    if reply is None:
+        log = client.log_path()
+        typer.echo(
+            f"flume: supervisor: started, but not answering after {client.START_SECONDS:.0f} s;"
+            f" see its log {log}",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"supervisor: running, pid {reply['pid']}")
+
+
 @daemon.command("stop", cls=Command)
 def daemon_stop() -> None:
     """Stop the supervisor once its actions finish.

@@ -140,8 +140,8 @@ def not_answering(pid: int, waited: float) -> UsageError:
     else:
         what = f"the supervisor (pid {pid}) runs but has not answered for {waited:.0f} s"
         mend = (
-            f"see its log {log_path()}; if it stays so, end it with `kill {pid}` and the next "
-            f"command starts another; {journaled}"
+            f"see its log {log_path()}; if it stays so, end it with `kill {pid}`, then "
+            f"`flume daemon start`; {journaled}"
         )
     return UsageError((Problem(field="supervisor", what=what, mend=mend),), exit_status=1)
 
@@ -247,10 +247,7 @@ def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | No
         status = child.poll()
         if status == STOP_CAME_AFTER:
             what = "no supervisor was started: a `flume daemon stop` came after this command"
-            mend = (
-                "what you asked is journaled; the next command that needs the supervisor "
-                "starts it (`flume daemon status` says whether one runs)"
-            )
+            mend = "what you asked is journaled; start one with `flume daemon start`"
             raise UsageError((Problem(field="supervisor", what=what, mend=mend),), exit_status=1)
         if status == 0:
             # It left because another took the lock first: that one is asked.

@@ -163,7 +163,7 @@ def test_a_stop_counted_after_the_ask_is_honoured_and_named(
     The command read the count before ``daemon stop`` counted one more (a stop racing the
     command): the supervisor it starts finds the higher count and leaves, and the command
     names that refusal (exit 1) instead of returning as if one ran. The place stays queued,
-    journaled, and the next command starts a supervisor that makes it.
+    journaled, and ``flume daemon start`` starts the supervisor that makes it.
     """
     repo = repository(host / "repo")
     _daemon()
@@ -182,7 +182,10 @@ def test_a_stop_counted_after_the_ask_is_honoured_and_named(
         assert json.loads(flume("daemon", "status", "--json").stdout)["running"] is False
         (shown,) = json.loads(flume("status", "--json").stdout)["places"]
         assert shown["place"] == "fix--race"
-    _daemon()
+        assert "start one with `flume daemon start`" in ran.stderr
+    started = flume("daemon", "start")
+    assert started.returncode == 0, started.stderr
+    assert "supervisor: running, pid" in started.stdout
     path = places.journals_dir(repo) / "fix--race" / places.JOURNAL
     wait_until(lambda: "WorktreeMade" in kinds_in(path))
 
