@@ -221,3 +221,13 @@ def _a_dead_pid() -> int:
     child.wait()
     assert not client.alive(child.pid)
     return child.pid
+
+
+def test_an_agent_told_the_supervisor_does_not_answer_hears_its_request_was_journaled() -> None:
+    """Through MCP, a supervisor that does not answer is not called "nothing was done"."""
+    from flume.cli.mcp import failure  # noqa: PLC0415 (the MCP server's module, loaded here only)
+
+    said = str(failure(client.not_answering(os.getpid(), client.ANSWER_SECONDS)))
+    assert said.startswith("flume journaled this, but no supervisor answered")
+    assert "nothing was done" not in said
+    assert f"the supervisor (pid {os.getpid()}) runs but has not answered for 5 s" in said
