@@ -541,9 +541,9 @@ def needs(
         found = commands.place_here(cwd, settings)
         seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
         decision = commands.give(found, seen, settings)
+        client.ensure()
     except UsageError as error:
         _fail(error)
-    client.ensure()
     typer.echo(render.said_needs(decision))
 
 
@@ -572,9 +572,9 @@ def submit() -> None:
         found = commands.place_here(cwd, settings)
         seen = SubmitAsked(at=_now(), session=commands.session_of())
         decision = commands.give(found, seen, settings)
+        client.ensure()
     except UsageError as error:
         _fail(error)
-    client.ensure()
     typer.echo(render.submitted(decision))
 
 
@@ -666,7 +666,10 @@ def tidy(
     if dry_run:
         outcomes = tidying.plans(found, force=force, settings=settings)
     else:
-        outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+        try:
+            outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+        except UsageError as error:
+            _fail(error)
         for where in repositories:
             tidying.sweep_staging(where, time.time())
     if as_json:
@@ -894,12 +897,29 @@ app.add_typer(daemon, name="daemon")
 def daemon_status(
     *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
-    """Whether the supervisor runs, and what it follows."""
+    """Whether the supervisor runs, and what it follows.
+
+    One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
+    it is named, with the way out, and the status is 1.
+    """
     from flume.shell import client
 
-    reply = client.request("status")
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        problem = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
+        (said,) = problem.problems
+        if as_json:
+            shown = {"running": True, "answering": False, "pid": holder, "paused": paused}
+            typer.echo(json.dumps({**shown, "problem": said.what, "mend": said.mend}, indent=2))
+        else:
+            typer.echo(f"supervisor: running (pid {holder}) but not answering: {said.what}")
+            typer.echo(f"  {said.mend}")
+        raise typer.Exit(1)
     if as_json:
-        typer.echo(json.dumps({"running": reply is not None, **(reply or {})}, indent=2))
+        shown = {"running": reply is not None, "answering": reply is not None}
+        typer.echo(json.dumps({**shown, **(reply or {})}, indent=2))
         return
     if reply is None:
         typer.echo("supervisor: not running (any command that needs it starts it)")
@@ -920,6 +940,29 @@ def daemon_status(
         typer.echo(f"not followed: {journal_path}: {problem}")
 
 
+@daemon.command("start", cls=Command)
+def daemon_start() -> None:
+    """Start the supervisor if none runs, and wait until it answers.
+
+    Any command that needs the supervisor starts it too; this one does nothing else.
+    """
+    from flume.shell import client
+
+    try:
+        reply = client.ensure(wait=client.START_SECONDS)
+    except UsageError as error:
+        _fail(error)
+    if reply is None:
+        log = client.log_path()
+        typer.echo(
+            f"flume: supervisor: started, but not answering after {client.START_SECONDS:.0f} s;"
+            f" see its log {log}",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"supervisor: running, pid {reply['pid']}")
+
+
 @daemon.command("stop", cls=Command)
 def daemon_stop() -> None:
     """Stop the supervisor once its actions finish.
@@ -928,7 +971,11 @@ def daemon_stop() -> None:
     """
     from flume.shell import client
 
-    reply = client.request("stop")
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        _fail(client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS))
     if reply is None:
         typer.echo("supervisor: not running")
         return
@@ -946,16 +993,18 @@ def daemon_stop() -> None:
 @daemon.command("run", hidden=True, cls=Command)
 def daemon_run(
     *,
-    asked_at: Annotated[
-        float | None,
-        typer.Option(metavar="SECONDS", help="When a command asked for this supervisor."),
+    asked_after: Annotated[
+        int | None,
+        typer.Option(
+            metavar="STOPS", help="How many daemon stops were counted when it was asked for."
+        ),
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
     from flume.core.settings import Settings
     from flume.shell import supervisor
 
-    raise typer.Exit(supervisor.serve(Settings(), asked_at=asked_at))
+    raise typer.Exit(supervisor.serve(Settings(), asked_after=asked_after))
 
 
 def main() -> NoReturn:

@@ -150,6 +150,9 @@ def failure(error: UsageError) -> ToolError:
         if error.exit_status == 1
         else "flume found bad input; nothing was created or changed"
     )
+    if any(problem.field == "supervisor" for problem in error.problems):
+        # The request was journaled; the supervisor that carries it out did not answer.
+        head = "flume journaled this, but no supervisor answered to carry it out"
     lines = [head, *(f"- {problem.render()}" for problem in error.problems)]
     return ToolError("\n".join(lines))
 

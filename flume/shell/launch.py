@@ -35,7 +35,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import config, git, herdr, journal, places, tools
+from flume.shell import client, config, git, herdr, journal, places, tools
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -216,6 +216,36 @@ def _tidied(path: Path) -> bool:
         return False
 
 
+#: Every launch's staging folder is named ``.launching-<boot>-<pid>-<random>``.
+STAGING = ".launching-"
+
+
+def _boot() -> str:
+    """This boot of the host (a pid names a process only within one boot)."""
+    try:
+        text = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii")
+    except OSError:
+        return "noboot"
+    return text.strip().replace("-", "")[:12] or "noboot"
+
+
+def staging_prefix() -> str:
+    """The name a launch's staging folder starts with: its owner, this boot and process."""
+    return f"{STAGING}{_boot()}-{os.getpid()}-"
+
+
+def staging_owner_gone(name: str) -> bool | None:
+    """The launch that made the staging folder ``name`` is gone: another boot, or its process.
+
+    None when the name does not say (an older flume's): then its age must. No clock decides
+    it: a clock stepped forward never removes a live launch's folder.
+    """
+    parts = name.removeprefix(STAGING).split("-")
+    if not name.startswith(STAGING) or len(parts) < 3 or not parts[1].isdigit():
+        return None
+    return parts[0] != _boot() or not client.alive(int(parts[1]))
+
+
 def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
     """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
     seen = check(request, settings, clock)
@@ -224,7 +254,7 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     name = place_name(seen.launch.kind, seen.launch.name)
     folder = places.journals_dir(repository)
     folder.mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".launching-", dir=folder))
+    staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)

@@ -195,7 +195,10 @@ class Performer:
             what = f"a worktree of {there or 'a detached head'} already stands at {path}"
             return self._failed("MakeWorktree", what)
         if action.look_only:
-            return self._failed("MakeWorktree", f"{path} was not made: the work was dropped first")
+            # Dropped before it was seen made, and not made: nothing to report. A look is not a
+            # failure: a failure would end the batch before tidy's own look (GatherTidyFacts)
+            # that follows, and the place would wait for ever for facts never gathered.
+            return []
         head = git.resolve(repository, action.branch)
         start = action.start or git.resolve(repository, action.base)
         if start is None:

@@ -508,22 +508,21 @@ def _lock() -> int | None:
         return descriptor
 
 
-def _stopped_since(asked_at: float | None) -> bool:
-    """A ``daemon stop`` came after this supervisor was asked for: it must not take over."""
-    if asked_at is None:
-        return False
-    try:
-        stopped_at = float(client.stopped_path().read_text().strip())
-    except (OSError, ValueError):
-        return False
-    return stopped_at > asked_at
+def _stopped_since(asked_after: int | None) -> bool:
+    """A ``daemon stop`` came after this supervisor was asked for: it must not take over.
+
+    Stops are counted, not timed: a wall clock stepped back after a stop fools no count.
+    """
+    return asked_after is not None and client.stops() > asked_after
 
 
-def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
+def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
     """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
 
-    ``asked_at`` is when a command asked for this supervisor: one that starts only after a
-    ``daemon stop`` asked later leaves at once, so a stop is never undone by a slow starter.
+    ``asked_after`` is how many stops the host had counted when a command asked for this
+    supervisor: one that finds more leaves at once (exit status
+    :data:`~flume.shell.client.STOP_CAME_AFTER`, which the asking command names), so a stop is
+    never undone by a slow starter.
     """
     _configure_log()
     # Hold no folder open: the one it was started from may be a place tidy removes.
@@ -531,10 +530,10 @@ def serve(settings: Settings, asked_at: float | None = None) -> int:  # noqa: PL
     descriptor = _lock()
     if descriptor is None:
         return 0
-    if _stopped_since(asked_at):
+    if _stopped_since(asked_after):
         _log.info("a daemon stop came after this supervisor was asked for: leaving")
         os.close(descriptor)
-        return 0
+        return client.STOP_CAME_AFTER
     _log.info("supervisor started")
     address = client.socket_path()
     with contextlib.suppress(FileNotFoundError):
@@ -621,7 +620,7 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 reply.update(supervisor.survey())
             elif op == "stop":
                 stop = True
-                client.stopped_path().write_text(f"{time.time()!r}\n")
+                client.record_stop()
             elif op not in {"ping", "wake"}:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
             with contextlib.suppress(OSError):

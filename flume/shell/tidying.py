@@ -268,12 +268,20 @@ def archive(found: places.Found) -> None:
 
 
 def sweep_staging(repository: Path, now: float) -> list[str]:
-    """Remove staging folders of launches that died before their journal was in place."""
+    """Remove staging folders of launches that died before their journal was in place.
+
+    A folder's name says which launch made it (boot and process): it goes once that process
+    is gone, whatever the clock says. Only a folder of an older flume, which names no owner,
+    is judged by its age.
+    """
     folder = places.journals_dir(repository)
     removed = []
-    for staging in folder.glob(".launching-*") if folder.is_dir() else []:
+    for staging in folder.glob(f"{shell_launch.STAGING}*") if folder.is_dir() else []:
         with contextlib.suppress(OSError):
-            if now - staging.stat().st_mtime > STALE_STAGING_SECONDS:
+            gone = shell_launch.staging_owner_gone(staging.name)
+            if gone is None:
+                gone = now - staging.stat().st_mtime > STALE_STAGING_SECONDS
+            if gone:
                 shutil.rmtree(staging)
                 removed.append(str(staging))
     return removed

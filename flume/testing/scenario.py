@@ -218,9 +218,7 @@ def leave_host(folder: Path) -> None:
 
 def _stop_supervisor(deadline: float) -> int | None:
     """Stop the host's supervisor, if one runs or is starting; its pid, once it has ended."""
-    stopped = client.stopped_path()
-    stopped.parent.mkdir(parents=True, exist_ok=True)
-    stopped.write_text(f"{time.time()!r}\n", encoding="utf-8")
+    client.record_stop()
     reply = client.request("stop", timeout=5.0)
     pid = int(reply["pid"]) if reply is not None else _lock_holder()
     if pid is not None and reply is None:

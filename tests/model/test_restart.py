@@ -2,7 +2,12 @@
 
 The world crashes after journaling an observation and performing some of the actions it
 called for; whatever remained to do, and every observation of what was done, is lost, as in a
-SIGKILL of the supervisor. A restart replays the journal and performs :func:`pending`.
+SIGKILL of the supervisor. A restart replays the journal and performs :func:`pending`, as the
+supervisor does: one batch, in order, that a failed action ends.
+
+The shell may also stay down (paused, slow, or dead) while the caller's commands reach the
+journal: a launch dropped before any shell read it is first seen, launch and drop at once, by
+the restart.
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ from tests.model.world import FakeWorld, fix_world
 
 def _active(machine: RestartMachine) -> bool:
     place = machine.world.place
-    return place is not None and place.life is Life.ACTIVE
+    return not machine.down and place is not None and place.life is Life.ACTIVE
+
+
+def _up(machine: RestartMachine) -> bool:
+    return not machine.down
 
 
 crash_points = st.tuples(st.integers(0, 6), st.integers(0, 4))
@@ -31,14 +40,16 @@ crash_points = st.tuples(st.integers(0, 6), st.integers(0, 4))
 class RestartMachine(RuleBasedStateMachine):
     """A fix carried to its landing and tidied while the shell keeps dying."""
 
-    @initialize(setup=st.booleans(), crash=st.none() | crash_points)
-    def launch(self, setup: bool, crash: tuple[int, int] | None) -> None:
-        """Launch a fix, perhaps dying on the way."""
+    @initialize(setup=st.booleans(), crash=st.none() | crash_points, down=st.booleans())
+    def launch(self, setup: bool, crash: tuple[int, int] | None, down: bool) -> None:
+        """Launch a fix, perhaps dying on the way; ``down``: no shell reads the launch yet."""
         self.world: FakeWorld = fix_world()
         #: What each restart asked for again.
         self.restarts: list[tuple[Action, ...]] = []
+        #: The shell is down (paused, slow, dead): callers' commands are journaled, not read.
+        self.down = down
         self.world.setup = (("make", "ready"),) if setup else ()
-        self.world.crash = crash
+        self.world.crash = (0, 0) if down else crash
         assert self.world.launch() is None
         # A crash point past the launch's last observation never comes: it must not linger
         # into a later feed that no restart follows.
@@ -46,16 +57,27 @@ class RestartMachine(RuleBasedStateMachine):
         self._restart_if_crashed()
 
     def _restart_if_crashed(self) -> None:
+        """Replay and perform what is pending, as one batch that a failed action ends."""
         world = self.world
-        if world.crash is None and world.crashes > len(self.restarts):
+        if not self.down and world.crash is None and world.crashes > len(self.restarts):
             place = replay(world.settings, world.journal)
             assert place == world.place
             redo = pending(place)
             self.restarts.append(redo)
             for action in redo:
                 world.actions.append(action)
-                for seen in world.perform(action):
+                observed = world.perform(action)
+                for seen in observed:
                     assert world.feed(seen) is None
+                if any(isinstance(seen, ActionFailed) for seen in observed):
+                    break
+
+    @precondition(lambda self: self.down)
+    @rule()
+    def restart(self) -> None:
+        """The shell comes back (resumed, or started again) and reads the journal anew."""
+        self.down = False
+        self._restart_if_crashed()
 
     @precondition(_active)
     @rule(crash=st.none() | crash_points)
@@ -66,6 +88,7 @@ class RestartMachine(RuleBasedStateMachine):
         self.world.crash = None
         self._restart_if_crashed()
 
+    @precondition(_up)
     @rule(crash=st.none() | crash_points)
     def time_passes(self, crash: tuple[int, int] | None) -> None:
         """Time passes: deadlines send again what a crash lost."""
@@ -79,7 +102,10 @@ class RestartMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.world.place is not None)
     @rule(crash=st.none() | crash_points)
     def drop(self, crash: tuple[int, int] | None) -> None:
-        """The caller drops the work."""
+        """The caller drops the work (journaled only, while the shell is down)."""
+        if self.down:
+            self.world.record(DropAsked(at=self.world.instant()))
+            return
         self.world.crash = crash
         self.world.feed(DropAsked(at=self.world.instant()))
         self.world.crash = None
@@ -87,7 +113,10 @@ class RestartMachine(RuleBasedStateMachine):
 
     @rule(force=st.booleans(), crash=st.none() | crash_points)
     def tidy(self, force: bool, crash: tuple[int, int] | None) -> None:
-        """The caller asks for a tidy."""
+        """The caller asks for a tidy (journaled only, while the shell is down)."""
+        if self.down:
+            self.world.record(TidyAsked(at=self.world.instant(), force=force))
+            return
         self.world.crash = crash
         self.world.feed(TidyAsked(at=self.world.instant(), force=force))
         self.world.crash = None
@@ -97,8 +126,12 @@ class RestartMachine(RuleBasedStateMachine):
         """RESTART-CARRIES-ON: whatever crashes came before, the work reaches its end.
 
         With the shell alive from here on, the fix lands and is tidied (or, dropped, is
-        tidied): nothing a crash lost is left waiting forever.
+        tidied): nothing a crash lost is left waiting forever. A place dropped before it was
+        seen made is tidied with nothing removed, and its name is free
+        again: no worktree stands at its path and no branch holds its name.
         """
+        if self.down:
+            self.restart()
         world = self.world
         for _turn in range(12):
             place = world.place
@@ -116,6 +149,10 @@ class RestartMachine(RuleBasedStateMachine):
                 assert world.feed(TidyAsked(at=world.instant())) is None
         assert world.place is not None
         assert world.place.life is Life.TIDIED, world.place
+        if not world.made_by_flume:
+            assert not world.removed, world.removed
+            assert world.place.path not in world.worktrees
+            assert world.place.branch not in world.git.branches
 
     @invariant()
     def nothing_done_twice_and_nothing_left_waiting(self) -> None:
@@ -129,9 +166,10 @@ class RestartMachine(RuleBasedStateMachine):
         place = world.place
         assert place is not None
         assert replay(world.settings, world.journal) == place
-        outstanding = pending(place)
-        assert all(isinstance(action, Land) for action in outstanding), outstanding
-        assert not any(isinstance(a, Land) for a in outstanding) or world.landing
+        if not self.down:
+            outstanding = pending(place)
+            assert all(isinstance(action, Land) for action in outstanding), outstanding
+            assert not any(isinstance(a, Land) for a in outstanding) or world.landing
         assert len(world.made_by_flume) <= 1
         assert not any(isinstance(seen, ActionFailed) for seen in world.journal)
         assert sum(1 for agent in world.agents.values() if agent.live) <= 1
@@ -153,3 +191,23 @@ class RestartMachine(RuleBasedStateMachine):
 
 
 TestRestart = RestartMachine.TestCase
+
+
+def test_a_launch_dropped_before_the_shell_read_it_is_tidied() -> None:
+    """A launch and its drop read at once, the worktree never made: tidied, nothing removed.
+
+    The interleaving of a supervisor paused between a launch and its worktree: the restart's
+    one batch looks for the worktree (made before a crash?) and then gathers tidy's facts; the
+    look finding nothing must not end the batch, or tidy waits for ever on facts never gathered.
+    """
+    machine = RestartMachine()
+    machine.launch(setup=False, crash=None, down=True)
+    machine.drop(crash=None)
+    machine.restart()
+    machine.nothing_done_twice_and_nothing_left_waiting()
+    place = machine.world.place
+    assert place is not None
+    assert place.life is Life.TIDIED, place
+    assert not place.tidying
+    assert not place.tidy_wanted
+    machine.teardown()

@@ -215,6 +215,21 @@ class FakeWorld:
         setup = pvector(pvector(argv) for argv in self.setup)
         return self.feed(Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup))
 
+    def record(self, seen: Observation) -> UsageError | None:
+        """Journal a caller's command while the shell is down: stepped, nothing performed.
+
+        The CLI journals a command itself; the supervisor (paused, slow, or dead) performs what
+        it calls for only when it next reads the journal.
+        """
+        try:
+            decision = step(self.settings, self.place, seen)
+        except UsageError as error:
+            return error
+        self.steps.append((self.place, seen, decision))
+        self.place = decision.place
+        self.journal.append(seen)
+        return None
+
     def instant(self) -> Instant:
         """The world's clock as an observation's ``at``."""
         return Instant(self.now)
@@ -267,12 +282,15 @@ class FakeWorld:
         """Carry out one action and say what came of it."""
         at = self.instant()
         match action:
-            case MakeWorktree(path=path, branch=branch, base=base):
+            case MakeWorktree(path=path, branch=branch, base=base, look_only=look_only):
                 tree = self.worktrees.get(path)
                 if tree is not None and tree.by_flume and tree.branch == branch:
                     # Made before a crash hid it: the shell observes before it acts.
                     head = self.git.head(branch)
                     return [WorktreeMade(at=at, path=path, branch=branch, head=head)]
+                if look_only:
+                    # Dropped before it was seen made: the shell only looks, and found nothing.
+                    return []
                 if path in self.worktrees or branch in self.git.branches:
                     return [ActionFailed(at=at, action="MakeWorktree", output="exists")]
                 self.git.branches[branch] = list(self.git.branches[base])
