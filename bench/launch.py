@@ -34,6 +34,7 @@ from pathlib import Path
 
 from common import best, median, private_host, realistic_repository
 
+from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell import git, journal
@@ -44,6 +45,9 @@ TARGET = 1.5
 #: The launch as a command, against the bare command, median against median.
 COMMAND_TARGET = 1.5
 GIT = shutil.which("git") or "git"
+#: The agent is not what is timed: flume's test agent, written down (``--panes print``) rather
+#: than started, needs no agent installed and adds no tmux server's work to the machine's.
+AGENT = AgentSettings(agent=AgentName.TEST, panes=Panes.PRINT)
 
 
 def bare(repo: Path, number: int) -> float:
@@ -68,7 +72,9 @@ def flume_work(repo: Path, number: int) -> float:
     """Flume's launch and its MakeWorktree, in this process; seconds."""
     performer = Performer(clock=time.time)
     started = time.perf_counter()
-    request = shell_launch.Request(repository=repo, kind="fix", name=f"f{number}", brief="Bench.")
+    request = shell_launch.Request(
+        repository=repo, kind="fix", name=f"f{number}", brief="Bench.", agent=AGENT
+    )
     made = shell_launch.launch(request, Settings(), time.time)
     decision = step(Settings(), None, journal.read(made.journal).observations[0])
     for seen in performer.perform(decision.place, decision.actions[-1]):
@@ -120,6 +126,10 @@ def cli(repo: Path, number: int) -> tuple[float, float]:
             f"c{number}",
             "--brief",
             "Bench.",
+            "--agent",
+            AGENT.agent.value,
+            "--panes",
+            AGENT.panes.value,
             "--json",
         ],
         capture_output=True,
