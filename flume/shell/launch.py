@@ -76,8 +76,20 @@ def _problem(field: str, what: str, mend: str) -> UsageError:
 
 def check(request: Request, settings: Settings, clock: Callable[[], float]) -> Launched:
     """The launch as the journal's first line, or a :class:`UsageError` naming what is wrong."""
-    repository = places.repository_of(request.repository)
-    if not git.has_commits(repository):
+    return _checked(request, settings, clock)[0]
+
+
+def _checked(
+    request: Request, settings: Settings, clock: Callable[[], float]
+) -> tuple[Launched, Path]:
+    """:func:`check`'s line, and the folder of the repository's journals.
+
+    Each thing git is asked once: the repository, its journals and its commits in one
+    ``rev-parse``, every branch head in one ``for-each-ref``.
+    """
+    located = places.locate(request.repository)
+    repository = located.main
+    if not located.has_commits:
         raise _problem(
             "repository",
             f"{repository} has no commits, so there is no base to cut a branch from",
@@ -101,7 +113,7 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         )
     else:
         kind = request.carried
-    base = request.base or git.shared_branch(repository)
+    base = request.base or git.shared_branch(repository, main=repository)
     if base is None:
         raise _problem(
             "base",
@@ -140,14 +152,15 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         settings=settings,
     )
     decision = step(settings, None, seen)
-    _check_free(repository, launch, str(decision.place.branch), Path(decision.place.path))
-    return seen
+    branch, path = str(decision.place.branch), Path(decision.place.path)
+    _check_free(repository, located.journals, launch, branch, path)
+    return seen, located.journals
 
 
-def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> None:
+def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
     """The name is free: no live place, worktree path or branch holds it."""
     name = place_name(launch.kind, launch.name)
-    existing = places.journals_dir(repository) / name / places.JOURNAL
+    existing = journals / name / places.JOURNAL
     if existing.exists() and not _tidied(existing):
         raise _problem(
             "name",
@@ -216,18 +229,17 @@ def _tidied(path: Path) -> bool:
 
 def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
     """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
-    seen = check(request, settings, clock)
+    seen, folder = _checked(request, settings, clock)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
     name = place_name(seen.launch.kind, seen.launch.name)
-    folder = places.journals_dir(repository)
     folder.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".launching-", dir=folder))
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
         places.remember(repository)
-        with places.names_locked(repository):
+        with places.names_locked(repository, journals=folder):
             existing = target / places.JOURNAL
             if existing.exists():
                 _take_tidied_name(repository, folder, target)
