@@ -6,7 +6,6 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import attrs
@@ -14,6 +13,7 @@ from plumbum import local
 from plumbum.commands.processes import ProcessTimedOut
 
 from flume.core.ids import BranchName, Sha
+from flume.shell import environment
 
 _git = local["git"]
 #: git must never stop to ask (a pager, an editor, credentials) or read the user's config.
@@ -59,9 +59,9 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     counter.runs += 1
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
-    # The environment as it is now (plumbum's own is a copy taken when it was imported), with
-    # git kept from ever asking.
-    env = {**os.environ, **_ENV}
+    # The environment as it is now (plumbum's own is a copy taken when it was imported), or the
+    # one a launch's caller sent (flume.shell.environment), with git kept from ever asking.
+    env = {**environment.current(), **_ENV}
     status, out, err = _git[args].run(cwd=str(cwd), env=env, retcode=None, pass_fds=pass_fds)
     return Ran(argv=("git", *args), status=status, out=out, err=err)
 
@@ -246,7 +246,7 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     try:
         status, out, err = _git[argv].run(
             cwd=str(repository),
-            env={**os.environ, **_ENV},
+            env={**environment.current(), **_ENV},
             retcode=None,
             timeout=timeout,
         )

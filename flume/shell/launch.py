@@ -21,11 +21,13 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
-from pyrsistent import pset
+from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
@@ -35,7 +37,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import config, git, herdr, journal, places, tools
+from flume.shell import config, declared, git, herdr, journal, launch_words, places, tools
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -68,6 +70,18 @@ class Made:
     branch: BranchName
     base: BranchName
     journal: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
+        return {
+            "format": journal.FORMAT,
+            "place": self.place,
+            "repository": str(self.repository),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base": self.base,
+            "journal": str(self.journal),
+        }
 
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
@@ -256,6 +270,48 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
         base=seen.launch.base,
         journal=target / places.JOURNAL,
     )
+
+
+def launch_asked(  # noqa: PLR0913 (each is one thing a launch names)
+    *,
+    repository: Path,
+    name: str,
+    brief: str | Callable[[], str],
+    kind: str | None = None,
+    kind_file: Path | None = None,
+    base: str | None = None,
+    mark: str | None = None,
+    waits: Sequence[str] = (),
+    agent: str = "claude",
+    model: str | None = None,
+    agent_args: Sequence[str] = (),
+    panes: str = "tmux",
+) -> Made:
+    """A launch as its caller words it (:func:`flume.api.launch`'s arguments), checked, journaled.
+
+    The kind file, the kind named, the agent and the panes are checked first; then ``brief``, if
+    a function, is called for the brief (the CLI reads stdin so); then the rest. The same for the
+    API, the CLI and the supervisor launching for the CLI: one launch, one set of checks.
+    """
+    carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+    chosen_agent, chosen_panes = launch_words.checked(
+        kind=kind, kind_carried=carried is not None, agent=agent, panes=panes
+    )
+    settings = AgentSettings(
+        agent=chosen_agent, model=model, flags=pvector(agent_args), panes=chosen_panes
+    )
+    request = Request(
+        repository=repository.absolute(),
+        kind=kind or (carried.name if carried is not None else ""),
+        carried=carried,
+        name=name,
+        brief=brief if isinstance(brief, str) else brief(),
+        base=base,
+        mark=mark,
+        waits=tuple(waits),
+        agent=settings,
+    )
+    return launch(request, Settings(), time.time)
 
 
 def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:
