@@ -14,9 +14,10 @@ Timed, taking turns round by round on the same repository:
 And the ``flume launch`` command end to end, beside ``git worktree add -b`` as a person types
 it (also a process of its own), taking turns the same way: from the command's start until it has
 exited and its place is made (``WorktreeMade`` journaled by the host's supervisor, which runs
-already, as it does once anything was launched). This adds the interpreter's start, flume's
-imports and the supervisor's wake-up to flume's own work. Target (issue 16): at most 1.5x.
-Bytecode is cached, as on a user's machine.
+already, as it does once anything was launched). The command hands its launch to that
+supervisor, which checks and journals it and starts the worktree at once. This adds the
+interpreter's start and the command's imports to flume's own work. Target (issue 16): at most
+1.5x. Bytecode is cached, as on a user's machine.
 
 Run: ``python bench/launch.py [--rounds N] [--files N]``.
 """

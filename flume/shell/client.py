@@ -93,9 +93,10 @@ def launch(
     ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
 
     None, and nothing done, when no supervisor runs, when the one running does not take this
-    launch (another flume, another interpreter, another user), or when it has not taken it within
-    ``take_within`` seconds: it takes none after that. A launch taken and then not answered within
-    ``answer_within`` raises :class:`Unanswered`: it may have been made, so it is not made again.
+    launch (it is another flume or installation's, or another user's), or when it has not taken
+    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
+    is not made again.
     """
     request = {
         "op": "launch",
