@@ -21,15 +21,14 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
-from pyrsistent import pvector
 
 from flume.core.actions import SendTell
 from flume.core.errors import UsageError
-from flume.core.ids import Instant
-from flume.core.launch import AgentName, AgentSettings, Panes, place_name
+from flume.core.ids import BranchName, Instant, PlaceName
+from flume.core.launch import place_name
 from flume.core.observations import (
     DropAsked,
     Observation,
@@ -43,10 +42,10 @@ from flume.core.settings import Settings
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import Decision
-from flume.shell import client, commands, declared, places
+from flume.shell import client, commands, places
 from flume.shell import launch as shell_launch
 from flume.shell.events import Cursor, Follower, PlaceEvent
-from flume.shell.journal import FORMAT, codec
+from flume.shell.journal import codec
 
 __all__ = [
     "Cursor",
@@ -87,29 +86,14 @@ class Launched:
 
     def as_dict(self) -> dict[str, Any]:
         """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
-        return {
-            "format": FORMAT,
-            "place": self.place,
-            "repository": str(self.repository),
-            "path": str(self.path),
-            "branch": self.branch,
-            "base": self.base,
-            "journal": str(self.journal),
-        }
-
-
-_Choice = TypeVar("_Choice", AgentName, Panes)
-
-
-def _choice(kind: type[_Choice], field: str, value: str) -> _Choice:
-    """The member of ``kind`` whose value is ``value``; a usage error naming the choices."""
-    try:
-        return kind(value)
-    except ValueError:
-        *others, last = (member.value for member in kind)
-        raise UsageError.one(
-            field, f"unknown {field} {value!r}", f"choose {', '.join(others)} or {last}"
-        ) from None
+        return shell_launch.Made(
+            place=PlaceName(self.place),
+            repository=self.repository,
+            path=self.path,
+            branch=BranchName(self.branch),
+            base=BranchName(self.base),
+            journal=self.journal,
+        ).as_dict()
 
 
 def launch(  # noqa: PLR0913 (each is one thing a launch names)
@@ -139,29 +123,20 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     anything is wrong.
     """
     # A lone string is one stage or argument, not a sequence of letters.
-    waits = (waits,) if isinstance(waits, str) else waits
-    agent_args = (agent_args,) if isinstance(agent_args, str) else agent_args
-    carried = declared.load_kind_file(Path(kind_file)) if kind_file is not None else None
-    if kind is None and carried is None:
-        raise UsageError.one("kind", "no kind named", "give --kind fix|change|question|<declared>")
-    settings = AgentSettings(
-        agent=_choice(AgentName, "agent", agent),
-        model=model,
-        flags=pvector(agent_args),
-        panes=_choice(Panes, "panes", panes),
-    )
-    request = shell_launch.Request(
-        repository=Path(repository).absolute(),
-        kind=kind or (carried.name if carried is not None else ""),
-        carried=carried,
+    made = shell_launch.launch_asked(
+        repository=Path(repository),
         name=name,
-        brief=brief if isinstance(brief, str) else brief(),
+        brief=brief,
+        kind=kind,
+        kind_file=Path(kind_file) if kind_file is not None else None,
         base=base,
         mark=mark,
-        waits=tuple(waits),
-        agent=settings,
+        waits=(waits,) if isinstance(waits, str) else waits,
+        agent=agent,
+        model=model,
+        agent_args=(agent_args,) if isinstance(agent_args, str) else agent_args,
+        panes=panes,
     )
-    made = shell_launch.launch(request, Settings(), time.time)
     client.ensure()
     return Launched(
         place=made.place,

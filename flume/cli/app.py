@@ -20,10 +20,9 @@ from flume.cli.herdr import herdr_app
 from flume.cli.inspect import inspect_app
 from flume.cli.usage import Command, parse_seconds
 from flume.core.choices import AgentName, Panes
-from flume.core.errors import UsageError
+from flume.core.errors import Problem, UsageError
 
 if TYPE_CHECKING:
-    from flume.core.errors import Problem
     from flume.core.ids import Instant
 
 app = typer.Typer(
@@ -359,14 +358,49 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
+    from flume.shell import client, launch_words
+
+    given: str | None = None
+    if kind_file is None:
+        # A running supervisor, with flume's rules and git loaded, launches at once: what this
+        # process would load to launch costs more than the launch. A kind file is read here.
+        try:
+            launch_words.checked(kind=kind, kind_carried=False, agent=agent, panes=panes)
+        except UsageError as error:
+            _fail(error)
+        given = _brief(brief, brief_file)
+        words = {
+            "repository": str(repository.absolute()),
+            "name": name,
+            "brief": given,
+            "kind": kind,
+            "base": base,
+            "mark": mark,
+            "waits": list(wait or ()),
+            "agent": agent,
+            "model": model,
+            "agent_args": list(agent_arg or ()),
+            "panes": panes,
+        }
+        try:
+            outcome = client.launch(words)
+        except client.Unanswered as error:
+            typer.echo(
+                f"flume: the supervisor took the launch and said nothing more ({error}); "
+                "flume status shows whether it was made",
+                err=True,
+            )
+            raise typer.Exit(1) from None
+        if outcome is not None:
+            _launched(outcome, as_json=as_json)
+            return
     from flume import api
-    from flume.cli import render
 
     try:
         made = api.launch(
             repository=repository,
             name=name,
-            brief=lambda: _brief(brief, brief_file),
+            brief=given if given is not None else lambda: _brief(brief, brief_file),
             kind=kind,
             kind_file=kind_file,
             base=base,
@@ -379,13 +413,30 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         )
     except UsageError as error:
         _fail(error)
-    if as_json:
-        typer.echo(render.launched_json(made))
+    _show_launched(made.as_dict(), as_json=as_json)
+
+
+def _launched(outcome: dict[str, Any], *, as_json: bool) -> None:
+    """What came of a launch the supervisor took, said as the command says its own."""
+    if "made" in outcome:
+        _show_launched(outcome["made"], as_json=as_json)
         return
-    typer.echo(made.place)
+    if "problems" in outcome:
+        problems = tuple(Problem(**problem) for problem in outcome["problems"])
+        _fail(UsageError(problems, exit_status=int(outcome["exit_status"])))
+    typer.echo(f"flume: the launch failed: {outcome.get('failed', outcome)}", err=True)
+    raise typer.Exit(1)
+
+
+def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:
+    """The place launched: its id (and where it is, on stderr), or ``--json``'s document."""
+    if as_json:
+        typer.echo(json.dumps(made, ensure_ascii=False, indent=2))
+        return
+    typer.echo(made["place"])
     typer.echo(
-        f"flume: {made.path} on {made.branch} from {made.base}; "
-        f"follow it with: flume status {made.place}",
+        f"flume: {made['path']} on {made['branch']} from {made['base']}; "
+        f"follow it with: flume status {made['place']}",
         err=True,
     )
 

@@ -23,7 +23,6 @@ from flume.core.step import Decision, TraceRow
 from flume.shell.journal import FORMAT, codec
 
 if TYPE_CHECKING:
-    from flume import api
     from flume.shell.events import PlaceEvent
     from flume.shell.tidying import Outcome
 
@@ -234,11 +233,6 @@ def submitted(decision: Decision) -> str:
         f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
         f"{place.launch.base}; if its checks fail, their output comes back to you"
     )
-
-
-def launched_json(made: api.Launched) -> str:
-    """``flume launch --json``: the place made, format 1."""
-    return json.dumps(made.as_dict(), ensure_ascii=False, indent=2)
 
 
 def event_text(event: PlaceEvent) -> str:

@@ -14,6 +14,10 @@ only until a deadline, then says what holds it up and how to end that (:class:`N
 Which ``daemon stop`` came after a command asked for a supervisor is decided by a counter of
 stops (``supervisor.stopped``), never by the wall clock, which can be stepped back: the command
 passes the count it read, and a supervisor that finds a higher one leaves, and says why.
+
+``flume launch`` hands its launch to a running supervisor (:func:`launch`), which has flume's
+rules and git already loaded: it answers ``taken`` at once, then a second line, the launch's
+outcome. A launch no supervisor takes is the command's own to do.
 """
 
 from __future__ import annotations
@@ -21,15 +25,27 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import flume
 from flume.core.errors import Problem, UsageError
 from flume.shell import lines, registry
 
 if TYPE_CHECKING:
     import subprocess
+
+
+#: How long ``flume launch`` waits for the supervisor to take its launch before doing it itself.
+TAKE_SECONDS = 1.0
+#: How long it then waits for the supervisor to say what came of it.
+LAUNCH_SECONDS = 120.0
+#: What the supervisor's ``taken`` may lag its deadline to take a launch (the request's
+#: ``take_by``) and still be waited for: a supervisor takes nothing after its deadline.
+_SLACK_SECONDS = 0.5
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -68,6 +84,87 @@ def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
     except ValueError:
         return None
     return reply if isinstance(reply, dict) else None
+
+
+def identity() -> dict[str, str]:
+    """Which flume this is: its version, where its code is, and the Python environment it runs in.
+
+    A supervisor launches for a command only if it is the same flume: the same checks.
+    """
+    return {
+        "version": flume.__version__,
+        "code": str(Path(flume.__file__).parent.resolve()),
+        "prefix": sys.prefix,
+    }
+
+
+class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
+    """The supervisor took a launch and then said nothing of it: whether it was made is unknown."""
+
+
+def launch(
+    words: dict[str, Any],
+    *,
+    take_within: float = TAKE_SECONDS,
+    answer_within: float = LAUNCH_SECONDS,
+) -> dict[str, Any] | None:
+    """Hand a launch to the running supervisor; what came of it, or None when none took it.
+
+    ``words`` are :func:`flume.shell.launch.launch_asked`'s arguments as JSON (the repository an
+    absolute path); this process's environment goes with them, for the checks to read. What
+    came of it is ``made`` (``flume launch --json``'s document), else ``problems`` and
+    ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
+
+    None, and nothing done, when no supervisor runs, when the one running does not take this
+    launch (it is another flume or installation's, or another user's), or when it has not taken
+    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
+    is not made again.
+    """
+    request = {
+        "op": "launch",
+        "take_by": time.time() + take_within,
+        "flume": identity(),
+        "words": words,
+        "environment": dict(os.environ),
+    }
+    # ASCII, \u-escaped: a name or a path that is not UTF-8 (a surrogate) goes as it is.
+    line = (json.dumps(request) + "\n").encode("ascii")
+    if len(line) > lines.LONGEST:
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        reader = lines.Reader(connection)
+        try:
+            connection.settimeout(take_within + _SLACK_SECONDS)
+            connection.connect(str(socket_path()))
+            connection.sendall(line)
+            taken = _decoded(reader.line())
+        except OSError:
+            return None
+        if taken is None or taken.get("taken") is not True:
+            return None
+        try:
+            connection.settimeout(answer_within)
+            answer = _decoded(reader.line())
+        except OSError as error:
+            raise Unanswered(str(error)) from error
+    if answer is None:
+        message = "no answer came"
+        raise Unanswered(message)
+    outcome = answer.get("launch")
+    if not isinstance(outcome, dict):
+        message = f"it answered {answer!r}"
+        raise Unanswered(message)
+    return outcome
+
+
+def _decoded(data: bytes) -> dict[str, Any] | None:
+    """A JSON object's line, or None."""
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def alive(pid: int) -> bool:

@@ -6,7 +6,6 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import attrs
@@ -14,6 +13,7 @@ from plumbum import local
 from plumbum.commands.processes import ProcessTimedOut
 
 from flume.core.ids import BranchName, Sha
+from flume.shell import environment
 
 _git = local["git"]
 #: git must never stop to ask (a pager, an editor, credentials) or read the user's config.
@@ -59,9 +59,9 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     counter.runs += 1
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
-    # The environment as it is now (plumbum's own is a copy taken when it was imported), with
-    # git kept from ever asking.
-    env = {**os.environ, **_ENV}
+    # The environment as it is now (plumbum's own is a copy taken when it was imported), or the
+    # one a launch's caller sent (flume.shell.environment), with git kept from ever asking.
+    env = {**environment.current(), **_ENV}
     status, out, err = _git[args].run(cwd=str(cwd), env=env, retcode=None, pass_fds=pass_fds)
     return Ran(argv=("git", *args), status=status, out=out, err=err)
 
@@ -102,6 +102,49 @@ def is_bare(common: Path) -> bool:
     return ran.ok and ran.out.strip() == "true"
 
 
+@attrs.frozen(kw_only=True)
+class Where:
+    """Where a folder is in its repository: its worktree's top, and the shared git directory."""
+
+    toplevel: Path
+    common: Path
+    #: The commit the worktree's HEAD names; None while HEAD names no commit (no commits yet).
+    head: Sha | None
+
+
+def where(path: Path) -> Where | None:
+    """Where ``path`` is, in one ``git rev-parse``; None when it is in no worktree.
+
+    What :func:`toplevel`, :func:`common_dir` and :func:`has_commits` (of ``path``'s worktree)
+    each say, asked at once. An answer this cannot read for certain (a path holding a newline)
+    is asked for again the long way, one question at a time.
+    """
+    ran = run(
+        path,
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--git-common-dir",
+        "--verify",
+        "--quiet",
+        "HEAD^{commit}",
+    )
+    said = ran.out.splitlines()
+    if ran.status == 0 and len(said) == 3:
+        return Where(toplevel=Path(said[0]), common=Path(said[1]), head=Sha(said[2]))
+    if ran.status == 1 and len(said) == 2:
+        return Where(toplevel=Path(said[0]), common=Path(said[1]), head=None)
+    top = toplevel(path)
+    if top is None:
+        return None
+    head = run(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return Where(
+        toplevel=top,
+        common=common_dir(path),
+        head=Sha(head.out.strip()) if head.ok else None,
+    )
+
+
 def main_worktree(repository: Path) -> Path:
     """The main worktree of the repository ``repository`` belongs to.
 
@@ -134,14 +177,18 @@ def resolve(repository: Path, branch: BranchName) -> Sha | None:
     return Sha(ran.out.strip()) if ran.ok else None
 
 
-def shared_branch(repository: Path) -> BranchName | None:
-    """The repository's shared branch: the remote's HEAD branch, else the main worktree's."""
+def shared_branch(repository: Path, *, main: Path | None = None) -> BranchName | None:
+    """The repository's shared branch: the remote's HEAD branch, else the main worktree's.
+
+    ``main`` is the main worktree, when the caller knows it already.
+    """
     remote = run(repository, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
     if remote.ok and "/" in remote.out.strip():
         name = BranchName(remote.out.strip().split("/", 1)[1])
         if resolve(repository, name) is not None:
             return name
-    checked_out = run(main_worktree(repository), "symbolic-ref", "--quiet", "--short", "HEAD")
+    where = main if main is not None else main_worktree(repository)
+    checked_out = run(where, "symbolic-ref", "--quiet", "--short", "HEAD")
     return BranchName(checked_out.out.strip()) if checked_out.ok else None
 
 
@@ -231,7 +278,10 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     counter.runs += 1
     try:
         status, out, err = _git[argv].run(
-            cwd=str(repository), env={**os.environ, **_ENV}, retcode=None, timeout=timeout
+            cwd=str(repository),
+            env={**environment.current(), **_ENV},
+            retcode=None,
+            timeout=timeout,
         )
     except ProcessTimedOut:
         return Ran(argv=("git", *argv), status=124, out="", err=f"no answer in {timeout:g}s")

@@ -58,7 +58,7 @@ from typing import Any
 import attrs
 
 from flume.core.errors import UsageError
-from flume.shell import lines
+from flume.shell import environment, lines
 from flume.shell.git import Ran
 from flume.shell.tmux import SESSION_VARIABLE, Pane, tidy_name
 
@@ -96,16 +96,16 @@ class HerdrError(Exception):
 
 def config_dir() -> Path:
     """Herdr's config folder: ``$XDG_CONFIG_HOME/herdr``, else ``~/.config/herdr``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = environment.current().get("XDG_CONFIG_HOME") or str(environment.home() / ".config")
     return Path(base) / "herdr"
 
 
 def socket_path() -> Path:
     """The socket: ``$HERDR_SOCKET_PATH``, else a named session's, else the default (§1)."""
-    given = os.environ.get("HERDR_SOCKET_PATH")
+    given = environment.current().get("HERDR_SOCKET_PATH")
     if given:
         return Path(given)
-    session = os.environ.get("HERDR_SESSION")
+    session = environment.current().get("HERDR_SESSION")
     if session:
         return config_dir() / "sessions" / session / "herdr.sock"
     return config_dir() / "herdr.sock"

@@ -21,11 +21,13 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
-from pyrsistent import pset
+from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
@@ -35,7 +37,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import client, config, git, herdr, journal, places, tools
+from flume.shell import client, config, declared, git, herdr, journal, launch_words, places, tools
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -69,6 +71,18 @@ class Made:
     base: BranchName
     journal: Path
 
+    def as_dict(self) -> dict[str, Any]:
+        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
+        return {
+            "format": journal.FORMAT,
+            "place": self.place,
+            "repository": str(self.repository),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base": self.base,
+            "journal": str(self.journal),
+        }
+
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
     return UsageError.one(field, what, mend)
@@ -76,8 +90,20 @@ def _problem(field: str, what: str, mend: str) -> UsageError:
 
 def check(request: Request, settings: Settings, clock: Callable[[], float]) -> Launched:
     """The launch as the journal's first line, or a :class:`UsageError` naming what is wrong."""
-    repository = places.repository_of(request.repository)
-    if not git.has_commits(repository):
+    return _checked(request, settings, clock)[0]
+
+
+def _checked(
+    request: Request, settings: Settings, clock: Callable[[], float]
+) -> tuple[Launched, Path]:
+    """:func:`check`'s line, and the folder of the repository's journals.
+
+    Each thing git is asked once: the repository, its journals and its commits in one
+    ``rev-parse``, every branch head in one ``for-each-ref``.
+    """
+    located = places.locate(request.repository)
+    repository = located.main
+    if not located.has_commits:
         raise _problem(
             "repository",
             f"{repository} has no commits, so there is no base to cut a branch from",
@@ -101,7 +127,7 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         )
     else:
         kind = request.carried
-    base = request.base or git.shared_branch(repository)
+    base = request.base or git.shared_branch(repository, main=repository)
     if base is None:
         raise _problem(
             "base",
@@ -140,16 +166,17 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
         settings=settings,
     )
     decision = step(settings, None, seen)
-    _check_free(repository, launch, str(decision.place.branch), Path(decision.place.path))
+    branch, path = str(decision.place.branch), Path(decision.place.path)
+    _check_free(repository, located.journals, launch, branch, path)
     # The launching host carries it (HOST-OWNS-PLACE); named only once all is checked, so a
     # refused launch makes nothing, not even the host's id.
-    return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host()))
+    return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host())), located.journals
 
 
-def _check_free(repository: Path, launch: Launch, branch: str, path: Path) -> None:
+def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
     """The name is free: no live place, worktree path or branch holds it."""
     name = place_name(launch.kind, launch.name)
-    existing = places.journals_dir(repository) / name / places.JOURNAL
+    existing = journals / name / places.JOURNAL
     if existing.exists() and not _tidied(existing):
         raise _problem(
             "name",
@@ -248,18 +275,17 @@ def staging_owner_gone(name: str) -> bool | None:
 
 def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
     """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
-    seen = check(request, settings, clock)
+    seen, folder = _checked(request, settings, clock)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
     name = place_name(seen.launch.kind, seen.launch.name)
-    folder = places.journals_dir(repository)
     folder.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
         places.remember(repository)
-        with places.names_locked(repository):
+        with places.names_locked(repository, journals=folder):
             existing = target / places.JOURNAL
             if existing.exists():
                 _take_tidied_name(repository, folder, target)
@@ -276,6 +302,48 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
         base=seen.launch.base,
         journal=target / places.JOURNAL,
     )
+
+
+def launch_asked(  # noqa: PLR0913 (each is one thing a launch names)
+    *,
+    repository: Path,
+    name: str,
+    brief: str | Callable[[], str],
+    kind: str | None = None,
+    kind_file: Path | None = None,
+    base: str | None = None,
+    mark: str | None = None,
+    waits: Sequence[str] = (),
+    agent: str = "claude",
+    model: str | None = None,
+    agent_args: Sequence[str] = (),
+    panes: str = "tmux",
+) -> Made:
+    """A launch as its caller words it (:func:`flume.api.launch`'s arguments), checked, journaled.
+
+    The kind file, the kind named, the agent and the panes are checked first; then ``brief``, if
+    a function, is called for the brief (the CLI reads stdin so); then the rest. The same for the
+    API, the CLI and the supervisor launching for the CLI: one launch, one set of checks.
+    """
+    carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+    chosen_agent, chosen_panes = launch_words.checked(
+        kind=kind, kind_carried=carried is not None, agent=agent, panes=panes
+    )
+    settings = AgentSettings(
+        agent=chosen_agent, model=model, flags=pvector(agent_args), panes=chosen_panes
+    )
+    request = Request(
+        repository=repository.absolute(),
+        kind=kind or (carried.name if carried is not None else ""),
+        carried=carried,
+        name=name,
+        brief=brief if isinstance(brief, str) else brief(),
+        base=base,
+        mark=mark,
+        waits=tuple(waits),
+        agent=settings,
+    )
+    return launch(request, Settings(), time.time)
 
 
 def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:

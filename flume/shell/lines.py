@@ -26,6 +26,26 @@ def read_line(connection: socket.socket, *, longest: int = LONGEST) -> bytes:
     return bytes(data)
 
 
+class Reader:
+    """Lines from a connection one at a time: what came after a line is kept for the next."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self._connection = connection
+        self._data = bytearray()
+
+    def line(self, *, longest: int = LONGEST) -> bytes:
+        """The next line (its newline kept), or what came before the peer closed."""
+        while b"\n" not in self._data and len(self._data) < longest:
+            chunk = self._connection.recv(65536)
+            if not chunk:
+                break
+            self._data += chunk
+        end = self._data.find(b"\n") + 1 or len(self._data)
+        line = bytes(self._data[:end])
+        del self._data[:end]
+        return line
+
+
 def exchange(path: Path, line: bytes, *, connect: float, answer: float) -> bytes:
     """Connect to ``path``, write ``line`` and read the one answer line; raises :class:`OSError`.
 

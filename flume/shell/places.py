@@ -85,12 +85,7 @@ def remember(repository: Path) -> None:
 
 def repository_of(path: Path) -> Path:
     """The main worktree of the repository at ``path``; a usage error when there is none."""
-    if not path.exists():
-        raise UsageError.one("repository", f"{path} does not exist", "name a git repository")
-    if not path.is_dir():
-        raise UsageError.one(
-            "repository", f"{path} is a file, not a folder", "name a git repository's folder"
-        )
+    _a_folder(path)
     try:
         repository = git.main_worktree(path)
     except git.BareRepositoryError as bare:
@@ -107,11 +102,7 @@ def repository_of(path: Path) -> Path:
             f"it out as <folder>/.bare with a file <folder>/.git holding 'gitdir: ./.bare'",
         ) from bare
     except git.GitError as error:
-        raise UsageError.one(
-            "repository",
-            f"{path} is not in a git repository",
-            "name a folder inside a git repository",
-        ) from error
+        raise _not_in_a_repository(path) from error
     if git.toplevel(path) is None and path.resolve() != repository.resolve():
         raise UsageError.one(
             "repository",
@@ -121,19 +112,70 @@ def repository_of(path: Path) -> Path:
     return repository
 
 
+def _a_folder(path: Path) -> None:
+    """``path`` is a folder; a usage error naming what it is otherwise."""
+    if not path.exists():
+        raise UsageError.one("repository", f"{path} does not exist", "name a git repository")
+    if not path.is_dir():
+        raise UsageError.one(
+            "repository", f"{path} is a file, not a folder", "name a git repository's folder"
+        )
+
+
+def _not_in_a_repository(path: Path) -> UsageError:
+    return UsageError.one(
+        "repository",
+        f"{path} is not in a git repository",
+        "name a folder inside a git repository",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Located:
+    """A repository as a launch needs it: main worktree, journals, whether it has a commit yet."""
+
+    #: The main worktree (:func:`repository_of`).
+    main: Path
+    #: Where its places' journals live (:func:`journals_dir`).
+    journals: Path
+    #: The main worktree's HEAD names a commit (:func:`flume.shell.git.has_commits`).
+    has_commits: bool
+
+
+def locate(path: Path) -> Located:
+    """:func:`repository_of`, :func:`journals_dir` and whether it has commits, mostly in one git.
+
+    The same usage errors as :func:`repository_of`. A folder in a linked worktree is one git
+    more: the commits asked of are the main worktree's.
+    """
+    _a_folder(path)
+    where = git.where(path)
+    if where is None or where.common.name != ".git":
+        # Outside a worktree (a bare repository, or the .bare layout's own folder), or a git
+        # directory laid out otherwise (.bare, a bare repository's worktree, a submodule): the
+        # long way, which knows each of them.
+        main = repository_of(path)
+        return Located(main=main, journals=journals_dir(main), has_commits=git.has_commits(main))
+    main = where.common.parent
+    in_main = where.toplevel == main
+    has_commits = where.head is not None if in_main else git.has_commits(main)
+    return Located(main=main, journals=where.common / "flume", has_commits=has_commits)
+
+
 def journals_dir(repository: Path) -> Path:
     """Where the repository's places keep their journals."""
     return git.common_dir(repository) / "flume"
 
 
 @contextlib.contextmanager
-def names_locked(repository: Path) -> Iterator[None]:
+def names_locked(repository: Path, *, journals: Path | None = None) -> Iterator[None]:
     """Hold the repository's lock on place names: taking a name, or setting a tidied one aside.
 
     A name free again after its place was tidied is taken by moving the old journal aside and
     renaming the new one in; under this lock no other launch or tidy can do either meanwhile.
+    ``journals`` is :func:`journals_dir`, when the caller knows it already.
     """
-    folder = journals_dir(repository)
+    folder = journals if journals is not None else journals_dir(repository)
     folder.mkdir(exist_ok=True)
     descriptor = os.open(folder / ".names.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -35,12 +35,13 @@ import queue
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import attrs
 
@@ -53,7 +54,8 @@ from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
-from flume.shell import client, git, herdr, journal, lines, openspec, places, tmux
+from flume.shell import client, environment, git, herdr, journal, lines, openspec, places, tmux
+from flume.shell import launch as shell_launch
 from flume.shell.agents import Agents
 from flume.shell.herdr import Herdr
 from flume.shell.lander import Lander, Landings
@@ -384,6 +386,39 @@ class Supervisor:
             if each is not None:
                 each.busy = False
 
+    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+        """A launch ``flume launch`` handed over (:func:`flume.shell.client.launch`): its outcome.
+
+        The command's own checks and journaling (:func:`flume.shell.launch.launch_asked`), reading
+        the caller's environment ``given`` in place of the supervisor's. A launch journaled is
+        followed, and its place made, at once: ``made``, the launch as ``flume launch --json``
+        prints it. Bad input makes nothing: ``problems`` and ``exit_status``, the command's own.
+        """
+        try:
+            with environment.given(given):
+                made = shell_launch.launch_asked(**words)
+        except UsageError as error:
+            problems = [attrs.asdict(problem) for problem in error.problems]
+            return {"problems": problems, "exit_status": error.exit_status}
+        except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
+            _log.exception("a launch handed over by a command failed")
+            return {"failed": traceback.format_exc(limit=3)}
+        _log.info("%s launched in %s, for a command", made.place, made.repository)
+        self.follow(made.journal)
+        return {"made": made.as_dict()}
+
+    def follow(self, path: Path) -> None:
+        """Follow a journal just written, and start what it asks for now, not at the next tick.
+
+        Found as every journal is found (:meth:`_discover`), so it is followed once; one not
+        found so is left to the next tick.
+        """
+        self._discover()
+        each = self.followed.get(path)
+        if each is not None:
+            self._read(each)
+            self._dispatch()
+
     def survey(self) -> dict[str, Any]:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
 
@@ -540,7 +575,13 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         address.unlink()
     address.parent.mkdir(parents=True, exist_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(address))
+    # Only this user may connect: a launch asked over it runs as this user. (No thread runs
+    # yet, so the process's umask may change for the bind.)
+    umask = os.umask(0o177)
+    try:
+        listener.bind(str(address))
+    finally:
+        os.umask(umask)
     listener.listen(64)
     listener.setblocking(False)  # noqa: FBT003 (the socket API)
     wake_read, wake_write = os.pipe()
@@ -609,9 +650,13 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
         with connection:
             connection.settimeout(2.0)
             try:
-                request = json.loads(lines.read_line(connection, longest=65536))
+                request = json.loads(lines.read_line(connection))
                 op = request.get("op")
             except (OSError, ValueError, AttributeError):
+                continue
+            if op == "launch":
+                with contextlib.suppress(OSError):
+                    _launch(connection, request, supervisor)
                 continue
             reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             if op == "status":
@@ -625,6 +670,88 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
             with contextlib.suppress(OSError):
                 connection.sendall((json.dumps(reply) + "\n").encode())
+
+
+#: What a launch handed over names, and the JSON types each may have.
+_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
+    "repository": (str,),
+    "name": (str,),
+    "brief": (str,),
+    "kind": (str, type(None)),
+    "base": (str, type(None)),
+    "mark": (str, type(None)),
+    "waits": (list,),
+    "agent": (str,),
+    "model": (str, type(None)),
+    "agent_args": (list,),
+    "panes": (str,),
+}
+
+
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+    """Take a launch a command hands over, or decline it: then the command launches itself.
+
+    Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    """
+    words = _launch_words(request.get("words"))
+    given = request.get("environment")
+    if not _same_user(connection):
+        declined = "another user asks"
+    elif request.get("flume") != client.identity():
+        declined = "another flume asks"
+    elif words is None or not _environment(given):
+        declined = "the launch is not worded as flume launch words it"
+    elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
+        declined = "asked too late: the command launches itself"
+    else:
+        _say(connection, {"ok": True, "taken": True})
+        outcome = supervisor.launch(words, given)
+        _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
+        return
+    _say(connection, {"ok": False, "error": declined})
+
+
+def _environment(given: object) -> TypeGuard[dict[str, str]]:
+    """``given`` is an environment: names and values, all text."""
+    return isinstance(given, dict) and all(
+        isinstance(name, str) and isinstance(value, str) for name, value in given.items()
+    )
+
+
+def _launch_words(words: object) -> dict[str, Any] | None:
+    """:func:`flume.shell.launch.launch_asked`'s arguments, from a request's JSON; None if unfit."""
+    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
+        return None
+    for key, types in _LAUNCH_WORDS.items():
+        if not isinstance(words[key], types):
+            return None
+    listed = (*words["waits"], *words["agent_args"])
+    if not all(isinstance(each, str) for each in listed):
+        return None
+    repository = Path(words["repository"])
+    if not repository.is_absolute():
+        return None
+    return {
+        **words,
+        "repository": repository,
+        "waits": tuple(words["waits"]),
+        "agent_args": tuple(words["agent_args"]),
+    }
+
+
+def _same_user(connection: socket.socket) -> bool:
+    """The process at the other end runs as this one's user (known only where the OS says)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return False
+    credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return bool(uid == os.getuid())
+
+
+def _say(connection: socket.socket, reply: dict[str, Any]) -> None:
+    """One JSON line to the connection."""
+    connection.sendall((json.dumps(reply) + "\n").encode())
 
 
 def _configure_log() -> None:

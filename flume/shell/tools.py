@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from flume.core.launch import AgentName, Panes
+from flume.shell import environment
 
 #: Where ``scripts/install-agents`` puts the pinned npm packages' programs, beside flume.
 NODE_BIN = Path(__file__).resolve().parents[2] / ".node" / "node_modules" / ".bin"
@@ -23,13 +24,13 @@ AGENT_VARIABLES = {AgentName.CLAUDE: "FLUME_CLAUDE", AgentName.CODEX: "FLUME_COD
 
 def installed(name: str, variable: str) -> Path | None:
     """``$variable`` if set, else the pinned ``.node`` install's ``name``, else PATH's; or None."""
-    chosen = os.environ.get(variable)
+    chosen = environment.current().get(variable)
     if chosen:
         return Path(chosen)
     pinned = NODE_BIN / name
     if pinned.exists():
         return pinned
-    found = shutil.which(name)
+    found = shutil.which(name, path=environment.current().get("PATH", os.defpath))
     return Path(found) if found else None
 
 
@@ -38,13 +39,13 @@ def agent_program(agent: AgentName) -> str:
     variable = AGENT_VARIABLES.get(agent)
     if variable is None:  # the test agent is a module of flume's own interpreter
         return sys.executable
-    return os.environ.get(variable) or agent.value
+    return environment.current().get(variable) or agent.value
 
 
 def search_path() -> str:
     """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
     bin_dir = str(Path(sys.executable).parent)
-    path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    path = environment.current().get("PATH", "/usr/local/bin:/usr/bin:/bin")
     if bin_dir not in path.split(os.pathsep):
         path = os.pathsep.join([bin_dir, path])
     return path
@@ -61,7 +62,8 @@ def missing_agent(agent: AgentName) -> tuple[str, str] | None:
     variable = AGENT_VARIABLES.get(agent)
     if variable is None or found(program):
         return None
-    where = f"{variable} names {program}" if os.environ.get(variable) else "not on PATH"
+    named = environment.current().get(variable)
+    where = f"{variable} names {program}" if named else "not on PATH"
     return (
         f"the agent's program {program!r} is not installed here ({where})",
         f"install {agent.value} and put it on PATH, or set {variable} to its path",

@@ -411,3 +411,56 @@ def test_an_agent_not_installed_makes_nothing(
     ran = launch(repo, "--name", "x", "--agent", agent, "--panes", "print")
     assert ran.returncode == 0, ran.stderr
     assert woken == ["wake"]
+
+
+def test_a_launch_asks_git_each_thing_once(
+    host: Path, monkeypatch: pytest.MonkeyPatch, woken: list[str]
+) -> None:
+    """A launch's checks run no git command twice: five in all, from the main worktree.
+
+    The repository, its shared git directory and its commits are one ``rev-parse``; the branch
+    heads one ``for-each-ref``. A path git's answer cannot be read line by line for (one holding
+    a newline) is asked the long way and launches all the same.
+    """
+    asked: list[tuple[str, tuple[str, ...]]] = []
+    run = git.run
+
+    def counted(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> git.Ran:
+        asked.append((str(cwd), args))
+        return run(cwd, *args, pass_fds=pass_fds)
+
+    monkeypatch.setattr(git, "run", counted)
+    for folder in ("repo", "new\nline"):
+        repo = repository(host / folder)
+        asked.clear()
+        ran = launch(repo, "--name", "once", *PRINTED)
+        assert ran.returncode == 0, ran.stderr
+        assert len(asked) == len(set(asked)), asked
+    assert len(asked) > 5  # the long way
+    asked.clear()
+    assert launch(host / "repo", "--name", "twice", *PRINTED).returncode == 0
+    assert len(asked) == 5, asked
+    assert woken == ["wake"] * 3
+
+
+def test_a_linked_worktree_launches_in_its_main_worktree_s_repository(host: Path) -> None:
+    """A launch from a linked worktree is the main worktree's; its commits are the main's.
+
+    One from a main worktree whose branch has no commit yet is refused as it always was, though
+    the linked worktree it is asked from has commits; from a folder inside it, it launches.
+    """
+    repo = repository(host / "repo", files={"README.md": "hello\n", "sub/x.txt": "x\n"})
+    linked = host / "linked"
+    run_git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    ran = launch(linked / "sub", "--name", "linked", "--json", *PRINTED)
+    assert ran.returncode == 0, ran.stderr
+    made = json.loads(ran.stdout)
+    assert made["repository"] == str(repo)
+    assert made["path"] == str(repo / "places" / "fix--linked")
+    assert made["base"] == "main"
+    run_git(repo, "checkout", "-q", "--orphan", "unborn")
+    before = world_of(repo)
+    ran = launch(linked, "--name", "unborn", *PRINTED)
+    assert ran.returncode == 2
+    assert f"{repo} has no commits" in ran.stderr
+    assert world_of(repo) == before
