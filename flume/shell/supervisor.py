@@ -307,6 +307,10 @@ class Supervisor:
             if not each.fresh:
                 batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
         each.offset = tail.offset
+        if self.host is None and each.place is not None and each.place.launch.host is not None:
+            # The host's first launch made its id since this supervisor last looked (a launch
+            # handed over is followed at once, between ticks): judged by the id as it is now.
+            self.host = places.host_id()
         if each.place is not None and not followed_by(each.place.launch, self.host):
             # HOST-OWNS-PLACE: another host's supervisor observes and acts; this one only reads.
             each.foreign, each.fresh = True, False
