@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -458,6 +459,11 @@ def test_a_linked_worktree_launches_in_its_main_worktree_s_repository(host: Path
     assert made["repository"] == str(repo)
     assert made["path"] == str(repo / "places" / "fix--linked")
     assert made["base"] == "main"
+    # The supervisor makes that place on its own time: the world is compared once it has.
+    deadline = time.monotonic() + 60
+    while made["path"] not in world_of(repo)["worktrees"]:
+        assert time.monotonic() < deadline, "the supervisor never made the first place"
+        time.sleep(0.02)
     run_git(repo, "checkout", "-q", "--orphan", "unborn")
     before = world_of(repo)
     ran = launch(linked, "--name", "unborn", *PRINTED)
