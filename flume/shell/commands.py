@@ -29,7 +29,7 @@ from flume.core.place import evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
 from flume.shell import config, git, places
-from flume.shell.journal import JournalError
+from flume.shell.journal import JournalError, write_fault
 
 #: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
 MAX_TEXT_BYTES = MAX_BRIEF_BYTES
@@ -100,14 +100,16 @@ def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None
 def give(found: places.Found, seen: Observation, settings: Settings) -> Decision:
     """Journal the command ``seen`` for the place ``found``, if its rules accept it.
 
-    Raises :class:`UsageError`: the core's refusal (nothing journaled), or a journal that cannot
-    be read (nothing journaled either).
+    Raises :class:`UsageError`: the core's refusal (nothing journaled), or, with exit status 1,
+    a journal that cannot be read (nothing journaled either: nobody would act on it) or written
+    (naming the path and the system's words).
     """
     if found.place is None:
         raise UsageError.one(
             "place",
             f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
             "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
         )
     try:
         return places.command(found.journal, seen, settings)
@@ -116,6 +118,7 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
             "place",
             f"the journal {found.journal} cannot be read: {error}",
             "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
         ) from error
     except FileNotFoundError as error:
         # Tidied and set aside between finding it and journaling.
@@ -123,6 +126,13 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
             "place",
             f"the place's journal {found.journal} is gone (its place was tidied)",
             "run flume status to list the places there are",
+        ) from error
+    except OSError as error:
+        raise UsageError.one(
+            "place",
+            write_fault(found.journal, error),
+            "free space, or make the journal's folder writable, then run it again",
+            exit_status=1,
         ) from error
 
 

@@ -166,13 +166,30 @@ def create(path: Path, seen: Observation) -> None:
 
 
 def _write_line(descriptor: int, seen: Observation) -> None:
-    """Write one line after ending any torn one, then fsync; the lock is the caller's."""
+    """Write one line after ending any torn one, then fsync; the lock is the caller's.
+
+    A write that fails part-way (a full disk) is cut back to where it began, so the fault
+    leaves no line a crash seems to have cut short, and the ``OSError`` is raised.
+    """
     line = (encode(seen) + "\n").encode("utf-8")
     _mend_torn_tail(descriptor)
+    start = os.fstat(descriptor).st_size
     written = 0
-    while written < len(line):
-        written += os.write(descriptor, line[written:])
-    os.fsync(descriptor)
+    try:
+        while written < len(line):
+            written += os.write(descriptor, line[written:])
+        os.fsync(descriptor)
+    except OSError:
+        if written:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, start)
+        raise
+
+
+def write_fault(path: Path, error: OSError) -> str:
+    """What a failed write to the journal ``path`` says: the path and the system's words."""
+    words = error.strerror or str(error)
+    return f"the journal {path} cannot be written: {words} (errno {error.errno})"
 
 
 def _mend_torn_tail(descriptor: int) -> None:
