@@ -330,7 +330,10 @@ def status_table(
             yield from lines_of(narrow, width)
     yield from waiting_lines(views)
     for journal, problem in unreadable:
-        yield f"unreadable journal {journal}: {problem}"
+        yield (
+            f"unreadable journal {journal}: {problem}; mend it so it reads whole (or move it "
+            "away): flume follows it again by itself"
+        )
 
 
 #: How many lines of a stage's words ``flume status`` shows under its table.
@@ -348,6 +351,8 @@ def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
         if view.life not in {Life.MAKING, Life.ACTIVE}:
             continue
         where = f"{view.place} {view.stage}"
+        if view.fault is not None:
+            yield f"{where}: {view.fault}"
         if view.short_cause is not None:
             lines = (view.needs or "").strip().splitlines() or [""]
             yield f"{where}: stopped short ({view.short_cause}): {lines[0]}".rstrip()

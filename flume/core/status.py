@@ -71,6 +71,9 @@ class PlaceStatus:
     completed: PVector[StageName]
     tells_held: int
     updated_at: Instant
+    #: What keeps the host's supervisor from carrying the place on, and the way out (a journal
+    #: it cannot write, or cannot read whole), as the supervisor said; None when nothing does.
+    fault: str | None = None
 
 
 def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)
