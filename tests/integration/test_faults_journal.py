@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from flume.core.actions import StartAgent
 from flume.core.ids import Instant
-from flume.core.observations import Activity, Tick
-from flume.core.place import Life
-from flume.shell import client, journal
+from flume.core.observations import Activity, DropAsked, Observation, Tick
+from flume.core.place import Life, Place
+from flume.core.settings import Settings
+from flume.shell import client, journal, places
 from flume.shell.tmux import Tmux
 from tests.integration.agents_kit import (
     TIMING,
@@ -38,7 +40,13 @@ from tests.integration.agents_kit import (
     typed_lines,
     wait_for,
 )
-from tests.integration.places_kit import flume_process
+from tests.integration.places_kit import (
+    EchoAgents,
+    Harness,
+    flume_process,
+    launch_place,
+    repository,
+)
 
 #: The agent works a few seconds on its prompt, then waits: a tell is held, then sent.
 WORKS_THEN_WAITS = """
@@ -306,3 +314,45 @@ def test_a_full_disk_is_named_in_the_system_s_words(tmp_path: Path) -> None:
     assert journal.write_fault(path, raised.value) == (
         f"the journal {path} cannot be written: No space left on device (errno 28)"
     )
+
+
+def test_what_an_action_came_to_is_journaled_once_the_journal_can_be_written(
+    host: Path, harness: Harness, immutable: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal turns unwritable while an action runs: its outcome is held, then journaled.
+
+    In this process, tick by tick, with real git: the agent's start is made to coincide with
+    the journal becoming immutable, so ``AgentStarted`` cannot be written when it is seen.
+    """
+    repo = repository(host / "repo")
+    journal_path = launch_place(repo, "held")
+    start = EchoAgents.start
+
+    def start_then_fault(
+        agents: EchoAgents, place: Place, action: StartAgent, at: Instant
+    ) -> list[Observation]:
+        make_immutable(journal_path, immutable)
+        return start(agents, place, action, at)
+
+    monkeypatch.setattr(EchoAgents, "start", start_then_fault)
+    harness.settle()
+    assert harness.place(journal_path).agent is None
+    said = harness.supervisor.report()["unwritable"]
+    assert said == {
+        str(journal_path): f"the journal {journal_path} cannot be written: "
+        "Operation not permitted (errno 1)"
+    }
+
+    subprocess.run(["chattr", "-i", str(journal_path)], check=True)  # noqa: S603, S607
+    monkeypatch.setattr(EchoAgents, "start", start)
+    harness.settle()
+    assert harness.supervisor.report()["unwritable"] == {}
+    place = harness.place(journal_path)
+    assert place.agent is not None
+    kinds = [type(seen).__name__ for seen in journal.read(journal_path).observations]
+    assert kinds.count("AgentStarted") == 1
+    assert len(harness.agents.started) == 1
+    drop_asked = DropAsked(at=Instant(harness.clock.now))
+    places.command(journal_path, drop_asked, Settings())
+    harness.settle()
+    assert harness.place(journal_path).life is Life.TIDIED
