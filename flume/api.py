@@ -136,7 +136,8 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     stages that wait on the caller's word (:func:`proceed`). ``agent`` is claude, codex or
     test; ``agent_args`` go on the agent's command line, in order; ``panes`` is tmux, herdr or
     print. Raises :class:`UsageError`, creating nothing, when
-    anything is wrong.
+    anything is wrong; with exit status 1 when a folder it writes cannot be written (a full
+    disk, a read-only folder), naming it and the system's words.
     """
     # A lone string is one stage or argument, not a sequence of letters.
     waits = (waits,) if isinstance(waits, str) else waits
@@ -161,7 +162,15 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
         waits=tuple(waits),
         agent=settings,
     )
-    made = shell_launch.launch(request, Settings(), time.time)
+    try:
+        made = shell_launch.launch(request, Settings(), time.time)
+    except OSError as error:
+        where = error.filename or request.repository
+        raise refused(
+            "repository",
+            f"{where} cannot be written: {error.strerror or error} (errno {error.errno})",
+            "free space, or make the folder writable, then launch again",
+        ) from error
     client.ensure()
     return Launched(
         place=made.place,

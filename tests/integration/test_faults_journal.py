@@ -356,3 +356,30 @@ def test_what_an_action_came_to_is_journaled_once_the_journal_can_be_written(
     places.command(journal_path, drop_asked, Settings())
     harness.settle()
     assert harness.place(journal_path).life is Life.TIDIED
+
+
+def test_a_launch_into_an_unwritable_journal_folder_names_it(
+    tmp_path: Path, panes: Tmux, immutable: list[Path]
+) -> None:
+    """The repository's journal folder cannot be written: exit 1, its path and the words."""
+    del panes
+    repo = agent_repository(tmp_path)
+    folder = repo / ".git" / "flume"
+    folder.mkdir(exist_ok=True)
+    make_immutable(folder, immutable)
+    name = "frozen"
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", "fix", "--name", name,
+        "--brief", "Mend it.", "--agent", "test",
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stdout
+    assert "Traceback" not in ran.stderr
+    assert f"{folder}/" in ran.stderr
+    assert "cannot be written: Operation not permitted (errno 1)" in ran.stderr
+    assert "make the folder writable, then launch again" in ran.stderr
+    assert not (folder / f"fix--{name}").exists()
+
+    subprocess.run(["chattr", "-i", str(folder)], check=True)  # noqa: S603, S607
+    journal_path = launch_test_agent(repo, name, script(tmp_path, WORKS_THEN_WAITS))
+    wait_for(lambda: place_of(journal_path).agent is not None, 60, "the agent to start")
+    dropped_and_tidied(f"fix--{name}", repo, journal_path)
