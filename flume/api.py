@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from flume.core.actions import SendTell
-from flume.core.errors import UsageError
+from flume.core.errors import UsageError, refused
 from flume.core.ids import BranchName, Instant, PlaceName
 from flume.core.launch import place_name
 from flume.core.observations import (
@@ -45,7 +45,7 @@ from flume.core.step import Decision
 from flume.shell import client, commands, places
 from flume.shell import launch as shell_launch
 from flume.shell.events import Cursor, Follower, PlaceEvent
-from flume.shell.journal import codec
+from flume.shell.journal import codec, fault_words
 
 __all__ = [
     "Cursor",
@@ -120,7 +120,8 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     stages that wait on the caller's word (:func:`proceed`). ``agent`` is claude, codex or
     test; ``agent_args`` go on the agent's command line, in order; ``panes`` is tmux, herdr or
     print. Raises :class:`UsageError`, creating nothing, when
-    anything is wrong.
+    anything is wrong; with exit status 1 when a folder it writes cannot be written (a full
+    disk, a read-only folder), naming it and the system's words.
     """
     # A lone string is one stage or argument, not a sequence of letters.
     made = shell_launch.launch_asked(
@@ -185,7 +186,8 @@ def survey(
     unreadable: list[tuple[str, str]] = []
     torn: list[str] = []
     # R11: with no supervisor following the places, what an agent does now cannot be read.
-    supervised = client.request("ping", timeout=1.0) is not None
+    said = client.request("status", timeout=1.0)
+    supervised = said is not None
     here = places.host_id()
     for found_in in repositories:
         for found in places.places_of(found_in, Settings()):
@@ -195,6 +197,9 @@ def survey(
             if found.torn:
                 torn.append(str(found.journal))
             view = core_status(found.place, agent_known=supervised, here=here)
+            fault = _fault_of(found.journal, said or {})
+            if fault is not None:
+                view = attrs.evolve(view, fault=fault)
             if (mark is None or view.mark == mark) and (place is None or view.place == place):
                 views.append(view)
     return Survey(
@@ -202,6 +207,14 @@ def survey(
         unreadable=tuple(unreadable),
         torn=tuple(torn),
         repositories=tuple(repositories),
+    )
+
+
+def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
+    """What the supervisor's ``status`` reply says keeps it from carrying a place on."""
+    return fault_words(
+        unwritable=said.get("unwritable", {}).get(str(journal_path)),
+        unread=said.get("unreadable", {}).get(str(journal_path)),
     )
 
 
@@ -252,6 +265,28 @@ def _give(place: str, repository: str | Path | None, seen: Observation) -> Decis
     return decision
 
 
+def _followed_or_refuse(found: places.Found) -> None:
+    """Refuse (exit status 1) a command for a place the host's supervisor cannot follow now.
+
+    A tell journaled there would be said to be held, and never be sent: the supervisor that
+    would send it does not read the journal (a line it cannot read, found before a mend, while
+    an action of the place still runs). No supervisor answering is no refusal: the one the
+    command starts reads every journal anew.
+    """
+    if found.place is None:
+        return
+    reply = client.request("follows", timeout=2.0, journal=str(found.journal))
+    problem = reply.get("problem") if reply is not None else None
+    if problem:
+        name = _name(found.place)
+        raise refused(
+            "place",
+            f"the supervisor does not follow {name}, so nothing would be sent: {problem}",
+            f"mend the journal so it reads whole (flume daemon status names what is wrong), "
+            f"then run it again; flume drop {name} abandons the work",
+        )
+
+
 def _name(place: Place) -> str:
     return place_name(place.launch.kind, place.launch.name)
 
@@ -259,11 +294,16 @@ def _name(place: Place) -> str:
 def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     """Tell the place's agent ``text`` (R6): held while it works, sent once it waits.
 
-    Returns what ``flume tell`` prints. Refused (exit status 1) with no live agent, or while the
-    agent asks a person; bad words (empty, not text, over 1 MiB) are exit status 2.
+    Returns what ``flume tell`` prints. Refused (exit status 1) with no live agent, while the
+    agent asks a person, or while the host's supervisor cannot follow the place's journal; bad
+    words (empty, not text, over 1 MiB) are exit status 2.
     """
     words = commands.checked_text("tell", text)
-    decision = _give(place, repository, Told(at=_now(), text=words))
+    settings = Settings()
+    found = places.find(place, Path(repository) if repository is not None else None, settings)
+    _followed_or_refuse(found)
+    decision = commands.give(found, Told(at=_now(), text=words), settings)
+    client.ensure()
     number = decision.place.tells_given
     sent = any(
         isinstance(action, SendTell) and action.number == number for action in decision.actions

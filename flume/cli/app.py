@@ -989,6 +989,8 @@ def daemon_status(
         )
     for journal_path, problem in reply.get("unreadable", {}).items():
         typer.echo(f"not followed: {journal_path}: {problem}")
+    for fault in reply.get("unwritable", {}).values():
+        typer.echo(f"cannot write: {fault}; free space or make its folder writable")
 
 
 @daemon.command("start", cls=Command)

@@ -148,7 +148,10 @@ def status_table(
                 "supervisor carries it, and its flume status shows it whole)"
             )
     for journal, problem in unreadable:
-        yield f"unreadable journal {journal}: {problem}"
+        yield (
+            f"unreadable journal {journal}: {problem}; mend it so it reads whole (or move it "
+            "away): flume follows it again by itself"
+        )
 
 
 def heading_lines(repository: str, width: int | None) -> list[str]:
@@ -259,6 +262,8 @@ def waiting_lines(views: Sequence[View]) -> Iterator[str]:
         if view["life"] not in _RUNNING:
             continue
         where = f"{view['place']} {view['stage']}"
+        if view.get("fault") is not None:
+            yield f"{where}: {view['fault']}"
         if view["short_cause"] is not None:
             lines = (view["needs"] or "").strip().splitlines() or [""]
             yield f"{where}: stopped short ({view['short_cause']}): {lines[0]}".rstrip()

@@ -75,6 +75,9 @@ class PlaceStatus:
     #: The state folder of the host whose supervisor carries the place, when it is not the
     #: host asking (HOST-OWNS-PLACE); None for this host's places.
     host: str | None = None
+    #: What keeps the host's supervisor from carrying the place on, and the way out (a journal
+    #: it cannot write, or cannot read whole), as the supervisor said; None when nothing does.
+    fault: str | None = None
 
 
 def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)

@@ -1,7 +1,8 @@
 """Talking to the supervisor: find it, start it when it is not running, ask it things.
 
 The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
-back (``ping``, ``wake``, ``status``, ``survey``, ``stop``). A command that needs the supervisor
+back (``ping``, ``wake``, ``status``, ``survey``, ``stop``, and ``follows``: why a journal is
+not followed). A command that needs the supervisor
 calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
 (``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
 never starts one.
@@ -72,10 +73,10 @@ def socket_path() -> Path:
     return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
 
 
-def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
-    """Ask the supervisor; None when none answers."""
+def request(op: str, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
+    """Ask the supervisor (``fields`` go with the op); None when none answers."""
     try:
-        line = json.dumps({"op": op}).encode()
+        line = json.dumps({"op": op, **fields}).encode()
         data = lines.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None

@@ -35,7 +35,7 @@ from flume.shell.asked import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
 from flume.shell.asked import checked_text as checked_text  # noqa: PLC0414
 from flume.shell.asked import decoded as decoded  # noqa: PLC0414
 from flume.shell.asked import outside
-from flume.shell.journal import JournalError
+from flume.shell.journal import JournalError, write_fault
 
 #: The environment variable that names the session of the agent running a command.
 SESSION_VARIABLE = "FLUME_SESSION"
@@ -53,14 +53,16 @@ def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None
 def give(found: places.Found, seen: Observation, settings: Settings) -> Decision:
     """Journal the command ``seen`` for the place ``found``, if its rules accept it.
 
-    Raises :class:`UsageError`: the core's refusal (nothing journaled), or a journal that cannot
-    be read (nothing journaled either).
+    Raises :class:`UsageError`: the core's refusal (nothing journaled), or, with exit status 1,
+    a journal that cannot be read (nothing journaled either: nobody would act on it) or written
+    (naming the path and the system's words).
     """
     if found.place is None:
         raise UsageError.one(
             "place",
             f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
             "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
         )
     try:
         return places.command(found.journal, seen, settings)
@@ -69,6 +71,7 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
             "place",
             f"the journal {found.journal} cannot be read: {error}",
             "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
         ) from error
     except FileNotFoundError as error:
         # Tidied and set aside between finding it and journaling.
@@ -76,6 +79,13 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
             "place",
             f"the place's journal {found.journal} is gone (its place was tidied)",
             "run flume status to list the places there are",
+        ) from error
+    except OSError as error:
+        raise UsageError.one(
+            "place",
+            write_fault(found.journal, error),
+            "free space, or make the journal's folder writable, then run it again",
+            exit_status=1,
         ) from error
 
 

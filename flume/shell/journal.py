@@ -215,13 +215,30 @@ def create(path: Path, seen: Observation) -> None:
 
 
 def _write_line(descriptor: int, seen: Observation) -> None:
-    """Write one line after ending any torn one, then fsync; the lock is the caller's."""
+    """Write one line after ending any torn one, then fsync; the lock is the caller's.
+
+    A write that fails part-way (a full disk) is cut back to where it began, so the fault
+    leaves no line a crash seems to have cut short, and the ``OSError`` is raised.
+    """
     line = (encode(seen) + "\n").encode("utf-8")
     _mend_torn_tail(descriptor)
+    start = os.fstat(descriptor).st_size
     written = 0
-    while written < len(line):
-        written += os.write(descriptor, line[written:])
-    os.fsync(descriptor)
+    try:
+        while written < len(line):
+            written += os.write(descriptor, line[written:])
+        os.fsync(descriptor)
+    except OSError:
+        if written:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, start)
+        raise
+
+
+def write_fault(path: Path, error: OSError) -> str:
+    """What a failed write to the journal ``path`` says: the path and the system's words."""
+    words = error.strerror or str(error)
+    return f"the journal {path} cannot be written: {words} (errno {error.errno})"
 
 
 def _mend_torn_tail(descriptor: int) -> None:
@@ -338,3 +355,19 @@ def read(path: Path) -> Read:
     complete, tail = lines[:-1], lines[-1]
     observations, mended = _decode_lines(path, complete, first=1)
     return Read(observations=observations, torn=bool(tail), mended=mended)
+
+
+def fault_words(*, unwritable: str | None = None, unread: str | None = None) -> str | None:
+    """What keeps the supervisor from carrying a place on, with the way out; None for nothing.
+
+    ``unwritable``: why its last write to the journal failed; ``unread``: why it does not follow
+    the journal (a line it cannot read, since a hand's edit).
+    """
+    if unwritable:
+        return f"{unwritable}; free space or make its folder writable: flume goes on by itself then"
+    if unread:
+        return (
+            f"the supervisor does not follow it: {unread}; mend the journal so it reads whole: "
+            "flume follows it again by itself then"
+        )
+    return None

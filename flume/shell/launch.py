@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 from pyrsistent import pset, pvector
 
-from flume.core.errors import UsageError
+from flume.core.errors import UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import Kind
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
@@ -343,7 +343,15 @@ def launch_asked(  # noqa: PLR0913 (each is one thing a launch names)
         waits=tuple(waits),
         agent=settings,
     )
-    return launch(request, Settings(), time.time)
+    try:
+        return launch(request, Settings(), time.time)
+    except OSError as error:
+        where = error.filename or request.repository
+        raise refused(
+            "repository",
+            f"{where} cannot be written: {error.strerror or error} (errno {error.errno})",
+            "free space, or make the folder writable, then launch again",
+        ) from error
 
 
 def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:

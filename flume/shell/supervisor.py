@@ -93,13 +93,29 @@ class Followed:
     identity: tuple[int, int] | None = None
     #: Another host launched the place: its supervisor carries it, this one only reads it.
     foreign: bool = False
+    #: The journal's (size, mtime, ctime) when its problem was found: once the file changes
+    #: (mended in place), it is read again from its start, and followed if it reads whole.
+    problem_mark: tuple[int, int, int] | None = None
+    #: The journal's (size, mtime, ctime) at the last look.
+    mark: tuple[int, int, int] | None = None
+    #: Why the supervisor's last write to the journal failed (a full disk, a read-only folder).
+    fault: str | None = None
+    #: What could not be journaled yet (the journal could not be written): written, in order,
+    #: once it can be, before anything seen later.
+    unwritten: collections.deque[Observation] = attrs.field(factory=collections.deque)
 
     def restart(self, identity: tuple[int, int]) -> None:
         """Follow a new journal at this path from its start."""
         self.offset, self.place, self.fresh, self.problem = 0, None, True, None
         self.foreign = False
+        self.problem_mark, self.fault = None, None
         self.batches.clear()
+        self.unwritten.clear()
         self.identity = identity
+
+    def give_up(self, problem: str) -> None:
+        """Stop following the journal as it is now, for ``problem``, until it changes."""
+        self.problem, self.problem_mark = problem, self.mark
 
 
 class Observer(Protocol):
@@ -166,7 +182,9 @@ class Supervisor:
         self.followed: dict[Path, Followed] = {}
         self.stats = Stats(started_at=clock())
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
-        self._done: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[tuple[Path, tuple[Observation, ...], str | None]] = (
+            queue.SimpleQueue()
+        )
         self._wake = wake
         self._journals_dirs: dict[Path, Path] = {}
         self._running: set[concurrent.futures.Future[None]] = set()
@@ -181,6 +199,7 @@ class Supervisor:
         self._finish()
         if self.host is None:
             self.host = places.host_id()
+        self._write_unwritten()
         self._discover()
         self._read_all()
         runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
@@ -224,11 +243,54 @@ class Supervisor:
     # --- reading journals --------------------------------------------------------------------
 
     def _append(self, each: Followed, seen: Observation) -> None:
-        """Journal an observation; a journal archived meanwhile takes none (nothing recreated)."""
+        """Journal an observation; a journal archived meanwhile takes none (nothing recreated).
+
+        A journal that cannot be written (a full disk, a read-only folder) takes none for now:
+        the fault is kept on the place, for ``daemon status`` and ``status``, and the
+        observation is held, in order, to be journaled on a later tick once it can be.
+        """
+        if each.unwritten:
+            self._hold(each, seen)
+            return
         try:
             journal.append(each.journal, seen)
         except FileNotFoundError:
             _log.info("%s is gone; %s not journaled", each.journal, type(seen).__name__)
+        except OSError as error:
+            self._fault(each, journal.write_fault(each.journal, error))
+            self._hold(each, seen)
+        else:
+            self._fault(each, None)
+
+    @staticmethod
+    def _hold(each: Followed, seen: Observation) -> None:
+        """Hold ``seen`` to journal later; one seen again each tick (a tick, a head): held once."""
+        if not any(held == attrs.evolve(seen, at=held.at) for held in each.unwritten):
+            each.unwritten.append(seen)
+
+    def _fault(self, each: Followed, fault: str | None) -> None:
+        """Keep (or clear) the place's write fault, saying so once when it changes."""
+        if fault != each.fault:
+            if fault is not None:
+                _log.warning("%s", fault)
+            else:
+                _log.info("the journal %s can be written again", each.journal)
+        each.fault = fault
+
+    def _write_unwritten(self) -> None:
+        """Journal, in order, what was held while the journals could not be written."""
+        for each in self.followed.values():
+            while each.unwritten:
+                try:
+                    journal.append(each.journal, each.unwritten[0])
+                except FileNotFoundError:
+                    each.unwritten.clear()
+                except OSError as error:
+                    self._fault(each, journal.write_fault(each.journal, error))
+                    break
+                else:
+                    each.unwritten.popleft()
+                    self._fault(each, None)
 
     def _discover(self) -> None:
         """Follow every journal of every repository in the registry; forget vanished ones."""
@@ -272,20 +334,22 @@ class Supervisor:
         except FileNotFoundError:
             return None  # archived: discovery forgets it
         identity = (stat.st_dev, stat.st_ino)
+        each.mark = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        mended = each.problem is not None and each.mark != each.problem_mark
         if each.identity is None:
             each.identity = identity
-        elif identity != each.identity or stat.st_size < each.offset:
+        elif identity != each.identity or stat.st_size < each.offset or mended:
             if each.busy:
                 return None  # the old journal's actions finish first
             each.restart(identity)
         if each.problem is not None:
-            return None  # not followed until a new journal takes the name
+            return None  # not followed until the journal changes (mended, or launched anew)
         if stat.st_size <= each.offset:
             return None
         try:
             return journal.read_from(each.journal, each.offset)
         except (OSError, journal.JournalError) as error:
-            each.problem = str(error)
+            each.give_up(str(error))
             _log.warning("not following %s: %s", each.journal, error)
             return None
 
@@ -296,11 +360,11 @@ class Supervisor:
             try:
                 decision = step(self.settings, each.place, seen)
             except UsageError as error:
-                each.problem = f"{each.journal}: a line the rules refuse: {error}"
+                each.give_up(f"{each.journal}: a line the rules refuse: {error}")
                 _log.warning("not following %s", each.problem)
                 return
             except Exception:  # noqa: BLE001 (one bad journal must not stop the supervisor)
-                each.problem = f"{each.journal}: {traceback.format_exc(limit=3)}"
+                each.give_up(f"{each.journal}: {traceback.format_exc(limit=3)}")
                 _log.exception("not following %s", each.journal)
                 return
             each.place = decision.place
@@ -354,8 +418,11 @@ class Supervisor:
         """On a worker: perform a batch in order, journaling what each action came to.
 
         A failed action ends the batch: what follows it was decided on its success (a branch
-        is deleted only once the worktree that had it out is gone).
+        is deleted only once the worktree that had it out is gone). So does a journal that
+        cannot be written: what the action came to is handed back to be journaled once it can.
         """
+        unwritten: tuple[Observation, ...] = ()
+        fault: str | None = None
         try:
             for action in batch:
                 try:
@@ -368,27 +435,36 @@ class Supervisor:
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
-                try:
-                    for seen in observed:
+                for number, seen in enumerate(observed):
+                    try:
                         journal.append(path, seen)
-                except FileNotFoundError:
-                    _log.info("%s is gone; the rest of its batch is dropped", path)
-                    return
+                    except FileNotFoundError:
+                        _log.info("%s is gone; the rest of its batch is dropped", path)
+                        return
+                    except OSError as error:
+                        unwritten, fault = (
+                            tuple(observed[number:]),
+                            journal.write_fault(path, error),
+                        )
+                        return
                 if any(isinstance(seen, ActionFailed) for seen in observed):
                     return
         finally:
-            self._done.put(path)
+            self._done.put((path, unwritten, fault))
             self._wake()
 
     def _finish(self) -> None:
         while True:
             try:
-                path = self._done.get_nowait()
+                path, unwritten, fault = self._done.get_nowait()
             except queue.Empty:
                 return
             each = self.followed.get(path)
             if each is not None:
                 each.busy = False
+                each.unwritten.extend(unwritten)
+                if fault is not None:
+                    self._fault(each, fault)
 
     def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
         """A launch ``flume launch`` handed over (:func:`flume.shell.client.launch`): its outcome.
@@ -449,7 +525,10 @@ class Supervisor:
             ]
             for each in found if folder is not None else [None]:
                 if each is not None and each.place is not None and not each.problem:
-                    views.append(journal.codec().unstructure(core_status(each.place)))
+                    view = core_status(each.place, here=self.host)
+                    if each.fault is not None:
+                        view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
+                    views.append(journal.codec().unstructure(view))
                     if self._torn(each):
                         torn.append(str(each.journal))
                     continue
@@ -460,7 +539,10 @@ class Supervisor:
                         problem = read.problem or "unreadable"
                         unreadable.append({"journal": str(read.journal), "problem": problem})
                         continue
-                    views.append(journal.codec().unstructure(core_status(read.place)))
+                    view = core_status(read.place, here=self.host)
+                    if each is not None and each.problem:
+                        view = attrs.evolve(view, fault=journal.fault_words(unread=each.problem))
+                    views.append(journal.codec().unstructure(view))
                     if read.torn:
                         torn.append(str(read.journal))
         return {
@@ -502,7 +584,23 @@ class Supervisor:
             "unreadable": {
                 str(each.journal): each.problem for each in self.followed.values() if each.problem
             },
+            "unwritable": {
+                str(each.journal): each.fault for each in self.followed.values() if each.fault
+            },
         }
+
+    def problem_of(self, path: Path) -> str | None:
+        """Why the journal at ``path`` is not followed, read up to now; None when it is.
+
+        A journal this supervisor does not know (not yet discovered, or in a repository it does
+        not follow) is not its to judge: None.
+        """
+        self._discover()
+        each = self.followed.get(path)
+        if each is None:
+            return None
+        self._read(each)
+        return each.problem
 
 
 # --- the daemon ------------------------------------------------------------------------------
@@ -667,6 +765,8 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 reply.update(supervisor.report())
             elif op == "survey":
                 reply.update(supervisor.survey())
+            elif op == "follows":
+                reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
             elif op == "stop":
                 stop = True
                 client.record_stop()
