@@ -155,6 +155,7 @@ def _facts() -> st.SearchStrategy[obs.TidyFactsSeen]:
             made_by_flume=st.booleans(),
             dirty=st.booleans(),
             untracked=st.booleans(),
+            plain=st.booleans(),
         ),
         branch=st.builds(
             obs.BranchFacts,
@@ -236,6 +237,8 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     ),
     obs.AgentExited: st.builds(obs.AgentExited, at=instants, session=sessions),
     obs.BranchHead: st.builds(obs.BranchHead, at=instants, branch=branches, sha=shas),
+    obs.WorktreeLost: st.builds(obs.WorktreeLost, at=instants, path=paths, how=texts),
+    obs.BranchVanished: st.builds(obs.BranchVanished, at=instants, branch=branches),
     obs.ChangeSeen: st.builds(
         obs.ChangeSeen,
         at=instants,

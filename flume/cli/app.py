@@ -698,7 +698,10 @@ def tidy(
         ),
     ] = 120.0,
 ) -> None:
-    """Remove what landed or was dropped; name what is kept, and why."""
+    """Remove what landed or was dropped; name what is kept, and why.
+
+    Exits 1 when a removal failed or the supervisor had not finished (what failed is named).
+    """
     from flume.cli import render
     from flume.core.settings import Settings
     from flume.shell import places, tidying
@@ -725,9 +728,12 @@ def tidy(
             tidying.sweep_staging(where, time.time())
     if as_json:
         typer.echo(render.tidy_json(outcomes, dry_run=dry_run))
-        return
-    for line in render.tidy_text(outcomes, dry_run=dry_run):
-        typer.echo(line)
+    else:
+        for line in render.tidy_text(outcomes, dry_run=dry_run):
+            typer.echo(line)
+    if any(outcome.failed for outcome in outcomes):
+        # A removal that failed, or a tidy not finished: the caller's script must see it.
+        raise typer.Exit(1)
 
 
 @app.command(cls=Command)

@@ -265,6 +265,24 @@ class BranchHead:
 
 
 @attrs.frozen(kw_only=True)
+class WorktreeLost:
+    """The place's worktree is no longer there: its folder is gone or holds no worktree."""
+
+    at: Instant
+    path: str
+    #: What the shell saw, in a few words (``its folder is gone``).
+    how: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class BranchVanished:
+    """The place's branch is gone from the repository, while its worktree stands."""
+
+    at: Instant
+    branch: BranchName
+
+
+@attrs.frozen(kw_only=True)
 class ChangeSeen:
     """The place's OpenSpec change as its files say.
 
@@ -341,6 +359,9 @@ class WorktreeFacts:
     dirty: bool = False
     #: Files git does not track and does not ignore.
     untracked: bool = False
+    #: A folder stands at the path but is no worktree (no ``.git`` in it): what is left where a
+    #: worktree was deleted by hand, or a stranger's folder. flume never removes it.
+    plain: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -418,6 +439,8 @@ Fact = (
     | PaneOutput
     | AgentExited
     | BranchHead
+    | WorktreeLost
+    | BranchVanished
     | ChangeSeen
     | ReportSeen
     | ChecksFailed
@@ -453,6 +476,8 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     PaneOutput,
     AgentExited,
     BranchHead,
+    WorktreeLost,
+    BranchVanished,
     ChangeSeen,
     ReportSeen,
     ChecksFailed,

@@ -57,6 +57,8 @@ class ShortCause(enum.Enum):
     STOPPED = "stopped"  #: the caller stopped the agent
     AGENT_EXITED = "agent-exited"  #: the agent exited before its deliverable existed
     FAILED = "failed"  #: an action failed (the worktree, the agent's start)
+    WORKTREE_GONE = "worktree-gone"  #: the place's worktree was deleted under it
+    BRANCH_GONE = "branch-gone"  #: the place's branch was deleted under it
 
 
 @attrs.frozen(kw_only=True)
@@ -244,7 +246,9 @@ class Place:
     tidy_force: bool = False
     #: Tidy asked the shell for facts and has not decided yet.
     tidying: bool = False
+    #: The place's worktree is gone: removed by tidy, or lost from under a place in flight.
     worktree_gone: bool = False
+    #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
     branch_gone: bool = False
 
 

@@ -34,6 +34,10 @@ RULES: dict[str, str] = {
     "RETRY-FRESH-AGENT": "retry starts the stage again with the caller's words, a fresh agent.",
     "STOP-WAITS-RETRY": "stop ends the agent; its stage waits for a retry.",
     "DROP-ENDS-WORK": "drop abandons the work: no agent starts and nothing is sent again.",
+    "PLACE-LOST-STOPS-SHORT": (
+        "A worktree or branch deleted under a place stops it short, named, with the way out."
+    ),
+    "START-ONLY-IN-PLACE": "An agent starts only in its place's worktree, on its branch.",
     "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",
     "TIDY-ONLY-OURS": "flume removes only places it made; a hand-made worktree is never touched.",
     "TIDY-KEEPS-AHEAD-BRANCH": "A branch holding commits its base lacks stays, and is named.",

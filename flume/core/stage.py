@@ -13,9 +13,13 @@ work (R9).
 Every handler returns the next place and the actions it decided; :func:`settle` then applies the
 follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
 
+A place is its worktree on its branch: one deleted under a place in flight (the folder removed,
+the branch deleted by hand) stops its stage short, named, with the way out, and no agent starts
+there again until it is whole.
+
 Rule ids: R1, R2, R3, R4, R7, R8, R9, STAGE-NEVER-ON-QUIET, STAGE-DELIVERABLE-SINCE-START,
 STAGE-ENDS-WHEN-QUIET, STAGE-WAITS-WORD, RETRY-FRESH-AGENT, STOP-WAITS-RETRY, DROP-ENDS-WORK,
-LAND-BASE-BLOCKED-WAITS.
+LAND-BASE-BLOCKED-WAITS, PLACE-LOST-STOPS-SHORT, START-ONLY-IN-PLACE.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from flume.core.observations import (
     AgentStarted,
     AgentStateSeen,
     BranchHead,
+    BranchVanished,
     ChangeSeen,
     ChecksFailed,
     Landed,
@@ -53,6 +58,7 @@ from flume.core.observations import (
     ReportSeen,
     SetupFinished,
     TranscriptEntry,
+    WorktreeLost,
     WorktreeMade,
 )
 from flume.core.place import (
@@ -180,7 +186,12 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
 
 def on_setup(place: Place, seen: SetupFinished) -> Outcome:
     """R2: "A failed setup is a stop short with its output, not a half-made place"."""
-    if not place.made or place.ready or place.life not in {Life.MAKING, Life.ACTIVE}:
+    if (
+        not place.made
+        or place.ready
+        or place.life not in {Life.MAKING, Life.ACTIVE}
+        or place.worktree_gone
+    ):
         return place, ()
     if seen.ok:
         return evolve(place, ready=True, life=Life.ACTIVE), ()
@@ -286,10 +297,79 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
 
 
 def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
-    """The branch's head, the evidence for a new commit."""
+    """The branch's head, the evidence for a new commit; a branch deleted by hand is back."""
     if seen.branch != place.branch:
         return place, ()
-    return evolve(place, head=seen.sha), ()
+    place = evolve(place, head=seen.sha)
+    if not place.branch_gone:
+        return place, ()
+    place = evolve(place, branch_gone=False)
+    phase = place.stage.phase
+    if (
+        place.life is not Life.ACTIVE
+        or not isinstance(phase, Short)
+        or phase.cause is not ShortCause.BRANCH_GONE
+    ):
+        return place, ()
+    words = f"its branch {place.branch} is back at {seen.sha}: flume retry {_name(place)} to go on"
+    return _short(place, ShortCause.BRANCH_GONE, words)
+
+
+def _in_flight(place: Place) -> bool:
+    """The place was made and its work goes on: what vanishes from under it stops it short."""
+    return place.made and place.life in {Life.MAKING, Life.ACTIVE}
+
+
+def on_worktree_lost(place: Place, seen: WorktreeLost) -> Outcome:
+    """PLACE-LOST-STOPS-SHORT: a worktree deleted under a place in flight stops it short, named.
+
+    Its agent is ended (it would write into a plain folder, where git resolves to the main
+    repository); no agent starts there again. The way out is to drop the work and tidy.
+    """
+    if seen.path != place.path or place.worktree_gone or not _in_flight(place):
+        return place, ()
+    place = evolve(place, worktree_gone=True, life=Life.ACTIVE)
+    how = f" ({seen.how})" if seen.how else ""
+    words = (
+        f"its worktree {place.path} is gone{how}: no agent starts there again; "
+        f"flume drop {_name(place)}, then flume tidy"
+    )
+    return _stop_lost(place, ShortCause.WORKTREE_GONE, words)
+
+
+def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
+    """PLACE-LOST-STOPS-SHORT: a branch deleted under a place in flight stops it short, named.
+
+    The agent's next commit would make the branch anew with none of its history; the way out
+    names the commit flume last saw it at, to restore it from.
+    """
+    if (
+        seen.branch != place.branch
+        or place.branch_gone
+        or place.worktree_gone
+        or not _in_flight(place)
+    ):
+        return place, ()
+    place = evolve(place, branch_gone=True, life=Life.ACTIVE)
+    # A made place always has a head (its worktree was seen made at one).
+    head = place.head or "<its last commit>"
+    restore = (
+        f"restore it with git -C {place.launch.repository} update-ref "
+        f"refs/heads/{place.branch} {head}"
+    )
+    words = (
+        f"its branch {place.branch} was deleted: {restore}, then flume retry {_name(place)}; "
+        f"or flume drop {_name(place)}, then flume tidy"
+    )
+    return _stop_lost(place, ShortCause.BRANCH_GONE, words)
+
+
+def _stop_lost(place: Place, cause: ShortCause, words: str) -> Outcome:
+    """End the agent of a place that lost its worktree or branch; its stage stops short."""
+    place, ended = _end_agent(place, "its place is gone")
+    place, dropped = tell.drop_all(place, "its place is gone")
+    place, short = _short(place, cause, words)
+    return place, (*ended, *dropped, *short)
 
 
 def on_change(place: Place, seen: ChangeSeen) -> Outcome:
@@ -382,6 +462,18 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
             else f"stage {place.stage.name} of {_name(place)} has not stopped short"
         )
         raise refused("retry", f"{what}; nothing to retry", "retry a stage that stopped short")
+    if place.worktree_gone:
+        raise refused(
+            "retry",
+            f"the worktree of {_name(place)} is gone: no agent starts there",
+            f"flume drop {_name(place)}, then flume tidy",
+        )
+    if place.branch_gone:
+        raise refused(
+            "retry",
+            f"the branch {place.branch} of {_name(place)} is gone",
+            "restore it as flume status says, then retry",
+        )
     place, actions = _end_agent(place, "the stage is retried")
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
@@ -568,7 +660,8 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         "RunSetup": place.made and not place.ready,
         "StartAgent": isinstance(place.stage.phase, Starting),
     }
-    if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE}:
+    gone = place.worktree_gone or place.branch_gone
+    if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE} and not gone:
         place = evolve(place, life=Life.ACTIVE)
         words = f"{seen.action} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
@@ -668,10 +761,16 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
 
 
 def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """R4: a queued stage starts a fresh agent once the place is ready and no agent is live."""
+    """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
+
+    START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks
+    again, just before the start, that the folder is the place's worktree on its branch).
+    """
     del settings
     if (
         place.life is not Life.ACTIVE
+        or place.worktree_gone
+        or place.branch_gone
         or not place.ready
         or place.agent is not None
         or not isinstance(place.stage.phase, Queued)

@@ -36,6 +36,7 @@ from flume.core.observations import (
     AgentStateSeen,
     BranchDeleted,
     BranchHead,
+    BranchVanished,
     ChangeSeen,
     ChecksFailed,
     DropAsked,
@@ -58,6 +59,7 @@ from flume.core.observations import (
     Told,
     TranscriptEntry,
     TranscriptUnreadable,
+    WorktreeLost,
     WorktreeMade,
     WorktreeRemoved,
 )
@@ -143,6 +145,10 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_agent_exited(place, seen)
         case BranchHead():
             return stage.on_branch_head(place, seen)
+        case WorktreeLost():
+            return stage.on_worktree_lost(place, seen)
+        case BranchVanished():
+            return stage.on_branch_vanished(place, seen)
         case ChangeSeen():
             return stage.on_change(place, seen)
         case ReportSeen():

@@ -55,7 +55,7 @@ def _commits(count: int) -> str:
     return f"{count} commit{'s' if count != 1 else ''}"
 
 
-def plan(  # noqa: PLR0913 (each is one fact or word tidy decides on)
+def plan(  # noqa: PLR0911, PLR0913 (each is one fact or word tidy decides on)
     *,
     kind: KindName,
     life: Life,
@@ -70,6 +70,17 @@ def plan(  # noqa: PLR0913 (each is one fact or word tidy decides on)
         if branch.exists:
             return (KeepBranch(branch=branch.name, reason="flume did not make its place: kept"),)
         return ()
+    if made and worktree.plain:
+        # Where flume's worktree was (deleted by hand), a folder that is no worktree stands:
+        # what is in it is not flume's to judge, so it is never removed (TIDY-ONLY-OURS).
+        reason = (
+            "flume's worktree here is gone and a plain folder stands in its place: flume "
+            "never removes it; look inside, remove it by hand, then run flume tidy again"
+        )
+        return (
+            KeepPlace(path=worktree.path, reason=reason),
+            KeepBranch(branch=branch.name, reason="its place's folder is kept: kept"),
+        )
     if not (made and worktree.made_by_flume):
         return (
             KeepPlace(path=worktree.path, reason="made by hand: flume never touches it"),

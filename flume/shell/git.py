@@ -202,6 +202,11 @@ def heads(repository: Path) -> dict[BranchName, Sha]:
     return found
 
 
+def is_ancestor(repository: Path, older: Sha, newer: Sha) -> bool:
+    """``older`` is in ``newer``'s history (``git merge-base --is-ancestor``)."""
+    return run(repository, "merge-base", "--is-ancestor", older, newer).ok
+
+
 def checked_out(repository: Path, branch: BranchName) -> bool:
     """Some worktree of the repository has ``branch`` checked out."""
     return branch in worktree_paths(repository).values()

@@ -39,6 +39,7 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.ids import BranchName, Instant
+from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
     BranchDeleted,
@@ -147,6 +148,9 @@ class Performer:
             case DeleteBranch():
                 return self.delete_branch(place, action)
             case StartAgent():
+                problem = not_in_place(place, Path(action.path))
+                if problem is not None:
+                    return self._failed("StartAgent", problem)
                 return self.agents.start(place, action, self.now())
             case EndAgent():
                 return self.agents.end(place, action, self.now())
@@ -317,11 +321,44 @@ def _resolved(trees: dict[Path, BranchName | None]) -> dict[Path, BranchName | N
     return {path.resolve(): branch for path, branch in trees.items()}
 
 
+def not_in_place(place: Place, path: Path) -> str | None:
+    """Why ``path`` is not the place's worktree on its branch; None when it is.
+
+    START-ONLY-IN-PLACE, checked just before every start: a folder whose worktree was deleted
+    resolves to the main repository (places sit inside it), where an agent would work on the
+    base. The start fails with the reason, and the core stops the stage short on it.
+    """
+    name = place_name(place.launch.kind, place.launch.name)
+    way_out = f"no agent starts there; flume drop {name}, then flume tidy"
+    if not path.is_dir():
+        return f"the worktree {path} is gone: {way_out}"
+    top = git.toplevel(path)
+    if top is None or top.resolve() != path.resolve():
+        there = f"git there resolves to {top}" if top is not None else "git finds no repository"
+        return f"{path} is not a worktree ({there}): {way_out}"
+    repository = Path(place.launch.repository)
+    ours = git.run(path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    theirs = git.run(repository, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not ours.ok or Path(ours.out.strip()).resolve() != Path(theirs.out.strip()).resolve():
+        return f"{path} is not a worktree of {repository}: {way_out}"
+    head = git.run(path, "symbolic-ref", "--quiet", "HEAD")
+    on = head.out.strip() if head.ok else "a detached head"
+    if on != f"refs/heads/{place.branch}":
+        return f"{path} is on {on}, not on its branch {place.branch}: no agent starts there"
+    if git.resolve(repository, place.branch) is None:
+        return f"the branch {place.branch} is gone (see flume status): no agent starts there"
+    return None
+
+
 def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
     """The worktree at ``path`` as git sees it: flume's own only if it is on the place's branch."""
     if path.is_symlink():
         # A link to some other worktree is never flume's, whatever it points at.
         return WorktreeFacts(path=str(path), exists=True, made_by_flume=False)
+    if path.is_dir() and not (path / ".git").exists():
+        # No worktree: what is left where one was deleted by hand (git may still list it), or a
+        # stranger's folder. git there would answer for the main repository: it is not asked.
+        return WorktreeFacts(path=str(path), exists=True, made_by_flume=False, plain=True)
     trees = _resolved(git.worktree_paths(repository))
     there = trees.get(path.resolve(), "absent")
     if there == "absent":

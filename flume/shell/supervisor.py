@@ -47,9 +47,16 @@ import attrs
 
 from flume.core.actions import Action, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
-from flume.core.ids import Instant
+from flume.core.ids import BranchName, Instant, Sha
 from flume.core.launch import followed_by
-from flume.core.observations import ActionFailed, BranchHead, Observation, Tick
+from flume.core.observations import (
+    ActionFailed,
+    BranchHead,
+    BranchVanished,
+    Observation,
+    Tick,
+    WorktreeLost,
+)
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
@@ -129,12 +136,16 @@ class Observer(Protocol):
 
 
 class BranchHeads:
-    """Every place's branch head, from one ``git for-each-ref`` per repository a tick."""
+    """Every place's branch head, from one ``git for-each-ref`` per repository a tick.
+
+    It also sees what a person deleted under a place in flight: its worktree (a ``stat`` of the
+    folder's ``.git``, no process) and its branch (absent from the heads).
+    """
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
     ) -> Iterator[tuple[Followed, Observation]]:
-        """A ``BranchHead`` for each made place whose branch moved."""
+        """A ``BranchHead`` for each made place whose branch moved; what was lost, named."""
         by_repository: dict[str, list[Followed]] = collections.defaultdict(list)
         for each in followed:
             place = each.place
@@ -144,9 +155,53 @@ class BranchHeads:
             heads = git.heads(Path(repository))
             for each in group:
                 assert each.place is not None  # noqa: S101 (grouped above)
-                head = heads.get(each.place.branch)
-                if head is not None and head != each.place.head:
-                    yield each, BranchHead(at=now, branch=each.place.branch, sha=head)
+                seen = _seen(Path(repository), each.place, heads, now)
+                if seen is not None:
+                    yield each, seen
+
+
+def _in_flight(place: Place) -> bool:
+    return place.made and place.life in {Life.MAKING, Life.ACTIVE}
+
+
+def _worktree_lost(place: Place) -> str | None:
+    """How the place's worktree is gone, or None while its folder holds a worktree."""
+    path = Path(place.path)
+    if not path.exists():
+        return "its folder is gone"
+    if not (path / ".git").exists():
+        return "its folder holds no worktree: git there is the main repository's"
+    return None
+
+
+def _seen(
+    repository: Path, place: Place, heads: dict[BranchName, Sha], now: Instant
+) -> Observation | None:
+    """What changed of the place's worktree and branch since its state, if anything."""
+    if _in_flight(place) and not place.worktree_gone:
+        how = _worktree_lost(place)
+        if how is not None:
+            return WorktreeLost(at=now, path=place.path, how=how)
+    head = heads.get(place.branch)
+    if head is None:
+        # A branch absent from a listing that holds others, and absent when asked again: gone.
+        vanished = (
+            bool(heads)
+            and _in_flight(place)
+            and not place.branch_gone
+            and not place.worktree_gone
+            and git.resolve(repository, place.branch) is None
+        )
+        return BranchVanished(at=now, branch=place.branch) if vanished else None
+    if place.branch_gone:
+        # Back: restored by a person, or made anew by a commit with none of its history, which
+        # is not the place's branch (its last head is not in it) and is not reported.
+        if place.head is None or git.is_ancestor(repository, place.head, head):
+            return BranchHead(at=now, branch=place.branch, sha=head)
+        return None
+    if head != place.head:
+        return BranchHead(at=now, branch=place.branch, sha=head)
+    return None
 
 
 @attrs.define

@@ -57,7 +57,12 @@ class StopShortMachine(PlaceMachine):
         """R9: retry is accepted exactly when the stage stopped short; a refusal changes nothing."""
         before = self.world.place
         assert before is not None
-        short = before.life is Life.ACTIVE and isinstance(before.stage.phase, Short)
+        short = (
+            before.life is Life.ACTIVE
+            and isinstance(before.stage.phase, Short)
+            and not before.worktree_gone
+            and not before.branch_gone
+        )
         sessions = frozenset(self.world.agents)
         refusal = self.world.feed(RetryAsked(at=self.world.instant(), words=words))
         assert (refusal is None) == short
@@ -100,6 +105,53 @@ class StopShortMachine(PlaceMachine):
             self.dropped_at = len(self.world.actions)
         else:
             assert self.world.place is before
+
+    @rule(what=st.sampled_from(["worktree", "branch", "restore"]))
+    def person_deletes_the_place(self, what: str) -> None:
+        """PLACE-LOST-STOPS-SHORT: a worktree or branch deleted under a place in flight stops it.
+
+        Its stage stops short naming what is gone and the way out, and its agent is ended.
+        """
+        before = self.world.place
+        assert before is not None
+        decided = len(self.world.actions)
+        if what == "restore":
+            assert self.world.restore_branch() is None
+            return
+        gone_already = before.worktree_gone or before.branch_gone
+        in_flight = before.made and before.life in {Life.MAKING, Life.ACTIVE}
+        if what == "worktree":
+            present = before.path in self.world.worktrees
+            assert self.world.delete_worktree_by_hand() is None
+            cause, way_out = ShortCause.WORKTREE_GONE, "flume drop"
+            gone_already = before.worktree_gone
+        else:
+            present = before.branch in self.world.git.branches
+            assert self.world.delete_branch_by_hand() is None
+            cause, way_out = ShortCause.BRANCH_GONE, f"update-ref refs/heads/{before.branch}"
+        after = self.world.place
+        assert after is not None
+        if not (present and in_flight and not gone_already):
+            return
+        assert isinstance(after.stage.phase, Short)
+        assert after.stage.phase.cause is cause
+        assert way_out in after.stage.phase.words
+        if before.agent is not None and not before.agent.ending:
+            ended = [a for a in self.world.actions[decided:] if isinstance(a, EndAgent)]
+            assert [a.session for a in ended] == [before.agent.session]
+
+    @invariant()
+    def agents_start_only_in_their_place(self) -> None:
+        """START-ONLY-IN-PLACE: no agent is started where the place's worktree or branch is gone.
+
+        The core decides no start for a place it knows lost, and the world, judging on its own
+        truth, never started an agent where no worktree of the place stood on its branch.
+        """
+        for _before, _seen, decision in self.world.steps:
+            if any(isinstance(a, StartAgent) for a in decision.actions):
+                assert not decision.place.worktree_gone
+                assert not decision.place.branch_gone
+        assert self.world.started_outside == []
 
     @invariant()
     def short_starts_nothing(self) -> None:

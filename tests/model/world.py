@@ -45,6 +45,7 @@ from flume.core.observations import (
     BranchDeleted,
     BranchFacts,
     BranchHead,
+    BranchVanished,
     Content,
     Landed,
     Launched,
@@ -57,6 +58,7 @@ from flume.core.observations import (
     TidyFactsSeen,
     TranscriptEntry,
     WorktreeFacts,
+    WorktreeLost,
     WorktreeMade,
     WorktreeRemoved,
 )
@@ -99,10 +101,10 @@ class FakeGit:
     counter: int = 0
 
     def commit(self, branch: BranchName, now: float) -> Sha:
-        """A new commit on ``branch``."""
+        """A new commit on ``branch``; on a deleted branch, a new one with no history, as git."""
         self.counter += 1
         sha = Sha(f"c{self.counter:04d}")
-        self.branches[branch].append(sha)
+        self.branches.setdefault(branch, []).append(sha)
         self.made_at[sha] = now
         return sha
 
@@ -188,6 +190,10 @@ class FakeWorld:
     #: (n, k): die after journaling the n-th observation of the next feed and doing k actions.
     crash: tuple[int, int] | None = None
     crashes: int = 0
+    #: Each agent the world started where no worktree of the place stood on its branch.
+    started_outside: list[str] = attrs.field(factory=list)
+    #: A branch deleted by hand, its commits kept aside to restore: (branch, commits).
+    deleted_by_hand: tuple[BranchName, list[Sha]] | None = None
     #: What the agent last said it does, and since when (the world's truth for quiet).
     activity: Activity = Activity.UNKNOWN
     activity_since: float = 0.0
@@ -313,6 +319,15 @@ class FakeWorld:
                             ),
                         ]
                 self.live_at_start.append(sum(1 for agent in self.agents.values() if agent.live))
+                assert self.place is not None
+                tree = self.worktrees.get(action.path)
+                if (
+                    tree is None
+                    or tree.branch != self.place.branch
+                    or self.place.branch not in self.git.branches
+                    or self.deleted_by_hand is not None
+                ):
+                    self.started_outside.append(action.path)
                 self.started[stage, attempt] = self.now
                 self.sessions += 1
                 session = SessionId(f"s{self.sessions}")
@@ -404,10 +419,41 @@ class FakeWorld:
         return live[-1] if live else None
 
     def commit(self) -> UsageError | None:
-        """The agent commits on the place's branch."""
+        """The agent commits on the place's branch.
+
+        On a branch deleted by hand the commit makes it anew with no history, and the shell,
+        finding the place's last head not in it, reports no head.
+        """
         assert self.place is not None
         sha = self.git.commit(self.place.branch, self.now)
+        if self.deleted_by_hand is not None:
+            return None
         return self.feed(BranchHead(at=self.instant(), branch=self.place.branch, sha=sha))
+
+    def delete_worktree_by_hand(self) -> UsageError | None:
+        """A person deletes the place's worktree folder; the shell's next look sees it lost."""
+        assert self.place is not None
+        if self.worktrees.pop(self.place.path, None) is None:
+            return None
+        return self.feed(WorktreeLost(at=self.instant(), path=self.place.path, how="gone"))
+
+    def delete_branch_by_hand(self) -> UsageError | None:
+        """A person deletes the place's branch (``git update-ref -d``); the shell sees it gone."""
+        assert self.place is not None
+        branch = self.place.branch
+        if branch not in self.git.branches or self.deleted_by_hand is not None:
+            return None
+        self.deleted_by_hand = (branch, self.git.branches.pop(branch))
+        return self.feed(BranchVanished(at=self.instant(), branch=branch))
+
+    def restore_branch(self) -> UsageError | None:
+        """The person restores the deleted branch at its old head, as status told them."""
+        if self.deleted_by_hand is None:
+            return None
+        branch, commits = self.deleted_by_hand
+        self.deleted_by_hand = None
+        self.git.branches[branch] = commits
+        return self.feed(BranchHead(at=self.instant(), branch=branch, sha=commits[-1]))
 
     def write_report(self, path: str) -> UsageError | None:
         """The agent writes a report file."""
