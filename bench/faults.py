@@ -738,6 +738,22 @@ def _tracebacks(trial: Trial) -> list[str]:
     return found
 
 
+def _logged(trial: Trial) -> None:
+    """Note what the supervisors' logs hold: tracebacks and errno, seen by no user."""
+    for host in trial.hosts:
+        try:
+            text = (host.folder / "state" / "flume" / "supervisor.log").read_text(errors="replace")
+        except OSError:
+            continue
+        tracebacks = text.count(TRACEBACK)
+        errors = sorted(set(re.findall(r"\[Errno \d+\] [^:'\n]+", text)))
+        if tracebacks or errors:
+            trial.notes.append(
+                f"{host.folder.name}'s supervisor log: {tracebacks} tracebacks"
+                + (f", {'; '.join(errors)}" if errors else "")
+            )
+
+
 def _where(trial: Trial) -> str:
     """Where each place that has not ended stands."""
     stands = []
@@ -877,6 +893,7 @@ def run_trial(trial: Trial) -> Outcome:
     else:
         verdict = "named" if trial.taken or trial.named_by_launch else "survived"
     _wrong_after(trial)
+    _logged(trial)
     return Outcome(
         number=trial.number,
         fault=trial.fault,
