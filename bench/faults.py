@@ -116,6 +116,8 @@ PERSONS = "A person's commit"
 COMMAND_SECONDS = 60.0
 #: How many times one way out is taken at most, and how long apart.
 TAKE_AT_MOST, TAKE_APART = 3, 3.0
+#: How often the operator reads `flume status` (and `flume daemon status`).
+LOOK_APART = 2.0
 #: The commands a status line may name as a way out that the operator takes.
 WAY_OUT = re.compile(
     r"\bflume (retry|drop|tidy|proceed|stop|daemon stop)\b(?: ((?:fix|change)--[\w.-]+))?"
@@ -633,16 +635,23 @@ def _undo_due(trial: Trial, *, everything: bool = False) -> None:
                 trial.notes.append(f"undoing the fault failed: {error}")
 
 
-def _way_outs(text: str, pending: set[str]) -> list[str]:
-    """The flume commands ``text`` names for a place that has not ended (or for none)."""
+def _way_outs(text: str, pending: set[str], *, anywhere: bool = False) -> list[str]:
+    """The flume commands ``text`` names as ways out for a place that has not ended.
+
+    A line of status counts when it names such a place; with ``anywhere`` (the output of the
+    way out just taken, which may name the next step: "then run flume tidy"), every line does.
+    """
     found: list[str] = []
     for line in text.splitlines():
+        named = [place for place in sorted(pending) if place in line]
+        if not (named or anywhere):
+            continue
         for match in WAY_OUT.finditer(line):
             verb, place = match.group(1), match.group(2)
             if verb in {"tidy", "daemon stop"}:
                 found.append(verb)
-            elif place in pending or (place is None and any(p in line for p in pending)):
-                found.append(f"{verb} {place or next(p for p in pending if p in line)}")
+            elif place in pending or (place is None and named):
+                found.append(f"{verb} {place or named[0]}")
     return list(dict.fromkeys(found))
 
 
@@ -663,7 +672,7 @@ def operate(trial: Trial) -> bool:
         if now < next_look:
             time.sleep(0.1)
             continue
-        next_look = now + 1.5
+        next_look = now + LOOK_APART
         for host in {id(work.host): work.host for work in pending}.values():
             said = trial.flume("status", host=host).out
             said_daemon = trial.flume("daemon", "status", host=host).out
@@ -672,7 +681,8 @@ def operate(trial: Trial) -> bool:
                 if mended is not None:
                     trial.taken.append(mended)
             names = {work.name for work in pending if work.host is host}
-            for way in _way_outs(said + said_daemon + said_last, names):
+            ways = _way_outs(said + said_daemon, names) + _way_outs(said_last, names, anywhere=True)
+            for way in dict.fromkeys(ways):
                 if counts.get(way, 0) >= TAKE_AT_MOST or now - last.get(way, -99) < TAKE_APART:
                     continue
                 counts[way] = counts.get(way, 0) + 1
