@@ -17,7 +17,10 @@ the last one printed, is taken, each at most three times. A trial is:
 - **survived**: every place of the trial ended (tidied, after landing or a drop) with no action
   beyond what the fault itself needs undone;
 - **named**: status named a way out, the harness took it, and every place ended;
-- **stuck**: neither, by the deadline (``--deadline``, 90 s from the fault).
+- **stuck**: neither, by the deadline (``--deadline``, 90 s from the fault); a launch refusing
+  the .bare layout is named when it exits 2 with a message naming it, else stuck;
+- **not-injected**: the fault could not be made here (fault 6 without mount), or the fix's own
+  launch was refused: no verdict.
 
 Counted besides: **commits lost** (a commit the agent logged that is reachable neither from
 ``main`` nor from a kept branch some flume command's output names), **tracebacks** (``Traceback
@@ -58,9 +61,13 @@ The faults (issue 15, items 1-10):
     .venv/bin/python bench/faults.py [--trials 30] [--seed 1] [--fault NAME] [--deadline 90]
         [--json]
 
-Prints one line a trial and a table; exits 1 if any trial was stuck, lost a commit, printed a
-traceback or went wrong. Every process, tmux server, mount and folder a trial made is ended or
-removed when it ends, Ctrl-C included.
+Prints one line a trial (what the operator took, what went wrong, where a stuck run stands, what
+the supervisors' logs hold) and a table by fault; exits 1 if any trial was stuck or not
+injected, lost a commit, printed a traceback or went wrong, or if the trials did not all run.
+Trials run one after another; on a 2-core machine a 30-trial run where every fault is survived
+or named should take about 8 minutes (reckoned from the trials survived today); each stuck one
+adds its deadline. Every process, tmux server, mount and folder a trial made is ended or removed
+when it ends, Ctrl-C and SIGTERM included.
 """
 
 # ruff: noqa: S607 (git, tmux, mount and unshare are found on PATH, as a person's shell finds them)
