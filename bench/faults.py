@@ -633,13 +633,13 @@ INJECT: dict[str, Callable[[Trial], None]] = {
 def _undo_due(trial: Trial, *, everything: bool = False) -> None:
     now = time.monotonic()
     for entry in list(trial.undo):
-        due, _what, undo = entry
+        due, what, undo = entry
         if everything or due <= now:
             trial.undo.remove(entry)
             try:
                 undo()
             except (OSError, subprocess.SubprocessError) as error:
-                trial.notes.append(f"undoing the fault failed: {error}")
+                trial.notes.append(f"undoing the fault ({what}) failed: {error}")
 
 
 def _way_outs(text: str, pending: set[str], *, anywhere: bool = False) -> list[str]:
