@@ -125,10 +125,19 @@ COMMAND_SECONDS = 60.0
 TAKE_AT_MOST, TAKE_APART = 3, 3.0
 #: How often the operator reads `flume status` (and `flume daemon status`).
 LOOK_APART = 2.0
-#: The commands a status line may name as a way out that the operator takes.
-WAY_OUT = re.compile(
-    r"\bflume (retry|drop|tidy|proceed|stop|daemon stop)\b(?: ((?:fix|change)--[\w.-]+))?"
+#: The flume commands a status line may name as a way out that the operator takes.
+FLUME_STEP = re.compile(
+    r"\bflume (retry|drop|tidy|proceed|stop|daemon start|daemon stop)\b"
+    r"(?: ((?:fix|change)--[\w.-]+))?"
 )
+#: The git commands a way out may name that the operator takes: a deleted branch restored, the
+#: records of deleted worktrees pruned.
+GIT_STEP = re.compile(
+    r"\bgit -C (\S+) (update-ref) (refs/heads/\S+) ([0-9a-f]{7,40})\b"
+    r"|\bgit -C (\S+) (worktree) (prune)\b"
+)
+#: Any other git command named: a way out holding one is not taken.
+OTHER_GIT = re.compile(r"\bgit (?:-C \S+ )?[a-z]")
 #: The name the harness's re-run in a private mount namespace carries.
 _IN_NAMESPACE = "FLUME_FAULTS_NAMESPACE"
 
@@ -642,31 +651,81 @@ def _undo_due(trial: Trial, *, everything: bool = False) -> None:
                 trial.notes.append(f"undoing the fault ({what}) failed: {error}")
 
 
-def _way_outs(text: str, pending: set[str], *, anywhere: bool = False) -> list[str]:
-    """The flume commands ``text`` names as ways out for a place that has not ended.
+def _way_outs(text: str, pending: set[str], *, anywhere: bool = False) -> list[tuple[str, ...]]:
+    """The ways out ``text`` names for a place that has not ended, first named first.
 
-    A line of status counts when it names such a place; with ``anywhere`` (the output of the
-    way out just taken, which may name the next step: "then run flume tidy"), every line does.
+    A way out is a clause (lines split at ";") naming commands the operator can run, in order
+    ("flume drop X, then flume tidy"; "restore it with git -C R update-ref refs/heads/B SHA,
+    then flume retry X"); one naming another git command is left alone. Each command is a
+    tuple of words: ("flume", "drop", "fix--x"), ("git", "-C", R, "update-ref", B, SHA). A line
+    of status counts when it names such a place; with ``anywhere`` (the output of the way out
+    just taken, which may name the next step: "then run flume tidy"), every line does.
     """
-    found: list[str] = []
+    found: list[tuple[str, ...]] = []
     for line in text.splitlines():
         named = [place for place in sorted(pending) if place in line]
         if not (named or anywhere):
             continue
-        for match in WAY_OUT.finditer(line):
-            verb, place = match.group(1), match.group(2)
-            if verb in {"tidy", "daemon stop"}:
-                found.append(verb)
-            elif place in pending or (place is None and named):
-                found.append(f"{verb} {place or named[0]}")
+        for clause in line.split(";"):
+            steps = _steps(clause, pending, named)
+            if steps and not OTHER_GIT.search(GIT_STEP.sub("", clause)):
+                found.append(tuple(" ".join(step) for step in steps))
     return list(dict.fromkeys(found))
+
+
+def _steps(clause: str, pending: set[str], named: list[str]) -> list[tuple[str, ...]]:
+    """The commands ``clause`` names, in order; [] when one names a place that has ended."""
+    steps = [
+        (match.start(), ("git", "-C", *(word for word in match.groups() if word)))
+        for match in GIT_STEP.finditer(clause)
+    ]
+    for match in FLUME_STEP.finditer(clause):
+        verb, place = match.group(1), match.group(2)
+        if verb in {"tidy", "daemon start", "daemon stop"}:
+            steps.append((match.start(), ("flume", *verb.split())))
+        elif place in pending or (place is None and named):
+            steps.append((match.start(), ("flume", verb, place or named[0])))
+        else:
+            return []
+    return [step for _, step in sorted(steps)]
+
+
+@attrs.define
+class _Operator:
+    """A person following `flume status`: what they took, how often, and what it said."""
+
+    trial: Trial
+    counts: dict[tuple[str, ...], int] = attrs.Factory(dict)
+    last: dict[tuple[str, ...], float] = attrs.Factory(dict)
+    said_last: str = ""
+
+    def look(self, host: Host, names: set[str]) -> None:
+        """Read status on ``host``; mend what it names; take the first way out not worn out."""
+        trial = self.trial
+        said = trial.flume("status", host=host).out + trial.flume("daemon", "status", host=host).out
+        if trial.remedy is not None:
+            mended = trial.remedy(said)
+            if mended is not None:
+                trial.taken.append(mended)
+        if trial.undo:
+            return  # a fault that lasts a while is waited out before any way out is taken
+        now = time.monotonic()
+        ways = _way_outs(said, names) + _way_outs(self.said_last, names, anywhere=True)
+        for way in ways:
+            if (
+                self.counts.get(way, 0) < TAKE_AT_MOST
+                and now - self.last.get(way, -99) >= TAKE_APART
+            ):
+                self.counts[way] = self.counts.get(way, 0) + 1
+                self.last[way] = now
+                trial.taken.append(", then ".join(way))
+                self.said_last = "".join(_take(trial, step, host) for step in way)
+                return  # one way out a look: the next look shows where it led
 
 
 def operate(trial: Trial) -> bool:
     """Follow `flume status` until every place ended, or the deadline; whether they ended."""
-    counts: dict[str, int] = {}
-    last: dict[str, float] = {}
-    said_last = ""
+    operator = _Operator(trial)
     next_look = 0.0
     while True:
         _undo_due(trial)
@@ -681,21 +740,15 @@ def operate(trial: Trial) -> bool:
             continue
         next_look = now + LOOK_APART
         for host in {id(work.host): work.host for work in pending}.values():
-            said = trial.flume("status", host=host).out
-            said_daemon = trial.flume("daemon", "status", host=host).out
-            if trial.remedy is not None:
-                mended = trial.remedy(said + said_daemon)
-                if mended is not None:
-                    trial.taken.append(mended)
-            names = {work.name for work in pending if work.host is host}
-            ways = _way_outs(said + said_daemon, names) + _way_outs(said_last, names, anywhere=True)
-            for way in dict.fromkeys(ways):
-                if counts.get(way, 0) >= TAKE_AT_MOST or now - last.get(way, -99) < TAKE_APART:
-                    continue
-                counts[way] = counts.get(way, 0) + 1
-                last[way] = now
-                trial.taken.append(f"flume {way}")
-                said_last = trial.flume(*way.split(), host=host).out
+            operator.look(host, {work.name for work in pending if work.host is host})
+
+
+def _take(trial: Trial, step: str, host: Host) -> str:
+    """Run one step of a way out; what it printed."""
+    words = tuple(step.split(" "))
+    if words[0] == "git":
+        return trial.git(*words[1:], cwd=trial.folder)
+    return trial.flume(*words[1:], host=host).out
 
 
 # --- after the run -------------------------------------------------------------------------
