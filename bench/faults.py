@@ -232,6 +232,7 @@ class Trial:
     notes: list[str] = attrs.Factory(list)
     not_injected: str | None = None
     named_by_launch: bool = False  #: the launch refused the fault's layout, naming it
+    fault_at: float = 0.0  #: when the fault was injected (seconds since the epoch)
     refused_unnamed: bool = False  #: the launch refused it, for a reason that does not name it
 
     @property
@@ -276,9 +277,20 @@ class Trial:
         return done.stdout if done.returncode == 0 else ""
 
     def journal(self, work: Work | None = None) -> Path:
-        """The journal of ``work`` (default: the trial's first place)."""
+        """The journal of ``work`` (default: the trial's first place), or where tidy set it aside.
+
+        ``flume tidy`` moves a tidied place's journal to ``.tidied/<place>.<random>/<place>/``.
+        """
         name = (work or self.works[0]).name
-        return places.journals_dir(self.repo) / name / places.JOURNAL
+        folder = places.journals_dir(self.repo)
+        path = folder / name / places.JOURNAL
+        if path.exists():
+            return path
+        aside = sorted(
+            folder.glob(f".tidied/{name}.*/{name}/{places.JOURNAL}"),
+            key=lambda each: each.stat().st_mtime,
+        )
+        return aside[-1] if aside else path
 
 
 def _text(value: bytes | str | None) -> str:
@@ -341,14 +353,17 @@ def _agent_script(trial: Trial) -> str:
     """The test agent's script: the code stage writes, commits and logs; submit submits.
 
     The commit is made by a command that logs where it ran (the top folder and branch git
-    resolves there) and each commit it made, with a message of its own, so that a commit is
-    found again after the lander rebased it, and an agent working on the base is seen.
+    resolves there, and when its agent began) and each commit it made, with a message of its
+    own, so that a commit is found again after the lander rebased it, and an agent working on
+    the base is seen.
     """
     log = trial.commits_log
     commit = (
         "n=$(date +%s%N); top=$(git rev-parse --show-toplevel 2>/dev/null); "
         "branch=$(git symbolic-ref -q --short HEAD 2>/dev/null); "
-        f'printf "ran\\t%s\\t%s\\t%s\\n" "$top" "$branch" "$PWD" >> {log}; '
+        'age=$(ps -o etimes= -p "$PPID" 2>/dev/null | tr -d " "); '
+        "began=$(($(date +%s) - ${age:-0})); "
+        f'printf "ran\\t%s\\t%s\\t%s\\t%s\\n" "$top" "$branch" "$PWD" "$began" >> {log}; '
         'f="fixed-$(basename "$PWD").txt"; echo "$n" >> "$f" && git add -A '
         f'&& git commit -qm "agent $n" && printf "commit\\tagent %s\\n" "$n" >> {log}'
     )
@@ -412,6 +427,7 @@ def _moment(trial: Trial, low: int, high: int) -> None:
     path = trial.journal()
     _wait(lambda: _lines(path) >= target or _ended(trial, trial.works[0]), 60)
     time.sleep(trial.rng.uniform(0, 0.25))  # a point between two lines, maybe mid-action
+    trial.fault_at = time.time()
     trial.moment = f"line {target}"
     place = _place(path)
     if place is not None and place.life is not Life.ACTIVE:
@@ -773,14 +789,21 @@ def _wrong_after(trial: Trial) -> None:
     names = {work.name for work in trial.works}
     for line in logged.splitlines():
         kind, *fields = line.split("\t")
-        if kind != "ran" or len(fields) != 3:
+        if kind != "ran" or len(fields) != 4:  # the log's four fields
             continue
-        top, branch, where = fields
-        if Path(top).name not in names or branch in {"", "main"}:
-            trial.wrong.append(
-                f"an agent worked in {where}, which git resolves to {top or 'no repository'} "
-                f"on {branch or 'no branch'}"
-            )
+        top, branch, where, began = fields
+        if Path(top).name in names and branch not in {"", "main"}:
+            continue
+        said = (
+            f"an agent {{}} worked in {where}, which git resolves to {top or 'no repository'} "
+            f"on {branch or 'no branch'}"
+        )
+        # The agent at work when the fault came may write on where its worktree was; one
+        # started after it (a second late, for the agent's start time in whole seconds) must not.
+        if began.isdigit() and trial.fault_at and int(began) > trial.fault_at + 1:
+            trial.wrong.append(said.format("started after the fault"))
+        else:
+            trial.notes.append(said.format("at work when the fault came"))
     for work in trial.works:
         seen = _observations(trial.journal(work)) if work.launched else None
         starts: dict[tuple[str, int], set[str]] = {}
@@ -822,6 +845,14 @@ def _logged(trial: Trial) -> None:
                 f"{host.folder.name}'s supervisor log: {tracebacks} tracebacks"
                 + (f", {'; '.join(errors)}" if errors else "")
             )
+
+
+def _status_said(trial: Trial) -> list[str]:
+    """What the last `flume status` said of the places that did not end, a line each."""
+    pending = [work.name for work in trial.works if not _ended(trial, work)]
+    last = next((ran.out for ran in reversed(trial.outputs) if ran.argv == ("status",)), "")
+    lines = [line.strip() for line in last.splitlines() if any(p in line for p in pending)]
+    return [f"status: {line[:200]}" for line in lines if ":" in line][:3]
 
 
 def _where(trial: Trial) -> str:
@@ -960,6 +991,7 @@ def run_trial(trial: Trial) -> Outcome:
     elif not ended:
         verdict = "stuck"
         trial.notes.append(f"stands: {_where(trial)}")
+        trial.notes.extend(_status_said(trial))
     else:
         verdict = "named" if trial.taken or trial.named_by_launch else "survived"
     _wrong_after(trial)
