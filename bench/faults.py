@@ -413,11 +413,15 @@ def _launch(trial: Trial, name: str, host: Host | None = None) -> Work:
         "--agent-arg=--script", f"--agent-arg={trial.script}",
         host=host,
     )  # fmt: skip
-    work = Work(name=f"fix--{name}", host=host, launched=ran.code == 0)
-    if ran.code != 0:
-        said = ran.out.strip().splitlines()[-1:] or ["nothing"]
-        trial.notes.append(f"launch of {work.name} exited {ran.code}: {said[0][:160]}")
+    work = Work(name=f"fix--{name}", host=host)
     trial.works.append(work)
+    # A launch that exits non-zero may still have journaled the place (one that could not wake
+    # the supervisor says so): the place exists when its journal does.
+    work.launched = ran.code == 0 or trial.journal(work).exists()
+    if ran.code != 0:
+        said = " ".join(ran.out.split())
+        what = "journaled" if work.launched else "refused"
+        trial.notes.append(f"launch of {work.name} exited {ran.code} ({what}): {said[:240]}")
     return work
 
 
