@@ -893,8 +893,8 @@ def _processes_of(folder: Path) -> list[int]:
     return found
 
 
-def cleanup(trial: Trial) -> None:
-    """End every process the trial made, unmount its file systems, remove its folder."""
+def cleanup(trial: Trial, *, keep: bool = False) -> None:
+    """End every process the trial made, unmount its file systems, remove its folder (or not)."""
     with contextlib.suppress(Exception):
         _undo_due(trial, everything=True)
     for host in trial.hosts:
@@ -912,7 +912,8 @@ def cleanup(trial: Trial) -> None:
     _wait(lambda: not any(Path(f"/proc/{pid}").exists() for pid in _processes_of(trial.folder)), 5)
     for mount in reversed(trial.mounts):
         subprocess.run(("umount", "-l", str(mount)), capture_output=True, timeout=10, check=False)  # noqa: S603
-    shutil.rmtree(trial.folder, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(trial.folder, ignore_errors=True)
 
 
 # --- a trial -------------------------------------------------------------------------------
@@ -1096,6 +1097,9 @@ def _arguments() -> tuple[argparse.Namespace, tuple[str, ...]]:
         "--deadline", type=float, default=90.0, help="seconds a run may take after its fault"
     )
     parser.add_argument("--json", action="store_true", help="print JSON (trial lines to stderr)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep each trial's folder (its processes still end)"
+    )
     arguments = parser.parse_args()
     if arguments.trials < 1 or arguments.deadline <= 0:
         parser.error("--trials and --deadline must be positive")
@@ -1136,7 +1140,9 @@ def _run_all(arguments: argparse.Namespace, faults: tuple[str, ...]) -> tuple[li
             return outcomes, False
         finally:
             with _shielded():
-                cleanup(trial)
+                cleanup(trial, keep=arguments.keep)
+                if arguments.keep:
+                    print(f"trial {number + 1}: kept {trial.folder}", file=report, flush=True)
     return outcomes, True
 
 
