@@ -780,9 +780,12 @@ def _lost_commits(trial: Trial) -> list[str]:
     made = [line.split("\t")[1] for line in logged.splitlines() if line.startswith("commit\t")]
     if not made:
         return []
-    said = "\n".join(ran.out for ran in trial.outputs)
+    # A branch counts when a command other than the launch names it (status, tidy, drop: the
+    # launch names every place's branch), or when it is the branch of a place still running.
+    said = "\n".join(ran.out for ran in trial.outputs if ran.argv[:1] != ("launch",))
+    running = {work.name.replace("--", "/", 1) for work in trial.works if not _ended(trial, work)}
     heads = trial.git("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
-    kept = [head for head in heads if head != "main" and head in said]
+    kept = [head for head in heads if head != "main" and (head in said or head in running)]
     reachable = set(trial.git("log", "--format=%s", "main", *kept).splitlines())
     return [message for message in made if message not in reachable]
 
