@@ -460,9 +460,23 @@ def _commands_meanwhile(trial: Trial) -> None:
 
 
 def worktree_gone(trial: Trial) -> None:
-    """1: the place's worktree removed by hand while its agent works."""
+    """1: the place's worktree removed by hand while its agent works.
+
+    The agent's next write makes a plain folder there; where flume asks a person to remove
+    that by hand (naming the folder), the operator does.
+    """
     _moment(trial, 3, 12)
-    shutil.rmtree(trial.repo / "places" / trial.works[0].name, ignore_errors=True)
+    folder = trial.repo / "places" / trial.works[0].name
+    shutil.rmtree(folder, ignore_errors=True)
+
+    def remedy(said: str) -> str | None:
+        asked = any("by hand" in line and str(folder) in line for line in said.splitlines())
+        if asked and folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            return f"rm -rf {folder}"
+        return None
+
+    trial.remedy = remedy
 
 
 def drop_while_paused(trial: Trial) -> None:
@@ -724,7 +738,7 @@ class _Operator:
         trial = self.trial
         said = trial.flume("status", host=host).out + trial.flume("daemon", "status", host=host).out
         if trial.remedy is not None:
-            mended = trial.remedy(said)
+            mended = trial.remedy(f"{said}\n{self.said_last}")
             if mended is not None:
                 trial.taken.append(mended)
         if trial.undo:
