@@ -7,12 +7,16 @@ it makes, where it made it), its submit stage runs ``flume submit``. One of the 
 injected at a random moment: once the place's journal holds a random number of lines (drawn
 from the seed; the fault's window, e.g. while the agent works), a random fraction of a second
 later. A fault that lasts "a while" is undone after a random delay, whatever flume says; a fault
-a person must mend (a stale lock) is mended only once ``flume status`` names it.
+a person must mend is mended only once flume names it (a stale lock that status names; the plain
+folder left where a worktree was, when flume asks for it to be removed by hand).
 
-The run is then driven to its end as an operator following ``flume status`` would: each
-command that status prints for a place that has not ended (``flume retry``, ``flume drop``,
-``flume tidy``, ``flume proceed``, ``flume stop``, ``flume daemon stop``), and any such command
-the last one printed, is taken, each at most three times. A trial is:
+The run is then driven to its end as an operator following ``flume status`` would, once any
+passing fault is over: every two seconds it reads ``flume status`` and ``flume daemon status``
+and takes the first way out named for a place that has not ended (or named by the output of
+the way out it took last): a clause of commands run in order, ``flume retry|drop|tidy|proceed|
+stop|daemon start|daemon stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
+restored) or ``git -C R worktree prune``, as in "flume drop X, then flume tidy"; a clause naming
+any other git command is left alone. Each way out is taken at most three times. A trial is:
 
 - **survived**: every place of the trial ended (tidied, after landing or a drop) with no action
   beyond what the fault itself needs undone;
@@ -23,12 +27,13 @@ the last one printed, is taken, each at most three times. A trial is:
   launch was refused: no verdict.
 
 Counted besides: **commits lost** (a commit the agent logged that is reachable neither from
-``main`` nor from a kept branch some flume command's output names), **tracebacks** (``Traceback
-(most recent call last)`` in the output of any flume command the harness ran, or in an agent's
-transcript: what ``flume submit`` printed to the agent), and **wrong** outcomes a fault's own
-promise forbids (an agent working on the base, two agents for one stage attempt, a commit
-dropped from ``main`` brought back by a landing, a paused supervisor reported as not running,
-a flume command still running after a minute).
+``main``, nor from a branch that status, tidy or drop named, nor from a running place's
+branch), **tracebacks** (``Traceback (most recent call last)`` in the output of any flume
+command the harness ran, or in an agent's transcript: what ``flume submit`` printed to the
+agent), and **wrong** outcomes a fault's own promise forbids (an agent started after the fault
+working on the base, two agents for one stage attempt, a commit dropped from ``main`` brought
+back by a landing, a paused supervisor reported as not running, a flume command still running
+after a minute).
 
 The faults (issue 15, items 1-10):
 
