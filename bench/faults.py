@@ -1,0 +1,1190 @@
+"""Issue 15's trials: the ten faults injected at random moments into whole fix runs.
+
+Each trial is a fix run on a host of its own (a private HOME, state folder and tmux socket, the
+real ``flume`` CLI in its own processes, the real ``flume daemon``, real git and tmux) with
+flume's test agent: its code stage writes a file and commits (a command that logs every commit
+it makes, where it made it), its submit stage runs ``flume submit``. One of the ten faults is
+injected at a random moment: once the place's journal holds a random number of lines (drawn
+from the seed; the fault's window, e.g. while the agent works), a random fraction of a second
+later. A fault that lasts "a while" is undone after a random delay, whatever flume says; a fault
+a person must mend is mended only once flume names it (a stale lock that status names; the plain
+folder left where a worktree was, when flume asks for it to be removed by hand).
+
+The run is then driven to its end as an operator following ``flume status`` would, once any
+passing fault is over: every two seconds it reads ``flume status`` and ``flume daemon status``
+and takes the first way out named for a place that has not ended (or named by the output of
+the way out it took last): a clause of commands run in order, ``flume retry|drop|tidy|proceed|
+stop|daemon start|daemon stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
+restored) or ``git -C R worktree prune``, as in "flume drop X, then flume tidy"; a clause naming
+any other git command is left alone. Each way out is taken at most three times. A trial is:
+
+- **survived**: every place of the trial ended (tidied, after landing or a drop) with no action
+  beyond what the fault itself needs undone;
+- **named**: status named a way out, the harness took it, and every place ended;
+- **stuck**: neither, by the deadline (``--deadline``, 90 s from the fault); a launch refusing
+  the .bare layout is named when it exits 2 with a message naming it, else stuck;
+- **not-injected**: the fault could not be made here (fault 6 without mount), or the fix's own
+  launch was refused: no verdict.
+
+Counted besides: **commits lost** (a commit the agent logged that is reachable neither from
+``main``, nor from a branch that status, tidy or drop named, nor from a running place's
+branch), **tracebacks** (``Traceback (most recent call last)`` in the output of any flume
+command the harness ran, or in an agent's transcript: what ``flume submit`` printed to the
+agent), and **wrong** outcomes a fault's own promise forbids (an agent started after the fault
+working on the base, two agents for one stage attempt, a commit dropped from ``main`` brought
+back by a landing, a paused supervisor reported as not running, a flume command still running
+after a minute).
+
+The faults (issue 15, items 1-10):
+
+1. ``worktree-gone``: ``rm -rf`` of the place's worktree while its agent works.
+2. ``drop-while-paused``: the supervisor SIGSTOPped; a second place launched and dropped; SIGCONT;
+   ``flume tidy``.
+3. ``two-state-folders``: a second host (another ``XDG_STATE_HOME``, HOME and tmux socket)
+   launches a place of its own in the same repository, so a second supervisor follows it.
+4. ``bare-layout``: the repository is ``proj/.bare`` with ``proj/.git`` holding
+   ``gitdir: ./.bare`` and ``main`` checked out beside it; the fix is launched from ``proj``
+   (the fault is there from the start: no moment is drawn).
+5. ``journal-garbled``: one whole line of the journal overwritten in place by a line of an
+   unknown type (``Bogus``) of the same length, mended (the original bytes written back) a
+   while later.
+6. ``journal-unwritable``: the repository's journal folder (``.git/flume``) lives on a small
+   tmpfs mounted before the launch; the fault remounts it read-only (EROFS) or fills it
+   (ENOSPC), alternately, for a while, then undoes it. Needs root (mount), in a private mount
+   namespace (``unshare``) so nothing outlives the harness; without it the trial is reported
+   as not injected.
+7. ``lock-or-branch``: alternately, a stale ``.git/index.lock`` made in the main repository
+   before landing (removed only once status names it), and the place's branch deleted with
+   ``git update-ref -d`` while its agent works, before it commits.
+8. ``base-rewritten``: the top commit of ``main`` (a person's) dropped with ``git reset --hard
+   HEAD~1`` in the main checkout after the launch; it must not come back with the landing.
+9. ``supervisor-paused``: the supervisor SIGSTOPped for a while, during which ``flume daemon
+   status``, ``flume status`` and ``flume tell`` are run; then SIGCONT.
+10. ``stop-stamp-future``: ``flume daemon stop``, its stop file rewritten an hour in the
+    future (as a clock stepped back leaves it), then a second place launched.
+
+    .venv/bin/python bench/faults.py [--trials 30] [--seed 1] [--fault NAME] [--deadline 90]
+        [--json]
+
+Prints one line a trial (what the operator took, what went wrong, where a stuck run stands, what
+the supervisors' logs hold) and a table by fault; exits 1 if any trial was stuck or not
+injected, lost a commit, printed a traceback or went wrong, or if the trials did not all run.
+Trials run one after another; on a 2-core machine a 30-trial run where every fault is survived
+or named should take about 8 minutes (reckoned from the trials survived today); each stuck one
+adds its deadline. Every process, tmux server, mount and folder a trial made is ended or removed
+when it ends, Ctrl-C and SIGTERM included.
+"""
+
+# ruff: noqa: S607 (git, tmux, mount and unshare are found on PATH, as a person's shell finds them)
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+import attrs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from flume.core.observations import AgentStarted, Observation
+from flume.core.place import Life, Place
+from flume.core.settings import Settings
+from flume.core.step import replay
+from flume.shell import journal, places
+from flume.testing import scenario
+
+TRACEBACK = "Traceback (most recent call last)"
+FAULTS = (
+    "worktree-gone",
+    "drop-while-paused",
+    "two-state-folders",
+    "bare-layout",
+    "journal-garbled",
+    "journal-unwritable",
+    "lock-or-branch",
+    "base-rewritten",
+    "supervisor-paused",
+    "stop-stamp-future",
+)
+CONFIG = "[timing]\nquiet = 0.3\nconfirm = 2\nready = 20\n"
+#: The commit a person made on main before the launch; fault 8 drops it.
+PERSONS = "A person's commit"
+#: How long any one flume command may take before it counts as hung.
+COMMAND_SECONDS = 60.0
+#: How many times one way out is taken at most, and how long apart.
+TAKE_AT_MOST, TAKE_APART = 3, 3.0
+#: How often the operator reads `flume status` (and `flume daemon status`).
+LOOK_APART = 2.0
+#: The flume commands a status line may name as a way out that the operator takes.
+FLUME_STEP = re.compile(
+    r"\bflume (retry|drop|tidy|proceed|stop|daemon start|daemon stop)\b"
+    r"(?: ((?:fix|change)--[\w.-]+))?"
+)
+#: The git commands a way out may name that the operator takes: a deleted branch restored, the
+#: records of deleted worktrees pruned.
+GIT_STEP = re.compile(
+    r"\bgit -C (\S+) (update-ref) (refs/heads/\S+) ([0-9a-f]{7,40})\b"
+    r"|\bgit -C (\S+) (worktree) (prune)\b"
+)
+#: Any other git command named: a way out holding one is not taken.
+OTHER_GIT = re.compile(r"\bgit (?:-C \S+ )?[a-z]")
+#: The name the harness's re-run in a private mount namespace carries.
+_IN_NAMESPACE = "FLUME_FAULTS_NAMESPACE"
+
+
+class Interrupted(Exception):  # noqa: N818 (a signal, not an error)
+    """SIGTERM or SIGINT arrived: clean up and leave."""
+
+
+# --- hosts and commands --------------------------------------------------------------------
+
+
+@attrs.define
+class Host:
+    """One host: its folder, and the environment its flume commands run with."""
+
+    folder: Path
+    env: dict[str, str]
+
+    @classmethod
+    def make(cls, folder: Path) -> Host:
+        """A host whose HOME, XDG folders and tmux socket are in ``folder``."""
+        (folder / "home").mkdir(parents=True, exist_ok=True)
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"TMUX", "TMUX_PANE", "CLAUDE_CONFIG_DIR", "CODEX_HOME", _IN_NAMESPACE}
+        }
+        env.update(scenario.GIT_IDENTITY)
+        env.update(
+            HOME=str(folder / "home"),
+            XDG_STATE_HOME=str(folder / "state"),
+            XDG_CONFIG_HOME=str(folder / "config"),
+            XDG_DATA_HOME=str(folder / "data"),
+            XDG_CACHE_HOME=str(folder / "cache"),
+            FLUME_TMUX_SOCKET=str(folder / "tmux.sock"),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        )
+        return cls(folder=folder, env=env)
+
+    def supervisor(self) -> int | None:
+        """The pid the supervisor's lock names, if that process lives."""
+        lock = self.folder / "state" / "flume" / "supervisor.lock"
+        try:
+            text = lock.read_text(encoding="ascii").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() and Path(f"/proc/{text}").exists() else None
+
+
+@attrs.define
+class Ran:
+    """A flume command the harness ran."""
+
+    argv: tuple[str, ...]
+    code: int | None  #: None: it was still running at its deadline, and was killed
+    out: str
+    seconds: float
+
+
+@attrs.define
+class Work:
+    """A place of the trial: its name, the host that launched it."""
+
+    name: str
+    host: Host
+    launched: bool = True  #: False: its launch was refused (it never existed)
+
+
+@attrs.define
+class Trial:
+    """Everything one trial made and saw."""
+
+    number: int
+    fault: str
+    occurrence: int  #: how many trials of this fault came before
+    rng: random.Random
+    folder: Path
+    allowed: float  #: how long the run may take, once the fault is in
+    deadline: float = 0.0
+    hosts: list[Host] = attrs.Factory(list)
+    works: list[Work] = attrs.Factory(list)
+    repo: Path = Path()
+    commits_log: Path = Path()
+    script: Path = Path()
+    mounts: list[Path] = attrs.Factory(list)
+    moment: str = "-"
+    undo: list[tuple[float, str, Callable[[], None]]] = attrs.Factory(list)
+    remedy: Callable[[str], str | None] | None = None
+    taken: list[str] = attrs.Factory(list)
+    outputs: list[Ran] = attrs.Factory(list)
+    wrong: list[str] = attrs.Factory(list)
+    notes: list[str] = attrs.Factory(list)
+    not_injected: str | None = None
+    named_by_launch: bool = False  #: the launch refused the fault's layout, naming it
+    fault_at: float = 0.0  #: when the fault was injected (seconds since the epoch)
+    refused_unnamed: bool = False  #: the launch refused it, for a reason that does not name it
+
+    @property
+    def host(self) -> Host:
+        """The trial's own host (the first)."""
+        return self.hosts[0]
+
+    def flume(self, *args: str, host: Host | None = None, cwd: Path | None = None) -> Ran:
+        """Run ``flume ARGS`` as its own process on ``host``; what it printed."""
+        argv = (sys.executable, "-m", "flume", *args)
+        started = time.monotonic()
+        try:
+            done = subprocess.run(  # noqa: S603 (our own interpreter and module)
+                argv,
+                cwd=cwd or self.repo,
+                env=(host or self.host).env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_SECONDS,
+                check=False,
+            )
+            ran = Ran(args, done.returncode, done.stdout + done.stderr, time.monotonic() - started)
+        except subprocess.TimeoutExpired as timed_out:
+            text = _text(timed_out.stdout) + _text(timed_out.stderr)
+            ran = Ran(args, None, text, time.monotonic() - started)
+            self.wrong.append(f"`flume {' '.join(args)}` still ran after {COMMAND_SECONDS:.0f}s")
+        self.outputs.append(ran)
+        return ran
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        """Run git (the harness's own, not flume's); its output; '' when it failed."""
+        done = subprocess.run(  # noqa: S603 (fixed git arguments)
+            ("git", *args),
+            cwd=cwd or self.repo,
+            env=self.host.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        return done.stdout if done.returncode == 0 else ""
+
+    def journal(self, work: Work | None = None) -> Path:
+        """The journal of ``work`` (default: the trial's first place), or where tidy set it aside.
+
+        ``flume tidy`` moves a tidied place's journal to ``.tidied/<place>.<random>/<place>/``.
+        """
+        name = (work or self.works[0]).name
+        folder = places.journals_dir(self.repo)
+        path = folder / name / places.JOURNAL
+        if path.exists():
+            return path
+        aside = sorted(
+            folder.glob(f".tidied/{name}.*/{name}/{places.JOURNAL}"),
+            key=lambda each: each.stat().st_mtime,
+        )
+        return aside[-1] if aside else path
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+# --- what a journal says -------------------------------------------------------------------
+
+
+def _observations(path: Path) -> list[Observation] | None:
+    """The journal's observations; None when it cannot be read (garbled, gone, unwritable)."""
+    try:
+        return list(journal.read(path).observations)
+    except Exception:  # noqa: BLE001 (a fault may leave any journal unreadable for a while)
+        return None
+
+
+def _place(path: Path) -> Place | None:
+    seen = _observations(path)
+    if not seen:
+        return None
+    try:
+        return replay(Settings(), seen)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def _ended(trial: Trial, work: Work) -> bool:
+    """The place is tidied (after landing or a drop), or its launch was refused."""
+    if not work.launched:
+        return True
+    place = _place(trial.journal(work))
+    return place is not None and place.life is Life.TIDIED
+
+
+def _wait(predicate: Callable[[], object], seconds: float) -> bool:
+    """Wait until ``predicate()`` holds, looking every 50 ms; whether it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if predicate():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+# --- setting a trial up --------------------------------------------------------------------
+
+
+def _agent_script(trial: Trial) -> str:
+    """The test agent's script: the code stage writes, commits and logs; submit submits.
+
+    The commit is made by a command that logs where it ran (the top folder and branch git
+    resolves there, and when its agent began) and each commit it made, with a message of its
+    own, so that a commit is found again after the lander rebased it, and an agent working on
+    the base is seen.
+    """
+    log = trial.commits_log
+    commit = (
+        "n=$(date +%s%N); top=$(git rev-parse --show-toplevel 2>/dev/null); "
+        "branch=$(git symbolic-ref -q --short HEAD 2>/dev/null); "
+        'age=$(ps -o etimes= -p "$PPID" 2>/dev/null | tr -d " "); '
+        "began=$(($(date +%s) - ${age:-0})); "
+        f'printf "ran\\t%s\\t%s\\t%s\\t%s\\n" "$top" "$branch" "$PWD" "$began" >> {log}; '
+        'f="fixed-$(basename "$PWD").txt"; echo "$n" >> "$f" && git add -A '
+        f'&& git commit -qm "agent $n" && printf "commit\\tagent %s\\n" "$n" >> {log}'
+    )
+    return f"""
+[[turn]]
+match = ":code:"
+steps = [
+  {{say = "Mending it."}},
+  {{work = 1.0}},
+  {{write = {{path = "notes.txt", text = "working\\n"}}}},
+  {{run = ["sh", "-c", {json.dumps(commit)}]}},
+  {{work = 1.0}},
+]
+
+[[turn]]
+match = ":submit:"
+steps = [{{run = ["flume", "submit"]}}]
+"""
+
+
+def _repository(trial: Trial) -> None:
+    """The trial's repository: a first commit, then a person's; the .bare layout for fault 4."""
+    files = {".flume.toml": CONFIG, "README.md": "hullo\n", ".gitignore": "notes.txt\n"}
+    source = scenario.make_repository(trial.folder / "repo", files)
+    (source / "person.txt").write_text("a person's work\n", encoding="utf-8")
+    trial.git("add", "-A", cwd=source)
+    trial.git("commit", "-qm", PERSONS, cwd=source)
+    trial.repo = source
+    if trial.fault == "bare-layout":
+        project = trial.folder / "proj"
+        project.mkdir()
+        trial.git("clone", "-q", "--bare", str(source), str(project / ".bare"), cwd=trial.folder)
+        (project / ".git").write_text("gitdir: ./.bare\n", encoding="utf-8")
+        trial.git("worktree", "add", "-q", "main", "main", cwd=project)
+        shutil.rmtree(source)
+        # Alternately launched from main's worktree beside .bare, and from the project folder.
+        trial.repo = (project / "main" if trial.occurrence % 2 == 0 else project).resolve()
+        trial.moment = f"launched in {trial.repo.relative_to(trial.folder.resolve())}"
+
+
+def _launch(trial: Trial, name: str, host: Host | None = None) -> Work:
+    """Launch a fix called ``name`` with the test agent; the place (refused, if it was)."""
+    host = host or trial.host
+    ran = trial.flume(
+        "launch", "--repository", str(trial.repo), "--kind", "fix", "--name", name,
+        "--brief", "Mend it.", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={trial.script}",
+        host=host,
+    )  # fmt: skip
+    work = Work(name=f"fix--{name}", host=host)
+    trial.works.append(work)
+    # A launch that exits non-zero may still have journaled the place (one that could not wake
+    # the supervisor says so): the place exists when its journal does.
+    work.launched = ran.code == 0 or trial.journal(work).exists()
+    if ran.code != 0:
+        said = " ".join(ran.out.split())
+        what = "journaled" if work.launched else "refused"
+        trial.notes.append(f"launch of {work.name} exited {ran.code} ({what}): {said[:240]}")
+    return work
+
+
+def _moment(trial: Trial, low: int, high: int) -> None:
+    """Wait for a random moment: the journal holding a random number of lines, and a bit."""
+    target = trial.rng.randint(low, high)
+    path = trial.journal()
+    _wait(lambda: _lines(path) >= target or _ended(trial, trial.works[0]), 60)
+    time.sleep(trial.rng.uniform(0, 0.25))  # a point between two lines, maybe mid-action
+    trial.fault_at = time.time()
+    trial.moment = f"line {target}"
+    place = _place(path)
+    if place is not None and place.life is not Life.ACTIVE:
+        trial.notes.append(f"the fault came once the place was {place.life.value}")
+
+
+def _later(trial: Trial, low: float, high: float, what: str, undo: Callable[[], None]) -> None:
+    """Undo the fault after a random while, whatever flume says meanwhile."""
+    trial.undo.append((time.monotonic() + trial.rng.uniform(low, high), what, undo))
+
+
+def _signal(pid: int | None, number: signal.Signals) -> None:
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, number)
+
+
+def _commands_meanwhile(trial: Trial) -> None:
+    """What a person runs while the fault lasts: status, daemon status, a tell."""
+    trial.flume("status")
+    trial.flume("daemon", "status")
+    trial.flume("tell", trial.works[0].name, "A note while something is wrong.")
+
+
+# --- the ten faults ------------------------------------------------------------------------
+
+
+def worktree_gone(trial: Trial) -> None:
+    """1: the place's worktree removed by hand while its agent works.
+
+    The agent's next write makes a plain folder there; where flume asks a person to remove
+    that by hand (naming the folder), the operator does.
+    """
+    _moment(trial, 3, 12)
+    folder = trial.repo / "places" / trial.works[0].name
+    shutil.rmtree(folder, ignore_errors=True)
+
+    def remedy(said: str) -> str | None:
+        asked = any("by hand" in line and str(folder) in line for line in said.splitlines())
+        if asked and folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            return f"rm -rf {folder}"
+        return None
+
+    trial.remedy = remedy
+
+
+def drop_while_paused(trial: Trial) -> None:
+    """2: the supervisor paused; a place launched then dropped; the supervisor goes on."""
+    _moment(trial, 1, 22)
+    pid = trial.host.supervisor()
+    _signal(pid, signal.SIGSTOP)
+    try:
+        work = _launch(trial, "y")
+        if work.launched:
+            trial.flume("drop", work.name)
+    finally:
+        _signal(pid, signal.SIGCONT)
+    trial.flume("tidy")  # the drop's own end: tidy removes what was dropped
+
+
+def two_state_folders(trial: Trial) -> None:
+    """3: a second host, its own state folder, launches in the same repository."""
+    _moment(trial, 1, 20)
+    other = Host.make(trial.folder / "h2")
+    trial.hosts.append(other)
+    _launch(trial, "b", host=other)
+
+
+def bare_layout(trial: Trial) -> None:
+    """4: the repository is in the .bare layout from the start (see :func:`_repository`)."""
+
+
+def journal_garbled(trial: Trial) -> None:
+    """5: a journal line garbled, then mended in place, a while later.
+
+    Alternately: a line of an unknown type (``Bogus``) appended under the journal's lock, as a
+    foreign writer would, and later cut away again under the lock; or a line already there
+    overwritten in place by one of the same length, and later written back.
+    """
+    _moment(trial, 3, 20)
+    path = trial.journal()
+    bogus = b'{"type":"Bogus"}'
+    if trial.occurrence % 2 == 0:
+        with _journal_lock(path) as descriptor:
+            offset = os.fstat(descriptor).st_size
+            os.pwrite(descriptor, bogus + b"\n", offset)
+        trial.moment += ", Bogus appended"
+
+        def mend() -> None:
+            with _journal_lock(path) as descriptor:
+                data = path.read_bytes()
+                if data[offset : offset + len(bogus) + 1] == bogus + b"\n":
+                    rest = data[offset + len(bogus) + 1 :]
+                    os.pwrite(descriptor, rest, offset)
+                    os.ftruncate(descriptor, offset + len(rest))
+
+    else:
+        data = path.read_bytes()
+        starts = [0] + [index + 1 for index, byte in enumerate(data) if byte == ord("\n")]
+        whole = list(itertools.pairwise(starts))
+        line = trial.rng.randrange(len(whole))
+        start, end = whole[line][0], whole[line][1] - 1  # without its newline
+        original = data[start:end]
+        garbled = bogus[:-1] + b" " * (len(original) - len(bogus)) + b"}"
+        with _journal_lock(path) as descriptor:
+            os.pwrite(descriptor, garbled, start)
+        trial.moment += f", line {line + 1} overwritten"
+
+        def mend() -> None:
+            with _journal_lock(path) as descriptor:
+                os.pwrite(descriptor, original, start)
+
+    _commands_meanwhile(trial)
+    _later(trial, 1.0, 4.0, "the journal mended", mend)
+
+
+@contextlib.contextmanager
+def _journal_lock(path: Path) -> Iterator[int]:
+    """The journal open for writing under its writers' lock (flock), as flume's writers hold it.
+
+    Not opened to append: Linux's pwrite appends to such a file whatever the offset.
+    """
+    descriptor = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def journal_unwritable(trial: Trial) -> None:
+    """6: the journal folder's file system read-only, or full, for a while."""
+    folder = places.journals_dir(trial.repo)
+    if folder not in trial.mounts:
+        trial.not_injected = "the journal folder is not on a file system of the harness's own"
+        return
+    _moment(trial, 2, 20)
+    if trial.occurrence % 2 == 0:
+        _remount(folder, "ro")()
+        trial.moment += ", read-only"
+        restore = _remount(folder, "rw")
+    else:
+        filler = folder / ".filler"
+        with contextlib.suppress(OSError), filler.open("wb") as out:
+            chunk = b"\0" * 65536
+            while True:
+                out.write(chunk)
+                out.flush()
+        trial.moment += ", full"
+
+        def restore() -> None:
+            filler.unlink(missing_ok=True)
+
+    _commands_meanwhile(trial)
+    _later(trial, 2.0, 5.0, "the journal folder writable again", restore)
+
+
+def _remount(folder: Path, mode: str) -> Callable[[], None]:
+    """Something that remounts ``folder``'s file system ``mode`` (ro or rw)."""
+
+    def remount() -> None:
+        subprocess.run(  # noqa: S603 (fixed arguments)
+            ("mount", "-o", f"remount,{mode}", str(folder)), check=True, timeout=10
+        )
+
+    return remount
+
+
+def lock_or_branch(trial: Trial) -> None:
+    """7: a stale index.lock in the main repository, or the place's branch deleted by hand."""
+    if trial.occurrence % 2 == 0:
+        _moment(trial, 3, 20)
+        lock = Path(trial.git("rev-parse", "--absolute-git-dir").strip()) / "index.lock"
+        lock.write_bytes(b"")
+        trial.moment += ", index.lock"
+
+        def remedy(said: str) -> str | None:
+            if "index.lock" in said and lock.exists():
+                lock.unlink()
+                return f"rm {lock}"
+            return None
+
+        trial.remedy = remedy
+    else:
+        _moment(trial, 3, 6)
+        trial.git("update-ref", "-d", "refs/heads/fix/t")
+        trial.moment += ", branch deleted"
+
+
+def base_rewritten(trial: Trial) -> None:
+    """8: the person's commit dropped from main after the launch."""
+    _moment(trial, 1, 20)
+    if trial.git("log", "-1", "--format=%s", "main").strip() == PERSONS:
+        trial.git("reset", "-q", "--hard", "HEAD~1")
+    else:
+        trial.notes.append("main had moved on: nothing dropped")
+
+
+def supervisor_paused(trial: Trial) -> None:
+    """9: the supervisor paused for a while as a person runs commands."""
+    _moment(trial, 1, 22)
+    pid = trial.host.supervisor()
+    _signal(pid, signal.SIGSTOP)
+    try:
+        said = trial.flume("daemon", "status")
+        if "not running" in said.out:
+            trial.wrong.append("daemon status said the paused supervisor was not running")
+        trial.flume("status")
+        trial.flume("tell", trial.works[0].name, "A note while the supervisor is paused.")
+    finally:
+        _later(trial, 0.0, 3.0, "SIGCONT", lambda: _signal(pid, signal.SIGCONT))
+
+
+def stop_stamp_future(trial: Trial) -> None:
+    """10: a daemon stop whose stamp a clock stepped back leaves in the future, then a launch."""
+    _moment(trial, 1, 20)
+    trial.flume("daemon", "stop")
+    stopped = trial.host.folder / "state" / "flume" / "supervisor.stopped"
+    stopped.parent.mkdir(parents=True, exist_ok=True)
+    stopped.write_text(f"{time.time() + 3600!r}\n", encoding="utf-8")
+    _launch(trial, "u")
+
+
+INJECT: dict[str, Callable[[Trial], None]] = {
+    "worktree-gone": worktree_gone,
+    "drop-while-paused": drop_while_paused,
+    "two-state-folders": two_state_folders,
+    "bare-layout": bare_layout,
+    "journal-garbled": journal_garbled,
+    "journal-unwritable": journal_unwritable,
+    "lock-or-branch": lock_or_branch,
+    "base-rewritten": base_rewritten,
+    "supervisor-paused": supervisor_paused,
+    "stop-stamp-future": stop_stamp_future,
+}
+
+
+# --- the operator --------------------------------------------------------------------------
+
+
+def _undo_due(trial: Trial, *, everything: bool = False) -> None:
+    now = time.monotonic()
+    for entry in list(trial.undo):
+        due, what, undo = entry
+        if everything or due <= now:
+            trial.undo.remove(entry)
+            try:
+                undo()
+            except (OSError, subprocess.SubprocessError) as error:
+                trial.notes.append(f"undoing the fault ({what}) failed: {error}")
+
+
+def _way_outs(text: str, pending: set[str], *, anywhere: bool = False) -> list[tuple[str, ...]]:
+    """The ways out ``text`` names for a place that has not ended, first named first.
+
+    A way out is a clause (lines split at ";") naming commands the operator can run, in order
+    ("flume drop X, then flume tidy"; "restore it with git -C R update-ref refs/heads/B SHA,
+    then flume retry X"); one naming another git command is left alone. Each command is a
+    tuple of words: ("flume", "drop", "fix--x"), ("git", "-C", R, "update-ref", B, SHA). A line
+    of status counts when it names such a place; with ``anywhere`` (the output of the way out
+    just taken, which may name the next step: "then run flume tidy"), every line does.
+    """
+    found: list[tuple[str, ...]] = []
+    for line in text.splitlines():
+        named = [place for place in sorted(pending) if place in line]
+        if not (named or anywhere):
+            continue
+        for clause in line.split(";"):
+            steps = _steps(clause, pending, named)
+            if steps and not OTHER_GIT.search(GIT_STEP.sub("", clause)):
+                found.append(tuple(" ".join(step) for step in steps))
+    return list(dict.fromkeys(found))
+
+
+def _steps(clause: str, pending: set[str], named: list[str]) -> list[tuple[str, ...]]:
+    """The commands ``clause`` names, in order; [] when one names a place that has ended."""
+    steps = [
+        (match.start(), ("git", "-C", *(word for word in match.groups() if word)))
+        for match in GIT_STEP.finditer(clause)
+    ]
+    for match in FLUME_STEP.finditer(clause):
+        verb, place = match.group(1), match.group(2)
+        if verb in {"tidy", "daemon start", "daemon stop"}:
+            steps.append((match.start(), ("flume", *verb.split())))
+        elif place in pending or (place is None and named):
+            steps.append((match.start(), ("flume", verb, place or named[0])))
+        else:
+            return []
+    return [step for _, step in sorted(steps)]
+
+
+@attrs.define
+class _Operator:
+    """A person following `flume status`: what they took, how often, and what it said."""
+
+    trial: Trial
+    counts: dict[tuple[str, ...], int] = attrs.Factory(dict)
+    last: dict[tuple[str, ...], float] = attrs.Factory(dict)
+    said_last: str = ""
+
+    def look(self, host: Host, names: set[str]) -> None:
+        """Read status on ``host``; mend what it names; take the first way out not worn out."""
+        trial = self.trial
+        said = trial.flume("status", host=host).out + trial.flume("daemon", "status", host=host).out
+        if trial.remedy is not None:
+            mended = trial.remedy(f"{said}\n{self.said_last}")
+            if mended is not None:
+                trial.taken.append(mended)
+        if trial.undo:
+            return  # a fault that lasts a while is waited out before any way out is taken
+        now = time.monotonic()
+        ways = _way_outs(said, names) + _way_outs(self.said_last, names, anywhere=True)
+        for way in ways:
+            if (
+                self.counts.get(way, 0) < TAKE_AT_MOST
+                and now - self.last.get(way, -99) >= TAKE_APART
+            ):
+                self.counts[way] = self.counts.get(way, 0) + 1
+                self.last[way] = now
+                trial.taken.append(", then ".join(way))
+                self.said_last = "".join(_take(trial, step, host) for step in way)
+                return  # one way out a look: the next look shows where it led
+
+
+def operate(trial: Trial) -> bool:
+    """Follow `flume status` until every place ended, or the deadline; whether they ended."""
+    operator = _Operator(trial)
+    next_look = 0.0
+    while True:
+        _undo_due(trial)
+        pending = [work for work in trial.works if not _ended(trial, work)]
+        if not pending:
+            return True
+        now = time.monotonic()
+        if now > trial.deadline:
+            return False
+        if now < next_look:
+            time.sleep(0.1)
+            continue
+        next_look = now + LOOK_APART
+        for host in {id(work.host): work.host for work in pending}.values():
+            operator.look(host, {work.name for work in pending if work.host is host})
+
+
+def _take(trial: Trial, step: str, host: Host) -> str:
+    """Run one step of a way out; what it printed."""
+    words = tuple(step.split(" "))
+    if words[0] == "git":
+        return trial.git(*words[1:], cwd=trial.folder)
+    return trial.flume(*words[1:], host=host).out
+
+
+# --- after the run -------------------------------------------------------------------------
+
+
+def _lost_commits(trial: Trial) -> list[str]:
+    """The agent's commits reachable neither from main nor from a kept branch flume names."""
+    logged = trial.commits_log.read_text() if trial.commits_log.exists() else ""
+    made = [line.split("\t")[1] for line in logged.splitlines() if line.startswith("commit\t")]
+    if not made:
+        return []
+    # A branch counts when a command other than the launch names it (status, tidy, drop: the
+    # launch names every place's branch), or when it is the branch of a place still running.
+    said = "\n".join(ran.out for ran in trial.outputs if ran.argv[:1] != ("launch",))
+    running = {work.name.replace("--", "/", 1) for work in trial.works if not _ended(trial, work)}
+    heads = trial.git("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+    kept = [head for head in heads if head != "main" and (head in said or head in running)]
+    reachable = set(trial.git("log", "--format=%s", "main", *kept).splitlines())
+    return [message for message in made if message not in reachable]
+
+
+def _wrong_after(trial: Trial) -> None:
+    """The promises a run can break besides losing commits."""
+    logged = trial.commits_log.read_text() if trial.commits_log.exists() else ""
+    names = {work.name for work in trial.works}
+    for line in logged.splitlines():
+        kind, *fields = line.split("\t")
+        if kind != "ran" or len(fields) != 4:  # the log's four fields
+            continue
+        top, branch, where, began = fields
+        if Path(top).name in names and branch not in {"", "main"}:
+            continue
+        said = (
+            f"an agent {{}} worked in {where}, which git resolves to {top or 'no repository'} "
+            f"on {branch or 'no branch'}"
+        )
+        # The agent at work when the fault came may write on where its worktree was; one
+        # started after it (a second late, for the agent's start time in whole seconds) must not.
+        if began.isdigit() and trial.fault_at and int(began) > trial.fault_at + 1:
+            trial.wrong.append(said.format("started after the fault"))
+        else:
+            trial.notes.append(said.format("at work when the fault came"))
+    for work in trial.works:
+        seen = _observations(trial.journal(work)) if work.launched else None
+        starts: dict[tuple[str, int], set[str]] = {}
+        for each in seen or []:
+            if isinstance(each, AgentStarted):
+                starts.setdefault((each.stage, each.attempt), set()).add(each.session)
+        trial.wrong.extend(
+            f"{work.name} {stage}#{attempt}: {len(sessions)} agents"
+            for (stage, attempt), sessions in starts.items()
+            if len(sessions) > 1
+        )
+    if trial.fault == "base-rewritten" and PERSONS in trial.git("log", "--format=%s", "main"):
+        trial.wrong.append("the commit dropped from main came back with the landing")
+
+
+def _tracebacks(trial: Trial) -> list[str]:
+    """Where a traceback reached a user: a command's output, or an agent's transcript."""
+    found = [f"`flume {' '.join(ran.argv)[:60]}`" for ran in trial.outputs if TRACEBACK in ran.out]
+    for host in trial.hosts:
+        agents = host.folder / "state" / "flume" / "test-agent"
+        for path in agents.rglob("*.jsonl") if agents.is_dir() else []:
+            with contextlib.suppress(OSError):
+                if TRACEBACK in path.read_text(errors="replace"):
+                    found.append(f"the transcript {path.name}")
+    return found
+
+
+def _logged(trial: Trial) -> None:
+    """Note what the supervisors' logs hold: tracebacks and errno, seen by no user."""
+    for host in trial.hosts:
+        try:
+            text = (host.folder / "state" / "flume" / "supervisor.log").read_text(errors="replace")
+        except OSError:
+            continue
+        tracebacks = text.count(TRACEBACK)
+        errors = sorted(set(re.findall(r"\[Errno \d+\] [^:'\n]+", text)))
+        if tracebacks or errors:
+            trial.notes.append(
+                f"{host.folder.name}'s supervisor log: {tracebacks} tracebacks"
+                + (f", {'; '.join(errors)}" if errors else "")
+            )
+
+
+def _status_said(trial: Trial) -> list[str]:
+    """What the last `flume status` said of the places that did not end, a line each."""
+    pending = [work.name for work in trial.works if not _ended(trial, work)]
+    last = next((ran.out for ran in reversed(trial.outputs) if ran.argv == ("status",)), "")
+    lines = [line.strip() for line in last.splitlines() if any(p in line for p in pending)]
+    return [f"status: {line[:200]}" for line in lines if ":" in line][:3]
+
+
+def _where(trial: Trial) -> str:
+    """Where each place that has not ended stands."""
+    stands = []
+    for work in trial.works:
+        if _ended(trial, work):
+            continue
+        place = _place(trial.journal(work))
+        if place is None:
+            stands.append(f"{work.name}: journal unreadable or missing")
+            continue
+        stage = place.stage
+        stands.append(
+            f"{work.name} {place.life.value} {stage.name}#{stage.attempt} "
+            f"{type(stage.phase).__name__.lower()}"
+        )
+    return "; ".join(stands)
+
+
+# --- cleaning up ---------------------------------------------------------------------------
+
+
+def _processes_of(folder: Path) -> list[int]:
+    """Every process whose environment names ``folder`` (its hosts' supervisors, tmux, agents)."""
+    needle = str(folder).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+    return found
+
+
+def cleanup(trial: Trial, *, keep: bool = False) -> None:
+    """End every process the trial made, unmount its file systems, remove its folder (or not)."""
+    with contextlib.suppress(Exception):
+        _undo_due(trial, everything=True)
+    for host in trial.hosts:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(  # noqa: S603
+                ("tmux", "-S", str(host.folder / "tmux.sock"), "kill-server"),
+                capture_output=True,
+                timeout=5,
+                check=False,
+            )
+    pids = _processes_of(trial.folder)
+    for pid in pids:
+        _signal(pid, signal.SIGCONT)
+        _signal(pid, signal.SIGKILL)
+    _wait(lambda: not any(Path(f"/proc/{pid}").exists() for pid in _processes_of(trial.folder)), 5)
+    for mount in reversed(trial.mounts):
+        subprocess.run(("umount", "-l", str(mount)), capture_output=True, timeout=10, check=False)  # noqa: S603
+    if not keep:
+        shutil.rmtree(trial.folder, ignore_errors=True)
+
+
+# --- a trial -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Outcome:
+    """What one trial came to."""
+
+    number: int
+    fault: str
+    moment: str
+    verdict: str  #: survived, named, stuck, or not-injected
+    seconds: float
+    lost: tuple[str, ...]
+    tracebacks: tuple[str, ...]
+    wrong: tuple[str, ...]
+    taken: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _mount_journals(trial: Trial) -> None:
+    """Put the repository's journal folder on a tmpfs of its own (fault 6), if allowed."""
+    folder = places.journals_dir(trial.repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(  # noqa: S603
+        ("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)),
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    if done.returncode == 0:
+        trial.mounts.append(folder)
+    else:
+        trial.notes.append(f"mount: {done.stderr.strip()}")
+
+
+def _judge_refusal(trial: Trial) -> None:
+    """A launch may refuse the .bare layout (fault 4), if it says so: exit 2, naming it.
+
+    Refused for another reason, the layout is neither supported nor named: the trial is stuck.
+    """
+    refusal = trial.outputs[-1]
+    trial.moment += ", refused"
+    if refusal.code == 2 and "bare" in refusal.out.lower():
+        trial.named_by_launch = True
+    else:
+        trial.refused_unnamed = True
+
+
+def run_trial(trial: Trial) -> Outcome:
+    """Set the trial up, launch, inject its fault, drive it to its end, and judge it."""
+    started = time.monotonic()
+    try:
+        trial.hosts.append(Host.make(trial.folder / "h1"))
+        trial.commits_log = trial.folder / "commits.log"
+        trial.script = trial.folder / "agent.toml"
+        trial.script.write_text(_agent_script(trial), encoding="utf-8")
+        _repository(trial)
+        if trial.fault == "journal-unwritable":
+            _mount_journals(trial)
+        first = _launch(trial, "t")
+        if first.launched:
+            INJECT[trial.fault](trial)
+        elif trial.fault == "bare-layout":
+            _judge_refusal(trial)
+        else:
+            trial.not_injected = "the fix's launch was refused"
+        trial.deadline = time.monotonic() + trial.allowed
+        ended = trial.not_injected is None and operate(trial)
+    finally:
+        _undo_due(trial, everything=True)
+    if trial.not_injected is not None:
+        verdict = "not-injected"
+        trial.notes.append(trial.not_injected)
+    elif trial.refused_unnamed:
+        verdict = "stuck"
+        trial.notes.append("the launch refused the layout without naming it")
+    elif not ended:
+        verdict = "stuck"
+        trial.notes.append(f"stands: {_where(trial)}")
+        trial.notes.extend(_status_said(trial))
+    else:
+        verdict = "named" if trial.taken or trial.named_by_launch else "survived"
+    _wrong_after(trial)
+    _logged(trial)
+    return Outcome(
+        number=trial.number,
+        fault=trial.fault,
+        moment=trial.moment,
+        verdict=verdict,
+        seconds=time.monotonic() - started,
+        lost=tuple(_lost_commits(trial)),
+        tracebacks=tuple(_tracebacks(trial)),
+        wrong=tuple(dict.fromkeys(trial.wrong)),
+        taken=tuple(trial.taken),
+        notes=tuple(trial.notes),
+    )
+
+
+# --- the whole run -------------------------------------------------------------------------
+
+
+def _raise_interrupted(number: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signal.Signals(number).name)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """Let no Ctrl-C or SIGTERM cut a cleanup short."""
+    saved = {n: signal.signal(n, signal.SIG_IGN) for n in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
+def _in_private_namespace() -> None:
+    """Run again in a mount namespace of the harness's own, so no mount outlives it (root)."""
+    if os.environ.get(_IN_NAMESPACE) or os.geteuid() != 0 or shutil.which("unshare") is None:
+        return
+    argv = ("unshare", "--mount", "--propagation", "private")
+    if subprocess.run((*argv, "true"), capture_output=True, timeout=10, check=False).returncode:  # noqa: S603
+        return
+    os.environ[_IN_NAMESPACE] = "1"
+    os.execvp("unshare", [*argv, sys.executable, *sys.argv])  # noqa: S606 (fixed argv)
+
+
+def _line(outcome: Outcome) -> str:
+    said = [outcome.verdict]
+    said += [f"took {'; '.join(outcome.taken)}"] if outcome.taken else []
+    said += [f"LOST {', '.join(outcome.lost)}"] if outcome.lost else []
+    said += [f"TRACEBACK in {', '.join(outcome.tracebacks)}"] if outcome.tracebacks else []
+    said += [f"WRONG: {'; '.join(outcome.wrong)}"] if outcome.wrong else []
+    said += list(outcome.notes)
+    return (
+        f"trial {outcome.number:>2} {outcome.fault:<19} at {outcome.moment:<28} "
+        f"{outcome.seconds:5.1f}s  " + " | ".join(said)
+    )
+
+
+COLUMNS = ("survived", "named", "stuck", "not-injected", "lost", "tracebacks", "wrong")
+#: A run with any of these fails: the issue's promise is 0 of each.
+FAILING = ("stuck", "not-injected", "lost", "tracebacks", "wrong")
+
+
+def _counts(outcomes: list[Outcome]) -> dict[str, int]:
+    """How many trials came to each verdict, and how many commits, tracebacks, wrongs."""
+    counts = {"trials": len(outcomes)}
+    for verdict in ("survived", "named", "stuck", "not-injected"):
+        counts[verdict] = sum(o.verdict == verdict for o in outcomes)
+    counts["lost"] = sum(len(o.lost) for o in outcomes)
+    counts["tracebacks"] = sum(len(o.tracebacks) for o in outcomes)
+    counts["wrong"] = sum(len(o.wrong) for o in outcomes)
+    return counts
+
+
+def _table(outcomes: list[Outcome]) -> str:
+    heads = ("fault", "trials", *COLUMNS)
+    rows = [
+        (f"{FAULTS.index(fault) + 1} {fault}", *map(str, _counts(mine).values()))
+        for fault in FAULTS
+        if (mine := [o for o in outcomes if o.fault == fault])
+    ]
+    rows.append(("total", *map(str, _counts(outcomes).values())))
+    widths = [max(len(heads[i]), *(len(r[i]) for r in rows)) for i in range(len(heads))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _arguments() -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """The command line, and the faults it asks for."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fault", help="only this fault: its name or number (1-10)")
+    parser.add_argument(
+        "--deadline", type=float, default=90.0, help="seconds a run may take after its fault"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON (trial lines to stderr)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep each trial's folder (its processes still end)"
+    )
+    arguments = parser.parse_args()
+    if arguments.trials < 1 or arguments.deadline <= 0:
+        parser.error("--trials and --deadline must be positive")
+    if arguments.fault is None:
+        return arguments, FAULTS
+    chosen = arguments.fault
+    if chosen.isdigit() and 1 <= int(chosen) <= len(FAULTS):
+        chosen = FAULTS[int(chosen) - 1]
+    if chosen not in FAULTS:
+        parser.error(f"--fault {arguments.fault}: use one of {', '.join(FAULTS)}, or 1-10")
+    return arguments, (chosen,)
+
+
+def _run_all(arguments: argparse.Namespace, faults: tuple[str, ...]) -> tuple[list[Outcome], bool]:
+    """Run the trials one after another, each cleaned up; the outcomes, and whether all ran."""
+    rng = random.Random(arguments.seed)  # noqa: S311 (moments, not secrets)
+    order = list(faults)
+    rng.shuffle(order)  # round robin over a shuffled order: N trials cover each N/10 times
+    report = sys.stderr if arguments.json else sys.stdout
+    outcomes: list[Outcome] = []
+    for number in range(arguments.trials):
+        trial = Trial(
+            number=number + 1,
+            fault=order[number % len(order)],
+            occurrence=number // len(order),
+            rng=random.Random(rng.random()),  # noqa: S311
+            folder=Path(tempfile.mkdtemp(prefix="flfault-", dir="/tmp")),
+            allowed=arguments.deadline,
+        )
+        try:
+            outcomes.append(run_trial(trial))
+            print(_line(outcomes[-1]), file=report, flush=True)
+        except Interrupted as why:
+            print(f"trial {number + 1}: interrupted ({why})", file=report, flush=True)
+            return outcomes, False
+        except Exception as error:  # noqa: BLE001 (the harness's own failure, said, not hidden)
+            print(f"trial {number + 1}: the harness failed: {error!r}", file=report, flush=True)
+            return outcomes, False
+        finally:
+            with _shielded():
+                cleanup(trial, keep=arguments.keep)
+                if arguments.keep:
+                    print(f"trial {number + 1}: kept {trial.folder}", file=report, flush=True)
+    return outcomes, True
+
+
+def main() -> int:
+    """Run the trials; print each, then the table; 1 if any failed or they did not all run."""
+    arguments, faults = _arguments()
+    _in_private_namespace()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, _raise_interrupted)
+    outcomes, complete = _run_all(arguments, faults)
+    counts = _counts(outcomes)
+    if arguments.json:
+        trials = [attrs.asdict(o) for o in outcomes]
+        print(json.dumps({"trials": trials, "totals": counts, "complete": complete}, indent=2))
+    else:
+        print(_table(outcomes))
+        if not complete:
+            print(f"stopped after {len(outcomes)} of {arguments.trials} trials")
+    return 1 if any(counts[key] for key in FAILING) or not complete else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
