@@ -25,9 +25,9 @@ from flume.shell import client, git, journal, places
 from tests.integration.places_kit import GIT_IDENTITY, launch_argv, repository
 
 NAMES = ("alpha", "beta", "gamma")
-#: Lines a place's journal holds once its launch completed here: Launched, WorktreeMade,
-#: SetupFinished, then its agent printed for a caller who never runs it (--panes print): started,
-#: taken as waiting, its prompt written down (PromptTyped). No agent runs, so no more lines come.
+#: Lines a place's journal comes to hold here: Launched, WorktreeMade, SetupFinished (the launch
+#: complete), then its agent printed for a caller who never runs it (--panes print): started,
+#: taken as waiting, its prompt written down (PromptTyped). The kill point is drawn over them all.
 LINES_EACH = 6
 SETUP = '[place]\nsetup = [["sh", "-c", "sleep 0.05; echo ready > .ready"]]\n'
 
@@ -52,6 +52,20 @@ def _lines(repo: Path) -> int:
         with contextlib.suppress(FileNotFoundError):
             total += path.read_bytes().count(b"\n")
     return total
+
+
+def _launches_complete(repo: Path) -> bool:
+    """Every launch's journal holds its setup finished (its place made and set up)."""
+    journals = places.journals_dir(repo)
+    for name in NAMES:
+        path = journals / f"fix--{name}" / places.JOURNAL
+        try:
+            seen = journal.read(path).observations
+        except (OSError, journal.JournalError):
+            return False
+        if not any(isinstance(each, SetupFinished) for each in seen):
+            return False
+    return True
 
 
 def _daemon_pid() -> int | None:
@@ -103,7 +117,10 @@ def run(folder: Path, rng: random.Random) -> Trial:
     restart = time.monotonic() - started
     problems: list[str] = []
     try:
-        _wait(lambda: _lines(repo) >= total, 60, "every launch to complete")
+        # What is checked is the launch: its place made and set up. The printed agent's prompt
+        # after it is not: a kill between deciding that send and writing it down is typed again
+        # only once the printed agent's confirmation window (an hour) has passed.
+        _wait(lambda: _launches_complete(repo), 60, "every launch to complete")
     except TimeoutError as error:
         problems.append(str(error))
     return Trial(
