@@ -85,6 +85,21 @@ def common_dir(repository: Path) -> Path:
     return Path(ran.out.strip())
 
 
+def _own_git_dir(repository: Path) -> Path | None:
+    """``repository/.git`` when it is the shared git directory; None when only git can say.
+
+    It is for a main worktree as ``git init`` and ``git clone`` lay it out; not for a ``.git``
+    file (a linked worktree, the ``.bare`` layout, a submodule) or a ``$GIT_DIR`` given.
+    """
+    dot_git = repository / ".git"
+    given = environment.current()
+    if "GIT_DIR" in given or "GIT_COMMON_DIR" in given:
+        return None
+    if dot_git.is_dir() and not (dot_git / "commondir").exists():
+        return dot_git
+    return None
+
+
 class BareRepositoryError(GitError):
     """The repository is bare and not laid out with a folder of its own: no place to put places.
 
@@ -257,8 +272,12 @@ def worktree_paths(repository: Path) -> dict[Path, BranchName | None]:
 
 
 def exclude(repository: Path, pattern: str) -> None:
-    """Add ``pattern`` to the repository's ``info/exclude`` once, so git status never lists it."""
-    path = common_dir(repository) / "info" / "exclude"
+    """Add ``pattern`` to the repository's ``info/exclude`` once, so git status never lists it.
+
+    A main worktree's ``.git`` folder is the shared git directory itself: git is asked where
+    that is only for a repository laid out otherwise.
+    """
+    path = (_own_git_dir(repository) or common_dir(repository)) / "info" / "exclude"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

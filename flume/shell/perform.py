@@ -1,10 +1,11 @@
 """The shell's hands: each action the core decides, performed, and what came of it observed.
 
-Theory of operation. A performer never assumes an effect: after acting it looks, and reports
-what it saw as observations (``MakeWorktree`` is answered by ``WorktreeMade`` with the head git
-reports, or by ``ActionFailed`` with git's words). Every performer observes before it acts, so
-performing an action twice (after a supervisor was killed between doing and journaling) finds
-the effect already there and reports it, instead of doing it again (rule RESTART-PENDING).
+Theory of operation. A performer never assumes an effect: it reports what it saw, or what git
+said it did, as observations (``MakeWorktree`` is answered by ``WorktreeMade`` with the head
+its branch was made at, or by ``ActionFailed`` with git's words). Every performer observes
+before it acts, so performing an action twice (after a supervisor was killed between doing and
+journaling) finds the effect already there and reports it, instead of doing it again (rule
+RESTART-PENDING).
 
 Agents and landers sit behind ports (:class:`AgentPort`, :class:`LanderPort`); this module holds
 the git and setup work of places (R1, R2, R10). Nothing a caller wrote reaches a shell: every
@@ -207,15 +208,22 @@ class Performer:
         start = action.start or git.resolve(repository, action.base)
         if start is None:
             return self._failed("MakeWorktree", f"the base {action.base} does not exist")
-        args: tuple[str, ...]
         if head is None:
-            args = ("worktree", "add", "--quiet", "-b", action.branch, str(path), start)
-        elif head == start:
-            # The branch was cut before a crash and its worktree not yet added: add it now.
-            args = ("worktree", "add", "--quiet", str(path), action.branch)
-        else:
+            ran = git.run(
+                repository,
+                *("worktree", "add", "--quiet", "-b", action.branch, str(path), start),
+                pass_fds=self.pass_fds,
+            )
+            if not ran.ok:
+                return self._failed("MakeWorktree", "", ran)
+            # git made the branch at the start it was given, a commit's full name: that is its
+            # head, with no git asked again.
+            return [WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=start)]
+        if head != start:
             what = f"the branch {action.branch} already exists at {head}, not at {start}"
             return self._failed("MakeWorktree", what)
+        # The branch was cut before a crash and its worktree not yet added: add it now.
+        args = ("worktree", "add", "--quiet", str(path), action.branch)
         ran = git.run(repository, *args, pass_fds=self.pass_fds)
         if not ran.ok:
             return self._failed("MakeWorktree", "", ran)
