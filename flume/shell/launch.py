@@ -30,7 +30,7 @@ import attrs
 from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError, refused
-from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.ids import BranchName, Instant, KindName, PlaceName, Sha, StageName, WorkName
 from flume.core.kinds import Kind
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
 from flume.core.observations import Launched
@@ -99,7 +99,8 @@ def _checked(
     """:func:`check`'s line, and the folder of the repository's journals.
 
     Each thing git is asked once: the repository, its journals and its commits in one
-    ``rev-parse``, every branch head in one ``for-each-ref``.
+    ``rev-parse``; every branch head, the base's among them, and the remote's HEAD in one
+    ``for-each-ref``.
     """
     located = places.locate(request.repository)
     repository = located.main
@@ -127,7 +128,8 @@ def _checked(
         )
     else:
         kind = request.carried
-    base = request.base or git.shared_branch(repository, main=repository)
+    listed = git.branches(repository)
+    base = request.base or git.shared_branch(repository, main=repository, listed=listed)
     if base is None:
         raise _problem(
             "base",
@@ -149,7 +151,7 @@ def _checked(
     missing = tools.missing_program(request.agent.agent, request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
-    start = git.resolve(repository, launch.base)
+    start = listed.resolve(launch.base)
     if start is None:
         raise _problem(
             "base",
@@ -167,14 +169,22 @@ def _checked(
     )
     decision = step(settings, None, seen)
     branch, path = str(decision.place.branch), Path(decision.place.path)
-    _check_free(repository, located.journals, launch, branch, path)
+    _check_free(repository, located.journals, launch, branch, path, heads=listed.heads)
     # The launching host carries it (HOST-OWNS-PLACE); named only once all is checked, so a
     # refused launch makes nothing, not even the host's id.
     return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host())), located.journals
 
 
-def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
-    """The name is free: no live place, worktree path or branch holds it."""
+def _check_free(  # noqa: PLR0913 (each is a thing already known)
+    repository: Path,
+    journals: Path,
+    launch: Launch,
+    branch: str,
+    path: Path,
+    *,
+    heads: dict[BranchName, Sha],
+) -> None:
+    """The name is free: no live place, worktree path or branch (of ``heads``) holds it."""
     name = place_name(launch.kind, launch.name)
     existing = journals / name / places.JOURNAL
     if existing.exists() and not _tidied(existing):
@@ -189,7 +199,6 @@ def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, p
             f"{path} already exists",
             "choose another name, or move that folder away",
         )
-    heads = git.heads(repository)
     if branch in heads:
         raise _branch_in_the_way(repository, BranchName(branch), launch.base)
     # git keeps refs as files: a branch "fix" leaves no room for "fix/x", nor "fix/x/y" for it.
