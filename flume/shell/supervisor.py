@@ -554,6 +554,11 @@ class Supervisor:
             self._read(each)
             self._dispatch()
 
+    def started(self, path: Path) -> bool:
+        """The place of the journal ``path`` is followed and its actions are under way."""
+        each = self.followed.get(path)
+        return each is not None and each.busy
+
     def survey(self) -> dict[str, Any]:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
 
@@ -778,14 +783,21 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     selector.register(listener, selectors.EVENT_READ, "listener")
     selector.register(wake_read, selectors.EVENT_READ, "wake")
     try:
+        due = time.monotonic()
         while not stopping:
-            supervisor.tick()
-            for key, _events in selector.select(TICK_SECONDS):
+            if time.monotonic() >= due:
+                supervisor.tick()
+                due = time.monotonic() + TICK_SECONDS
+            for key, _events in selector.select(max(0.0, due - time.monotonic())):
                 if key.data == "wake":
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
+                    due = 0.0
                     continue
-                stopping |= _answer(listener, supervisor)
+                answered = _answer(listener, supervisor)
+                stopping |= answered.stop
+                if answered.look:
+                    due = 0.0
     finally:
         _log.info("supervisor stopping")
         listener.close()
@@ -796,25 +808,41 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     return 0
 
 
-def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
-    """Answer every waiting request; True when one asked the supervisor to stop."""
-    stop = False
+@attrs.frozen
+class Answered:
+    """What the requests just answered ask of the supervisor's loop."""
+
+    #: ``daemon stop`` was asked.
+    stop: bool = False
+    #: A tick is to look now. Anything asked is looked at at once, but for a launch handed over
+    #: and started: it is followed already, and its batch wakes a tick when done (a tick now
+    #: would only slow the worktree being made).
+    look: bool = False
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> Answered:
+    """Answer every waiting request; what they ask of the loop."""
+    answered = Answered()
     while True:
         try:
             connection, _ = listener.accept()
         except BlockingIOError:
-            return stop
+            return answered
         with connection:
             connection.settimeout(2.0)
             try:
                 request = json.loads(lines.read_line(connection))
                 op = request.get("op")
             except (OSError, ValueError, AttributeError):
+                answered = attrs.evolve(answered, look=True)
                 continue
             if op == "launch":
+                started = False
                 with contextlib.suppress(OSError):
-                    _launch(connection, request, supervisor)
+                    started = _launch(connection, request, supervisor)
+                answered = attrs.evolve(answered, look=answered.look or not started)
                 continue
+            answered = attrs.evolve(answered, stop=answered.stop or op == "stop", look=True)
             reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             if op == "status":
                 reply.update(supervisor.report())
@@ -823,7 +851,6 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
             elif op == "follows":
                 reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
             elif op == "stop":
-                stop = True
                 client.record_stop()
             elif op not in {"ping", "wake"}:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
@@ -847,10 +874,11 @@ _LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> bool:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
     Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    True when it was made and its first actions started.
     """
     words = _launch_words(request.get("words"))
     given = request.get("environment")
@@ -866,8 +894,10 @@ def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supe
         _say(connection, {"ok": True, "taken": True})
         outcome = supervisor.launch(words, given)
         _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
-        return
+        made = outcome.get("made")
+        return made is not None and supervisor.started(Path(made["journal"]))
     _say(connection, {"ok": False, "error": declined})
+    return False
 
 
 def _environment(given: object) -> TypeGuard[dict[str, str]]:
