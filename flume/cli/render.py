@@ -172,7 +172,7 @@ def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator
             "seen": codec().unstructure(row.seen, Observation),
         }
         if row.refusal is not None:
-            record["refused"] = [codec().unstructure(p) for p in row.refusal.problems]
+            record["refused"] = [p._asdict() for p in row.refusal.problems]
         else:
             assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
             record["status"] = codec().unstructure(status(row.decision.place))

@@ -533,7 +533,7 @@ class Supervisor:
             with environment.given(given):
                 made = shell_launch.launch_asked(**words)
         except UsageError as error:
-            problems = [attrs.asdict(problem) for problem in error.problems]
+            problems = [problem._asdict() for problem in error.problems]
             return {"problems": problems, "exit_status": error.exit_status}
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
             _log.exception("a launch handed over by a command failed")
