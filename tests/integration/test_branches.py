@@ -147,13 +147,13 @@ def test_a_listing_git_refused_knows_nothing_and_asks(
     assert git.shared_branch(repo, main=repo, listed=listed) == "main"
 
 
-@pytest.mark.parametrize(("shape", "gits"), [(_cloned, 2), (_plain, 4)])
-def test_a_launch_s_checks_ask_git_each_thing_once(
-    tmp_path: Path, shape: Callable[[Path], None], gits: int
-) -> None:
-    """Where the repository is, then one listing; with no remote, its HEAD's branch asked too."""
+def test_a_cloned_repository_s_launch_asks_git_twice(tmp_path: Path) -> None:
+    """Where the repository is, then one listing: the remote's HEAD names the base.
+
+    (With no remote, the main worktree's branch is asked too: test_launch counts those.)
+    """
     repo = repository(tmp_path / "repo")
-    shape(repo)
+    _cloned(repo)
     request = shell_launch.Request(
         repository=repo,
         kind="fix",
@@ -163,6 +163,6 @@ def test_a_launch_s_checks_ask_git_each_thing_once(
     )
     before = git.counter.runs
     seen = shell_launch.check(request, Settings(), lambda: 1.0)
-    assert git.counter.runs - before == gits
+    assert git.counter.runs - before == 2
     assert seen.launch.base == "main"
     assert seen.start == git.resolve(repo, BranchName("main"))
