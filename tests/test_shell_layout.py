@@ -99,7 +99,7 @@ def _packages() -> list[str]:
 
 
 def test_the_shell_is_laid_out_in_its_packages() -> None:
-    """The shell's modules live in its packages; only the bottom two sit beside them."""
+    """The shell's modules live in its packages; only the bottom three sit beside them."""
     assert _packages() == [
         "agents",
         "commands",
@@ -112,7 +112,7 @@ def test_the_shell_is_laid_out_in_its_packages() -> None:
         "tools",
     ]
     loose = sorted(p.name for p in SHELL.glob("*.py"))
-    assert loose == ["__init__.py", "environment.py", "process.py"]
+    assert loose == ["__init__.py", "environment.py", "host.py", "process.py"]
 
 
 @pytest.mark.parametrize(
@@ -122,5 +122,5 @@ def test_the_shell_is_laid_out_in_its_packages() -> None:
 )
 def test_the_map_names_every_package_of_the_shell(text: str) -> None:
     """A newcomer's map names every package, and every module beside them."""
-    for name in [*_packages(), "environment", "process"]:
+    for name in [*_packages(), "environment", "host", "process"]:
         assert f"{name}/" in text or f"{name}.py" in text, f"the map does not name {name}"

@@ -201,7 +201,7 @@ def _survey(place: str | None, repository: Path | None, mark: str | None) -> dic
     their ends; with none running, or for one repository, the journals are read here (R11: what
     an agent does now is then unknown). No repository registered: no places, nothing to read.
     """
-    from flume.shell.store import registry
+    from flume.shell import host as registry
     from flume.shell.supervisor import client
 
     if repository is None:
@@ -753,7 +753,8 @@ def attach(
     """
     from flume.core.settings import Settings
     from flume.shell.agents.runner import PRINTED
-    from flume.shell.panes import attaching, printed
+    from flume.shell.panes import attach as attaching
+    from flume.shell.panes import printed
     from flume.shell.panes.herdr import Herdr
     from flume.shell.panes.port import PaneServer
     from flume.shell.panes.tmux import Tmux

@@ -1,6 +1,6 @@
 """``flume demo`` told as a story: the live board in a terminal, the events one a line elsewhere.
 
-Theory of operation. :mod:`flume.demo` makes the sample, launches a fix and a change and
+Theory of operation. :mod:`flume.testing.demo` makes the sample, launches a fix and a change and
 starts the supervisor, all in a temporary folder of the demo's own. What happens then is shown
 with what flume already has for it: in a terminal that can move its cursor, the board ``flume
 watch`` draws (:mod:`flume.cli.board`); into a pipe, a file or a dumb terminal, each event as
@@ -28,10 +28,10 @@ from types import FrameType
 
 import typer
 
-from flume import demo as demo_world
 from flume.cli import board, render
 from flume.core.settings import Settings
 from flume.shell.commands.events import Follower
+from flume.testing import demo as demo_world
 
 #: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -22,7 +22,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Life, Place, Submission, Working, evolve
 from flume.core.settings import Settings
-from flume.shell.observe.heads import BranchHeads
+from flume.shell.observe.branches import BranchHeads
 from flume.shell.perform.lander import Lander, Landings, is_change_archived
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places

@@ -30,7 +30,7 @@ from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from flume.shell.supervisor.loop import Supervisor
-from flume.shell.tools import lines
+from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
 
@@ -276,7 +276,7 @@ def ask(request: dict[str, Any]) -> list[dict[str, Any]]:
         connection.settimeout(30)
         connection.connect(str(client.socket_path()))
         connection.sendall((json.dumps(request) + "\n").encode())
-        reader = lines.Reader(connection)
+        reader = sockets.Reader(connection)
         said = []
         while line := reader.line():
             said.append(json.loads(line))
@@ -339,7 +339,7 @@ def stand_in(answer: Callable[[socket.socket], None]) -> Iterator[None]:
             listener.close()
             path.unlink()
             with connection:
-                lines.read_line(connection)
+                sockets.read_line(connection)
                 answer(connection)
 
         server = threading.Thread(target=serve, daemon=True)

@@ -9,7 +9,7 @@ from flume.core.ids import Instant
 from flume.core.observations import Observation, ReportSeen
 from flume.core.place import Life, Working, has_deliverable
 from flume.core.settings import Settings
-from flume.shell.observe.heads import BranchHeads
+from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.reports import Reports
 from flume.shell.store.follower import Followed
 from tests.integration.places_kit import Harness, launch_place, repository

@@ -17,7 +17,8 @@ from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.errors import UsageError
 from flume.core.ids import SessionId
 from flume.core.observations import Activity
-from flume.shell.agents import rollout, transcript
+from flume.shell.agents import claude_lines as transcript
+from flume.shell.agents import codex_lines as rollout
 from flume.shell.agents.tail import NEVER, LineReader, whole_lines
 
 

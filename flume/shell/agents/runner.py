@@ -52,7 +52,7 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer
 from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
 from flume.shell.store import places
-from flume.shell.tools import programs
+from flume.shell.tools import locate
 
 #: The pane of a printed agent is its file's path after this (no tmux pane holds it).
 PRINTED = "print:"
@@ -135,7 +135,7 @@ def transcript_path(cwd: str, session: str, agent: AgentName) -> Path:
 
 def program(agent: AgentName) -> str:
     """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
-    return programs.agent_program(agent)
+    return locate.agent_program(agent)
 
 
 def hook_settings(session: str) -> str:
@@ -182,7 +182,7 @@ def marks(place: Place, session: SessionId) -> dict[str, str]:
 
 def search_path() -> str:
     """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
-    return programs.search_path()
+    return locate.search_path()
 
 
 def environment(place: Place, session: SessionId) -> dict[str, str]:
@@ -232,7 +232,7 @@ class Agents:
                 return [self._started(at, action, session, pane.id)]
         argv = command(place, action, session)
         # The launch checked this; the program may have gone since (or PATH changed).
-        if (missing := programs.missing_agent(action.agent.agent)) is not None:
+        if (missing := locate.missing_agent(action.agent.agent)) is not None:
             what, mend = missing
             return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
         if action.agent.agent is AgentName.CLAUDE:

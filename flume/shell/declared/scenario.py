@@ -66,7 +66,7 @@ class Scenario:
 
 
 #: The scenarios flume ships, as package data (``flume simulate --list`` names them).
-SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
+SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def shipped() -> list[Path]:

@@ -49,7 +49,8 @@ from flume.core.observations import (
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
-from flume.shell.agents import rollout, transcript
+from flume.shell.agents import claude_lines as transcript
+from flume.shell.agents import codex_lines as rollout
 from flume.shell.agents.runner import (
     PRINTED,
     agent_home,

@@ -60,7 +60,7 @@ import attrs
 from flume.core.errors import UsageError
 from flume.shell import environment
 from flume.shell.panes.tmux import SESSION_VARIABLE, Pane, tidy_name
-from flume.shell.tools import lines
+from flume.shell.tools import sockets
 from flume.shell.tools.git import Ran
 
 #: The socket protocols flume speaks: herdr 0.8.x (20) and 0.9.x (22) (reference §2).
@@ -171,7 +171,7 @@ class Client:
         request_id = f"flume-{uuid.uuid4().hex[:12]}"
         line = json.dumps({"id": request_id, "method": method, "params": dict(params or {})})
         try:
-            said = lines.exchange(
+            said = sockets.exchange(
                 self.path, line.encode(), connect=CONNECT_SECONDS, answer=ANSWER_SECONDS
             )
             answer = said.decode("utf-8", "replace").strip()

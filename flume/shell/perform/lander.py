@@ -49,7 +49,8 @@ from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
 from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
 from flume.core.place import Life, Place, Submission, current_step
-from flume.shell.declared import config, runner
+from flume.shell.declared import config
+from flume.shell.declared import run as runner
 from flume.shell.store.follower import Followed
 from flume.shell.store.places import journals_dir
 from flume.shell.tools import git

@@ -43,7 +43,7 @@ from flume.shell.declared import kinds as declared
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
 from flume.shell.store import journal, places
-from flume.shell.tools import git, programs
+from flume.shell.tools import git, locate
 
 #: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
 #: the printed command ([timing] confirm in .flume.toml overrides it).
@@ -152,7 +152,7 @@ def _checked(
         mark=request.mark,
     )
     check_launch(launch, kind)
-    missing = programs.missing_program(request.agent.agent, request.agent.panes)
+    missing = locate.missing_program(request.agent.agent, request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
     start = git.resolve(repository, launch.base)

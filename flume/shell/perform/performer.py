@@ -52,7 +52,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import Place
-from flume.shell.declared import runner
+from flume.shell.declared import run as runner
 from flume.shell.tools import git
 
 #: What a setup's output keeps in the journal: its last 64 KiB.

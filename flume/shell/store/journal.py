@@ -30,7 +30,7 @@ from flume.core.observations import Observation
 from flume.core.place import StagePhase
 
 # The version of the plain-data form, re-exported: it was always found here.
-from flume.shell.store.registry import FORMAT as FORMAT  # noqa: PLC0414
+from flume.shell.host import FORMAT as FORMAT  # noqa: PLC0414
 
 
 def _is(origin: type) -> Callable[[Any], bool]:

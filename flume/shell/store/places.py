@@ -23,12 +23,12 @@ from flume.core.observations import Observation
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import Decision, replay, step
-from flume.shell.store.journal import JournalError, locked, read
 
 # Re-exported: they were always found here.
-from flume.shell.store.registry import registry_path as registry_path  # noqa: PLC0414
-from flume.shell.store.registry import remembered as remembered  # noqa: PLC0414
-from flume.shell.store.registry import state_dir as state_dir  # noqa: PLC0414
+from flume.shell.host import registry_path as registry_path  # noqa: PLC0414
+from flume.shell.host import remembered as remembered  # noqa: PLC0414
+from flume.shell.host import state_dir as state_dir  # noqa: PLC0414
+from flume.shell.store.journal import JournalError, locked, read
 from flume.shell.tools import git
 
 JOURNAL = "journal.jsonl"

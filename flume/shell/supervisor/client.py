@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import flume
 from flume.core.errors import Problem, UsageError
+from flume.shell import host as registry
 from flume.shell.process import alive
-from flume.shell.store import registry
-from flume.shell.tools import lines
+from flume.shell.tools import sockets
 
 if TYPE_CHECKING:
     import subprocess
@@ -79,7 +79,7 @@ def request(op: str, timeout: float = 5.0, **fields: str) -> dict[str, Any] | No
     """Ask the supervisor (``fields`` go with the op); None when none answers."""
     try:
         line = json.dumps({"op": op, **fields}).encode()
-        data = lines.exchange(socket_path(), line, connect=timeout, answer=timeout)
+        data = sockets.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None
     try:
@@ -134,10 +134,10 @@ def launch(
     }
     # ASCII, \u-escaped: a name or a path that is not UTF-8 (a surrogate) goes as it is.
     line = (json.dumps(request) + "\n").encode("ascii")
-    if len(line) > lines.LONGEST:
+    if len(line) > sockets.LONGEST:
         return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        reader = lines.Reader(connection)
+        reader = sockets.Reader(connection)
         try:
             connection.settimeout(take_within + _SLACK_SECONDS)
             connection.connect(str(socket_path()))

@@ -20,7 +20,7 @@ for one prompt in every version whose rollouts were seen, e.g. 0.46: the ``respo
 what the model was sent, so it is always kept). The echoes are skipped, or every prompt would
 count twice.
 
-Like :mod:`flume.shell.agents.transcript`, the reader copies and decides nothing; a rollout's tail
+Like :mod:`flume.shell.agents.claude_lines`, the reader copies and decides nothing; a rollout's tail
 is
 followed by the same :func:`flume.shell.agents.tail.read_tail`.
 """

@@ -17,7 +17,7 @@ from flume.core.launch import AgentName, Panes
 from flume.shell import environment
 
 #: Where ``scripts/install-agents`` puts the pinned npm packages' programs, beside flume.
-NODE_BIN = Path(__file__).resolve().parents[2] / ".node" / "node_modules" / ".bin"
+NODE_BIN = Path(__file__).resolve().parents[3] / ".node" / "node_modules" / ".bin"
 #: The variable that names an agent's program in place of its name on PATH.
 AGENT_VARIABLES = {AgentName.CLAUDE: "FLUME_CLAUDE", AgentName.CODEX: "FLUME_CODEX"}
 

@@ -45,7 +45,7 @@ from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Life, Place
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
-from flume.shell.tools.programs import NODE_BIN, installed
+from flume.shell.tools.locate import NODE_BIN, installed
 
 if TYPE_CHECKING:
     from plumbum.commands.base import BoundCommand
