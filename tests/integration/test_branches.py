@@ -17,8 +17,8 @@ import pytest
 from flume.core.ids import BranchName
 from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
-from flume.shell import git
-from flume.shell import launch as shell_launch
+from flume.shell.perform import launch as shell_launch
+from flume.shell.tools import git
 from tests.integration.places_kit import commit, repository, run_git
 
 

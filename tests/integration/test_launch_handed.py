@@ -25,10 +25,12 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
-from flume.shell import client, lines, places
-from flume.shell import launch as shell_launch
-from flume.shell.perform import Performer
-from flume.shell.supervisor import Answered, Supervisor, _answer
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import places
+from flume.shell.supervisor import client
+from flume.shell.supervisor.loop import Answered, Supervisor, _answer
+from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
 
@@ -36,7 +38,7 @@ BRIEF = "Mend the greeting."
 PRINTED = ("--agent", "test", "--panes", "print")
 #: What the command must not load to hand a launch over: the rules, git, the journal's codec,
 #: attrs (the records'; a problem it reports is a named tuple).
-NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.git", "attr")
+NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.tools.git", "attr")
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> None:
@@ -265,7 +267,7 @@ def test_a_launch_handed_over_loads_no_rules_git_or_codec(supervised: Path) -> N
     wait_until(lambda: client.request("ping", timeout=0.5) is None)
     modules, _ = loaded(*launched, "--name", "itself", *PRINTED, state=state)
     assert "plumbum" in modules
-    assert "flume.shell.git" in modules
+    assert "flume.shell.tools.git" in modules
     assert (places.journals_dir(repo) / "fix--itself" / places.JOURNAL).is_file()
 
 
@@ -275,7 +277,7 @@ def ask(request: dict[str, Any]) -> list[dict[str, Any]]:
         connection.settimeout(30)
         connection.connect(str(client.socket_path()))
         connection.sendall((json.dumps(request) + "\n").encode())
-        reader = lines.Reader(connection)
+        reader = sockets.Reader(connection)
         said = []
         while line := reader.line():
             said.append(json.loads(line))
@@ -338,7 +340,7 @@ def stand_in(answer: Callable[[socket.socket], None]) -> Iterator[None]:
             listener.close()
             path.unlink()
             with connection:
-                lines.read_line(connection)
+                sockets.read_line(connection)
                 answer(connection)
 
         server = threading.Thread(target=serve, daemon=True)
@@ -434,7 +436,7 @@ def test_a_launch_started_asks_no_tick_and_anything_else_asks_one(
                 connection.connect(str(path))
                 connection.sendall((json.dumps(request) + "\n").encode())
                 said = _answer(listener, supervisor)
-                assert lines.Reader(connection).line()  # it was answered
+                assert sockets.Reader(connection).line()  # it was answered
             return said
 
         try:

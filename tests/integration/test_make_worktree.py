@@ -16,8 +16,8 @@ import pytest
 from flume.core.actions import MakeWorktree
 from flume.core.ids import BranchName, Sha
 from flume.core.observations import ActionFailed, Observation, WorktreeMade
-from flume.shell import git
-from flume.shell.perform import Performer
+from flume.shell.perform.performer import Performer
+from flume.shell.tools import git
 from tests.integration.places_kit import commit, repository, run_git
 
 BRANCH = BranchName("fix/typo")
