@@ -17,6 +17,7 @@ import pytest
 from flume.core.ids import BranchName
 from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
+from flume.shell import process
 from flume.shell.perform import launch as shell_launch
 from flume.shell.tools import git
 from tests.integration.places_kit import commit, repository, run_git
@@ -133,9 +134,9 @@ def test_a_listing_git_refused_knows_nothing_and_asks(
     _cloned(repo)
     real = git.run
 
-    def refusing(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> git.Ran:
+    def refusing(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> process.Ran:
         if args[0] == "for-each-ref":
-            return git.Ran(argv=("git", *args), status=128, out="", err="fatal: refused")
+            return process.Ran(argv=("git", *args), status=128, out="", err="fatal: refused")
         return real(cwd, *args, pass_fds=pass_fds)
 
     monkeypatch.setattr(git, "run", refusing)
@@ -161,8 +162,8 @@ def test_a_cloned_repository_s_launch_asks_git_twice(tmp_path: Path) -> None:
         brief="Mend it.",
         agent=AgentSettings(agent=AgentName.TEST, panes=Panes.PRINT),
     )
-    before = git.counter.runs
+    before = process.count.runs["git"]
     seen = shell_launch.check(request, Settings(), lambda: 1.0)
-    assert git.counter.runs - before == 2
+    assert process.count.runs["git"] - before == 2
     assert seen.launch.base == "main"
     assert seen.start == git.resolve(repo, BranchName("main"))

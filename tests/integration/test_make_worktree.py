@@ -16,6 +16,7 @@ import pytest
 from flume.core.actions import MakeWorktree
 from flume.core.ids import BranchName, Sha
 from flume.core.observations import ActionFailed, Observation, WorktreeMade
+from flume.shell import process
 from flume.shell.perform.performer import Performer
 from flume.shell.tools import git
 from tests.integration.places_kit import commit, repository, run_git
@@ -38,9 +39,9 @@ def make(repo: Path, *, look_only: bool = False) -> MakeWorktree:
 
 def perform(action: MakeWorktree) -> tuple[list[Observation], int]:
     """What the performer reports, and how many git processes it ran."""
-    before = git.counter.runs
+    before = process.count.runs["git"]
     seen = Performer(clock=lambda: 1.0).make_worktree(action)
-    return seen, git.counter.runs - before
+    return seen, process.count.runs["git"] - before
 
 
 def worktrees(repo: Path) -> dict[Path, BranchName | None]:
