@@ -38,6 +38,7 @@ import attrs
 
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
+from flume.core.judging import Said, latest_said, shows_output, unregistered_asks
 from flume.core.launch import AgentName, Panes
 from flume.core.observations import (
     Activity,
@@ -72,9 +73,6 @@ if TYPE_CHECKING:
 _log = logging.getLogger("flume.watch")
 #: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
 _TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
-#: Seconds a started Claude Code may take to register before flume takes it to be showing a
-#: start-up dialog (it registers within a second or two when it starts at its prompt box).
-_STARTUP_GRACE = 10.0
 #: The transcript lines that are the conversation: the rest is bookkeeping.
 _CONVERSATION = frozenset({"user", "assistant", "system"})
 #: How many lines of a dead agent's screen are kept as its last words.
@@ -114,6 +112,17 @@ def hook_activity(record: dict[str, Any]) -> Activity | None:
         "StopFailure": Activity.WAITING,
         "SessionEnd": Activity.STOPPED,
     }.get(str(event))
+
+
+def _registry_said(entry: dict[str, object] | None) -> Said | None:
+    """What a live-session registry entry says the agent does, and when; None if nothing."""
+    activity = registry_activity(entry) if entry is not None else None
+    if entry is None or activity is None:
+        return None
+    stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
+    return Said(
+        activity=activity, at=float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
+    )
 
 
 def registry_activity(entry: dict[str, object]) -> Activity | None:
@@ -255,16 +264,8 @@ class Watch:
         phase = place.stage.phase
         if spoken is None and isinstance(phase, AwaitingInput) and pane is not None:
             spoken = self._screen(kind, pane, server)
-            if (
-                spoken is None
-                and kind is AgentName.CLAUDE
-                and entry is None
-                and now - phase.since >= _STARTUP_GRACE
-            ):
-                # Claude Code writes no registry entry while a start-up dialog is open (an
-                # API key's approval, a project's MCP servers): a person is asked. Typed into,
-                # the dialog would take the prompt as its answer.
-                spoken = Activity.ASKING
+            if spoken is None and unregistered_asks(place, registered=entry is not None, now=now):
+                spoken = Activity.ASKING  # a start-up dialog asks a person (the core's rule)
         if spoken is not None and spoken is not agent.activity and not agent.ending:
             yield AgentStateSeen(at=now, session=session, activity=spoken)
         if (
@@ -277,7 +278,7 @@ class Watch:
             # in between. The send was made; it must not be typed again (R5).
             marker = prompt_marker(place)
             yield PromptTyped(at=now, session=session, marker=marker, send=place.stage.sends)
-        if pane is not None and pane.activity > agent.last_output_at + 0.5:
+        if pane is not None and shows_output(agent, pane.activity):
             yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
         if panes is not None and (pane is None or pane.dead):
             status = pane.dead_status if pane is not None else None
@@ -334,17 +335,15 @@ class Watch:
         entry: dict[str, object] | None,
         kind: AgentName,
     ) -> Activity | None:
-        """The state of whichever of the hooks and the registry spoke last."""
+        """What the hooks and the registry said last; the core says which of them speaks."""
         if kind is AgentName.CLAUDE:
             self._read_hooks(state, session)
-        registry_state = registry_activity(entry) if entry is not None else None
-        registry_at = 0.0
-        if entry is not None:
-            stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
-            registry_at = float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
-        if state.hook_state is not None and (registry_state is None or state.hook_at > registry_at):
-            return state.hook_state
-        return registry_state
+        hooks = (
+            Said(activity=state.hook_state, at=state.hook_at)
+            if state.hook_state is not None
+            else None
+        )
+        return latest_said(hooks, _registry_said(entry))
 
     @staticmethod
     def _read_hooks(state: Seen, session: str) -> None:
