@@ -22,6 +22,7 @@ RULES: dict[str, str] = {
     "DELIVERY-TRANSCRIPT-ONLY": "Keys typed into a pane prove nothing; only the transcript does.",
     "DELIVERY-RETYPE-UNTYPED": "A send decided but never shown typed in its pane is typed again.",
     "DELIVERY-LATE-PROOF": "A prompt proven after its stage moved on is still reported, once.",
+    "DELIVERY-UNWRITTEN-NOW": "A send its pane's own mark shows never made is typed again at once.",
     "R6": "A tell reaches the agent as a prompt the transcript holds, or not at all.",
     "TELL-HELD-WHILE-WORKING": "It is held while the agent works and sent once it waits.",
     "TELL-REFUSED": "Refused, with nothing typed, when no agent is live or it asks a person.",

@@ -47,10 +47,11 @@ from flume.core.observations import (
     Observation,
     PaneOutput,
     PromptTyped,
+    PromptUnwritten,
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
-from flume.shell import rollout, transcript
+from flume.shell import printed, rollout, transcript
 from flume.shell.agents import (
     PRINTED,
     agent_home,
@@ -224,9 +225,15 @@ class Watch:
             assert agent is not None  # noqa: S101 (filtered above)
             current.add(agent.session)
             server, listed = (self.herdr, herdr_panes) if _in_herdr(place) else (self.tmux, panes)
+            # A place whose actions are queued or being performed may have a send decided and
+            # not yet made: only a settled place's pane can say a send was never made.
+            settled = not each.busy and not each.batches
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
+                if settled and agent.pane.startswith(PRINTED):
+                    for seen in self._printed_send(place, agent, now):
+                        yield each, seen
             except OSError:
                 _log.exception("watching %s failed", agent.session)
                 continue
@@ -306,6 +313,26 @@ class Watch:
             state.registered = True
         elif state.registered:
             yield AgentExited(at=now, session=agent.session)
+
+    @staticmethod
+    def _printed_send(place: Place, agent: Agent, now: Instant) -> Iterator[Observation]:
+        """What a printed agent's file says of the current send: made, or never made.
+
+        The file is the pane's own mark: it holds the prompt, and which send wrote it, once it
+        is written. A supervisor killed after deciding a send and before writing it leaves the
+        file without it; the core then has it written at once (DELIVERY-UNWRITTEN-NOW).
+        """
+        phase = place.stage.phase
+        if not isinstance(phase, Delivering) or phase.typed or phase.retyped:
+            return
+        written = printed.prompt_written(Path(agent.pane.removeprefix(PRINTED)), agent.session)
+        if written is None:
+            return  # no file of the session's to read: it says nothing
+        marker, send = prompt_marker(place), place.stage.sends
+        if written == send:
+            yield PromptTyped(at=now, session=agent.session, marker=marker, send=send)
+        else:
+            yield PromptUnwritten(at=now, session=agent.session, marker=marker, send=send)
 
     def _transcript(
         self, place: Place, agent: Agent, state: Seen, kind: AgentName, now: Instant
