@@ -230,6 +230,8 @@ def test_names_are_made_from_the_brief_and_numbered_up_to_fifty() -> None:
     """The brief's telling words; then -2 to -50; then a refusal naming the range."""
     assert name_from("Please fix the login page's timeout") == "fix-login-page-s"
     assert name_from("!!!") == "work"
+    assert name_from("Straße " + "b" * 40) == "strasse"  # a word past the length is left out
+    assert name_from("x" * 40) == "x" * NAME_LENGTH
     names = made_names("fix-login")
     assert NAME_TRIES == 50
     assert names[:3] == ("fix-login", "fix-login-2", "fix-login-3")
