@@ -38,6 +38,8 @@ from tests.model.world import fix_world
 
 activities = st.sampled_from([a for a in Activity if a is not Activity.UNKNOWN])
 stamps = st.integers(min_value=0, max_value=40).map(float)
+#: Few stamps, so that the two sources often speak at the same second.
+spoken_at = st.integers(min_value=0, max_value=3).map(float)
 
 
 def _awaiting() -> Place:
@@ -72,7 +74,7 @@ class JudgingMachine(RuleBasedStateMachine):
         self.said: dict[str, Said] = {}
         self.order: list[tuple[float, int, str]] = []
 
-    @rule(source=st.sampled_from(["hooks", "registry"]), activity=activities, at=stamps)
+    @rule(source=st.sampled_from(["hooks", "registry"]), activity=activities, at=spoken_at)
     def a_source_speaks(self, source: str, activity: Activity, at: float) -> None:
         """SOURCES-LATEST-SPEAKS: whichever of hooks and registry spoke last says what it does.
 
@@ -94,7 +96,8 @@ class JudgingMachine(RuleBasedStateMachine):
     @rule(
         name=st.sampled_from(list(AgentName)),
         registered=st.booleans(),
-        waited=st.integers(min_value=0, max_value=30).map(float),
+        waited=st.sampled_from([-0.1, 0.0, 0.1]).map(lambda d: STARTUP_GRACE_SECONDS + d)
+        | st.integers(min_value=0, max_value=30).map(float),
     )
     def a_start_goes_silent(self, name: AgentName, registered: bool, waited: float) -> None:
         """UNREGISTERED-ASKS: a Claude Code agent unregistered long after it started is asking.
