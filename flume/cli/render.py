@@ -23,8 +23,8 @@ from flume.core.step import Decision, TraceRow
 from flume.shell.store.journal import FORMAT, codec
 
 if TYPE_CHECKING:
-    from flume.shell.commands.events import PlaceEvent
     from flume.shell.commands.tidying import Outcome
+    from flume.shell.store.events import PlaceEvent
 
 _LONG = 72
 
