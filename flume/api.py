@@ -45,8 +45,9 @@ from flume.core.step import Decision
 from flume.shell.commands import verbs as commands
 from flume.shell.perform import launch as shell_launch
 from flume.shell.store import places
+from flume.shell.store.codec import codec
 from flume.shell.store.events import Cursor, EventStream, PlaceEvent
-from flume.shell.store.journal import codec, fault_words
+from flume.shell.store.journal import fault_words
 from flume.shell.supervisor import client
 
 __all__ = [

@@ -31,10 +31,10 @@ From the top down:
     a declared command run as written (``run.py``), scenario files (``scenario.py``).
     May import store and everything below.
 ``store/``
-    What flume keeps: the codec and journal files (``journal.py``), the one journal follower
-    the supervisor and the events stream share (``follower.py``), the places' events read back
-    (``events.py``), places found and read back (``places.py``). May import tools, host and
-    below.
+    What flume keeps: the one converter and the journal's line codec (``codec.py``), journal
+    files (``journal.py``), the one journal follower the supervisor and the events stream share
+    (``follower.py``), the places' events read back (``events.py``), places found and read back
+    (``places.py``). May import tools, host and below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, Unix sockets (``sockets.py``),
     where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and

@@ -72,7 +72,7 @@ from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.lander import Lander, Landings
 from flume.shell.perform.performer import Performer
-from flume.shell.store import journal, places
+from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
 from flume.shell.supervisor import client
 from flume.shell.tools import git
@@ -409,7 +409,7 @@ class Supervisor:
                     view = core_status(each.place, here=self.host)
                     if each.fault is not None:
                         view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
-                    views.append(journal.codec().unstructure(view))
+                    views.append(codec.codec().unstructure(view))
                     if self._torn(each):
                         torn.append(str(each.journal))
                     continue
@@ -423,11 +423,11 @@ class Supervisor:
                     view = core_status(read.place, here=self.host)
                     if each is not None and each.problem:
                         view = attrs.evolve(view, fault=journal.fault_words(unread=each.problem))
-                    views.append(journal.codec().unstructure(view))
+                    views.append(codec.codec().unstructure(view))
                     if read.torn:
                         torn.append(str(read.journal))
         return {
-            "format": journal.FORMAT,
+            "format": codec.FORMAT,
             "places": views,
             "unreadable": unreadable,
             "torn": torn,
