@@ -200,7 +200,9 @@ class EventStream:
         self.follower.discover()
         found: list[PlaceEvent] = []
         for each in self.follower.followed.values():
-            found.extend(self._events(each, self.follower.read(each)))
+            folded = self.follower.read(each)
+            if folded:
+                found.extend(self._events(each, folded))
         found.sort(key=lambda event: event.cursor)
         return found
 

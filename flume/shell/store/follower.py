@@ -159,10 +159,14 @@ class Follower:
                         continue
                     if self.place is not None and entry.name != self.place:
                         continue
-                    path = Path(entry.path) / places.JOURNAL
-                    seen.add(path)
-                    if path not in self.followed and path.exists():
-                        self.followed[path] = Followed(journal=path)
+                    path = Path(entry.path, places.JOURNAL)
+                    each = self.followed.get(path)
+                    if each is None:
+                        if not path.exists():
+                            continue  # a launch still making it: found at a later look
+                        each = self.followed[path] = Followed(journal=path)
+                    # The path kept, not the one just made: its hash is computed once, ever.
+                    seen.add(each.journal)
         for path in [path for path, each in self.followed.items() if path not in seen]:
             if not self.followed[path].busy:
                 del self.followed[path]
