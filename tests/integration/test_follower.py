@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from flume.core.ids import Instant
-from flume.core.observations import Launched, Observation, ProceedAsked
+from flume.core.observations import Launched, Observation, ProceedAsked, Tick
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell.store.codec import encode
@@ -43,17 +43,19 @@ def test_each_read_folds_the_whole_lines_appended_since_and_a_torn_one_waits(
     follower = Follower(Settings())
     each = Followed(journal=path)
     first = follower.read(each)
-    assert [line.line for line in first] == [1, 2]
-    assert first[0].before is None
-    assert first[1].before == first[0].decision.place
-    assert follower.read(each) == []
+    assert first is not None
+    assert (first.first, first.before, len(first.decisions)) == (1, None, 2)
+    assert first.decisions[-1].place == each.place == replay(Settings(), seen[:2])
+    assert follower.read(each) is None
     line = (encode(seen[2]) + "\n").encode()
     with path.open("ab") as file:
         file.write(line[:9])
-    assert follower.read(each) == []
+    assert follower.read(each) is None
     with path.open("ab") as file:
         file.write(line[9:])
-    assert [folded.line for folded in follower.read(each)] == [3]
+    third = follower.read(each)
+    assert third is not None
+    assert (third.first, third.before, len(third.decisions)) == (3, first.decisions[-1].place, 1)
     assert each.place == replay(Settings(), seen[:3])
     assert each.offset == path.stat().st_size
     assert each.launched_at == 0.0
@@ -66,16 +68,19 @@ def test_another_file_at_the_path_is_read_anew_once_the_old_ones_actions_are_don
     path = written(tmp_path / "fix--typo" / "journal.jsonl", fix())
     follower = Follower(Settings())
     each = Followed(journal=path)
-    assert len(follower.read(each)) == len(fix())
+    whole = follower.read(each)
+    assert whole is not None
+    assert len(whole.decisions) == len(fix())
     old_digest = each.digest
     again = Launched(at=Instant(50), launch=launch(), kind=FIX, settings=Settings())
     written(tmp_path / "staged.jsonl", [again]).replace(path)
     each.busy = True
-    assert follower.read(each) == []
+    assert follower.read(each) is None
     assert each.lines == len(fix())
     each.busy = False
     anew = follower.read(each)
-    assert [(line.line, line.before) for line in anew] == [(1, None)]
+    assert anew is not None
+    assert (anew.first, anew.before, len(anew.decisions)) == (1, None, 1)
     assert each.place == replay(Settings(), [again])
     assert each.launched_at == 50.0
     assert each.digest not in {"", old_digest}
@@ -89,16 +94,21 @@ def test_a_line_the_rules_refuse_gives_the_journal_up_until_it_is_mended(tmp_pat
     each = Followed(journal=path)
     follower.read(each)
     whole = path.stat().st_size
+    append(path, Tick(at=Instant(8)))
     append(path, ProceedAsked(at=Instant(9)))
-    assert follower.read(each) == []
-    assert follower.read(each) == []
+    before = follower.read(each)  # the line before the refused one is folded, and handed back
+    assert before is not None
+    assert (before.first, len(before.decisions)) == (len(fix()) + 1, 1)
+    assert each.offset == whole
+    assert follower.read(each) is None
     ((where, why),) = heard
     assert where == path
     assert why.startswith("a line the rules refuse: ")
     assert each.problem == f"{path}: {why}"
     os.truncate(path, whole)
     again = follower.read(each)
-    assert [line.line for line in again] == list(range(1, len(fix()) + 1))
+    assert again is not None
+    assert (again.first, len(again.decisions)) == (1, len(fix()))
     assert each.problem is None
     assert len(heard) == 1
 
@@ -111,7 +121,7 @@ def test_a_damaged_line_is_named_as_the_journal_names_it(tmp_path: Path) -> None
     each = Followed(journal=path)
     with path.open("ab") as file:
         file.write(b'{"type": "Nothing"}\n')
-    assert follower.read(each) == []
+    assert follower.read(each) is None
     ((where, why),) = heard
     assert where == path
     assert why.startswith(str(path))

@@ -201,7 +201,7 @@ class EventStream:
         found: list[PlaceEvent] = []
         for each in self.follower.followed.values():
             folded = self.follower.read(each)
-            if folded:
+            if folded is not None:
                 found.extend(self._events(each, folded))
         found.sort(key=lambda event: event.cursor)
         return found
@@ -218,20 +218,21 @@ class EventStream:
             key=lambda each: (each.journal.parent.name, str(each.journal)),
         )
 
-    def _events(self, each: Followed, folded: list[Folded]) -> list[PlaceEvent]:
+    def _events(self, each: Followed, folded: Folded) -> list[PlaceEvent]:
         """The events of the lines just folded that pass the filters."""
         found: list[PlaceEvent] = []
         told = self._told.get(each.digest, self.after)
-        for line in folded:
-            after = line.decision.place
-            if self.mark is not None and after.launch.mark != self.mark:
-                continue
-            reports = [action for action in line.decision.actions if isinstance(action, Report)]
-            found.extend(
-                event
-                for event in events_of(line.before, after, reports, line=line.line, followed=each)
-                if told is None or event.cursor > told
-            )
+        before = folded.before
+        for line, decision in enumerate(folded.decisions, start=folded.first):
+            after = decision.place
+            if self.mark is None or after.launch.mark == self.mark:
+                reports = [action for action in decision.actions if isinstance(action, Report)]
+                found.extend(
+                    event
+                    for event in events_of(before, after, reports, line=line, followed=each)
+                    if told is None or event.cursor > told
+                )
+            before = after
         if found:
             self._told[each.digest] = found[-1].cursor
         return found

@@ -4,9 +4,10 @@ Theory of operation. A journal only grows, a line an observation, so a :class:`F
 for each journal it follows (a :class:`Followed`), the byte offset it has read to, and each
 :meth:`Follower.read` takes only the whole lines appended since
 (:func:`flume.shell.store.journal.read_from`): a read costs what was appended, not what the
-journal holds. Each line is folded through ``step`` and handed back as a :class:`Folded` (the
-place before it, the decision, the line's number); what a reader does with the decisions is its
-own: the supervisor performs their actions, the events stream tells their reports.
+journal holds. Each line is folded through ``step``, and what a read folded is handed back as
+one :class:`Folded` (the place before its first line, each line's decision in order, the first
+line's number); what a reader does with the decisions is its own: the supervisor performs their
+actions, the events stream tells their reports.
 
 What can happen to a journal between two reads, and what the follower does:
 
@@ -102,13 +103,17 @@ class Followed:
 
 @attrs.frozen
 class Folded:
-    """One journal line folded through the rules."""
+    """What one read folded: each new line's decision, in order.
 
-    #: The line's number in the journal (1 is the launch), counting the lines read.
-    line: int
-    #: The place before the line (None before the launch).
+    One record a read, not one a line: a first read folds a journal's every line.
+    """
+
+    #: The number of the first line folded (1 is the launch), counting the lines read.
+    first: int
+    #: The place before the first line (None before the launch); each decision's ``place`` is
+    #: the place after its line, and so before the next.
     before: Place | None
-    decision: Decision
+    decisions: tuple[Decision, ...]
 
 
 class Follower:
@@ -182,12 +187,12 @@ class Follower:
                     self.on_lost(repository)
         return folder
 
-    def read(self, each: Followed) -> list[Folded]:
-        """Fold the whole lines appended to ``each`` since it was last read, in order."""
+    def read(self, each: Followed) -> Folded | None:
+        """Fold the whole lines appended to ``each`` since it was last read; None for none."""
         try:
             stat = each.journal.stat()
         except FileNotFoundError:
-            return []  # set aside: discovery forgets it
+            return None  # set aside: discovery forgets it
         identity = (stat.st_dev, stat.st_ino)
         each.mark = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         mended = each.problem is not None and each.mark != each.problem_mark
@@ -195,39 +200,43 @@ class Follower:
             each.identity = identity
         elif identity != each.identity or stat.st_size < each.offset or mended:
             if each.busy:
-                return []  # the old journal's actions finish first
+                return None  # the old journal's actions finish first
             each.restart(identity)
         if each.problem is not None or stat.st_size <= each.offset:
-            return []  # given up until the journal changes (mended, or launched anew)
+            return None  # given up until the journal changes (mended, or launched anew)
         try:
             tail = journal.read_from(each.journal, each.offset)
             if not each.digest and tail.observations:
                 each.digest = _digest(each.journal)  # the launch line is whole now
         except (OSError, journal.JournalError) as error:
             self._give_up(each, str(error), named=True)
-            return []
+            return None
         return self._fold(each, tail)
 
-    def _fold(self, each: Followed, tail: journal.Tail) -> list[Folded]:
-        """Step each new line; a line the rules refuse, or one that breaks them, gives up."""
-        folded: list[Folded] = []
+    def _fold(self, each: Followed, tail: journal.Tail) -> Folded | None:
+        """Step each new line; a line the rules refuse, or one that breaks them, gives up.
+
+        The lines folded before such a line are handed back; the journal is read no further.
+        """
+        first, before = each.lines + 1, each.place
+        decisions: list[Decision] = []
         for seen in tail.observations:
-            before = each.place
             try:
-                decision = step(self.settings, before, seen)
+                decision = step(self.settings, each.place, seen)
             except UsageError as error:
                 self._give_up(each, f"a line the rules refuse: {error}", named=False)
-                return folded
+                break
             except Exception:  # noqa: BLE001 (one bad journal must not stop the others)
                 self._give_up(each, traceback.format_exc(limit=3), named=False)
-                return folded
+                break
             each.lines += 1
             each.place = decision.place
             if each.launched_at is None:
                 each.launched_at = float(seen.at)
-            folded.append(Folded(each.lines, before, decision))
-        each.offset = tail.offset
-        return folded
+            decisions.append(decision)
+        else:
+            each.offset = tail.offset
+        return Folded(first, before, tuple(decisions)) if decisions else None
 
     def _give_up(self, each: Followed, why: str, *, named: bool) -> None:
         """Follow the journal no more, as it is now, and say why once (``named``: with its path)."""

@@ -246,12 +246,12 @@ class Supervisor:
         is queued, not its history: after a SIGKILL that is what was asked and never seen done.
         """
         folded = self.follower.read(each)
-        if not folded or each.problem is not None:
+        if folded is None or each.problem is not None:
             return
         batch: list[Action] = []
         if not each.fresh:
-            for line in folded:
-                batch.extend(a for a in line.decision.actions if not isinstance(a, _NO_EFFECT))
+            for decision in folded.decisions:
+                batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
         if self.host is None and each.place is not None and each.place.launch.host is not None:
             # The host's first launch made its id since this supervisor last looked (a launch
             # handed over is followed at once, between ticks): judged by the id as it is now.
