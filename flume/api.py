@@ -2,8 +2,8 @@
 
 Each function does what its ``flume`` command does, with the same checks, and returns what the
 command prints, as values: a tracker, a release tool or an MCP server calls these instead of
-running the CLI and reading its output. The CLI itself is built on them. Documented in
-docs/api.md.
+running the CLI and reading its output. The CLI itself is built on them: every command goes
+through here to the shell. Documented in docs/api.md.
 
 Bad input, or a command the place's rules refuse, raises :class:`UsageError` (the one from
 :mod:`flume.core.errors`): its ``problems`` say what is wrong and how to mend it, and its
@@ -11,62 +11,103 @@ Bad input, or a command the place's rules refuse, raises :class:`UsageError` (th
 created or journaled then. No function here exits the process or prints.
 
 A command that journals something for the supervisor to act on (``launch``, ``tell``, ``stop``,
-``retry``, ``drop``, ``proceed``) wakes the host's supervisor, starting one when none runs, as
-the CLI does. ``status``, ``status_dicts`` and ``events`` only read journals and start nothing.
+``retry``, ``drop``, ``proceed``, ``needs``, ``submit``) wakes the host's supervisor, starting
+one when none runs, as the CLI does. ``status``, ``status_dicts`` and ``events`` only read
+journals and start nothing.
+
+Imports. A command answers at once only if it loads no more than it needs (bench/cli.py,
+tests/integration/test_cli_imports.py): this module loads at its top only what the quick
+answers need (a launch handed to the supervisor, an agent's command refused outside any place),
+and each function loads the rules, git and the journal's codec when it runs. The names it
+re-exports from those (``PlaceStatus``, ``Cursor``, ``PlaceEvent``) load on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
-from flume.core.actions import SendTell
-from flume.core.errors import UsageError, refused
-from flume.core.ids import BranchName, Instant, PlaceName
-from flume.core.launch import place_name
-from flume.core.observations import (
-    DropAsked,
-    Observation,
-    ProceedAsked,
-    RetryAsked,
-    StopAsked,
-    Told,
-)
-from flume.core.place import Place
-from flume.core.settings import Settings
-from flume.core.status import PlaceStatus
-from flume.core.status import status as core_status
-from flume.core.step import Decision
-from flume.shell.commands import verbs as commands
-from flume.shell.commands.events import Cursor, Follower, PlaceEvent
-from flume.shell.perform import launch as shell_launch
-from flume.shell.store import places
-from flume.shell.store.journal import codec, fault_words
+from flume.core.errors import Problem, UsageError, refused
+from flume.shell.commands import asked as asked_words
+from flume.shell.perform.launch_words import LaunchAsked, Made
 from flume.shell.supervisor import client
 
+if TYPE_CHECKING:
+    from flume.core.ids import Instant
+    from flume.core.observations import Observation
+    from flume.core.place import Place
+    from flume.core.status import PlaceStatus
+    from flume.core.step import Decision
+    from flume.shell.commands.attach import Attaching
+    from flume.shell.commands.events import Cursor, Follower, PlaceEvent
+    from flume.shell.commands.tidying import Outcome as TidyOutcome
+    from flume.shell.commands.verbs import Prompt
+    from flume.shell.store import places
+
 __all__ = [
+    "Attaching",
     "Cursor",
+    "LaunchAsked",
+    "LaunchFailed",
     "Launched",
     "PlaceEvent",
     "PlaceStatus",
+    "Prompt",
     "Survey",
+    "TidyOutcome",
+    "Unanswered",
     "UsageError",
+    "attach",
+    "decoded",
     "drop",
     "events",
+    "exec_attach",
+    "hand_over",
     "launch",
+    "launch_asked",
+    "needs",
     "proceed",
+    "prompt",
     "retry",
     "status",
     "status_dicts",
     "stop",
+    "submit",
     "survey",
     "tell",
+    "tidy",
 ]
+
+#: Names re-exported from modules loaded on first use: name -> (module, its name there).
+_LATER = {
+    "Attaching": ("flume.shell.commands.attach", "Attaching"),
+    "Cursor": ("flume.shell.commands.events", "Cursor"),
+    "PlaceEvent": ("flume.shell.commands.events", "PlaceEvent"),
+    "PlaceStatus": ("flume.core.status", "PlaceStatus"),
+    "Prompt": ("flume.shell.commands.verbs", "Prompt"),
+    "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
+}
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 (a class, whichever is named)
+    """A re-exported name whose module is loaded when the name is first asked for."""
+    if name not in _LATER:
+        message = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(message)
+    module, there = _LATER[name]
+    found = getattr(importlib.import_module(module), there)
+    globals()[name] = found
+    return found
+
+
+#: A launch the supervisor took and then said nothing of: whether it was made is unknown.
+Unanswered = client.Unanswered
 
 
 # --- launch --------------------------------------------------------------------------------
@@ -86,9 +127,23 @@ class Launched:
     base: str
     journal: Path
 
+    @classmethod
+    def of(cls, made: Made) -> Launched:
+        """The launch the shell journaled."""
+        return cls(
+            place=made.place,
+            repository=made.repository,
+            path=made.path,
+            branch=made.branch,
+            base=made.base,
+            journal=made.journal,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
-        return shell_launch.Made(
+        from flume.core.ids import BranchName, PlaceName
+
+        return Made(
             place=PlaceName(self.place),
             repository=self.repository,
             path=self.path,
@@ -123,32 +178,59 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     test; ``agent_args`` go on the agent's command line, in order; ``panes`` is tmux, herdr or
     print. Raises :class:`UsageError`, creating nothing, when
     anything is wrong; with exit status 1 when a folder it writes cannot be written (a full
-    disk, a read-only folder), naming it and the system's words.
+    disk, a read-only folder), naming it and the system's words. The same as
+    :func:`launch_asked` of a :class:`LaunchAsked` holding these arguments.
     """
-    # A lone string is one stage or argument, not a sequence of letters.
-    made = shell_launch.launch_asked(
-        repository=Path(repository),
-        name=name,
-        brief=brief,
-        kind=kind,
-        kind_file=Path(kind_file) if kind_file is not None else None,
-        base=base,
-        mark=mark,
-        waits=(waits,) if isinstance(waits, str) else waits,
-        agent=agent,
-        model=model,
-        agent_args=(agent_args,) if isinstance(agent_args, str) else agent_args,
-        panes=panes,
+    return launch_asked(
+        LaunchAsked(
+            repository=repository,
+            name=name,
+            brief=brief,
+            kind=kind,
+            kind_file=kind_file,
+            base=base,
+            mark=mark,
+            waits=waits,
+            agent=agent,
+            model=model,
+            agent_args=agent_args,
+            panes=panes,
+        )
     )
+
+
+def launch_asked(asked: LaunchAsked) -> Launched:
+    """:func:`launch`, its arguments in one record: checked and journaled in this process."""
+    from flume.shell.perform import launch as shell_launch
+
+    made = shell_launch.launch_asked(asked)
     client.ensure()
-    return Launched(
-        place=made.place,
-        repository=made.repository,
-        path=made.path,
-        branch=made.branch,
-        base=made.base,
-        journal=made.journal,
-    )
+    return Launched.of(made)
+
+
+class LaunchFailed(Exception):  # noqa: N818 (what happened, as client.Unanswered)
+    """The supervisor took a launch and failed with an error of its own (said in the message)."""
+
+
+def hand_over(asked: LaunchAsked) -> Launched | None:
+    """Hand the launch to the host's running supervisor, which checks and journals it.
+
+    Its rules, git and the journal's codec are loaded already, so this answers sooner than
+    :func:`launch_asked`, loading none of them. None, and nothing done, when no supervisor runs
+    or it does not take the launch (one carrying a kind file, or asked of another flume): launch
+    it with :func:`launch_asked`. Raises :class:`UsageError` as :func:`launch` does (nothing
+    made), :class:`Unanswered` when the supervisor took it and said nothing more (it may have
+    been made), :class:`LaunchFailed` when the supervisor failed at it.
+    """
+    outcome = client.launch(asked)
+    if outcome is None:
+        return None
+    if "made" in outcome:
+        return Launched.of(Made.from_dict(outcome["made"]))
+    if "problems" in outcome:
+        problems = tuple(Problem(**problem) for problem in outcome["problems"])
+        raise UsageError(problems, exit_status=int(outcome["exit_status"]))
+    raise LaunchFailed(outcome.get("failed", outcome))
 
 
 # --- status --------------------------------------------------------------------------------
@@ -169,6 +251,8 @@ class Survey:
 
 def _repositories(repository: str | Path | None) -> list[Path]:
     """The repository named (its main worktree), or every one flume knows."""
+    from flume.shell.store import places
+
     if repository is not None:
         return [places.repository_of(Path(repository))]
     return places.remembered()
@@ -183,6 +267,10 @@ def survey(
     ``repository`` one repository's places (default: every repository flume knows). A live
     agent's state is ``unknown`` while no supervisor runs (R11).
     """
+    from flume.core.settings import Settings
+    from flume.core.status import status as core_status
+    from flume.shell.store import places
+
     repositories = _repositories(repository)
     views: list[PlaceStatus] = []
     unreadable: list[tuple[str, str]] = []
@@ -214,6 +302,8 @@ def survey(
 
 def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
     """What the supervisor's ``status`` reply says keeps it from carrying a place on."""
+    from flume.shell.store.journal import fault_words
+
     return fault_words(
         unwritable=said.get("unwritable", {}).get(str(journal_path)),
         unread=said.get("unreadable", {}).get(str(journal_path)),
@@ -246,6 +336,8 @@ def status_dicts(
     *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
 ) -> list[dict[str, Any]]:
     """:func:`status` as JSON-ready data: the ``places`` of ``flume status --json`` (format 1)."""
+    from flume.shell.store.journal import codec
+
     views = status(place=place, repository=repository, mark=mark)
     return [codec().unstructure(view) for view in views]
 
@@ -254,11 +346,17 @@ def status_dicts(
 
 
 def _now() -> Instant:
+    from flume.core.ids import Instant
+
     return Instant(time.time())
 
 
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+    from flume.shell.store import places
+
     settings = Settings()
     where = Path(repository) if repository is not None else None
     found = places.find(place, where, settings)
@@ -290,6 +388,8 @@ def _followed_or_refuse(found: places.Found) -> None:
 
 
 def _name(place: Place) -> str:
+    from flume.core.launch import place_name
+
     return place_name(place.launch.kind, place.launch.name)
 
 
@@ -300,7 +400,13 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     agent asks a person, or while the host's supervisor cannot follow the place's journal; bad
     words (empty, not text, over 1 MiB) are exit status 2.
     """
-    words = commands.checked_text("tell", text)
+    from flume.core.actions import SendTell
+    from flume.core.observations import Told
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+    from flume.shell.store import places
+
+    words = asked_words.checked_text("tell", text)
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
@@ -323,6 +429,8 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
 
 def stop(place: str, *, repository: str | Path | None = None) -> str:
     """End the agent that went the wrong way; its stage waits for a retry (R9)."""
+    from flume.core.observations import StopAsked
+
     decision = _give(place, repository, StopAsked(at=_now()))
     name = _name(decision.place)
     return (
@@ -333,7 +441,9 @@ def stop(place: str, *, repository: str | Path | None = None) -> str:
 
 def retry(place: str, *, words: str = "", repository: str | Path | None = None) -> str:
     """Run the stage that stopped short again, with a fresh agent and ``words`` (R9)."""
-    given = commands.checked_text("words", words, empty_ok=True)
+    from flume.core.observations import RetryAsked
+
+    given = asked_words.checked_text("words", words, empty_ok=True)
     decision = _give(place, repository, RetryAsked(at=_now(), words=given))
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
@@ -345,6 +455,8 @@ def retry(place: str, *, words: str = "", repository: str | Path | None = None) 
 
 def proceed(place: str, *, repository: str | Path | None = None) -> str:
     """Give your word to a stage that waits on it, so that it starts (R7)."""
+    from flume.core.observations import ProceedAsked
+
     decision = _give(place, repository, ProceedAsked(at=_now()))
     return (
         f"{_name(decision.place)}: stage {decision.place.stage.name} is released; "
@@ -354,11 +466,178 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:
     """Abandon the work: its agent ends; tidy removes its place, and keeps a branch with work."""
+    from flume.core.observations import DropAsked
+
     _give(place, repository, DropAsked(at=_now()))
     return (
         f"{place} dropped: the supervisor removes its place if clean, and keeps its branch if it "
         "holds commits its base lacks or the work is a change"
     )
+
+
+# --- the agent's commands ------------------------------------------------------------------
+
+
+def decoded(field: str, data: bytes) -> str:
+    """Bytes read from stdin as the caller's words (UTF-8); a :class:`UsageError` if not text."""
+    return asked_words.decoded(field, data)
+
+
+def _folder(cwd: str | Path | None) -> Path:
+    """The folder named, or the one this process runs in; a usage error when it is gone."""
+    if cwd is not None:
+        return Path(cwd)
+    try:
+        return Path.cwd()
+    except FileNotFoundError as error:
+        raise UsageError.one(
+            "folder", "the current folder no longer exists", "run it from a folder that exists"
+        ) from error
+
+
+def _here(cwd: str | Path | None) -> Path:
+    """:func:`_folder`, refused at once (no git, rules or codec loaded) when in no place."""
+    here = _folder(cwd)
+    if asked_words.in_no_place(here):
+        raise asked_words.outside(here)
+    return here
+
+
+def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Decision:
+    """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+
+    settings = Settings()
+    found = commands.place_here(here, settings)
+    decision = commands.give(found, seen(_now(), commands.session_of()), settings)
+    client.ensure()
+    return decision
+
+
+def needs(text: str, *, cwd: str | Path | None = None) -> str:
+    """For the agent: stop its stage short with what it needs (``flume needs``, R8).
+
+    The place is the one ``cwd`` (default: this process's folder) is in; the agent's session is
+    ``$FLUME_SESSION``. Returns what the command prints. Bad words, or a folder in no place,
+    are refused before the rules, git or the journal are loaded.
+    """
+    words = asked_words.checked_text("words", text)
+    here = _here(cwd)
+    from flume.core.observations import NeedsSaid
+    from flume.core.place import Short
+
+    decision = _agent_gives(
+        here, lambda at, session: NeedsSaid(at=at, words=words, session=session)
+    )
+    phase = decision.place.stage.phase
+    said = phase.words if isinstance(phase, Short) else ""
+    return f"flume: {_name(decision.place)} stops short: {said}"
+
+
+def submit(*, cwd: str | Path | None = None) -> str:
+    """For the agent: hand the place's branch to the repository's lander (``flume submit``).
+
+    The place and session as :func:`needs` finds them; returns what the command prints.
+    """
+    here = _here(cwd)
+    from flume.core.observations import SubmitAsked
+
+    decision = _agent_gives(here, lambda at, session: SubmitAsked(at=at, session=session))
+    place = decision.place
+    return (
+        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
+        f"{place.launch.base}; if its checks fail, their output comes back to you"
+    )
+
+
+def prompt(  # noqa: PLR0913 (each is one thing a launch names)
+    kind: str,
+    stage: str,
+    *,
+    brief: str = "(the brief)",
+    name: str = "example",
+    base: str | None = None,
+    repository: str | Path | None = None,
+    cwd: str | Path | None = None,
+) -> Prompt:
+    """The exact prompt a stage would be sent (``flume prompt``); starts nothing, writes nothing.
+
+    The repository's kinds and prompts apply (default: those of the one ``cwd`` is in); with
+    none, the built-in ones and a stand-in path (``.repository`` is then None).
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+
+    wanted = commands.PromptAsked(
+        kind=kind,
+        stage=stage,
+        brief=brief,
+        name=name,
+        base=base,
+        repository=Path(repository) if repository is not None else None,
+    )
+    return commands.prompt(wanted, _folder(cwd), Settings())
+
+
+# --- tidy and attach -----------------------------------------------------------------------
+
+
+def tidy(
+    *,
+    repository: str | Path | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    timeout: float = 120.0,
+) -> list[TidyOutcome]:
+    """Remove what landed or was dropped (``flume tidy``): each place's outcome, with why.
+
+    Asks each place's tidy, waits up to ``timeout`` seconds for the supervisor's, moves aside
+    the journals of places tidied and removes the staging folders of launches that died.
+    ``dry_run``: what it would report now, changing nothing. ``force`` removes places holding
+    uncommitted or untracked changes. An outcome whose ``failed`` is not empty failed (the CLI
+    exits 1).
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands import tidying
+    from flume.shell.store import places
+
+    settings = Settings()
+    repositories = _repositories(repository)
+    found = [
+        each
+        for where in repositories
+        for each in places.places_of(where, settings)
+        if each.place is not None
+    ]
+    if dry_run:
+        return tidying.plans(found, force=force, settings=settings)
+    outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+    for where in repositories:
+        tidying.sweep_staging(where, time.time())
+    return outcomes
+
+
+def attach(place: str, *, repository: str | Path | None = None) -> Attaching:
+    """How to show the place's agent in a terminal (``flume attach``): its pane and command.
+
+    ``.printed``: the agent waits for its caller to run ``.argv`` (``--panes print``). Else
+    ``.argv`` shows the live ``.pane`` (:func:`exec_attach` runs it here). Refused (exit status 1)
+    when the place has no live agent in a pane.
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands.attach import attaching
+
+    return attaching(place, Path(repository) if repository is not None else None, Settings())
+
+
+def exec_attach(attached: Attaching) -> NoReturn:
+    """Replace this process with the program that shows the pane (:func:`attach`'s argv)."""
+    from flume.shell.panes.attach import exec_attach as replace
+
+    replace(attached.argv)
+    message = f"{attached.argv[0]} did not take over the process"
+    raise SystemExit(message)
 
 
 # --- events --------------------------------------------------------------------------------
@@ -392,6 +671,10 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     a bad repository or cursor raises :class:`UsageError`, as does a ``place`` found nowhere
     when not following.
     """
+    from flume.core.settings import Settings
+    from flume.shell.commands.events import Cursor, Follower
+    from flume.shell.store import places
+
     where = places.repository_of(Path(repository)) if repository is not None else None
     cursor = Cursor.parse(after) if after is not None else None
     seconds("poll", poll)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
+import attrs
 import typer
 
 # Every other import is made inside the command that uses it: a command answers at once only if
@@ -21,9 +21,6 @@ from flume.cli.inspect import inspect_app
 from flume.cli.usage import Command, parse_seconds
 from flume.core.choices import AgentName, Panes
 from flume.core.errors import Problem, UsageError
-
-if TYPE_CHECKING:
-    from flume.core.ids import Instant
 
 app = typer.Typer(
     name="flume",
@@ -359,75 +356,47 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
-    from flume.shell.perform import launch_words
-    from flume.shell.supervisor import client
-
-    given: str | None = None
-    if kind_file is None:
-        # A running supervisor, with flume's rules and git loaded, launches at once: what this
-        # process would load to launch costs more than the launch. A kind file is read here.
-        try:
-            launch_words.checked(kind=kind, kind_carried=False, agent=agent, panes=panes)
-        except UsageError as error:
-            _fail(error)
-        given = _brief(brief, brief_file)
-        words = {
-            "repository": str(repository.absolute()),
-            "name": name,
-            "brief": given,
-            "kind": kind,
-            "base": base,
-            "mark": mark,
-            "waits": list(wait or ()),
-            "agent": agent,
-            "model": model,
-            "agent_args": list(agent_arg or ()),
-            "panes": panes,
-        }
-        try:
-            outcome = client.launch(words)
-        except client.Unanswered as error:
-            typer.echo(
-                f"flume: the supervisor took the launch and said nothing more ({error}); "
-                "flume status shows whether it was made",
-                err=True,
-            )
-            raise typer.Exit(1) from None
-        if outcome is not None:
-            _launched(outcome, as_json=as_json)
-            return
     from flume import api
 
+    asked = api.LaunchAsked(
+        repository=repository,
+        name=name,
+        brief=lambda: _brief(brief, brief_file),
+        kind=kind,
+        kind_file=kind_file,
+        base=base,
+        mark=mark,
+        waits=wait or (),
+        agent=agent,
+        model=model,
+        agent_args=agent_arg or (),
+        panes=panes,
+    )
     try:
-        made = api.launch(
-            repository=repository,
-            name=name,
-            brief=given if given is not None else lambda: _brief(brief, brief_file),
-            kind=kind,
-            kind_file=kind_file,
-            base=base,
-            mark=mark,
-            waits=wait or (),
-            agent=agent,
-            model=model,
-            agent_args=agent_arg or (),
-            panes=panes,
+        if kind_file is None:
+            # A running supervisor, with flume's rules and git loaded, launches at once: what
+            # this process would load to launch costs more than the launch. A kind file is read
+            # here.
+            asked.checked()
+            asked = attrs.evolve(asked, brief=_brief(brief, brief_file))
+            made = api.hand_over(asked)
+            if made is not None:
+                _show_launched(made.as_dict(), as_json=as_json)
+                return
+        made = api.launch_asked(asked)
+    except api.Unanswered as error:
+        typer.echo(
+            f"flume: the supervisor took the launch and said nothing more ({error}); "
+            "flume status shows whether it was made",
+            err=True,
         )
+        raise typer.Exit(1) from None
+    except api.LaunchFailed as error:
+        typer.echo(f"flume: the launch failed: {error}", err=True)
+        raise typer.Exit(1) from None
     except UsageError as error:
         _fail(error)
     _show_launched(made.as_dict(), as_json=as_json)
-
-
-def _launched(outcome: dict[str, Any], *, as_json: bool) -> None:
-    """What came of a launch the supervisor took, said as the command says its own."""
-    if "made" in outcome:
-        _show_launched(outcome["made"], as_json=as_json)
-        return
-    if "problems" in outcome:
-        problems = tuple(Problem(**problem) for problem in outcome["problems"])
-        _fail(UsageError(problems, exit_status=int(outcome["exit_status"])))
-    typer.echo(f"flume: the launch failed: {outcome.get('failed', outcome)}", err=True)
-    raise typer.Exit(1)
 
 
 def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:
@@ -462,31 +431,15 @@ def drop(
         _fail(error)
 
 
-def _now() -> Instant:
-    from flume.core.ids import Instant
-
-    return Instant(time.time())
-
-
-def _cwd() -> Path:
-    """The folder the command runs in; a usage error when it is gone (its worktree removed)."""
-    try:
-        return Path.cwd()
-    except FileNotFoundError as error:
-        raise UsageError.one(
-            "folder", "the current folder no longer exists", "run it from a folder that exists"
-        ) from error
-
-
 def _words(text: str, field: str) -> str:
     """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
     if text != "-":
         return text
-    from flume.shell.commands import asked
+    from flume import api
 
     if sys.stdin.isatty():
         raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
-    return asked.decoded(field, sys.stdin.buffer.read())
+    return api.decoded(field, sys.stdin.buffer.read())
 
 
 @app.command(cls=Command)
@@ -574,31 +527,12 @@ def needs(
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
-    from flume.shell.commands import asked
+    from flume import api
 
     try:
-        words = asked.checked_text("words", _words(text, "words"))
-        cwd = _cwd()
-        if asked.in_no_place(cwd):
-            raise asked.outside(cwd)
+        typer.echo(api.needs(_words(text, "words")))
     except UsageError as error:
         _fail(error)
-    # Only a command that may be in a place loads the rules, git and the journal's codec.
-    from flume.cli import render
-    from flume.core.observations import NeedsSaid
-    from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
-    from flume.shell.supervisor import client
-
-    settings = Settings()
-    try:
-        found = commands.place_here(cwd, settings)
-        seen = NeedsSaid(at=_now(), words=words, session=commands.session_of())
-        decision = commands.give(found, seen, settings)
-        client.ensure()
-    except UsageError as error:
-        _fail(error)
-    typer.echo(render.said_needs(decision))
 
 
 @app.command(cls=Command)
@@ -607,30 +541,12 @@ def submit() -> None:
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
-    from flume.shell.commands import asked
+    from flume import api
 
     try:
-        cwd = _cwd()
-        if asked.in_no_place(cwd):
-            raise asked.outside(cwd)
+        typer.echo(api.submit())
     except UsageError as error:
         _fail(error)
-    # Only a command that may be in a place loads the rules, git and the journal's codec.
-    from flume.cli import render
-    from flume.core.observations import SubmitAsked
-    from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
-    from flume.shell.supervisor import client
-
-    settings = Settings()
-    try:
-        found = commands.place_here(cwd, settings)
-        seen = SubmitAsked(at=_now(), session=commands.session_of())
-        decision = commands.give(found, seen, settings)
-        client.ensure()
-    except UsageError as error:
-        _fail(error)
-    typer.echo(render.submitted(decision))
 
 
 @app.command(cls=Command)
@@ -661,14 +577,10 @@ def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
     ] = None,
 ) -> None:
     """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
-    from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume import api
 
-    asked = commands.PromptAsked(
-        kind=kind, stage=stage, brief=brief, name=name, base=base, repository=repository
-    )
     try:
-        shown = commands.prompt(asked, _cwd(), Settings())
+        shown = api.prompt(kind, stage, brief=brief, name=name, base=base, repository=repository)
     except UsageError as error:
         _fail(error)
     typer.echo(shown.text)
@@ -706,31 +618,13 @@ def tidy(
 
     Exits 1 when a removal failed or the supervisor had not finished (what failed is named).
     """
+    from flume import api
     from flume.cli import render
-    from flume.core.settings import Settings
-    from flume.shell.commands import tidying
-    from flume.shell.store import places
 
-    settings = Settings()
     try:
-        repositories = [places.repository_of(repository)] if repository else places.remembered()
+        outcomes = api.tidy(repository=repository, force=force, dry_run=dry_run, timeout=timeout)
     except UsageError as error:
         _fail(error)
-    found = [
-        each
-        for where in repositories
-        for each in places.places_of(where, settings)
-        if each.place is not None
-    ]
-    if dry_run:
-        outcomes = tidying.plans(found, force=force, settings=settings)
-    else:
-        try:
-            outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
-        except UsageError as error:
-            _fail(error)
-        for where in repositories:
-            tidying.sweep_staging(where, time.time())
     if as_json:
         typer.echo(render.tidy_json(outcomes, dry_run=dry_run))
     else:
@@ -751,40 +645,22 @@ def attach(
 
     Its pane on flume's own tmux server, or its tab in herdr.
     """
-    from flume.core.settings import Settings
-    from flume.shell.agents.runner import PRINTED
-    from flume.shell.panes import attach as attaching
-    from flume.shell.panes import printed
-    from flume.shell.panes.herdr import Herdr
-    from flume.shell.panes.port import PaneServer
-    from flume.shell.panes.tmux import Tmux
-    from flume.shell.store import places
+    from flume import api
 
-    settings = Settings()
     try:
-        found = places.find(place, repository, settings)
-        pane = attaching.pane_of(found.place)
+        attached = api.attach(place, repository=repository)
     except UsageError as error:
         _fail(error)
-    if pane.startswith(PRINTED):
-        typer.echo(shlex.join(printed.command(Path(pane.removeprefix(PRINTED)))))
+    if attached.printed:
+        typer.echo(attached.command)
         typer.echo(
             f"flume: {place}'s agent is printed (--panes print): run the command above in a "
             "terminal of your own",
             err=True,
         )
         return
-    assert found.place is not None  # noqa: S101 (pane_of read it)
-    in_herdr = found.place.launch.agent.panes is Panes.HERDR
-    server: PaneServer = Herdr() if in_herdr else Tmux()
-    try:
-        pane = attaching.live_pane(found.place, server.panes())
-    except UsageError as error:
-        _fail(error)
-    argv = server.attach_argv(pane)
-    leave = "herdr's own keys" if in_herdr else "C-b d"
-    typer.echo(f"flume: {place} is in pane {pane}; detach with {leave}", err=True)
-    attaching.exec_attach(argv)
+    typer.echo(f"flume: {place} is in pane {attached.pane}; detach with {attached.leave}", err=True)
+    api.exec_attach(attached)
 
 
 @app.command(cls=Command)
