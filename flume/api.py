@@ -68,6 +68,7 @@ __all__ = [
     "drop",
     "events",
     "exec_attach",
+    "follower",
     "hand_over",
     "launch",
     "launch_asked",
@@ -77,6 +78,7 @@ __all__ = [
     "retry",
     "status",
     "status_dicts",
+    "status_document",
     "stop",
     "submit",
     "survey",
@@ -298,6 +300,46 @@ def survey(
         torn=tuple(torn),
         repositories=tuple(repositories),
     )
+
+
+def status_document(
+    *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
+) -> dict[str, Any]:
+    """Every place's status as plain data (``flume status --json``), with ``torn`` and more.
+
+    The running supervisor answers it from the places it follows, with their journals read to
+    their ends; with none running, or for one repository, the journals are read here (R11: what
+    an agent does now is then unknown). No repository registered: no places, nothing to read.
+    Filtered as :func:`survey`, but the supervisor's answer holds every place.
+    """
+    from flume.shell import host as registry
+
+    if repository is None:
+        # A supervisor that cannot answer within this is taken as none: the journals are read.
+        answer = client.request("survey", timeout=2.0)
+        if answer is not None and answer.get("ok") is True and "places" in answer:
+            return answer
+        if not registry.remembered():
+            empty: list[Any] = []
+            return {
+                "format": registry.FORMAT,
+                "places": empty,
+                "unreadable": empty,
+                "torn": empty,
+                "repositories": empty,
+            }
+    from flume.shell.store.journal import FORMAT, codec
+
+    found = survey(place=place, repository=repository, mark=mark)
+    return {
+        "format": FORMAT,
+        "places": [codec().unstructure(view) for view in found.places],
+        "unreadable": [
+            {"journal": journal, "problem": problem} for journal, problem in found.unreadable
+        ],
+        "torn": list(found.torn),
+        "repositories": [str(each) for each in found.repositories],
+    }
 
 
 def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
@@ -685,6 +727,21 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     if place is not None and not follow and not follower.followed:
         raise no_such_place(place, [where] if where is not None else places.remembered())
     return _stream(follower, first, follow=follow, poll=poll, until=until)
+
+
+def follower(*, repository: str | Path | None = None, mark: str | None = None) -> Follower:
+    """What ``flume watch`` draws its board from: the places' events, read as journals grow.
+
+    ``repository`` (checked at once: a :class:`UsageError` when it is none) and ``mark`` narrow
+    it as they narrow :func:`events`; its ``repository`` is the main worktree, or None for
+    every repository flume knows. Nothing is read until it is polled.
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands.events import Follower
+    from flume.shell.store import places
+
+    where = places.repository_of(Path(repository)) if repository is not None else None
+    return Follower(Settings(), repository=where, mark=mark)
 
 
 def _stream(
