@@ -115,14 +115,14 @@ def launch(
     """Hand a launch to the running supervisor; what came of it, or None when none took it.
 
     The launch goes as its JSON (:meth:`.LaunchAsked.words`); this process's environment goes
-    with it, for the checks to read. What
-    came of it is ``made`` (``flume launch --json``'s document), else ``problems`` and
-    ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
+    with it, for the checks to read. What came of it is ``made`` (``flume launch --json``'s
+    document), else ``problems`` and ``exit_status`` (nothing made), else ``failed`` (the
+    supervisor's error).
 
-    None, and nothing done, when the launch cannot be handed (it carries a kind file, read here),
-    when no supervisor runs, when the one running does not take this
-    launch (it is another flume or installation's, or another user's), or when it has not taken
-    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    None, and nothing done, when the launch cannot be handed (it carries a kind file, read
+    here), when no supervisor runs, when the one running does not take this launch (it is
+    another flume or installation's, or another user's), or when it has not taken it within
+    ``take_within`` seconds: it takes none after that. A launch taken and then not
     answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
     is not made again.
     """

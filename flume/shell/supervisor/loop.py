@@ -717,7 +717,6 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 connection.sendall((json.dumps(reply) + "\n").encode())
 
 
-#: What a launch handed over names, and the JSON types each may have.
 def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
