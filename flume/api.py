@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from flume.core.observations import Observation
     from flume.core.place import Place
     from flume.core.status import PlaceStatus
-    from flume.core.step import Decision
+    from flume.core.step import Decision, TraceRow
+    from flume.shell.agents.inspect import Inspection
     from flume.shell.commands.attach import Attaching
     from flume.shell.commands.events import Cursor, Follower, PlaceEvent
     from flume.shell.commands.tidying import Outcome as TidyOutcome
@@ -51,31 +52,43 @@ if TYPE_CHECKING:
     from flume.shell.store import places
 
 __all__ = [
+    "DAEMON_START_SECONDS",
     "Attaching",
     "Cursor",
+    "DaemonStatus",
+    "Inspection",
     "LaunchAsked",
     "LaunchFailed",
     "Launched",
     "PlaceEvent",
     "PlaceStatus",
     "Prompt",
+    "Simulated",
     "Survey",
     "TidyOutcome",
     "Unanswered",
     "UsageError",
     "attach",
+    "daemon_log",
+    "daemon_run",
+    "daemon_start",
+    "daemon_status",
+    "daemon_stop",
     "decoded",
     "drop",
     "events",
     "exec_attach",
     "follower",
     "hand_over",
+    "inspect",
     "launch",
     "launch_asked",
     "needs",
     "proceed",
     "prompt",
     "retry",
+    "scenarios",
+    "simulate",
     "status",
     "status_dicts",
     "status_document",
@@ -90,6 +103,7 @@ __all__ = [
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.commands.events", "Cursor"),
+    "Inspection": ("flume.shell.agents.inspect", "Inspection"),
     "PlaceEvent": ("flume.shell.commands.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
@@ -757,3 +771,151 @@ def _stream(
     while follow and not (until is not None and until()):
         time.sleep(poll)
         yield from follower.poll()
+
+
+# --- the host's supervisor -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DaemonStatus:
+    """What ``flume daemon status`` says of the host's supervisor."""
+
+    #: The pid of the process holding the host's supervisor lock; None when none runs.
+    pid: int | None
+    #: It is stopped (SIGSTOP, a debugger): it was not asked.
+    paused: bool
+    #: Its answer to ``status``: None when none runs, or when it does not answer.
+    reply: dict[str, Any] | None
+    #: Why one that runs does not answer, and the way out.
+    problem: Problem | None
+
+
+def daemon_status() -> DaemonStatus:
+    """Whether the host's supervisor runs and answers, and what it follows (its ``reply``)."""
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    problem = None
+    if reply is None and holder is not None:
+        (problem,) = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS).problems
+    return DaemonStatus(pid=holder, paused=paused, reply=reply, problem=problem)
+
+
+#: How long :func:`daemon_start` waits for a supervisor it started to answer.
+DAEMON_START_SECONDS = client.START_SECONDS
+
+
+def daemon_start() -> dict[str, Any] | None:
+    """Start the host's supervisor if none runs: its answer, or None when it does not answer.
+
+    Waits :data:`DAEMON_START_SECONDS`; its log is :func:`daemon_log`.
+    """
+    return client.ensure(wait=DAEMON_START_SECONDS)
+
+
+def daemon_log() -> Path:
+    """The host's supervisor's log file."""
+    return client.log_path()
+
+
+def daemon_stop(*, timeout: float = 600.0) -> tuple[int, bool] | None:
+    """Stop the host's supervisor once its actions finish: its pid, and whether it exited.
+
+    None when none runs. Waits up to ``timeout`` seconds for it to exit. Raises
+    :class:`UsageError` (exit status 1) when one runs and does not answer.
+    """
+    from flume.shell import process
+
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        raise client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
+    if reply is None:
+        return None
+    pid = int(reply["pid"])
+    # It stops listening at once, and exits once its running actions are done.
+    deadline = time.monotonic() + timeout
+    while process.alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pid, not process.alive(pid)
+
+
+def daemon_run(*, asked_after: int | None = None) -> int:
+    """Run the host's supervisor in this process until it is stopped: its exit status."""
+    from flume.core.settings import Settings
+    from flume.shell.supervisor import loop as supervisor
+
+    return supervisor.serve(Settings(), asked_after=asked_after)
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Simulated:
+    """A scenario run through flume's rules, with no I/O (``flume simulate``)."""
+
+    path: str
+    description: str
+    #: Each step: what was seen, the place's state, the actions decided.
+    rows: tuple[TraceRow, ...]
+
+
+def simulate(given: Sequence[str]) -> list[Simulated]:
+    """Each scenario (a file, or the name of one flume ships) run through the rules, in order.
+
+    Every scenario is read before any runs: one malformed raises :class:`UsageError` naming
+    each problem, and nothing runs.
+    """
+    from flume.core.step import trace
+    from flume.shell.declared import scenario
+
+    problems: list[Problem] = []
+    loaded: list[scenario.Scenario] = []
+    for each in given:
+        try:
+            loaded.append(scenario.load(scenario.find(each)))
+        except UsageError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise UsageError(tuple(problems))
+    return [
+        Simulated(
+            path=one.path,
+            description=one.description,
+            rows=tuple(trace(one.settings, one.observations)),
+        )
+        for one in loaded
+    ]
+
+
+def scenarios() -> tuple[Path, list[tuple[str, str]]]:
+    """The folder of the scenarios flume ships, and each one's name and what it shows.
+
+    A scenario that cannot be read says its problem in place of what it shows.
+    """
+    from flume.shell.declared import scenario
+
+    named: list[tuple[str, str]] = []
+    for path in scenario.shipped():
+        try:
+            about = scenario.load(path).description
+        except UsageError as error:
+            about = error.problems[0].render()
+        named.append((path.stem, about))
+    return scenario.SHIPPED, named
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+
+def inspect(file: str | Path) -> Inspection:
+    """What flume makes of an agent's transcript or rollout (``flume inspect``).
+
+    The messages it takes as typed by a person, and the agent's state at the end of the file.
+    A file none of whose lines is a transcript's raises :class:`UsageError` (exit status 2).
+    """
+    from flume.shell.agents.inspect import inspect as inspected
+
+    return inspected(Path(file))

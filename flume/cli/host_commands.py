@@ -6,7 +6,6 @@ Each registers on the one app (:mod:`flume.cli.base`).
 from __future__ import annotations
 
 import json
-import time
 from typing import Annotated
 
 import typer
@@ -52,14 +51,11 @@ def daemon_status(
     One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
     it is named, with the way out, and the status is 1.
     """
-    from flume.shell.supervisor import client
+    from flume import api
 
-    holder = client.holder()
-    paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
-    if reply is None and holder is not None:
-        problem = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
-        (said,) = problem.problems
+    found = api.daemon_status()
+    holder, paused, reply, said = found.pid, found.paused, found.reply, found.problem
+    if said is not None:
         if as_json:
             shown = {"running": True, "answering": False, "pid": holder, "paused": paused}
             typer.echo(json.dumps({**shown, "problem": said.what, "mend": said.mend}, indent=2))
@@ -98,17 +94,16 @@ def daemon_start() -> None:
 
     Any command that needs the supervisor starts it too; this one does nothing else.
     """
-    from flume.shell.supervisor import client
+    from flume import api
 
     try:
-        reply = client.ensure(wait=client.START_SECONDS)
+        reply = api.daemon_start()
     except UsageError as error:
         fail(error)
     if reply is None:
-        log = client.log_path()
         typer.echo(
-            f"flume: supervisor: started, but not answering after {client.START_SECONDS:.0f} s;"
-            f" see its log {log}",
+            f"flume: supervisor: started, but not answering after "
+            f"{api.DAEMON_START_SECONDS:.0f} s; see its log {api.daemon_log()}",
             err=True,
         )
         raise typer.Exit(1)
@@ -121,23 +116,17 @@ def daemon_stop() -> None:
 
     The places wait in their journals; any command that needs the supervisor starts it again.
     """
-    from flume.shell import process
-    from flume.shell.supervisor import client
+    from flume import api
 
-    holder = client.holder()
-    paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
-    if reply is None and holder is not None:
-        fail(client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS))
-    if reply is None:
+    try:
+        stopped = api.daemon_stop(timeout=600.0)
+    except UsageError as error:
+        fail(error)
+    if stopped is None:
         typer.echo("supervisor: not running")
         return
-    pid = int(reply["pid"])
-    # It stops listening at once, and exits once its running actions are done.
-    deadline = time.monotonic() + 600.0
-    while process.alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if process.alive(pid):
+    pid, exited = stopped
+    if not exited:
         typer.echo(f"supervisor {pid}: still finishing its actions after 600 s", err=True)
         raise typer.Exit(1)
     typer.echo(f"supervisor {pid}: stopped")
@@ -154,7 +143,6 @@ def daemon_run(
     ] = None,
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
-    from flume.core.settings import Settings
-    from flume.shell.supervisor import loop as supervisor
+    from flume import api
 
-    raise typer.Exit(supervisor.serve(Settings(), asked_after=asked_after))
+    raise typer.Exit(api.daemon_run(asked_after=asked_after))

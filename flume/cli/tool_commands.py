@@ -14,22 +14,19 @@ import typer
 from flume.cli.base import app, fail
 from flume.cli.inspect import inspect_app
 from flume.cli.usage import Command, parse_seconds
-from flume.core.errors import Problem, UsageError
+from flume.core.errors import UsageError
 
 
 def _list_scenarios(wanted: bool) -> None:
     """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
     if not wanted:
         return
-    from flume.shell.declared import scenario
+    from flume import api
 
-    for path in scenario.shipped():
-        try:
-            about = scenario.load(path).description
-        except UsageError as error:
-            about = error.problems[0].render()
-        typer.echo(f"{path.stem:<20} {about}")
-    typer.echo(f"\n(in {scenario.SHIPPED}; name one, e.g. flume simulate fix-clean)")
+    folder, named = api.scenarios()
+    for name, about in named:
+        typer.echo(f"{name:<20} {about}")
+    typer.echo(f"\n(in {folder}; name one, e.g. flume simulate fix-clean)")
     raise typer.Exit
 
 
@@ -64,21 +61,15 @@ def simulate(
     trace's steps, then its summary, which names its scenario. A malformed scenario prints
     nothing and exits with status 2.
     """
+    from flume import api
     from flume.cli import render
-    from flume.core.step import trace
-    from flume.shell.declared import scenario
 
-    problems: list[Problem] = []
-    loaded: list[scenario.Scenario] = []
-    for each in given:
-        try:
-            loaded.append(scenario.load(scenario.find(each)))
-        except UsageError as error:
-            problems.extend(error.problems)
-    if problems:
-        fail(UsageError(tuple(problems)))
-    for number, one in enumerate(loaded):
-        rows = list(trace(one.settings, one.observations))
+    try:
+        simulated = api.simulate(given)
+    except UsageError as error:
+        fail(error)
+    for number, one in enumerate(simulated):
+        rows = list(one.rows)
         if as_json:
             lines = render.trace_json(rows, scenario=one.path)
         else:
