@@ -17,9 +17,9 @@ journals and start nothing.
 
 Imports. A command answers at once only if it loads no more than it needs (bench/cli.py,
 tests/integration/test_cli_imports.py): this module loads at its top only what the quick
-answers need (a launch handed to the supervisor, an agent's command refused outside any place),
-and each function loads the rules, git and the journal's codec when it runs. The names it
-re-exports from those (``PlaceStatus``, ``Cursor``, ``PlaceEvent``) load on first use.
+answers need (an agent's command refused outside any place), and each function loads the
+rules, git, the journal's codec and the supervisor's client when it runs. The names it
+re-exports from those (``PlaceStatus``, ``Cursor``, ``Unanswered``...) load on first use.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import attrs
 from flume.core.errors import Problem, UsageError, refused
 from flume.shell.commands import asked as asked_words
 from flume.shell.perform.launch_words import LaunchAsked, Made
-from flume.shell.supervisor import client
 
 if TYPE_CHECKING:
     from flume.core.ids import Instant
@@ -50,6 +49,8 @@ if TYPE_CHECKING:
     from flume.shell.commands.tidying import Outcome as TidyOutcome
     from flume.shell.commands.verbs import Prompt
     from flume.shell.store import places
+    from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
+    from flume.shell.supervisor.client import Unanswered
 
 __all__ = [
     "DAEMON_START_SECONDS",
@@ -108,6 +109,10 @@ _LATER = {
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
     "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
+    # A launch the supervisor took and then said nothing of: whether it was made is unknown.
+    "Unanswered": ("flume.shell.supervisor.client", "Unanswered"),
+    # How long :func:`daemon_start` waits for a supervisor it started to answer.
+    "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
 }
 
 
@@ -120,10 +125,6 @@ def __getattr__(name: str) -> Any:  # noqa: ANN401 (a class, whichever is named)
     found = getattr(importlib.import_module(module), there)
     globals()[name] = found
     return found
-
-
-#: A launch the supervisor took and then said nothing of: whether it was made is unknown.
-Unanswered = client.Unanswered
 
 
 # --- launch --------------------------------------------------------------------------------
@@ -218,6 +219,7 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
 def launch_asked(asked: LaunchAsked) -> Launched:
     """:func:`launch`, its arguments in one record: checked and journaled in this process."""
     from flume.shell.perform import launch as shell_launch
+    from flume.shell.supervisor import client
 
     made = shell_launch.launch_asked(asked)
     client.ensure()
@@ -238,6 +240,8 @@ def hand_over(asked: LaunchAsked) -> Launched | None:
     made), :class:`Unanswered` when the supervisor took it and said nothing more (it may have
     been made), :class:`LaunchFailed` when the supervisor failed at it.
     """
+    from flume.shell.supervisor import client
+
     outcome = client.launch(asked)
     if outcome is None:
         return None
@@ -286,6 +290,7 @@ def survey(
     from flume.core.settings import Settings
     from flume.core.status import status as core_status
     from flume.shell.store import places
+    from flume.shell.supervisor import client
 
     repositories = _repositories(repository)
     views: list[PlaceStatus] = []
@@ -327,6 +332,7 @@ def status_document(
     Filtered as :func:`survey`, but the supervisor's answer holds every place.
     """
     from flume.shell import host as registry
+    from flume.shell.supervisor import client
 
     if repository is None:
         # A supervisor that cannot answer within this is taken as none: the journals are read.
@@ -412,6 +418,7 @@ def _give(place: str, repository: str | Path | None, seen: Observation) -> Decis
     from flume.core.settings import Settings
     from flume.shell.commands import verbs as commands
     from flume.shell.store import places
+    from flume.shell.supervisor import client
 
     settings = Settings()
     where = Path(repository) if repository is not None else None
@@ -429,6 +436,8 @@ def _followed_or_refuse(found: places.Found) -> None:
     an action of the place still runs). No supervisor answering is no refusal: the one the
     command starts reads every journal anew.
     """
+    from flume.shell.supervisor import client
+
     if found.place is None:
         return
     reply = client.request("follows", timeout=2.0, journal=str(found.journal))
@@ -461,6 +470,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     from flume.core.settings import Settings
     from flume.shell.commands import verbs as commands
     from flume.shell.store import places
+    from flume.shell.supervisor import client
 
     words = asked_words.checked_text("tell", text)
     settings = Settings()
@@ -563,6 +573,7 @@ def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Dec
     """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
     from flume.core.settings import Settings
     from flume.shell.commands import verbs as commands
+    from flume.shell.supervisor import client
 
     settings = Settings()
     found = commands.place_here(here, settings)
@@ -792,6 +803,8 @@ class DaemonStatus:
 
 def daemon_status() -> DaemonStatus:
     """Whether the host's supervisor runs and answers, and what it follows (its ``reply``)."""
+    from flume.shell.supervisor import client
+
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
     reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
@@ -801,20 +814,20 @@ def daemon_status() -> DaemonStatus:
     return DaemonStatus(pid=holder, paused=paused, reply=reply, problem=problem)
 
 
-#: How long :func:`daemon_start` waits for a supervisor it started to answer.
-DAEMON_START_SECONDS = client.START_SECONDS
-
-
 def daemon_start() -> dict[str, Any] | None:
     """Start the host's supervisor if none runs: its answer, or None when it does not answer.
 
     Waits :data:`DAEMON_START_SECONDS`; its log is :func:`daemon_log`.
     """
-    return client.ensure(wait=DAEMON_START_SECONDS)
+    from flume.shell.supervisor import client
+
+    return client.ensure(wait=client.START_SECONDS)
 
 
 def daemon_log() -> Path:
     """The host's supervisor's log file."""
+    from flume.shell.supervisor import client
+
     return client.log_path()
 
 
@@ -825,6 +838,7 @@ def daemon_stop(*, timeout: float = 600.0) -> tuple[int, bool] | None:
     :class:`UsageError` (exit status 1) when one runs and does not answer.
     """
     from flume.shell import process
+    from flume.shell.supervisor import client
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
