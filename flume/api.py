@@ -35,7 +35,6 @@ import attrs
 
 from flume.core.errors import Problem, UsageError, refused
 from flume.shell.commands import asked as asked_words
-from flume.shell.perform.launch_words import LaunchAsked, Made
 
 if TYPE_CHECKING:
     from flume.core.ids import Instant
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from flume.shell.commands.events import Cursor, Follower, PlaceEvent
     from flume.shell.commands.tidying import Outcome as TidyOutcome
     from flume.shell.commands.verbs import Prompt
+    from flume.shell.perform.launch_words import LaunchAsked, Made
     from flume.shell.store import places
     from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
     from flume.shell.supervisor.client import Unanswered
@@ -105,6 +105,7 @@ _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.commands.events", "Cursor"),
     "Inspection": ("flume.shell.agents.inspect", "Inspection"),
+    "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.commands.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
@@ -159,6 +160,7 @@ class Launched:
     def as_dict(self) -> dict[str, Any]:
         """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
         from flume.core.ids import BranchName, PlaceName
+        from flume.shell.perform.launch_words import Made
 
         return Made(
             place=PlaceName(self.place),
@@ -198,6 +200,8 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     disk, a read-only folder), naming it and the system's words. The same as
     :func:`launch_asked` of a :class:`LaunchAsked` holding these arguments.
     """
+    from flume.shell.perform.launch_words import LaunchAsked
+
     return launch_asked(
         LaunchAsked(
             repository=repository,
@@ -240,6 +244,7 @@ def hand_over(asked: LaunchAsked) -> Launched | None:
     made), :class:`Unanswered` when the supervisor took it and said nothing more (it may have
     been made), :class:`LaunchFailed` when the supervisor failed at it.
     """
+    from flume.shell.perform.launch_words import Made
     from flume.shell.supervisor import client
 
     outcome = client.launch(asked)

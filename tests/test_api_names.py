@@ -18,6 +18,7 @@ LATER = {
     "Cursor": ("flume.shell.commands.events", "Cursor"),
     "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
     "Inspection": ("flume.shell.agents.inspect", "Inspection"),
+    "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.commands.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
