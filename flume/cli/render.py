@@ -14,12 +14,10 @@ from attrs import AttrsInstance
 
 from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
-from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
-from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
-from flume.core.step import Decision, TraceRow
+from flume.core.step import TraceRow
 from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
@@ -213,26 +211,6 @@ def status_table(
 def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
     """What waits on the caller, under the status table: words of short stages, stages on hold."""
     return statusview.waiting_lines([codec().unstructure(view) for view in views])
-
-
-def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
-
-
-def said_needs(decision: Decision) -> str:
-    """What ``flume needs`` says to the agent that ran it (R8)."""
-    phase = decision.place.stage.phase
-    words = phase.words if isinstance(phase, Short) else ""
-    return f"flume: {_name(decision.place)} stops short: {words}"
-
-
-def submitted(decision: Decision) -> str:
-    """What ``flume submit`` says to the agent that ran it."""
-    place = decision.place
-    return (
-        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
-        f"{place.launch.base}; if its checks fail, their output comes back to you"
-    )
 
 
 def event_text(event: PlaceEvent) -> str:

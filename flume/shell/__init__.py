@@ -7,8 +7,8 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), herdr's plugin
-    (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
+    (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
     The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
     asks it (``client.py``). May import observe, perform and everything below.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -288,24 +288,47 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
     return removed
 
 
+@attrs.frozen(kw_only=True)
+class Standing:
+    """A place found, as tidy and its dry run walk it: said already, or this host's to tidy."""
+
+    found: places.Found
+    place: Place
+    #: What is reported without asking a tidy: the place tidied earlier (from its journal), or
+    #: kept as another host's; None when it is this host's to tidy now.
+    said: Outcome | None
+    #: Tidied earlier: its journal is set aside, freeing its name.
+    tidied: bool
+
+
+def standings(found: list[places.Found], settings: Settings) -> Iterator[Standing]:
+    """Each readable place in ``found``, in order, as :func:`plans` and :func:`tidy` both see it.
+
+    Tidied earlier: reported as its journal shows. Launched by another host: kept, for its
+    supervisor alone tidies it (HOST-OWNS-PLACE). Else this host's to tidy.
+    """
+    here = places.host_id()
+    for each in found:
+        place = each.place
+        if place is None:
+            continue
+        if place.life is Life.TIDIED:
+            yield Standing(found=each, place=place, said=tidied_before(each, settings), tidied=True)
+        else:
+            theirs = _other_host(place, here)
+            yield Standing(found=each, place=place, said=theirs, tidied=False)
+
+
 def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
     """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
 
     The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
     as the real run reports it, from its journal; any other with the plan on today's facts.
     """
-    outcomes: list[Outcome] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
-            continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-        elif (theirs := _other_host(each.place, here)) is not None:
-            outcomes.append(theirs)
-        else:
-            outcomes.append(dry_run(each.place, force=force))
-    return outcomes
+    return [
+        each.said if each.said is not None else dry_run(each.place, force=force)
+        for each in standings(found, settings)
+    ]
 
 
 def tidy(
@@ -318,30 +341,24 @@ def tidy(
     outcomes: list[Outcome | None] = []
     asked: list[tuple[places.Found, int]] = []
     slots: list[int] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
+    for each in standings(found, settings):
+        if each.tidied:
+            archive(each.found)
+        if each.said is not None:
+            outcomes.append(each.said)
             continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-            archive(each)
-            continue
-        theirs = _other_host(each.place, here)
-        if theirs is not None:
-            outcomes.append(theirs)
-            continue
-        after = ask(each, force=force, settings=settings, clock=time.time)
+        after = ask(each.found, force=force, settings=settings, clock=time.time)
         if after is None:
             outcomes.append(dry_run(each.place, force=force))
         else:
-            asked.append((each, after))
+            asked.append((each.found, after))
             slots.append(len(outcomes))
             outcomes.append(None)
     if asked:
         client.ensure(wait=10.0)
         waited = wait(asked, settings, time.monotonic() + timeout)
-        for (each, _after), slot, outcome in zip(asked, slots, waited, strict=True):
+        for (done, _after), slot, outcome in zip(asked, slots, waited, strict=True):
             if outcome.state == "tidied":
-                archive(each)
+                archive(done)
             outcomes[slot] = outcome
     return [outcome for outcome in outcomes if outcome is not None]

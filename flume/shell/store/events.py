@@ -195,6 +195,11 @@ class EventStream:
         """The journals followed, by path."""
         return self.follower.followed
 
+    @property
+    def repository(self) -> Path | None:
+        """The repository whose journals are followed (its main worktree); None for every one."""
+        return self.follower.repository
+
     def poll(self) -> list[PlaceEvent]:
         """The events of the lines appended since the last poll, in cursor order."""
         self.follower.discover()

@@ -69,6 +69,7 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
@@ -343,7 +344,7 @@ class Supervisor:
                 if fault is not None:
                     self._fault(each, fault)
 
-    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> dict[str, Any]:
         """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
@@ -353,7 +354,7 @@ class Supervisor:
         """
         try:
             with environment.given(given):
-                made = shell_launch.launch_asked(**words)
+                made = shell_launch.launch_asked(asked)
         except UsageError as error:
             problems = [attrs.asdict(problem) for problem in error.problems]
             return {"problems": problems, "exit_status": error.exit_status}
@@ -664,40 +665,24 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 connection.sendall((json.dumps(reply) + "\n").encode())
 
 
-#: What a launch handed over names, and the JSON types each may have.
-_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
-    "repository": (str,),
-    "name": (str,),
-    "brief": (str,),
-    "kind": (str, type(None)),
-    "base": (str, type(None)),
-    "mark": (str, type(None)),
-    "waits": (list,),
-    "agent": (str,),
-    "model": (str, type(None)),
-    "agent_args": (list,),
-    "panes": (str,),
-}
-
-
 def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
     Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
     """
-    words = _launch_words(request.get("words"))
+    asked = LaunchAsked.from_words(request.get("words"))
     given = request.get("environment")
     if not _same_user(connection):
         declined = "another user asks"
     elif request.get("flume") != client.identity():
         declined = "another flume asks"
-    elif words is None or not _environment(given):
+    elif asked is None or not _environment(given):
         declined = "the launch is not worded as flume launch words it"
     elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
         declined = "asked too late: the command launches itself"
     else:
         _say(connection, {"ok": True, "taken": True})
-        outcome = supervisor.launch(words, given)
+        outcome = supervisor.launch(asked, given)
         _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
         return
     _say(connection, {"ok": False, "error": declined})
@@ -708,30 +693,6 @@ def _environment(given: object) -> TypeGuard[dict[str, str]]:
     return isinstance(given, dict) and all(
         isinstance(name, str) and isinstance(value, str) for name, value in given.items()
     )
-
-
-def _launch_words(words: object) -> dict[str, Any] | None:
-    """:func:`~flume.shell.perform.launch.launch_asked`'s arguments, from a request's JSON.
-
-    None if unfit.
-    """
-    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
-        return None
-    for key, types in _LAUNCH_WORDS.items():
-        if not isinstance(words[key], types):
-            return None
-    listed = (*words["waits"], *words["agent_args"])
-    if not all(isinstance(each, str) for each in listed):
-        return None
-    repository = Path(words["repository"])
-    if not repository.is_absolute():
-        return None
-    return {
-        **words,
-        "repository": repository,
-        "waits": tuple(words["waits"]),
-        "agent_args": tuple(words["agent_args"]),
-    }
 
 
 def _same_user(connection: socket.socket) -> bool:
