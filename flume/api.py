@@ -28,7 +28,6 @@ import attrs
 from flume.core.actions import SendTell
 from flume.core.errors import UsageError, refused
 from flume.core.ids import BranchName, Instant, PlaceName
-from flume.core.launch import place_name
 from flume.core.observations import (
     DropAsked,
     Observation,
@@ -288,7 +287,7 @@ def _followed_or_refuse(found: places.Found) -> None:
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:

@@ -14,7 +14,6 @@ from attrs import AttrsInstance
 
 from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
-from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
 from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
@@ -216,7 +215,7 @@ def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def said_needs(decision: Decision) -> str:

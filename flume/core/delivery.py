@@ -33,7 +33,6 @@ import attrs
 from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
-from flume.core.launch import place_name
 from flume.core.observations import Activity, Content, PromptTyped, TranscriptEntry
 from flume.core.place import (
     AwaitingInput,
@@ -114,7 +113,7 @@ def prompt_marker(place: Place) -> Marker:
 
 
 def _marker(place: Place, stage: str, attempt: int) -> Marker:
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     return Marker(f"flume:{name}:{stage}:{attempt}")
 
 
@@ -129,7 +128,7 @@ def render_prompt(place: Place) -> str:
         "name": launch.name,
         "kind": launch.kind,
         "stage": step.name,
-        "place": place_name(launch.kind, launch.name),
+        "place": launch.place,
         "path": place.path,
         "branch": place.branch,
         "base": launch.base,

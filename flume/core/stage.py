@@ -40,7 +40,7 @@ from flume.core.actions import (
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Landing, Step, first_stage, next_stage
-from flume.core.launch import Panes, check_launch, place_branch, place_name, place_path
+from flume.core.launch import Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -92,7 +92,7 @@ _RUNNING = (AwaitingInput, Delivering, Working)
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def _new_stage(

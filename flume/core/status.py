@@ -15,7 +15,7 @@ from pyrsistent.typing import PVector
 
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import describe_deliverable
-from flume.core.launch import followed_by, place_name
+from flume.core.launch import followed_by
 from flume.core.observations import Activity
 from flume.core.place import (
     AwaitingInput,
@@ -119,7 +119,7 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
     step = current_step(place)
     finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
     return PlaceStatus(
-        place=place_name(place.launch.kind, place.launch.name),
+        place=place.launch.place,
         name=place.launch.name,
         repository=place.launch.repository,
         path=place.path,

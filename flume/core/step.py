@@ -26,7 +26,6 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant
-from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -91,7 +90,7 @@ def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
 
 def _launched_again(place: Place, seen: Launched) -> Outcome:
     del seen
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     raise refused(
         "name",
         f"{name} is already launched in {place.launch.repository}",

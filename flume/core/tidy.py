@@ -33,7 +33,6 @@ from flume.core.actions import (
     Report,
 )
 from flume.core.ids import Instant, KindName
-from flume.core.launch import place_name
 from flume.core.observations import (
     BranchDeleted,
     BranchFacts,
@@ -210,7 +209,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
 def _gone(place: Place) -> Outcome:
     """The place's worktree is gone: the place is tidied (callers hold it finished or dropped)."""
     place = evolve(place, worktree_gone=True, life=Life.TIDIED)
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)
 
 

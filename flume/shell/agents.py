@@ -38,7 +38,7 @@ from pyrsistent import pvector
 
 from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
 from flume.core.ids import Instant, SessionId
-from flume.core.launch import AgentName, Panes, place_name
+from flume.core.launch import AgentName, Panes
 from flume.core.observations import (
     ActionFailed,
     AgentExited,
@@ -174,7 +174,7 @@ def marks(place: Place, session: SessionId) -> dict[str, str]:
     """
     return {
         SESSION_VARIABLE: session,
-        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
+        "FLUME_PLACE": place.launch.place,
     }
 
 
@@ -245,7 +245,7 @@ class Agents:
         write_private(exec_file, {"argv": argv, "env": environment(place, session), "keep": keep})
         ran = server.start(
             group=tmux_group(place.launch.repository),
-            window=place_name(place.launch.kind, place.launch.name),
+            window=place.launch.place,
             cwd=Path(place.path),
             argv=[sys.executable, "-I", str(_AGENTEXEC), str(exec_file)],
             env=marks(place, session),
@@ -260,7 +260,7 @@ class Agents:
         self, place: Place, action: StartAgent, session: SessionId, at: Instant
     ) -> list[Observation]:
         """The print backend: write the agent down for the caller to run (R4)."""
-        path = printed.path_of(place_name(place.launch.kind, place.launch.name))
+        path = printed.path_of(place.launch.place)
         found = printed.read(path)
         if found is None or found.get("session") != session:
             argv = command(place, action, session)

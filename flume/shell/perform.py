@@ -39,7 +39,6 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.ids import BranchName, Instant
-from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
     BranchDeleted,
@@ -328,7 +327,7 @@ def not_in_place(place: Place, path: Path) -> str | None:
     resolves to the main repository (places sit inside it), where an agent would work on the
     base. The start fails with the reason, and the core stops the stage short on it.
     """
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     way_out = f"no agent starts there; flume drop {name}, then flume tidy"
     if not path.is_dir():
         return f"the worktree {path} is gone: {way_out}"
