@@ -185,7 +185,7 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     obs.ActionFailed: st.builds(
         obs.ActionFailed,
         at=instants,
-        action=st.sampled_from([t.__name__ for t in act.ACTION_TYPES]),
+        action=st.sampled_from(act.ActionName),
         argv=st.lists(texts, max_size=3).map(pvector),
         status=st.integers(min_value=-9, max_value=255),
         output=texts,

@@ -29,6 +29,7 @@ import attrs
 from flume.core import delivery, tell, tidy
 from flume.core.actions import (
     Action,
+    ActionName,
     EndAgent,
     Event,
     Land,
@@ -652,24 +653,28 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     """An action failed: the core decides what it means, as for anything else seen."""
     report = Report(
         event=Event.FAILED,
-        text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),
+        text=f"{seen.action.value} failed (status {seen.status}): {seen.output}".rstrip(),
         stage=place.stage.name,
     )
     pending = {
-        "MakeWorktree": not place.made,
-        "RunSetup": place.made and not place.ready,
-        "StartAgent": isinstance(place.stage.phase, Starting),
+        ActionName.MAKE_WORKTREE: not place.made,
+        ActionName.RUN_SETUP: place.made and not place.ready,
+        ActionName.START_AGENT: isinstance(place.stage.phase, Starting),
     }
     gone = place.worktree_gone or place.branch_gone
     if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE} and not gone:
         place = evolve(place, life=Life.ACTIVE)
-        words = f"{seen.action} failed: {seen.output}".rstrip()
+        words = f"{seen.action.value} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *short)
-    if seen.action == "Land" and place.submission is Submission.SUBMITTED:
+    if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
-    if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
+    if seen.action in {
+        ActionName.REMOVE_WORKTREE,
+        ActionName.DELETE_BRANCH,
+        ActionName.GATHER_TIDY_FACTS,
+    }:
         # Tidy stops here, whatever it was about to look at next: a failure that would come
         # again must not make it loop. ``flume tidy`` asks again.
         return evolve(place, tidying=False, tidy_wanted=False, tidy_force=False), (report,)

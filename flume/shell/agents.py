@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pyrsistent import pvector
 
-from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
+from flume.core.actions import ActionName, EndAgent, SendPrompt, SendTell, StartAgent
 from flume.core.ids import Instant, SessionId
 from flume.core.launch import AgentName, Panes
 from flume.core.observations import (
@@ -277,7 +277,9 @@ class Agents:
     @staticmethod
     def _failed(at: Instant, argv: list[str], output: str) -> list[Observation]:
         shown = [argv[0]] if argv else []
-        return [ActionFailed(at=at, action="StartAgent", argv=pvector(shown), output=output)]
+        return [
+            ActionFailed(at=at, action=ActionName.START_AGENT, argv=pvector(shown), output=output)
+        ]
 
     def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
         """End the agent: close every pane running its session, then see that none is left."""
@@ -287,13 +289,17 @@ class Agents:
         panes = server.panes()
         if panes is None:
             what = f"{place.launch.agent.panes.value} could not list panes"
-            return [ActionFailed(at=at, action="EndAgent", output=what)]
+            return [ActionFailed(at=at, action=ActionName.END_AGENT, output=what)]
         for pane in panes.values():
             if pane.session == action.session:
                 server.kill_pane(pane.id)
         left = server.panes()
         if left is None or any(pane.session == action.session for pane in left.values()):
-            return [ActionFailed(at=at, action="EndAgent", output="the agent's pane is still open")]
+            return [
+                ActionFailed(
+                    at=at, action=ActionName.END_AGENT, output="the agent's pane is still open"
+                )
+            ]
         return [AgentExited(at=at, session=action.session)]
 
     def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
@@ -313,7 +319,7 @@ class Agents:
             return typed
         server = self.server(place)
         panes = server.panes()
-        what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
+        what = ActionName.of(action)
         if panes is None:
             said = f"{place.launch.agent.panes.value} could not list its panes"
             return [ActionFailed(at=at, action=what, output=said)]

@@ -182,7 +182,7 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             case BranchDeleted(branch=branch):
                 removed.append(f"branch {branch}")
             case ActionFailed(action=failed_action, output=output):
-                failed.append(f"{failed_action}: {output}")
+                failed.append(f"{failed_action.value}: {output}")
             case _:
                 pass
         for action in decision.actions:

@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from flume.core.actions import (
+    ActionName,
     EndAgent,
     Event,
     GatherTidyFacts,
@@ -126,7 +127,7 @@ def test_stop_ends_the_agent_and_the_stage_waits() -> None:
         TranscriptUnreadable(at=Instant(9), session=OTHER),
         TranscriptUnreadable(at=Instant(9), session=SESSION, count=0),
         ChecksFailed(at=Instant(9), reason="no submission"),
-        ActionFailed(at=Instant(9), action="SendPrompt", output="pane gone"),
+        ActionFailed(at=Instant(9), action=ActionName.SEND_PROMPT, output="pane gone"),
     ],
     ids=lambda seen: type(seen).__name__,
 )
@@ -238,7 +239,9 @@ def test_transcript_lines_move_the_quiet_clock() -> None:
 def test_failures_of_tidy_actions_let_tidy_ask_again() -> None:
     """A failed removal is reported and tidy is no longer waiting on facts."""
     place = evolve(working(), tidying=True)
-    decided = step(S, place, ActionFailed(at=Instant(9), action="RemoveWorktree", output="busy"))
+    decided = step(
+        S, place, ActionFailed(at=Instant(9), action=ActionName.REMOVE_WORKTREE, output="busy")
+    )
     assert not decided.place.tidying
 
 

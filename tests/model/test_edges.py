@@ -7,6 +7,7 @@ import pytest
 from pyrsistent import pvector
 
 from flume.core.actions import (
+    ActionName,
     DeleteBranch,
     Event,
     GatherTidyFacts,
@@ -139,7 +140,9 @@ def test_more_bad_bases(base: str, says: str) -> None:
 
 def test_a_worktree_that_could_not_be_made_is_made_again_on_retry() -> None:
     """MakeWorktree failed: the stage stops short, and a retry asks for the worktree again."""
-    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="disk full")).place
+    failed = run(
+        ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE, output="disk full")
+    ).place
     assert isinstance(failed.stage.phase, Short)
     again = step(S, failed, RetryAsked(at=Instant(2)))
     assert any(isinstance(a, MakeWorktree) for a in again.actions)
@@ -157,7 +160,9 @@ def test_failed_checks_with_no_agent_to_tell_are_only_reported() -> None:
 
 def test_a_failed_lander_counts_as_failed_checks() -> None:
     """The lander itself failed: its output goes back to the agent like failed checks."""
-    decided = step(S, submitting(), ActionFailed(at=Instant(30), action="Land", output="locked"))  # type: ignore[arg-type]
+    decided = step(
+        S, submitting(), ActionFailed(at=Instant(30), action=ActionName.LAND, output="locked")
+    )  # type: ignore[arg-type]
     assert decided.place.submission is Submission.CHECKS_FAILED
     assert decided.place.held or decided.place.sending
 
@@ -264,7 +269,9 @@ def test_a_place_never_made_is_tidied_with_nothing_removed() -> None:
 
     A worktree seen made after that (a make that was in flight) is tidied in its turn.
     """
-    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="no room")).place
+    failed = run(
+        ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE, output="no room")
+    ).place
     dropped = step(S, failed, DropAsked(at=Instant(2))).place
     facts = TidyFactsSeen(
         at=Instant(3),
@@ -401,7 +408,7 @@ def test_what_a_restart_asks_for_again() -> None:
     dropped = step(S, working(), DropAsked(at=Instant(9))).place
     gone = step(S, dropped, AgentExited(at=Instant(10), session=SESSION)).place
     assert [type(a).__name__ for a in pending(gone)] == ["GatherTidyFacts"]
-    failed = step(S, launched, ActionFailed(at=Instant(1), action="MakeWorktree")).place
+    failed = step(S, launched, ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE)).place
     assert pending(failed) == ()
     unmade = step(S, launched, DropAsked(at=Instant(1))).place
     look, gather = pending(unmade)

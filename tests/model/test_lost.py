@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flume.core.actions import EndAgent, KeepBranch, KeepPlace, StartAgent
+from flume.core.actions import ActionName, EndAgent, KeepBranch, KeepPlace, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha
 from flume.core.observations import (
@@ -83,7 +83,7 @@ def test_setup_ending_after_the_worktree_is_lost_keeps_the_cause() -> None:
     assert lost.life is Life.ACTIVE
     for seen in (
         SetupFinished(at=Instant(3), ok=False, output="no Makefile"),
-        ActionFailed(at=Instant(3), action="RunSetup", output="no folder"),
+        ActionFailed(at=Instant(3), action=ActionName.RUN_SETUP, output="no folder"),
     ):
         after = step(S, lost, seen).place
         assert isinstance(after.stage.phase, Short)
