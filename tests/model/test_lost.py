@@ -19,7 +19,7 @@ from flume.core.observations import (
     WorktreeLost,
 )
 from flume.core.place import Life, Short, ShortCause
-from flume.core.status import status
+from flume.core.status import PhaseWord, status
 from flume.core.step import step
 from flume.core.tidy import plan
 from tests.model.test_rules import SESSION, S, made, run, working
@@ -38,7 +38,7 @@ def test_a_deleted_worktree_stops_the_stage_short_and_ends_the_agent() -> None:
     assert "flume drop fix--typo, then flume tidy" in phase.words
     assert [a.session for a in decision.actions if isinstance(a, EndAgent)] == [SESSION]
     shown = status(decision.place)
-    assert (shown.short_cause, shown.phase) == ("worktree-gone", "short")
+    assert (shown.short_cause, shown.phase) == ("worktree-gone", PhaseWord.SHORT)
 
 
 def test_a_lost_worktree_is_never_retried_in_and_drop_tidies_it() -> None:
