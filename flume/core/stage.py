@@ -76,12 +76,14 @@ from flume.core.place import (
     StageRun,
     Starting,
     Submission,
+    TidyNotWanted,
     Working,
     current_step,
     evolve,
     has_deliverable,
     is_live,
     is_quiet,
+    want_tidy,
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
@@ -179,7 +181,7 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     if place.life in {Life.DROPPED, Life.TIDIED}:
         # Made for work already dropped (a make in flight, or seen after a restart): tidy
         # looks again, even at a place it had found nothing of, so the worktree is not left.
-        return evolve(place, life=Life.DROPPED, tidy_wanted=True), (report,)
+        return evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy)), (report,)
     if place.setup or place.copy:
         return place, (report, run_setup(place))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
@@ -506,7 +508,7 @@ def on_drop(place: Place) -> Outcome:
     place, ended = _end_agent(place, "the work was dropped")
     place, dropped = tell.drop_all(place, "the work was dropped")
     # Tidy at once, made or not: with nothing made, it finds nothing to remove and is done.
-    place = evolve(place, life=Life.DROPPED, tidy_wanted=True)
+    place = evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy))
     actions: tuple[Action, ...] = (
         *ended,
         *dropped,
@@ -677,7 +679,7 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     }:
         # Tidy stops here, whatever it was about to look at next: a failure that would come
         # again must not make it loop. ``flume tidy`` asks again.
-        return evolve(place, tidying=False, tidy_wanted=False, tidy_force=False), (report,)
+        return evolve(place, tidy=TidyNotWanted()), (report,)
     return place, (report,)
 
 
@@ -752,7 +754,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
         if place.landed_at is None:
             return place, (*actions, ended, finished)
-        return evolve(place, tidy_wanted=True), (*actions, ended, finished)
+        return evolve(place, tidy=want_tidy(place.tidy)), (*actions, ended, finished)
     stage = _new_stage(place, following, now)
     place = evolve(place, stage=stage)
     if isinstance(stage.phase, AwaitingWord):

@@ -62,7 +62,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, Short, Starting, Submission, evolve
+from flume.core.place import Life, Place, Short, Starting, Submission, TidyGathering, evolve
 from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
@@ -228,13 +228,13 @@ def pending(place: Place) -> tuple[Action, ...]:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
-    if place.tidying:
+    if isinstance(place.tidy, TidyGathering):
         found.append(
             GatherTidyFacts(
                 path=place.path,
                 branch=place.branch,
                 base=place.launch.base,
-                force=place.tidy_force,
+                force=place.tidy.force,
             ),
         )
     return tuple(found)

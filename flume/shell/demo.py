@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from flume.core.launch import AgentName, AgentSettings
-from flume.core.place import AwaitingWord, Life, Place, Short
+from flume.core.place import AwaitingWord, Life, Place, Short, TidyNotWanted
 from flume.core.settings import Settings
 from flume.shell import client, git, places
 from flume.shell import launch as shell_launch
@@ -82,11 +82,7 @@ def settled(place: Place) -> bool:
     return (
         place.life is Life.TIDIED
         or isinstance(place.stage.phase, Short | AwaitingWord)
-        or (
-            place.life in {Life.FINISHED, Life.DROPPED}
-            and not place.tidy_wanted
-            and not place.tidying
-        )
+        or (place.life in {Life.FINISHED, Life.DROPPED} and isinstance(place.tidy, TidyNotWanted))
     )
 
 

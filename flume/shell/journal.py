@@ -27,7 +27,7 @@ from flume.core.actions import Action
 from flume.core.errors import FlumeError
 from flume.core.kinds import Block, Deliverable
 from flume.core.observations import Observation
-from flume.core.place import StagePhase
+from flume.core.place import StagePhase, Tidy
 
 # The version of the plain-data form, re-exported: it was always found here.
 from flume.shell.registry import FORMAT as FORMAT  # noqa: PLC0414
@@ -88,7 +88,7 @@ def _make_converter() -> cattrs.Converter:
 
 
 #: The unions of records, each tagged with ``"type"``: its member's class name.
-UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Observation, Action)
+UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Tidy, Observation, Action)
 
 
 def _tag_union(union: Any, made: cattrs.Converter) -> None:

@@ -43,7 +43,7 @@ from flume.core.observations import (
     TidyAsked,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
@@ -204,7 +204,7 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             if isinstance(action, Report) and action.event is Event.KEPT:
                 what, _, reason = action.text.partition(": ")
                 kept.append(Kept(what=what, reason=reason))
-    if place is None or place.tidy_wanted or place.tidying:
+    if place is None or not isinstance(place.tidy, TidyNotWanted):
         return None
     state = TidyResult.TIDIED if place.life is Life.TIDIED else TidyResult.KEPT
     return Outcome(

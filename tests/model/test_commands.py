@@ -41,7 +41,17 @@ from flume.core.observations import (
     TranscriptUnreadable,
     WorktreeMade,
 )
-from flume.core.place import Life, Place, Short, ShortCause, Working, evolve, is_quiet
+from flume.core.place import (
+    Life,
+    Place,
+    Short,
+    ShortCause,
+    TidyGathering,
+    TidyNotWanted,
+    Working,
+    evolve,
+    is_quiet,
+)
 from flume.core.step import step
 from tests.model.test_rules import (
     FIX,
@@ -238,11 +248,11 @@ def test_transcript_lines_move_the_quiet_clock() -> None:
 
 def test_failures_of_tidy_actions_let_tidy_ask_again() -> None:
     """A failed removal is reported and tidy is no longer waiting on facts."""
-    place = evolve(working(), tidying=True)
+    place = evolve(working(), tidy=TidyGathering())
     decided = step(
         S, place, ActionFailed(at=Instant(9), action=ActionName.REMOVE_WORKTREE, output="busy")
     )
-    assert not decided.place.tidying
+    assert decided.place.tidy == TidyNotWanted()
 
 
 def test_setup_that_succeeds_twice_changes_nothing() -> None:

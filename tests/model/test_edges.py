@@ -38,12 +38,22 @@ from flume.core.observations import (
     RetryAsked,
     StopAsked,
     SubmitAsked,
+    TidyAsked,
     TidyFactsSeen,
     TranscriptEntry,
     WorktreeFacts,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Short, Submission, Working, evolve
+from flume.core.place import (
+    Life,
+    Short,
+    Submission,
+    TidyGathering,
+    TidyNotWanted,
+    TidyWanted,
+    Working,
+    evolve,
+)
 from flume.core.step import pending, step, trace
 from flume.core.tidy import plan
 from tests.model.test_rules import (
@@ -390,7 +400,7 @@ def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:
     decided = step(S, place, Tick(at=Instant(20)))
     assert decided.place.life is Life.FINISHED
     assert not any(isinstance(a, GatherTidyFacts) for a in decided.actions)
-    assert not decided.place.tidy_wanted
+    assert decided.place.tidy == TidyNotWanted()
 
 
 def test_what_a_restart_asks_for_again() -> None:
@@ -415,3 +425,33 @@ def test_what_a_restart_asks_for_again() -> None:
     assert isinstance(look, MakeWorktree)
     assert look.look_only
     assert isinstance(gather, GatherTidyFacts)
+
+
+def test_tidy_asked_again_while_gathering_waits_for_the_facts_with_the_latest_force() -> None:
+    """A tidy asked while tidy gathers facts asks for none again; the latest force decides.
+
+    A drop (no force) then ``tidy --force`` while the first look is out: one look, and its
+    facts are judged with force. A drop after a forced tidy keeps the caller's force.
+    """
+    dropped = step(S, working(), DropAsked(at=Instant(9))).place
+    assert dropped.tidy == TidyWanted(force=False)
+    gathering = step(S, dropped, AgentExited(at=Instant(10), session=SESSION))
+    assert [type(a) for a in gathering.actions] == [GatherTidyFacts]
+    assert gathering.place.tidy == TidyGathering(force=False)
+    forced = step(S, gathering.place, TidyAsked(at=Instant(11), force=True))
+    assert forced.place.tidy == TidyGathering(force=True)
+    assert not any(isinstance(a, GatherTidyFacts) for a in forced.actions)
+    facts = TidyFactsSeen(
+        at=Instant(12),
+        worktree=WorktreeFacts(path=forced.place.path, exists=True, made_by_flume=True, dirty=True),
+        branch=BranchFacts(
+            name=forced.place.branch, exists=True, base=BranchName("main"), base_lacks=0
+        ),
+    )
+    judged = step(S, forced.place, facts)
+    assert RemoveWorktree(path=forced.place.path, force=True) in judged.actions
+    # Tidy looks again once the removals are done, still with the caller's force.
+    assert judged.actions[-1] == GatherTidyFacts(
+        path=forced.place.path, branch=forced.place.branch, base=BranchName("main"), force=True
+    )
+    assert judged.place.tidy == TidyGathering(force=True)

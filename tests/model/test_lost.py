@@ -18,7 +18,7 @@ from flume.core.observations import (
     WorktreeFacts,
     WorktreeLost,
 )
-from flume.core.place import Life, Short, ShortCause
+from flume.core.place import Life, Short, ShortCause, TidyWanted
 from flume.core.status import PhaseWord, status
 from flume.core.step import step
 from flume.core.tidy import plan
@@ -48,7 +48,7 @@ def test_a_lost_worktree_is_never_retried_in_and_drop_tidies_it() -> None:
         step(S, lost, RetryAsked(at=Instant(10)))
     dropped = step(S, lost, DropAsked(at=Instant(10))).place
     assert dropped.life is Life.DROPPED
-    assert dropped.tidy_wanted
+    assert dropped.tidy == TidyWanted(force=False)
 
 
 @pytest.mark.parametrize(

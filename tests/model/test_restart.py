@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from flume.core.actions import Action, Land, SendPrompt
 from flume.core.observations import ActionFailed, DropAsked, RetryAsked, Tick, TidyAsked
-from flume.core.place import Life, Short
+from flume.core.place import Life, Short, TidyNotWanted
 from flume.core.settings import MAX_SENDS
 from flume.core.step import pending, replay
 from tests.model.world import FakeWorld, fix_world
@@ -208,6 +208,5 @@ def test_a_launch_dropped_before_the_shell_read_it_is_tidied() -> None:
     place = machine.world.place
     assert place is not None
     assert place.life is Life.TIDIED, place
-    assert not place.tidying
-    assert not place.tidy_wanted
+    assert place.tidy == TidyNotWanted()
     machine.teardown()
