@@ -244,7 +244,7 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
         return place, ()
     place = evolve(place, agent=with_activity(agent, seen.activity, seen.at))
     if seen.activity is Activity.WAITING:
-        return delivery.on_agent_ready(place, seen.session, place.now)
+        return delivery.on_agent_ready(place, seen.session)
     return place, ()
 
 
@@ -456,7 +456,7 @@ def on_stop(place: Place) -> Outcome:
     return place, (*actions, *short)
 
 
-def on_retry(place: Place, words: str, now: Instant) -> Outcome:
+def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
     if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
         what = (
@@ -481,7 +481,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
     stage = _new_stage(
-        place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
+        place, current_step(place), place.now, attempt=place.stage.attempt + 1, words=words
     )
     stage = attrs.evolve(stage, phase=Queued())
     place = evolve(place, stage=stage)
@@ -517,7 +517,7 @@ def on_drop(place: Place) -> Outcome:
     return place, actions
 
 
-def on_proceed(place: Place, now: Instant) -> Outcome:
+def on_proceed(place: Place) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
     if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
         place.stage.phase,
@@ -528,7 +528,7 @@ def on_proceed(place: Place, now: Instant) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
             "proceed releases a stage that waits on the caller (see flume status)",
         )
-    stage = attrs.evolve(place.stage, started_at=now, start_head=place.head, phase=Queued())
+    stage = attrs.evolve(place.stage, started_at=place.now, start_head=place.head, phase=Queued())
     report = Report(
         event=Event.PROCEEDED,
         text=f"the caller's word released stage {stage.name}",

@@ -108,11 +108,11 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case StopAsked():
             return stage.on_stop(place)
         case RetryAsked(words=words):
-            return stage.on_retry(place, words, place.now)
+            return stage.on_retry(place, words)
         case DropAsked():
             return stage.on_drop(place)
         case ProceedAsked():
-            return stage.on_proceed(place, place.now)
+            return stage.on_proceed(place)
         case SubmitAsked(session=session):
             return stage.on_submit(place, session)
         case NeedsSaid(words=words, session=session):

@@ -74,7 +74,7 @@ def test_send_prompt_refuses_a_third_send() -> None:
     """DELIVERY-TWO-SENDS holds in the sender itself: with two sends made, nothing is sent."""
     place = working()
     spent = evolve(place, stage=attrs.evolve(place.stage, sends=2))
-    assert send_prompt(spent, SESSION, Instant(50)) == (spent, ())
+    assert send_prompt(spent, SESSION) == (spent, ())
 
 
 @pytest.mark.parametrize(
