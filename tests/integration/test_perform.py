@@ -12,7 +12,7 @@ from flume.core.observations import ActionFailed, Launched
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell.perform import Performer
+from flume.shell.perform.performer import Performer
 
 
 def _place() -> Place:
