@@ -391,7 +391,7 @@ def _is_new_head(place: Place, head: Sha | None) -> bool:
     return head is not None and head == place.head and head != place.stage.start_head
 
 
-def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
+def is_quiet(place: Place) -> bool:
     """The agent is quiet (R7).
 
     No agent is live; or it has waited for ``quiet_seconds`` and its pane has been still as
@@ -404,8 +404,8 @@ def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
         return True
     return (
         agent.activity in {Activity.WAITING, Activity.STOPPED}
-        and now - agent.activity_since >= settings.quiet_seconds
-        and now - agent.last_output_at >= settings.quiet_seconds
+        and place.now - agent.activity_since >= place.settings.quiet_seconds
+        and place.now - agent.last_output_at >= place.settings.quiet_seconds
     )
 
 

@@ -738,10 +738,11 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
 
     "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
     """
+    del settings  # the place holds its own: is_quiet reads them there
     if (
         place.life is not Life.ACTIVE
         or not isinstance(place.stage.phase, Delivered)
-        or not is_quiet(settings, place, now)
+        or not is_quiet(place)
     ):
         return place, ()
     ended_name = place.stage.name

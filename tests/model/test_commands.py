@@ -222,8 +222,8 @@ def test_resends_wait_for_a_busy_agent_and_the_ready_deadline_for_a_dialog() -> 
 def test_quiet_needs_no_held_tells() -> None:
     """An agent with a tell held for it is not quiet, however still it is."""
     place = step(S, waiting(), Told(at=Instant(6), text="x")).place
-    assert not is_quiet(S, place, Instant(10_000))
-    assert is_quiet(S, evolve(place, sending=None, agent=None), Instant(0))
+    assert not is_quiet(evolve(place, now=Instant(10_000)))
+    assert is_quiet(evolve(place, sending=None, agent=None, now=Instant(0)))
 
 
 def test_an_older_hook_report_is_ignored() -> None:
