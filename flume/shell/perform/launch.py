@@ -43,7 +43,7 @@ from flume.shell.declared import config
 from flume.shell.declared import kinds as declared
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
-from flume.shell.store import journal, places
+from flume.shell.store import codec, journal, places
 from flume.shell.tools import git, locate
 
 
@@ -77,7 +77,7 @@ class Made:
     def as_dict(self) -> dict[str, Any]:
         """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
         return {
-            "format": journal.FORMAT,
+            "format": codec.FORMAT,
             "place": self.place,
             "repository": str(self.repository),
             "path": str(self.path),
