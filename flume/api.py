@@ -458,9 +458,7 @@ def _followed_or_refuse(found: places.Found) -> None:
 
 
 def _name(place: Place) -> str:
-    from flume.core.launch import place_name
-
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:

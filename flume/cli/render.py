@@ -88,10 +88,10 @@ def _state_line(view: PlaceStatus) -> str:
     tasks = f" | tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
     short = f" ({view.short_cause})" if view.short_cause else ""
     return (
-        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase}{short}"
+        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase.value}{short}"
         f" | sends {view.sends} | agent {view.agent.value}"
         f" | deliverable {'yes' if view.deliverable_exists else 'no'}"
-        f" | submission {view.submission}{tasks}"
+        f" | submission {view.submission.value}{tasks}"
     )
 
 
@@ -127,7 +127,7 @@ def summarize(rows: Iterable[TraceRow]) -> Summary:
     return Summary(
         place=last.place if last else None,
         life=last.life.value if last else None,
-        stage=f"{last.stage}#{last.attempt} {last.phase}" if last else None,
+        stage=f"{last.stage}#{last.attempt} {last.phase.value}" if last else None,
         sends=dict(sends),
         refused=refused,
         never_began=never_began,
@@ -239,7 +239,7 @@ def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
         return
     for outcome in outcomes:
         would = "would remove" if dry_run and not outcome.earlier else "removed"
-        state = f"{outcome.state} earlier" if outcome.earlier else outcome.state
+        state = f"{outcome.state.value} earlier" if outcome.earlier else outcome.state.value
         state = f"{state} (dry run)" if dry_run else state
         yield f"{outcome.place}: {state}   [{outcome.repository}]"
         for removed in outcome.removed:

@@ -32,7 +32,7 @@ from flume.core.errors import UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind
-from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
+from flume.core.launch import AgentSettings, Launch, Panes, check_launch
 from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
@@ -154,7 +154,7 @@ def _checked(
 
 def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
     """The name is free: no live place, worktree path or branch holds it."""
-    name = place_name(launch.kind, launch.name)
+    name = launch.place
     existing = journals / name / places.JOURNAL
     if existing.exists() and not _tidied(existing):
         raise _problem(
@@ -257,7 +257,7 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     seen, folder = _checked(request, settings, clock)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
-    name = place_name(seen.launch.kind, seen.launch.name)
+    name = seen.launch.place
     folder.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
     target = folder / name

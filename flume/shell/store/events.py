@@ -34,7 +34,6 @@ import attrs
 
 from flume.core.actions import Event, Report
 from flume.core.errors import UsageError
-from flume.core.launch import place_name
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.shell.store.follower import Folded, Followed, Follower
@@ -138,7 +137,7 @@ def events_of(
                 at_us=round(instant * 1_000_000), journal=followed.digest, line=line, index=index
             ),
             at=float(instant),
-            place=place_name(after.launch.kind, after.launch.name),
+            place=after.launch.place,
             repository=after.launch.repository,
             kind=after.kind.name,
             name=after.launch.name,

@@ -45,7 +45,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.launch import followed_by
@@ -309,7 +309,7 @@ class Supervisor:
                     observed = [
                         ActionFailed(
                             at=Instant(self.clock()),
-                            action=type(action).__name__,
+                            action=ActionName.of(action),
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
