@@ -221,7 +221,7 @@ def _open(herdr: Client, meant: plugin.InFlight) -> None:
     if agent is None:
         raise UsageError.one(
             "place",
-            f"{meant.name} has no live agent (stage {meant.view.stage}, {meant.view.phase})",
+            f"{meant.name} has no live agent (stage {meant.view.stage}, {meant.view.phase.value})",
             f"see flume status {meant.name}",
             exit_status=1,
         )

@@ -22,7 +22,7 @@ from flume.cli.usage import Command
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from flume.shell.agents.inspect import Inspection
+    from flume.api import Inspection
 
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
@@ -109,10 +109,10 @@ def transcript(
     The lines flume takes as typed by a person, and the state it reads at the end of the file.
     A file none of whose lines is a transcript's is bad input (exit status 2).
     """
-    from flume.shell.agents.inspect import inspect
+    from flume import api
 
     try:
-        found = inspect(file)
+        found = api.inspect(file)
     except UsageError as error:
         _fail(error)
     if as_json:

@@ -180,6 +180,32 @@ class TellSending:
     sent_at: Instant
 
 
+@attrs.frozen(kw_only=True)
+class TidyNotWanted:
+    """No tidy is wanted: the place is in flight, or the last tidy ended (done, kept, failed)."""
+
+
+@attrs.frozen(kw_only=True)
+class TidyWanted:
+    """Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives."""
+
+    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class TidyGathering:
+    """Tidy asked the shell for the facts it decides on and has not decided yet (R10)."""
+
+    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
+    force: bool = False
+
+
+#: Where tidy stands for a place. Facts are gathered only for a tidy wanted, and the caller's
+#: force lasts only as long as the tidy it was given for: neither can be held without a want.
+Tidy = TidyNotWanted | TidyWanted | TidyGathering
+
+
 class Submission(enum.Enum):
     """Where the work's submission to the lander stands (R11)."""
 
@@ -240,12 +266,8 @@ class Place:
     land_blocked: int = 0
     #: Transcript lines that could not be read, skipped and counted.
     unreadable: int = 0
-    #: Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives.
-    tidy_wanted: bool = False
-    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
-    tidy_force: bool = False
-    #: Tidy asked the shell for facts and has not decided yet.
-    tidying: bool = False
+    #: Where tidy stands: not wanted, wanted, or gathering the facts it decides on.
+    tidy: Tidy = TidyNotWanted()
     #: The place's worktree is gone: removed by tidy, or lost from under a place in flight.
     worktree_gone: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
@@ -284,9 +306,7 @@ class PlaceChanges(TypedDict, total=False):
     land_retry_at: Instant | None
     land_blocked: int
     unreadable: int
-    tidy_wanted: bool
-    tidy_force: bool
-    tidying: bool
+    tidy: Tidy
     worktree_gone: bool
     branch_gone: bool
 
@@ -302,6 +322,13 @@ def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:
     fields.update(place.__dict__)
     fields.update(changes)
     return copy
+
+
+def want_tidy(tidy: Tidy) -> Tidy:
+    """Tidy wanted: a tidy already wanted or gathering goes on as it was, with its force."""
+    if isinstance(tidy, TidyNotWanted):
+        return TidyWanted()
+    return tidy
 
 
 def current_step(place: Place) -> Step:
@@ -364,7 +391,7 @@ def _is_new_head(place: Place, head: Sha | None) -> bool:
     return head is not None and head == place.head and head != place.stage.start_head
 
 
-def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
+def is_quiet(place: Place) -> bool:
     """The agent is quiet (R7).
 
     No agent is live; or it has waited for ``quiet_seconds`` and its pane has been still as
@@ -377,8 +404,8 @@ def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
         return True
     return (
         agent.activity in {Activity.WAITING, Activity.STOPPED}
-        and now - agent.activity_since >= settings.quiet_seconds
-        and now - agent.last_output_at >= settings.quiet_seconds
+        and place.now - agent.activity_since >= place.settings.quiet_seconds
+        and place.now - agent.last_output_at >= place.settings.quiet_seconds
     )
 
 

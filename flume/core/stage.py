@@ -29,6 +29,7 @@ import attrs
 from flume.core import delivery, tell, tidy
 from flume.core.actions import (
     Action,
+    ActionName,
     EndAgent,
     Event,
     Land,
@@ -40,7 +41,7 @@ from flume.core.actions import (
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Landing, Step, first_stage, next_stage
-from flume.core.launch import Panes, check_launch, place_branch, place_name, place_path
+from flume.core.launch import Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -75,12 +76,14 @@ from flume.core.place import (
     StageRun,
     Starting,
     Submission,
+    TidyNotWanted,
     Working,
     current_step,
     evolve,
     has_deliverable,
     is_live,
     is_quiet,
+    want_tidy,
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
@@ -92,7 +95,7 @@ _RUNNING = (AwaitingInput, Delivering, Working)
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def _new_stage(
@@ -178,7 +181,7 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     if place.life in {Life.DROPPED, Life.TIDIED}:
         # Made for work already dropped (a make in flight, or seen after a restart): tidy
         # looks again, even at a place it had found nothing of, so the worktree is not left.
-        return evolve(place, life=Life.DROPPED, tidy_wanted=True), (report,)
+        return evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy)), (report,)
     if place.setup or place.copy:
         return place, (report, run_setup(place))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
@@ -241,7 +244,7 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
         return place, ()
     place = evolve(place, agent=with_activity(agent, seen.activity, seen.at))
     if seen.activity is Activity.WAITING:
-        return delivery.on_agent_ready(place, seen.session, place.now)
+        return delivery.on_agent_ready(place, seen.session)
     return place, ()
 
 
@@ -453,7 +456,7 @@ def on_stop(place: Place) -> Outcome:
     return place, (*actions, *short)
 
 
-def on_retry(place: Place, words: str, now: Instant) -> Outcome:
+def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
     if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
         what = (
@@ -478,7 +481,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
     stage = _new_stage(
-        place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
+        place, current_step(place), place.now, attempt=place.stage.attempt + 1, words=words
     )
     stage = attrs.evolve(stage, phase=Queued())
     place = evolve(place, stage=stage)
@@ -505,7 +508,7 @@ def on_drop(place: Place) -> Outcome:
     place, ended = _end_agent(place, "the work was dropped")
     place, dropped = tell.drop_all(place, "the work was dropped")
     # Tidy at once, made or not: with nothing made, it finds nothing to remove and is done.
-    place = evolve(place, life=Life.DROPPED, tidy_wanted=True)
+    place = evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy))
     actions: tuple[Action, ...] = (
         *ended,
         *dropped,
@@ -514,7 +517,7 @@ def on_drop(place: Place) -> Outcome:
     return place, actions
 
 
-def on_proceed(place: Place, now: Instant) -> Outcome:
+def on_proceed(place: Place) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
     if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
         place.stage.phase,
@@ -525,7 +528,7 @@ def on_proceed(place: Place, now: Instant) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
             "proceed releases a stage that waits on the caller (see flume status)",
         )
-    stage = attrs.evolve(place.stage, started_at=now, start_head=place.head, phase=Queued())
+    stage = attrs.evolve(place.stage, started_at=place.now, start_head=place.head, phase=Queued())
     report = Report(
         event=Event.PROCEEDED,
         text=f"the caller's word released stage {stage.name}",
@@ -652,27 +655,31 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     """An action failed: the core decides what it means, as for anything else seen."""
     report = Report(
         event=Event.FAILED,
-        text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),
+        text=f"{seen.action.value} failed (status {seen.status}): {seen.output}".rstrip(),
         stage=place.stage.name,
     )
     pending = {
-        "MakeWorktree": not place.made,
-        "RunSetup": place.made and not place.ready,
-        "StartAgent": isinstance(place.stage.phase, Starting),
+        ActionName.MAKE_WORKTREE: not place.made,
+        ActionName.RUN_SETUP: place.made and not place.ready,
+        ActionName.START_AGENT: isinstance(place.stage.phase, Starting),
     }
     gone = place.worktree_gone or place.branch_gone
     if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE} and not gone:
         place = evolve(place, life=Life.ACTIVE)
-        words = f"{seen.action} failed: {seen.output}".rstrip()
+        words = f"{seen.action.value} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *short)
-    if seen.action == "Land" and place.submission is Submission.SUBMITTED:
+    if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
-    if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
+    if seen.action in {
+        ActionName.REMOVE_WORKTREE,
+        ActionName.DELETE_BRANCH,
+        ActionName.GATHER_TIDY_FACTS,
+    }:
         # Tidy stops here, whatever it was about to look at next: a failure that would come
         # again must not make it loop. ``flume tidy`` asks again.
-        return evolve(place, tidying=False, tidy_wanted=False, tidy_force=False), (report,)
+        return evolve(place, tidy=TidyNotWanted()), (report,)
     return place, (report,)
 
 
@@ -731,10 +738,11 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
 
     "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
     """
+    del settings  # the place holds its own: is_quiet reads them there
     if (
         place.life is not Life.ACTIVE
         or not isinstance(place.stage.phase, Delivered)
-        or not is_quiet(settings, place, now)
+        or not is_quiet(place)
     ):
         return place, ()
     ended_name = place.stage.name
@@ -747,7 +755,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
         if place.landed_at is None:
             return place, (*actions, ended, finished)
-        return evolve(place, tidy_wanted=True), (*actions, ended, finished)
+        return evolve(place, tidy=want_tidy(place.tidy)), (*actions, ended, finished)
     stage = _new_stage(place, following, now)
     place = evolve(place, stage=stage)
     if isinstance(stage.phase, AwaitingWord):

@@ -26,7 +26,6 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant
-from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -64,7 +63,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, Short, Starting, Submission, evolve
+from flume.core.place import Life, Place, Short, Starting, Submission, TidyGathering, evolve
 from flume.core.settings import Settings
 
 Outcome = tuple[Place, tuple[Action, ...]]
@@ -92,7 +91,7 @@ def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
 
 def _launched_again(place: Place, seen: Launched) -> Outcome:
     del seen
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     raise refused(
         "name",
         f"{name} is already launched in {place.launch.repository}",
@@ -110,11 +109,11 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case StopAsked():
             return stage.on_stop(place)
         case RetryAsked(words=words):
-            return stage.on_retry(place, words, place.now)
+            return stage.on_retry(place, words)
         case DropAsked():
             return stage.on_drop(place)
         case ProceedAsked():
-            return stage.on_proceed(place, place.now)
+            return stage.on_proceed(place)
         case SubmitAsked(session=session):
             return stage.on_submit(place, session)
         case NeedsSaid(words=words, session=session):
@@ -232,13 +231,13 @@ def pending(place: Place) -> tuple[Action, ...]:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
-    if place.tidying:
+    if isinstance(place.tidy, TidyGathering):
         found.append(
             GatherTidyFacts(
                 path=place.path,
                 branch=place.branch,
                 base=place.launch.base,
-                force=place.tidy_force,
+                force=place.tidy.force,
             ),
         )
     return tuple(found)

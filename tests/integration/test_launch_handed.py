@@ -26,6 +26,7 @@ import pytest
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
 from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
@@ -222,7 +223,14 @@ def test_concurrent_launches_handed_over_and_not_have_one_winner(supervised: Pat
     def own() -> None:
         try:
             shell_launch.launch_asked(
-                repository=repo, kind="fix", name="race", brief=BRIEF, agent="test", panes="print"
+                LaunchAsked(
+                    repository=repo,
+                    kind="fix",
+                    name="race",
+                    brief=BRIEF,
+                    agent="test",
+                    panes="print",
+                )
             )
         except UsageError as error:
             refused.append(str(error))
@@ -389,9 +397,11 @@ def test_the_supervisor_starts_making_a_place_it_launched_at_once(host: Path) ->
     """No tick is waited for: the launch it journals is followed and its worktree made."""
     repo = repository(host / "repo")
     supervisor = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
-    words = {"repository": repo, "name": "now", "brief": BRIEF, "kind": "fix"}
+    asked = LaunchAsked(
+        repository=repo, name="now", brief=BRIEF, kind="fix", agent="test", panes="print"
+    )
     try:
-        outcome = supervisor.launch({**words, "agent": "test", "panes": "print"}, os.environ)
+        outcome = supervisor.launch(asked, os.environ)
         supervisor.wait_for_actions(timeout=60)
     finally:
         supervisor.close()
