@@ -37,9 +37,8 @@ from tests.integration.test_cli_imports import HEAVY, loaded
 
 BRIEF = "Mend the greeting."
 PRINTED = ("--agent", "test", "--panes", "print")
-#: What the command must not load to hand a launch over: the rules, git, the journal's codec,
-#: attrs (the records'; a problem it reports is a named tuple).
-NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.tools.git", "attr")
+#: What the command must not load to hand a launch over: the rules, git, the journal's codec.
+NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.tools.git")
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> None:
@@ -253,7 +252,7 @@ def test_concurrent_launches_handed_over_and_not_have_one_winner(supervised: Pat
 
 
 def test_a_launch_handed_over_loads_no_rules_git_or_codec(supervised: Path) -> None:
-    """With a supervisor running, ``flume launch`` loads no plumbum, attrs, rules or journal.
+    """With a supervisor running, ``flume launch`` loads no plumbum, cattrs, rules or journal.
 
     Its place is made all the same, and a bad launch is said all the same. With none running,
     the command launches itself and loads them: the check can fail.
