@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from flume.core.place import Place
     from flume.core.status import PlaceStatus
     from flume.core.step import Decision, TraceRow
-    from flume.shell.agents.inspect import Inspection
+    from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
     from flume.shell.commands.tidying import Outcome as TidyOutcome
     from flume.shell.commands.verbs import Prompt
@@ -104,7 +104,7 @@ __all__ = [
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
-    "Inspection": ("flume.shell.agents.inspect", "Inspection"),
+    "Inspection": ("flume.shell.agents.inspection", "Inspection"),
     "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
@@ -933,6 +933,6 @@ def inspect(file: str | Path) -> Inspection:
     The messages it takes as typed by a person, and the agent's state at the end of the file.
     A file none of whose lines is a transcript's raises :class:`UsageError` (exit status 2).
     """
-    from flume.shell.agents.inspect import inspect as inspected
+    from flume.shell.agents.inspection import inspect as inspected
 
     return inspected(Path(file))

@@ -17,7 +17,7 @@ LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
     "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
-    "Inspection": ("flume.shell.agents.inspect", "Inspection"),
+    "Inspection": ("flume.shell.agents.inspection", "Inspection"),
     "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),

@@ -228,7 +228,7 @@ def _open(herdr: Client, meant: plugin.InFlight) -> None:
     if meant.place.launch.agent.panes is Panes.HERDR:
         herdr.call("pane.focus", {"pane_id": agent.pane})
         return
-    command = [sys.executable, "-m", "flume", "attach", meant.name]
+    command = [sys.executable, "-P", "-m", "flume", "attach", meant.name]
     command += ["--repository", str(meant.repository)]
     node = {"type": "pane", "label": meant.name, "cwd": meant.place.path, "command": command}
     herdr.call("layout.apply", {"tab_label": meant.name, "focus": True, "root": node})

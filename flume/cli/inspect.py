@@ -3,7 +3,7 @@
 ``flume inspect transcript FILE`` lists the lines of a Claude Code transcript or a Codex rollout
 that flume takes as messages typed by the user, and the agent's state it reads at the end. Keys
 typed into a pane prove nothing; the transcript does (R5), so this is how to see why a prompt did
-or did not count as delivered. The judgement is :func:`flume.shell.agents.inspect.inspect`'s;
+or did not count as delivered. The judgement is :func:`flume.shell.agents.inspection.inspect`'s;
 this
 module only renders it.
 """

@@ -21,7 +21,7 @@ From the top down:
 ``agents/``
     Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
     (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
-    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspect.py``.
+    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;

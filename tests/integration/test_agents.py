@@ -464,7 +464,7 @@ def test_the_print_backend_writes_the_command_and_follows_its_transcript(
     shown = flume_process("attach", "fix--printed", "--repository", str(repo))
     assert shown.returncode == 0, shown.stderr
     command = shlex.split(shown.stdout.strip())
-    assert command[1:3] == ["-m", "flume.shell.panes.printed"]
+    assert command[1:4] == ["-P", "-m", "flume.shell.panes.printed"]
     told = flume_process("tell", "fix--printed", "--repository", str(repo), "Hurry.")
     assert told.returncode == 1
     assert "--panes print" in told.stderr

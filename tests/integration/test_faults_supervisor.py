@@ -234,3 +234,23 @@ def test_an_agent_told_the_supervisor_does_not_answer_hears_its_request_was_jour
     assert said.startswith("flume journaled this, but no supervisor answered")
     assert "nothing was done" not in said
     assert f"the supervisor (pid {os.getpid()}) runs but has not answered for 5 s" in said
+
+
+# --- a folder named flume where the supervisor is started ------------------------------------
+
+
+@pytest.mark.usefixtures("host")
+def test_a_flume_folder_where_the_supervisor_is_started_is_not_what_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command run in a checkout holding a ``flume`` package starts the installed supervisor.
+
+    ``python -m flume`` puts the current folder first on the import path: run inside flume's own
+    checkout (or any project with a ``flume`` folder), it would run that folder's code instead.
+    """
+    decoy = tmp_path / "checkout"
+    (decoy / "flume").mkdir(parents=True)
+    (decoy / "flume" / "__init__.py").write_text("raise SystemExit('the folder was imported')\n")
+    (decoy / "flume" / "__main__.py").write_text("raise SystemExit('the folder was run')\n")
+    monkeypatch.chdir(decoy)
+    assert _daemon() > 0

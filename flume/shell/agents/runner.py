@@ -163,7 +163,7 @@ def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
             if settings.model:
                 argv += ["-m", settings.model]
         case AgentName.TEST:
-            argv += ["-m", "flume.testing.agent", "--session-id", session]
+            argv += ["-P", "-m", "flume.testing.agent", "--session-id", session]
             argv += ["--home", str(test_agent_home())]
     argv += list(settings.flags)
     return argv
