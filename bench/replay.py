@@ -24,8 +24,8 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    Author,
     BranchHead,
-    Content,
     Launched,
     Observation,
     PaneOutput,
@@ -64,8 +64,7 @@ def journal(size: int) -> list[Observation]:
         TranscriptEntry(
             at=Instant(4),
             session=SESSION,
-            line_type="user",
-            content=Content.STRING,
+            author=Author.PERSON,
             text="You are working on a fix ... [flume:fix--bench:code:1]",
         ),
     ]
@@ -81,9 +80,7 @@ def journal(size: int) -> list[Observation]:
                     TranscriptEntry(
                         at=at,
                         session=SESSION,
-                        line_type="assistant",
-                        content=Content.TOOL_USE,
-                        tool_name="Bash",
+                        author=Author.AGENT,
                     ),
                 )
             case 4 | 5 | 6:
@@ -91,8 +88,7 @@ def journal(size: int) -> list[Observation]:
                     TranscriptEntry(
                         at=at,
                         session=SESSION,
-                        line_type="user",
-                        content=Content.TOOL_RESULT,
+                        author=Author.TOOL,
                         text="ok",
                     ),
                 )

@@ -21,6 +21,7 @@ from flume.core.observations import Activity, TranscriptEntry
 from flume.core.place import Short, ShortCause
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
+from flume.shell.store.transcript_words import words_of
 from flume.testing.codex import CODEX_VERSION, codex_binary, codex_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import (
@@ -112,7 +113,9 @@ def journaled_prompts(journal_path: Path, holding: str) -> list[TranscriptEntry]
     return [
         seen
         for seen in observations(journal_path)
-        if isinstance(seen, TranscriptEntry) and seen.line_type == "user" and holding in seen.text
+        if isinstance(seen, TranscriptEntry)
+        and words_of(seen).line_type == "user"
+        and holding in seen.text
     ]
 
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import AgentReady, Launched, Observation, Tick, Told, TranscriptEntry
+from flume.core.observations import (
+    AgentReady,
+    Author,
+    Launched,
+    Observation,
+    Tick,
+    Told,
+    TranscriptEntry,
+)
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell.store.codec import encode
@@ -128,7 +136,7 @@ def test_unicode_and_long_text_survive(tmp_path: Path) -> None:
     entry = TranscriptEntry(
         at=Instant(1),
         session=SessionId("s"),
-        line_type="user",
+        author=Author.PERSON,
         text="héllo 🌊 — line\nbreak; " * 5000,
     )
     append(path, entry)

@@ -16,7 +16,7 @@ from flume.core.observations import (
     AgentExited,
     AgentReady,
     AgentStateSeen,
-    Content,
+    Author,
     LandingBlocked,
     PaneOutput,
     SubmitAsked,
@@ -27,18 +27,13 @@ from flume.core.place import current_step
 from flume.core.settings import Settings
 from tests.model.world import FakeAgent, FakeWorld, fix_world
 
-#: Transcript lines that hold a sent prompt's text but are not typed by the user.
+#: Transcript lines that hold a sent prompt's text but were not typed by a person: a tool's
+#: result, the agent's words, its program's (Claude Code's meta, compact summary, sidechain,
+#: harness and injected lines, its bookkeeping: tests/integration/test_transcript_words.py).
 DECOYS: dict[str, dict[str, object]] = {
-    "tool_result": {"line_type": "user", "content": Content.TOOL_RESULT},
-    "meta": {"line_type": "user", "content": Content.TEXT, "is_meta": True},
-    "compact_summary": {"line_type": "user", "content": Content.STRING, "is_compact_summary": True},
-    "sidechain": {"line_type": "user", "content": Content.STRING, "is_sidechain": True},
-    "harness": {"line_type": "user", "content": Content.TEXT, "row_source": "harness"},
-    "progress": {"line_type": "progress", "content": Content.NONE},
-    "assistant": {"line_type": "assistant", "content": Content.TEXT},
-    "attachment": {"line_type": "attachment", "content": Content.NONE},
-    "queue": {"line_type": "queue-operation", "content": Content.NONE},
-    "task_notification": {"line_type": "user", "content": Content.STRING, "wrap": True},
+    "tool_result": {"author": Author.TOOL},
+    "agent": {"author": Author.AGENT},
+    "system": {"author": Author.SYSTEM},
 }
 
 
@@ -107,8 +102,7 @@ class PlaceMachine(RuleBasedStateMachine):
             TranscriptEntry(
                 at=self.world.instant(),
                 session=agent.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=f'\n\n<pasted_content id="p1">\n{sent.text}\n</pasted_content id="p1">\n',
             ),
         )
@@ -119,10 +113,8 @@ class PlaceMachine(RuleBasedStateMachine):
         """A transcript line quotes a sent text without being typed by the user."""
         agent = self.agent()
         assert agent is not None
-        fields = dict(DECOYS[decoy])
+        fields = DECOYS[decoy]
         text = agent.sends[-1].text
-        if fields.pop("wrap", False):
-            text = f"<task-notification>\n{text}\n</task-notification>"
         self.world.feed(
             TranscriptEntry(
                 at=self.world.instant(),

@@ -44,11 +44,11 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    Author,
     BranchDeleted,
     BranchFacts,
     BranchHead,
     BranchVanished,
-    Content,
     Landed,
     Launched,
     Observation,
@@ -539,8 +539,7 @@ class FakeWorld:
             TranscriptEntry(
                 at=self.instant(),
                 session=agent.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=text,
             ),
         )

@@ -70,12 +70,11 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
+from flume.shell.store.transcript_words import in_conversation
 
 _log = logging.getLogger("flume.watch")
 #: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
 _TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
-#: The transcript lines that are the conversation: the rest is bookkeeping.
-_CONVERSATION = frozenset({"user", "assistant", "system"})
 #: How many lines of a dead agent's screen are kept as its last words.
 _LAST_LINES = 15
 #: Ticks a dead pane no place's agent holds is kept before it is closed.
@@ -350,7 +349,7 @@ class Watch:
         tail = read(Path(state.rollout), state.transcript, session=session, at=now)
         # Only the conversation is journaled: Claude Code's bookkeeping lines (api requests,
         # snapshots, attachments) can be large and say nothing the rules read.
-        yield from (entry for entry in tail.entries if entry.line_type in _CONVERSATION)
+        yield from (entry for entry in tail.entries if in_conversation(entry))
         if tail.unreadable:
             yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
         state.transcript = tail.offset
