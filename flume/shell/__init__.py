@@ -34,7 +34,8 @@ From the top down:
     What flume keeps: the one converter and the journal's line codec (``codec.py``), journal
     files (``journal.py``), the one journal follower the supervisor and the events stream share
     (``follower.py``), the places' events read back (``events.py``), places found and read back
-    (``places.py``). May import tools, host and below.
+    (``places.py``), a transcript line's journal words read into the core's neutral facts
+    (``transcript_words.py``). May import tools, host and below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
     (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder
