@@ -62,21 +62,12 @@ from flume.core.place import (
 from flume.core.status import phase_word, status
 from flume.core.step import step
 from flume.core.tidy import plan
+from tests.model.machine import PHASE_WORDS
 from tests.model.test_rules import SESSION, S, launch, started, typed, working
 
 NEW = SessionId("s2")
 
-#: Each phase and the one word status gives it (PlaceStatus.phase's own list).
-WORDS: dict[type, str] = {
-    AwaitingWord: "waits-word",
-    Queued: "queued",
-    Starting: "starting",
-    AwaitingInput: "delivering",
-    Delivering: "delivering",
-    Working: "working",
-    Delivered: "delivered",
-    Short: "short",
-}
+WORDS = PHASE_WORDS
 
 PHASES: list[StagePhase] = [
     AwaitingWord(),
