@@ -220,7 +220,7 @@ class PlaceMachine(RuleBasedStateMachine):
         """The stages run to one that names a report; an old copy of it appears; all goes quiet.
 
         The agent takes its prompt and waits long enough to be quiet, having written nothing:
-        the report older than the stage must not end it (STAGE-DELIVERABLE-SINCE-START).
+        the report older than the stage must not end it (StageMachine checks what ended).
         """
         for _stage in STAGES_AT_MOST:
             place = self.world.place
@@ -277,7 +277,7 @@ class PlaceMachine(RuleBasedStateMachine):
 
     @invariant()
     def phase_has_its_word(self) -> None:
-        """R11: status names an active place's phase by its word; one no longer active, its life."""
+        """Status names an active place's phase by its word; one no longer active, its life."""
         place = self.world.place
         assert place is not None
         said = status(place).phase

@@ -103,7 +103,7 @@ class StopShortMachine(PlaceMachine):
     @precondition(lambda self: self.has_agent())
     @rule(needs=WORDS, words=st.one_of(st.just(""), WORDS))
     def agent_needs_then_caller_retries(self, needs: str, words: str) -> None:
-        """The agent stops short, still live, and the caller retries at once (RETRY-FRESH-AGENT)."""
+        """The agent stops short, still live, and the caller retries at once."""
         self.agent_needs(needs)
         self.caller_retries(words)
 
@@ -137,7 +137,7 @@ class StopShortMachine(PlaceMachine):
             before.stage.attempt + 1,
         )
         if before.agent is not None and not before.agent.ending:
-            # RETRY-FRESH-AGENT: the agent still live is ended, never sent the retried prompt.
+            # The agent still live is ended, never sent the retried prompt.
             ended = [a for a in self.world.actions[decided:] if isinstance(a, EndAgent)]
             assert [a.session for a in ended] == [before.agent.session]
         self.retried = (after.stage.name, after.stage.attempt, words, sessions)
@@ -266,8 +266,21 @@ class StopShortMachine(PlaceMachine):
 
     @invariant()
     def tells_move_no_stage(self) -> None:
-        """TELL-NEVER-MOVES-STAGE: an accepted tell never starts, ends or moves a stage."""
+        """TELL-NEVER-MOVES-STAGE: an accepted tell never starts, ends or moves a stage.
+
+        Checked on the step that tells and on every step that sends a tell: a held tell goes
+        out on a later step (the agent waits, time passes), and that step leaves the stage's
+        attempt where it was or later, never back (a delivered or short stage stays so).
+        """
         for before, seen, decision in self.world.steps:
+            if before is not None and any(isinstance(a, SendTell) for a in decision.actions):
+                after = decision.place
+                assert after.completed == before.completed
+                same = (after.stage.name, after.stage.attempt)
+                if same == (before.stage.name, before.stage.attempt):
+                    assert RANK[type(after.stage.phase)] >= RANK[type(before.stage.phase)]
+                    if isinstance(before.stage.phase, Delivered | Short):
+                        assert type(after.stage.phase) in {type(before.stage.phase), Short}
             if not isinstance(seen, Told):
                 continue
             assert before is not None
@@ -277,23 +290,6 @@ class StopShortMachine(PlaceMachine):
             assert not any(
                 isinstance(a, StartAgent | SendPrompt | EndAgent) for a in decision.actions
             )
-
-    @invariant()
-    def tells_sent_move_no_stage_back(self) -> None:
-        """TELL-NEVER-MOVES-STAGE, on every step that sends a tell, not only the one that told.
-
-        A held tell goes out on a later step (the agent waits, time passes): that step leaves the
-        stage's attempt where it was or later, never back (a delivered or short stage stays so).
-        """
-        for before, _seen, decision in self.world.steps:
-            if before is None or not any(isinstance(a, SendTell) for a in decision.actions):
-                continue
-            after = decision.place
-            assert after.completed == before.completed
-            if (after.stage.name, after.stage.attempt) == (before.stage.name, before.stage.attempt):
-                assert RANK[type(after.stage.phase)] >= RANK[type(before.stage.phase)]
-                if isinstance(before.stage.phase, Delivered | Short):
-                    assert type(after.stage.phase) in {type(before.stage.phase), Short}
 
     @invariant()
     def tell_delivered_only_when_typed(self) -> None:

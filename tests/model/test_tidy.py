@@ -142,8 +142,8 @@ class TidyMachine(RuleBasedStateMachine):
     def untracked_then_dropped(self, world: FakeWorld, by_hand: bool) -> None:
         """Untracked files alone, or a person's worktree, stand in the place; then it is dropped.
 
-        The edges of TIDY-DIRTY-NEEDS-FORCE and TIDY-ONLY-OURS that chance rarely joins with a
-        drop, which tidies at once.
+        Edges of the force and only-ours rules that chance rarely joins with a drop, which
+        tidies at once.
         """
         if by_hand:
             self.swap_worktree_by_hand(world, dirty=False, untracked=False)
