@@ -11,6 +11,7 @@ seeing the test fail (docs/mutation.md).
 from __future__ import annotations
 
 import typing
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -25,8 +26,10 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
-from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BranchName, Instant, KindName, Marker, SessionId, Sha, StageName
 from flume.core.kinds import BUILTIN_KINDS
+from flume.core.launch import Panes
 from flume.core.observations import (
     Activity,
     AgentExited,
@@ -40,6 +43,7 @@ from flume.core.observations import (
     ReportSeen,
     RetryAsked,
     Tick,
+    TidyAsked,
     Told,
     WorktreeFacts,
     WorktreeMade,
@@ -306,3 +310,92 @@ def test_a_report_written_before_the_stage_started_is_not_its_deliverable() -> N
     assert still.place.life is Life.ACTIVE
     new = ReportSeen(at=Instant(501), path="conclusion.md", modified_at=Instant(started_at))
     assert isinstance(step(S, still.place, new).place.stage.phase, Delivered)
+
+
+# --- Exact words and fields: what mutation testing found no test held ---------------------------
+
+
+def _printed(place: Place) -> Place:
+    printed = attrs.evolve(place.launch.agent, panes=Panes.PRINT)
+    return evolve(place, launch=attrs.evolve(place.launch, agent=printed))
+
+
+def _ending(place: Place) -> Place:
+    assert place.agent is not None
+    return evolve(place, agent=attrs.evolve(place.agent, ending=True))
+
+
+NO_AGENT = Problem(
+    field="tell",
+    what="no agent is live in fix--typo, so nothing was typed",
+    mend="retry its stage to start a fresh agent, then tell it",
+)
+
+
+@pytest.mark.parametrize(
+    ("make", "text", "problem"),
+    [
+        (
+            working,
+            " ",
+            Problem(field="text", what="the tell is empty", mend="say what the agent should hear"),
+        ),
+        (lambda: _ending(working()), "x", NO_AGENT),
+        (lambda: evolve(working(), life=Life.FINISHED), "x", NO_AGENT),
+        (lambda: evolve(working(), agent=None), "x", NO_AGENT),
+        (
+            lambda: _printed(working()),
+            "x",
+            Problem(
+                field="tell",
+                what="the agent of fix--typo runs in a terminal of your own (--panes print), "
+                "where flume cannot type, so nothing was typed",
+                mend="type your words into that terminal yourself",
+            ),
+        ),
+        (
+            lambda: step(S, working(), says(Activity.ASKING, 5)).place,
+            "x",
+            Problem(
+                field="tell",
+                what="the agent of fix--typo is asking a person a question, so nothing was typed",
+                mend="answer it in its pane (flume attach fix--typo), then tell it again",
+            ),
+        ),
+    ],
+    ids=["empty", "ending", "finished", "no-agent", "printed", "asking"],
+)
+def test_every_tell_refusal_names_its_field_and_way_out(
+    make: Callable[[], Place], text: str, problem: Problem
+) -> None:
+    """TELL-REFUSED: each refusal names the field, what is wrong and the way out, word for word."""
+    with pytest.raises(UsageError) as caught:
+        step(S, make(), Told(at=Instant(9), text=text))
+    assert caught.value.problems == (problem,)
+    assert caught.value.exit_status == 1
+
+
+def test_a_tell_is_sent_to_the_live_session_with_its_own_marker() -> None:
+    """The tell goes to the agent's session, its marker naming the place and the tell's number."""
+    place = step(S, working(), says(Activity.WORKING, 5)).place
+    place = step(S, place, Told(at=Instant(6), text="one")).place
+    place = step(S, place, Told(at=Instant(6), text="two")).place
+    first = step(S, place, says(Activity.WAITING, 7))
+    marker = Marker("flume:fix--typo:tell:1")
+    assert sent_tells(first.actions) == [
+        SendTell(session=SESSION, number=1, send=1, marker=marker, text=f"one\n\n[{marker}]")
+    ]
+    typed_one = step(S, first.place, typed(f"one\n\n[{marker}]", at=8))
+    second = step(S, typed_one.place, says(Activity.WAITING, 9))
+    marker = Marker("flume:fix--typo:tell:2")
+    assert sent_tells(second.actions) == [
+        SendTell(session=SESSION, number=2, send=1, marker=marker, text=f"two\n\n[{marker}]")
+    ]
+
+
+def test_tidy_asked_in_flight_keeps_the_place_naming_its_stage() -> None:
+    """Tidy asked of a place in flight keeps it, naming its path and stage and the way out."""
+    decided = step(S, working(), TidyAsked(at=Instant(9), force=False))
+    assert decided.actions == (
+        KeepPlace(path=WORKTREE, reason="in flight (stage code): drop it to tidy it"),
+    )
