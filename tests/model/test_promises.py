@@ -19,9 +19,11 @@ import pytest
 from flume.core.actions import (
     DeleteBranch,
     EndAgent,
+    Event,
     KeepBranch,
     KeepPlace,
     RemoveWorktree,
+    Report,
     SendPrompt,
     SendTell,
     StartAgent,
@@ -205,17 +207,28 @@ BRANCH = BranchName("fix/typo")
 
 
 def tidy_plan(
-    *, life: Life = Life.FINISHED, kind: str = "fix", force: bool = False, **facts: object
+    *,
+    life: Life = Life.FINISHED,
+    kind: str = "fix",
+    force: bool = False,
+    made: bool = True,
+    **facts: object,
 ) -> tuple[object, ...]:
     """Tidy's plan for a place flume made, on a clean worktree of its own and ``facts``."""
-    worktree = {"exists": True, "made_by_flume": True, "dirty": False, "untracked": False}
+    worktree = {
+        "exists": True,
+        "made_by_flume": True,
+        "dirty": False,
+        "untracked": False,
+        "plain": False,
+    }
     branch = {"exists": True, "base_lacks": 0}
     for key, value in facts.items():
         (worktree if key in worktree else branch)[key] = value
     return plan(
         kind=KindName(kind),
         life=life,
-        made=True,
+        made=made,
         worktree=WorktreeFacts(path=WORKTREE, **worktree),  # type: ignore[arg-type]
         branch=BranchFacts(
             name=BRANCH,
@@ -399,3 +412,51 @@ def test_tidy_asked_in_flight_keeps_the_place_naming_its_stage() -> None:
     assert decided.actions == (
         KeepPlace(path=WORKTREE, reason="in flight (stage code): drop it to tidy it"),
     )
+
+
+@pytest.mark.parametrize(
+    ("facts", "kept"),
+    [
+        (
+            {"made": False, "exists": False, "made_by_flume": False},
+            (KeepBranch(branch=BRANCH, reason="flume did not make its place: kept"),),
+        ),
+        (
+            {"plain": True},
+            (
+                KeepPlace(
+                    path=WORKTREE,
+                    reason="flume's worktree here is gone and a plain folder stands in its "
+                    "place: flume never removes it; look inside, remove it by hand, then run "
+                    "flume tidy again",
+                ),
+                KeepBranch(branch=BRANCH, reason="its place's folder is kept: kept"),
+            ),
+        ),
+        (
+            {"life": Life.ACTIVE},
+            (
+                KeepPlace(path=WORKTREE, reason="in flight (active): drop it to tidy it"),
+                KeepBranch(branch=BRANCH, reason="its place is in flight: kept"),
+            ),
+        ),
+    ],
+    ids=["never-made", "plain-folder", "in-flight"],
+)
+def test_tidy_names_every_thing_it_keeps_with_its_reason(
+    facts: dict[str, object], kept: tuple[object, ...]
+) -> None:
+    """R10: each place and branch tidy keeps is named with its reason, word for word."""
+    assert tidy_plan(**facts) == kept  # type: ignore[arg-type]
+
+
+def test_a_held_tell_is_reported_held_for_its_stage() -> None:
+    """A tell held is reported with its number, for the stage it was told in."""
+    place = step(S, working(), says(Activity.WORKING, 5)).place
+    held = step(S, place, Told(at=Instant(6), text="one"))
+    assert held.actions == (
+        Report(event=Event.TELL_HELD, text="tell 1 is held until the agent waits", stage="code"),
+    )
+    again = step(S, held.place, Told(at=Instant(7), text="two"))
+    assert [t.number for t in again.place.held] == [1, 2]
+    assert again.place.tells_given == 2
