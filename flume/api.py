@@ -43,10 +43,11 @@ from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import Decision
 from flume.shell.commands import verbs as commands
-from flume.shell.commands.events import Cursor, Follower, PlaceEvent
 from flume.shell.perform import launch as shell_launch
 from flume.shell.store import places
-from flume.shell.store.journal import codec, fault_words
+from flume.shell.store.codec import codec
+from flume.shell.store.events import Cursor, EventStream, PlaceEvent
+from flume.shell.store.journal import fault_words
 from flume.shell.supervisor import client
 
 __all__ = [
@@ -395,7 +396,7 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     where = places.repository_of(Path(repository)) if repository is not None else None
     cursor = Cursor.parse(after) if after is not None else None
     seconds("poll", poll)
-    follower = Follower(
+    follower = EventStream(
         Settings(), repository=where, place=place, mark=mark, after=cursor, on_problem=on_problem
     )
     first = follower.poll()
@@ -405,7 +406,7 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
 
 
 def _stream(
-    follower: Follower,
+    follower: EventStream,
     first: list[PlaceEvent],
     *,
     follow: bool,

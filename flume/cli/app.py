@@ -925,15 +925,15 @@ def watch(
     from flume import api
     from flume.cli import board
     from flume.core.settings import Settings
-    from flume.shell.commands.events import Follower
     from flume.shell.store import places
+    from flume.shell.store.events import EventStream
 
     try:
         where = places.repository_of(repository) if repository is not None else None
         api.seconds("interval", interval)
     except UsageError as error:
         _fail(error)
-    follower = Follower(Settings(), repository=where, mark=mark)
+    follower = EventStream(Settings(), repository=where, mark=mark)
     label = str(where) if where is not None else "every repository flume knows"
     console = board.console()
     try:

@@ -7,8 +7,8 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), the events stream
-    (``events.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), herdr's plugin
+    (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
     The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
     asks it (``client.py``). May import observe, perform and everything below.
@@ -31,13 +31,14 @@ From the top down:
     a declared command run as written (``run.py``), scenario files (``scenario.py``).
     May import store and everything below.
 ``store/``
-    What flume keeps: the codec and journal files (``journal.py``), following a journal
-    (``follower.py``), places found and read back (``places.py``). May import tools, host and
-    below.
+    What flume keeps: the one converter and the journal's line codec (``codec.py``), journal
+    files (``journal.py``), the one journal follower the supervisor and the events stream share
+    (``follower.py``), the places' events read back (``events.py``), places found and read back
+    (``places.py``). May import tools, host and below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
-    (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and
-    its registry of repositories. May import only the two below.
+    (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder
+    on this host and its registry of repositories. May import only the two below.
 ``environment.py`` | ``process.py``
     The bottom: the environment a command's checks read (the caller's, or this process's); the
     one runner of outside programs and its count (``process.py``), and whether a process runs.

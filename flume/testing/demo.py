@@ -21,9 +21,9 @@ import attrs
 from flume.core.launch import AgentName, AgentSettings
 from flume.core.place import AwaitingWord, Life, Place, Short
 from flume.core.settings import Settings
-from flume.shell.commands.events import Follower
 from flume.shell.perform import launch as shell_launch
 from flume.shell.store import places
+from flume.shell.store.events import EventStream
 from flume.shell.supervisor import client
 from flume.shell.tools import git
 from flume.testing import scenario
@@ -92,7 +92,7 @@ def settled(place: Place) -> bool:
     )
 
 
-def all_settled(follower: Follower) -> bool:
+def all_settled(follower: EventStream) -> bool:
     """Both of the demo's places are read, and each has settled."""
     found = [each.place for each in follower.places()]
     return len(found) == len(PLACES) and all(

@@ -23,6 +23,7 @@ HEAVY = (
     "mcp",
     "flume.api",
     "flume.shell.store.journal",
+    "flume.shell.store.codec",
 )
 
 _PROBE = """
@@ -33,17 +34,17 @@ try:
     main()
 except SystemExit:
     pass
-journal = sys.modules.get("flume.shell.store.journal")
-codec = getattr(journal, "codec", None)
-built = journal is not None and (
-    "converter" in vars(journal) or (codec is not None and codec.cache_info().currsize > 0)
+module = sys.modules.get("flume.shell.store.codec")
+codec = getattr(module, "codec", None)
+built = module is not None and (
+    "converter" in vars(module) or (codec is not None and codec.cache_info().currsize > 0)
 )
 print(json.dumps({"modules": sorted(sys.modules), "converter_built": built}), file=sys.stderr)
 """
 
 
 def loaded(*argv: str, state: Path | None = None, cwd: Path | None = None) -> tuple[set[str], bool]:
-    """The modules ``flume argv`` loaded, and whether the journal's converter was built."""
+    """The modules ``flume argv`` loaded, and whether the one converter was built."""
     environment = dict(os.environ)
     if state is not None:
         environment["XDG_STATE_HOME"] = str(state)

@@ -38,7 +38,7 @@ from flume.shell.agents import runner as agents
 from flume.shell.observe.watch import Watch, hook_activity, registry_activity
 from flume.shell.panes import tmux
 from flume.shell.panes.tmux import Tmux, escape_argument, tidy_name
-from flume.shell.supervisor.loop import Followed
+from flume.shell.store.follower import Followed
 from tests.integration.agents_kit import wait_for
 
 
