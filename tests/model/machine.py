@@ -212,6 +212,9 @@ class PlaceMachine(RuleBasedStateMachine):
         place = self.world.place
         assert place is not None
         deliverable = current_step(place).deliverable
+        written = self.world.reports.get(getattr(deliverable, "path", ""))
+        if written is not None and written >= place.stage.started_at:
+            return  # this stage's own report stands: an older copy never replaces it
         if isinstance(deliverable, ReportFile):
             self.world.write_report(deliverable.path, place.stage.started_at - earlier)
 
