@@ -11,7 +11,9 @@ caller's words; ``stop`` ends an agent and its stage waits for a retry; ``drop``
 work (R9).
 
 Every handler returns the next place and the actions it decided; :func:`settle` then applies the
-follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
+follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place). Which
+command a stage's phase accepts is the table ``place.ACCEPTS``, which the commands' rules here
+consult.
 
 A place is its worktree on its branch: one deleted under a place in flight (the folder removed,
 the branch deleted by hand) stops its stage short, named, with the way out, and no agent starts
@@ -54,9 +56,14 @@ from flume.core.observations import (
     Landed,
     LandingBlocked,
     Launched,
+    NeedsSaid,
     PaneOutput,
+    ProceedAsked,
     ReportSeen,
+    RetryAsked,
     SetupFinished,
+    StopAsked,
+    SubmitAsked,
     TranscriptEntry,
     WorktreeLost,
     WorktreeMade,
@@ -76,6 +83,7 @@ from flume.core.place import (
     Starting,
     Submission,
     Working,
+    accepts,
     current_step,
     evolve,
     has_deliverable,
@@ -426,7 +434,7 @@ def _check_session(place: Place, session: SessionId | None, command: str) -> Non
 def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outcome:
     """R8: the agent stops short with its words; no next stage starts."""
     _check_session(place, session, "needs")
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, NeedsSaid):
         raise refused(
             "needs",
             f"no stage of {_name(place)} is running",
@@ -439,10 +447,7 @@ def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outc
 
 def on_stop(place: Place) -> Outcome:
     """STOP-WAITS-RETRY: end the agent that went the wrong way; its stage waits for a retry."""
-    if place.life is not Life.ACTIVE or not isinstance(
-        place.stage.phase,
-        (Starting, *_RUNNING, Delivered),
-    ):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, StopAsked):
         raise refused(
             "stop",
             f"no agent of {_name(place)} is running",
@@ -455,7 +460,7 @@ def on_stop(place: Place) -> Outcome:
 
 def on_retry(place: Place, words: str, now: Instant) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
             f"{_name(place)} is {place.life.value}"
             if place.life is not Life.ACTIVE
@@ -516,10 +521,7 @@ def on_drop(place: Place) -> Outcome:
 
 def on_proceed(place: Place, now: Instant) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
-    if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
-        place.stage.phase,
-        AwaitingWord,
-    ):
+    if place.life not in {Life.MAKING, Life.ACTIVE} or not accepts(place.stage.phase, ProceedAsked):
         raise refused(
             "proceed",
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
@@ -544,7 +546,7 @@ def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not land",
             "flume submit belongs to a stage whose deliverable is the landing",
         )
-    if not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if not accepts(place.stage.phase, SubmitAsked):
         raise refused(
             "submit",
             f"stage {place.stage.name} of {_name(place)} is not running",

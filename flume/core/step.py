@@ -2,8 +2,10 @@
 
 Theory of operation: ``step`` routes an observation to the rule module that owns it, then lets
 :func:`flume.core.stage.settle` apply the follow-ups every observation may trigger. It decides
-nothing itself. :func:`_route` has one arm per observation type, closed by ``assert_never`` so
-mypy flags a type without a rule; the totality test enumerates every type against every phase.
+nothing itself. Which caller's command a stage's phase accepts is the table
+:data:`flume.core.place.ACCEPTS`, which the commands' rules read. :func:`_route` has one arm per
+observation type, closed by ``assert_never`` so mypy flags a type without a rule; the totality
+test enumerates every type against every phase, and every command against the table.
 Time only moves forward: a fact stamped earlier than the last one seen (a clock stepping back)
 does not turn the place's clock back.
 """
