@@ -10,10 +10,10 @@ no next stage starts (R8). ``retry`` starts a short stage again with a fresh age
 caller's words; ``stop`` ends an agent and its stage waits for a retry; ``drop`` abandons the
 work (R9).
 
-Every handler returns the next place and the actions it decided; :func:`settle` then applies the
-follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place). Which
-command a stage's phase accepts is the table ``place.ACCEPTS``, which the commands' rules here
-consult.
+Every handler returns the next place and the actions it decided; ``step.settle`` then applies the
+follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place), some of
+them here. Which command a stage's phase accepts is the table ``place.ACCEPTS``, which the
+commands' rules here consult.
 
 A place is its worktree on its branch: one deleted under a place in flight (the folder removed,
 the branch deleted by hand) stops its stage short, named, with the way out, and no agent starts
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import attrs
 
-from flume.core import delivery, tell, tidy
+from flume.core import delivery, tell
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -634,7 +634,7 @@ def on_landing_blocked(place: Place, seen: LandingBlocked) -> Outcome:
     return place, (report,)
 
 
-def _land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
+def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
     """LAND-BASE-BLOCKED-WAITS: a landing the base's state blocked is tried again in its time."""
     del settings
     retry_at = place.land_retry_at
@@ -687,28 +687,7 @@ def _end_agent(place: Place, reason: str) -> Outcome:
     return place, (EndAgent(session=agent.session, reason=reason),)
 
 
-def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """The follow-ups any observation can trigger, in a fixed order."""
-    actions: list[Action] = []
-    for rule in (
-        _check_deliverable,
-        _end_when_quiet,
-        _start_when_free,
-        _land_again,
-        tidy.gather_when_free,
-    ):
-        place, more = rule(settings, place, now)
-        actions.extend(more)
-    place, more = delivery.check_deadlines(settings, place, now)
-    actions.extend(more)
-    place, more = tell.check_deadline(settings, place, now)
-    actions.extend(more)
-    place, more = tell.flush(place, now)
-    actions.extend(more)
-    return place, tuple(actions)
-
-
-def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
+def check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists.
 
     STAGE-AFTER-DELIVERY: only a stage whose prompt the transcript holds can reach its
@@ -728,7 +707,7 @@ def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcom
     return evolve(place, stage=stage), (report,)
 
 
-def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
+def end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-ENDS-WHEN-QUIET: with the deliverable made, the stage ends once the agent is quiet.
 
     "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
@@ -762,7 +741,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     return place, (*actions, ended)
 
 
-def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
     START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks

@@ -85,8 +85,9 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
     return place, (report,)
 
 
-def flush(place: Place, now: Instant) -> Outcome:
+def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
     """TELL-HELD-WHILE-WORKING: send the first held tell once the agent waits, not before."""
+    del settings
     agent = place.agent
     if (
         not place.held
