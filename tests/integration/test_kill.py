@@ -7,7 +7,8 @@ import random
 import time
 from pathlib import Path
 
-from flume.shell import client, places
+from flume.shell.store import places
+from flume.shell.supervisor import client
 from tests.integration import kill_trials
 from tests.integration.conftest import daemons_of, stop_supervisor
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flume.cli.app import app
-from flume.shell import scenario
+from flume.shell.declared import scenario
 
 SCENARIOS = scenario.SHIPPED
 ROOT = Path(__file__).resolve().parents[2]
