@@ -145,13 +145,15 @@ StagePhase = (
 )
 
 # Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
-# them (DROP-ENDS-WORK, R10). A tell needs a live agent, which exists only once the stage's agent
-# has started; the agent's own state decides the rest (R6, TELL-REFUSED), and a tell never moves
-# the stage (TELL-NEVER-MOVES-STAGE). Needs and submit are the agent's, in a running stage: needs
-# stops it short (R8), submit hands the branch to the lander when the stage lands. Stop ends a
-# stage whose agent was asked for; it waits for a retry (STOP-WAITS-RETRY). Only a stage that
-# stopped short is retried, queued for a fresh agent (RETRY-FRESH-AGENT). Proceed releases a
-# stage that waits on the caller's word (STAGE-WAITS-WORD). A second launch is accepted nowhere.
+# them (DROP-ENDS-WORK, R10), so their rules have no phase to consult. A tell needs a live agent,
+# which exists only once the stage's agent has started (every place machine of the model tests
+# checks that a live agent's phase accepts a tell); the agent's own state decides the rest (R6,
+# TELL-REFUSED), and a tell never moves the stage (TELL-NEVER-MOVES-STAGE). Needs and submit are
+# the agent's, in a running stage: needs stops it short (R8), submit hands the branch to the
+# lander when the stage lands. Stop ends a stage whose agent was asked for; it waits for a retry
+# (STOP-WAITS-RETRY). Only a stage that stopped short is retried, queued for a fresh agent
+# (RETRY-FRESH-AGENT). Proceed releases a stage that waits on the caller's word
+# (STAGE-WAITS-WORD). A second launch is accepted nowhere.
 
 #: R9: the caller's commands each phase accepts, and the phase each moves the stage to.
 #: A command absent from its phase's row is refused there, whatever else holds; one present is
