@@ -206,6 +206,13 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         marker=st.sampled_from(["flume:fix--x:code:1", "flume:fix--x:submit:1"]).map(Marker),
         send=st.integers(min_value=1, max_value=3),
     ),
+    obs.PromptUnwritten: st.builds(
+        obs.PromptUnwritten,
+        at=instants,
+        session=sessions,
+        marker=st.sampled_from(["flume:fix--x:code:1", "flume:fix--x:submit:1"]).map(Marker),
+        send=st.integers(min_value=1, max_value=3),
+    ),
     obs.AgentStateSeen: st.builds(
         obs.AgentStateSeen,
         at=instants,

@@ -17,6 +17,7 @@ ALLOWED = {
     "itertools",
     "re",
     "string",
+    "unicodedata",  # the Unicode database, read only: a made name's letters folded to ASCII
     "attrs",
     "pyrsistent",
     "flume",

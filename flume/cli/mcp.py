@@ -20,7 +20,6 @@ brief (:func:`name_from`), made unique in the repository by a number when it is 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,29 +34,12 @@ from pyrsistent.typing import PMap
 
 from flume import __version__, api
 from flume.core.errors import Problem, UsageError
+from flume.core.naming import made_names, name_from, names_taken
+from flume.core.settings import NAME_TRIES
 
 #: The kind a launch runs when it names none (the /flume:launch command's default).
 DEFAULT_KIND = "fix"
 
-#: How long a name made from a brief may grow (flume allows 64; a short one reads better).
-NAME_LENGTH = 32
-
-#: How many words of the brief a made name keeps.
-NAME_WORDS = 4
-
-#: How many numbered names (``<name>-2``, ``<name>-3``, ...) a launch tries when its made name
-#: is taken, before it gives up and asks for one.
-NAME_TRIES = 50
-
-#: Words a made name leaves out: they say little about the work.
-_FILLER = frozenset(
-    {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "do", "does", "for", "from",
-        "has", "have", "i", "in", "into", "is", "it", "its", "make", "me", "my", "of", "on",
-        "or", "our", "please", "should", "so", "that", "the", "their", "then", "there", "this",
-        "to", "was", "we", "were", "when", "which", "will", "with", "would", "you", "your",
-    }
-)  # fmt: skip
 
 #: The settings ``words`` may start with; ``wait`` may be given more than once.
 SETTINGS = ("kind", "name", "base", "mark", "wait", "agent", "model")
@@ -118,29 +100,6 @@ def read_words(words: str) -> Words:
             settings[key] = value
         at = found.end()
     return Words(settings=pmap(settings), waits=tuple(waits), brief=words[at:].strip())
-
-
-def name_from(brief: str) -> str:
-    """A short kebab-case name for the work, made from its brief's first telling words.
-
-    Letters are case-folded and folded to ASCII (ß to ss, ä to a); filler words are left out;
-    at most :data:`NAME_WORDS` words and :data:`NAME_LENGTH` characters. A brief with no letters or
-    digits gives ``work``. The name is always one flume accepts (``[a-z0-9][a-z0-9-]*``).
-    """
-    folded = unicodedata.normalize("NFKD", brief.casefold()).encode("ascii", "ignore").decode()
-    found = re.findall(r"[a-z0-9]+", folded)
-    telling = [word for word in found if word not in _FILLER] or found
-    name = ""
-    for word in telling[:NAME_WORDS]:
-        longer = f"{name}-{word}" if name else word[:NAME_LENGTH]
-        if len(longer) > NAME_LENGTH:
-            break
-        name = longer
-    return name or "work"
-
-
-def _numbered(name: str, number: int) -> str:
-    return name if number == 1 else f"{name}-{number}"
 
 
 def failure(error: UsageError) -> ToolError:
@@ -247,11 +206,11 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
     made_name = chosen["name"] is None
     base_name = chosen["name"] or name_from(read.brief)
     taken: tuple[Problem, ...] = ()
-    for number in range(1, NAME_TRIES + 1):
+    for tried in made_names(base_name, NAME_TRIES):
         try:
             launched = api.launch(
                 repository=where,
-                name=_numbered(base_name, number),
+                name=tried,
                 brief=read.brief,
                 kind=kind_chosen,
                 kind_file=None if kind_file is None else _repository(kind_file),
@@ -268,12 +227,7 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
                 continue  # the made name is taken: try the next number
             raise
         return launched.as_dict()
-    last = Problem(
-        field="name",
-        what=f"the names made from the brief, {base_name} to {base_name}-{NAME_TRIES}, are "
-        "all taken",
-        mend="name the work: name=<name>",
-    )
+    last = names_taken(base_name, NAME_TRIES)
     raise UsageError((*taken, last))
 
 

@@ -11,7 +11,9 @@ A send is counted when it is decided, and is typed by the shell after. A shell k
 the two would lose the send without typing it; so the pane says what was submitted (the shell
 marks the pane in the same multiplexer command that presses Enter after the paste, and reports
 :class:`PromptTyped`), and a send whose confirmation window passed without the pane ever showing
-it typed is typed once more, as the same send (DELIVERY-RETYPE-UNTYPED). A copy pasted and left
+it typed is typed once more, as the same send (DELIVERY-RETYPE-UNTYPED); where the pane's own
+mark shows the send never made (a printed agent's file, with no prompt in it), at once
+(DELIVERY-UNWRITTEN-NOW). A copy pasted and left
 unsubmitted by the kill goes with the second, as one message. A send is never typed again once
 the pane has shown it, so no prompt is submitted in a pane more than twice.
 
@@ -21,7 +23,7 @@ begun may still find its prompt taken. The prompt is then still reported deliver
 agent, and the stage stays where it went (DELIVERY-LATE-PROOF).
 
 Rule ids: R5, DELIVERY-TWO-SENDS, DELIVERY-NEVER-BEGAN, DELIVERY-TRANSCRIPT-ONLY,
-DELIVERY-RETYPE-UNTYPED, DELIVERY-LATE-PROOF.
+DELIVERY-RETYPE-UNTYPED, DELIVERY-UNWRITTEN-NOW, DELIVERY-LATE-PROOF.
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
 from flume.core.launch import place_name
-from flume.core.observations import Activity, Content, PromptTyped, TranscriptEntry
+from flume.core.observations import (
+    Activity,
+    Content,
+    PromptTyped,
+    PromptUnwritten,
+    TranscriptEntry,
+)
 from flume.core.place import (
     AwaitingInput,
     Delivering,
@@ -179,6 +187,30 @@ def on_prompt_typed(place: Place, seen: PromptTyped) -> Outcome:
     ):
         stage = attrs.evolve(place.stage, phase=attrs.evolve(phase, typed=True))
         return evolve(place, stage=stage), ()
+    return place, ()
+
+
+def on_prompt_unwritten(place: Place, seen: PromptUnwritten) -> Outcome:
+    """DELIVERY-UNWRITTEN-NOW: the pane's own mark shows the current send never made: type it now.
+
+    A send decided but never shown typed is otherwise typed again only once its confirmation
+    window passed (DELIVERY-RETYPE-UNTYPED), since a pane's mark cannot say a paste never
+    happened. A printed agent's file can: it holds no prompt until the prompt is written. So a
+    shell killed between deciding that send and writing it writes it as soon as it is back, not
+    an hour later; it stays the same send, typed once more at most once.
+    """
+    phase = place.stage.phase
+    if (
+        isinstance(phase, Delivering)
+        and not phase.typed
+        and not phase.retyped
+        and seen.session == phase.session
+        and seen.marker == prompt_marker(place)
+        and seen.send == place.stage.sends
+        and place.life is Life.ACTIVE
+        and is_live(place)
+    ):
+        return _retype(place, phase, seen.at)
     return place, ()
 
 

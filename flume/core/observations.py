@@ -172,6 +172,20 @@ class PromptTyped:
     send: int
 
 
+@attrs.frozen(kw_only=True)
+class PromptUnwritten:
+    """The pane's own mark shows send ``send`` of the prompt marked ``marker`` never made.
+
+    Reported only where the mark can say so: a printed agent's file, which holds the prompt once
+    it is written and nothing before (a tmux pane's mark says only what was typed).
+    """
+
+    at: Instant
+    session: SessionId
+    marker: Marker
+    send: int
+
+
 class Activity(enum.Enum):
     """What an agent is doing, in the words of R11."""
 
@@ -433,6 +447,7 @@ Fact = (
     | AgentStarted
     | AgentReady
     | PromptTyped
+    | PromptUnwritten
     | AgentStateSeen
     | TranscriptEntry
     | TranscriptUnreadable
@@ -470,6 +485,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     AgentStarted,
     AgentReady,
     PromptTyped,
+    PromptUnwritten,
     AgentStateSeen,
     TranscriptEntry,
     TranscriptUnreadable,

@@ -10,6 +10,9 @@ from __future__ import annotations
 RULES: dict[str, str] = {
     "R1": "A worktree at <repository>/places/<kind>--<name>, on <prefix>/<name>, cut from base.",
     "HOST-OWNS-PLACE": "A place is carried only by the supervisor of the host that launched it.",
+    "NAME-FROM-BRIEF": (
+        "Work launched unnamed is named from its brief, numbered while taken, up to 50."
+    ),
     "R2": "The repository's declaration makes the place ready; a failed setup is a stop short.",
     "R3": "Every stage of the work runs in that one place.",
     "R4": "Each stage starts a new agent; the previous one has ended.",
@@ -19,6 +22,7 @@ RULES: dict[str, str] = {
     "DELIVERY-TRANSCRIPT-ONLY": "Keys typed into a pane prove nothing; only the transcript does.",
     "DELIVERY-RETYPE-UNTYPED": "A send decided but never shown typed in its pane is typed again.",
     "DELIVERY-LATE-PROOF": "A prompt proven after its stage moved on is still reported, once.",
+    "DELIVERY-UNWRITTEN-NOW": "A send its pane's own mark shows never made is typed again at once.",
     "R6": "A tell reaches the agent as a prompt the transcript holds, or not at all.",
     "TELL-HELD-WHILE-WORKING": "It is held while the agent works and sent once it waits.",
     "TELL-REFUSED": "Refused, with nothing typed, when no agent is live or it asks a person.",
@@ -29,6 +33,18 @@ RULES: dict[str, str] = {
     "STAGE-ENDS-WHEN-QUIET": "flume waits until the agent is quiet, then ends it.",
     "STAGE-WAITS-WORD": "A stage that waits on its caller's word does not start without it.",
     "STAGE-AFTER-DELIVERY": "No deliverable counts before the transcript holds the stage's prompt.",
+    "SOURCES-LATEST-SPEAKS": (
+        "Of an agent's hooks and its registry entry, the one that spoke last says what it does."
+    ),
+    "UNREGISTERED-ASKS": (
+        "A Claude Code agent unregistered 10 s after it started is taken to ask a person."
+    ),
+    "PANE-OUTPUT-MOVES": (
+        "A pane's activity is new output only when over 0.5 s later than the last seen."
+    ),
+    "PRINTED-CONFIRM-WAITS": (
+        "A printed agent's send waits an hour to be found, unless the repository says."
+    ),
     "R8": "An agent that stops short: no next stage starts; the place waits.",
     "R9": "retry, stop and drop act only where the rules allow; a refusal changes nothing.",
     "RETRY-FRESH-AGENT": "retry starts the stage again with the caller's words, a fresh agent.",

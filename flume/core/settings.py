@@ -10,6 +10,19 @@ MAX_SENDS = 2
 #: this long, the wait doubling with each block in a row up to the most.
 LAND_RETRY_SECONDS = 2.0
 LAND_RETRY_MOST_SECONDS = 30.0
+#: UNREGISTERED-ASKS: a Claude Code agent that has not registered this long after it started,
+#: with nothing on its screen to say otherwise, is taken to be showing a person a dialog (it
+#: registers within a second or two when it starts at its prompt box).
+STARTUP_GRACE_SECONDS = 10.0
+#: PANE-OUTPUT-MOVES: a pane's last activity counts as new output only when it is later than the
+#: output already seen by more than this (tmux reports activity in whole seconds, herdr finer).
+OUTPUT_SLACK_SECONDS = 0.5
+#: PRINTED-CONFIRM-WAITS: how long a printed agent's send waits to be found in its transcript, an
+#: hour for a person to run the printed command, unless the repository declares its own.
+PRINT_CONFIRM_SECONDS = 3600.0
+#: NAME-FROM-BRIEF: how many names a launch named from its brief tries (the made name, then
+#: ``<name>-2``, ``<name>-3``, ...) while each is taken, before it asks for a name.
+NAME_TRIES = 50
 
 
 @attrs.frozen(kw_only=True)

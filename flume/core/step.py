@@ -50,6 +50,7 @@ from flume.core.observations import (
     PaneOutput,
     ProceedAsked,
     PromptTyped,
+    PromptUnwritten,
     ReportSeen,
     RetryAsked,
     SetupFinished,
@@ -168,6 +169,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_agent_state(place, ready)
         case PromptTyped():
             return delivery.on_prompt_typed(place, seen)
+        case PromptUnwritten():
+            return delivery.on_prompt_unwritten(place, seen)
         case AgentStateSeen():
             return stage.on_agent_state(place, seen)
         case TranscriptEntry():

@@ -20,7 +20,14 @@ from pathlib import Path
 
 import attrs
 
-from flume.core.observations import ActionFailed, Launched, SetupFinished, WorktreeMade
+from flume.core.observations import (
+    ActionFailed,
+    Launched,
+    Observation,
+    PromptTyped,
+    SetupFinished,
+    WorktreeMade,
+)
 from flume.shell import process
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
@@ -57,8 +64,8 @@ def _lines(repo: Path) -> int:
     return total
 
 
-def _launches_complete(repo: Path) -> bool:
-    """Every launch's journal holds its setup finished (its place made and set up)."""
+def _every_journal_holds(repo: Path, kind: type[Observation]) -> bool:
+    """Every launch's journal holds an observation of ``kind``."""
     journals = places.journals_dir(repo)
     for name in NAMES:
         path = journals / f"fix--{name}" / places.JOURNAL
@@ -66,7 +73,7 @@ def _launches_complete(repo: Path) -> bool:
             seen = journal.read(path).observations
         except (OSError, journal.JournalError):
             return False
-        if not any(isinstance(each, SetupFinished) for each in seen):
+        if not any(isinstance(each, kind) for each in seen):
             return False
     return True
 
@@ -120,10 +127,12 @@ def run(folder: Path, rng: random.Random) -> Trial:
     restart = time.monotonic() - started
     problems: list[str] = []
     try:
-        # What is checked is the launch: its place made and set up. The printed agent's prompt
-        # after it is not: a kill between deciding that send and writing it down is typed again
-        # only once the printed agent's confirmation window (an hour) has passed.
-        _wait(lambda: _launches_complete(repo), 60, "every launch to complete")
+        # Each launch complete (its place made and set up), then its printed agent's prompt
+        # written down: a kill between deciding that send and writing it leaves the file without
+        # it, which the restarted supervisor sees and writes at once (DELIVERY-UNWRITTEN-NOW),
+        # well within this wait, not after the printed agent's hour.
+        _wait(lambda: _every_journal_holds(repo, SetupFinished), 60, "every launch to complete")
+        _wait(lambda: _every_journal_holds(repo, PromptTyped), 60, "every prompt written down")
     except TimeoutError as error:
         problems.append(str(error))
     return Trial(

@@ -24,9 +24,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from flume.cli import mcp as flume_mcp
-from flume.cli.mcp import NAME_LENGTH, SETTINGS, name_from, read_words
+from flume.cli.mcp import SETTINGS, read_words
 from flume.core.errors import UsageError
 from flume.core.launch import name_problems
+from flume.core.naming import NAME_LENGTH, name_from
 from flume.core.observations import DropAsked
 from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of

@@ -9,10 +9,11 @@ from pathlib import Path
 from flume.cli.render import tidy_text
 from flume.core.ids import Instant
 from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, WorktreeMade
-from flume.core.place import Life, Working
-from flume.core.settings import Settings
+from flume.core.place import Delivering, Life, Working
+from flume.core.settings import PRINT_CONFIRM_SECONDS, Settings
 from flume.core.step import replay
 from flume.shell.commands import tidying
+from flume.shell.panes import printed
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
 from flume.shell.tools import git
@@ -346,3 +347,49 @@ def test_worktrees_made_at_once_in_one_repository_all_succeed(host: Path, harnes
         assert seen.count("WorktreeMade") == 1, seen
         assert "ActionFailed" not in seen[: seen.index("WorktreeMade") + 1]
     assert len([p for p in git.worktree_paths(repo) if p.parent.name == "places"]) == 8
+
+
+def test_a_restart_writes_at_once_a_printed_prompt_a_kill_left_unwritten(host: Path) -> None:
+    """DELIVERY-UNWRITTEN-NOW, through the real supervisor: the printed file is the pane's mark.
+
+    A supervisor killed between deciding a printed agent's send and writing it leaves a journal
+    that ends with the line that decided it, and a file with no prompt in it (made here from a
+    launch carried past that point: the journal cut back to that line, the prompt taken out of
+    the file). The restarted supervisor sees the send never made and writes it at once, as the
+    same send, long before the printed agent's confirmation window (an hour) would retype it.
+    """
+    repo = repository(host / "repo")
+    path = launched(repo, "printed", "--agent", "test", "--panes", "print")
+    wait_until(lambda: "PromptTyped" in kinds_in(path))
+    assert "stopped" in flume("daemon", "stop").stdout
+    kept = replay(Settings(), journal.read(path).observations).settings
+    assert kept.confirm_seconds == PRINT_CONFIRM_SECONDS  # what a retype would wait
+    # The kill's leftovers: the journal up to the send's decision, the file with no prompt.
+    lines = path.read_bytes().splitlines(keepends=True)
+    kinds = kinds_in(path)
+    assert len(lines) == len(kinds)
+    path.write_bytes(b"".join(lines[: kinds.index("PromptTyped")]))
+    place = replay(Settings(), journal.read(path).observations)
+    assert isinstance(place.stage.phase, Delivering)
+    assert not place.stage.phase.typed
+    assert place.agent is not None
+    file = printed.path_of("fix--printed")
+    data = printed.read(file)
+    assert data is not None
+    assert isinstance(data["prompt"], str)
+    prompt = data["prompt"]
+    printed.write(
+        file,
+        session=str(data["session"]),
+        cwd=str(data["cwd"]),
+        argv=data["argv"],  # type: ignore[arg-type]
+        env=data["env"],  # type: ignore[arg-type]
+    )
+    assert printed.prompt_written(file, place.agent.session) == 0
+    assert flume("daemon", "start").returncode == 0
+    wait_until(lambda: printed.prompt_written(file, place.agent.session) == 1, 30)
+    written = printed.read(file)
+    assert written is not None
+    assert written["prompt"] == prompt
+    wait_until(lambda: kinds_in(path)[-2:] == ["PromptUnwritten", "PromptTyped"], 30)
+    assert kinds_in(path).count("PromptTyped") == 1

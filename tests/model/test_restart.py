@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from flume.core.actions import Action, Land, SendPrompt
-from flume.core.observations import ActionFailed, DropAsked, RetryAsked, Tick, TidyAsked
-from flume.core.place import Life, Short
+from flume.core.delivery import prompt_marker
+from flume.core.observations import ActionFailed, Activity, DropAsked, RetryAsked, Tick, TidyAsked
+from flume.core.place import Delivering, Life, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.step import pending, replay
 from tests.model.world import FakeWorld, fix_world
@@ -98,6 +99,38 @@ class RestartMachine(RuleBasedStateMachine):
         self.world.feed(Tick(at=self.world.instant()))
         self.world.crash = None
         self._restart_if_crashed()
+
+    @precondition(_up)
+    @rule(crash=st.none() | crash_points)
+    def read_printed_file(self, crash: tuple[int, int] | None) -> None:
+        """DELIVERY-UNWRITTEN-NOW: a send the mark shows never made is made, with no time passing.
+
+        The shell reads a printed agent's file (the pane's own mark) at once, no deadline
+        passed: once it has, a live agent that is not busy or asking has the current send in
+        its pane, whatever a crash lost before; it is never made twice (each_send_typed_once).
+        """
+        world = self.world
+        world.crash = crash
+        world.read_printed()
+        world.crash = None
+        self._restart_if_crashed()
+        if crash is not None or world.crashes > len(self.restarts):
+            return
+        place, agent = world.place, world.live_agent()
+        if (
+            place is None
+            or agent is None
+            or place.life is not Life.ACTIVE
+            or place.agent is None
+            or place.agent.session != agent.session
+            or place.agent.ending
+            or place.agent.activity in {Activity.WORKING, Activity.ASKING}
+            or not isinstance(place.stage.phase, Delivering)
+            or (place.stage.phase.retyped and not place.stage.phase.typed)
+        ):
+            return  # a retype a crash lost waits for its window: typed once more at most once
+        assert place.stage.phase.typed, place.stage.phase
+        assert agent.typed == (prompt_marker(place), place.stage.sends), agent.typed
 
     @precondition(lambda self: self.world.place is not None)
     @rule(crash=st.none() | crash_points)

@@ -57,6 +57,7 @@ from flume.core.observations import (
     NeedsSaid,
     PaneOutput,
     PromptTyped,
+    PromptUnwritten,
     RetryAsked,
     SetupFinished,
     SubmitAsked,
@@ -981,3 +982,35 @@ def test_a_launch_names_a_known_kind() -> None:
         known_kind("chore", {})
     assert caught.value.exit_status == 2
     assert "use one of change, fix, question" in str(caught.value)
+
+
+def _unwritten(at: float, send: int, session: str = "s1") -> PromptUnwritten:
+    """The pane's own mark (a printed agent's file) shows send ``send`` never made."""
+    return PromptUnwritten(
+        at=Instant(at),
+        session=SessionId(session),
+        marker=Marker("flume:fix--typo:code:1"),
+        send=send,
+    )
+
+
+def test_r5_a_send_the_pane_shows_never_made_is_typed_at_once() -> None:
+    """DELIVERY-UNWRITTEN-NOW: no waiting for the window; once only, and only for this send."""
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    # Another send's, another session's, or another stage's mark says nothing of this one.
+    assert step(S, place, _unwritten(4, 2)).place.stage == place.stage
+    assert step(S, place, _unwritten(4, 1, session="s9")).place.stage == place.stage
+    other = attrs.evolve(_unwritten(4, 1), marker=Marker("flume:fix--typo:code:2"))
+    assert step(S, place, other).place.stage == place.stage
+    now = step(S, place, _unwritten(4, 1))
+    assert [a.send for a in now.actions if isinstance(a, SendPrompt)] == [1]
+    assert any(isinstance(a, Report) and a.event is Event.PROMPT_RETYPED for a in now.actions)
+    assert now.place.stage.sends == 1
+    # Retyped: the mark read again before the write is seen does not type it a third time.
+    assert not step(S, now.place, _unwritten(5, 1)).actions
+    # Shown typed already: never typed again.
+    typed = step(S, place, _typed(4, 1)).place
+    assert not step(S, typed, _unwritten(5, 1)).actions
+    # An agent being ended, or a dropped place, is not typed into.
+    dropped = step(S, place, DropAsked(at=Instant(4))).place
+    assert not any(isinstance(a, SendPrompt) for a in step(S, dropped, _unwritten(5, 1)).actions)

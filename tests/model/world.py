@@ -31,6 +31,7 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
+from flume.core.delivery import prompt_marker
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Landing, ReportFile, Sequence, Step
@@ -51,6 +52,7 @@ from flume.core.observations import (
     Launched,
     Observation,
     PromptTyped,
+    PromptUnwritten,
     ReportSeen,
     SetupFinished,
     SubmitAsked,
@@ -62,7 +64,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, current_step
+from flume.core.place import Delivering, Life, Place, current_step
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
 
@@ -493,6 +495,23 @@ class FakeWorld:
             self.feed(
                 PromptTyped(at=self.instant(), session=agent.session, marker=marker, send=send)
             )
+
+    def read_printed(self) -> None:
+        """The shell's look at a printed agent's file: the current send written, or never made.
+
+        The file is the pane's own mark: it holds the prompt (and which send wrote it) once
+        written, and nothing before, so it can say a send was never made.
+        """
+        place = self.place
+        agent = self.live_agent()
+        if place is None or agent is None or not isinstance(place.stage.phase, Delivering):
+            return
+        marker, send = prompt_marker(place), place.stage.sends
+        at = self.instant()
+        if agent.typed == (marker, send):
+            self.feed(PromptTyped(at=at, session=agent.session, marker=marker, send=send))
+        else:
+            self.feed(PromptUnwritten(at=at, session=agent.session, marker=marker, send=send))
 
     def drive_stage(self) -> bool:
         """Carry the current stage to its end as a well-behaved agent would; False if it can't."""

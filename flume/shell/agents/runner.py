@@ -311,7 +311,8 @@ class Agents:
         )
         if place.agent is not None and place.agent.pane.startswith(PRINTED):
             path = Path(place.agent.pane.removeprefix(PRINTED))
-            printed.set_prompt(path, action.session, action.text)
+            send = action.send if isinstance(action, SendPrompt) else None
+            printed.set_prompt(path, action.session, action.text, send)
             return typed
         server = self.server(place)
         panes = server.panes()

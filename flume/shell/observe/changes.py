@@ -26,7 +26,6 @@ item whose bracket holds at most one non-space character, indented or not, fence
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -34,10 +33,8 @@ import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
-from plumbum import ProcessTimedOut, local
 
 from flume.core.ids import Instant, Sha
 from flume.core.kinds import ChangeWritten, Kind, TasksTicked, steps
@@ -45,20 +42,10 @@ from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Life, Place
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
-from flume.shell.tools.locate import NODE_BIN, installed
-
-if TYPE_CHECKING:
-    from plumbum.commands.base import BoundCommand
-    from plumbum.machines.local import LocalCommand
-
-OPENSPEC_VERSION = "1.13.2"
-"""The OpenSpec CLI flume is tested against (``scripts/install-agents`` installs it)."""
+from flume.shell.tools.locate import NODE_BIN
+from flume.shell.tools.openspec import OpenSpec
 
 _log = logging.getLogger("flume.openspec")
-#: OpenSpec sends telemetry and checks for updates unless told not to (reference §0).
-_ENV = {"OPENSPEC_TELEMETRY": "0", "DO_NOT_TRACK": "1", "NO_COLOR": "1"}
-#: A CLI run that takes longer than this is taken as saying nothing.
-_TIMEOUT_SECONDS = 60.0
 #: Where a change lives, relative to the repository's top.
 CHANGES = "openspec/changes"
 
@@ -160,88 +147,6 @@ def read_change(root: Path, name: str) -> ChangeFiles:
         ticked=ticked,
         total=total,
     )
-
-
-def binary() -> Path | None:
-    """The OpenSpec CLI: ``$FLUME_OPENSPEC``, else flume's ``.node``, else PATH's; or None."""
-    return installed("openspec", "FLUME_OPENSPEC")
-
-
-@attrs.define
-class Counter:
-    """How many OpenSpec CLI processes this process has run."""
-
-    runs: int = 0
-
-
-counter = Counter()
-
-
-@attrs.frozen(kw_only=True)
-class Ran:
-    """What an OpenSpec command said; ``status`` None when it could not be run or timed out."""
-
-    argv: tuple[str, ...]
-    status: int | None
-    out: str = ""
-    err: str = ""
-
-
-@attrs.define
-class OpenSpec:
-    """The OpenSpec CLI at ``path``, bound once: every call an argument list, never a shell."""
-
-    path: Path
-    _command: LocalCommand = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._command = local[str(self.path)]
-
-    def run(self, cwd: Path, *args: str) -> Ran:
-        """Run ``openspec args`` in ``cwd``, telemetry off; never raises on a failure."""
-        counter.runs += 1
-        argv = (str(self.path), *args)
-        command: BoundCommand = self._command[args]
-        try:
-            status, out, err = command.run(
-                cwd=str(cwd), env=_ENV, retcode=None, timeout=_TIMEOUT_SECONDS
-            )
-        except ProcessTimedOut:
-            return Ran(argv=argv, status=None, err=f"timed out after {_TIMEOUT_SECONDS}s")
-        except OSError as error:
-            return Ran(argv=argv, status=None, err=str(error))
-        return Ran(argv=argv, status=status, out=out, err=err)
-
-    def is_planning_complete(self, root: Path, name: str) -> bool | None:
-        """``openspec status --change <name> --json``'s ``isPlanningComplete``; None if unsaid."""
-        ran = self.run(root, "status", "--change", name, "--json")
-        try:
-            said = json.loads(ran.out)
-        except ValueError:
-            said = None
-        found = said.get("isPlanningComplete") if isinstance(said, dict) else None
-        if ran.status != 0 or not isinstance(found, bool):
-            _log.warning(
-                "openspec status of %s said nothing usable (exit %s): %s",
-                name,
-                ran.status,
-                (ran.err or ran.out).strip()[-500:],
-            )
-            return None
-        return found
-
-    def is_valid(self, root: Path, name: str) -> bool | None:
-        """``openspec validate <name> --strict --json``: exit 0 True, 1 False, else None."""
-        ran = self.run(root, "validate", name, "--strict", "--json")
-        if ran.status in {0, 1}:
-            return ran.status == 0
-        _log.warning(
-            "openspec validate of %s could not say (exit %s): %s",
-            name,
-            ran.status,
-            (ran.err or ran.out).strip()[-500:],
-        )
-        return None
 
 
 def committed_files(repository: Path, head: Sha, name: str) -> list[str] | None:

@@ -38,6 +38,7 @@ import attrs
 
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
+from flume.core.judging import Said, latest_said, shows_output, unregistered_asks
 from flume.core.launch import AgentName, Panes
 from flume.core.observations import (
     Activity,
@@ -46,6 +47,7 @@ from flume.core.observations import (
     Observation,
     PaneOutput,
     PromptTyped,
+    PromptUnwritten,
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
@@ -63,6 +65,7 @@ from flume.shell.agents.runner import (
     transcript_path,
     typed_mark,
 )
+from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer
 from flume.shell.panes.tmux import Pane, Tmux
@@ -71,9 +74,6 @@ from flume.shell.store.follower import Followed
 _log = logging.getLogger("flume.watch")
 #: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
 _TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
-#: Seconds a started Claude Code may take to register before flume takes it to be showing a
-#: start-up dialog (it registers within a second or two when it starts at its prompt box).
-_STARTUP_GRACE = 10.0
 #: The transcript lines that are the conversation: the rest is bookkeeping.
 _CONVERSATION = frozenset({"user", "assistant", "system"})
 #: How many lines of a dead agent's screen are kept as its last words.
@@ -113,6 +113,17 @@ def hook_activity(record: dict[str, Any]) -> Activity | None:
         "StopFailure": Activity.WAITING,
         "SessionEnd": Activity.STOPPED,
     }.get(str(event))
+
+
+def _registry_said(entry: dict[str, object] | None) -> Said | None:
+    """What a live-session registry entry says the agent does, and when; None if nothing."""
+    activity = registry_activity(entry) if entry is not None else None
+    if entry is None or activity is None:
+        return None
+    stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
+    return Said(
+        activity=activity, at=float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
+    )
 
 
 def registry_activity(entry: dict[str, object]) -> Activity | None:
@@ -214,9 +225,15 @@ class Watch:
             assert agent is not None  # noqa: S101 (filtered above)
             current.add(agent.session)
             server, listed = (self.herdr, herdr_panes) if _in_herdr(place) else (self.tmux, panes)
+            # A place whose actions are queued or being performed may have a send decided and
+            # not yet made: only a settled place's pane can say a send was never made.
+            settled = not each.busy and not each.batches
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
+                if settled and agent.pane.startswith(PRINTED):
+                    for seen in self._printed_send(place, agent, now):
+                        yield each, seen
             except OSError:
                 _log.exception("watching %s failed", agent.session)
                 continue
@@ -254,16 +271,8 @@ class Watch:
         phase = place.stage.phase
         if spoken is None and isinstance(phase, AwaitingInput) and pane is not None:
             spoken = self._screen(kind, pane, server)
-            if (
-                spoken is None
-                and kind is AgentName.CLAUDE
-                and entry is None
-                and now - phase.since >= _STARTUP_GRACE
-            ):
-                # Claude Code writes no registry entry while a start-up dialog is open (an
-                # API key's approval, a project's MCP servers): a person is asked. Typed into,
-                # the dialog would take the prompt as its answer.
-                spoken = Activity.ASKING
+            if spoken is None and unregistered_asks(place, registered=entry is not None, now=now):
+                spoken = Activity.ASKING  # a start-up dialog asks a person (the core's rule)
         if spoken is not None and spoken is not agent.activity and not agent.ending:
             yield AgentStateSeen(at=now, session=session, activity=spoken)
         if (
@@ -276,7 +285,7 @@ class Watch:
             # in between. The send was made; it must not be typed again (R5).
             marker = prompt_marker(place)
             yield PromptTyped(at=now, session=session, marker=marker, send=place.stage.sends)
-        if pane is not None and pane.activity > agent.last_output_at + 0.5:
+        if pane is not None and shows_output(agent, pane.activity):
             yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
         if panes is not None and (pane is None or pane.dead):
             status = pane.dead_status if pane is not None else None
@@ -304,6 +313,26 @@ class Watch:
             state.registered = True
         elif state.registered:
             yield AgentExited(at=now, session=agent.session)
+
+    @staticmethod
+    def _printed_send(place: Place, agent: Agent, now: Instant) -> Iterator[Observation]:
+        """What a printed agent's file says of the current send: made, or never made.
+
+        The file is the pane's own mark: it holds the prompt, and which send wrote it, once it
+        is written. A supervisor killed after deciding a send and before writing it leaves the
+        file without it; the core then has it written at once (DELIVERY-UNWRITTEN-NOW).
+        """
+        phase = place.stage.phase
+        if not isinstance(phase, Delivering) or phase.typed or phase.retyped:
+            return
+        written = printed.prompt_written(Path(agent.pane.removeprefix(PRINTED)), agent.session)
+        if written is None:
+            return  # no file of the session's to read: it says nothing
+        marker, send = prompt_marker(place), place.stage.sends
+        if written == send:
+            yield PromptTyped(at=now, session=agent.session, marker=marker, send=send)
+        else:
+            yield PromptUnwritten(at=now, session=agent.session, marker=marker, send=send)
 
     def _transcript(
         self, place: Place, agent: Agent, state: Seen, kind: AgentName, now: Instant
@@ -333,17 +362,15 @@ class Watch:
         entry: dict[str, object] | None,
         kind: AgentName,
     ) -> Activity | None:
-        """The state of whichever of the hooks and the registry spoke last."""
+        """What the hooks and the registry said last; the core says which of them speaks."""
         if kind is AgentName.CLAUDE:
             self._read_hooks(state, session)
-        registry_state = registry_activity(entry) if entry is not None else None
-        registry_at = 0.0
-        if entry is not None:
-            stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
-            registry_at = float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
-        if state.hook_state is not None and (registry_state is None or state.hook_at > registry_at):
-            return state.hook_state
-        return registry_state
+        hooks = (
+            Said(activity=state.hook_state, at=state.hook_at)
+            if state.hook_state is not None
+            else None
+        )
+        return latest_said(hooks, _registry_said(entry))
 
     @staticmethod
     def _read_hooks(state: Seen, session: str) -> None:

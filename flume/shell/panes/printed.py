@@ -50,8 +50,13 @@ def write(  # noqa: PLR0913 (each is one thing the agent needs)
     argv: Sequence[str],
     env: Mapping[str, str],
     prompt: str | None = None,
+    send: int | None = None,
 ) -> None:
-    """Write the agent's file whole (a new file renamed over the old)."""
+    """Write the agent's file whole (a new file renamed over the old).
+
+    ``send``: which send of the stage's prompt ``prompt`` is. The file is the pane's own mark:
+    it holds no prompt until one is written (:func:`prompt_written`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     data: dict[str, object] = {
         "session": session,
@@ -60,6 +65,8 @@ def write(  # noqa: PLR0913 (each is one thing the agent needs)
         "env": dict(env),
         "prompt": prompt,
     }
+    if send is not None:
+        data["send"] = send
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(data), encoding="utf-8")
     temporary.replace(path)
@@ -74,7 +81,22 @@ def read(path: Path) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def set_prompt(path: Path, session: str, text: str) -> bool:
+def prompt_written(path: Path, session: str) -> int | None:
+    """Which send of the prompt the session's file holds: 0 when none was written yet.
+
+    None when it cannot say: no file, another session's, or one being replaced. A file written
+    before sends were numbered, holding a prompt, holds the first.
+    """
+    data = read(path)
+    if data is None or data.get("session") != session:
+        return None
+    if not isinstance(data.get("prompt"), str):
+        return 0
+    send = data.get("send", 1)
+    return send if isinstance(send, int) else 1
+
+
+def set_prompt(path: Path, session: str, text: str, send: int | None = None) -> bool:
     """Put the prompt in the session's file; False when the file is another session's."""
     data = read(path)
     if data is None or data.get("session") != session:
@@ -83,7 +105,8 @@ def set_prompt(path: Path, session: str, text: str) -> bool:
     env = data.get("env")
     if not isinstance(argv, list) or not isinstance(env, dict):
         return False
-    write(path, session=session, cwd=str(data["cwd"]), argv=argv, env=env, prompt=text)
+    cwd = str(data["cwd"])
+    write(path, session=session, cwd=cwd, argv=argv, env=env, prompt=text, send=send)
     return True
 
 

@@ -31,6 +31,7 @@ from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.judging import launch_settings
 from flume.core.kinds import Kind
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
 from flume.core.observations import Launched
@@ -44,10 +45,6 @@ from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
 from flume.shell.store import journal, places
 from flume.shell.tools import git, locate
-
-#: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
-#: the printed command ([timing] confirm in .flume.toml overrides it).
-PRINT_CONFIRM_SECONDS = 3600.0
 
 
 @attrs.frozen(kw_only=True)
@@ -120,9 +117,9 @@ def _checked(
     if request.agent.panes is Panes.HERDR:
         # A place is made only for a herdr that answers and speaks a protocol flume knows.
         herdr.check_server()
-    if request.agent.panes is Panes.PRINT and "confirm_seconds" not in declared.timing:
-        # A printed agent starts when its caller runs it: the first send waits that long.
-        settings = attrs.evolve(settings, confirm_seconds=PRINT_CONFIRM_SECONDS)
+    settings = launch_settings(
+        settings, panes=request.agent.panes, confirm_declared="confirm_seconds" in declared.timing
+    )
     if request.carried is None:
         kind = declared.kind(request.kind)
     elif request.carried.name != request.kind:

@@ -60,13 +60,11 @@ from flume.core.status import status as core_status
 from flume.core.step import pending, step
 from flume.shell import environment, process
 from flume.shell.agents.runner import Agents
-from flume.shell.observe import changes as openspec
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.changes import Changes
 from flume.shell.observe.port import Observer
 from flume.shell.observe.reports import Reports
 from flume.shell.observe.watch import Watch
-from flume.shell.panes import herdr, tmux
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
@@ -75,7 +73,7 @@ from flume.shell.perform.performer import Performer
 from flume.shell.store import journal, places
 from flume.shell.store.follower import Followed
 from flume.shell.supervisor import client
-from flume.shell.tools import git
+from flume.shell.tools import git, openspec
 from flume.shell.tools import sockets as lines
 
 #: How many actions run at once, each for a different place.
@@ -141,8 +139,8 @@ class Supervisor:
         self._write_unwritten()
         self._discover()
         self._read_all()
-        runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
-        asked = herdr.counter.requests
+        runs = process.count.processes()
+        asked = process.count.requests["herdr"]
         now = Instant(self.clock())
         live = [
             each
@@ -155,10 +153,8 @@ class Supervisor:
                     self._append(each, seen)
             except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
                 _log.exception("observing with %s failed", type(observer).__name__)
-        self.stats.last_tick_subprocesses = (
-            git.counter.runs + tmux.counter.runs + openspec.counter.runs - runs
-        )
-        self.stats.last_tick_herdr_requests = herdr.counter.requests - asked
+        self.stats.last_tick_subprocesses = process.count.processes() - runs
+        self.stats.last_tick_herdr_requests = process.count.requests["herdr"] - asked
         self._deadlines(now)
         self._read_all()
         self._dispatch()
