@@ -36,8 +36,8 @@ From the top down:
     below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
-    (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and
-    its registry of repositories. May import only the two below.
+    (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder
+    on this host and its registry of repositories. May import only the two below.
 ``environment.py`` | ``process.py``
     The bottom: the environment a command's checks read (the caller's, or this process's); the
     one runner of outside programs and its count (``process.py``), and whether a process runs.
