@@ -7,7 +7,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from flume.shell import git
+from flume.shell.tools import git
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "flume bench",

@@ -3,7 +3,8 @@
 Side by side in one run, for the test agent and (when installed) the real Claude Code against a
 scripted model: each round starts the agent in a pane of a private tmux server, waits until its
 live-session registry says it takes input, pastes a prompt with a unique marker the way flume
-does (:meth:`flume.shell.tmux.Tmux.paste`), and times until a user line holding the marker is in
+does (:meth:`flume.shell.panes.tmux.Tmux.paste`), and times until a user line holding the marker is
+in
 the transcript. Then once more through the real supervisor: a launch's journal gives the instant
 the prompt was sent for and the instant the watch journaled the transcript line.
 
@@ -24,9 +25,9 @@ import uuid
 from pathlib import Path
 
 from flume.core.observations import AgentStateSeen, TranscriptEntry
-from flume.shell import journal, places
-from flume.shell.agents import project_slug
-from flume.shell.tmux import Tmux
+from flume.shell.agents.runner import project_slug
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import journal, places
 from flume.testing.claude import claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel
 

@@ -26,8 +26,8 @@ from status import host_with
 from flume.core.ids import Instant
 from flume.core.observations import Tick
 from flume.core.settings import Settings
-from flume.shell import journal, places
-from flume.shell.events import Follower
+from flume.shell.commands.events import Follower
+from flume.shell.store import journal, places
 
 
 def one_look(environment: dict[str, str], follower: Follower, at: float) -> float:

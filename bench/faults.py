@@ -105,7 +105,7 @@ from flume.core.observations import AgentStarted, Observation
 from flume.core.place import Life, Place
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell import journal, places
+from flume.shell.store import journal, places
 from flume.testing import scenario
 
 TRACEBACK = "Traceback (most recent call last)"

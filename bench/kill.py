@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import private_host
 
-from flume.shell import client
+from flume.shell.supervisor import client
 from tests.integration import kill_trials
 
 

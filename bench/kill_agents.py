@@ -26,8 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flume.core.place import Short
-from flume.shell import client, places
-from flume.shell.tmux import Tmux
+from flume.shell import process
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
     TIMING,
     agent_repository,
@@ -66,7 +68,7 @@ def trial(folder: Path, rng: random.Random) -> tuple[str, list[str]]:
         time.sleep(rng.uniform(0, 0.3))  # a point between lines, maybe mid-action
         pid = int((places.state_dir() / "supervisor.lock").read_text().strip())
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not client.alive(pid), 10, "the supervisor to die")
+        wait_for(lambda: not process.alive(pid), 10, "the supervisor to die")
         client.ensure(wait=30)
 
         def settled() -> bool:

@@ -38,9 +38,10 @@ from common import best, median, private_host, realistic_repository
 from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell import git, journal
-from flume.shell import launch as shell_launch
-from flume.shell.perform import Performer
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import journal
+from flume.shell.tools import git
 
 TARGET = 1.5
 #: The launch as a command, against the bare command, median against median.

@@ -35,7 +35,7 @@ from flume.core.observations import (
     WorktreeMade,
 )
 from flume.core.settings import Settings
-from flume.shell import journal, places
+from flume.shell.store import journal, places
 
 TARGET = 3.0
 

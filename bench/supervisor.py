@@ -27,9 +27,10 @@ from flume.core.launch import AgentName, AgentSettings
 from flume.core.observations import Activity
 from flume.core.place import Working
 from flume.core.settings import Settings
-from flume.shell import client, places
-from flume.shell import launch as shell_launch
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.perform import launch as shell_launch
+from flume.shell.store import places
+from flume.shell.supervisor import client
 
 CPU_TARGET = 2.0
 MEMORY_TARGET_MB = 100.0

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.shell.transcript import read_from
+from flume.shell.agents.claude_lines import read_from
 
 TARGET = 0.010
 SESSION = SessionId("4d5611e5-241a-462a-8d15-5122611a9569")

@@ -42,10 +42,12 @@ from flume.core.settings import Settings
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import Decision
-from flume.shell import client, commands, places
-from flume.shell import launch as shell_launch
-from flume.shell.events import Cursor, Follower, PlaceEvent
-from flume.shell.journal import codec, fault_words
+from flume.shell.commands import verbs as commands
+from flume.shell.commands.events import Cursor, Follower, PlaceEvent
+from flume.shell.perform import launch as shell_launch
+from flume.shell.store import places
+from flume.shell.store.journal import codec, fault_words
+from flume.shell.supervisor import client
 
 __all__ = [
     "Cursor",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flume.shell import client
+from flume.shell import process
 from tests.shared import ROOT
 
 CONFTEST = "from tests.conftest import _private_home, pytest_configure, pytest_sessionfinish\n"
@@ -55,7 +55,7 @@ def test_a_process_left_running_fails_the_run_and_is_ended(
     assert "outlived the run" in ran.stdout
     named = re.search(r"pid (\d+): sleep 613", ran.stdout)
     assert named is not None, ran.stdout
-    assert not client.alive(int(named.group(1)))
+    assert not process.alive(int(named.group(1)))
 
 
 @SPREADS

@@ -62,7 +62,7 @@ def _list_scenarios(wanted: bool) -> None:
     """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
     if not wanted:
         return
-    from flume.shell import scenario
+    from flume.shell.declared import scenario
 
     for path in scenario.shipped():
         try:
@@ -107,7 +107,7 @@ def simulate(
     """
     from flume.cli import render
     from flume.core.step import trace
-    from flume.shell import scenario
+    from flume.shell.declared import scenario
 
     problems: list[Problem] = []
     loaded: list[scenario.Scenario] = []
@@ -201,7 +201,8 @@ def _survey(place: str | None, repository: Path | None, mark: str | None) -> dic
     their ends; with none running, or for one repository, the journals are read here (R11: what
     an agent does now is then unknown). No repository registered: no places, nothing to read.
     """
-    from flume.shell import client, registry
+    from flume.shell import host as registry
+    from flume.shell.supervisor import client
 
     if repository is None:
         # A supervisor that cannot answer within this is taken as none: the journals are read.
@@ -358,7 +359,8 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
-    from flume.shell import client, launch_words
+    from flume.shell.perform import launch_words
+    from flume.shell.supervisor import client
 
     given: str | None = None
     if kind_file is None:
@@ -480,7 +482,7 @@ def _words(text: str, field: str) -> str:
     """``text`` as given, or stdin read as UTF-8 when it is ``-``."""
     if text != "-":
         return text
-    from flume.shell import asked
+    from flume.shell.commands import asked
 
     if sys.stdin.isatty():
         raise UsageError.one(field, f"the {field} is '-' and stdin is a terminal", "pipe it in")
@@ -572,7 +574,7 @@ def needs(
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
-    from flume.shell import asked
+    from flume.shell.commands import asked
 
     try:
         words = asked.checked_text("words", _words(text, "words"))
@@ -585,7 +587,8 @@ def needs(
     from flume.cli import render
     from flume.core.observations import NeedsSaid
     from flume.core.settings import Settings
-    from flume.shell import client, commands
+    from flume.shell.commands import verbs as commands
+    from flume.shell.supervisor import client
 
     settings = Settings()
     try:
@@ -604,7 +607,7 @@ def submit() -> None:
 
     The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
     """
-    from flume.shell import asked
+    from flume.shell.commands import asked
 
     try:
         cwd = _cwd()
@@ -616,7 +619,8 @@ def submit() -> None:
     from flume.cli import render
     from flume.core.observations import SubmitAsked
     from flume.core.settings import Settings
-    from flume.shell import client, commands
+    from flume.shell.commands import verbs as commands
+    from flume.shell.supervisor import client
 
     settings = Settings()
     try:
@@ -658,7 +662,7 @@ def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
 ) -> None:
     """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
     from flume.core.settings import Settings
-    from flume.shell import commands
+    from flume.shell.commands import verbs as commands
 
     asked = commands.PromptAsked(
         kind=kind, stage=stage, brief=brief, name=name, base=base, repository=repository
@@ -704,7 +708,8 @@ def tidy(
     """
     from flume.cli import render
     from flume.core.settings import Settings
-    from flume.shell import places, tidying
+    from flume.shell.commands import tidying
+    from flume.shell.store import places
 
     settings = Settings()
     try:
@@ -747,11 +752,13 @@ def attach(
     Its pane on flume's own tmux server, or its tab in herdr.
     """
     from flume.core.settings import Settings
-    from flume.shell import attaching, places, printed
-    from flume.shell.agents import PRINTED
-    from flume.shell.herdr import Herdr
-    from flume.shell.panes import PaneServer
-    from flume.shell.tmux import Tmux
+    from flume.shell.agents.runner import PRINTED
+    from flume.shell.panes import attach as attaching
+    from flume.shell.panes import printed
+    from flume.shell.panes.herdr import Herdr
+    from flume.shell.panes.port import PaneServer
+    from flume.shell.panes.tmux import Tmux
+    from flume.shell.store import places
 
     settings = Settings()
     try:
@@ -918,8 +925,8 @@ def watch(
     from flume import api
     from flume.cli import board
     from flume.core.settings import Settings
-    from flume.shell import places
-    from flume.shell.events import Follower
+    from flume.shell.commands.events import Follower
+    from flume.shell.store import places
 
     try:
         where = places.repository_of(repository) if repository is not None else None
@@ -959,7 +966,7 @@ def daemon_status(
     One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
     it is named, with the way out, and the status is 1.
     """
-    from flume.shell import client
+    from flume.shell.supervisor import client
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
@@ -1005,7 +1012,7 @@ def daemon_start() -> None:
 
     Any command that needs the supervisor starts it too; this one does nothing else.
     """
-    from flume.shell import client
+    from flume.shell.supervisor import client
 
     try:
         reply = client.ensure(wait=client.START_SECONDS)
@@ -1028,7 +1035,8 @@ def daemon_stop() -> None:
 
     The places wait in their journals; any command that needs the supervisor starts it again.
     """
-    from flume.shell import client
+    from flume.shell import process
+    from flume.shell.supervisor import client
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
@@ -1041,9 +1049,9 @@ def daemon_stop() -> None:
     pid = int(reply["pid"])
     # It stops listening at once, and exits once its running actions are done.
     deadline = time.monotonic() + 600.0
-    while client.alive(pid) and time.monotonic() < deadline:
+    while process.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if client.alive(pid):
+    if process.alive(pid):
         typer.echo(f"supervisor {pid}: still finishing its actions after 600 s", err=True)
         raise typer.Exit(1)
     typer.echo(f"supervisor {pid}: stopped")
@@ -1061,7 +1069,7 @@ def daemon_run(
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
     from flume.core.settings import Settings
-    from flume.shell import supervisor
+    from flume.shell.supervisor import loop as supervisor
 
     raise typer.Exit(supervisor.serve(Settings(), asked_after=asked_after))
 

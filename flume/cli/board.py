@@ -1,6 +1,7 @@
 """``flume watch``: a board of every place, redrawn as their journals grow.
 
-Theory of operation. A :class:`~flume.shell.events.Follower` reads what each journal gained since
+Theory of operation. A :class:`~flume.shell.commands.events.Follower` reads what each journal
+gained since
 the last look (from stored offsets, as ``flume events`` does), so a refresh costs what changed;
 each place's row is its status (R11), with its age since launch and since the last thing seen.
 The board is drawn for a plain terminal, as one reached over SSH is: no mouse, no alternate
@@ -30,8 +31,9 @@ from rich.text import Text
 from flume.cli import render, statusview
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
-from flume.shell import client, places
-from flume.shell.events import Follower
+from flume.shell.commands.events import Follower
+from flume.shell.store import places
+from flume.shell.supervisor import client
 
 #: Terminals that cannot move the cursor: the board is printed anew instead of redrawn.
 _DUMB = frozenset({"dumb", "unknown", ""})

@@ -1,11 +1,12 @@
 """``flume demo`` told as a story: the live board in a terminal, the events one a line elsewhere.
 
-Theory of operation. :mod:`flume.shell.demo` makes the sample, launches a fix and a change and
+Theory of operation. :mod:`flume.testing.demo` makes the sample, launches a fix and a change and
 starts the supervisor, all in a temporary folder of the demo's own. What happens then is shown
 with what flume already has for it: in a terminal that can move its cursor, the board ``flume
 watch`` draws (:mod:`flume.cli.board`); into a pipe, a file or a dumb terminal, each event as
 ``flume events`` prints it (:func:`flume.cli.render.event_text`), both read by one
-:class:`~flume.shell.events.Follower`. Either ends once both places have settled (or the time
+:class:`~flume.shell.commands.events.Follower`. Either ends once both places have settled (or the
+time
 is up), and the summary follows: what main holds and the places left.
 
 However the demo ends (finished, time up, Ctrl-C, SIGTERM, SIGHUP from a closed terminal), its
@@ -29,8 +30,8 @@ import typer
 
 from flume.cli import board, render
 from flume.core.settings import Settings
-from flume.shell import demo as demo_world
-from flume.shell.events import Follower
+from flume.shell.commands.events import Follower
+from flume.testing import demo as demo_world
 
 #: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -23,8 +23,8 @@ from flume.core.choices import Panes
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import Client, HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import Client, HerdrError
 
 herdr_app = typer.Typer(
     help="What flume's herdr plugin runs: sidebar reports, actions and popups.",
@@ -60,7 +60,7 @@ def _fail(error: UsageError | HerdrError) -> NoReturn:
 
 def _said(error: UsageError | HerdrError) -> int:
     """Print what went wrong; the exit status it calls for."""
-    from flume.shell.herdr import HerdrError
+    from flume.shell.panes.herdr import HerdrError
 
     if isinstance(error, HerdrError):
         typer.echo(f"flume: herdr: {error.message}", err=True)
@@ -91,8 +91,8 @@ def sidebar(
     Reported as pane and workspace tokens ($flume...) the plugin's sidebar shows.
     """
     from flume import api
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import Client, HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import Client, HerdrError
 
     context = plugin.Context.from_environment()
     herdr = Client()
@@ -114,7 +114,7 @@ def sidebar(
 
 
 def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
-    from flume.shell import herdr_plugin as plugin
+    from flume.shell.commands import herdr_plugin as plugin
 
     panes = herdr.call("pane.list", {}).get("panes", [])
     found = plugin.place_meant(context, plugin.in_flight(), panes)
@@ -130,8 +130,8 @@ def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
 
 def _notify(herdr: Client, title: str, body: str) -> None:
     """Say it in herdr (a toast), and on stdout for the plugin's log."""
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import HerdrError
 
     typer.echo(f"{title}: {body}")
     with contextlib.suppress(HerdrError):
@@ -165,8 +165,8 @@ def action(
     ],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import Client, HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import Client, HerdrError
 
     context = plugin.Context.from_environment()
     herdr = Client()
@@ -195,8 +195,8 @@ def _refresh(herdr: Client, context: plugin.Context) -> None:
     What was asked is done: the refresh is a courtesy (``sidebar --follow`` reports again within
     seconds), and a herdr away for it must not make the command say it failed.
     """
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import HerdrError
 
     with contextlib.suppress(HerdrError):
         plugin.show(herdr, context.source)
@@ -243,8 +243,8 @@ def pane(
 ) -> None:
     """Run a plugin pane: ask for what a command needs, then do it."""
     from flume import api
-    from flume.shell import herdr_plugin as plugin
-    from flume.shell.herdr import Client, HerdrError
+    from flume.shell.commands import herdr_plugin as plugin
+    from flume.shell.panes.herdr import Client, HerdrError
 
     context = plugin.Context.from_environment()
     herdr = Client()
@@ -281,7 +281,7 @@ def _ask(prompt: str) -> str:
 
 
 def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
-    from flume.shell import herdr_plugin as plugin
+    from flume.shell.commands import herdr_plugin as plugin
 
     found = plugin.in_flight()
     panes = herdr.call("pane.list", {}).get("panes", [])
@@ -289,7 +289,7 @@ def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
 
 
 def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
-    from flume.shell import herdr_plugin as plugin
+    from flume.shell.commands import herdr_plugin as plugin
 
     if not found:
         raise UsageError.one("place", "no place is in flight", "launch work first", exit_status=1)
@@ -320,7 +320,7 @@ def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
 def _launch(context: plugin.Context) -> None:
     """Launch work from the focused workspace's repository; its agents run in herdr."""
     from flume import api
-    from flume.shell import herdr_plugin as plugin
+    from flume.shell.commands import herdr_plugin as plugin
 
     repository = plugin.repository_meant(context)
     if repository is None:

@@ -3,7 +3,8 @@
 ``flume inspect transcript FILE`` lists the lines of a Claude Code transcript or a Codex rollout
 that flume takes as messages typed by the user, and the agent's state it reads at the end. Keys
 typed into a pane prove nothing; the transcript does (R5), so this is how to see why a prompt did
-or did not count as delivered. The judgement is :func:`flume.shell.transcript.inspect`'s; this
+or did not count as delivered. The judgement is :func:`flume.shell.agents.inspect.inspect`'s;
+this
 module only renders it.
 """
 
@@ -21,7 +22,7 @@ from flume.cli.usage import Command
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from flume.shell.transcript import Inspection
+    from flume.shell.agents.inspect import Inspection
 
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
@@ -108,7 +109,7 @@ def transcript(
     The lines flume takes as typed by a person, and the state it reads at the end of the file.
     A file none of whose lines is a transcript's is bad input (exit status 2).
     """
-    from flume.shell.transcript import inspect
+    from flume.shell.agents.inspect import inspect
 
     try:
         found = inspect(file)

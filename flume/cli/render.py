@@ -20,11 +20,11 @@ from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import Decision, TraceRow
-from flume.shell.journal import FORMAT, codec
+from flume.shell.store.journal import FORMAT, codec
 
 if TYPE_CHECKING:
-    from flume.shell.events import PlaceEvent
-    from flume.shell.tidying import Outcome
+    from flume.shell.commands.events import PlaceEvent
+    from flume.shell.commands.tidying import Outcome
 
 _LONG = 72
 

@@ -1,6 +1,46 @@
 """flume's shell: it gathers observations, performs actions and keeps the journal.
 
-It decides nothing: every rule is in flume.core.
+It decides nothing: every rule is in :mod:`flume.core`. Its packages are layers; each imports
+only the layers below it (import-linter holds this: pyproject.toml), never ``flume.testing``,
+and never hides an import in a function or under ``TYPE_CHECKING`` (tests/test_shell_layout.py).
+From the top down:
+
+``commands/``
+    The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
+    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), the events stream
+    (``events.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
+``supervisor/``
+    The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
+    asks it (``client.py``). May import observe, perform and everything below.
+``observe/`` | ``perform/``
+    Independent of each other. ``observe/``: the batch observers behind one protocol
+    (``port.py``): branch heads (``branches.py``), agents (``watch.py``), OpenSpec changes
+    (``changes.py``), report files (``reports.py``). ``perform/``: the performer (``performer.py``),
+    the landers (``lander.py``), a launch checked and journaled (``launch.py``,
+    ``launch_words.py``). May import agents and everything below.
+``agents/``
+    Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
+    (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
+    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspect.py``.
+    May import panes and everything below.
+``panes/``
+    The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;
+    attaching a terminal (``attach.py``). May import declared and everything below.
+``declared/``
+    What a repository declares: ``.flume.toml`` (``config.py``), kinds in TOML (``kinds.py``),
+    a declared command run as written (``run.py``), scenario files (``scenario.py``).
+    May import store and everything below.
+``store/``
+    What flume keeps: the codec and journal files (``journal.py``), following a journal
+    (``follower.py``), places found and read back (``places.py``). May import tools, host and
+    below.
+``tools/`` | ``host.py``
+    ``tools/``: one adapter per outside program: ``git.py``, Unix sockets (``sockets.py``),
+    where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and
+    its registry of repositories. May import only the two below.
+``environment.py`` | ``process.py``
+    The bottom: the environment a command's checks read (the caller's, or this process's), and
+    whether a process runs. They import nothing of flume's shell.
 """
 
 from __future__ import annotations

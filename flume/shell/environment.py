@@ -1,6 +1,7 @@
 """The environment a command's checks read: this process's, or the one its caller sent.
 
-The supervisor runs a launch for ``flume launch`` (:mod:`flume.shell.client`), and the launch's
+The supervisor runs a launch for ``flume launch`` (:mod:`flume.shell.supervisor.client`), and the
+launch's
 checks must read the caller's environment, not the supervisor's: its ``PATH`` and
 ``$FLUME_CLAUDE`` find the agent's program, its ``HERDR_SOCKET_PATH`` the herdr asked, its
 ``GIT_*`` and ``HOME`` what git reads. Everything that reads the environment for a launch reads

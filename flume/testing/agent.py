@@ -281,8 +281,8 @@ def default_home() -> Path:
     """Where the agent keeps its files without ``--home``: in flume's own state folder.
 
     ``$XDG_STATE_HOME/flume/test-agent`` (``~/.local/state`` without the variable), as
-    :func:`flume.shell.places.state_dir` names flume's state folder; flume passes the same
-    folder as ``--home`` (:func:`flume.shell.agents.test_agent_home`).
+    :func:`flume.shell.store.places.state_dir` names flume's state folder; flume passes the same
+    folder as ``--home`` (:func:`flume.shell.agents.runner.test_agent_home`).
     """
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "flume" / "test-agent"

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from flume.shell.tools import installed
+from flume.shell.tools.locate import installed
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code version flume is tested against (``scripts/install-agents`` installs it)."""

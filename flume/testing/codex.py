@@ -33,7 +33,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from flume.shell.tools import installed
+from flume.shell.tools.locate import installed
 
 CODEX_VERSION = "0.171.0"
 """The Codex version flume is tested against (``scripts/install-agents`` installs it)."""

@@ -55,8 +55,8 @@ import attrs
 # jsonschema ships no type stubs.
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from flume.shell import lines
-from flume.shell.tmux import Tmux, escape_argument
+from flume.shell.panes.tmux import Tmux, escape_argument
+from flume.shell.tools import sockets as lines
 
 #: What a source identifier may be (reference §4).
 _SOURCE = re.compile(r"[A-Za-z0-9:._-]{1,80}")

@@ -33,8 +33,11 @@ from typing import TypedDict
 
 import attrs
 
-from flume.shell import client, git, places
-from flume.shell.tmux import Tmux
+from flume.shell import process
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.shell.supervisor import client
+from flume.shell.tools import git
 
 #: Timings for tests: a stage ends half a second after its agent goes quiet, a lost prompt is
 #: found missing in 4 s, an agent has 20 s to take input (docs/config.md, ``[timing]``).
@@ -224,7 +227,7 @@ def _stop_supervisor(deadline: float) -> int | None:
     if pid is not None and reply is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    while pid is not None and client.alive(pid) and time.monotonic() < deadline:
+    while pid is not None and process.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return pid
 
@@ -237,7 +240,7 @@ def _lock_holder() -> int | None:
     except OSError:
         return None
     is_supervisor = b"daemon" in command and b"run" in command
-    return int(text) if is_supervisor and client.alive(int(text)) else None
+    return int(text) if is_supervisor and process.alive(int(text)) else None
 
 
 _HOST_VARIABLES = (

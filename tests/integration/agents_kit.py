@@ -20,7 +20,8 @@ from flume.core.observations import Activity, AgentStarted, Observation, Transcr
 from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import agents, journal, places
+from flume.shell.agents import runner as agents
+from flume.shell.store import journal, places
 from flume.testing import scenario
 from tests import shared
 from tests.conftest import is_stand_in

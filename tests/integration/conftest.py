@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from flume.shell import client, places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.shell.supervisor import client
 from tests import processes
 from tests.integration.places_kit import GIT_IDENTITY, Harness
 

@@ -23,8 +23,11 @@ import attrs
 from flume.core.actions import Event, Report, SendPrompt
 from flume.core.observations import AgentStarted
 from flume.core.place import Life
-from flume.shell import client, git, places
-from flume.shell.tmux import Tmux
+from flume.shell import process
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.shell.supervisor import client
+from flume.shell.tools import git
 from tests.integration.agents_kit import (
     agent_repository,
     decided,
@@ -87,9 +90,9 @@ def run(folder: Path, rng: random.Random) -> Trial:
         )
         time.sleep(rng.uniform(0, 0.2))  # a point between lines, maybe mid-action
         pid = _daemon_pid()
-        if pid is not None and client.alive(pid):
+        if pid is not None and process.alive(pid):
             os.kill(pid, signal.SIGKILL)
-            wait_for(lambda: not client.alive(pid), 10, "the supervisor to die")
+            wait_for(lambda: not process.alive(pid), 10, "the supervisor to die")
         if client.ensure(wait=30) is None:
             problems.append("no supervisor answered after the restart")
         wait_for(lambda: place_of(path).life is Life.TIDIED, 120, "the fix to land and be tidied")

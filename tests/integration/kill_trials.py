@@ -21,7 +21,10 @@ from pathlib import Path
 import attrs
 
 from flume.core.observations import ActionFailed, Launched, SetupFinished, WorktreeMade
-from flume.shell import client, git, journal, places
+from flume.shell import process
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
+from flume.shell.tools import git
 from tests.integration.places_kit import GIT_IDENTITY, launch_argv, repository
 
 NAMES = ("alpha", "beta", "gamma")
@@ -104,10 +107,10 @@ def run(folder: Path, rng: random.Random) -> Trial:
     _wait(lambda: _daemon_pid() is not None, 30, "the supervisor's pid")
     pid = _daemon_pid()
     assert pid is not None
-    killed = client.alive(pid)
+    killed = process.alive(pid)
     if killed:
         os.kill(pid, signal.SIGKILL)
-        _wait(lambda: not client.alive(pid), 10, "the supervisor to die")
+        _wait(lambda: not process.alive(pid), 10, "the supervisor to die")
     for launch in launches:
         launch.wait(timeout=60)
     started = time.monotonic()

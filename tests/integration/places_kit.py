@@ -31,10 +31,11 @@ from flume.core.observations import (
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell import git, journal, places
-from flume.shell import launch as shell_launch
-from flume.shell.perform import Performer
-from flume.shell.supervisor import Supervisor
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import journal, places
+from flume.shell.supervisor.loop import Supervisor
+from flume.shell.tools import git
 from flume.testing import scenario
 
 #: Who commits in tests: HOME is private, so git has no identity of its own.

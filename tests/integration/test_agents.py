@@ -32,9 +32,12 @@ from flume.core.observations import (
 from flume.core.place import Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell import agents, client, journal, places
-from flume.shell.agents import Agents
-from flume.shell.tmux import Tmux
+from flume.shell import process
+from flume.shell.agents import runner as agents
+from flume.shell.agents.runner import Agents
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
     agent_doing,
     agent_repository,
@@ -353,7 +356,7 @@ def _kill_daemon() -> None:
     text = lock.read_text().strip()
     pid = int(text)
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not client.alive(pid), 10, "the supervisor to die")
+    wait_for(lambda: not process.alive(pid), 10, "the supervisor to die")
 
 
 def _check_one_agent_and_at_most_two_sends(journal_path: Path, panes: Tmux, name: str) -> None:
@@ -467,7 +470,7 @@ def test_the_print_backend_writes_the_command_and_follows_its_transcript(
     shown = flume_process("attach", "fix--printed", "--repository", str(repo))
     assert shown.returncode == 0, shown.stderr
     command = shlex.split(shown.stdout.strip())
-    assert command[1:3] == ["-m", "flume.shell.printed"]
+    assert command[1:3] == ["-m", "flume.shell.panes.printed"]
     told = flume_process("tell", "fix--printed", "--repository", str(repo), "Hurry.")
     assert told.returncode == 1
     assert "--panes print" in told.stderr

@@ -8,7 +8,9 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
-from flume.shell import asked, commands, git
+from flume.shell.commands import asked
+from flume.shell.commands import verbs as commands
+from flume.shell.tools import git
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -18,8 +18,8 @@ import pytest
 from flume.core.ids import Instant
 from flume.core.observations import DropAsked
 from flume.core.settings import Settings
-from flume.shell import places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import Harness, commit, flume, launch_place, repository
 

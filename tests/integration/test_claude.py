@@ -17,8 +17,8 @@ import pytest
 
 from flume.core.observations import Activity
 from flume.core.place import Life, Short, ShortCause
-from flume.shell import places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import (

@@ -15,7 +15,15 @@ from pathlib import Path
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "fix-clean.toml"
 
 #: What ``--help`` must not load: each costs a command tens of milliseconds.
-HEAVY = ("plumbum", "cattrs", "rich.markdown", "rich", "mcp", "flume.api", "flume.shell.journal")
+HEAVY = (
+    "plumbum",
+    "cattrs",
+    "rich.markdown",
+    "rich",
+    "mcp",
+    "flume.api",
+    "flume.shell.store.journal",
+)
 
 _PROBE = """
 import json, sys
@@ -25,7 +33,7 @@ try:
     main()
 except SystemExit:
     pass
-journal = sys.modules.get("flume.shell.journal")
+journal = sys.modules.get("flume.shell.store.journal")
 codec = getattr(journal, "codec", None)
 built = journal is not None and (
     "converter" in vars(journal) or (codec is not None and codec.cache_info().currsize > 0)
@@ -86,7 +94,7 @@ def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rule
     for argv in (["submit"], ["needs", "the API key"]):
         modules, converter_built = loaded(*argv, state=tmp_path / "state", cwd=tmp_path)
         assert not converter_built
-        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.git"):
+        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.tools.git"):
             assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
 
 

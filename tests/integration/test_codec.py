@@ -12,7 +12,7 @@ from flume.core.kinds import BUILTIN_KINDS, Kind
 from flume.core.observations import Observation
 from flume.core.place import Place
 from flume.core.status import PlaceStatus, status
-from flume.shell.journal import converter, decode, encode
+from flume.shell.store.journal import converter, decode, encode
 from tests.strategies import actions, any_places, declared_kinds, observations, places
 
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from flume.core.actions import Action
 from flume.core.observations import Observation
 from flume.core.place import Place
-from flume.shell import journal
+from flume.shell.store import journal
 from tests.strategies import actions, any_places, observations
 
 

@@ -19,8 +19,8 @@ import pytest
 
 from flume.core.observations import Activity, TranscriptEntry
 from flume.core.place import Short, ShortCause
-from flume.shell import places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from flume.testing.codex import CODEX_VERSION, codex_binary, codex_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import (

@@ -30,11 +30,11 @@ from flume.core.observations import (
 )
 from flume.core.place import AwaitingWord, Life, Place, Short, ShortCause, Working
 from flume.core.settings import Settings
-from flume.shell import journal, places
-from flume.shell import launch as shell_launch
-from flume.shell.commands import MAX_TEXT_BYTES
-from flume.shell.perform import Performer
-from flume.shell.supervisor import Supervisor
+from flume.shell.commands.verbs import MAX_TEXT_BYTES
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import journal, places
+from flume.shell.supervisor.loop import Supervisor
 from tests.integration.places_kit import (
     Clock,
     EchoAgents,

@@ -8,7 +8,7 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.kinds import BUILTIN_KINDS, ReportFile, steps
-from flume.shell.config import FILE_NAME, Config, load
+from flume.shell.declared.config import FILE_NAME, Config, load
 
 GOOD = """\
 [place]

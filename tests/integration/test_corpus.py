@@ -7,7 +7,7 @@ import pytest
 from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity
-from flume.shell.transcript import read_line
+from flume.shell.agents.claude_lines import read_line
 from tests import shared
 from tests.shared import CORPUS
 

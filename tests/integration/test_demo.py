@@ -21,7 +21,7 @@ from rich.console import Console
 
 from flume.cli import board
 from flume.core.settings import Settings
-from flume.shell.events import Follower
+from flume.shell.commands.events import Follower
 from tests import processes
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import launch_place, repository

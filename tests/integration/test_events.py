@@ -22,10 +22,10 @@ from flume.core.actions import Event
 from flume.core.ids import Instant
 from flume.core.observations import DropAsked
 from flume.core.settings import Settings
-from flume.shell import events as shell_events
-from flume.shell import journal, places
-from flume.shell import launch as shell_launch
-from flume.shell.tmux import Tmux
+from flume.shell.commands import events as shell_events
+from flume.shell.panes.tmux import Tmux
+from flume.shell.perform import launch as shell_launch
+from flume.shell.store import journal, places
 from flume.testing import scenario
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import Harness, flume, flume_process, launch_place, repository

@@ -18,8 +18,9 @@ import pytest
 
 from flume.core.observations import Activity, AgentExited, Launched
 from flume.core.place import Delivered
-from flume.shell import git, journal, places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import journal, places
+from flume.shell.tools import git
 from flume.testing import scenario
 from tests.integration.agents_kit import observations, place_of, wait_for
 from tests.integration.conftest import stop_supervisor

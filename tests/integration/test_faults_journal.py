@@ -28,8 +28,9 @@ from flume.core.ids import Instant
 from flume.core.observations import Activity, DropAsked, Observation, Tick
 from flume.core.place import Life, Place
 from flume.core.settings import Settings
-from flume.shell import client, journal, places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
     TIMING,
     agent_doing,

@@ -16,9 +16,9 @@ from flume.core.actions import SendTell
 from flume.core.ids import Instant
 from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
 from flume.core.place import Place
-from flume.shell import places
-from flume.shell.lander import Lander
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.perform.lander import Lander
+from flume.shell.store import places
 from flume.testing import scenario
 from tests.integration.agents_kit import decided, observations, place_of, wait_for
 from tests.integration.places_kit import (

@@ -22,8 +22,11 @@ import pytest
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell import client, journal, places, tidying
-from flume.shell import launch as shell_launch
+from flume.shell import process
+from flume.shell.commands import tidying
+from flume.shell.perform import launch as shell_launch
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
 from tests.integration.conftest import daemons_of
 from tests.integration.places_kit import flume, launch_place, repository
 from tests.integration.test_supervisor import drop, kinds_in, wait_until
@@ -166,7 +169,7 @@ def test_a_clock_stepped_back_after_a_stop_starts_the_next_supervisor(host: Path
     repo = repository(host / "repo")
     first = _daemon()
     assert flume("daemon", "stop").returncode == 0
-    assert not client.alive(first)
+    assert not process.alive(first)
     client.stopped_path().write_text(f"{time.time() + 3600.0!r}\n", encoding="ascii")
 
     ran = flume("launch", "--repository", str(repo), "--kind", "fix", "--name", "clock",
@@ -242,7 +245,7 @@ def _a_dead_pid() -> int:
     """The pid of a process that has ended (and was reaped)."""
     child = subprocess.Popen(["true"])  # noqa: S607 (a process that ends at once)
     child.wait()
-    assert not client.alive(child.pid)
+    assert not process.alive(child.pid)
     return child.pid
 
 

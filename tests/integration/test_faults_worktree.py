@@ -22,8 +22,8 @@ from flume.core.observations import ActionFailed, Launched, WorktreeMade
 from flume.core.place import Place, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell.perform import Performer
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.perform.performer import Performer
 from tests.integration.agents_kit import (
     agent_repository,
     launch_test_agent,

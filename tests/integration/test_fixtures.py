@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flume.shell import client
+from flume.shell.supervisor import client
 from tests import processes
 from tests.integration.conftest import stop_supervisor
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from flume.core.ids import BranchName, Sha
-from flume.shell import git
+from flume.shell.tools import git
 from tests.model.world import FakeGit
 
 MAIN = BranchName("main")

@@ -24,10 +24,11 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell import agents, places
-from flume.shell import herdr as herdr_module
-from flume.shell.herdr import SESSION_TOKEN, TYPED_TOKEN, Client, Herdr, HerdrError
-from flume.shell.tmux import Tmux
+from flume.shell.agents import runner as agents
+from flume.shell.panes import herdr as herdr_module
+from flume.shell.panes.herdr import SESSION_TOKEN, TYPED_TOKEN, Client, Herdr, HerdrError
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from flume.testing.herdr import FakeHerdr, connect_line, running
 from tests.integration.agents_kit import (
     TIMING,

@@ -18,10 +18,10 @@ import pytest
 from flume.cli.herdr import Action, Popup
 from flume.core.observations import Activity, StopAsked, Told
 from flume.core.place import Life
-from flume.shell import places
-from flume.shell.agents import tmux_group
-from flume.shell.herdr import SESSION_TOKEN, Client
-from flume.shell.herdr_plugin import Report, in_flight, planned, reports, send
+from flume.shell.agents.runner import tmux_group
+from flume.shell.commands.herdr_plugin import Report, in_flight, planned, reports, send
+from flume.shell.panes.herdr import SESSION_TOKEN, Client
+from flume.shell.store import places
 from flume.testing.herdr import FakeHerdr, Schema, connect_line
 from tests.integration.agents_kit import (
     TIMING,

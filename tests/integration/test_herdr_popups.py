@@ -23,10 +23,10 @@ import pytest
 from flume.core.launch import AgentName, Panes
 from flume.core.observations import Launched, ProceedAsked, RetryAsked, StopAsked, Told
 from flume.core.place import AwaitingWord, ShortCause
-from flume.shell import places
-from flume.shell.herdr import SESSION_TOKEN
-from flume.shell.herdr_plugin import in_flight
-from flume.shell.tmux import Tmux
+from flume.shell.commands.herdr_plugin import in_flight
+from flume.shell.panes.herdr import SESSION_TOKEN
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from flume.testing.herdr import FakeHerdr, PluginPopup, connect_line
 from tests.integration.agents_kit import (
     TIMING,

@@ -11,8 +11,8 @@ from flume.core.ids import Instant, SessionId
 from flume.core.observations import AgentReady, Launched, Observation, Tick, Told, TranscriptEntry
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell.journal import JournalError, create, encode, read
-from flume.shell.journal import append as append_line
+from flume.shell.store.journal import JournalError, create, encode, read
+from flume.shell.store.journal import append as append_line
 from tests.model.test_rules import FIX, launch, made, started
 
 

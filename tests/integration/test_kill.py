@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flume.shell import client, places
+from flume.shell.store import places
+from flume.shell.supervisor import client
 from tests.integration import kill_trials
 from tests.integration.conftest import daemons_of, stop_supervisor
 

@@ -12,8 +12,8 @@ import pytest
 
 from flume.core.observations import ChecksFailed, ProceedAsked
 from flume.core.place import AwaitingWord, Life
-from flume.shell import places
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from tests.integration.agents_kit import (
     TIMING,
     agent_repository,

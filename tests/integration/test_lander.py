@@ -22,10 +22,13 @@ from flume.core.observations import (
 )
 from flume.core.place import Life, Place, Submission, Working, evolve
 from flume.core.settings import Settings
-from flume.shell import git, places
-from flume.shell.lander import Lander, Landings, is_change_archived
-from flume.shell.perform import Performer
-from flume.shell.supervisor import BranchHeads, Followed, Supervisor
+from flume.shell.observe.branches import BranchHeads
+from flume.shell.perform.lander import Lander, Landings, is_change_archived
+from flume.shell.perform.performer import Performer
+from flume.shell.store import places
+from flume.shell.store.follower import Followed
+from flume.shell.supervisor.loop import Supervisor
+from flume.shell.tools import git
 from tests.integration.places_kit import (
     Clock,
     EchoAgents,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from flume.core.place import Life, Short, ShortCause
-from flume.shell import git, places
+from flume.shell.store import places
+from flume.shell.tools import git
 from tests.integration.places_kit import (
     Harness,
     commit,

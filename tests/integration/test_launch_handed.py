@@ -25,17 +25,19 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
-from flume.shell import client, lines, places
-from flume.shell import launch as shell_launch
-from flume.shell.perform import Performer
-from flume.shell.supervisor import Supervisor
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import places
+from flume.shell.supervisor import client
+from flume.shell.supervisor.loop import Supervisor
+from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
 
 BRIEF = "Mend the greeting."
 PRINTED = ("--agent", "test", "--panes", "print")
 #: What the command must not load to hand a launch over: the rules, git, the journal's codec.
-NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.git")
+NOT_LOADED = (*HEAVY, "flume.core.observations", "flume.core.step", "flume.shell.tools.git")
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> None:
@@ -264,7 +266,7 @@ def test_a_launch_handed_over_loads_no_rules_git_or_codec(supervised: Path) -> N
     wait_until(lambda: client.request("ping", timeout=0.5) is None)
     modules, _ = loaded(*launched, "--name", "itself", *PRINTED, state=state)
     assert "plumbum" in modules
-    assert "flume.shell.git" in modules
+    assert "flume.shell.tools.git" in modules
     assert (places.journals_dir(repo) / "fix--itself" / places.JOURNAL).is_file()
 
 
@@ -274,7 +276,7 @@ def ask(request: dict[str, Any]) -> list[dict[str, Any]]:
         connection.settimeout(30)
         connection.connect(str(client.socket_path()))
         connection.sendall((json.dumps(request) + "\n").encode())
-        reader = lines.Reader(connection)
+        reader = sockets.Reader(connection)
         said = []
         while line := reader.line():
             said.append(json.loads(line))
@@ -337,7 +339,7 @@ def stand_in(answer: Callable[[socket.socket], None]) -> Iterator[None]:
             listener.close()
             path.unlink()
             with connection:
-                lines.read_line(connection)
+                sockets.read_line(connection)
                 answer(connection)
 
         server = threading.Thread(target=serve, daemon=True)

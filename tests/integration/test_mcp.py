@@ -28,7 +28,7 @@ from flume.cli.mcp import NAME_LENGTH, SETTINGS, name_from, read_words
 from flume.core.errors import UsageError
 from flume.core.launch import name_problems
 from flume.core.observations import DropAsked
-from flume.shell.tmux import Tmux
+from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of
 from tests.integration.places_kit import flume_process, run_git, world_of
 

@@ -21,8 +21,9 @@ import pytest
 
 from flume import __version__, api
 from flume.core.launch import AgentName
-from flume.shell import agents, places
-from flume.shell.tmux import Tmux
+from flume.shell.agents import runner
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool, latest_user_text
 from tests.integration.agents_kit import (
@@ -165,7 +166,7 @@ def test_slash_launch_typed_into_claude_code_launches_a_place(
         assert started.ok, started.err
         pane = started.out.strip()
         wait_for(
-            lambda: agents.live_sessions().get(session, {}).get("status") == "idle",
+            lambda: runner.live_sessions().get(session, {}).get("status") == "idle",
             60,
             "Claude Code at its prompt box",
         )
@@ -200,5 +201,5 @@ def places_journal(repo: Path) -> Path:
 
 def transcript_lines_of(repo: Path, session: str) -> list[dict[str, object]]:
     """Claude Code's transcript lines for its session in ``repo``."""
-    path = agents.transcript_path(os.path.realpath(repo), session, AgentName.CLAUDE)
+    path = runner.transcript_path(os.path.realpath(repo), session, AgentName.CLAUDE)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -9,8 +9,9 @@ from flume.core.ids import Instant
 from flume.core.observations import Observation, ReportSeen
 from flume.core.place import Life, Working, has_deliverable
 from flume.core.settings import Settings
-from flume.shell.reports import Reports
-from flume.shell.supervisor import BranchHeads, Followed
+from flume.shell.observe.branches import BranchHeads
+from flume.shell.observe.reports import Reports
+from flume.shell.store.follower import Followed
 from tests.integration.places_kit import Harness, launch_place, repository
 
 REPORT = "conclusion.md"

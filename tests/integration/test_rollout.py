@@ -11,7 +11,12 @@ import pytest
 from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity, Content, TranscriptEntry
-from flume.shell.rollout import read_from, read_line, session_meta_cwd, session_meta_started
+from flume.shell.agents.codex_lines import (
+    read_from,
+    read_line,
+    session_meta_cwd,
+    session_meta_started,
+)
 
 SESSION = SessionId("01a228a7-6e67-72b1-9c1e-000000000001")
 NOW = Instant(100.0)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flume.cli.app import app
-from flume.shell import scenario
+from flume.shell.declared import scenario
 
 SCENARIOS = scenario.SHIPPED
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ def test_the_scenarios_ship_in_the_package() -> None:
 
     ``simulate --help`` and the README point at them: a wheel without them was a broken promise.
     """
-    assert SCENARIOS.parent == Path(scenario.__file__).resolve().parents[1]
+    assert SCENARIOS.parent == Path(scenario.__file__).resolve().parents[2]
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
     ]["flume"]

@@ -29,9 +29,10 @@ from flume.core.settings import Settings
 from flume.core.status import PlaceStatus
 from flume.core.status import status as core_status
 from flume.core.step import step
-from flume.shell import git, places
-from flume.shell.journal import append as append_line
-from flume.shell.journal import create
+from flume.shell.store import places
+from flume.shell.store.journal import append as append_line
+from flume.shell.store.journal import create
+from flume.shell.tools import git
 from tests.model.test_rules import S, submitting
 
 runner = CliRunner()

@@ -19,10 +19,11 @@ from flume.cli.app import app
 from flume.core.ids import Instant
 from flume.core.observations import ChecksFailed, NeedsSaid
 from flume.core.settings import Settings
-from flume.shell import client, places
-from flume.shell.journal import append
-from flume.shell.perform import Performer
-from flume.shell.supervisor import Supervisor
+from flume.shell.perform.performer import Performer
+from flume.shell.store import places
+from flume.shell.store.journal import append
+from flume.shell.supervisor import client
+from flume.shell.supervisor.loop import Supervisor
 from tests.integration.test_status import place, repository
 
 runner = CliRunner()

@@ -12,7 +12,10 @@ from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, Workt
 from flume.core.place import Life, Working
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell import client, git, journal, places, tidying
+from flume.shell.commands import tidying
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
+from flume.shell.tools import git
 from tests.integration.places_kit import (
     Harness,
     commit,

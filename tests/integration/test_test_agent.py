@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from flume.core.launch import AgentName
-from flume.shell import agents
+from flume.shell.agents import runner
 from flume.testing.agent import (
     PROMPT_MARK,
     SCRIPT_VARIABLE,
@@ -576,9 +576,9 @@ def test_flume_and_the_agent_agree_where_its_files_are(
     """The folder flume passes as ``--home`` is the one the agent takes without it."""
     for state in (str(tmp_path / "state"), ""):
         monkeypatch.setenv("XDG_STATE_HOME", state)
-        assert default_home() == agents.test_agent_home()
-        assert default_home() == agents.agent_home(AgentName.TEST)
-        assert agents.agent_home(AgentName.CLAUDE) == agents.claude_home()
+        assert default_home() == runner.test_agent_home()
+        assert default_home() == runner.agent_home(AgentName.TEST)
+        assert runner.agent_home(AgentName.CLAUDE) == runner.claude_home()
 
 
 def _run_agent(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -38,9 +38,11 @@ from flume.core.ids import BranchName, Instant
 from flume.core.observations import BranchDeleted, DropAsked, Observation, SubmitAsked
 from flume.core.place import Life, Place, Working
 from flume.core.settings import Settings
-from flume.shell import git, places, tidying
-from flume.shell import launch as shell_launch
-from flume.shell.perform import Performer
+from flume.shell.commands import tidying
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import Performer
+from flume.shell.store import places
+from flume.shell.tools import git
 from tests.integration.places_kit import (
     GIT_IDENTITY,
     GitLander,

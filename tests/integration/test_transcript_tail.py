@@ -10,7 +10,7 @@ import pytest
 
 from flume.core.delivery import is_typed_by_user
 from flume.core.ids import Instant, SessionId
-from flume.shell.transcript import entries_of, read_from
+from flume.shell.agents.claude_lines import entries_of, read_from
 from tests.shared import CORPUS
 
 SESSION = SessionId("5e55-0001")

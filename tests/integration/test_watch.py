@@ -33,10 +33,11 @@ from flume.core.observations import (
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import agents, tmux
-from flume.shell.supervisor import Followed
-from flume.shell.tmux import Tmux, escape_argument, tidy_name
-from flume.shell.watch import Watch, hook_activity, registry_activity
+from flume.shell.agents import runner as agents
+from flume.shell.observe.watch import Watch, hook_activity, registry_activity
+from flume.shell.panes import tmux
+from flume.shell.panes.tmux import Tmux, escape_argument, tidy_name
+from flume.shell.supervisor.loop import Followed
 from tests.integration.agents_kit import wait_for
 
 

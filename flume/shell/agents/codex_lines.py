@@ -1,0 +1,202 @@
+"""Codex rollout lines, read into the :class:`TranscriptEntry` observations the rules read.
+
+A rollout (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``, reference/codex.md §2) is one
+``{"timestamp", "type", "payload"}`` object a line. The core's rules were written for Claude
+Code's lines, so each rollout line that matters is put in those words, and the rest is skipped:
+
+- a message the person typed (``response_item`` message, role ``user``, ``input_text``) is a
+  ``user`` line with string content. Codex puts its own context in user-role messages too
+  (``<environment_context>``, ``<user_instructions>`` and AGENTS.md text,
+  ``<skills_instructions>``, ...): those, and any whose provenance is not the user's, are not;
+- the model's text (``output_text``) is an ``assistant`` text line; a tool call
+  (``function_call``, ``custom_tool_call``) an ``assistant`` tool use, where
+  ``request_user_input``, the model asking the person, is named ``AskUserQuestion`` so the
+  rules read the agent as asking; a tool's output a ``user`` tool result;
+- ``task_complete`` and ``turn_aborted`` events end a turn: a ``system`` ``turn_duration`` line.
+
+Each typed prompt is taken once, from its ``response_item``. Codex echoes it as an event too:
+``item_completed`` ``UserMessage`` in 0.171, ``user_message`` before (and both lines are written
+for one prompt in every version whose rollouts were seen, e.g. 0.46: the ``response_item`` is
+what the model was sent, so it is always kept). The echoes are skipped, or every prompt would
+count twice.
+
+Like :mod:`flume.shell.agents.claude_lines`, the reader copies and decides nothing; a rollout's tail
+is
+followed by the same :func:`flume.shell.agents.tail.read_tail`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from flume.core.ids import Instant, SessionId
+from flume.core.observations import Content, TranscriptEntry
+from flume.shell.agents.tail import Tail, read_tail
+
+#: How the user-role messages Codex writes itself open (compared without case, as Codex does).
+_CONTEXT_OPENINGS = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# agents.md instructions for ",
+    "<skills_instructions>",
+    "<skill>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+)
+
+#: Codex's tool for asking the person a question, and the name the rules know it by.
+_ASKING_TOOLS = {"request_user_input": "AskUserQuestion"}
+
+#: Events that end a turn, read as Claude Code's end-of-turn ``system`` line.
+_TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
+
+
+def _object(line: str | bytes) -> dict[str, object]:
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        message = "a rollout line must be a JSON object"
+        raise ValueError(message)  # noqa: TRY004 (the caller counts every unreadable line alike)
+    return data
+
+
+def _texts(content: object, kind: str) -> list[str]:
+    """The texts of the ``kind`` items of a message's content."""
+    items = content if isinstance(content, list) else []
+    return [
+        item["text"]
+        for item in items
+        if isinstance(item, dict) and item.get("type") == kind and isinstance(item.get("text"), str)
+    ]
+
+
+def _provenances(*holders: dict[str, object]) -> Iterator[object]:
+    """The provenance types 0.171 records for a message's content items, wherever it put them."""
+    for holder in holders:
+        passthrough = holder.get("internal_chat_message_metadata_passthrough")
+        metadata = passthrough.get("content_item_metadata") if isinstance(passthrough, dict) else []
+        for item in metadata if isinstance(metadata, list) else []:
+            provenance = item.get("provenance") if isinstance(item, dict) else None
+            if isinstance(provenance, dict):
+                yield provenance.get("type")
+
+
+def _is_typed(texts: list[str], line: dict[str, object], payload: dict[str, object]) -> bool:
+    """A user-role message the person typed: no context wrapper, no other provenance."""
+    if not texts or any(text.lstrip().lower().startswith(_CONTEXT_OPENINGS) for text in texts):
+        return False
+    return all(kind == "user" for kind in _provenances(payload, line))
+
+
+def _message(
+    line: dict[str, object], payload: dict[str, object], *, session: SessionId, at: Instant
+) -> TranscriptEntry | None:
+    """A ``message`` item: the person's prompt or the model's text; None for Codex's context."""
+    role = payload.get("role")
+    if role == "user":
+        texts = _texts(payload.get("content"), "input_text")
+        if not _is_typed(texts, line, payload):
+            return None
+        return TranscriptEntry(
+            at=at, session=session, line_type="user", content=Content.STRING, text="\n".join(texts)
+        )
+    texts = _texts(payload.get("content"), "output_text")
+    if role != "assistant" or not texts:
+        return None
+    return TranscriptEntry(
+        at=at,
+        session=session,
+        line_type="assistant",
+        content=Content.TEXT,
+        text="\n".join(texts),
+        stop_reason="end_turn" if payload.get("end_turn") is True else None,
+    )
+
+
+def _response_item(
+    line: dict[str, object], payload: dict[str, object], *, session: SessionId, at: Instant
+) -> TranscriptEntry | None:
+    kind = payload.get("type")
+    if kind == "message":
+        return _message(line, payload, session=session, at=at)
+    if kind in {"function_call", "custom_tool_call", "local_shell_call"}:
+        name = payload.get("name")
+        tool = name if isinstance(name, str) else str(kind).removesuffix("_call")
+        return TranscriptEntry(
+            at=at,
+            session=session,
+            line_type="assistant",
+            content=Content.TOOL_USE,
+            tool_name=_ASKING_TOOLS.get(tool, tool),
+        )
+    if kind in {"function_call_output", "custom_tool_call_output"}:
+        return TranscriptEntry(
+            at=at, session=session, line_type="user", content=Content.TOOL_RESULT
+        )
+    return None
+
+
+def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry | None:
+    """One rollout line as an observation, or None for a line the rules need not see.
+
+    ``ValueError`` when the line is not a JSON object.
+    """
+    data = _object(line)
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    match data.get("type"):
+        case "response_item":
+            return _response_item(data, payload, session=session, at=at)
+        case "event_msg" if payload.get("type") in _TURN_ENDS:
+            return TranscriptEntry(
+                at=at, session=session, line_type="system", subtype="turn_duration"
+            )
+        case _:
+            # task_started, the prompt's echoes (user_message, item_completed), token counts,
+            # session_meta, turn_context and kinds not known yet.
+            return None
+
+
+def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+    """The rollout lines appended to ``path`` after byte ``offset`` (whole lines only)."""
+    return read_tail(path, offset, read_line, session=session, at=at)
+
+
+def session_meta_cwd(line: str | bytes) -> str | None:
+    """The ``cwd`` a rollout's ``session_meta`` line names; None for any other line.
+
+    A rollout is found by the working directory its session started in (reference/codex.md §1).
+    """
+    try:
+        data = _object(line)
+    except ValueError:
+        return None
+    payload = data.get("payload")
+    if data.get("type") != "session_meta" or not isinstance(payload, dict):
+        return None
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def session_meta_started(line: str | bytes) -> float | None:
+    """When a rollout's session began (epoch seconds), from its ``session_meta`` line.
+
+    The line's own ``timestamp`` (or the payload's); None when the line has none it can read.
+    """
+    try:
+        data = _object(line)
+    except ValueError:
+        return None
+    payload = data.get("payload")
+    if data.get("type") != "session_meta" or not isinstance(payload, dict):
+        return None
+    for stamp in (payload.get("timestamp"), data.get("timestamp")):
+        if isinstance(stamp, str):
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(stamp).timestamp()
+    return None

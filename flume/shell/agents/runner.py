@@ -1,0 +1,427 @@
+"""Agents in panes: Claude Code, Codex and flume's test agent, started, typed into and ended.
+
+Theory of operation. The core asks for ``StartAgent``, ``SendPrompt``/``SendTell`` and
+``EndAgent``; :class:`Agents` performs them in panes (flume's tmux server, or herdr's when the
+launch names ``--panes herdr``) and reports what it saw. It decides
+nothing: whether a prompt was taken is for the transcript to say (R5), read by
+:mod:`flume.shell.observe.watch`.
+
+A stage attempt's agent session id is chosen here, from the place, the stage, the attempt and the
+instant the stage started (uuid5): the same start asked for twice (a supervisor killed between
+starting the agent and journaling it, then restarted) names the same session, finds the pane
+already running it, and reports that pane instead of starting a second agent (R4,
+RESTART-PENDING).
+
+Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
+prompt, and hooks installed for the run only (``--settings``), each appending what Claude Code
+says to a file flume reads (``hookrecord.py``). Codex is started in the place (``-C``); its
+rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code's files, in a
+home of its own in flume's state folder (:func:`test_agent_home`, passed as its ``--home``), never
+in Claude Code's: :func:`agent_home` is where both flume and the agent look.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyrsistent import pvector
+
+from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
+from flume.core.ids import Instant, SessionId
+from flume.core.launch import AgentName, Panes, place_name
+from flume.core.observations import (
+    ActionFailed,
+    AgentExited,
+    AgentStarted,
+    Observation,
+    PromptTyped,
+)
+from flume.core.place import Place
+from flume.shell.panes import printed
+from flume.shell.panes.herdr import Herdr
+from flume.shell.panes.port import PaneServer
+from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
+from flume.shell.store import places
+from flume.shell.tools import locate
+
+#: The pane of a printed agent is its file's path after this (no tmux pane holds it).
+PRINTED = "print:"
+#: Fixed, so that one stage attempt always names the same session.
+_NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
+#: The hooks flume installs for a Claude Code run (reference/claude-code.md §4).
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+)
+#: The caller's own multiplexer's variables, which would make an agent think it runs in the
+#: caller's pane: tmux's, and herdr's (herdr sets its own in the panes it starts for flume).
+_TMUX_VARIABLES = frozenset(
+    {"TMUX", "TMUX_PANE", "HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID"}
+)
+#: What a herdr pane's first program keeps of the environment herdr gave it (agentexec.py).
+_HERDR_KEEPS = ("HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID")
+#: The pane's first program (:mod:`flume.shell.agents.agentexec`).
+_AGENTEXEC = Path(__file__).with_name("agentexec.py")
+
+
+def session_for(place: Place, stage: str, attempt: int) -> SessionId:
+    """The session id of a stage attempt's agent: the same for the same start, every time."""
+    started = place.stage.started_at if place.stage.name == stage else 0.0
+    key = f"{place.path}\0{stage}\0{attempt}\0{started!r}"
+    return SessionId(str(uuid.uuid5(_NAMESPACE, key)))
+
+
+def agents_dir() -> Path:
+    """Where flume keeps what it writes for agents: hook settings, hook records, offsets."""
+    return places.state_dir() / "agents"
+
+
+def hooks_path(session: str) -> Path:
+    """The file a Claude Code session's hooks append to."""
+    return agents_dir() / f"{session}.hooks.jsonl"
+
+
+def claude_home() -> Path:
+    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR``, or ``~/.claude`` (reference §1)."""
+    given = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(given) if given else Path.home() / ".claude"
+
+
+def test_agent_home() -> Path:
+    """Where flume's test agent keeps its transcripts and registry: ``STATE/test-agent``.
+
+    flume passes it as the agent's ``--home``; the agent run bare defaults to the same folder.
+    """
+    return places.state_dir() / "test-agent"
+
+
+def agent_home(agent: AgentName) -> Path:
+    """The folder an agent keeps Claude Code's layout in: the test agent's own, or Claude Code's."""
+    return test_agent_home() if agent is AgentName.TEST else claude_home()
+
+
+def codex_home() -> Path:
+    """Codex's folder: ``$CODEX_HOME``, or ``~/.codex``."""
+    given = os.environ.get("CODEX_HOME")
+    return Path(given) if given else Path.home() / ".codex"
+
+
+def project_slug(cwd: str) -> str:
+    """Claude Code's folder name for a working directory: every non-alphanumeric is ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def transcript_path(cwd: str, session: str, agent: AgentName) -> Path:
+    """Where Claude Code (or the test agent, in its own home) writes the session's transcript."""
+    return agent_home(agent) / "projects" / project_slug(cwd) / f"{session}.jsonl"
+
+
+def program(agent: AgentName) -> str:
+    """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
+    return locate.agent_program(agent)
+
+
+def hook_settings(session: str) -> str:
+    """The ``--settings`` JSON that installs flume's hooks for this run only."""
+    recorder = Path(__file__).with_name("hookrecord.py")
+    command = shlex.join([sys.executable, "-I", str(recorder), str(hooks_path(session))])
+    handler = {"type": "command", "command": command, "timeout": 10}
+    hooks = {event: [{"hooks": [handler]}] for event in HOOK_EVENTS}
+    return json.dumps({"hooks": hooks}, separators=(",", ":"))
+
+
+def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
+    """The agent's command line, from the launch's agent settings; never through a shell."""
+    settings = action.agent
+    argv = [program(settings.agent)]
+    match settings.agent:
+        case AgentName.CLAUDE:
+            argv += ["--session-id", session, "--settings", hook_settings(session)]
+            if settings.model:
+                argv += ["--model", settings.model]
+        case AgentName.CODEX:
+            # Codex runs commands in a login shell, which resets PATH from /etc/profile and
+            # loses flume: the agent could not run flume needs. A later -c overrides this.
+            argv += ["-C", place.path, "-c", "allow_login_shell=false"]
+            if settings.model:
+                argv += ["-m", settings.model]
+        case AgentName.TEST:
+            argv += ["-m", "flume.testing.agent", "--session-id", session]
+            argv += ["--home", str(test_agent_home())]
+    argv += list(settings.flags)
+    return argv
+
+
+def marks(place: Place, session: SessionId) -> dict[str, str]:
+    """What an agent's command shows of it: its session id and its place's name.
+
+    A pane is known by its session id after any restart. No secret: ``ps`` shows a command line.
+    """
+    return {
+        SESSION_VARIABLE: session,
+        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
+    }
+
+
+def search_path() -> str:
+    """PATH with the folder of flume's own interpreter first, so agents find ``flume``."""
+    return locate.search_path()
+
+
+def environment(place: Place, session: SessionId) -> dict[str, str]:
+    """The agent's whole environment: the supervisor's own, its marks, and flume on PATH."""
+    env = {key: value for key, value in os.environ.items() if key not in _TMUX_VARIABLES}
+    env.update(marks(place, session))
+    env["PATH"] = search_path()
+    return env
+
+
+def write_private(path: Path, data: object) -> None:
+    """Write JSON to a file only this user can read (it may hold API keys)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(data, file)
+
+
+def tmux_group(repository: str) -> str:
+    """The tmux session of a repository's places: its folder's name and a short digest."""
+    digest = uuid.uuid5(_NAMESPACE, repository).hex[:6]
+    return f"{Path(repository).name}-{digest}"
+
+
+class Agents:
+    """The agent port over panes: flume's tmux server, or herdr's, as each place's launch named."""
+
+    def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
+        self.tmux: PaneServer = tmux or Tmux()
+        self.herdr: PaneServer = herdr or Herdr()
+
+    def server(self, place: Place) -> PaneServer:
+        """The pane server the place's launch named (``--panes``)."""
+        return server_for(place, tmux=self.tmux, herdr=self.herdr)
+
+    def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
+        """R4: start the stage attempt's agent, or report the pane already running it."""
+        session = session_for(place, action.stage, action.attempt)
+        if action.agent.panes is Panes.PRINT:
+            return self._print(place, action, session, at)
+        server = self.server(place)
+        panes = server.panes()
+        if panes is None:
+            return self._failed(at, [], f"{action.agent.panes.value} could not list its panes")
+        for pane in panes.values():
+            if pane.session == session:
+                return [self._started(at, action, session, pane.id)]
+        argv = command(place, action, session)
+        # The launch checked this; the program may have gone since (or PATH changed).
+        if (missing := locate.missing_agent(action.agent.agent)) is not None:
+            what, mend = missing
+            return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
+        if action.agent.agent is AgentName.CLAUDE:
+            agents_dir().mkdir(parents=True, exist_ok=True)
+            hooks_path(session).touch()
+        if not Path(place.path).is_dir():
+            return self._failed(at, argv, f"the place {place.path} is not there")
+        # The command line and environment go in a private file the pane's first program
+        # reads and removes: no secret and no caller's argument on a command line.
+        exec_file = agents_dir() / f"{session}.exec.json"
+        keep = list(_HERDR_KEEPS) if action.agent.panes is Panes.HERDR else []
+        write_private(exec_file, {"argv": argv, "env": environment(place, session), "keep": keep})
+        ran = server.start(
+            group=tmux_group(place.launch.repository),
+            window=place_name(place.launch.kind, place.launch.name),
+            cwd=Path(place.path),
+            argv=[sys.executable, "-I", str(_AGENTEXEC), str(exec_file)],
+            env=marks(place, session),
+        )
+        made = ran.out.strip()
+        if not ran.ok or not made or made.startswith(PRINTED):
+            what = ran.err.strip() or f"{action.agent.panes.value} made no pane"
+            return self._failed(at, argv, what)
+        return [self._started(at, action, session, made)]
+
+    def _print(
+        self, place: Place, action: StartAgent, session: SessionId, at: Instant
+    ) -> list[Observation]:
+        """The print backend: write the agent down for the caller to run (R4)."""
+        path = printed.path_of(place_name(place.launch.kind, place.launch.name))
+        found = printed.read(path)
+        if found is None or found.get("session") != session:
+            argv = command(place, action, session)
+            shown = marks(place, session) | {"PATH": search_path()}
+            printed.write(path, session=session, cwd=place.path, argv=argv, env=shown)
+        return [self._started(at, action, session, f"{PRINTED}{path}")]
+
+    @staticmethod
+    def _started(at: Instant, action: StartAgent, session: SessionId, pane: str) -> AgentStarted:
+        return AgentStarted(
+            at=at, stage=action.stage, attempt=action.attempt, session=session, pane=pane
+        )
+
+    @staticmethod
+    def _failed(at: Instant, argv: list[str], output: str) -> list[Observation]:
+        shown = [argv[0]] if argv else []
+        return [ActionFailed(at=at, action="StartAgent", argv=pvector(shown), output=output)]
+
+    def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
+        """End the agent: close every pane running its session, then see that none is left."""
+        if place.agent is not None and place.agent.pane.startswith(PRINTED):
+            return self._end_printed(place.agent.pane.removeprefix(PRINTED), action, at)
+        server = self.server(place)
+        panes = server.panes()
+        if panes is None:
+            what = f"{place.launch.agent.panes.value} could not list panes"
+            return [ActionFailed(at=at, action="EndAgent", output=what)]
+        for pane in panes.values():
+            if pane.session == action.session:
+                server.kill_pane(pane.id)
+        left = server.panes()
+        if left is None or any(pane.session == action.session for pane in left.values()):
+            return [ActionFailed(at=at, action="EndAgent", output="the agent's pane is still open")]
+        return [AgentExited(at=at, session=action.session)]
+
+    def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
+        """Paste the text literally into the agent's pane and press Enter.
+
+        A prompt's paste is reported typed (:class:`PromptTyped`); whether the agent took it
+        is for its transcript to say (R5).
+        """
+        typed: list[Observation] = (
+            [PromptTyped(at=at, session=action.session, marker=action.marker, send=action.send)]
+            if isinstance(action, SendPrompt)
+            else []
+        )
+        if place.agent is not None and place.agent.pane.startswith(PRINTED):
+            path = Path(place.agent.pane.removeprefix(PRINTED))
+            printed.set_prompt(path, action.session, action.text)
+            return typed
+        server = self.server(place)
+        panes = server.panes()
+        what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
+        if panes is None:
+            said = f"{place.launch.agent.panes.value} could not list its panes"
+            return [ActionFailed(at=at, action=what, output=said)]
+        live = [p for p in panes.values() if p.session == action.session and not p.dead]
+        if not live:
+            return []  # the watch reports the agent gone; the send is found missing
+        mark = typed_mark(action.marker, action.send) if isinstance(action, SendPrompt) else ""
+        ran = server.paste(live[0].id, action.text, mark=mark)
+        if not ran.ok:
+            return [ActionFailed(at=at, action=what, output=ran.err.strip())]
+        return typed
+
+    @staticmethod
+    def _end_printed(path: str, action: EndAgent, at: Instant) -> list[Observation]:
+        """End a printed agent: its process, if it registered, and its file."""
+        entry = live_sessions().get(action.session)
+        pid = entry.get("pid") if entry is not None else None
+        if isinstance(pid, int) and pid > 1 and _runs_session(pid, action.session):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        Path(path).unlink(missing_ok=True)
+        return [AgentExited(at=at, session=action.session)]
+
+
+#: The longest marker a typed mark holds whole: herdr keeps at most 80 characters of a token.
+_MARK_WHOLE = 64
+
+
+def typed_mark(marker: str, send: int) -> str:
+    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted.
+
+    A marker too long for every multiplexer's field (a long place name) is kept as its digest:
+    the mark is only ever compared with the one this makes.
+    """
+    shown = marker
+    if len(marker) > _MARK_WHOLE:
+        shown = "sha256:" + hashlib.sha256(marker.encode()).hexdigest()[:40]
+    return f"{shown}#{send}"
+
+
+def server_for(place: Place, *, tmux: PaneServer, herdr: PaneServer) -> PaneServer:
+    """The pane server of the place's launch: herdr's for ``--panes herdr``, else flume's tmux."""
+    return herdr if place.launch.agent.panes is Panes.HERDR else tmux
+
+
+#: What each registry file held when last read, by path: (its modification time, its entry).
+_REGISTRY: dict[str, tuple[int, dict[str, object] | None]] = {}
+
+
+def _runs_session(pid: int, session: str) -> bool:
+    """The process ``pid`` is the agent of ``session`` (its command line names it).
+
+    A registry file a crashed agent left behind may name a pid another process has since.
+    """
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return session.encode() in command
+
+
+def live_sessions() -> dict[str, dict[str, object]]:
+    """The live-session registries, by session id: Claude Code's and the test agent's (§1).
+
+    One folder listing each; a file is read again only when it changed since it was last read,
+    so a look costs what changed, not how many agents live.
+    """
+    found: dict[str, dict[str, object]] = {}
+    seen: set[str] = set()
+    for home in (claude_home(), test_agent_home()):
+        try:
+            entries = list(os.scandir(home / "sessions"))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith(".json"):
+                continue
+            seen.add(entry.path)
+            try:
+                changed = entry.stat().st_mtime_ns
+            except OSError:
+                continue
+            cached = _REGISTRY.get(entry.path)
+            if cached is None or cached[0] != changed:
+                cached = (changed, _read_entry(Path(entry.path)))
+                _REGISTRY[entry.path] = cached
+            data = cached[1]
+            if data is not None:
+                found[str(data["sessionId"])] = data
+    for gone in [path for path in _REGISTRY if path not in seen]:
+        del _REGISTRY[gone]
+    return found
+
+
+def _read_entry(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
+        return data
+    return None
+
+
+def registry_status(entry: Mapping[str, object]) -> tuple[str, str]:
+    """A live-session registry entry's ``status`` and ``waitingFor`` (reference §1)."""
+    status = entry.get("status")
+    waiting = entry.get("waitingFor")
+    return (status if isinstance(status, str) else "", waiting if isinstance(waiting, str) else "")

@@ -1,0 +1,87 @@
+"""Following a transcript's tail: the one reader of Claude Code transcripts and Codex rollouts.
+
+The shell keeps the byte offset after the last whole line it read and reads only what was
+appended since, so a look costs what was written, not what the file holds (P4). A line is whole
+once its newline is written; a torn last line is read on a later look. Each agent's module gives
+the :class:`LineReader` that makes its lines observations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from flume.core.ids import Instant, SessionId
+from flume.core.observations import TranscriptEntry
+
+#: The ``at`` of lines read with no clock at hand (a whole file inspected after the fact).
+NEVER = Instant(0.0)
+
+
+class LineReader(Protocol):
+    """Reads one line into an observation: None for a line to skip, ``ValueError`` if unreadable.
+
+    :func:`.transcript.read_line` (Claude Code) and :func:`.rollout.read_line` (Codex) are the two
+    there are.
+    """
+
+    def __call__(
+        self, line: bytes, /, *, session: SessionId, at: Instant
+    ) -> TranscriptEntry | None:
+        """The observation one line makes, if any."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class Tail:
+    """What a look at a transcript's tail found, and where the next look starts."""
+
+    entries: tuple[TranscriptEntry, ...]
+    #: The byte offset just after the last whole line read: a torn last line is left unread.
+    offset: int
+    #: Lines that are not JSON objects: skipped and counted (a TranscriptUnreadable's count).
+    unreadable: int = 0
+
+
+def whole_lines(chunk: bytes) -> tuple[list[bytes], int]:
+    """The whole lines in ``chunk`` (each ended by a newline, which is dropped), and their length.
+
+    A newline byte is never part of a multi-byte UTF-8 character: cutting there splits none.
+    """
+    end = chunk.rfind(b"\n") + 1
+    return chunk[: end - 1].split(b"\n") if end else [], end
+
+
+def read_tail(
+    path: Path, offset: int, read: LineReader, *, session: SessionId, at: Instant
+) -> Tail:
+    """The whole lines written to ``path`` after byte ``offset``, each read by ``read``.
+
+    It reads from ``offset`` to the end of the file and no more: the cost is the bytes appended
+    since the last look. Blank lines are skipped. A file that does not exist yet (Claude Code
+    and Codex create it when the first prompt is submitted) is an empty tail at ``offset``.
+    """
+    try:
+        if path.stat().st_size <= offset:
+            return Tail(entries=(), offset=offset)  # nothing appended: one stat, no read
+        with path.open("rb") as file:
+            file.seek(offset)
+            chunk = file.read()
+    except FileNotFoundError:
+        return Tail(entries=(), offset=offset)
+    lines, length = whole_lines(chunk)
+    entries: list[TranscriptEntry] = []
+    unreadable = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            entry = read(line, session=session, at=at)
+        except ValueError:
+            unreadable += 1
+            continue
+        if entry is not None:
+            entries.append(entry)
+    return Tail(entries=tuple(entries), offset=offset + length, unreadable=unreadable)

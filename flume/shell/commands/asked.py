@@ -1,0 +1,94 @@
+"""What the caller's commands check before they read any journal: their words, and their folder.
+
+Apart from :mod:`flume.shell.commands.verbs` (which re-exports them) so that an agent's ``flume
+needs``
+or ``flume submit`` refused for its words or its folder is refused at once, before git, the
+journal's codec and the core's rules are loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from flume.core.errors import UsageError
+from flume.core.text import MAX_BRIEF_BYTES, control_character
+
+#: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
+MAX_TEXT_BYTES = MAX_BRIEF_BYTES
+#: Where flume makes each place's worktree: ``<repository>/places/<kind>--<name>``.
+PLACES = "places"
+
+
+def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
+    """The caller's words, if they can be carried; else a :class:`UsageError` (exit 2).
+
+    Words go into the journal and, pasted literally, into an agent's input: they must be text
+    (no lone surrogates, which is what undecodable bytes become), hold no NUL or other control
+    character but tab and line breaks (an ESC could end the paste and type keys), and weigh at
+    most 1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
+    """
+    if not empty_ok and not text.strip():
+        raise UsageError.one(field, f"the {field} is empty", f"give the {field} as text")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise UsageError.one(
+            field,
+            f"the {field} is not UTF-8 text (it holds bytes that are not characters)",
+            f"give the {field} as UTF-8 text",
+        ) from error
+    if "\0" in text:
+        raise UsageError.one(
+            field, f"the {field} holds a NUL character", "leave out the NUL (\\0) bytes"
+        )
+    control = control_character(text)
+    if control is not None:
+        raise UsageError.one(
+            field,
+            f"the {field} holds the control character {control}, which the agent would take "
+            "as a key, not text",
+            "leave it out; tabs and line breaks are fine",
+        )
+    if size > MAX_TEXT_BYTES:
+        raise UsageError.one(
+            field,
+            f"the {field} is {size} bytes, over the limit of {MAX_TEXT_BYTES} (1 MiB)",
+            "shorten it, or point to a file in the repository",
+        )
+    return text
+
+
+def decoded(field: str, data: bytes) -> str:
+    """Bytes read from stdin as UTF-8 text; a :class:`UsageError` (exit 2) when they are not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError.one(
+            field,
+            f"the {field} on stdin is not UTF-8 text ({error.reason} at byte {error.start})",
+            f"give the {field} as UTF-8 text",
+        ) from error
+
+
+def outside(cwd: Path) -> UsageError:
+    """The error for a command run in ``cwd``, which is inside no place flume made."""
+    return UsageError.one(
+        "place",
+        f"{cwd} is not inside a place flume made",
+        "run it inside a place flume made (<repository>/places/<kind>--<name>), "
+        "as the agent of its stage does",
+    )
+
+
+def in_no_place(cwd: Path) -> bool:
+    """No folder holding ``cwd`` sits in a ``places`` folder: ``cwd`` is surely in no place.
+
+    A place's worktree is ``<repository>/places/<kind>--<name>``, and git names the top of the
+    worktree holding the folder a command runs in (``cwd`` is its real path, as git's). When git
+    is pointed elsewhere by its environment (``GIT_DIR``, ``GIT_WORK_TREE``), nothing is sure
+    without asking it.
+    """
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return False
+    return not any(folder.parent.name == PLACES for folder in (cwd, *cwd.parents))

@@ -1,0 +1,347 @@
+"""``flume tidy`` on demand: ask each place's tidy, wait for the supervisor's, and say what came.
+
+Theory of operation. Tidy's decisions are the core's (R10, :mod:`flume.core.tidy`) and its
+removals are the supervisor's to perform, like every action: this module journals a
+``TidyAsked`` for each finished or dropped place, wakes the supervisor, waits until each place's
+journal shows the tidy decided, and reads back what was removed and what was kept, with why.
+``--dry-run`` says exactly what ``flume tidy`` would report, changing nothing: for a place the
+supervisor already tidied (as it does by itself once work lands or is dropped), what its journal
+shows removed and kept, as the real run reports it; for any other, the core's plan on facts
+gathered now.
+
+It also cleans up what is left of flume's own: the journals of places already tidied are moved
+aside (so ``status`` shows only live places and their names are free again), and staging
+folders of launches that died before their journal was renamed into place are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from flume.core.actions import (
+    DeleteBranch,
+    Event,
+    GatherTidyFacts,
+    KeepBranch,
+    KeepPlace,
+    RemoveWorktree,
+    Report,
+)
+from flume.core.errors import UsageError
+from flume.core.ids import Instant
+from flume.core.launch import followed_by
+from flume.core.observations import (
+    ActionFailed,
+    BranchDeleted,
+    TidyAsked,
+    WorktreeRemoved,
+)
+from flume.core.place import Life, Place
+from flume.core.settings import Settings
+from flume.core.step import replay, step
+from flume.core.tidy import plan
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.performer import branch_facts, worktree_facts
+from flume.shell.store import journal, places
+from flume.shell.supervisor import client
+
+#: A launch's staging folder older than this belongs to a launch that died.
+STALE_STAGING_SECONDS = 600.0
+
+
+@attrs.frozen(kw_only=True)
+class Kept:
+    """Something tidy left, and why."""
+
+    what: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """What tidy did (or, in a dry run, would do) for one place."""
+
+    place: str
+    repository: str
+    #: ``tidied``, ``kept`` (something stays, with reasons), ``in-flight``, or ``waiting`` (the
+    #: supervisor had not finished when tidy stopped waiting).
+    state: str
+    removed: tuple[str, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    failed: tuple[str, ...] = ()
+    #: Tidied before this run (by the supervisor, as it does once work lands or is dropped, or
+    #: by an earlier tidy): ``removed`` and ``kept`` say what that tidy did.
+    earlier: bool = False
+
+
+def _name(place: Place) -> str:
+    return f"{place.launch.kind}--{place.launch.name}"
+
+
+def dry_run(place: Place, *, force: bool) -> Outcome:
+    """The plan tidy would carry out now, from facts gathered without changing anything."""
+    repository = Path(place.launch.repository)
+    if place.life not in {Life.FINISHED, Life.DROPPED}:
+        return _in_flight(place)
+    worktree = worktree_facts(repository, Path(place.path), place.branch)
+    branch = branch_facts(repository, place.branch, place.launch.base)
+    if branch is None:
+        reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
+        kept = (Kept(what=place.branch, reason=reason),)
+        return Outcome(place=_name(place), repository=str(repository), state="kept", kept=kept)
+    removed: list[str] = []
+    kept_list: list[Kept] = []
+    for action in plan(
+        kind=place.launch.kind,
+        life=place.life,
+        made=place.made,
+        worktree=worktree,
+        branch=branch,
+        force=force,
+    ):
+        match action:
+            case RemoveWorktree(path=path):
+                removed.append(f"worktree {path}")
+            case DeleteBranch(branch=name):
+                removed.append(f"branch {name}")
+            case KeepPlace(path=path, reason=reason):
+                kept_list.append(Kept(what=path, reason=reason))
+            case KeepBranch(branch=name, reason=reason):
+                kept_list.append(Kept(what=name, reason=reason))
+            case _:
+                pass
+    state = "kept" if any(k.what == place.path for k in kept_list) else "tidied"
+    return Outcome(
+        place=_name(place),
+        repository=str(repository),
+        state=state,
+        removed=tuple(removed),
+        kept=tuple(kept_list),
+    )
+
+
+def _in_flight(place: Place) -> Outcome:
+    reason = f"in flight (stage {place.stage.name}, {place.life.value}): drop it to tidy it"
+    return Outcome(
+        place=_name(place),
+        repository=place.launch.repository,
+        state="in-flight",
+        kept=(Kept(what=place.path, reason=reason),),
+    )
+
+
+def _other_host(place: Place, here: str | None) -> Outcome | None:
+    """Kept, when another host launched the place: its supervisor alone tidies it.
+
+    HOST-OWNS-PLACE: this host's supervisor would never perform the tidy, so none is asked.
+    """
+    owner = place.launch.host
+    if owner is None or followed_by(place.launch, here):
+        return None
+    reason = f"launched by another host ({owner.state}): run flume tidy there"
+    return Outcome(
+        place=_name(place),
+        repository=place.launch.repository,
+        state="kept",
+        kept=(Kept(what=place.path, reason=reason),),
+    )
+
+
+def ask(
+    found: places.Found, *, force: bool, settings: Settings, clock: Callable[[], float]
+) -> int | None:
+    """Journal a tidy for a finished or dropped place; the line it starts after, else None."""
+    place = found.place
+    if place is None or place.life not in {Life.FINISHED, Life.DROPPED}:
+        return None
+    before = len(journal.read(found.journal).observations)
+    places.command(found.journal, TidyAsked(at=Instant(clock()), force=force), settings)
+    return before
+
+
+def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | None:
+    """What the tidy asked at line ``after`` came to; None while the supervisor is at it."""
+    seen = journal.read(found.journal).observations
+    place: Place | None = None
+    removed: list[str] = []
+    kept: list[Kept] = []
+    failed: list[str] = []
+    for number, observation in enumerate(seen):
+        decision = step(settings, place, observation)
+        place = decision.place
+        if number < after:
+            continue
+        match observation:
+            case WorktreeRemoved(path=path):
+                removed.append(f"worktree {path}")
+            case BranchDeleted(branch=branch):
+                removed.append(f"branch {branch}")
+            case ActionFailed(action=failed_action, output=output):
+                failed.append(f"{failed_action}: {output}")
+            case _:
+                pass
+        for action in decision.actions:
+            if isinstance(action, GatherTidyFacts):
+                # A new look at the place: what an earlier look kept is judged again. (Kept
+                # things are reported only by a look that removes nothing, the last of a tidy.)
+                kept.clear()
+            if isinstance(action, Report) and action.event is Event.KEPT:
+                what, _, reason = action.text.partition(": ")
+                kept.append(Kept(what=what, reason=reason))
+    if place is None or place.tidy_wanted or place.tidying:
+        return None
+    state = "tidied" if place.life is Life.TIDIED else "kept"
+    return Outcome(
+        place=_name(place),
+        repository=place.launch.repository,
+        state=state,
+        removed=tuple(dict.fromkeys(removed)),
+        kept=tuple(dict.fromkeys(kept)),
+        failed=tuple(failed),
+    )
+
+
+def wait(
+    asked: list[tuple[places.Found, int]], settings: Settings, deadline: float
+) -> list[Outcome]:
+    """Each asked place's outcome, waiting for the supervisor until ``deadline`` (monotonic)."""
+    done: dict[Path, Outcome] = {}
+    while True:
+        for found, after in asked:
+            if found.journal not in done:
+                result = outcome(found, after, settings)
+                if result is not None:
+                    done[found.journal] = result
+        if len(done) == len(asked) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    results = []
+    for found, _after in asked:
+        result = done.get(found.journal)
+        if result is None:
+            assert found.place is not None  # noqa: S101 (only replayed places are asked)
+            result = Outcome(
+                place=_name(found.place),
+                repository=found.place.launch.repository,
+                state="waiting",
+                failed=("the supervisor had not finished; run flume tidy again",),
+            )
+        results.append(result)
+    return results
+
+
+def tidied_before(found: places.Found, settings: Settings) -> Outcome:
+    """A place tidied before (by the supervisor, or a tidy): what it removed and kept."""
+    assert found.place is not None  # noqa: S101 (only replayed places are tidied)
+    result = outcome(found, 0, settings)
+    return Outcome(
+        place=_name(found.place),
+        repository=found.place.launch.repository,
+        state="tidied",
+        removed=result.removed if result is not None else (),
+        kept=result.kept if result is not None else (),
+        earlier=True,
+    )
+
+
+def archive(found: places.Found) -> None:
+    """Move a tidied place's journal aside: its name is free and status shows it no more.
+
+    Judged again under the repository's name lock: a launch may have taken the name since.
+    """
+    place = found.place
+    if place is None:
+        return
+    repository = Path(place.launch.repository)
+    with places.names_locked(repository):
+        try:
+            now = replay(Settings(), journal.read(found.journal).observations)
+        except (OSError, journal.JournalError, UsageError):
+            return
+        if now.life is Life.TIDIED and now.launch == place.launch:
+            shell_launch.archive(found.journal.parent.parent, found.journal.parent)
+
+
+def sweep_staging(repository: Path, now: float) -> list[str]:
+    """Remove staging folders of launches that died before their journal was in place.
+
+    A folder's name says which launch made it (boot and process): it goes once that process
+    is gone, whatever the clock says. Only a folder of an older flume, which names no owner,
+    is judged by its age.
+    """
+    folder = places.journals_dir(repository)
+    removed = []
+    for staging in folder.glob(f"{shell_launch.STAGING}*") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            gone = shell_launch.staging_owner_gone(staging.name)
+            if gone is None:
+                gone = now - staging.stat().st_mtime > STALE_STAGING_SECONDS
+            if gone:
+                shutil.rmtree(staging)
+                removed.append(str(staging))
+    return removed
+
+
+def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
+    """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
+
+    The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
+    as the real run reports it, from its journal; any other with the plan on today's facts.
+    """
+    outcomes: list[Outcome] = []
+    here = places.host_id()
+    for each in found:
+        if each.place is None:
+            continue
+        if each.place.life is Life.TIDIED:
+            outcomes.append(tidied_before(each, settings))
+        elif (theirs := _other_host(each.place, here)) is not None:
+            outcomes.append(theirs)
+        else:
+            outcomes.append(dry_run(each.place, force=force))
+    return outcomes
+
+
+def tidy(
+    found: list[places.Found], *, force: bool, settings: Settings, timeout: float
+) -> list[Outcome]:
+    """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied.
+
+    Places are reported in the order found, as :func:`plans` reports them.
+    """
+    outcomes: list[Outcome | None] = []
+    asked: list[tuple[places.Found, int]] = []
+    slots: list[int] = []
+    here = places.host_id()
+    for each in found:
+        if each.place is None:
+            continue
+        if each.place.life is Life.TIDIED:
+            outcomes.append(tidied_before(each, settings))
+            archive(each)
+            continue
+        theirs = _other_host(each.place, here)
+        if theirs is not None:
+            outcomes.append(theirs)
+            continue
+        after = ask(each, force=force, settings=settings, clock=time.time)
+        if after is None:
+            outcomes.append(dry_run(each.place, force=force))
+        else:
+            asked.append((each, after))
+            slots.append(len(outcomes))
+            outcomes.append(None)
+    if asked:
+        client.ensure(wait=10.0)
+        waited = wait(asked, settings, time.monotonic() + timeout)
+        for (each, _after), slot, outcome in zip(asked, slots, waited, strict=True):
+            if outcome.state == "tidied":
+                archive(each)
+            outcomes[slot] = outcome
+    return [outcome for outcome in outcomes if outcome is not None]

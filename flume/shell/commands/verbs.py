@@ -1,0 +1,177 @@
+"""The caller's commands on a place that exists, and ``flume prompt``: the shell's part of them.
+
+Theory of operation. A command (tell, stop, retry, proceed, needs, submit) is an observation
+journaled in the place's journal once the core accepts it
+(:func:`flume.shell.store.places.command`):
+the core decides; a refusal raises :class:`UsageError` and nothing is journaled. What this module
+adds is what only the shell can know: which place the command is for (by name, or for ``needs``
+and ``submit`` from the folder the agent runs in), the agent's session from its environment,
+and whether the words a caller typed can be carried at all (UTF-8 text, no NUL, at most 1 MiB;
+docs/commands.md, "Words a caller gives"). ``flume prompt`` builds the place a launch would
+make, with the core, and renders the stage's prompt with it; it starts nothing and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from flume.core.delivery import render_prompt
+from flume.core.errors import UsageError
+from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, WorkName
+from flume.core.kinds import steps
+from flume.core.launch import Launch
+from flume.core.observations import Launched, Observation
+from flume.core.place import evolve
+from flume.core.settings import Settings
+from flume.core.step import Decision, step
+
+# Re-exported: the caller's commands are where they were always found.
+from flume.shell.commands.asked import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
+from flume.shell.commands.asked import checked_text as checked_text  # noqa: PLC0414
+from flume.shell.commands.asked import decoded as decoded  # noqa: PLC0414
+from flume.shell.commands.asked import outside
+from flume.shell.declared import config
+from flume.shell.store import places
+from flume.shell.store.journal import JournalError, write_fault
+from flume.shell.tools import git
+
+#: The environment variable that names the session of the agent running a command.
+SESSION_VARIABLE = "FLUME_SESSION"
+#: The repository ``flume prompt`` shows when it is given none and the folder is in none.
+STAND_IN_REPOSITORY = "/path/to/repository"
+
+
+def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None:
+    """The session of the agent running the command, when its environment names one."""
+    session = (os.environ if environment is None else environment).get(SESSION_VARIABLE, "")
+    session = session.strip()
+    return SessionId(session) if session else None
+
+
+def give(found: places.Found, seen: Observation, settings: Settings) -> Decision:
+    """Journal the command ``seen`` for the place ``found``, if its rules accept it.
+
+    Raises :class:`UsageError`: the core's refusal (nothing journaled), or, with exit status 1,
+    a journal that cannot be read (nothing journaled either: nobody would act on it) or written
+    (naming the path and the system's words).
+    """
+    if found.place is None:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
+        )
+    try:
+        return places.command(found.journal, seen, settings)
+    except JournalError as error:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {error}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
+        ) from error
+    except FileNotFoundError as error:
+        # Tidied and set aside between finding it and journaling.
+        raise UsageError.one(
+            "place",
+            f"the place's journal {found.journal} is gone (its place was tidied)",
+            "run flume status to list the places there are",
+        ) from error
+    except OSError as error:
+        raise UsageError.one(
+            "place",
+            write_fault(found.journal, error),
+            "free space, or make the journal's folder writable, then run it again",
+            exit_status=1,
+        ) from error
+
+
+def place_here(cwd: Path, settings: Settings) -> places.Found:
+    """The place whose worktree holds ``cwd``: ``<repository>/places/<kind>--<name>``.
+
+    Raises :class:`UsageError` (exit 2) naming ``cwd`` when it is in no place flume made.
+    """
+    outside_here = outside(cwd)
+    top = git.toplevel(cwd) if cwd.is_dir() else None
+    if top is None:
+        raise outside_here
+    try:
+        repository = git.main_worktree(cwd).resolve()
+    except git.GitError as error:
+        raise outside_here from error
+    top = top.resolve()
+    if top.parent != repository / "places":
+        raise outside_here
+    try:
+        found = places.find(top.name, repository, settings)
+    except UsageError as error:
+        raise outside_here from error
+    if found.place is not None and Path(found.place.path).resolve() != top:
+        raise outside_here
+    return found
+
+
+@attrs.frozen(kw_only=True)
+class PromptAsked:
+    """What ``flume prompt`` was asked to show."""
+
+    kind: str
+    stage: str
+    brief: str = "(the brief)"
+    name: str = "example"
+    base: str | None = None
+    #: The repository whose kinds and prompt overrides apply; None: the folder, if in one.
+    repository: Path | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Prompt:
+    """The prompt a stage would be sent, and where the kind came from."""
+
+    text: str
+    #: The repository whose config applied, or None when only built-in kinds did.
+    repository: Path | None
+
+
+def prompt(asked: PromptAsked, cwd: Path, settings: Settings) -> Prompt:
+    """The exact prompt the stage would be sent in the place a launch would make.
+
+    The launch is built and folded through the core as a real one is, then the place is put at
+    the stage asked for, and the core renders its prompt. Nothing starts, nothing is written.
+    Raises :class:`UsageError` (exit 2) for an unknown kind or stage, or a bad name, brief or base.
+    """
+    if asked.repository is not None:
+        repository: Path | None = places.repository_of(asked.repository)
+    elif cwd.is_dir() and git.toplevel(cwd) is not None:
+        repository = places.repository_of(cwd)
+    else:
+        repository = None
+    declared = config.load(repository) if repository is not None else config.Config()
+    kind = declared.kind(asked.kind)
+    names = [found.name for found in steps(kind.body)]
+    if asked.stage not in names:
+        raise UsageError.one(
+            "stage",
+            f"kind {kind.name} has no stage {asked.stage!r}",
+            f"name one of its stages: {', '.join(names)}",
+        )
+    base = asked.base
+    if base is None and repository is not None and git.has_commits(repository):
+        base = git.shared_branch(repository)
+    launch = Launch(
+        repository=str(repository) if repository is not None else STAND_IN_REPOSITORY,
+        kind=KindName(asked.kind),
+        name=WorkName(asked.name),
+        brief=asked.brief,
+        base=BranchName(base or "main"),
+    )
+    seen = Launched(at=Instant(0), launch=launch, kind=kind, settings=settings)
+    place = step(settings, None, seen).place
+    place = evolve(place, stage=attrs.evolve(place.stage, name=StageName(asked.stage)))
+    return Prompt(text=render_prompt(place), repository=repository)

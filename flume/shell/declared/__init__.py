@@ -1,0 +1,3 @@
+"""What a repository declares: .flume.toml, its kinds, its commands, scenarios."""
+
+from __future__ import annotations

@@ -1,0 +1,70 @@
+"""Running a repository's declared command (a setup step, a landing check), as written.
+
+The command is an argument list run in the place with no shell. It runs in a process group of
+its own, recorded in a file while it runs, so that a supervisor restarted after a crash ends what
+its predecessor left running before it runs the command again. A program named by a path
+(``./setup.sh``) is found from the place, a bare name on PATH; output and errors are interleaved
+as they were written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from flume.shell.store.places import state_dir
+
+
+def record_of(purpose: str, place: Path) -> Path:
+    """Where the process group of a ``purpose`` command running in ``place`` is written down."""
+    digest = hashlib.sha256(str(place).encode()).hexdigest()[:24]
+    return state_dir() / purpose / f"{digest}.pgid"
+
+
+def end_orphaned(record: Path) -> None:
+    """End the process group a killed supervisor left running, and wait for it to go."""
+    try:
+        group = int(record.read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.01)
+    record.unlink(missing_ok=True)
+
+
+def run(cwd: Path, argv: Sequence[str], record: Path) -> tuple[int, str]:
+    """Run ``argv`` in ``cwd``, its process group recorded at ``record``; status and output."""
+    end_orphaned(record)
+    try:
+        process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: command not found"
+    except PermissionError:
+        return 126, f"{argv[0]}: permission denied"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(f"{process.pid}\n", encoding="ascii")
+    try:
+        output, _ = process.communicate()
+    finally:
+        record.unlink(missing_ok=True)
+    return process.returncode, output.decode("utf-8", "replace")

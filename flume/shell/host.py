@@ -1,0 +1,35 @@
+"""flume's own folder on this host, and its registry of repositories that have places.
+
+Apart from :mod:`flume.shell.store.places` (which re-exports them) so that what needs only these,
+such
+as asking the supervisor (:mod:`flume.shell.supervisor.client`), loads neither git nor the core.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The version of flume's plain-data form (journal lines, ``status --json``, ``launch --json``);
+#: bumped on any change a reader must know about.
+FORMAT = 1
+
+
+def state_dir() -> Path:
+    """The XDG state directory where flume keeps its own files."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "flume"
+
+
+def registry_path() -> Path:
+    """The file that lists the repositories with places."""
+    return state_dir() / "repositories"
+
+
+def remembered() -> list[Path]:
+    """Every registered repository that is still there."""
+    try:
+        lines = registry_path().read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [Path(line) for line in dict.fromkeys(lines) if line and Path(line).is_dir()]

@@ -1,0 +1,82 @@
+"""Branch heads, and a worktree or branch a person removed under a place in flight."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from flume.core.ids import BranchName, Instant, Sha
+from flume.core.observations import BranchHead, BranchVanished, Observation, WorktreeLost
+from flume.core.place import Life, Place
+from flume.shell.store.follower import Followed
+from flume.shell.tools import git
+
+
+class BranchHeads:
+    """Every place's branch head, from one ``git for-each-ref`` per repository a tick.
+
+    It also sees what a person deleted under a place in flight: its worktree (a ``stat`` of the
+    folder's ``.git``, no process) and its branch (absent from the heads).
+    """
+
+    def observe(
+        self, followed: Sequence[Followed], now: Instant
+    ) -> Iterator[tuple[Followed, Observation]]:
+        """A ``BranchHead`` for each made place whose branch moved; what was lost, named."""
+        by_repository: dict[str, list[Followed]] = collections.defaultdict(list)
+        for each in followed:
+            place = each.place
+            if place is not None and place.made and place.life is not Life.TIDIED:
+                by_repository[place.launch.repository].append(each)
+        for repository, group in by_repository.items():
+            heads = git.heads(Path(repository))
+            for each in group:
+                assert each.place is not None  # noqa: S101 (grouped above)
+                seen = _seen(Path(repository), each.place, heads, now)
+                if seen is not None:
+                    yield each, seen
+
+
+def _in_flight(place: Place) -> bool:
+    return place.made and place.life in {Life.MAKING, Life.ACTIVE}
+
+
+def _worktree_lost(place: Place) -> str | None:
+    """How the place's worktree is gone, or None while its folder holds a worktree."""
+    path = Path(place.path)
+    if not path.exists():
+        return "its folder is gone"
+    if not (path / ".git").exists():
+        return "its folder holds no worktree: git there is the main repository's"
+    return None
+
+
+def _seen(
+    repository: Path, place: Place, heads: dict[BranchName, Sha], now: Instant
+) -> Observation | None:
+    """What changed of the place's worktree and branch since its state, if anything."""
+    if _in_flight(place) and not place.worktree_gone:
+        how = _worktree_lost(place)
+        if how is not None:
+            return WorktreeLost(at=now, path=place.path, how=how)
+    head = heads.get(place.branch)
+    if head is None:
+        # A branch absent from a listing that holds others, and absent when asked again: gone.
+        vanished = (
+            bool(heads)
+            and _in_flight(place)
+            and not place.branch_gone
+            and not place.worktree_gone
+            and git.resolve(repository, place.branch) is None
+        )
+        return BranchVanished(at=now, branch=place.branch) if vanished else None
+    if place.branch_gone:
+        # Back: restored by a person, or made anew by a commit with none of its history, which
+        # is not the place's branch (its last head is not in it) and is not reported.
+        if place.head is None or git.is_ancestor(repository, place.head, head):
+            return BranchHead(at=now, branch=place.branch, sha=head)
+        return None
+    if head != place.head:
+        return BranchHead(at=now, branch=place.branch, sha=head)
+    return None

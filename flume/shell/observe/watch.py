@@ -1,0 +1,481 @@
+"""Watching agents: panes, transcripts, hooks and the live-session registry, each tick, in batches.
+
+Theory of operation. :class:`Watch` is one of the supervisor's observers. Each tick it lists
+every pane with one tmux call (and one herdr request while places run their agents in herdr),
+reads the live-session registry's folder once, and for each place with a live agent reads only
+what was appended to the agent's transcript and hook file since the offsets it stored: the
+cost of a tick grows with the bytes that changed, not with the number of places or the size of
+transcripts (P3, P4). It reports facts and decides nothing:
+
+- every new transcript line (a torn last line waits for the next tick), and lines it could not
+  read, counted (R5: only the transcript proves a prompt was taken);
+- what the agent is doing, from whichever of its hooks and the registry spoke last, reported when
+  it differs from what the place holds; the transcript's hints are the core's fallback;
+- a workspace trust dialog on Claude Code's screen before it registers (a person is asked;
+  anything typed would answer it, and its default answer ends the agent);
+- the pane showing output (it moves the quiet clock, never a stage: R7);
+- the agent gone: its pane dead or closed. A listing tmux could not give says nothing.
+
+Offsets move on only after the lines they cover are journaled: the supervisor journals each
+observation as it is yielded, so the offsets are saved once a place's observations are all
+yielded. A supervisor killed before that reads the lines again, and the rules take a line seen
+twice as they take it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from flume.core.delivery import prompt_marker
+from flume.core.ids import Instant, SessionId
+from flume.core.launch import AgentName, Panes
+from flume.core.observations import (
+    Activity,
+    AgentExited,
+    AgentStateSeen,
+    Observation,
+    PaneOutput,
+    PromptTyped,
+    TranscriptUnreadable,
+)
+from flume.core.place import Agent, AwaitingInput, Delivering, Place
+from flume.shell.agents import claude_lines as transcript
+from flume.shell.agents import codex_lines as rollout
+from flume.shell.agents.runner import (
+    PRINTED,
+    agent_home,
+    agents_dir,
+    codex_home,
+    hooks_path,
+    live_sessions,
+    project_slug,
+    registry_status,
+    transcript_path,
+    typed_mark,
+)
+from flume.shell.panes.herdr import Herdr
+from flume.shell.panes.port import PaneServer
+from flume.shell.panes.tmux import Pane, Tmux
+from flume.shell.store.follower import Followed
+
+_log = logging.getLogger("flume.watch")
+#: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
+_TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
+#: Seconds a started Claude Code may take to register before flume takes it to be showing a
+#: start-up dialog (it registers within a second or two when it starts at its prompt box).
+_STARTUP_GRACE = 10.0
+#: The transcript lines that are the conversation: the rest is bookkeeping.
+_CONVERSATION = frozenset({"user", "assistant", "system"})
+#: How many lines of a dead agent's screen are kept as its last words.
+_LAST_LINES = 15
+#: Ticks a dead pane no place's agent holds is kept before it is closed.
+_DEAD_TICKS = 3
+#: Codex's composer prompt, drawn once it takes input (reference/codex.md §5).
+_CODEX_COMPOSER = "\u203a"
+#: Words of Codex's folder trust dialog ("Trust this folder?"): its default answer, the Enter
+#: that follows a paste, trusts the folder for good in the person's config.toml.
+_CODEX_TRUST_WORDS = ("Trust this folder?",)
+#: A Codex dialog's cursor on a numbered choice ("U+203A 1. Trust and continue"): drawn with
+#: the composer's glyph, but no composer.
+_CODEX_CHOICE = re.compile(_CODEX_COMPOSER + r"\s*\d+\. ")
+
+
+def hook_activity(record: dict[str, Any]) -> Activity | None:
+    """What one hook call says the main agent is doing; None when it says nothing of it."""
+    if record.get("agent_id"):
+        return None  # a subagent spoke, not the agent flume follows
+    event = record.get("hook_event_name")
+    tool = record.get("tool_name")
+    if event == "PreToolUse" and tool == "AskUserQuestion":
+        return Activity.ASKING
+    if event == "PermissionRequest":
+        return Activity.ASKING
+    if event == "Notification":
+        kind = record.get("notification_type")
+        if kind in {"elicitation_dialog", "agent_needs_input"}:
+            return Activity.ASKING
+        return Activity.WAITING if kind == "idle_prompt" else None
+    return {
+        "UserPromptSubmit": Activity.WORKING,
+        "PreToolUse": Activity.WORKING,
+        "PostToolUse": Activity.WORKING,
+        "Stop": Activity.WAITING,
+        "StopFailure": Activity.WAITING,
+        "SessionEnd": Activity.STOPPED,
+    }.get(str(event))
+
+
+def registry_activity(entry: dict[str, object]) -> Activity | None:
+    """What a live-session registry entry says the agent is doing."""
+    status, _waiting_for = registry_status(entry)
+    return {
+        "idle": Activity.WAITING,
+        "busy": Activity.WORKING,
+        "waiting": Activity.ASKING,
+    }.get(status)
+
+
+@attrs.define
+class Seen:
+    """What the watch keeps of one agent session: offsets, and what its sources said last."""
+
+    transcript: int = 0
+    hooks: int = 0
+    #: The transcript (Claude Code, the test agent) or rollout (Codex) found for the session.
+    rollout: str | None = None
+    #: The latest state a hook reported, and when (epoch seconds).
+    hook_state: Activity | None = None
+    hook_at: float = 0.0
+    #: A printed agent was seen in the live-session registry (it was run).
+    registered: bool = False
+    #: What was last written to disk.
+    saved: tuple[int, int, str | None, bool] | None = None
+
+    def save(self, session: str) -> None:
+        """Write the offsets whole (a new file renamed over the old), when they changed."""
+        kept = (self.transcript, self.hooks, self.rollout, self.registered)
+        if kept == self.saved:
+            return
+        self.saved = kept
+        path = agents_dir() / f"{session}.watch.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(attrs.asdict(self, filter=_saved)), encoding="utf-8")
+        temporary.replace(path)
+
+    @classmethod
+    def load(cls, session: str) -> Seen:
+        """The offsets saved for the session; from the start when none were."""
+        path = agents_dir() / f"{session}.watch.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            loaded = cls(
+                transcript=int(data.get("transcript", 0)),
+                hooks=int(data.get("hooks", 0)),
+                rollout=data.get("rollout"),
+                registered=data.get("registered") is True,
+            )
+        except (OSError, ValueError, AttributeError):
+            return cls()
+        loaded.saved = (loaded.transcript, loaded.hooks, loaded.rollout, loaded.registered)
+        return loaded
+
+
+def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
+    return attribute.name in {"transcript", "hooks", "rollout", "registered"}
+
+
+class Watch:
+    """The supervisor's observer of agents."""
+
+    def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
+        self.tmux: PaneServer = tmux or Tmux()
+        self.herdr: PaneServer = herdr or Herdr()
+        self.seen: dict[str, Seen] = {}
+        #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
+        self.dead_ticks: dict[str, int] = {}
+
+    def observe(
+        self, followed: Sequence[Followed], now: Instant
+    ) -> Iterator[tuple[Followed, Observation]]:
+        """What changed for every live agent since the last tick."""
+        live = [
+            each for each in followed if each.place is not None and each.place.agent is not None
+        ]
+        # One listing a tick of each pane server while its agents live (and of tmux once more
+        # after, to close dead panes); each place's agent is looked for on its launch's server.
+        in_herdr = [each for each in live if _in_herdr(each.place)]
+        herdr_sessions = {
+            each.place.agent.session for each in in_herdr if each.place and each.place.agent
+        }
+        wants_tmux = (
+            len(in_herdr) < len(live)
+            or bool(self.dead_ticks)
+            or any(session not in herdr_sessions for session in self.seen)
+        )
+        panes = self.tmux.panes() if wants_tmux else None
+        herdr_panes = self.herdr.panes() if in_herdr else None
+        registry = live_sessions() if live else {}
+        current: set[str] = set()
+        for each in live:
+            place = each.place
+            assert place is not None  # noqa: S101 (filtered above)
+            agent = place.agent
+            assert agent is not None  # noqa: S101 (filtered above)
+            current.add(agent.session)
+            server, listed = (self.herdr, herdr_panes) if _in_herdr(place) else (self.tmux, panes)
+            try:
+                for seen in self._agent(place, agent, (server, listed), registry, now):
+                    yield each, seen
+            except OSError:
+                _log.exception("watching %s failed", agent.session)
+                continue
+            # Everything yielded is journaled: the offsets may move past it now.
+            self._state(agent.session).save(agent.session)
+        self._close_dead(panes, current)
+        for session in [s for s in self.seen if s not in current]:
+            del self.seen[session]
+
+    def _state(self, session: str) -> Seen:
+        state = self.seen.get(session)
+        if state is None:
+            state = self.seen[session] = Seen.load(session)
+        return state
+
+    def _agent(
+        self,
+        place: Place,
+        agent: Agent,
+        listing: tuple[PaneServer, dict[str, Pane] | None],
+        registry: dict[str, dict[str, object]],
+        now: Instant,
+    ) -> Iterator[Observation]:
+        server, panes = listing
+        session = agent.session
+        state = self._state(session)
+        kind = place.launch.agent.agent
+        yield from self._transcript(place, agent, state, kind, now)
+        entry = registry.get(session)
+        spoken = self._spoken(state, session, entry, kind)
+        if agent.pane.startswith(PRINTED):
+            yield from self._printed(place, agent, state, entry, spoken, now)
+            return
+        pane = _pane_of(panes, agent)
+        phase = place.stage.phase
+        if spoken is None and isinstance(phase, AwaitingInput) and pane is not None:
+            spoken = self._screen(kind, pane, server)
+            if (
+                spoken is None
+                and kind is AgentName.CLAUDE
+                and entry is None
+                and now - phase.since >= _STARTUP_GRACE
+            ):
+                # Claude Code writes no registry entry while a start-up dialog is open (an
+                # API key's approval, a project's MCP servers): a person is asked. Typed into,
+                # the dialog would take the prompt as its answer.
+                spoken = Activity.ASKING
+        if spoken is not None and spoken is not agent.activity and not agent.ending:
+            yield AgentStateSeen(at=now, session=session, activity=spoken)
+        if (
+            pane is not None
+            and isinstance(phase, Delivering)
+            and not phase.typed
+            and pane.typed == typed_mark(prompt_marker(place), place.stage.sends)
+        ):
+            # The paste was done (the pane says so) but never journaled: a supervisor killed
+            # in between. The send was made; it must not be typed again (R5).
+            marker = prompt_marker(place)
+            yield PromptTyped(at=now, session=session, marker=marker, send=place.stage.sends)
+        if pane is not None and pane.activity > agent.last_output_at + 0.5:
+            yield PaneOutput(at=now, session=session, last_output_at=Instant(pane.activity))
+        if panes is not None and (pane is None or pane.dead):
+            status = pane.dead_status if pane is not None else None
+            words = self._last_words(pane, server) if pane is not None else ""
+            yield AgentExited(at=now, session=session, status=status, last_words=words)
+
+    @staticmethod
+    def _printed(  # noqa: PLR0913, PLR0917 (what one printed agent is judged on)
+        place: Place,
+        agent: Agent,
+        state: Seen,
+        entry: dict[str, object] | None,
+        spoken: Activity | None,
+        now: Instant,
+    ) -> Iterator[Observation]:
+        """A printed agent: ready for its prompt at once, which goes into its command.
+
+        It is gone once it registered (it was run) and its registry entry went away.
+        """
+        if spoken is None and isinstance(place.stage.phase, AwaitingInput):
+            spoken = Activity.WAITING
+        if spoken is not None and spoken is not agent.activity and not agent.ending:
+            yield AgentStateSeen(at=now, session=agent.session, activity=spoken)
+        if entry is not None:
+            state.registered = True
+        elif state.registered:
+            yield AgentExited(at=now, session=agent.session)
+
+    def _transcript(
+        self, place: Place, agent: Agent, state: Seen, kind: AgentName, now: Instant
+    ) -> Iterator[Observation]:
+        session = agent.session
+        if state.rollout is None:
+            if kind is AgentName.CODEX:
+                claimed = {s.rollout for s in self.seen.values()}
+                state.rollout = _find_rollout(place, claimed)
+            else:
+                state.rollout = _find_transcript(place, session, kind)
+        if state.rollout is None:
+            return  # not written yet: the agent writes it on its first prompt
+        read = rollout.read_from if kind is AgentName.CODEX else transcript.read_from
+        tail = read(Path(state.rollout), state.transcript, session=session, at=now)
+        # Only the conversation is journaled: Claude Code's bookkeeping lines (api requests,
+        # snapshots, attachments) can be large and say nothing the rules read.
+        yield from (entry for entry in tail.entries if entry.line_type in _CONVERSATION)
+        if tail.unreadable:
+            yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
+        state.transcript = tail.offset
+
+    def _spoken(
+        self,
+        state: Seen,
+        session: SessionId,
+        entry: dict[str, object] | None,
+        kind: AgentName,
+    ) -> Activity | None:
+        """The state of whichever of the hooks and the registry spoke last."""
+        if kind is AgentName.CLAUDE:
+            self._read_hooks(state, session)
+        registry_state = registry_activity(entry) if entry is not None else None
+        registry_at = 0.0
+        if entry is not None:
+            stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
+            registry_at = float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
+        if state.hook_state is not None and (registry_state is None or state.hook_at > registry_at):
+            return state.hook_state
+        return registry_state
+
+    @staticmethod
+    def _read_hooks(state: Seen, session: str) -> None:
+        path = hooks_path(session)
+        try:
+            if path.stat().st_size <= state.hooks:
+                return
+            with path.open("rb") as file:
+                file.seek(state.hooks)
+                data = file.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                activity = hook_activity(record) if isinstance(record, dict) else None
+                if activity is not None:
+                    state.hook_state = activity
+                    state.hook_at = float(record.get("at", 0.0))
+        state.hooks += end
+
+    @staticmethod
+    def _screen(kind: AgentName, pane: Pane, server: PaneServer) -> Activity | None:
+        """Before an agent registers: a trust dialog asks a person; Codex's composer waits.
+
+        Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is
+        not the composer, and Codex's trust dialog, like Claude Code's, is a person being asked.
+        """
+        if kind is AgentName.TEST or pane.dead:
+            return None
+        screen = server.capture(pane.id) or ""
+        if kind is AgentName.CLAUDE and any(words in screen for words in _TRUST_WORDS):
+            return Activity.ASKING
+        if kind is AgentName.CODEX and any(words in screen for words in _CODEX_TRUST_WORDS):
+            return Activity.ASKING
+        if kind is AgentName.CODEX and any(
+            line.lstrip().startswith(_CODEX_COMPOSER) and not _CODEX_CHOICE.match(line.lstrip())
+            for line in screen.splitlines()
+        ):
+            return Activity.WAITING
+        return None
+
+    @staticmethod
+    def _last_words(pane: Pane, server: PaneServer) -> str:
+        """The last lines a dead agent's pane shows (why it went, often)."""
+        screen = server.capture(pane.id) or ""
+        lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith("Pane is dead")]
+        return "\n".join(lines[-_LAST_LINES:])
+
+    def _close_dead(self, panes: dict[str, Pane] | None, current: set[str]) -> None:
+        """Close the dead panes of agents no place follows any more, so tmux can end.
+
+        A pane is closed only once it has been dead for a few ticks: one that died as it
+        started may belong to an agent whose start is not yet read from its journal, and its
+        last words are read before it goes.
+        """
+        dead = {
+            pane.id for pane in (panes or {}).values() if pane.dead and pane.session not in current
+        }
+        for pane_id in dead:
+            self.dead_ticks[pane_id] = self.dead_ticks.get(pane_id, 0) + 1
+            if self.dead_ticks[pane_id] >= _DEAD_TICKS:
+                self.tmux.kill_pane(pane_id)
+        self.dead_ticks = {key: value for key, value in self.dead_ticks.items() if key in dead}
+
+
+def _in_herdr(place: Place | None) -> bool:
+    """The place's agent runs in a pane of herdr's (``--panes herdr``)."""
+    return place is not None and place.launch.agent.panes is Panes.HERDR
+
+
+def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:
+    if panes is None:
+        return None
+    pane = panes.get(agent.pane)
+    if pane is not None and pane.session == agent.session:
+        return pane
+    return next((p for p in panes.values() if p.session == agent.session), None)
+
+
+#: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
+_CLOCK_SLACK = 1.0
+#: Claude Code cuts a project folder's name at this length and adds a hash of its own (§1).
+_SLUG_LIMIT = 200
+
+
+def _find_transcript(place: Place, session: str, kind: AgentName) -> str | None:
+    """Where the session's transcript is: its path by the slug rule, or found by its name.
+
+    A working directory whose slug is longer than Claude Code's limit gets a hashed folder name
+    flume does not recompute: the file is looked for by its session id, until it exists.
+    """
+    cwd = os.path.realpath(place.path)
+    if len(project_slug(cwd)) <= _SLUG_LIMIT:
+        return str(transcript_path(cwd, session, kind))
+    found = sorted(agent_home(kind).glob(f"projects/*/{session}.jsonl"))
+    return str(found[0]) if found else None
+
+
+def _find_rollout(place: Place, claimed: set[str | None]) -> str | None:
+    """Codex's rollout for the place: the first begun since the stage started, in the place.
+
+    Begun is what its ``session_meta`` says, not when the file last changed: a stopped agent
+    writes its own rollout until it is gone, after its retry's stage started.
+    """
+    folder = codex_home() / "sessions"
+    started = place.stage.started_at
+    days = {
+        (datetime.fromtimestamp(started, tz) + timedelta(days=delta)).strftime("%Y/%m/%d")
+        for tz in (UTC, None)
+        for delta in (-1, 0, 1)
+    }
+    cwd = os.path.realpath(place.path)
+    candidates: list[tuple[float, str]] = []
+    for day in days:
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder / day):
+                stat = entry.stat()
+                if entry.name.endswith(".jsonl") and stat.st_mtime >= started - 1:
+                    candidates.append((stat.st_mtime, entry.path))
+    for _mtime, path in sorted(candidates):
+        if path in claimed:
+            continue
+        with contextlib.suppress(OSError), Path(path).open(encoding="utf-8") as file:
+            first = file.readline()
+            begun = rollout.session_meta_started(first)
+            if (
+                rollout.session_meta_cwd(first) in {cwd, place.path}
+                and begun is not None
+                and begun >= started - _CLOCK_SLACK
+            ):
+                return path
+    return None

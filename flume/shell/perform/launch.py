@@ -1,0 +1,392 @@
+"""A launch, checked whole and journaled: the first phase of a place's two-phase start.
+
+Theory of operation. Everything a launch names is checked before anything exists: the core
+checks what the values alone decide (the name, the brief, the base's form, the stages to wait
+on); this module checks what only the world can tell (the repository, its commits, its config,
+the kind, the base branch, a name already in use, the agent's program and tmux installed). Any
+problem is a :class:`UsageError` and nothing is created: no branch, worktree, journal or
+registry entry.
+
+A launch that passes is journaled as its ``Launched`` observation (the intent). The journal is
+written in a staging folder and renamed into place, so it appears whole or not at all; the
+rename is also what makes two launches of one name race fairly: exactly one rename wins, and
+the other launch is told why. The effect (the worktree, the setup) is the supervisor's to
+perform and observe, so a supervisor killed at any point finishes the launch once it is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from pyrsistent import pset, pvector
+
+from flume.core.errors import UsageError, refused
+from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.kinds import Kind
+from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
+from flume.core.observations import Launched
+from flume.core.place import Life
+from flume.core.settings import Settings
+from flume.core.step import replay, step
+from flume.shell import process
+from flume.shell.declared import config
+from flume.shell.declared import kinds as declared
+from flume.shell.panes import herdr
+from flume.shell.perform import launch_words
+from flume.shell.store import journal, places
+from flume.shell.tools import git, locate
+
+#: How long a printed agent's prompt waits to be found in its transcript: an hour for you to run
+#: the printed command ([timing] confirm in .flume.toml overrides it).
+PRINT_CONFIRM_SECONDS = 3600.0
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """What the caller asked for, as typed."""
+
+    repository: Path
+    kind: str
+    name: str
+    brief: str
+    base: str | None = None
+    mark: str | None = None
+    waits: tuple[str, ...] = ()
+    agent: AgentSettings = attrs.field(factory=AgentSettings)
+    #: A kind the launch carries (``--kind-file``), in place of a built-in or declared one.
+    carried: Kind | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Made:
+    """A launch journaled: the place's id and where it lives."""
+
+    place: PlaceName
+    repository: Path
+    path: Path
+    branch: BranchName
+    base: BranchName
+    journal: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
+        return {
+            "format": journal.FORMAT,
+            "place": self.place,
+            "repository": str(self.repository),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base": self.base,
+            "journal": str(self.journal),
+        }
+
+
+def _problem(field: str, what: str, mend: str) -> UsageError:
+    return UsageError.one(field, what, mend)
+
+
+def check(request: Request, settings: Settings, clock: Callable[[], float]) -> Launched:
+    """The launch as the journal's first line, or a :class:`UsageError` naming what is wrong."""
+    return _checked(request, settings, clock)[0]
+
+
+def _checked(
+    request: Request, settings: Settings, clock: Callable[[], float]
+) -> tuple[Launched, Path]:
+    """:func:`check`'s line, and the folder of the repository's journals.
+
+    Each thing git is asked once: the repository, its journals and its commits in one
+    ``rev-parse``, every branch head in one ``for-each-ref``.
+    """
+    located = places.locate(request.repository)
+    repository = located.main
+    if not located.has_commits:
+        raise _problem(
+            "repository",
+            f"{repository} has no commits, so there is no base to cut a branch from",
+            "make a first commit, then launch again",
+        )
+    declared = config.load(repository)
+    settings = declared.settings(settings)
+    if request.agent.panes is Panes.HERDR:
+        # A place is made only for a herdr that answers and speaks a protocol flume knows.
+        herdr.check_server()
+    if request.agent.panes is Panes.PRINT and "confirm_seconds" not in declared.timing:
+        # A printed agent starts when its caller runs it: the first send waits that long.
+        settings = attrs.evolve(settings, confirm_seconds=PRINT_CONFIRM_SECONDS)
+    if request.carried is None:
+        kind = declared.kind(request.kind)
+    elif request.carried.name != request.kind:
+        raise _problem(
+            "kind",
+            f"--kind names {request.kind!r} but the kind file declares {request.carried.name!r}",
+            "name the kind the file declares, or leave --kind out",
+        )
+    else:
+        kind = request.carried
+    base = request.base or git.shared_branch(repository, main=repository)
+    if base is None:
+        raise _problem(
+            "base",
+            f"{repository} has no shared branch (no remote HEAD, and the main worktree's HEAD "
+            "is detached)",
+            "name the base with --base",
+        )
+    launch = Launch(
+        repository=str(repository),
+        kind=KindName(request.kind),
+        name=WorkName(request.name),
+        brief=request.brief,
+        base=BranchName(base),
+        agent=request.agent,
+        waits=pset(StageName(stage) for stage in request.waits),
+        mark=request.mark,
+    )
+    check_launch(launch, kind)
+    missing = locate.missing_program(request.agent.agent, request.agent.panes)
+    if missing is not None:
+        raise _problem("agent", *missing)
+    start = git.resolve(repository, launch.base)
+    if start is None:
+        raise _problem(
+            "base",
+            f"the base branch {base!r} does not exist in {repository}",
+            "name an existing branch (git branch --list shows them)",
+        )
+    seen = Launched(
+        at=Instant(clock()),
+        launch=launch,
+        kind=kind,
+        setup=declared.setup,
+        copy=declared.copy,
+        start=start,
+        settings=settings,
+    )
+    decision = step(settings, None, seen)
+    branch, path = str(decision.place.branch), Path(decision.place.path)
+    _check_free(repository, located.journals, launch, branch, path)
+    # The launching host carries it (HOST-OWNS-PLACE); named only once all is checked, so a
+    # refused launch makes nothing, not even the host's id.
+    return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host())), located.journals
+
+
+def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
+    """The name is free: no live place, worktree path or branch holds it."""
+    name = place_name(launch.kind, launch.name)
+    existing = journals / name / places.JOURNAL
+    if existing.exists() and not _tidied(existing):
+        raise _problem(
+            "name",
+            f"{name} is already launched in {repository}",
+            f"choose another name, or drop and tidy it first (flume drop {name})",
+        )
+    if path.exists() or path.is_symlink():
+        raise _problem(
+            "name",
+            f"{path} already exists",
+            "choose another name, or move that folder away",
+        )
+    heads = git.heads(repository)
+    if branch in heads:
+        raise _branch_in_the_way(repository, BranchName(branch), launch.base)
+    # git keeps refs as files: a branch "fix" leaves no room for "fix/x", nor "fix/x/y" for it.
+    parts = branch.split("/")
+    clash = next(
+        (
+            head
+            for head in heads
+            if head in {"/".join(parts[:end]) for end in range(1, len(parts))}
+            or head.startswith(f"{branch}/")
+        ),
+        None,
+    )
+    if clash is not None:
+        raise _problem(
+            "name",
+            f"the branch {clash} in {repository} leaves no room for the branch {branch}",
+            "choose another name, or rename that branch",
+        )
+
+
+def _branch_in_the_way(repository: Path, branch: BranchName, base: BranchName) -> UsageError:
+    """The branch left holding the name (kept by tidy, or someone's), and the command freeing it.
+
+    Tidy keeps a branch holding commits its base lacks, and a dropped change's: what it holds is
+    said, so nobody deletes work unseen.
+    """
+    where, name = shlex.quote(str(repository)), shlex.quote(branch)
+    delete = f"git -C {where} branch -D {name}"
+    count = git.lacks(repository, branch, base)
+    if count == 0:
+        holds = f", holding nothing {base} lacks"
+        mend = f"choose another name, or free this one: {delete}"
+    else:
+        commits = f"{count} commit{'s' if count != 1 else ''}"
+        holds = "" if count is None else f", holding {commits} {base} lacks"
+        look = f"git -C {where} log {shlex.quote(base)}..{name}"
+        mend = (
+            f"choose another name, or look at what it holds ({look}), keep what you want, "
+            f"then free the name: {delete}"
+        )
+    return _problem("name", f"the branch {branch} already exists in {repository}{holds}", mend)
+
+
+def _tidied(path: Path) -> bool:
+    """The journal describes a place already tidied, whose name is free again."""
+    try:
+        read = journal.read(path)
+        return replay(Settings(), read.observations).life is Life.TIDIED
+    except (journal.JournalError, UsageError, OSError):
+        return False
+
+
+#: Every launch's staging folder is named ``.launching-<boot>-<pid>-<random>``.
+STAGING = ".launching-"
+
+
+def _boot() -> str:
+    """This boot of the host (a pid names a process only within one boot)."""
+    try:
+        text = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii")
+    except OSError:
+        return "noboot"
+    return text.strip().replace("-", "")[:12] or "noboot"
+
+
+def staging_prefix() -> str:
+    """The name a launch's staging folder starts with: its owner, this boot and process."""
+    return f"{STAGING}{_boot()}-{os.getpid()}-"
+
+
+def staging_owner_gone(name: str) -> bool | None:
+    """The launch that made the staging folder ``name`` is gone: another boot, or its process.
+
+    None when the name does not say (an older flume's): then its age must. No clock decides
+    it: a clock stepped forward never removes a live launch's folder.
+    """
+    parts = name.removeprefix(STAGING).split("-")
+    if not name.startswith(STAGING) or len(parts) < 3 or not parts[1].isdigit():
+        return None
+    return parts[0] != _boot() or not process.alive(int(parts[1]))
+
+
+def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
+    """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
+    seen, folder = _checked(request, settings, clock)
+    place = step(settings, None, seen).place
+    repository = Path(seen.launch.repository)
+    name = place_name(seen.launch.kind, seen.launch.name)
+    folder.mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
+    target = folder / name
+    try:
+        journal.create(staging / places.JOURNAL, seen)
+        places.remember(repository)
+        with places.names_locked(repository, journals=folder):
+            existing = target / places.JOURNAL
+            if existing.exists():
+                _take_tidied_name(repository, folder, target)
+            staging.rename(target)
+            _sync(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Made(
+        place=name,
+        repository=repository,
+        path=Path(place.path),
+        branch=place.branch,
+        base=seen.launch.base,
+        journal=target / places.JOURNAL,
+    )
+
+
+def launch_asked(  # noqa: PLR0913 (each is one thing a launch names)
+    *,
+    repository: Path,
+    name: str,
+    brief: str | Callable[[], str],
+    kind: str | None = None,
+    kind_file: Path | None = None,
+    base: str | None = None,
+    mark: str | None = None,
+    waits: Sequence[str] = (),
+    agent: str = "claude",
+    model: str | None = None,
+    agent_args: Sequence[str] = (),
+    panes: str = "tmux",
+) -> Made:
+    """A launch as its caller words it (:func:`flume.api.launch`'s arguments), checked, journaled.
+
+    The kind file, the kind named, the agent and the panes are checked first; then ``brief``, if
+    a function, is called for the brief (the CLI reads stdin so); then the rest. The same for the
+    API, the CLI and the supervisor launching for the CLI: one launch, one set of checks.
+    """
+    carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+    chosen_agent, chosen_panes = launch_words.checked(
+        kind=kind, kind_carried=carried is not None, agent=agent, panes=panes
+    )
+    settings = AgentSettings(
+        agent=chosen_agent, model=model, flags=pvector(agent_args), panes=chosen_panes
+    )
+    request = Request(
+        repository=repository.absolute(),
+        kind=kind or (carried.name if carried is not None else ""),
+        carried=carried,
+        name=name,
+        brief=brief if isinstance(brief, str) else brief(),
+        base=base,
+        mark=mark,
+        waits=tuple(waits),
+        agent=settings,
+    )
+    try:
+        return launch(request, Settings(), time.time)
+    except OSError as error:
+        where = error.filename or request.repository
+        raise refused(
+            "repository",
+            f"{where} cannot be written: {error.strerror or error} (errno {error.errno})",
+            "free space, or make the folder writable, then launch again",
+        ) from error
+
+
+def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:
+    """Set a tidied place's journal aside to take its name; a live one keeps it."""
+    if not _tidied(target / places.JOURNAL):
+        raise _problem(
+            "name",
+            f"{target.name} was launched in {repository} by another launch at the same moment",
+            "choose another name",
+        )
+    archive(folder, target)
+
+
+def _sync(folder: Path) -> None:
+    """Make a rename in ``folder`` durable: a launch acknowledged survives a power loss."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def archive(folder: Path, target: Path) -> None:
+    """Move a tidied place's journal aside, so its name can be launched again.
+
+    The caller holds :func:`places.names_locked` and has judged the place tidied.
+    """
+    archive = folder / ".tidied"
+    archive.mkdir(exist_ok=True)
+    kept = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=archive))
+    with contextlib.suppress(FileNotFoundError):
+        target.rename(kept / target.name)

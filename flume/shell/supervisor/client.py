@@ -1,0 +1,352 @@
+"""Talking to the supervisor: find it, start it when it is not running, ask it things.
+
+The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
+back (``ping``, ``wake``, ``status``, ``survey``, ``stop``, and ``follows``: why a journal is
+not followed). A command that needs the supervisor
+calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
+(``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
+never starts one.
+
+A supervisor runs while it holds the host's lock (``supervisor.lock``, its pid written in it).
+One that holds it but does not answer (stopped by SIGSTOP, a debugger, a closed laptop lid) is
+alive, not dead: no second one is started in its stead, and a command waits for its answer
+only until a deadline, then says what holds it up and how to end that (:class:`NotAnswering`).
+
+Which ``daemon stop`` came after a command asked for a supervisor is decided by a counter of
+stops (``supervisor.stopped``), never by the wall clock, which can be stepped back: the command
+passes the count it read, and a supervisor that finds a higher one leaves, and says why.
+
+``flume launch`` hands its launch to a running supervisor (:func:`launch`), which has flume's
+rules and git already loaded: it answers ``taken`` at once, then a second line, the launch's
+outcome. A launch no supervisor takes is the command's own to do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import flume
+from flume.core.errors import Problem, UsageError
+from flume.shell import host as registry
+from flume.shell.process import alive
+from flume.shell.tools import sockets
+
+if TYPE_CHECKING:
+    import subprocess
+
+
+#: How long ``flume launch`` waits for the supervisor to take its launch before doing it itself.
+TAKE_SECONDS = 1.0
+#: How long it then waits for the supervisor to say what came of it.
+LAUNCH_SECONDS = 120.0
+#: What the supervisor's ``taken`` may lag its deadline to take a launch (the request's
+#: ``take_by``) and still be waited for: a supervisor takes nothing after its deadline.
+_SLACK_SECONDS = 0.5
+
+#: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
+_MAX_SOCKET_PATH = 100
+#: How long a command waits for a live supervisor that does not answer, before saying so.
+ANSWER_SECONDS = 5.0
+#: How long it waits for one that is stopped (SIGSTOP, a debugger) to be continued.
+STOPPED_SECONDS = 2.0
+#: How long a command waits for the supervisor it started to answer or to say why it left.
+START_SECONDS = 10.0
+#: The exit status of a supervisor that left because a ``daemon stop`` came after it was asked.
+STOP_CAME_AFTER = 3
+
+
+def socket_path() -> Path:
+    """Where the supervisor of this state directory listens."""
+    preferred = registry.state_dir() / "supervisor.sock"
+    if len(str(preferred)) <= _MAX_SOCKET_PATH:
+        return preferred
+    # Imported here, as in start(): asking the supervisor (flume status) loads no more.
+    import hashlib  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
+
+
+def request(op: str, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
+    """Ask the supervisor (``fields`` go with the op); None when none answers."""
+    try:
+        line = json.dumps({"op": op, **fields}).encode()
+        data = sockets.exchange(socket_path(), line, connect=timeout, answer=timeout)
+    except OSError:
+        return None
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def identity() -> dict[str, str]:
+    """Which flume this is: its version, where its code is, and the Python environment it runs in.
+
+    A supervisor launches for a command only if it is the same flume: the same checks.
+    """
+    return {
+        "version": flume.__version__,
+        "code": str(Path(flume.__file__).parent.resolve()),
+        "prefix": sys.prefix,
+    }
+
+
+class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
+    """The supervisor took a launch and then said nothing of it: whether it was made is unknown."""
+
+
+def launch(
+    words: dict[str, Any],
+    *,
+    take_within: float = TAKE_SECONDS,
+    answer_within: float = LAUNCH_SECONDS,
+) -> dict[str, Any] | None:
+    """Hand a launch to the running supervisor; what came of it, or None when none took it.
+
+    ``words`` are :func:`flume.shell.perform.launch.launch_asked`'s arguments as JSON (the
+    repository an
+    absolute path); this process's environment goes with them, for the checks to read. What
+    came of it is ``made`` (``flume launch --json``'s document), else ``problems`` and
+    ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
+
+    None, and nothing done, when no supervisor runs, when the one running does not take this
+    launch (it is another flume or installation's, or another user's), or when it has not taken
+    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
+    is not made again.
+    """
+    request = {
+        "op": "launch",
+        "take_by": time.time() + take_within,
+        "flume": identity(),
+        "words": words,
+        "environment": dict(os.environ),
+    }
+    # ASCII, \u-escaped: a name or a path that is not UTF-8 (a surrogate) goes as it is.
+    line = (json.dumps(request) + "\n").encode("ascii")
+    if len(line) > sockets.LONGEST:
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        reader = sockets.Reader(connection)
+        try:
+            connection.settimeout(take_within + _SLACK_SECONDS)
+            connection.connect(str(socket_path()))
+            connection.sendall(line)
+            taken = _decoded(reader.line())
+        except OSError:
+            return None
+        if taken is None or taken.get("taken") is not True:
+            return None
+        try:
+            connection.settimeout(answer_within)
+            answer = _decoded(reader.line())
+        except OSError as error:
+            raise Unanswered(str(error)) from error
+    if answer is None:
+        message = "no answer came"
+        raise Unanswered(message)
+    outcome = answer.get("launch")
+    if not isinstance(outcome, dict):
+        message = f"it answered {answer!r}"
+        raise Unanswered(message)
+    return outcome
+
+
+def _decoded(data: bytes) -> dict[str, Any] | None:
+    """A JSON object's line, or None."""
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def lock_path() -> Path:
+    """The host's supervisor lock: held by the one supervisor, which writes its pid in it."""
+    return registry.state_dir() / "supervisor.lock"
+
+
+def holder() -> int | None:
+    """The pid of the live supervisor that holds the host's lock; None when none holds it.
+
+    A lock held while the pid in it is dead is held by what a dead supervisor started (its
+    actions inherit the lock): no supervisor runs, and a new one waits for those to end.
+    """
+    try:
+        descriptor = os.open(lock_path(), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() and _is_supervisor(int(text)) else None
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def _is_supervisor(pid: int) -> bool:
+    """``pid`` is a live ``flume daemon run`` (not a process that took a dead one's pid)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return alive(pid)  # no /proc to read: its being alive is all there is to know
+    return alive(pid) and b"daemon" in command and b"run" in command
+
+
+def stopped(pid: int) -> bool:
+    """The process ``pid`` is stopped (SIGSTOP, a terminal's suspend, a debugger's stop)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] in {"T", "t"}
+
+
+def not_answering(pid: int, waited: float) -> UsageError:
+    """What a command says when the supervisor holding the lock does not answer."""
+    journaled = "what you asked is journaled and is done once the supervisor answers"
+    if stopped(pid):
+        what = (
+            f"the supervisor (pid {pid}) runs but is stopped (SIGSTOP, a debugger or a "
+            "suspended session): it answers nothing"
+        )
+        mend = f"continue it with `kill -CONT {pid}`; {journaled}"
+    else:
+        what = f"the supervisor (pid {pid}) runs but has not answered for {waited:.0f} s"
+        mend = (
+            f"see its log {log_path()}; if it stays so, end it with `kill {pid}`, then "
+            f"`flume daemon start`; {journaled}"
+        )
+    return UsageError((Problem(field="supervisor", what=what, mend=mend),), exit_status=1)
+
+
+def stopped_path() -> Path:
+    """Where ``daemon stop`` counts the stops asked so far on this host."""
+    return registry.state_dir() / "supervisor.stopped"
+
+
+def stops() -> int:
+    """How many ``daemon stop`` this host has seen (0 for none, or an older flume's file)."""
+    try:
+        text = stopped_path().read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return 0
+    return int(text) if text.isdigit() else 0
+
+
+def record_stop() -> int:
+    """Count one more ``daemon stop``: a supervisor asked for before it must not start."""
+    path = stopped_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        text = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip()
+        count = (int(text) if text.isdigit() else 0) + 1
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{count}\n".encode(), 0)
+        return count
+    finally:
+        os.close(descriptor)
+
+
+def log_path() -> Path:
+    """Where a started supervisor writes what it has to say."""
+    return registry.state_dir() / "supervisor.log"
+
+
+def start() -> subprocess.Popen[bytes]:
+    """Start a supervisor, detached from this process and its terminal.
+
+    It is told how many stops this host had when it was asked for: a ``daemon stop`` counted
+    after that makes it leave (a stop is never undone by a slow starter).
+    """
+    import subprocess  # noqa: PLC0415 (only a start runs a process)
+    import sys  # noqa: PLC0415
+
+    log = log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    asked_after = str(stops())
+    with log.open("ab") as output:
+        return subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
+            [sys.executable, "-m", "flume", "daemon", "run", "--asked-after", asked_after],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def ensure(wait: float = 0.0) -> dict[str, Any] | None:
+    """Wake the supervisor, starting one if none runs; with ``wait``, until it answers.
+
+    Raises :class:`UsageError` (exit status 1) when a live supervisor does not answer by the
+    deadline, or when the one started here left without serving, saying why.
+    """
+    pid = holder()
+    if pid is not None:
+        return _answer_of(pid, wait)
+    reply = request("wake", timeout=1.0)
+    if reply is not None:
+        return reply
+    return _started(start(), wait)
+
+
+def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
+    """The answer of the live supervisor ``pid``, waited for until a deadline."""
+    began = time.monotonic()
+    deadline = began + max(wait, ANSWER_SECONDS)
+    while True:
+        now = time.monotonic()
+        if stopped(pid):
+            # Nothing it is sent is read while it is stopped: wait less, and send nothing.
+            if now - began >= STOPPED_SECONDS:
+                raise not_answering(pid, now - began)
+        else:
+            reply = request("wake", timeout=max(0.1, min(1.0, deadline - now)))
+            if reply is not None:
+                return reply
+        if not alive(pid):
+            return ensure(wait)  # it ended meanwhile: as for none
+        if time.monotonic() >= deadline:
+            raise not_answering(pid, time.monotonic() - began)
+        time.sleep(0.05)
+
+
+def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | None:
+    """Wait until the supervisor started answers, or says why it left; None past the deadline."""
+    deadline = time.monotonic() + max(wait, START_SECONDS)
+    while time.monotonic() < deadline:
+        reply = request("wake", timeout=1.0)
+        if reply is not None:
+            return reply
+        status = child.poll()
+        if status == STOP_CAME_AFTER:
+            what = "no supervisor was started: a `flume daemon stop` came after this command"
+            mend = "what you asked is journaled; start one with `flume daemon start`"
+            raise UsageError((Problem(field="supervisor", what=what, mend=mend),), exit_status=1)
+        if status == 0:
+            # It left because another took the lock first: that one is asked.
+            pid = holder()
+            return _answer_of(pid, wait) if pid is not None else request("wake", timeout=1.0)
+        if status is not None:
+            what = f"the supervisor started exited at once with status {status}"
+            mend = f"see its log {log_path()}"
+            raise UsageError((Problem(field="supervisor", what=what, mend=mend),), exit_status=1)
+        time.sleep(0.05)
+    return None

@@ -1,0 +1,810 @@
+"""The supervisor: one per host, following every place, from their journals.
+
+Theory of operation. The journal is the source of truth, and the supervisor is its reader: it
+folds every line of every place's journal through ``step``, whoever wrote the line (a CLI
+command, or the supervisor itself reporting what it saw), and performs the actions each line
+calls for. What it observes it appends to the journal first and folds only when it reads the
+line back, so every observation is journaled before it is applied.
+
+A journal read for the first time (at start, or a place launched since) is folded whole and its
+:func:`~flume.core.step.pending` actions performed: after a SIGKILL that is exactly what was
+asked for and never observed done. Lines read after that have their own actions performed.
+
+Each tick observes in batches, never place by place: :class:`Observer` sources get every place
+followed at once and group them as their tool allows (one ``git for-each-ref`` per repository
+for all branch heads; one ``tmux list-panes -a`` for every agent's pane, and transcripts and
+hook files read from stored offsets: :mod:`flume.shell.observe.watch`). Deadlines are checked by
+stepping a ``Tick``; a tick that changes nothing is not journaled, so idle places cost no disk.
+
+Actions run on worker threads, one batch at a time per place and in order, so a long setup in
+one place never holds up another. Every process an action starts inherits the supervisor's lock:
+a supervisor killed mid-action cannot be replaced until what it started has ended, so a restart
+never races a half-done ``git worktree add``.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import queue
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import attrs
+
+from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.errors import UsageError
+from flume.core.ids import Instant
+from flume.core.launch import followed_by
+from flume.core.observations import (
+    ActionFailed,
+    Observation,
+    Tick,
+)
+from flume.core.place import Life, Place, evolve
+from flume.core.settings import Settings
+from flume.core.status import status as core_status
+from flume.core.step import pending, step
+from flume.shell import environment, process
+from flume.shell.agents.runner import Agents
+from flume.shell.observe import changes as openspec
+from flume.shell.observe.branches import BranchHeads
+from flume.shell.observe.changes import Changes
+from flume.shell.observe.port import Observer
+from flume.shell.observe.reports import Reports
+from flume.shell.observe.watch import Watch
+from flume.shell.panes import herdr, tmux
+from flume.shell.panes.herdr import Herdr
+from flume.shell.panes.tmux import Tmux
+from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.performer import Performer
+from flume.shell.store import journal, places
+from flume.shell.store.follower import Followed
+from flume.shell.supervisor import client
+from flume.shell.tools import git
+from flume.shell.tools import sockets as lines
+
+#: How many actions run at once, each for a different place.
+WORKERS = 8
+#: How often the supervisor looks when nothing wakes it.
+TICK_SECONDS = 1.0
+#: How long a new supervisor waits for an old one's processes to let go of the lock.
+LOCK_WAIT_SECONDS = 30.0
+_NO_EFFECT = (KeepBranch, KeepPlace, Report)
+_log = logging.getLogger("flume.supervisor")
+
+
+@attrs.define
+class Stats:
+    """What the supervisor has done, for ``flume daemon status`` and the benchmarks."""
+
+    started_at: float
+    ticks: int = 0
+    #: git and tmux processes the last tick ran to observe (not to perform actions).
+    last_tick_subprocesses: int = 0
+    #: requests the last tick sent herdr to observe (its places' agents in herdr panes).
+    last_tick_herdr_requests: int = 0
+    last_tick_seconds: float = 0.0
+    actions: int = 0
+
+
+class Supervisor:
+    """Follows every place of every repository flume knows; one tick at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        performer: Performer,
+        clock: Callable[[], float] = time.time,
+        observers: Sequence[Observer] = (BranchHeads(),),
+        wake: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.performer = performer
+        self.clock = clock
+        self.observers = observers
+        self.followed: dict[Path, Followed] = {}
+        self.stats = Stats(started_at=clock())
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
+        self._done: queue.SimpleQueue[tuple[Path, tuple[Observation, ...], str | None]] = (
+            queue.SimpleQueue()
+        )
+        self._wake = wake
+        self._journals_dirs: dict[Path, Path] = {}
+        self._running: set[concurrent.futures.Future[None]] = set()
+        #: This host's id (HOST-OWNS-PLACE); None until the host's first launch makes it.
+        self.host = places.host_id()
+
+    # --- one tick ----------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Read what was journaled, observe, check deadlines, and start what is to do."""
+        started = time.perf_counter()
+        self._finish()
+        if self.host is None:
+            self.host = places.host_id()
+        self._write_unwritten()
+        self._discover()
+        self._read_all()
+        runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
+        asked = herdr.counter.requests
+        now = Instant(self.clock())
+        live = [
+            each
+            for each in self.followed.values()
+            if each.place and not each.problem and not each.foreign
+        ]
+        for observer in self.observers:
+            try:
+                for each, seen in observer.observe(live, now):
+                    self._append(each, seen)
+            except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
+                _log.exception("observing with %s failed", type(observer).__name__)
+        self.stats.last_tick_subprocesses = (
+            git.counter.runs + tmux.counter.runs + openspec.counter.runs - runs
+        )
+        self.stats.last_tick_herdr_requests = herdr.counter.requests - asked
+        self._deadlines(now)
+        self._read_all()
+        self._dispatch()
+        self.stats.ticks += 1
+        self.stats.last_tick_seconds = time.perf_counter() - started
+
+    def idle(self) -> bool:
+        """Nothing is being performed or waits to be."""
+        return not any(each.busy or each.batches for each in self.followed.values())
+
+    def wait_for_actions(self, timeout: float | None = None) -> None:
+        """Wait until every batch of actions started so far is done (for tests and benches)."""
+        concurrent.futures.wait(list(self._running), timeout=timeout)
+        self._finish()
+
+    def close(self) -> None:
+        """Let running actions finish, then stop."""
+        self._pool.shutdown(wait=True)
+        self._finish()
+
+    # --- reading journals --------------------------------------------------------------------
+
+    def _append(self, each: Followed, seen: Observation) -> None:
+        """Journal an observation; a journal archived meanwhile takes none (nothing recreated).
+
+        A journal that cannot be written (a full disk, a read-only folder) takes none for now:
+        the fault is kept on the place, for ``daemon status`` and ``status``, and the
+        observation is held, in order, to be journaled on a later tick once it can be.
+        """
+        if each.unwritten:
+            self._hold(each, seen)
+            return
+        try:
+            journal.append(each.journal, seen)
+        except FileNotFoundError:
+            _log.info("%s is gone; %s not journaled", each.journal, type(seen).__name__)
+        except OSError as error:
+            self._fault(each, journal.write_fault(each.journal, error))
+            self._hold(each, seen)
+        else:
+            self._fault(each, None)
+
+    @staticmethod
+    def _hold(each: Followed, seen: Observation) -> None:
+        """Hold ``seen`` to journal later; one seen again each tick (a tick, a head): held once."""
+        if not any(held == attrs.evolve(seen, at=held.at) for held in each.unwritten):
+            each.unwritten.append(seen)
+
+    def _fault(self, each: Followed, fault: str | None) -> None:
+        """Keep (or clear) the place's write fault, saying so once when it changes."""
+        if fault != each.fault:
+            if fault is not None:
+                _log.warning("%s", fault)
+            else:
+                _log.info("the journal %s can be written again", each.journal)
+        each.fault = fault
+
+    def _write_unwritten(self) -> None:
+        """Journal, in order, what was held while the journals could not be written."""
+        for each in self.followed.values():
+            while each.unwritten:
+                try:
+                    journal.append(each.journal, each.unwritten[0])
+                except FileNotFoundError:
+                    each.unwritten.clear()
+                except OSError as error:
+                    self._fault(each, journal.write_fault(each.journal, error))
+                    break
+                else:
+                    each.unwritten.popleft()
+                    self._fault(each, None)
+
+    def _discover(self) -> None:
+        """Follow every journal of every repository in the registry; forget vanished ones."""
+        seen: set[Path] = set()
+        for repository in places.remembered():
+            folder = self._journals_dirs.get(repository)
+            if folder is None:
+                try:
+                    folder = places.journals_dir(repository)
+                except git.GitError:
+                    _log.warning("%s is no longer a git repository: not followed", repository)
+                    continue
+                self._journals_dirs[repository] = folder
+            with contextlib.suppress(FileNotFoundError):
+                for entry in os.scandir(folder):
+                    if entry.name.startswith(".") or not entry.is_dir():
+                        continue
+                    path = Path(entry.path) / places.JOURNAL
+                    seen.add(path)
+                    if path not in self.followed and path.exists():
+                        self.followed[path] = Followed(journal=path)
+        for path in [path for path, each in self.followed.items() if path not in seen]:
+            if not self.followed[path].busy:
+                del self.followed[path]
+
+    def _read_all(self) -> None:
+        for each in self.followed.values():
+            self._read(each)
+
+    def _read(self, each: Followed) -> None:
+        """Fold the lines appended since the last read, and queue what they call for."""
+        tail = self._tail(each)
+        if tail is None:
+            return
+        self._fold(each, tail)
+
+    def _tail(self, each: Followed) -> journal.Tail | None:
+        """The whole lines appended since the last read; None when there are none."""
+        try:
+            stat = each.journal.stat()
+        except FileNotFoundError:
+            return None  # archived: discovery forgets it
+        identity = (stat.st_dev, stat.st_ino)
+        each.mark = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        mended = each.problem is not None and each.mark != each.problem_mark
+        if each.identity is None:
+            each.identity = identity
+        elif identity != each.identity or stat.st_size < each.offset or mended:
+            if each.busy:
+                return None  # the old journal's actions finish first
+            each.restart(identity)
+        if each.problem is not None:
+            return None  # not followed until the journal changes (mended, or launched anew)
+        if stat.st_size <= each.offset:
+            return None
+        try:
+            return journal.read_from(each.journal, each.offset)
+        except (OSError, journal.JournalError) as error:
+            each.give_up(str(error))
+            _log.warning("not following %s: %s", each.journal, error)
+            return None
+
+    def _fold(self, each: Followed, tail: journal.Tail) -> None:
+        """Step each new line; queue its actions, or the pending ones on a first read."""
+        batch: list[Action] = []
+        for seen in tail.observations:
+            try:
+                decision = step(self.settings, each.place, seen)
+            except UsageError as error:
+                each.give_up(f"{each.journal}: a line the rules refuse: {error}")
+                _log.warning("not following %s", each.problem)
+                return
+            except Exception:  # noqa: BLE001 (one bad journal must not stop the supervisor)
+                each.give_up(f"{each.journal}: {traceback.format_exc(limit=3)}")
+                _log.exception("not following %s", each.journal)
+                return
+            each.place = decision.place
+            if not each.fresh:
+                batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
+        each.offset = tail.offset
+        if self.host is None and each.place is not None and each.place.launch.host is not None:
+            # The host's first launch made its id since this supervisor last looked (a launch
+            # handed over is followed at once, between ticks): judged by the id as it is now.
+            self.host = places.host_id()
+        if each.place is not None and not followed_by(each.place.launch, self.host):
+            # HOST-OWNS-PLACE: another host's supervisor observes and acts; this one only reads.
+            each.foreign, each.fresh = True, False
+            return
+        if each.fresh and each.place is not None:
+            batch = list(pending(each.place))
+            each.fresh = False
+        if batch:
+            each.batches.append(tuple(batch))
+
+    def _deadlines(self, now: Instant) -> None:
+        """Journal a tick for each place whose deadlines it moves; others cost nothing."""
+        for each in self.followed.values():
+            place = each.place
+            if place is None or each.problem or each.foreign or place.life is Life.TIDIED:
+                continue
+            trial = step(self.settings, place, Tick(at=now))
+            if trial.actions or evolve(trial.place, now=place.now) != place:
+                self._append(each, Tick(at=now))
+
+    # --- performing --------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        for each in self.followed.values():
+            if each.busy or not each.batches or each.place is None or each.foreign:
+                continue
+            batch = each.batches.popleft()
+            each.busy = True
+            self.stats.actions += len(batch)
+            future = self._pool.submit(self._perform, each.journal, each.place, batch)
+            self._running.add(future)
+            future.add_done_callback(self._done_with)
+
+    def _done_with(self, future: concurrent.futures.Future[None]) -> None:
+        self._running.discard(future)
+        error = future.exception()
+        if error is not None:
+            _log.error("an action batch failed: %r", error)
+
+    def _perform(self, path: Path, place: Place, batch: tuple[Action, ...]) -> None:
+        """On a worker: perform a batch in order, journaling what each action came to.
+
+        A failed action ends the batch: what follows it was decided on its success (a branch
+        is deleted only once the worktree that had it out is gone). So does a journal that
+        cannot be written: what the action came to is handed back to be journaled once it can.
+        """
+        unwritten: tuple[Observation, ...] = ()
+        fault: str | None = None
+        try:
+            for action in batch:
+                try:
+                    observed = self.performer.perform(place, action)
+                except Exception:  # noqa: BLE001 (an action's crash is reported, never lost)
+                    observed = [
+                        ActionFailed(
+                            at=Instant(self.clock()),
+                            action=type(action).__name__,
+                            output=traceback.format_exc(limit=3),
+                        ),
+                    ]
+                for number, seen in enumerate(observed):
+                    try:
+                        journal.append(path, seen)
+                    except FileNotFoundError:
+                        _log.info("%s is gone; the rest of its batch is dropped", path)
+                        return
+                    except OSError as error:
+                        unwritten, fault = (
+                            tuple(observed[number:]),
+                            journal.write_fault(path, error),
+                        )
+                        return
+                if any(isinstance(seen, ActionFailed) for seen in observed):
+                    return
+        finally:
+            self._done.put((path, unwritten, fault))
+            self._wake()
+
+    def _finish(self) -> None:
+        while True:
+            try:
+                path, unwritten, fault = self._done.get_nowait()
+            except queue.Empty:
+                return
+            each = self.followed.get(path)
+            if each is not None:
+                each.busy = False
+                each.unwritten.extend(unwritten)
+                if fault is not None:
+                    self._fault(each, fault)
+
+    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+        """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
+
+        The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
+        caller's environment ``given`` in place of the supervisor's. A launch journaled is followed,
+        and its place made, at once: ``made``, the launch as ``flume launch --json`` prints it. Bad
+        input makes nothing: ``problems`` and ``exit_status``, the command's own.
+        """
+        try:
+            with environment.given(given):
+                made = shell_launch.launch_asked(**words)
+        except UsageError as error:
+            problems = [attrs.asdict(problem) for problem in error.problems]
+            return {"problems": problems, "exit_status": error.exit_status}
+        except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
+            _log.exception("a launch handed over by a command failed")
+            return {"failed": traceback.format_exc(limit=3)}
+        _log.info("%s launched in %s, for a command", made.place, made.repository)
+        self.follow(made.journal)
+        return {"made": made.as_dict()}
+
+    def follow(self, path: Path) -> None:
+        """Follow a journal just written, and start what it asks for now, not at the next tick.
+
+        Found as every journal is found (:meth:`_discover`), so it is followed once; one not
+        found so is left to the next tick.
+        """
+        self._discover()
+        each = self.followed.get(path)
+        if each is not None:
+            self._read(each)
+            self._dispatch()
+
+    def survey(self) -> dict[str, Any]:
+        """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
+
+        The journals are read up to their ends first, so a line a command has just written is
+        in it, as it would be had the command read the journals itself. Places and journals come
+        in the order a reading of the journals gives (repository by repository, as registered,
+        then by name), and a journal not followed whole is read as that reading would read it,
+        so the answer is the same as :func:`flume.api.survey`'s with a supervisor running.
+        Beside ``format``, ``places`` and ``unreadable``: ``torn``, the journals whose last line a
+        crash cut short, and ``repositories``, those looked in.
+        """
+        self._discover()
+        self._read_all()
+        views: list[dict[str, Any]] = []
+        unreadable: list[dict[str, str]] = []
+        torn: list[str] = []
+        repositories = places.remembered()
+        for repository in repositories:
+            folder = self._journals_dirs.get(repository)
+            found = [
+                each
+                for path, each in sorted(self.followed.items())
+                if folder is not None and path.parent.parent == folder and path.is_file()
+            ]
+            for each in found if folder is not None else [None]:
+                if each is not None and each.place is not None and not each.problem:
+                    view = core_status(each.place, here=self.host)
+                    if each.fault is not None:
+                        view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
+                    views.append(journal.codec().unstructure(view))
+                    if self._torn(each):
+                        torn.append(str(each.journal))
+                    continue
+                # Not followed whole (or no journals folder): read as status reads it.
+                only = each.journal.parent.name if each is not None else None
+                for read in places.places_of(repository, self.settings, only=only):
+                    if read.place is None:
+                        problem = read.problem or "unreadable"
+                        unreadable.append({"journal": str(read.journal), "problem": problem})
+                        continue
+                    view = core_status(read.place, here=self.host)
+                    if each is not None and each.problem:
+                        view = attrs.evolve(view, fault=journal.fault_words(unread=each.problem))
+                    views.append(journal.codec().unstructure(view))
+                    if read.torn:
+                        torn.append(str(read.journal))
+        return {
+            "format": journal.FORMAT,
+            "places": views,
+            "unreadable": unreadable,
+            "torn": torn,
+            "repositories": [str(repository) for repository in repositories],
+        }
+
+    @staticmethod
+    def _torn(each: Followed) -> bool:
+        """The journal goes on past its last whole line: a line cut short by a crash."""
+        try:
+            return each.journal.stat().st_size > each.offset
+        except FileNotFoundError:
+            return False
+
+    def report(self) -> dict[str, Any]:
+        """What ``flume daemon status`` shows."""
+        ours = [each for each in self.followed.values() if not each.foreign]
+        lives = collections.Counter(
+            each.place.life.value for each in ours if each.place is not None
+        )
+        return {
+            "pid": os.getpid(),
+            "started_at": self.stats.started_at,
+            "ticks": self.stats.ticks,
+            "places": len(ours),
+            # Places other hosts launched in these repositories: read, never followed here.
+            "other_hosts_places": len(self.followed) - len(ours),
+            "lives": dict(lives),
+            "repositories": len(self._journals_dirs),
+            "busy": sum(1 for each in self.followed.values() if each.busy),
+            "actions": self.stats.actions,
+            "last_tick_subprocesses": self.stats.last_tick_subprocesses,
+            "last_tick_herdr_requests": self.stats.last_tick_herdr_requests,
+            "last_tick_seconds": round(self.stats.last_tick_seconds, 6),
+            "unreadable": {
+                str(each.journal): each.problem for each in self.followed.values() if each.problem
+            },
+            "unwritable": {
+                str(each.journal): each.fault for each in self.followed.values() if each.fault
+            },
+        }
+
+    def problem_of(self, path: Path) -> str | None:
+        """Why the journal at ``path`` is not followed, read up to now; None when it is.
+
+        A journal this supervisor does not know (not yet discovered, or in a repository it does
+        not follow) is not its to judge: None.
+        """
+        self._discover()
+        each = self.followed.get(path)
+        if each is None:
+            return None
+        self._read(each)
+        return each.problem
+
+
+# --- the daemon ------------------------------------------------------------------------------
+
+
+def _holder_alive(descriptor: int) -> bool:
+    """The process named in the lock file lives: a supervisor holds the lock, not orphans."""
+    text = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+    return text.isdigit() and process.alive(int(text))
+
+
+def _lock() -> int | None:
+    """Take the host's supervisor lock; None when a live supervisor already holds it.
+
+    A lock held while the supervisor it names is dead is held by what that supervisor started
+    for an action (it inherits the lock): then wait, up to :data:`LOCK_WAIT_SECONDS`, for those
+    processes to end. A lock held by a live supervisor (even one not yet listening) means this
+    one is not needed: it leaves at once, so it can never take over after a ``daemon stop``.
+    """
+    path = places.state_dir() / "supervisor.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if (
+                _holder_alive(descriptor)
+                or client.request("ping") is not None
+                or time.monotonic() > deadline
+            ):
+                _log.info("another supervisor holds the lock: leaving")
+                os.close(descriptor)
+                return None
+            _log.info("waiting for a dead supervisor's processes to let go of the lock")
+            # An old supervisor's processes still run and hold the lock: wait for them.
+            time.sleep(0.1)
+            continue
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{os.getpid()}\n".encode())
+        return descriptor
+
+
+def _stopped_since(asked_after: int | None) -> bool:
+    """A ``daemon stop`` came after this supervisor was asked for: it must not take over.
+
+    Stops are counted, not timed: a wall clock stepped back after a stop fools no count.
+    """
+    return asked_after is not None and client.stops() > asked_after
+
+
+def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
+    """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
+
+    ``asked_after`` is how many stops the host had counted when a command asked for this
+    supervisor: one that finds more leaves at once (exit status
+    :data:`~flume.shell.supervisor.client.STOP_CAME_AFTER`, which the asking command names), so a
+    stop is
+    never undone by a slow starter.
+    """
+    _configure_log()
+    # Hold no folder open: the one it was started from may be a place tidy removes.
+    os.chdir("/")
+    descriptor = _lock()
+    if descriptor is None:
+        return 0
+    if _stopped_since(asked_after):
+        _log.info("a daemon stop came after this supervisor was asked for: leaving")
+        os.close(descriptor)
+        return client.STOP_CAME_AFTER
+    _log.info("supervisor started")
+    address = client.socket_path()
+    with contextlib.suppress(FileNotFoundError):
+        address.unlink()
+    address.parent.mkdir(parents=True, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Only this user may connect: a launch asked over it runs as this user. (No thread runs
+    # yet, so the process's umask may change for the bind.)
+    umask = os.umask(0o177)
+    try:
+        listener.bind(str(address))
+    finally:
+        os.umask(umask)
+    listener.listen(64)
+    listener.setblocking(False)  # noqa: FBT003 (the socket API)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+
+    def wake() -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(wake_write, b".")
+
+    # One server of each kind, shared by the agents' starts and the watch: each place's agent
+    # goes to the one its launch named (--panes tmux or herdr); herdr's is asked only when used.
+    server, herdr_server = Tmux(), Herdr()
+    performer = Performer(
+        clock=time.time,
+        agents=Agents(server, herdr_server),
+        lander=Lander(pass_fds=(descriptor,)),
+        pass_fds=(descriptor,),
+    )
+    observers = (
+        BranchHeads(),
+        Watch(server, herdr_server),
+        Landings(),
+        Changes(openspec.binary()),
+        Reports(),
+    )
+    supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
+    stopping = False
+
+    def on_term(_signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        wake()
+
+    signal.signal(signal.SIGTERM, on_term)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "listener")
+    selector.register(wake_read, selectors.EVENT_READ, "wake")
+    try:
+        while not stopping:
+            supervisor.tick()
+            for key, _events in selector.select(TICK_SECONDS):
+                if key.data == "wake":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_read, 4096)
+                    continue
+                stopping |= _answer(listener, supervisor)
+    finally:
+        _log.info("supervisor stopping")
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            address.unlink()
+        supervisor.close()
+        os.close(descriptor)
+    return 0
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
+    """Answer every waiting request; True when one asked the supervisor to stop."""
+    stop = False
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except BlockingIOError:
+            return stop
+        with connection:
+            connection.settimeout(2.0)
+            try:
+                request = json.loads(lines.read_line(connection))
+                op = request.get("op")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if op == "launch":
+                with contextlib.suppress(OSError):
+                    _launch(connection, request, supervisor)
+                continue
+            reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
+            if op == "status":
+                reply.update(supervisor.report())
+            elif op == "survey":
+                reply.update(supervisor.survey())
+            elif op == "follows":
+                reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
+            elif op == "stop":
+                stop = True
+                client.record_stop()
+            elif op not in {"ping", "wake"}:
+                reply = {"ok": False, "error": f"unknown op {op!r}"}
+            with contextlib.suppress(OSError):
+                connection.sendall((json.dumps(reply) + "\n").encode())
+
+
+#: What a launch handed over names, and the JSON types each may have.
+_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
+    "repository": (str,),
+    "name": (str,),
+    "brief": (str,),
+    "kind": (str, type(None)),
+    "base": (str, type(None)),
+    "mark": (str, type(None)),
+    "waits": (list,),
+    "agent": (str,),
+    "model": (str, type(None)),
+    "agent_args": (list,),
+    "panes": (str,),
+}
+
+
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+    """Take a launch a command hands over, or decline it: then the command launches itself.
+
+    Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    """
+    words = _launch_words(request.get("words"))
+    given = request.get("environment")
+    if not _same_user(connection):
+        declined = "another user asks"
+    elif request.get("flume") != client.identity():
+        declined = "another flume asks"
+    elif words is None or not _environment(given):
+        declined = "the launch is not worded as flume launch words it"
+    elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
+        declined = "asked too late: the command launches itself"
+    else:
+        _say(connection, {"ok": True, "taken": True})
+        outcome = supervisor.launch(words, given)
+        _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
+        return
+    _say(connection, {"ok": False, "error": declined})
+
+
+def _environment(given: object) -> TypeGuard[dict[str, str]]:
+    """``given`` is an environment: names and values, all text."""
+    return isinstance(given, dict) and all(
+        isinstance(name, str) and isinstance(value, str) for name, value in given.items()
+    )
+
+
+def _launch_words(words: object) -> dict[str, Any] | None:
+    """:func:`~flume.shell.perform.launch.launch_asked`'s arguments, from a request's JSON.
+
+    None if unfit.
+    """
+    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
+        return None
+    for key, types in _LAUNCH_WORDS.items():
+        if not isinstance(words[key], types):
+            return None
+    listed = (*words["waits"], *words["agent_args"])
+    if not all(isinstance(each, str) for each in listed):
+        return None
+    repository = Path(words["repository"])
+    if not repository.is_absolute():
+        return None
+    return {
+        **words,
+        "repository": repository,
+        "waits": tuple(words["waits"]),
+        "agent_args": tuple(words["agent_args"]),
+    }
+
+
+def _same_user(connection: socket.socket) -> bool:
+    """The process at the other end runs as this one's user (known only where the OS says)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return False
+    credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return bool(uid == os.getuid())
+
+
+def _say(connection: socket.socket, reply: dict[str, Any]) -> None:
+    """One JSON line to the connection."""
+    connection.sendall((json.dumps(reply) + "\n").encode())
+
+
+def _configure_log() -> None:
+    """The supervisor's log lines: when, which process, what."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s flume supervisor %(process)d: %(message)s",
+    )
