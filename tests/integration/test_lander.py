@@ -22,6 +22,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Life, Place, Submission, Working, evolve
 from flume.core.settings import Settings
+from flume.shell import process
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.perform.lander import Lander, Landings, is_change_archived
 from flume.shell.perform.performer import Performer
@@ -345,9 +346,9 @@ def test_places_with_nothing_submitted_cost_landings_nothing(host: Path, harness
     repo = repository(host / "repo")
     idle = made(harness, repo, "idle")
     followed = [Followed(journal=host / "journal", place=idle)] * 50
-    runs = git.counter.runs
+    runs = process.count.runs["git"]
     assert list(Landings().observe(followed, Instant(time.time()))) == []
-    assert git.counter.runs == runs
+    assert process.count.runs["git"] == runs
 
 
 def test_a_queue_on_a_remote_is_fetched_no_oftener_than_asked(host: Path, harness: Harness) -> None:

@@ -18,6 +18,7 @@ from flume.core.ids import Instant, Sha
 from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Working, has_deliverable
 from flume.core.settings import Settings
+from flume.shell import process
 from flume.shell.observe import changes as openspec
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.changes import OPENSPEC_VERSION, Changes, count_tasks
@@ -221,7 +222,7 @@ def test_a_change_never_written_is_not_written(
 ) -> None:
     """No change folder at the head (nor in the working tree): written False, no CLI run."""
     del changes
-    runs = openspec.counter.runs
+    runs = process.count.runs["openspec"]
     path, _place_dir = construct(harness, host)
     place = harness.place(path)
     assert place.head is not None
@@ -234,7 +235,7 @@ def test_a_change_never_written_is_not_written(
         "total": 0,
     }
     assert place.tasks is None
-    assert openspec.counter.runs == runs
+    assert process.count.runs["openspec"] == runs
     assert not has_deliverable(place)
 
 
@@ -387,22 +388,22 @@ def test_the_cli_runs_once_per_head_not_once_per_look(
     each = followed(harness, path)
     assert each.place is not None
     assert each.place.head == head
-    runs = openspec.counter.runs
+    runs = process.count.runs["openspec"]
     seen = observed(observer, each, harness.clock.now)
     assert [facts(one)["head"] for one in seen] == [None, head]
-    assert openspec.counter.runs - runs == 2
+    assert process.count.runs["openspec"] - runs == 2
     for look in range(5):
         assert observed(observer, each, harness.clock.now + look) == []
-    assert openspec.counter.runs - runs == 2
+    assert process.count.runs["openspec"] - runs == 2
     set_ticks(folder, "x ")
     head = commit_change(place_dir, "first task")
     harness.settle()
     each.place = harness.place(path)
     seen = observed(observer, each, harness.clock.now)
     assert [facts(one)["head"] for one in seen] == [None, head]
-    assert openspec.counter.runs - runs == 4
+    assert process.count.runs["openspec"] - runs == 4
     assert observed(observer, each, harness.clock.now + 1) == []
-    assert openspec.counter.runs - runs == 4
+    assert process.count.runs["openspec"] - runs == 4
 
 
 def test_a_restarted_observer_does_not_rerun_the_cli_for_a_head_the_place_holds(
@@ -418,10 +419,10 @@ def test_a_restarted_observer_does_not_rerun_the_cli_for_a_head_the_place_holds(
     assert each.place is not None
     assert each.place.change is not None
     assert each.place.change.head == head
-    runs = openspec.counter.runs
+    runs = process.count.runs["openspec"]
     seen = observed(Changes(cli), each, harness.clock.now)
     assert [facts(one)["head"] for one in seen] == [None]
-    assert openspec.counter.runs == runs
+    assert process.count.runs["openspec"] == runs
 
 
 # --- without the CLI --------------------------------------------------------------------------
@@ -437,7 +438,7 @@ def test_without_the_cli_validity_is_unknown_and_planning_is_judged_from_files(
     harness.settle()
     observer = Changes(None)
     assert observer.validation.startswith("skipped")
-    runs = openspec.counter.runs
+    runs = process.count.runs["openspec"]
     (_live, committed) = observed(observer, followed(harness, path), harness.clock.now)
     assert facts(committed) == {
         "head": head,
@@ -447,7 +448,7 @@ def test_without_the_cli_validity_is_unknown_and_planning_is_judged_from_files(
         "ticked": 0,
         "total": 2,
     }
-    assert openspec.counter.runs == runs
+    assert process.count.runs["openspec"] == runs
     (folder / "design.md").unlink()
     head = commit_change(place_dir, "no design")
     harness.settle()

@@ -33,6 +33,7 @@ from flume.core.observations import (
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay, step
+from flume.shell import process
 from flume.shell.agents import runner as agents
 from flume.shell.observe.watch import Watch, hook_activity, registry_activity
 from flume.shell.panes import tmux
@@ -88,9 +89,9 @@ def test_one_tmux_call_a_tick_whatever_the_number_of_agents(
     """P3: every agent's pane is observed by one list-panes, not one call per place."""
     followed = [_followed(tmp_path, number) for number in range(count)]
     watch = Watch(panes)
-    before = tmux.counter.runs
+    before = process.count.runs["tmux"]
     seen = list(watch.observe(followed, Instant(10)))
-    assert tmux.counter.runs - before == 1
+    assert process.count.runs["tmux"] - before == 1
     # No pane runs any of these sessions on this (empty) server: each agent is reported gone.
     exited = [obs for _each, obs in seen if isinstance(obs, AgentExited)]
     assert len(exited) == count

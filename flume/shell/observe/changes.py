@@ -34,22 +34,18 @@ import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
-from plumbum import ProcessTimedOut, local
 
 from flume.core.ids import Instant, Sha
 from flume.core.kinds import ChangeWritten, Kind, TasksTicked, steps
 from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Life, Place
+from flume.shell import process
+from flume.shell.process import Ran
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
 from flume.shell.tools.locate import NODE_BIN, installed
-
-if TYPE_CHECKING:
-    from plumbum.commands.base import BoundCommand
-    from plumbum.machines.local import LocalCommand
 
 OPENSPEC_VERSION = "1.13.2"
 """The OpenSpec CLI flume is tested against (``scripts/install-agents`` installs it)."""
@@ -168,49 +164,14 @@ def binary() -> Path | None:
 
 
 @attrs.define
-class Counter:
-    """How many OpenSpec CLI processes this process has run."""
-
-    runs: int = 0
-
-
-counter = Counter()
-
-
-@attrs.frozen(kw_only=True)
-class Ran:
-    """What an OpenSpec command said; ``status`` None when it could not be run or timed out."""
-
-    argv: tuple[str, ...]
-    status: int | None
-    out: str = ""
-    err: str = ""
-
-
-@attrs.define
 class OpenSpec:
     """The OpenSpec CLI at ``path``, bound once: every call an argument list, never a shell."""
 
     path: Path
-    _command: LocalCommand = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._command = local[str(self.path)]
 
     def run(self, cwd: Path, *args: str) -> Ran:
         """Run ``openspec args`` in ``cwd``, telemetry off; never raises on a failure."""
-        counter.runs += 1
-        argv = (str(self.path), *args)
-        command: BoundCommand = self._command[args]
-        try:
-            status, out, err = command.run(
-                cwd=str(cwd), env=_ENV, retcode=None, timeout=_TIMEOUT_SECONDS
-            )
-        except ProcessTimedOut:
-            return Ran(argv=argv, status=None, err=f"timed out after {_TIMEOUT_SECONDS}s")
-        except OSError as error:
-            return Ran(argv=argv, status=None, err=str(error))
-        return Ran(argv=argv, status=status, out=out, err=err)
+        return process.run((str(self.path), *args), cwd=cwd, env=_ENV, timeout=_TIMEOUT_SECONDS)
 
     def is_planning_complete(self, root: Path, name: str) -> bool | None:
         """``openspec status --change <name> --json``'s ``isPlanningComplete``; None if unsaid."""

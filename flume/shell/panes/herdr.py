@@ -55,13 +55,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from flume.core.errors import UsageError
-from flume.shell import environment
+from flume.shell import environment, process
 from flume.shell.panes.tmux import SESSION_VARIABLE, Pane, tidy_name
+from flume.shell.process import Ran
 from flume.shell.tools import sockets
-from flume.shell.tools.git import Ran
 
 #: The socket protocols flume speaks: herdr 0.8.x (20) and 0.9.x (22) (reference §2).
 PROTOCOLS = frozenset({20, 22})
@@ -110,16 +108,6 @@ def socket_path() -> Path:
     if session:
         return config_dir() / "sessions" / session / "herdr.sock"
     return config_dir() / "herdr.sock"
-
-
-@attrs.define
-class Counter:
-    """How many requests this process sent herdr to observe, for the supervisor's cost (P3)."""
-
-    requests: int = 0
-
-
-counter = Counter()
 
 
 class Client:
@@ -355,7 +343,7 @@ class Herdr:
         A herdr unreachable for :data:`GONE_AFTER_SECONDS` on end has no panes of flume's ({}):
         its agents went with it. Before that, and for any other failure, the panes are unknown.
         """
-        counter.requests += 1
+        process.count.asked("herdr")
         now = time.time()
         try:
             listed = self.client.call("pane.list", {})
@@ -403,7 +391,7 @@ class Herdr:
 
     def capture(self, pane: str) -> str | None:
         """The pane's visible screen as text; None when herdr could not read it."""
-        counter.requests += 1
+        process.count.asked("herdr")
         try:
             read = self.client.call(
                 "pane.read", {"pane_id": pane, "source": "visible", "format": "text"}
@@ -459,7 +447,7 @@ class Herdr:
 
     def kill_pane(self, pane: str) -> Ran:
         """Close the pane (herdr ends its process); a pane already gone is no failure."""
-        counter.requests += 1
+        process.count.asked("herdr")
         try:
             self.client.call("pane.close", {"pane_id": pane})
         except HerdrError as error:

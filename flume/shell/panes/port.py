@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from flume.shell.panes.tmux import Pane
-from flume.shell.tools.git import Ran
+from flume.shell.process import Ran
 
 
 class PaneServer(Protocol):

@@ -30,13 +30,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
-from plumbum import local
-from plumbum.commands.processes import ProcessTimedOut
 
+from flume.shell import process
+from flume.shell.process import Ran
 from flume.shell.store.places import state_dir
-from flume.shell.tools.git import Ran
 
-_tmux = local["tmux"]
 #: The variable that names the agent session a pane runs; it is part of the pane's command.
 SESSION_VARIABLE = "FLUME_SESSION"
 _SESSION_IN_COMMAND = re.compile(SESSION_VARIABLE + r"=([0-9A-Za-z-]{8,64})")
@@ -119,16 +117,6 @@ def tidy_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
 
 
-@attrs.define
-class Counter:
-    """How many tmux processes this process ran to observe, for the supervisor's cost (P3)."""
-
-    runs: int = 0
-
-
-counter = Counter()
-
-
 class Tmux:
     """One tmux server, on one socket."""
 
@@ -138,18 +126,12 @@ class Tmux:
 
     def run(self, *args: str, stdin: str | None = None) -> Ran:
         """Run ``tmux -S SOCKET -f /dev/null args``; never raises on a non-zero exit."""
-        argv = ("-S", str(self.socket), "-f", "/dev/null", *args)
-        bound = _tmux[argv]
-        command = bound if stdin is None else bound << stdin
+        argv = ("tmux", "-S", str(self.socket), "-f", "/dev/null", *args)
         # The environment as it is now (plumbum's own is a copy taken when it was imported): a
         # server this call starts hands it to the panes it makes. TMUX is unset so that flume's
         # server is never mistaken for the caller's own.
         env = {**os.environ, "TMUX": ""}
-        try:
-            status, out, err = command.run(retcode=None, env=env, timeout=_TIMEOUT)
-        except ProcessTimedOut:
-            return Ran(argv=("tmux", *argv), status=124, out="", err="tmux timed out")
-        return Ran(argv=("tmux", *argv), status=status, out=out, err=err)
+        return process.run(argv, env=env, stdin=stdin, timeout=_TIMEOUT)
 
     # --- starting --------------------------------------------------------------------------
 
@@ -202,7 +184,6 @@ class Tmux:
 
     def panes(self) -> dict[str, Pane] | None:
         """Every pane of the server, by pane id; {} with no server; None when tmux failed."""
-        counter.runs += 1
         ran = self.run("list-panes", "-a", "-F", "\t".join(_FIELDS))
         if not ran.ok:
             # The server is gone, or went as the call reached it (its last pane was closed).
@@ -230,7 +211,6 @@ class Tmux:
 
     def capture(self, pane: str) -> str | None:
         """The pane's screen as text; None when tmux could not read it."""
-        counter.runs += 1
         ran = self.run("capture-pane", "-p", "-J", "-t", pane)
         return ran.out if ran.ok else None
 
@@ -279,7 +259,6 @@ class Tmux:
 
     def kill_pane(self, pane: str) -> Ran:
         """End the pane's process and close the pane."""
-        counter.runs += 1
         return self.run("kill-pane", "-t", pane)
 
     def kill_server(self) -> Ran:

@@ -51,6 +51,7 @@ from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observ
 from flume.core.place import Life, Place, Submission, current_step
 from flume.shell.declared import config
 from flume.shell.declared import run as runner
+from flume.shell.process import Ran
 from flume.shell.store.follower import Followed
 from flume.shell.store.places import journals_dir
 from flume.shell.tools import git
@@ -69,7 +70,7 @@ def _tail(text: str) -> str:
     return text if len(text) <= MAX_OUTPUT else "[...]\n" + text[-MAX_OUTPUT:]
 
 
-def _said(ran: git.Ran) -> str:
+def _said(ran: Ran) -> str:
     return "\n".join(part for part in (ran.out.strip(), ran.err.strip()) if part) or "no output"
 
 

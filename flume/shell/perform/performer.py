@@ -53,6 +53,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell.declared import run as runner
+from flume.shell.process import Ran
 from flume.shell.tools import git
 
 #: What a setup's output keeps in the journal: its last 64 KiB.
@@ -164,7 +165,7 @@ class Performer:
             case _:
                 assert_never(action)
 
-    def _failed(self, action: str, output: str, ran: git.Ran | None = None) -> list[Observation]:
+    def _failed(self, action: str, output: str, ran: Ran | None = None) -> list[Observation]:
         if ran is None:
             return [ActionFailed(at=self.now(), action=action, output=output)]
         said = (ran.err.strip() or ran.out.strip()) or "no output"

@@ -66,7 +66,6 @@ from flume.shell.observe.changes import Changes
 from flume.shell.observe.port import Observer
 from flume.shell.observe.reports import Reports
 from flume.shell.observe.watch import Watch
-from flume.shell.panes import herdr, tmux
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
@@ -141,8 +140,8 @@ class Supervisor:
         self._write_unwritten()
         self._discover()
         self._read_all()
-        runs = git.counter.runs + tmux.counter.runs + openspec.counter.runs
-        asked = herdr.counter.requests
+        runs = process.count.processes()
+        asked = process.count.requests["herdr"]
         now = Instant(self.clock())
         live = [
             each
@@ -155,10 +154,8 @@ class Supervisor:
                     self._append(each, seen)
             except Exception:  # noqa: BLE001 (one source failing must not stop the supervisor)
                 _log.exception("observing with %s failed", type(observer).__name__)
-        self.stats.last_tick_subprocesses = (
-            git.counter.runs + tmux.counter.runs + openspec.counter.runs - runs
-        )
-        self.stats.last_tick_herdr_requests = herdr.counter.requests - asked
+        self.stats.last_tick_subprocesses = process.count.processes() - runs
+        self.stats.last_tick_herdr_requests = process.count.requests["herdr"] - asked
         self._deadlines(now)
         self._read_all()
         self._dispatch()

@@ -1,4 +1,4 @@
-"""git, through plumbum, bound once in this module: every call an argument list with its cwd.
+"""git: every call an argument list with its cwd, run by :func:`flume.shell.process.run`.
 
 Nothing here decides. Each function runs git and reports what it said; callers turn that into
 observations. Nothing a caller writes reaches a shell: plumbum passes argv to exec directly.
@@ -9,13 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-from plumbum import local
-from plumbum.commands.processes import ProcessTimedOut
 
 from flume.core.ids import BranchName, Sha
-from flume.shell import environment
+from flume.shell import environment, process
+from flume.shell.process import Ran
 
-_git = local["git"]
 #: git must never stop to ask (a pager, an editor, credentials) or read the user's config.
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0",
@@ -25,45 +23,18 @@ _ENV = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class Ran:
-    """What a git command said."""
-
-    argv: tuple[str, ...]
-    status: int
-    out: str
-    err: str
-
-    @property
-    def ok(self) -> bool:
-        """The command exited 0."""
-        return self.status == 0
-
-
-@attrs.define
-class Counter:
-    """How many git processes this process has run: the supervisor's cost per tick (P3)."""
-
-    runs: int = 0
-
-
-counter = Counter()
-
-
 def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     """Run ``git args`` in ``cwd``; never raises on a non-zero exit.
 
     ``pass_fds`` are inherited by git: the supervisor passes its lock, so that a git it started
     holds the lock until it ends, even if the supervisor is killed meanwhile.
     """
-    counter.runs += 1
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
     # The environment as it is now (plumbum's own is a copy taken when it was imported), or the
     # one a launch's caller sent (flume.shell.environment), with git kept from ever asking.
     env = {**environment.current(), **_ENV}
-    status, out, err = _git[args].run(cwd=str(cwd), env=env, retcode=None, pass_fds=pass_fds)
-    return Ran(argv=("git", *args), status=status, out=out, err=err)
+    return process.run(("git", *args), cwd=cwd, env=env, pass_fds=pass_fds)
 
 
 def toplevel(path: Path) -> Path | None:
@@ -280,14 +251,6 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     """
     args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
     argv = (*args, remote, *refspecs)
-    counter.runs += 1
-    try:
-        status, out, err = _git[argv].run(
-            cwd=str(repository),
-            env={**environment.current(), **_ENV},
-            retcode=None,
-            timeout=timeout,
-        )
-    except ProcessTimedOut:
-        return Ran(argv=("git", *argv), status=124, out="", err=f"no answer in {timeout:g}s")
-    return Ran(argv=("git", *argv), status=status, out=out, err=err)
+    return process.run(
+        ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+    )
