@@ -34,7 +34,7 @@ def session(
     return subprocess.run(  # noqa: S603 (our own interpreter and pytest)
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
          "--rootdir", str(folder), *spread, str(folder / "test_inner.py")],
-        capture_output=True, text=True, timeout=120, check=False, cwd=folder,
+        capture_output=True, text=True, timeout=300, check=False, cwd=folder,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
 
