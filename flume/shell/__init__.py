@@ -35,12 +35,13 @@ From the top down:
     (``follower.py``), places found and read back (``places.py``). May import tools, host and
     below.
 ``tools/`` | ``host.py``
-    ``tools/``: one adapter per outside program: ``git.py``, Unix sockets (``sockets.py``),
-    where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and
+    ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
+    (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder on this host and
     its registry of repositories. May import only the two below.
 ``environment.py`` | ``process.py``
-    The bottom: the environment a command's checks read (the caller's, or this process's), and
-    whether a process runs. They import nothing of flume's shell.
+    The bottom: the environment a command's checks read (the caller's, or this process's); the
+    one runner of outside programs and its count (``process.py``), and whether a process runs.
+    They import nothing of flume's shell.
 """
 
 from __future__ import annotations

@@ -19,10 +19,11 @@ from flume.core.observations import ChangeSeen, Observation
 from flume.core.place import Working, has_deliverable
 from flume.core.settings import Settings
 from flume.shell import process
-from flume.shell.observe import changes as openspec
 from flume.shell.observe.branches import BranchHeads
-from flume.shell.observe.changes import OPENSPEC_VERSION, Changes, count_tasks
+from flume.shell.observe.changes import Changes, count_tasks
 from flume.shell.store.follower import Followed
+from flume.shell.tools import openspec
+from flume.shell.tools.openspec import OPENSPEC_VERSION
 from tests.integration.agents_kit import installed_or_skip
 from tests.integration.places_kit import Harness, launch_place, repository, run_git
 

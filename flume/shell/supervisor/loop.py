@@ -60,7 +60,6 @@ from flume.core.status import status as core_status
 from flume.core.step import pending, step
 from flume.shell import environment, process
 from flume.shell.agents.runner import Agents
-from flume.shell.observe import changes as openspec
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.changes import Changes
 from flume.shell.observe.port import Observer
@@ -74,7 +73,7 @@ from flume.shell.perform.performer import Performer
 from flume.shell.store import journal, places
 from flume.shell.store.follower import Followed
 from flume.shell.supervisor import client
-from flume.shell.tools import git
+from flume.shell.tools import git, openspec
 from flume.shell.tools import sockets as lines
 
 #: How many actions run at once, each for a different place.
