@@ -116,7 +116,7 @@ def test_a_tell_flushed_to_a_delivered_stage_leaves_it_delivered() -> None:
     assert [t.number for t in sent_tells(flushed.actions)] == [1]
     assert flushed.place.stage == before.stage
     assert flushed.place.completed == before.completed
-    assert status(flushed.place).phase == "delivered"
+    assert status(flushed.place).phase.value == "delivered"
 
 
 def test_a_tell_flushed_to_a_short_stage_leaves_it_short() -> None:
@@ -142,14 +142,14 @@ def test_every_phase_is_named() -> None:
 def test_every_phase_has_its_word(phase: StagePhase) -> None:
     """Status names each phase of an active place by its own word, as PlaceStatus documents."""
     place = evolve(working(), stage=attrs.evolve(working().stage, phase=phase))
-    assert phase_word(phase) == WORDS[type(phase)]
-    assert status(place).phase == WORDS[type(phase)]
+    assert phase_word(phase).value == WORDS[type(phase)]
+    assert status(place).phase.value == WORDS[type(phase)]
 
 
 @pytest.mark.parametrize("life", [Life.FINISHED, Life.DROPPED, Life.TIDIED])
 def test_a_place_no_longer_active_shows_its_life(life: Life) -> None:
     """Once the place is finished, dropped or tidied, status shows its life, not its phase."""
-    assert status(evolve(working(), life=life)).phase == life.value
+    assert status(evolve(working(), life=life)).phase.value == life.value
 
 
 # --- RETRY-FRESH-AGENT: a retry while the agent still lives --------------------------------------

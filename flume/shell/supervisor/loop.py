@@ -45,7 +45,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.launch import followed_by
@@ -69,6 +69,7 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
@@ -308,7 +309,7 @@ class Supervisor:
                     observed = [
                         ActionFailed(
                             at=Instant(self.clock()),
-                            action=type(action).__name__,
+                            action=ActionName.of(action),
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
@@ -343,7 +344,7 @@ class Supervisor:
                 if fault is not None:
                     self._fault(each, fault)
 
-    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> dict[str, Any]:
         """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
@@ -353,9 +354,9 @@ class Supervisor:
         """
         try:
             with environment.given(given):
-                made = shell_launch.launch_asked(**words)
+                made = shell_launch.launch_asked(asked)
         except UsageError as error:
-            problems = [attrs.asdict(problem) for problem in error.problems]
+            problems = [problem._asdict() for problem in error.problems]
             return {"problems": problems, "exit_status": error.exit_status}
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
             _log.exception("a launch handed over by a command failed")
@@ -375,6 +376,11 @@ class Supervisor:
         if each is not None:
             self._read(each)
             self._dispatch()
+
+    def started(self, path: Path) -> bool:
+        """The place of the journal ``path`` is followed and its actions are under way."""
+        each = self.followed.get(path)
+        return each is not None and each.busy
 
     def survey(self) -> dict[str, Any]:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
@@ -611,14 +617,21 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     selector.register(listener, selectors.EVENT_READ, "listener")
     selector.register(wake_read, selectors.EVENT_READ, "wake")
     try:
+        due = time.monotonic()
         while not stopping:
-            supervisor.tick()
-            for key, _events in selector.select(TICK_SECONDS):
+            if time.monotonic() >= due:
+                supervisor.tick()
+                due = time.monotonic() + TICK_SECONDS
+            for key, _events in selector.select(max(0.0, due - time.monotonic())):
                 if key.data == "wake":
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
+                    due = 0.0
                     continue
-                stopping |= _answer(listener, supervisor)
+                answered = _answer(listener, supervisor)
+                stopping |= answered.stop
+                if answered.look:
+                    due = 0.0
     finally:
         _log.info("supervisor stopping")
         listener.close()
@@ -629,25 +642,41 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     return 0
 
 
-def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
-    """Answer every waiting request; True when one asked the supervisor to stop."""
-    stop = False
+@attrs.frozen
+class Answered:
+    """What the requests just answered ask of the supervisor's loop."""
+
+    #: ``daemon stop`` was asked.
+    stop: bool = False
+    #: A tick is to look now. Anything asked is looked at at once, but for a launch handed over
+    #: and started: it is followed already, and its batch wakes a tick when done (a tick now
+    #: would only slow the worktree being made).
+    look: bool = False
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> Answered:
+    """Answer every waiting request; what they ask of the loop."""
+    answered = Answered()
     while True:
         try:
             connection, _ = listener.accept()
         except BlockingIOError:
-            return stop
+            return answered
         with connection:
             connection.settimeout(2.0)
             try:
                 request = json.loads(lines.read_line(connection))
                 op = request.get("op")
             except (OSError, ValueError, AttributeError):
+                answered = attrs.evolve(answered, look=True)
                 continue
             if op == "launch":
+                started = False
                 with contextlib.suppress(OSError):
-                    _launch(connection, request, supervisor)
+                    started = _launch(connection, request, supervisor)
+                answered = attrs.evolve(answered, look=answered.look or not started)
                 continue
+            answered = attrs.evolve(answered, stop=answered.stop or op == "stop", look=True)
             reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             if op == "status":
                 reply.update(supervisor.report())
@@ -656,7 +685,6 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
             elif op == "follows":
                 reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
             elif op == "stop":
-                stop = True
                 client.record_stop()
             elif op not in {"ping", "wake"}:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
@@ -664,43 +692,30 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 connection.sendall((json.dumps(reply) + "\n").encode())
 
 
-#: What a launch handed over names, and the JSON types each may have.
-_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
-    "repository": (str,),
-    "name": (str,),
-    "brief": (str,),
-    "kind": (str, type(None)),
-    "base": (str, type(None)),
-    "mark": (str, type(None)),
-    "waits": (list,),
-    "agent": (str,),
-    "model": (str, type(None)),
-    "agent_args": (list,),
-    "panes": (str,),
-}
-
-
-def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> bool:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
     Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    True when it was made and its first actions started.
     """
-    words = _launch_words(request.get("words"))
+    asked = LaunchAsked.from_words(request.get("words"))
     given = request.get("environment")
     if not _same_user(connection):
         declined = "another user asks"
     elif request.get("flume") != client.identity():
         declined = "another flume asks"
-    elif words is None or not _environment(given):
+    elif asked is None or not _environment(given):
         declined = "the launch is not worded as flume launch words it"
     elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
         declined = "asked too late: the command launches itself"
     else:
         _say(connection, {"ok": True, "taken": True})
-        outcome = supervisor.launch(words, given)
+        outcome = supervisor.launch(asked, given)
         _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
-        return
+        made = outcome.get("made")
+        return made is not None and supervisor.started(Path(made["journal"]))
     _say(connection, {"ok": False, "error": declined})
+    return False
 
 
 def _environment(given: object) -> TypeGuard[dict[str, str]]:
@@ -708,30 +723,6 @@ def _environment(given: object) -> TypeGuard[dict[str, str]]:
     return isinstance(given, dict) and all(
         isinstance(name, str) and isinstance(value, str) for name, value in given.items()
     )
-
-
-def _launch_words(words: object) -> dict[str, Any] | None:
-    """:func:`~flume.shell.perform.launch.launch_asked`'s arguments, from a request's JSON.
-
-    None if unfit.
-    """
-    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
-        return None
-    for key, types in _LAUNCH_WORDS.items():
-        if not isinstance(words[key], types):
-            return None
-    listed = (*words["waits"], *words["agent_args"])
-    if not all(isinstance(each, str) for each in listed):
-        return None
-    repository = Path(words["repository"])
-    if not repository.is_absolute():
-        return None
-    return {
-        **words,
-        "repository": repository,
-        "waits": tuple(words["waits"]),
-        "agent_args": tuple(words["agent_args"]),
-    }
 
 
 def _same_user(connection: socket.socket) -> bool:
