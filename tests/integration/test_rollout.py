@@ -17,6 +17,7 @@ from flume.shell.agents.codex_lines import (
     session_meta_cwd,
     session_meta_started,
 )
+from flume.shell.store.codec import decode, encode
 from flume.shell.store.transcript_words import Content, Words, words_of
 
 SESSION = SessionId("01a228a7-6e67-72b1-9c1e-000000000001")
@@ -331,3 +332,25 @@ def test_a_rollout_tail_is_followed_like_a_transcript(tmp_path: Path) -> None:
     ]
     assert rest.offset == path.stat().st_size
     assert read_from(tmp_path / "not-yet.jsonl", 0, session=SESSION, at=NOW).entries == ()
+
+
+@pytest.mark.parametrize("lines", [TURN_0171, TURN_OLD], ids=["0.171", "older"])
+def test_a_rollout_entry_reads_back_from_the_journal_as_the_same_facts(lines: list[str]) -> None:
+    """Codex's entries are journaled in Claude Code's words, which read back to the same facts.
+
+    The journal spells every transcript line in those words (format 1): a replay of a Codex
+    place must see what the live supervisor saw.
+    """
+    read_entries = entries([*lines, call("request_user_input"), event("turn_aborted")])
+    assert {entry.author for entry in read_entries} == set(Author)
+    for entry in read_entries:
+        line = encode(entry)
+        back = decode(line)
+        assert isinstance(back, TranscriptEntry)
+        assert (back.author, back.text, back.asks, back.ends_turn) == (
+            entry.author,
+            entry.text,
+            entry.asks,
+            entry.ends_turn,
+        )
+        assert encode(back) == line
