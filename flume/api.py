@@ -49,6 +49,7 @@ from flume.shell.store.codec import codec
 from flume.shell.store.events import Cursor, EventStream, PlaceEvent
 from flume.shell.store.journal import fault_words
 from flume.shell.supervisor import client
+from flume.shell.supervisor.protocol import DaemonReport
 
 __all__ = [
     "Cursor",
@@ -189,7 +190,7 @@ def survey(
     unreadable: list[tuple[str, str]] = []
     torn: list[str] = []
     # R11: with no supervisor following the places, what an agent does now cannot be read.
-    said = client.request("status", timeout=1.0)
+    said = client.status(timeout=1.0)
     supervised = said is not None
     here = places.host_id()
     for found_in in repositories:
@@ -200,7 +201,7 @@ def survey(
             if found.torn:
                 torn.append(str(found.journal))
             view = core_status(found.place, agent_known=supervised, here=here)
-            fault = _fault_of(found.journal, said or {})
+            fault = _fault_of(found.journal, said)
             if fault is not None:
                 view = attrs.evolve(view, fault=fault)
             if (mark is None or view.mark == mark) and (place is None or view.place == place):
@@ -213,11 +214,13 @@ def survey(
     )
 
 
-def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
-    """What the supervisor's ``status`` reply says keeps it from carrying a place on."""
+def _fault_of(journal_path: Path, said: DaemonReport | None) -> str | None:
+    """What the supervisor's ``status`` answer says keeps it from carrying a place on."""
+    if said is None:
+        return None
     return fault_words(
-        unwritable=said.get("unwritable", {}).get(str(journal_path)),
-        unread=said.get("unreadable", {}).get(str(journal_path)),
+        unwritable=said.unwritable.get(str(journal_path)),
+        unread=said.unreadable.get(str(journal_path)),
     )
 
 
@@ -278,8 +281,8 @@ def _followed_or_refuse(found: places.Found) -> None:
     """
     if found.place is None:
         return
-    reply = client.request("follows", timeout=2.0, journal=str(found.journal))
-    problem = reply.get("problem") if reply is not None else None
+    reply = client.follows(found.journal, timeout=2.0)
+    problem = reply.problem if reply is not None else None
     if problem:
         name = _name(found.place)
         raise refused(

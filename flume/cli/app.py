@@ -23,7 +23,10 @@ from flume.core.choices import AgentName, Panes
 from flume.core.errors import Problem, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from flume.core.ids import Instant
+    from flume.shell.supervisor.protocol import LaunchOutcome, SurveyAnswer
 
 app = typer.Typer(
     name="flume",
@@ -159,25 +162,31 @@ def status(
         found = _survey(place=place, repository=repository, mark=mark)
     except UsageError as error:
         _fail(error)
-    for journal_path in found["torn"]:
+    for journal_path in found.torn:
         typer.echo(
             f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
             err=True,
         )
     views = [
         view
-        for view in found["places"]
+        for view in found.places
         if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
     ]
     if place is not None and not views:
         from flume import api
 
-        _fail(api.no_such_place(place, [Path(each) for each in found["repositories"]]))
+        _fail(api.no_such_place(place, [Path(each) for each in found.repositories]))
     if as_json:
-        document = {"format": found["format"], "places": views, "unreadable": found["unreadable"]}
+        document = {
+            "format": found.format,
+            "places": views,
+            "unreadable": [
+                {"journal": each.journal, "problem": each.problem} for each in found.unreadable
+            ],
+        }
         typer.echo(statusview.status_json(document))
         return
-    unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
+    unreadable = [(each.journal, each.problem) for each in found.unreadable]
     for line in statusview.status_table(views, unreadable, width=_terminal_width()):
         typer.echo(line)
 
@@ -194,8 +203,8 @@ def _terminal_width() -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
-def _survey(place: str | None, repository: Path | None, mark: str | None) -> dict[str, Any]:
-    """Every place's status as plain data (``status --json``'s, with ``torn`` and ``repositories``).
+def _survey(place: str | None, repository: Path | None, mark: str | None) -> SurveyAnswer:
+    """Every place's status (``status --json``'s data, with ``torn`` and ``repositories``).
 
     The running supervisor answers it from the places it follows, with their journals read to
     their ends; with none running, or for one repository, the journals are read here (R11: what
@@ -203,30 +212,28 @@ def _survey(place: str | None, repository: Path | None, mark: str | None) -> dic
     """
     from flume.shell import host as registry
     from flume.shell.supervisor import client
+    from flume.shell.supervisor.protocol import SurveyAnswer, Unreadable
 
     if repository is None:
         # A supervisor that cannot answer within this is taken as none: the journals are read.
-        answer = client.request("survey", timeout=2.0)
-        if answer is not None and answer.get("ok") is True and "places" in answer:
+        answer = client.survey(timeout=2.0)
+        if answer is not None:
             return answer
         if not registry.remembered():
-            empty: list[Any] = []
-            return {
-                "format": registry.FORMAT,
-                "places": empty,
-                "unreadable": empty,
-                "torn": empty,
-                "repositories": empty,
-            }
+            return SurveyAnswer(
+                format=registry.FORMAT, places=(), unreadable=(), torn=(), repositories=()
+            )
     from flume import api
-    from flume.cli import render
+    from flume.shell.store.codec import FORMAT, codec
 
     found = api.survey(place=place, repository=repository, mark=mark)
-    return {
-        **render.status_document(found.places, found.unreadable),
-        "torn": list(found.torn),
-        "repositories": [str(each) for each in found.repositories],
-    }
+    return SurveyAnswer(
+        format=FORMAT,
+        places=tuple(codec().unstructure(view) for view in found.places),
+        unreadable=tuple(Unreadable(journal, problem) for journal, problem in found.unreadable),
+        torn=found.torn,
+        repositories=tuple(str(each) for each in found.repositories),
+    )
 
 
 def _brief(brief: str | None, brief_file: Path | None) -> str:
@@ -418,19 +425,20 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     _show_launched(made.as_dict(), as_json=as_json)
 
 
-def _launched(outcome: dict[str, Any], *, as_json: bool) -> None:
+def _launched(outcome: LaunchOutcome, *, as_json: bool) -> None:
     """What came of a launch the supervisor took, said as the command says its own."""
-    if "made" in outcome:
-        _show_launched(outcome["made"], as_json=as_json)
+    from flume.shell.supervisor.protocol import LaunchMade, LaunchRefused
+
+    if isinstance(outcome, LaunchMade):
+        _show_launched(outcome.document, as_json=as_json)
         return
-    if "problems" in outcome:
-        problems = tuple(Problem(**problem) for problem in outcome["problems"])
-        _fail(UsageError(problems, exit_status=int(outcome["exit_status"])))
-    typer.echo(f"flume: the launch failed: {outcome.get('failed', outcome)}", err=True)
+    if isinstance(outcome, LaunchRefused):
+        _fail(UsageError(outcome.problems, exit_status=outcome.exit_status))
+    typer.echo(f"flume: the launch failed: {outcome.output}", err=True)
     raise typer.Exit(1)
 
 
-def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:
+def _show_launched(made: Mapping[str, Any], *, as_json: bool) -> None:
     """The place launched: its id (and where it is, on stderr), or ``--json``'s document."""
     if as_json:
         typer.echo(json.dumps(made, ensure_ascii=False, indent=2))
@@ -967,10 +975,11 @@ def daemon_status(
     it is named, with the way out, and the status is 1.
     """
     from flume.shell.supervisor import client
+    from flume.shell.supervisor.protocol import wire
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    reply = None if paused else client.status(timeout=client.ANSWER_SECONDS)
     if reply is None and holder is not None:
         problem = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
         (said,) = problem.problems
@@ -983,26 +992,27 @@ def daemon_status(
         raise typer.Exit(1)
     if as_json:
         shown = {"running": reply is not None, "answering": reply is not None}
-        typer.echo(json.dumps({**shown, **(reply or {})}, indent=2))
+        answered = wire(reply, reply.pid) if reply is not None else {}
+        typer.echo(json.dumps({**shown, **answered}, indent=2))
         return
     if reply is None:
         typer.echo("supervisor: not running (any command that needs it starts it)")
         return
-    lives = ", ".join(f"{count} {life}" for life, count in sorted(reply["lives"].items()))
+    lives = ", ".join(f"{count} {life}" for life, count in sorted(reply.lives.items()))
     typer.echo(
-        f"supervisor: running, pid {reply['pid']}, {reply['places']} places"
-        f"{' (' + lives + ')' if lives else ''} in {reply['repositories']} repositories; "
-        f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
-        f"processes and sent herdr {reply.get('last_tick_herdr_requests', 0)} requests"
+        f"supervisor: running, pid {reply.pid}, {reply.places} places"
+        f"{' (' + lives + ')' if lives else ''} in {reply.repositories} repositories; "
+        f"{reply.ticks} ticks, the last ran {reply.last_tick_subprocesses} git and tmux "
+        f"processes and sent herdr {reply.last_tick_herdr_requests} requests"
     )
-    others = reply.get("other_hosts_places", 0)
-    if others:
+    if reply.other_hosts_places:
         typer.echo(
-            f"not followed: {others} places other hosts launched (their supervisors carry them)"
+            f"not followed: {reply.other_hosts_places} places other hosts launched (their "
+            "supervisors carry them)"
         )
-    for journal_path, problem in reply.get("unreadable", {}).items():
-        typer.echo(f"not followed: {journal_path}: {problem}")
-    for fault in reply.get("unwritable", {}).values():
+    for journal_path, why in reply.unreadable.items():
+        typer.echo(f"not followed: {journal_path}: {why}")
+    for fault in reply.unwritable.values():
         typer.echo(f"cannot write: {fault}; free space or make its folder writable")
 
 
@@ -1026,7 +1036,7 @@ def daemon_start() -> None:
             err=True,
         )
         raise typer.Exit(1)
-    typer.echo(f"supervisor: running, pid {reply['pid']}")
+    typer.echo(f"supervisor: running, pid {reply.pid}")
 
 
 @daemon.command("stop", cls=Command)
@@ -1040,13 +1050,13 @@ def daemon_stop() -> None:
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    reply = None if paused else client.stop(timeout=client.ANSWER_SECONDS)
     if reply is None and holder is not None:
         _fail(client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS))
     if reply is None:
         typer.echo("supervisor: not running")
         return
-    pid = int(reply["pid"])
+    pid = reply.pid
     # It stops listening at once, and exits once its running actions are done.
     deadline = time.monotonic() + 600.0
     while process.alive(pid) and time.monotonic() < deadline:
@@ -1069,7 +1079,7 @@ def daemon_run(
 ) -> None:
     """Run the supervisor in this process (flume starts it detached by itself)."""
     from flume.core.settings import Settings
-    from flume.shell.supervisor import loop as supervisor
+    from flume.shell.supervisor import daemon as supervisor
 
     raise typer.Exit(supervisor.serve(Settings(), asked_after=asked_after))
 

@@ -30,6 +30,7 @@ from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from flume.shell.supervisor.loop import Supervisor
+from flume.shell.supervisor.protocol import LaunchMade, LaunchOutcome
 from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
@@ -52,7 +53,7 @@ def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> None:
 def supervised(host: Path) -> Path:
     """The host's supervisor, running and answering (the host fixture stops it)."""
     client.start()
-    wait_until(lambda: client.request("ping", timeout=1.0) is not None)
+    wait_until(lambda: client.ping(timeout=1.0) is not None)
     return host
 
 
@@ -62,7 +63,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     taken: list[bool] = []
     real = client.launch
 
-    def spy(words: dict[str, Any], **given: float) -> dict[str, Any] | None:
+    def spy(words: dict[str, Any], **given: float) -> LaunchOutcome | None:
         outcome = real(words, **given)
         taken.append(outcome is not None)
         return outcome
@@ -262,8 +263,8 @@ def test_a_launch_handed_over_loads_no_rules_git_or_codec(supervised: Path) -> N
     modules, _ = loaded(*launched, "--name", "light", *PRINTED, state=state)
     for heavy in NOT_LOADED:
         assert heavy not in modules, f"a refused flume launch imported {heavy}"
-    assert client.request("stop") is not None
-    wait_until(lambda: client.request("ping", timeout=0.5) is None)
+    assert client.stop() is not None
+    wait_until(lambda: client.ping(timeout=0.5) is None)
     modules, _ = loaded(*launched, "--name", "itself", *PRINTED, state=state)
     assert "plumbum" in modules
     assert "flume.shell.tools.git" in modules
@@ -395,5 +396,6 @@ def test_the_supervisor_starts_making_a_place_it_launched_at_once(host: Path) ->
     finally:
         supervisor.close()
     assert supervisor.stats.ticks == 0
-    assert made_place(Path(outcome["made"]["journal"]))
+    assert isinstance(outcome, LaunchMade)
+    assert made_place(Path(outcome.document["journal"]))
     assert (repo / "places" / "fix--now").is_dir()

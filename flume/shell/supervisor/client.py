@@ -1,8 +1,10 @@
 """Talking to the supervisor: find it, start it when it is not running, ask it things.
 
 The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
-back (``ping``, ``wake``, ``status``, ``survey``, ``stop``, and ``follows``: why a journal is
-not followed). A command that needs the supervisor
+back (the commands are :class:`~.protocol.Op`: ``ping``, ``wake``, ``status``, ``survey``,
+``stop``, and ``follows``: why a journal is not followed), decoded here, once, into the typed
+answer of :mod:`~flume.shell.supervisor.protocol`; none answering is None. A command that needs
+the supervisor
 calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
 (``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
 never starts one.
@@ -36,6 +38,21 @@ import flume
 from flume.core.errors import Problem, UsageError
 from flume.shell import host as registry
 from flume.shell.process import alive
+from flume.shell.supervisor.protocol import (
+    Answered,
+    DaemonReport,
+    FollowsAnswer,
+    LaunchOutcome,
+    Op,
+    SurveyAnswer,
+    Taken,
+    decode_answered,
+    decode_follows,
+    decode_outcome,
+    decode_report,
+    decode_survey,
+    decode_taken,
+)
 from flume.shell.tools import sockets
 
 if TYPE_CHECKING:
@@ -75,18 +92,50 @@ def socket_path() -> Path:
     return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
 
 
-def request(op: str, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
-    """Ask the supervisor (``fields`` go with the op); None when none answers."""
+def _ask(op: Op, timeout: float, **fields: str) -> dict[str, Any] | None:
+    """The supervisor's answer to ``op`` as the JSON object it sent; None when none answers."""
     try:
-        line = json.dumps({"op": op, **fields}).encode()
+        line = json.dumps({"op": op.value, **fields}).encode()
         data = sockets.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        return None
-    return reply if isinstance(reply, dict) else None
+    return _decoded(data)
+
+
+def ping(timeout: float = 5.0) -> Answered | None:
+    """Whether a supervisor answers: which one; None when none does."""
+    said = _ask(Op.PING, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def wake(timeout: float = 5.0) -> Answered | None:
+    """Have the supervisor look now; which one answered, None when none did."""
+    said = _ask(Op.WAKE, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def stop(timeout: float = 5.0) -> Answered | None:
+    """Ask the supervisor to stop once its actions finish; which one, None when none answered."""
+    said = _ask(Op.STOP, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def status(timeout: float = 5.0) -> DaemonReport | None:
+    """What ``flume daemon status`` shows; None when no supervisor answers."""
+    said = _ask(Op.STATUS, timeout)
+    return decode_report(said) if said is not None else None
+
+
+def survey(timeout: float = 5.0) -> SurveyAnswer | None:
+    """What ``flume status`` shows, as the supervisor follows it; None when none answers."""
+    said = _ask(Op.SURVEY, timeout)
+    return decode_survey(said) if said is not None else None
+
+
+def follows(journal: Path, timeout: float = 5.0) -> FollowsAnswer | None:
+    """Why the supervisor does not follow ``journal``; None when none answers."""
+    said = _ask(Op.FOLLOWS, timeout, journal=str(journal))
+    return decode_follows(said) if said is not None else None
 
 
 def identity() -> dict[str, str]:
@@ -110,14 +159,14 @@ def launch(
     *,
     take_within: float = TAKE_SECONDS,
     answer_within: float = LAUNCH_SECONDS,
-) -> dict[str, Any] | None:
+) -> LaunchOutcome | None:
     """Hand a launch to the running supervisor; what came of it, or None when none took it.
 
     ``words`` are :func:`flume.shell.perform.launch.launch_asked`'s arguments as JSON (the
     repository an
     absolute path); this process's environment goes with them, for the checks to read. What
-    came of it is ``made`` (``flume launch --json``'s document), else ``problems`` and
-    ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
+    came of it is :class:`~.protocol.LaunchMade` (``flume launch --json``'s document), else
+    :class:`~.protocol.LaunchRefused` (nothing made), else :class:`~.protocol.LaunchFailed`.
 
     None, and nothing done, when no supervisor runs, when the one running does not take this
     launch (it is another flume or installation's, or another user's), or when it has not taken
@@ -126,7 +175,7 @@ def launch(
     is not made again.
     """
     request = {
-        "op": "launch",
+        "op": Op.LAUNCH.value,
         "take_by": time.time() + take_within,
         "flume": identity(),
         "words": words,
@@ -142,10 +191,10 @@ def launch(
             connection.settimeout(take_within + _SLACK_SECONDS)
             connection.connect(str(socket_path()))
             connection.sendall(line)
-            taken = _decoded(reader.line())
+            said = _decoded(reader.line())
         except OSError:
             return None
-        if taken is None or taken.get("taken") is not True:
+        if said is None or not isinstance(decode_taken(said), Taken):
             return None
         try:
             connection.settimeout(answer_within)
@@ -155,8 +204,8 @@ def launch(
     if answer is None:
         message = "no answer came"
         raise Unanswered(message)
-    outcome = answer.get("launch")
-    if not isinstance(outcome, dict):
+    outcome = decode_outcome(answer)
+    if outcome is None:
         message = f"it answered {answer!r}"
         raise Unanswered(message)
     return outcome
@@ -292,7 +341,7 @@ def start() -> subprocess.Popen[bytes]:
         )
 
 
-def ensure(wait: float = 0.0) -> dict[str, Any] | None:
+def ensure(wait: float = 0.0) -> Answered | None:
     """Wake the supervisor, starting one if none runs; with ``wait``, until it answers.
 
     Raises :class:`UsageError` (exit status 1) when a live supervisor does not answer by the
@@ -301,13 +350,13 @@ def ensure(wait: float = 0.0) -> dict[str, Any] | None:
     pid = holder()
     if pid is not None:
         return _answer_of(pid, wait)
-    reply = request("wake", timeout=1.0)
+    reply = wake(timeout=1.0)
     if reply is not None:
         return reply
     return _started(start(), wait)
 
 
-def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
+def _answer_of(pid: int, wait: float) -> Answered | None:
     """The answer of the live supervisor ``pid``, waited for until a deadline."""
     began = time.monotonic()
     deadline = began + max(wait, ANSWER_SECONDS)
@@ -318,7 +367,7 @@ def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
             if now - began >= STOPPED_SECONDS:
                 raise not_answering(pid, now - began)
         else:
-            reply = request("wake", timeout=max(0.1, min(1.0, deadline - now)))
+            reply = wake(timeout=max(0.1, min(1.0, deadline - now)))
             if reply is not None:
                 return reply
         if not alive(pid):
@@ -328,11 +377,11 @@ def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
         time.sleep(0.05)
 
 
-def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | None:
+def _started(child: subprocess.Popen[bytes], wait: float) -> Answered | None:
     """Wait until the supervisor started answers, or says why it left; None past the deadline."""
     deadline = time.monotonic() + max(wait, START_SECONDS)
     while time.monotonic() < deadline:
-        reply = request("wake", timeout=1.0)
+        reply = wake(timeout=1.0)
         if reply is not None:
             return reply
         status = child.poll()
@@ -343,7 +392,7 @@ def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | No
         if status == 0:
             # It left because another took the lock first: that one is asked.
             pid = holder()
-            return _answer_of(pid, wait) if pid is not None else request("wake", timeout=1.0)
+            return _answer_of(pid, wait) if pid is not None else wake(timeout=1.0)
         if status is not None:
             what = f"the supervisor started exited at once with status {status}"
             mend = f"see its log {log_path()}"
