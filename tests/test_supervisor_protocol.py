@@ -18,29 +18,32 @@ from flume.core.errors import Problem
 from flume.core.settings import Settings
 from flume.shell.perform.performer import Performer
 from flume.shell.supervisor import daemon
+from flume.shell.supervisor.handover import (
+    LaunchFailed,
+    LaunchMade,
+    LaunchOutcome,
+    LaunchRefused,
+    Taken,
+    decode_outcome,
+    decode_taken,
+    wire_outcome,
+    wire_taken,
+)
 from flume.shell.supervisor.loop import Supervisor
 from flume.shell.supervisor.protocol import (
     Answered,
     DaemonReport,
     Declined,
     FollowsAnswer,
-    LaunchFailed,
-    LaunchMade,
-    LaunchOutcome,
-    LaunchRefused,
     Op,
     Reply,
     SurveyAnswer,
-    Taken,
     Unreadable,
     decode_answered,
     decode_follows,
-    decode_outcome,
     decode_report,
     decode_survey,
-    decode_taken,
     wire,
-    wire_outcome,
 )
 
 PID = 4242
@@ -96,7 +99,6 @@ SENT: list[tuple[Reply, str]] = [
         FollowsAnswer(PID, "line 2 is torn"),
         '{"ok": true, "pid": 4242, "problem": "line 2 is torn"}',
     ),
-    (Taken(), '{"ok": true, "taken": true}'),
     (Declined("another user asks"), '{"ok": false, "error": "another user asks"}'),
 ]
 
@@ -139,7 +141,7 @@ def _decoded(reply: Reply, line: str) -> Reply | None:
             return decode_survey(said)
         case FollowsAnswer():
             return decode_follows(said)
-        case Taken() | Declined():
+        case Declined():
             return decode_taken(said)
 
 
@@ -159,6 +161,13 @@ def test_a_launch_s_outcome_goes_as_it_always_did_and_reads_back_whole(
     """A launch's second line, written and read as :func:`test_each_answer...` checks."""
     assert json.dumps(wire_outcome(outcome, PID)) == line
     assert decode_outcome(json.loads(line)) == outcome
+
+
+def test_a_launch_taken_says_so_as_it_always_did() -> None:
+    """The first line of a launch taken, and reading it back."""
+    line = json.dumps(wire_taken())
+    assert line == '{"ok": true, "taken": true}'
+    assert decode_taken(json.loads(line)) == Taken()
 
 
 def test_an_answer_that_does_not_fit_reads_as_none() -> None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from flume.core.ids import Instant
-    from flume.shell.supervisor.protocol import LaunchOutcome, SurveyAnswer
+    from flume.shell.supervisor.handover import LaunchOutcome
+    from flume.shell.supervisor.protocol import SurveyAnswer
 
 app = typer.Typer(
     name="flume",
@@ -367,7 +368,7 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
     """
     from flume.shell.perform import launch_words
-    from flume.shell.supervisor import client
+    from flume.shell.supervisor import handover
 
     given: str | None = None
     if kind_file is None:
@@ -392,8 +393,8 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
             "panes": panes,
         }
         try:
-            outcome = client.launch(words)
-        except client.Unanswered as error:
+            outcome = handover.launch(words)
+        except handover.Unanswered as error:
             typer.echo(
                 f"flume: the supervisor took the launch and said nothing more ({error}); "
                 "flume status shows whether it was made",
@@ -427,7 +428,7 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
 
 def _launched(outcome: LaunchOutcome, *, as_json: bool) -> None:
     """What came of a launch the supervisor took, said as the command says its own."""
-    from flume.shell.supervisor.protocol import LaunchMade, LaunchRefused
+    from flume.shell.supervisor.handover import LaunchMade, LaunchRefused
 
     if isinstance(outcome, LaunchMade):
         _show_launched(outcome.document, as_json=as_json)

@@ -28,9 +28,9 @@ from flume.core.settings import Settings
 from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
-from flume.shell.supervisor import client
+from flume.shell.supervisor import client, handover
+from flume.shell.supervisor.handover import LaunchMade, LaunchOutcome
 from flume.shell.supervisor.loop import Supervisor
-from flume.shell.supervisor.protocol import LaunchMade, LaunchOutcome
 from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
@@ -61,7 +61,7 @@ def supervised(host: Path) -> Path:
 def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Each launch handed to the supervisor: whether it took it."""
     taken: list[bool] = []
-    real = client.launch
+    real = handover.launch
 
     def spy(words: dict[str, Any], **given: float) -> LaunchOutcome | None:
         outcome = real(words, **given)
@@ -69,7 +69,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
         return outcome
 
     with monkeypatch.context() as patched:
-        patched.setattr(client, "launch", spy)
+        patched.setattr(handover, "launch", spy)
         yield taken
 
 
@@ -77,7 +77,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 def unsupervised(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Launches the command makes itself, as when no supervisor runs."""
     with monkeypatch.context() as patched:
-        patched.setattr(client, "launch", lambda *_, **__: None)
+        patched.setattr(handover, "launch", lambda *_, **__: None)
         yield
 
 

@@ -18,9 +18,7 @@ Which ``daemon stop`` came after a command asked for a supervisor is decided by 
 stops (``supervisor.stopped``), never by the wall clock, which can be stepped back: the command
 passes the count it read, and a supervisor that finds a higher one leaves, and says why.
 
-``flume launch`` hands its launch to a running supervisor (:func:`launch`), which has flume's
-rules and git already loaded: it answers ``taken`` at once, then a second line, the launch's
-outcome. A launch no supervisor takes is the command's own to do.
+``flume launch`` hands its launch to a running supervisor (:mod:`.handover`).
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -42,30 +39,18 @@ from flume.shell.supervisor.protocol import (
     Answered,
     DaemonReport,
     FollowsAnswer,
-    LaunchOutcome,
     Op,
     SurveyAnswer,
-    Taken,
     decode_answered,
     decode_follows,
-    decode_outcome,
     decode_report,
     decode_survey,
-    decode_taken,
 )
 from flume.shell.tools import sockets
 
 if TYPE_CHECKING:
     import subprocess
 
-
-#: How long ``flume launch`` waits for the supervisor to take its launch before doing it itself.
-TAKE_SECONDS = 1.0
-#: How long it then waits for the supervisor to say what came of it.
-LAUNCH_SECONDS = 120.0
-#: What the supervisor's ``taken`` may lag its deadline to take a launch (the request's
-#: ``take_by``) and still be waited for: a supervisor takes nothing after its deadline.
-_SLACK_SECONDS = 0.5
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -99,7 +84,7 @@ def _ask(op: Op, timeout: float, **fields: str) -> dict[str, Any] | None:
         data = sockets.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None
-    return _decoded(data)
+    return decoded(data)
 
 
 def ping(timeout: float = 5.0) -> Answered | None:
@@ -150,68 +135,7 @@ def identity() -> dict[str, str]:
     }
 
 
-class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
-    """The supervisor took a launch and then said nothing of it: whether it was made is unknown."""
-
-
-def launch(
-    words: dict[str, Any],
-    *,
-    take_within: float = TAKE_SECONDS,
-    answer_within: float = LAUNCH_SECONDS,
-) -> LaunchOutcome | None:
-    """Hand a launch to the running supervisor; what came of it, or None when none took it.
-
-    ``words`` are :func:`flume.shell.perform.launch.launch_asked`'s arguments as JSON (the
-    repository an
-    absolute path); this process's environment goes with them, for the checks to read. What
-    came of it is :class:`~.protocol.LaunchMade` (``flume launch --json``'s document), else
-    :class:`~.protocol.LaunchRefused` (nothing made), else :class:`~.protocol.LaunchFailed`.
-
-    None, and nothing done, when no supervisor runs, when the one running does not take this
-    launch (it is another flume or installation's, or another user's), or when it has not taken
-    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
-    answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
-    is not made again.
-    """
-    request = {
-        "op": Op.LAUNCH.value,
-        "take_by": time.time() + take_within,
-        "flume": identity(),
-        "words": words,
-        "environment": dict(os.environ),
-    }
-    # ASCII, \u-escaped: a name or a path that is not UTF-8 (a surrogate) goes as it is.
-    line = (json.dumps(request) + "\n").encode("ascii")
-    if len(line) > sockets.LONGEST:
-        return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        reader = sockets.Reader(connection)
-        try:
-            connection.settimeout(take_within + _SLACK_SECONDS)
-            connection.connect(str(socket_path()))
-            connection.sendall(line)
-            said = _decoded(reader.line())
-        except OSError:
-            return None
-        if said is None or not isinstance(decode_taken(said), Taken):
-            return None
-        try:
-            connection.settimeout(answer_within)
-            answer = _decoded(reader.line())
-        except OSError as error:
-            raise Unanswered(str(error)) from error
-    if answer is None:
-        message = "no answer came"
-        raise Unanswered(message)
-    outcome = decode_outcome(answer)
-    if outcome is None:
-        message = f"it answered {answer!r}"
-        raise Unanswered(message)
-    return outcome
-
-
-def _decoded(data: bytes) -> dict[str, Any] | None:
+def decoded(data: bytes) -> dict[str, Any] | None:
     """A JSON object's line, or None."""
     try:
         found = json.loads(data)

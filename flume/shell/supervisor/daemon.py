@@ -39,6 +39,7 @@ from flume.shell.perform.lander import Lander, Landings
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
+from flume.shell.supervisor.handover import wire_outcome, wire_taken
 from flume.shell.supervisor.loop import Supervisor
 from flume.shell.supervisor.protocol import (
     Answered,
@@ -46,9 +47,7 @@ from flume.shell.supervisor.protocol import (
     FollowsAnswer,
     Op,
     Reply,
-    Taken,
     wire,
-    wire_outcome,
 )
 from flume.shell.tools import openspec
 from flume.shell.tools import sockets as lines
@@ -280,7 +279,7 @@ def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supe
     elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
         declined = "asked too late: the command launches itself"
     else:
-        _say(connection, wire(Taken(), os.getpid()))
+        _say(connection, wire_taken())
         outcome = supervisor.launch(words, given)
         _say(connection, wire_outcome(outcome, os.getpid()))
         return

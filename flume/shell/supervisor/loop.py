@@ -56,15 +56,13 @@ from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
-from flume.shell.supervisor.protocol import (
-    DaemonReport,
+from flume.shell.supervisor.handover import (
     LaunchFailed,
     LaunchMade,
     LaunchOutcome,
     LaunchRefused,
-    SurveyAnswer,
-    Unreadable,
 )
+from flume.shell.supervisor.protocol import DaemonReport, SurveyAnswer, Unreadable
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
@@ -330,7 +328,7 @@ class Supervisor:
                     self._fault(each, fault)
 
     def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> LaunchOutcome:
-        """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
+        """A launch ``flume launch`` handed over (:func:`.handover.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
         caller's environment ``given`` in place of the supervisor's. A launch journaled is followed,

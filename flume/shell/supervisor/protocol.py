@@ -1,7 +1,8 @@
 """What goes over the supervisor's socket: its commands, and each answer as a typed record.
 
 Each request is one JSON line ``{"op": <Op>, ...}`` and gets one JSON line back; a launch gets
-two (``taken`` at once, then what came of it). The bytes are those flume has always sent:
+two (``taken`` at once, then what came of it: :mod:`.handover`, loaded by the commands that
+launch, not by ``flume status``). The bytes are those flume has always sent:
 :func:`wire` writes each record as the line it was, and the ``decode_*`` functions read each
 line back once, in the client, by hand (``flume status`` answers in tens of milliseconds, so it
 never builds the converter: a place's status stays the ``status --json`` document it is sent
@@ -15,8 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
-from flume.core.errors import Problem
 
 
 class Op(enum.Enum):
@@ -34,7 +33,7 @@ class Op(enum.Enum):
     FOLLOWS = "follows"
     #: Stop once the running actions finish: :class:`Answered`.
     STOP = "stop"
-    #: Take a launch ``flume launch`` hands over: :class:`Taken`, then a :data:`LaunchOutcome`.
+    #: Take a launch ``flume launch`` hands over (:mod:`.handover`).
     LAUNCH = "launch"
 
 
@@ -108,43 +107,14 @@ class FollowsAnswer:
 
 
 @attrs.frozen
-class Taken:
-    """The supervisor took the launch: what came of it follows."""
-
-
-@attrs.frozen
 class Declined:
-    """The supervisor does not do what was asked (a launch not its to take, an unknown op)."""
+    """The supervisor does not do what was asked (an unknown op, a launch not its to take)."""
 
     error: str
 
 
-@attrs.frozen
-class LaunchMade:
-    """The launch was journaled; ``document`` is ``flume launch --json``'s, printed as it is."""
-
-    document: Mapping[str, Any]
-
-
-@attrs.frozen
-class LaunchRefused:
-    """Bad input made nothing: the command's own problems and exit status."""
-
-    problems: tuple[Problem, ...]
-    exit_status: int
-
-
-@attrs.frozen
-class LaunchFailed:
-    """The supervisor's launch crashed: its traceback."""
-
-    output: str
-
-
-#: What came of a launch the supervisor took.
-LaunchOutcome = LaunchMade | LaunchRefused | LaunchFailed
 #: Any answer the supervisor sends.
-Reply = Answered | DaemonReport | SurveyAnswer | FollowsAnswer | Taken | Declined
+Reply = Answered | DaemonReport | SurveyAnswer | FollowsAnswer | Declined
 
 
 # --- writing: the daemon ---------------------------------------------------------------------
@@ -169,33 +139,19 @@ def wire(reply: Reply, pid: int) -> dict[str, Any]:
             }
         case FollowsAnswer():
             return {"ok": True, "pid": reply.pid, "problem": reply.problem}
-        case Taken():
-            return {"ok": True, "taken": True}
         case Declined():
             return {"ok": False, "error": reply.error}
-
-
-def wire_outcome(outcome: LaunchOutcome, pid: int) -> dict[str, Any]:
-    """The second line of a launch taken: what came of it."""
-    match outcome:
-        case LaunchMade():
-            said: dict[str, Any] = {"made": dict(outcome.document)}
-        case LaunchRefused():
-            problems = [attrs.asdict(problem) for problem in outcome.problems]
-            said = {"problems": problems, "exit_status": outcome.exit_status}
-        case LaunchFailed():
-            said = {"failed": outcome.output}
-    return {"ok": True, "pid": pid, "launch": said}
 
 
 # --- reading: the client ---------------------------------------------------------------------
 
 
-def _int(value: object) -> int | None:
+def number_of(value: object) -> int | None:
+    """A JSON whole number (not a boolean), or None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _texts(value: object) -> dict[str, str] | None:
+def texts_of(value: object) -> dict[str, str] | None:
     """A JSON object of text by text, or None."""
     if not isinstance(value, dict):
         return None
@@ -205,7 +161,7 @@ def _texts(value: object) -> dict[str, str] | None:
 
 
 def _answered(said: Mapping[str, Any]) -> bool:
-    return said.get("ok") is True and _int(said.get("pid")) is not None
+    return said.get("ok") is True and number_of(said.get("pid")) is not None
 
 
 def decode_answered(said: Mapping[str, Any]) -> Answered | None:
@@ -219,13 +175,16 @@ def decode_report(said: Mapping[str, Any]) -> DaemonReport | None:
         return None
     counts = ("ticks", "places", "repositories", "busy", "actions", "last_tick_subprocesses")
     lives: object = said.get("lives")
-    unreadable, unwritable = _texts(said.get("unreadable", {})), _texts(said.get("unwritable", {}))
+    unreadable, unwritable = (
+        texts_of(said.get("unreadable", {})),
+        texts_of(said.get("unwritable", {})),
+    )
     fine = (
-        all(_int(said.get(name)) is not None for name in counts)
+        all(number_of(said.get(name)) is not None for name in counts)
         and isinstance(said.get("started_at"), int | float)
         and isinstance(said.get("last_tick_seconds"), int | float)
         and isinstance(lives, dict)
-        and all(isinstance(key, str) and _int(each) is not None for key, each in lives.items())
+        and all(isinstance(key, str) and number_of(each) is not None for key, each in lives.items())
     )
     if not fine or not isinstance(lives, dict) or unreadable is None or unwritable is None:
         return None
@@ -234,13 +193,13 @@ def decode_report(said: Mapping[str, Any]) -> DaemonReport | None:
         started_at=said["started_at"],
         ticks=said["ticks"],
         places=said["places"],
-        other_hosts_places=_int(said.get("other_hosts_places")) or 0,
+        other_hosts_places=number_of(said.get("other_hosts_places")) or 0,
         lives=lives,
         repositories=said["repositories"],
         busy=said["busy"],
         actions=said["actions"],
         last_tick_subprocesses=said["last_tick_subprocesses"],
-        last_tick_herdr_requests=_int(said.get("last_tick_herdr_requests")) or 0,
+        last_tick_herdr_requests=number_of(said.get("last_tick_herdr_requests")) or 0,
         last_tick_seconds=said["last_tick_seconds"],
         unreadable=unreadable,
         unwritable=unwritable,
@@ -249,7 +208,7 @@ def decode_report(said: Mapping[str, Any]) -> DaemonReport | None:
 
 def _unreadable(said: object) -> bool:
     """A journal not read, and why: ``{"journal": ..., "problem": ...}``."""
-    texts = _texts(said)
+    texts = texts_of(said)
     return texts is not None and set(texts) == {"journal", "problem"}
 
 
@@ -259,13 +218,11 @@ def decode_survey(said: Mapping[str, Any]) -> SurveyAnswer | None:
     torn, repositories = said.get("torn"), said.get("repositories")
     if (
         not _answered(said)
-        or _int(said.get("format")) is None
+        or number_of(said.get("format")) is None
         or not isinstance(views, list)
         or not all(isinstance(view, dict) for view in views)
         or not isinstance(unreadable, list)
-        or not all(
-            _texts(each) is not None and set(each) == {"journal", "problem"} for each in unreadable
-        )
+        or not all(_unreadable(each) for each in unreadable)
         or not isinstance(torn, list)
         or not all(isinstance(each, str) for each in torn)
         or not isinstance(repositories, list)
@@ -287,30 +244,3 @@ def decode_follows(said: Mapping[str, Any]) -> FollowsAnswer | None:
     if not _answered(said) or not isinstance(problem, str | None):
         return None
     return FollowsAnswer(pid=said["pid"], problem=problem)
-
-
-def decode_taken(said: Mapping[str, Any]) -> Taken | Declined | None:
-    """A launch's first line: taken, or declined with why."""
-    if said.get("ok") is True and said.get("taken") is True:
-        return Taken()
-    error = said.get("error")
-    return Declined(error) if said.get("ok") is False and isinstance(error, str) else None
-
-
-def decode_outcome(said: Mapping[str, Any]) -> LaunchOutcome | None:
-    """A launch's second line: what came of it."""
-    outcome = said.get("launch")
-    if not isinstance(outcome, dict):
-        return None
-    made, failed = outcome.get("made"), outcome.get("failed")
-    if isinstance(made, dict):
-        return LaunchMade(made)
-    problems, status = outcome.get("problems"), _int(outcome.get("exit_status"))
-    if isinstance(problems, list) and status is not None:
-        fitting = all(
-            _texts(each) is not None and set(each) == {"field", "what", "mend"} for each in problems
-        )
-        if fitting:
-            return LaunchRefused(tuple(Problem(**each) for each in problems), status)
-        return None
-    return LaunchFailed(failed) if isinstance(failed, str) else None
