@@ -19,7 +19,7 @@ from flume.core.settings import Settings
 from flume.shell.perform.performer import Performer
 from flume.shell.supervisor import daemon
 from flume.shell.supervisor.handover import (
-    LaunchFailed,
+    LaunchCrashed,
     LaunchMade,
     LaunchOutcome,
     LaunchRefused,
@@ -118,7 +118,7 @@ OUTCOMES: list[tuple[LaunchOutcome, str]] = [
         ),
     ),
     (
-        LaunchFailed("Traceback ..."),
+        LaunchCrashed("Traceback ..."),
         '{"ok": true, "pid": 4242, "launch": {"failed": "Traceback ..."}}',
     ),
 ]

@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.text import Text
 
 from flume.cli import render, statusview
-from flume.core.status import PlaceStatus
+from flume.core.status import PhaseWord, PlaceStatus
 from flume.core.status import status as core_status
 from flume.shell.store import places
 from flume.shell.store.events import EventStream
@@ -39,13 +39,13 @@ _DUMB = frozenset({"dumb", "unknown", ""})
 _PLAIN_WIDTH = 200
 _PLAIN_HEIGHT = 50
 _PHASE_STYLES = {
-    "working": "green",
-    "delivered": "cyan",
-    "short": "bold red",
-    "waits-word": "yellow",
-    "finished": "cyan",
-    "dropped": "dim",
-    "tidied": "dim",
+    PhaseWord.WORKING: "green",
+    PhaseWord.DELIVERED: "cyan",
+    PhaseWord.SHORT: "bold red",
+    PhaseWord.WAITS_WORD: "yellow",
+    PhaseWord.FINISHED: "cyan",
+    PhaseWord.DROPPED: "dim",
+    PhaseWord.TIDIED: "dim",
 }
 _MINUTE, _HOUR, _DAY = 60, 3600, 86400
 
@@ -119,7 +119,7 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
     rows: list[list[str | Text]] = []
     for row in found:
         view = row.view
-        phase = view.phase + (f" ({view.short_cause})" if view.short_cause else "")
+        phase = view.phase.value + (f" ({view.short_cause})" if view.short_cause else "")
         rows.append(
             [
                 view.place,
@@ -128,7 +128,7 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
                 Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
                 Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
                 "yes" if view.deliverable_exists else "no",
-                view.submission,
+                view.submission.value,
                 f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
                 duration(row.age),
                 duration(row.quiet),

@@ -221,14 +221,14 @@ def _open(herdr: Client, meant: plugin.InFlight) -> None:
     if agent is None:
         raise UsageError.one(
             "place",
-            f"{meant.name} has no live agent (stage {meant.view.stage}, {meant.view.phase})",
+            f"{meant.name} has no live agent (stage {meant.view.stage}, {meant.view.phase.value})",
             f"see flume status {meant.name}",
             exit_status=1,
         )
     if meant.place.launch.agent.panes is Panes.HERDR:
         herdr.call("pane.focus", {"pane_id": agent.pane})
         return
-    command = [sys.executable, "-m", "flume", "attach", meant.name]
+    command = [sys.executable, "-P", "-m", "flume", "attach", meant.name]
     command += ["--repository", str(meant.repository)]
     node = {"type": "pane", "label": meant.name, "cwd": meant.place.path, "command": command}
     herdr.call("layout.apply", {"tab_label": meant.name, "focus": True, "root": node})

@@ -7,8 +7,8 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), herdr's plugin
-    (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
+    (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
     The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
     host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
@@ -23,7 +23,7 @@ From the top down:
 ``agents/``
     Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
     (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
-    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspect.py``.
+    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from flume.core.launch import AgentName, AgentSettings
-from flume.core.place import AwaitingWord, Life, Place, Short
+from flume.core.place import AwaitingWord, Life, Place, Short, TidyNotWanted
 from flume.core.settings import Settings
 from flume.shell.perform import launch as shell_launch
 from flume.shell.store import places
@@ -84,11 +84,7 @@ def settled(place: Place) -> bool:
     return (
         place.life is Life.TIDIED
         or isinstance(place.stage.phase, Short | AwaitingWord)
-        or (
-            place.life in {Life.FINISHED, Life.DROPPED}
-            and not place.tidy_wanted
-            and not place.tidying
-        )
+        or (place.life in {Life.FINISHED, Life.DROPPED} and isinstance(place.tidy, TidyNotWanted))
     )
 
 

@@ -35,6 +35,10 @@ from tests.integration.agents_kit import (
 from tests.integration.herdr_kit import herdr_fixture, herdr_schema
 from tests.integration.places_kit import flume, flume_process, launch_place
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 __all__ = ["herdr_fixture"]
 
 MANIFEST = Path(__file__).resolve().parents[2] / "herdr-plugin" / "herdr-plugin.toml"

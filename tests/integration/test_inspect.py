@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flume.cli.inspect import SHORT, inspect_app, shorten
 from flume.core.observations import Activity
-from flume.shell.agents.inspect import Prompt, TranscriptFormat, inspect
+from flume.shell.agents.inspection import Prompt, TranscriptFormat, inspect
 from tests.integration.test_rollout import TURN_0171
 from tests.shared import CORPUS
 

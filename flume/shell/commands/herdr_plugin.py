@@ -41,7 +41,7 @@ from flume.core.launch import Panes
 from flume.core.observations import Activity
 from flume.core.place import Life, Place, current_step
 from flume.core.settings import Settings
-from flume.core.status import PlaceStatus, status
+from flume.core.status import PhaseWord, PlaceStatus, status
 from flume.shell.agents.runner import tmux_group
 from flume.shell.panes.herdr import SESSION_TOKEN, Client, HerdrError
 from flume.shell.panes.tmux import tidy_name
@@ -103,7 +103,7 @@ def waits_on_caller(each: InFlight) -> bool:
     )
     return (
         view.waits_on_caller
-        or view.phase in {"waits-word", "short"}
+        or view.phase in {PhaseWord.WAITS_WORD, PhaseWord.SHORT}
         or view.agent is Activity.ASKING
         or finished_report
     )
@@ -121,9 +121,9 @@ def row(each: InFlight) -> str:
     tasks = f" tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
     if view.life is Life.FINISHED:
         doing = "finished: read its report, then tidy" if waits_on_caller(each) else "finished"
-    elif view.phase == "waits-word":
+    elif view.phase is PhaseWord.WAITS_WORD:
         doing = "waits on your word (proceed)"
-    elif view.phase == "short":
+    elif view.phase is PhaseWord.SHORT:
         doing = f"stopped short: {view.needs or view.short_cause or 'retry or drop'}"
     elif view.agent is Activity.ASKING:
         doing = "asks you a question"

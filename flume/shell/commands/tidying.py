@@ -17,9 +17,10 @@ folders of launches that died before their journal was renamed into place are re
 from __future__ import annotations
 
 import contextlib
+import enum
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -42,7 +43,7 @@ from flume.core.observations import (
     TidyAsked,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
@@ -53,6 +54,15 @@ from flume.shell.supervisor import client
 
 #: A launch's staging folder older than this belongs to a launch that died.
 STALE_STAGING_SECONDS = 600.0
+
+
+class TidyResult(enum.Enum):
+    """What a tidy came to for one place."""
+
+    TIDIED = "tidied"  #: nothing of the place is left to remove
+    KEPT = "kept"  #: something stays, with reasons
+    IN_FLIGHT = "in-flight"  #: the place is still in flight: drop it to tidy it
+    WAITING = "waiting"  #: the supervisor had not finished when tidy stopped waiting
 
 
 @attrs.frozen(kw_only=True)
@@ -69,9 +79,7 @@ class Outcome:
 
     place: str
     repository: str
-    #: ``tidied``, ``kept`` (something stays, with reasons), ``in-flight``, or ``waiting`` (the
-    #: supervisor had not finished when tidy stopped waiting).
-    state: str
+    state: TidyResult
     removed: tuple[str, ...] = ()
     kept: tuple[Kept, ...] = ()
     failed: tuple[str, ...] = ()
@@ -81,7 +89,7 @@ class Outcome:
 
 
 def _name(place: Place) -> str:
-    return f"{place.launch.kind}--{place.launch.name}"
+    return place.launch.place
 
 
 def dry_run(place: Place, *, force: bool) -> Outcome:
@@ -94,7 +102,9 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     if branch is None:
         reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
         kept = (Kept(what=place.branch, reason=reason),)
-        return Outcome(place=_name(place), repository=str(repository), state="kept", kept=kept)
+        return Outcome(
+            place=_name(place), repository=str(repository), state=TidyResult.KEPT, kept=kept
+        )
     removed: list[str] = []
     kept_list: list[Kept] = []
     for action in plan(
@@ -116,7 +126,8 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
                 kept_list.append(Kept(what=name, reason=reason))
             case _:
                 pass
-    state = "kept" if any(k.what == place.path for k in kept_list) else "tidied"
+    kept_place = any(k.what == place.path for k in kept_list)
+    state = TidyResult.KEPT if kept_place else TidyResult.TIDIED
     return Outcome(
         place=_name(place),
         repository=str(repository),
@@ -131,7 +142,7 @@ def _in_flight(place: Place) -> Outcome:
     return Outcome(
         place=_name(place),
         repository=place.launch.repository,
-        state="in-flight",
+        state=TidyResult.IN_FLIGHT,
         kept=(Kept(what=place.path, reason=reason),),
     )
 
@@ -148,7 +159,7 @@ def _other_host(place: Place, here: str | None) -> Outcome | None:
     return Outcome(
         place=_name(place),
         repository=place.launch.repository,
-        state="kept",
+        state=TidyResult.KEPT,
         kept=(Kept(what=place.path, reason=reason),),
     )
 
@@ -183,7 +194,7 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             case BranchDeleted(branch=branch):
                 removed.append(f"branch {branch}")
             case ActionFailed(action=failed_action, output=output):
-                failed.append(f"{failed_action}: {output}")
+                failed.append(f"{failed_action.value}: {output}")
             case _:
                 pass
         for action in decision.actions:
@@ -194,9 +205,9 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             if isinstance(action, Report) and action.event is Event.KEPT:
                 what, _, reason = action.text.partition(": ")
                 kept.append(Kept(what=what, reason=reason))
-    if place is None or place.tidy_wanted or place.tidying:
+    if place is None or not isinstance(place.tidy, TidyNotWanted):
         return None
-    state = "tidied" if place.life is Life.TIDIED else "kept"
+    state = TidyResult.TIDIED if place.life is Life.TIDIED else TidyResult.KEPT
     return Outcome(
         place=_name(place),
         repository=place.launch.repository,
@@ -229,7 +240,7 @@ def wait(
             result = Outcome(
                 place=_name(found.place),
                 repository=found.place.launch.repository,
-                state="waiting",
+                state=TidyResult.WAITING,
                 failed=("the supervisor had not finished; run flume tidy again",),
             )
         results.append(result)
@@ -243,7 +254,7 @@ def tidied_before(found: places.Found, settings: Settings) -> Outcome:
     return Outcome(
         place=_name(found.place),
         repository=found.place.launch.repository,
-        state="tidied",
+        state=TidyResult.TIDIED,
         removed=result.removed if result is not None else (),
         kept=result.kept if result is not None else (),
         earlier=True,
@@ -288,24 +299,47 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
     return removed
 
 
+@attrs.frozen(kw_only=True)
+class Standing:
+    """A place found, as tidy and its dry run walk it: said already, or this host's to tidy."""
+
+    found: places.Found
+    place: Place
+    #: What is reported without asking a tidy: the place tidied earlier (from its journal), or
+    #: kept as another host's; None when it is this host's to tidy now.
+    said: Outcome | None
+    #: Tidied earlier: its journal is set aside, freeing its name.
+    tidied: bool
+
+
+def standings(found: list[places.Found], settings: Settings) -> Iterator[Standing]:
+    """Each readable place in ``found``, in order, as :func:`plans` and :func:`tidy` both see it.
+
+    Tidied earlier: reported as its journal shows. Launched by another host: kept, for its
+    supervisor alone tidies it (HOST-OWNS-PLACE). Else this host's to tidy.
+    """
+    here = places.host_id()
+    for each in found:
+        place = each.place
+        if place is None:
+            continue
+        if place.life is Life.TIDIED:
+            yield Standing(found=each, place=place, said=tidied_before(each, settings), tidied=True)
+        else:
+            theirs = _other_host(place, here)
+            yield Standing(found=each, place=place, said=theirs, tidied=False)
+
+
 def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
     """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
 
     The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
     as the real run reports it, from its journal; any other with the plan on today's facts.
     """
-    outcomes: list[Outcome] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
-            continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-        elif (theirs := _other_host(each.place, here)) is not None:
-            outcomes.append(theirs)
-        else:
-            outcomes.append(dry_run(each.place, force=force))
-    return outcomes
+    return [
+        each.said if each.said is not None else dry_run(each.place, force=force)
+        for each in standings(found, settings)
+    ]
 
 
 def tidy(
@@ -318,30 +352,24 @@ def tidy(
     outcomes: list[Outcome | None] = []
     asked: list[tuple[places.Found, int]] = []
     slots: list[int] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
+    for each in standings(found, settings):
+        if each.tidied:
+            archive(each.found)
+        if each.said is not None:
+            outcomes.append(each.said)
             continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-            archive(each)
-            continue
-        theirs = _other_host(each.place, here)
-        if theirs is not None:
-            outcomes.append(theirs)
-            continue
-        after = ask(each, force=force, settings=settings, clock=time.time)
+        after = ask(each.found, force=force, settings=settings, clock=time.time)
         if after is None:
             outcomes.append(dry_run(each.place, force=force))
         else:
-            asked.append((each, after))
+            asked.append((each.found, after))
             slots.append(len(outcomes))
             outcomes.append(None)
     if asked:
         client.ensure(wait=10.0)
         waited = wait(asked, settings, time.monotonic() + timeout)
-        for (each, _after), slot, outcome in zip(asked, slots, waited, strict=True):
-            if outcome.state == "tidied":
-                archive(each)
+        for (done, _after), slot, outcome in zip(asked, slots, waited, strict=True):
+            if outcome.state is TidyResult.TIDIED:
+                archive(done)
             outcomes[slot] = outcome
     return [outcome for outcome in outcomes if outcome is not None]

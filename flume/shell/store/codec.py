@@ -26,7 +26,7 @@ from pyrsistent.typing import PMap, PSet, PVector
 from flume.core.actions import Action
 from flume.core.kinds import Block, Deliverable
 from flume.core.observations import Observation
-from flume.core.place import StagePhase
+from flume.core.place import StagePhase, Tidy
 
 # The version of the plain-data form, re-exported: the codec's form is what it versions.
 from flume.shell.host import FORMAT as FORMAT  # noqa: PLC0414
@@ -87,7 +87,7 @@ def _make_converter() -> cattrs.Converter:
 
 
 #: The unions of records, each tagged with ``"type"``: its member's class name.
-UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Observation, Action)
+UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Tidy, Observation, Action)
 
 
 def _tag_union(union: Any, made: cattrs.Converter) -> None:

@@ -34,7 +34,6 @@ import attrs
 
 from flume.core.actions import Event, Report
 from flume.core.errors import UsageError
-from flume.core.launch import place_name
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.shell.store.follower import Folded, Followed, Follower
@@ -138,7 +137,7 @@ def events_of(
                 at_us=round(instant * 1_000_000), journal=followed.digest, line=line, index=index
             ),
             at=float(instant),
-            place=place_name(after.launch.kind, after.launch.name),
+            place=after.launch.place,
             repository=after.launch.repository,
             kind=after.kind.name,
             name=after.launch.name,
@@ -194,6 +193,11 @@ class EventStream:
     def followed(self) -> dict[Path, Followed]:
         """The journals followed, by path."""
         return self.follower.followed
+
+    @property
+    def repository(self) -> Path | None:
+        """The repository whose journals are followed (its main worktree); None for every one."""
+        return self.follower.repository
 
     def poll(self) -> list[PlaceEvent]:
         """The events of the lines appended since the last poll, in cursor order."""

@@ -256,7 +256,7 @@ def start() -> subprocess.Popen[bytes]:
     asked_after = str(stops())
     with log.open("ab") as output:
         return subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
-            [sys.executable, "-m", "flume", "daemon", "run", "--asked-after", asked_after],
+            [sys.executable, "-P", "-m", "flume", "daemon", "run", "--asked-after", asked_after],
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=output,

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, TypeGuard
 
+import attrs
+
 from flume.core.settings import Settings
 from flume.shell import process
 from flume.shell.agents.runner import Agents
@@ -36,10 +38,11 @@ from flume.shell.observe.watch import Watch
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
-from flume.shell.supervisor.handover import wire_outcome, wire_taken
+from flume.shell.supervisor.handover import LaunchMade, wire_outcome, wire_taken
 from flume.shell.supervisor.loop import Supervisor
 from flume.shell.supervisor.protocol import (
     Answered,
@@ -177,14 +180,21 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     selector.register(listener, selectors.EVENT_READ, "listener")
     selector.register(wake_read, selectors.EVENT_READ, "wake")
     try:
+        due = time.monotonic()
         while not stopping:
-            supervisor.tick()
-            for key, _events in selector.select(TICK_SECONDS):
+            if time.monotonic() >= due:
+                supervisor.tick()
+                due = time.monotonic() + TICK_SECONDS
+            for key, _events in selector.select(max(0.0, due - time.monotonic())):
                 if key.data == "wake":
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
+                    due = 0.0
                     continue
-                stopping |= _answer(listener, supervisor)
+                asks = _answer(listener, supervisor)
+                stopping |= asks.stop
+                if asks.look:
+                    due = 0.0
     finally:
         _log.info("supervisor stopping")
         listener.close()
@@ -195,28 +205,43 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     return 0
 
 
-def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
-    """Answer every waiting request; True when one asked the supervisor to stop."""
-    stop = False
+@attrs.frozen
+class Asks:
+    """What the requests just answered ask of the supervisor's loop."""
+
+    #: ``daemon stop`` was asked.
+    stop: bool = False
+    #: A tick is to look now. Anything asked is looked at at once, but for a launch handed over
+    #: and started: it is followed already, and its batch wakes a tick when done (a tick now
+    #: would only slow the worktree being made).
+    look: bool = False
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> Asks:
+    """Answer every waiting request; what they ask of the loop."""
+    asks = Asks()
     while True:
         try:
             connection, _ = listener.accept()
         except BlockingIOError:
-            return stop
+            return asks
         with connection:
             connection.settimeout(2.0)
             try:
                 request = json.loads(lines.read_line(connection))
                 asked = request.get("op")
             except (OSError, ValueError, AttributeError):
+                asks = attrs.evolve(asks, look=True)
                 continue
             op = _op(asked)
             if op is Op.LAUNCH:
+                started = False
                 with contextlib.suppress(OSError):
-                    _launch(connection, request, supervisor)
+                    started = _launch(connection, request, supervisor)
+                asks = attrs.evolve(asks, look=asks.look or not started)
                 continue
+            asks = attrs.evolve(asks, stop=asks.stop or op is Op.STOP, look=True)
             if op is Op.STOP:
-                stop = True
                 client.record_stop()
             reply = _reply(op, asked, request, supervisor)
             with contextlib.suppress(OSError):
@@ -247,43 +272,31 @@ def _reply(op: Op | None, asked: object, request: dict[str, Any], supervisor: Su
             return Declined(f"unknown op {asked!r}")
 
 
-#: What a launch handed over names, and the JSON types each may have.
-_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
-    "repository": (str,),
-    "name": (str,),
-    "brief": (str,),
-    "kind": (str, type(None)),
-    "base": (str, type(None)),
-    "mark": (str, type(None)),
-    "waits": (list,),
-    "agent": (str,),
-    "model": (str, type(None)),
-    "agent_args": (list,),
-    "panes": (str,),
-}
-
-
-def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> bool:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
     Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    True when it was made and its first actions started.
     """
-    words = _launch_words(request.get("words"))
+    asked = LaunchAsked.from_words(request.get("words"))
     given = request.get("environment")
     if not _same_user(connection):
         declined = "another user asks"
     elif request.get("flume") != client.identity():
         declined = "another flume asks"
-    elif words is None or not _environment(given):
+    elif asked is None or not _environment(given):
         declined = "the launch is not worded as flume launch words it"
     elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
         declined = "asked too late: the command launches itself"
     else:
         _say(connection, wire_taken())
-        outcome = supervisor.launch(words, given)
+        outcome = supervisor.launch(asked, given)
         _say(connection, wire_outcome(outcome, os.getpid()))
-        return
+        return isinstance(outcome, LaunchMade) and supervisor.started(
+            Path(outcome.document["journal"])
+        )
     _say(connection, wire(Declined(declined), os.getpid()))
+    return False
 
 
 def _environment(given: object) -> TypeGuard[dict[str, str]]:
@@ -291,30 +304,6 @@ def _environment(given: object) -> TypeGuard[dict[str, str]]:
     return isinstance(given, dict) and all(
         isinstance(name, str) and isinstance(value, str) for name, value in given.items()
     )
-
-
-def _launch_words(words: object) -> dict[str, Any] | None:
-    """:func:`~flume.shell.perform.launch.launch_asked`'s arguments, from a request's JSON.
-
-    None if unfit.
-    """
-    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
-        return None
-    for key, types in _LAUNCH_WORDS.items():
-        if not isinstance(words[key], types):
-            return None
-    listed = (*words["waits"], *words["agent_args"])
-    if not all(isinstance(each, str) for each in listed):
-        return None
-    repository = Path(words["repository"])
-    if not repository.is_absolute():
-        return None
-    return {
-        **words,
-        "repository": repository,
-        "waits": tuple(words["waits"]),
-        "agent_args": tuple(words["agent_args"]),
-    }
 
 
 def _same_user(connection: socket.socket) -> bool:

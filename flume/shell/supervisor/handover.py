@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from flume.core.errors import Problem
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.supervisor.client import decoded, identity, socket_path
 from flume.shell.supervisor.protocol import Declined, Op, number_of, texts_of
 from flume.shell.tools import sockets
@@ -53,14 +54,14 @@ class LaunchRefused:
 
 
 @attrs.frozen
-class LaunchFailed:
+class LaunchCrashed:
     """The supervisor's launch crashed: its traceback."""
 
     output: str
 
 
 #: What came of a launch the supervisor took.
-LaunchOutcome = LaunchMade | LaunchRefused | LaunchFailed
+LaunchOutcome = LaunchMade | LaunchRefused | LaunchCrashed
 
 
 def wire_taken() -> dict[str, Any]:
@@ -74,9 +75,9 @@ def wire_outcome(outcome: LaunchOutcome, pid: int) -> dict[str, Any]:
         case LaunchMade():
             said: dict[str, Any] = {"made": dict(outcome.document)}
         case LaunchRefused():
-            problems = [attrs.asdict(problem) for problem in outcome.problems]
+            problems = [problem._asdict() for problem in outcome.problems]
             said = {"problems": problems, "exit_status": outcome.exit_status}
-        case LaunchFailed():
+        case LaunchCrashed():
             said = {"failed": outcome.output}
     return {"ok": True, "pid": pid, "launch": said}
 
@@ -106,7 +107,7 @@ def decode_outcome(said: Mapping[str, Any]) -> LaunchOutcome | None:
         if fitting:
             return LaunchRefused(tuple(Problem(**each) for each in problems), status)
         return None
-    return LaunchFailed(failed) if isinstance(failed, str) else None
+    return LaunchCrashed(failed) if isinstance(failed, str) else None
 
 
 class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
@@ -114,24 +115,28 @@ class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
 
 
 def launch(
-    words: dict[str, Any],
+    asked: LaunchAsked,
     *,
     take_within: float = TAKE_SECONDS,
     answer_within: float = LAUNCH_SECONDS,
 ) -> LaunchOutcome | None:
     """Hand a launch to the running supervisor; what came of it, or None when none took it.
 
-    ``words`` are :func:`flume.shell.perform.launch.launch_asked`'s arguments as JSON (the
-    repository an absolute path); this process's environment goes with them, for the checks to
-    read. What came of it is :class:`LaunchMade` (``flume launch --json``'s document), else
-    :class:`LaunchRefused` (nothing made), else :class:`LaunchFailed`.
+    The launch goes as its JSON (:meth:`.LaunchAsked.words`); this process's environment goes
+    with it, for the checks to read. What came of it is :class:`LaunchMade` (``flume launch
+    --json``'s document), else :class:`LaunchRefused` (nothing made), else
+    :class:`LaunchCrashed` (the supervisor's error).
 
-    None, and nothing done, when no supervisor runs, when the one running does not take this
-    launch (it is another flume or installation's, or another user's), or when it has not taken
-    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    None, and nothing done, when the launch cannot be handed (it carries a kind file, read
+    here), when no supervisor runs, when the one running does not take this launch (it is
+    another flume or installation's, or another user's), or when it has not taken it within
+    ``take_within`` seconds: it takes none after that. A launch taken and then not
     answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
     is not made again.
     """
+    words = asked.words()
+    if words is None:
+        return None
     request = {
         "op": Op.LAUNCH.value,
         "take_by": time.time() + take_within,

@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.launch import followed_by
@@ -53,11 +53,12 @@ from flume.shell import environment, process
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.port import Observer
 from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
 from flume.shell.supervisor.handover import (
-    LaunchFailed,
+    LaunchCrashed,
     LaunchMade,
     LaunchOutcome,
     LaunchRefused,
@@ -292,7 +293,7 @@ class Supervisor:
                     observed = [
                         ActionFailed(
                             at=Instant(self.clock()),
-                            action=type(action).__name__,
+                            action=ActionName.of(action),
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
@@ -327,7 +328,7 @@ class Supervisor:
                 if fault is not None:
                     self._fault(each, fault)
 
-    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> LaunchOutcome:
+    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> LaunchOutcome:
         """A launch ``flume launch`` handed over (:func:`.handover.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
@@ -337,12 +338,12 @@ class Supervisor:
         """
         try:
             with environment.given(given):
-                made = shell_launch.launch_asked(**words)
+                made = shell_launch.launch_asked(asked)
         except UsageError as error:
             return LaunchRefused(error.problems, error.exit_status)
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
             _log.exception("a launch handed over by a command failed")
-            return LaunchFailed(traceback.format_exc(limit=3))
+            return LaunchCrashed(traceback.format_exc(limit=3))
         _log.info("%s launched in %s, for a command", made.place, made.repository)
         self.follow(made.journal)
         return LaunchMade(made.as_dict())
@@ -358,6 +359,11 @@ class Supervisor:
         if each is not None:
             self._read(each)
             self._dispatch()
+
+    def started(self, path: Path) -> bool:
+        """The place of the journal ``path`` is followed and its actions are under way."""
+        each = self.followed.get(path)
+        return each is not None and each.busy
 
     def survey(self) -> SurveyAnswer:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.

@@ -76,6 +76,10 @@ class DaemonReport:
     #: Journals that cannot be written, and the fault.
     unwritable: Mapping[str, str]
 
+    def answer(self) -> dict[str, Any]:
+        """The answer as sent, and as ``flume daemon status --json`` prints it after its own."""
+        return {"ok": True, **attrs.asdict(self)}
+
 
 @attrs.frozen
 class Unreadable:
@@ -126,7 +130,7 @@ def wire(reply: Reply, pid: int) -> dict[str, Any]:
         case Answered():
             return {"ok": True, "pid": reply.pid}
         case DaemonReport():
-            return {"ok": True, **attrs.asdict(reply)}
+            return reply.answer()
         case SurveyAnswer():
             return {
                 "ok": True,
