@@ -28,6 +28,7 @@ import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from flume.core.actions import Action
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import (
     ChangeWritten,
@@ -509,3 +510,7 @@ def with_activity(agent: Agent, activity: Activity, at: Instant) -> Agent:
     if activity is agent.activity:
         return agent
     return attrs.evolve(agent, activity=activity, activity_since=at)
+
+
+#: What a rule returns: the place after it, and the actions it decided, in order.
+Outcome = tuple[Place, tuple[Action, ...]]

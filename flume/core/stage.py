@@ -76,6 +76,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Life,
+    Outcome,
     Place,
     Queued,
     Short,
@@ -95,8 +96,6 @@ from flume.core.place import (
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: The phases in which a stage's agent is running toward its deliverable.
 _RUNNING = (AwaitingInput, Delivering, Working)

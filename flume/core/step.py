@@ -65,10 +65,17 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, Short, Starting, Submission, TidyGathering, evolve
+from flume.core.place import (
+    Life,
+    Outcome,
+    Place,
+    Short,
+    Starting,
+    Submission,
+    TidyGathering,
+    evolve,
+)
 from flume.core.settings import Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: A follow-up: a rule any observation may trigger, given the place after the observation's own.
 FollowUp = Callable[[Settings, Place, Instant], Outcome]

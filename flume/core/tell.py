@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from flume.core.actions import Action, Event, Report, SendTell
+from flume.core.actions import Event, Report, SendTell
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
 from flume.core.ids import Instant, Marker
@@ -23,6 +23,7 @@ from flume.core.observations import Activity, Told, TranscriptEntry
 from flume.core.place import (
     Delivered,
     Life,
+    Outcome,
     Place,
     Short,
     Tell,
@@ -33,8 +34,6 @@ from flume.core.place import (
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 
 def tell_marker(place: Place, number: int) -> Marker:

@@ -205,7 +205,7 @@ def test_following_reads_only_what_was_appended_and_finds_places_launched_later(
     reads: list[tuple[Path, int]] = []
     real_read_from = journal.read_from
 
-    def read_from(where: Path, offset: int) -> journal.Tail:
+    def read_from(where: Path, offset: int) -> journal.JournalTail:
         reads.append((where, offset))
         return real_read_from(where, offset)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from flume.cli.herdr import Action, Popup
+from flume.cli.herdr import PluginAction, Popup
 from flume.core.observations import Activity, StopAsked, Told
 from flume.core.place import Life
 from flume.shell.agents.runner import tmux_group
-from flume.shell.commands.herdr_plugin import Report, in_flight, planned, reports, send
+from flume.shell.commands.herdr_plugin import HerdrRequest, in_flight, planned, reports, send
 from flume.shell.panes.herdr import SESSION_TOKEN, Client
 from flume.shell.store import places
 from flume.testing.herdr import FakeHerdr, Schema, connect_line
@@ -97,7 +97,7 @@ def test_the_manifest_keeps_herdrs_rules() -> None:
         assert set(action["contexts"]) <= {"workspace", "tab", "pane", "selection", "global"}
         command = action["command"]
         if command[2] == "action":
-            assert Action(command[3]).value == action["id"]
+            assert PluginAction(command[3]).value == action["id"]
         else:
             assert command[2:] == ["sidebar"]
     panes = manifest["panes"]
@@ -119,7 +119,7 @@ def test_the_manifest_keeps_herdrs_rules() -> None:
         assert ran.returncode == 0, (entry["command"], ran.stderr)
 
 
-def _check_limits(sent: list[Report]) -> None:
+def _check_limits(sent: list[HerdrRequest]) -> None:
     """Each report keeps herdr's documented limits (reference/herdr.md §4)."""
     for each in sent:
         assert _SOURCE.fullmatch(each.params["source"]), each
@@ -218,7 +218,7 @@ def _sidebar_shown(herdr: FakeHerdr, pane: str) -> None:
     assert shown.returncode == 0, shown.stderr
     sent = [r for r in herdr.requests if str(r.get("method", "")).endswith("report_metadata")]
     flume_reports = [
-        Report(method=r["method"], params=r["params"])
+        HerdrRequest(method=r["method"], params=r["params"])
         for r in sent
         if SESSION_TOKEN not in r["params"].get("tokens", {})
         and "flume_typed" not in r["params"].get("tokens", {})

@@ -117,7 +117,7 @@ def _mend_torn_tail(descriptor: int) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class Tail:
+class JournalTail:
     """The whole lines appended to a journal since an offset, and where the next read starts."""
 
     observations: tuple[Observation, ...]
@@ -127,7 +127,7 @@ class Tail:
     mended: int = 0
 
 
-def read_from(path: Path, offset: int) -> Tail:
+def read_from(path: Path, offset: int) -> JournalTail:
     """The observations of the lines appended to ``path`` since byte ``offset``.
 
     Only whole lines are taken: a last line still being written (or torn by a crash) is left
@@ -139,9 +139,9 @@ def read_from(path: Path, offset: int) -> Tail:
         data = file.read()
     end = data.rfind(b"\n")
     if end < 0:
-        return Tail(observations=(), offset=offset)
+        return JournalTail(observations=(), offset=offset)
     observations, mended = _decode_lines(path, data[:end].split(b"\n"), first=None)
-    return Tail(observations=observations, offset=offset + end + 1, mended=mended)
+    return JournalTail(observations=observations, offset=offset + end + 1, mended=mended)
 
 
 def _decode_lines(
