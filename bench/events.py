@@ -26,11 +26,11 @@ from status import host_with
 from flume.core.ids import Instant
 from flume.core.observations import Tick
 from flume.core.settings import Settings
-from flume.shell.commands.events import Follower
 from flume.shell.store import journal, places
+from flume.shell.store.events import EventStream
 
 
-def one_look(environment: dict[str, str], follower: Follower, at: float) -> float:
+def one_look(environment: dict[str, str], follower: EventStream, at: float) -> float:
     """Append a tick to the first place's journal and time the follower's look; seconds."""
     os.environ.clear()
     os.environ.update(environment)
@@ -42,11 +42,11 @@ def one_look(environment: dict[str, str], follower: Follower, at: float) -> floa
     return time.perf_counter() - started
 
 
-def first_look(environment: dict[str, str]) -> tuple[float, Follower]:
+def first_look(environment: dict[str, str]) -> tuple[float, EventStream]:
     """A new follower's first look, which reads every journal whole; seconds, and the follower."""
     os.environ.clear()
     os.environ.update(environment)
-    follower = Follower(Settings())
+    follower = EventStream(Settings())
     started = time.perf_counter()
     follower.poll()
     return time.perf_counter() - started, follower

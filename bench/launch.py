@@ -19,7 +19,12 @@ supervisor, which checks and journals it and starts the worktree at once. This a
 interpreter's start and the command's imports to flume's own work. Target (issue 16): at most
 1.5x. Bytecode is cached, as on a user's machine.
 
-Run: ``python bench/launch.py [--rounds N] [--files N]``.
+With ``--against FLUME`` (another installation's ``flume`` script, say the code before a
+change), that flume's ``flume launch`` is timed too, taking turns with this one's and with the
+bare command, round by round, on a host and an identical repository of its own: before and
+after, side by side in one run.
+
+Run: ``python bench/launch.py [--rounds N] [--files N] [--against FLUME]``.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import attrs
 from common import best, median, private_host, realistic_repository
 
 from flume.core.launch import AgentName, AgentSettings, Panes
@@ -91,6 +98,15 @@ def command_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+@attrs.frozen(kw_only=True)
+class Host:
+    """A flume as a user runs it: its script, its host's environment, its repository."""
+
+    argv: tuple[str, ...]
+    environment: dict[str, str]
+    repository: Path
+
+
 def flume_argv() -> list[str]:
     """The ``flume`` console script beside this interpreter, as a user runs it."""
     script = Path(sys.executable).parent / "flume"
@@ -110,7 +126,7 @@ def bare_command(repo: Path, number: int) -> float:
     return time.perf_counter() - started
 
 
-def cli(repo: Path, number: int) -> tuple[float, float]:
+def cli(host: Host, number: int) -> tuple[float, float]:
     """``flume launch`` in its own process: until it exits, and until it exits with its place made.
 
     Seconds, from the command's start.
@@ -118,10 +134,10 @@ def cli(repo: Path, number: int) -> tuple[float, float]:
     started = time.perf_counter()
     ran = subprocess.run(  # noqa: S603 (our own script)
         [
-            *flume_argv(),
+            *host.argv,
             "launch",
             "--repository",
-            str(repo),
+            str(host.repository),
             "--kind",
             "fix",
             "--name",
@@ -137,7 +153,10 @@ def cli(repo: Path, number: int) -> tuple[float, float]:
         capture_output=True,
         text=True,
         check=True,
-        env=command_environment(),
+        env=host.environment,
+        # Not this checkout's folder: the supervisor the first launch starts runs
+        # ``python -m flume``, which would load the flume package found there.
+        cwd=host.repository.parent,
     )
     returned = time.perf_counter() - started
     path = Path(json.loads(ran.stdout)["journal"])
@@ -149,11 +168,85 @@ def cli(repo: Path, number: int) -> tuple[float, float]:
     return returned, time.perf_counter() - started
 
 
+def other_host(flume: Path, files: int) -> Host:
+    """``flume`` on a host of its own, with a repository built as this host's is."""
+    environment = command_environment()
+    home = Path(tempfile.mkdtemp(prefix="flume-bench-against-"))
+    environment["HOME"] = str(home)
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        environment[name] = str(home / name.lower())
+    return Host(
+        argv=(str(flume),),
+        environment=environment,
+        repository=realistic_repository(home / "project", files=files),
+    )
+
+
+def stop(host: Host) -> None:
+    """Stop the host's supervisor."""
+    subprocess.run(  # noqa: S603 (our own script)
+        [*host.argv, "daemon", "stop"],
+        check=False,
+        capture_output=True,
+        env=host.environment,
+        cwd=host.repository.parent,
+    )
+
+
+def commands(hosts: dict[str, Host], rounds: int) -> None:
+    """Time the commands in turns, each round in the next order; print them and their ratios."""
+    # Each host's supervisor runs, as it does once anything was launched: the first launch
+    # starts it, and is not timed.
+    for host in hosts.values():
+        cli(host, 1000)
+    bare_commands: list[float] = []
+    returned: dict[str, list[float]] = {label: [] for label in hosts}
+    made: dict[str, list[float]] = {label: [] for label in hosts}
+    turns = ["bare", *hosts]
+    repo = next(iter(hosts.values())).repository
+    for number in range(rounds):
+        shift = number % len(turns)
+        for turn in turns[shift:] + turns[:shift]:
+            if turn == "bare":
+                bare_commands.append(bare_command(repo, number))
+            else:
+                returned_at, made_at = cli(hosts[turn], number)
+                returned[turn].append(returned_at)
+                made[turn].append(made_at)
+    print(
+        f"git worktree add -b, as a command: best {best(bare_commands) * 1000:.0f} ms, "
+        f"median {median(bare_commands) * 1000:.0f} ms"
+    )
+    for label in hosts:
+        ratio = median(made[label]) / median(bare_commands)
+        print(
+            f"{label}, as a command: exits in median {median(returned[label]) * 1000:.0f} ms; "
+            f"exited with its place made: best {best(made[label]) * 1000:.0f} ms, "
+            f"median {median(made[label]) * 1000:.0f} ms"
+        )
+        print(
+            f"  end to end (median/median): {ratio:.2f}x; best/best "
+            f"{best(made[label]) / best(bare_commands):.2f}x; target at most {COMMAND_TARGET}x: "
+            f"{'met' if ratio <= COMMAND_TARGET else 'NOT met'}"
+        )
+    print(f"raw, ms, in the order timed ({rounds} rounds):")
+    print(f"  bare: {' '.join(f'{each * 1000:.0f}' for each in bare_commands)}")
+    for label in hosts:
+        print(f"  {label}: {' '.join(f'{each * 1000:.0f}' for each in made[label])}")
+    for host in hosts.values():
+        stop(host)
+
+
 def main() -> None:
     """Build the repository, time both side by side, print the ratio against the target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another installation's flume script, timed in turns with this one",
+    )
     arguments = parser.parse_args()
     home = private_host()
     started = time.perf_counter()
@@ -184,40 +277,16 @@ def main() -> None:
         f"{median(flumes) / median(bares):.2f}x; target at most {TARGET}x: "
         f"{'met' if ratio <= TARGET else 'NOT met'}"
     )
-    # The host's supervisor runs, as it does once anything was launched: the first launch
-    # starts it, and is not timed.
-    cli(repo, 1000)
-    bare_commands, returned, made = [], [], []
-    for number in range(arguments.rounds):
-        if number % 2:
-            bare_commands.append(bare_command(repo, number))
-            returned_at, made_at = cli(repo, number)
-        else:
-            returned_at, made_at = cli(repo, number)
-            bare_commands.append(bare_command(repo, number))
-        returned.append(returned_at)
-        made.append(made_at)
-    command_ratio = median(made) / median(bare_commands)
-    print(
-        f"git worktree add -b, as a command: best {best(bare_commands) * 1000:.0f} ms, "
-        f"median {median(bare_commands) * 1000:.0f} ms"
-    )
-    print(
-        f"flume launch, as a command: exits in median {median(returned) * 1000:.0f} ms; "
-        f"exited with its place made: best {best(made) * 1000:.0f} ms, "
-        f"median {median(made) * 1000:.0f} ms"
-    )
-    print(
-        f"launch end to end (median/median): {command_ratio:.2f}x; best/best "
-        f"{best(made) / best(bare_commands):.2f}x; target at most {COMMAND_TARGET}x: "
-        f"{'met' if command_ratio <= COMMAND_TARGET else 'NOT met'}"
-    )
-    subprocess.run(  # noqa: S603 (our own script)
-        [*flume_argv(), "daemon", "stop"],
-        check=False,
-        capture_output=True,
-        env=command_environment(),
-    )
+    hosts = {
+        "flume launch": Host(
+            argv=tuple(flume_argv()), environment=command_environment(), repository=repo
+        )
+    }
+    if arguments.against is not None:
+        hosts[f"flume launch of {arguments.against}"] = other_host(
+            arguments.against, arguments.files
+        )
+    commands(hosts, arguments.rounds)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from flume.core.observations import (
 )
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell.store.journal import decode, encode
+from flume.shell.store.codec import decode, encode
 
 TARGET = 50_000
 SESSION = SessionId("5e55-0001")

@@ -2,8 +2,8 @@
 
 Each function does what its ``flume`` command does, with the same checks, and returns what the
 command prints, as values: a tracker, a release tool or an MCP server calls these instead of
-running the CLI and reading its output. The CLI itself is built on them. Documented in
-docs/api.md.
+running the CLI and reading its output. The CLI itself is built on them: every command goes
+through here to the shell. Documented in docs/api.md.
 
 Bad input, or a command the place's rules refuse, raises :class:`UsageError` (the one from
 :mod:`flume.core.errors`): its ``problems`` say what is wrong and how to mend it, and its
@@ -11,62 +11,121 @@ Bad input, or a command the place's rules refuse, raises :class:`UsageError` (th
 created or journaled then. No function here exits the process or prints.
 
 A command that journals something for the supervisor to act on (``launch``, ``tell``, ``stop``,
-``retry``, ``drop``, ``proceed``) wakes the host's supervisor, starting one when none runs, as
-the CLI does. ``status``, ``status_dicts`` and ``events`` only read journals and start nothing.
+``retry``, ``drop``, ``proceed``, ``needs``, ``submit``) wakes the host's supervisor, starting
+one when none runs, as the CLI does. ``status``, ``status_dicts`` and ``events`` only read
+journals and start nothing.
+
+Imports. A command answers at once only if it loads no more than it needs (bench/cli.py,
+tests/integration/test_cli_imports.py): this module loads at its top only what the quick
+answers need (an agent's command refused outside any place), and each function loads the
+rules, git, the journal's codec and the supervisor's client when it runs. The names it
+re-exports from those (``PlaceStatus``, ``Cursor``, ``Unanswered``...) load on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
-from flume.core.actions import SendTell
-from flume.core.errors import UsageError, refused
-from flume.core.ids import BranchName, Instant, PlaceName
-from flume.core.launch import place_name
-from flume.core.observations import (
-    DropAsked,
-    Observation,
-    ProceedAsked,
-    RetryAsked,
-    StopAsked,
-    Told,
-)
-from flume.core.place import Place
-from flume.core.settings import Settings
-from flume.core.status import PlaceStatus
-from flume.core.status import status as core_status
-from flume.core.step import Decision
-from flume.shell.commands import verbs as commands
-from flume.shell.commands.events import Cursor, Follower, PlaceEvent
-from flume.shell.perform import launch as shell_launch
-from flume.shell.store import places
-from flume.shell.store.journal import codec, fault_words
-from flume.shell.supervisor import client
+from flume.core.errors import Problem, UsageError, refused
+from flume.shell.commands import asked as asked_words
+
+if TYPE_CHECKING:
+    from flume.core.ids import Instant
+    from flume.core.observations import Observation
+    from flume.core.place import Place
+    from flume.core.status import PlaceStatus
+    from flume.core.step import Decision, TraceRow
+    from flume.shell.agents.inspection import Inspection
+    from flume.shell.commands.attach import Attaching
+    from flume.shell.commands.tidying import TidyOutcome
+    from flume.shell.commands.verbs import Prompt
+    from flume.shell.perform.launch_words import LaunchAsked, Made
+    from flume.shell.store import places
+    from flume.shell.store.events import Cursor, EventStream, PlaceEvent
+    from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
+    from flume.shell.supervisor.client import Unanswered
 
 __all__ = [
+    "DAEMON_START_SECONDS",
+    "Attaching",
     "Cursor",
+    "DaemonStatus",
+    "Inspection",
+    "LaunchAsked",
+    "LaunchFailed",
     "Launched",
     "PlaceEvent",
     "PlaceStatus",
+    "Prompt",
+    "Simulated",
     "Survey",
+    "TidyOutcome",
+    "Unanswered",
     "UsageError",
+    "attach",
+    "daemon_log",
+    "daemon_run",
+    "daemon_start",
+    "daemon_status",
+    "daemon_stop",
+    "decoded",
     "drop",
     "events",
+    "exec_attach",
+    "follower",
+    "hand_over",
+    "inspect",
     "launch",
+    "launch_asked",
+    "needs",
     "proceed",
+    "prompt",
     "retry",
+    "scenarios",
+    "simulate",
     "status",
     "status_dicts",
+    "status_document",
     "stop",
+    "submit",
     "survey",
     "tell",
+    "tidy",
 ]
+
+#: Names re-exported from modules loaded on first use: name -> (module, its name there).
+_LATER = {
+    "Attaching": ("flume.shell.commands.attach", "Attaching"),
+    "Cursor": ("flume.shell.store.events", "Cursor"),
+    "Inspection": ("flume.shell.agents.inspection", "Inspection"),
+    "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
+    "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
+    "PlaceStatus": ("flume.core.status", "PlaceStatus"),
+    "Prompt": ("flume.shell.commands.verbs", "Prompt"),
+    "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
+    # A launch the supervisor took and then said nothing of: whether it was made is unknown.
+    "Unanswered": ("flume.shell.supervisor.client", "Unanswered"),
+    # How long :func:`daemon_start` waits for a supervisor it started to answer.
+    "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
+}
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 (a class, whichever is named)
+    """A re-exported name whose module is loaded when the name is first asked for."""
+    if name not in _LATER:
+        message = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(message)
+    module, there = _LATER[name]
+    found = getattr(importlib.import_module(module), there)
+    globals()[name] = found
+    return found
 
 
 # --- launch --------------------------------------------------------------------------------
@@ -86,9 +145,24 @@ class Launched:
     base: str
     journal: Path
 
+    @classmethod
+    def of(cls, made: Made) -> Launched:
+        """The launch the shell journaled."""
+        return cls(
+            place=made.place,
+            repository=made.repository,
+            path=made.path,
+            branch=made.branch,
+            base=made.base,
+            journal=made.journal,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
-        return shell_launch.Made(
+        from flume.core.ids import BranchName, PlaceName
+        from flume.shell.perform.launch_words import Made
+
+        return Made(
             place=PlaceName(self.place),
             repository=self.repository,
             path=self.path,
@@ -123,32 +197,65 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
     test; ``agent_args`` go on the agent's command line, in order; ``panes`` is tmux, herdr or
     print. Raises :class:`UsageError`, creating nothing, when
     anything is wrong; with exit status 1 when a folder it writes cannot be written (a full
-    disk, a read-only folder), naming it and the system's words.
+    disk, a read-only folder), naming it and the system's words. The same as
+    :func:`launch_asked` of a :class:`LaunchAsked` holding these arguments.
     """
-    # A lone string is one stage or argument, not a sequence of letters.
-    made = shell_launch.launch_asked(
-        repository=Path(repository),
-        name=name,
-        brief=brief,
-        kind=kind,
-        kind_file=Path(kind_file) if kind_file is not None else None,
-        base=base,
-        mark=mark,
-        waits=(waits,) if isinstance(waits, str) else waits,
-        agent=agent,
-        model=model,
-        agent_args=(agent_args,) if isinstance(agent_args, str) else agent_args,
-        panes=panes,
+    from flume.shell.perform.launch_words import LaunchAsked
+
+    return launch_asked(
+        LaunchAsked(
+            repository=repository,
+            name=name,
+            brief=brief,
+            kind=kind,
+            kind_file=kind_file,
+            base=base,
+            mark=mark,
+            waits=waits,
+            agent=agent,
+            model=model,
+            agent_args=agent_args,
+            panes=panes,
+        )
     )
+
+
+def launch_asked(asked: LaunchAsked) -> Launched:
+    """:func:`launch`, its arguments in one record: checked and journaled in this process."""
+    from flume.shell.perform import launch as shell_launch
+    from flume.shell.supervisor import client
+
+    made = shell_launch.launch_asked(asked)
     client.ensure()
-    return Launched(
-        place=made.place,
-        repository=made.repository,
-        path=made.path,
-        branch=made.branch,
-        base=made.base,
-        journal=made.journal,
-    )
+    return Launched.of(made)
+
+
+class LaunchFailed(Exception):  # noqa: N818 (what happened, as client.Unanswered)
+    """The supervisor took a launch and failed with an error of its own (said in the message)."""
+
+
+def hand_over(asked: LaunchAsked) -> Launched | None:
+    """Hand the launch to the host's running supervisor, which checks and journals it.
+
+    Its rules, git and the journal's codec are loaded already, so this answers sooner than
+    :func:`launch_asked`, loading none of them. None, and nothing done, when no supervisor runs
+    or it does not take the launch (one carrying a kind file, or asked of another flume): launch
+    it with :func:`launch_asked`. Raises :class:`UsageError` as :func:`launch` does (nothing
+    made), :class:`Unanswered` when the supervisor took it and said nothing more (it may have
+    been made), :class:`LaunchFailed` when the supervisor failed at it.
+    """
+    from flume.shell.perform.launch_words import Made
+    from flume.shell.supervisor import client
+
+    outcome = client.launch(asked)
+    if outcome is None:
+        return None
+    if "made" in outcome:
+        return Launched.of(Made.from_dict(outcome["made"]))
+    if "problems" in outcome:
+        problems = tuple(Problem(**problem) for problem in outcome["problems"])
+        raise UsageError(problems, exit_status=int(outcome["exit_status"]))
+    raise LaunchFailed(outcome.get("failed", outcome))
 
 
 # --- status --------------------------------------------------------------------------------
@@ -169,6 +276,8 @@ class Survey:
 
 def _repositories(repository: str | Path | None) -> list[Path]:
     """The repository named (its main worktree), or every one flume knows."""
+    from flume.shell.store import places
+
     if repository is not None:
         return [places.repository_of(Path(repository))]
     return places.remembered()
@@ -183,6 +292,11 @@ def survey(
     ``repository`` one repository's places (default: every repository flume knows). A live
     agent's state is ``unknown`` while no supervisor runs (R11).
     """
+    from flume.core.settings import Settings
+    from flume.core.status import status as core_status
+    from flume.shell.store import places
+    from flume.shell.supervisor import client
+
     repositories = _repositories(repository)
     views: list[PlaceStatus] = []
     unreadable: list[tuple[str, str]] = []
@@ -212,8 +326,51 @@ def survey(
     )
 
 
+def status_document(
+    *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
+) -> dict[str, Any]:
+    """Every place's status as plain data (``flume status --json``), with ``torn`` and more.
+
+    The running supervisor answers it from the places it follows, with their journals read to
+    their ends; with none running, or for one repository, the journals are read here (R11: what
+    an agent does now is then unknown). No repository registered: no places, nothing to read.
+    Filtered as :func:`survey`, but the supervisor's answer holds every place.
+    """
+    from flume.shell import host as registry
+    from flume.shell.supervisor import client
+
+    if repository is None:
+        # A supervisor that cannot answer within this is taken as none: the journals are read.
+        answer = client.request("survey", timeout=2.0)
+        if answer is not None and answer.get("ok") is True and "places" in answer:
+            return answer
+        if not registry.remembered():
+            empty: list[Any] = []
+            return {
+                "format": registry.FORMAT,
+                "places": empty,
+                "unreadable": empty,
+                "torn": empty,
+                "repositories": empty,
+            }
+    from flume.shell.store.codec import FORMAT, codec
+
+    found = survey(place=place, repository=repository, mark=mark)
+    return {
+        "format": FORMAT,
+        "places": [codec().unstructure(view) for view in found.places],
+        "unreadable": [
+            {"journal": journal, "problem": problem} for journal, problem in found.unreadable
+        ],
+        "torn": list(found.torn),
+        "repositories": [str(each) for each in found.repositories],
+    }
+
+
 def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
     """What the supervisor's ``status`` reply says keeps it from carrying a place on."""
+    from flume.shell.store.journal import fault_words
+
     return fault_words(
         unwritable=said.get("unwritable", {}).get(str(journal_path)),
         unread=said.get("unreadable", {}).get(str(journal_path)),
@@ -246,6 +403,8 @@ def status_dicts(
     *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
 ) -> list[dict[str, Any]]:
     """:func:`status` as JSON-ready data: the ``places`` of ``flume status --json`` (format 1)."""
+    from flume.shell.store.codec import codec
+
     views = status(place=place, repository=repository, mark=mark)
     return [codec().unstructure(view) for view in views]
 
@@ -254,11 +413,18 @@ def status_dicts(
 
 
 def _now() -> Instant:
+    from flume.core.ids import Instant
+
     return Instant(time.time())
 
 
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+    from flume.shell.store import places
+    from flume.shell.supervisor import client
+
     settings = Settings()
     where = Path(repository) if repository is not None else None
     found = places.find(place, where, settings)
@@ -275,6 +441,8 @@ def _followed_or_refuse(found: places.Found) -> None:
     an action of the place still runs). No supervisor answering is no refusal: the one the
     command starts reads every journal anew.
     """
+    from flume.shell.supervisor import client
+
     if found.place is None:
         return
     reply = client.request("follows", timeout=2.0, journal=str(found.journal))
@@ -290,7 +458,7 @@ def _followed_or_refuse(found: places.Found) -> None:
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
@@ -300,7 +468,14 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     agent asks a person, or while the host's supervisor cannot follow the place's journal; bad
     words (empty, not text, over 1 MiB) are exit status 2.
     """
-    words = commands.checked_text("tell", text)
+    from flume.core.actions import SendTell
+    from flume.core.observations import Told
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+    from flume.shell.store import places
+    from flume.shell.supervisor import client
+
+    words = asked_words.checked_text("tell", text)
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
@@ -323,6 +498,8 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
 
 def stop(place: str, *, repository: str | Path | None = None) -> str:
     """End the agent that went the wrong way; its stage waits for a retry (R9)."""
+    from flume.core.observations import StopAsked
+
     decision = _give(place, repository, StopAsked(at=_now()))
     name = _name(decision.place)
     return (
@@ -333,7 +510,9 @@ def stop(place: str, *, repository: str | Path | None = None) -> str:
 
 def retry(place: str, *, words: str = "", repository: str | Path | None = None) -> str:
     """Run the stage that stopped short again, with a fresh agent and ``words`` (R9)."""
-    given = commands.checked_text("words", words, empty_ok=True)
+    from flume.core.observations import RetryAsked
+
+    given = asked_words.checked_text("words", words, empty_ok=True)
     decision = _give(place, repository, RetryAsked(at=_now(), words=given))
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
@@ -345,6 +524,8 @@ def retry(place: str, *, words: str = "", repository: str | Path | None = None) 
 
 def proceed(place: str, *, repository: str | Path | None = None) -> str:
     """Give your word to a stage that waits on it, so that it starts (R7)."""
+    from flume.core.observations import ProceedAsked
+
     decision = _give(place, repository, ProceedAsked(at=_now()))
     return (
         f"{_name(decision.place)}: stage {decision.place.stage.name} is released; "
@@ -354,11 +535,179 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:
     """Abandon the work: its agent ends; tidy removes its place, and keeps a branch with work."""
+    from flume.core.observations import DropAsked
+
     _give(place, repository, DropAsked(at=_now()))
     return (
         f"{place} dropped: the supervisor removes its place if clean, and keeps its branch if it "
         "holds commits its base lacks or the work is a change"
     )
+
+
+# --- the agent's commands ------------------------------------------------------------------
+
+
+def decoded(field: str, data: bytes) -> str:
+    """Bytes read from stdin as the caller's words (UTF-8); a :class:`UsageError` if not text."""
+    return asked_words.decoded(field, data)
+
+
+def _folder(cwd: str | Path | None) -> Path:
+    """The folder named, or the one this process runs in; a usage error when it is gone."""
+    if cwd is not None:
+        return Path(cwd)
+    try:
+        return Path.cwd()
+    except FileNotFoundError as error:
+        raise UsageError.one(
+            "folder", "the current folder no longer exists", "run it from a folder that exists"
+        ) from error
+
+
+def _here(cwd: str | Path | None) -> Path:
+    """:func:`_folder`, refused at once (no git, rules or codec loaded) when in no place."""
+    here = _folder(cwd)
+    if asked_words.in_no_place(here):
+        raise asked_words.outside(here)
+    return here
+
+
+def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Decision:
+    """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+    from flume.shell.supervisor import client
+
+    settings = Settings()
+    found = commands.place_here(here, settings)
+    decision = commands.give(found, seen(_now(), commands.session_of()), settings)
+    client.ensure()
+    return decision
+
+
+def needs(text: str, *, cwd: str | Path | None = None) -> str:
+    """For the agent: stop its stage short with what it needs (``flume needs``, R8).
+
+    The place is the one ``cwd`` (default: this process's folder) is in; the agent's session is
+    ``$FLUME_SESSION``. Returns what the command prints. Bad words, or a folder in no place,
+    are refused before the rules, git or the journal are loaded.
+    """
+    words = asked_words.checked_text("words", text)
+    here = _here(cwd)
+    from flume.core.observations import NeedsSaid
+    from flume.core.place import Short
+
+    decision = _agent_gives(
+        here, lambda at, session: NeedsSaid(at=at, words=words, session=session)
+    )
+    phase = decision.place.stage.phase
+    said = phase.words if isinstance(phase, Short) else ""
+    return f"flume: {_name(decision.place)} stops short: {said}"
+
+
+def submit(*, cwd: str | Path | None = None) -> str:
+    """For the agent: hand the place's branch to the repository's lander (``flume submit``).
+
+    The place and session as :func:`needs` finds them; returns what the command prints.
+    """
+    here = _here(cwd)
+    from flume.core.observations import SubmitAsked
+
+    decision = _agent_gives(here, lambda at, session: SubmitAsked(at=at, session=session))
+    place = decision.place
+    return (
+        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
+        f"{place.launch.base}; if its checks fail, their output comes back to you"
+    )
+
+
+def prompt(  # noqa: PLR0913 (each is one thing a launch names)
+    kind: str,
+    stage: str,
+    *,
+    brief: str = "(the brief)",
+    name: str = "example",
+    base: str | None = None,
+    repository: str | Path | None = None,
+    cwd: str | Path | None = None,
+) -> Prompt:
+    """The exact prompt a stage would be sent (``flume prompt``); starts nothing, writes nothing.
+
+    The repository's kinds and prompts apply (default: those of the one ``cwd`` is in); with
+    none, the built-in ones and a stand-in path (``.repository`` is then None).
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs as commands
+
+    wanted = commands.PromptAsked(
+        kind=kind,
+        stage=stage,
+        brief=brief,
+        name=name,
+        base=base,
+        repository=Path(repository) if repository is not None else None,
+    )
+    return commands.prompt(wanted, _folder(cwd), Settings())
+
+
+# --- tidy and attach -----------------------------------------------------------------------
+
+
+def tidy(
+    *,
+    repository: str | Path | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    timeout: float = 120.0,
+) -> list[TidyOutcome]:
+    """Remove what landed or was dropped (``flume tidy``): each place's outcome, with why.
+
+    Asks each place's tidy, waits up to ``timeout`` seconds for the supervisor's, moves aside
+    the journals of places tidied and removes the staging folders of launches that died.
+    ``dry_run``: what it would report now, changing nothing. ``force`` removes places holding
+    uncommitted or untracked changes. An outcome whose ``failed`` is not empty failed (the CLI
+    exits 1).
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands import tidying
+    from flume.shell.store import places
+
+    settings = Settings()
+    repositories = _repositories(repository)
+    found = [
+        each
+        for where in repositories
+        for each in places.places_of(where, settings)
+        if each.place is not None
+    ]
+    if dry_run:
+        return tidying.plans(found, force=force, settings=settings)
+    outcomes = tidying.tidy(found, force=force, settings=settings, timeout=timeout)
+    for where in repositories:
+        tidying.sweep_staging(where, time.time())
+    return outcomes
+
+
+def attach(place: str, *, repository: str | Path | None = None) -> Attaching:
+    """How to show the place's agent in a terminal (``flume attach``): its pane and command.
+
+    ``.printed``: the agent waits for its caller to run ``.argv`` (``--panes print``). Else
+    ``.argv`` shows the live ``.pane`` (:func:`exec_attach` runs it here). Refused (exit status 1)
+    when the place has no live agent in a pane.
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands.attach import attaching
+
+    return attaching(place, Path(repository) if repository is not None else None, Settings())
+
+
+def exec_attach(attached: Attaching) -> NoReturn:
+    """Replace this process with the program that shows the pane (:func:`attach`'s argv)."""
+    from flume.shell.panes.attach import exec_attach as replace
+
+    replace(attached.argv)
+    message = f"{attached.argv[0]} did not take over the process"
+    raise SystemExit(message)
 
 
 # --- events --------------------------------------------------------------------------------
@@ -392,10 +741,14 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     a bad repository or cursor raises :class:`UsageError`, as does a ``place`` found nowhere
     when not following.
     """
+    from flume.core.settings import Settings
+    from flume.shell.store import places
+    from flume.shell.store.events import Cursor, EventStream
+
     where = places.repository_of(Path(repository)) if repository is not None else None
     cursor = Cursor.parse(after) if after is not None else None
     seconds("poll", poll)
-    follower = Follower(
+    follower = EventStream(
         Settings(), repository=where, place=place, mark=mark, after=cursor, on_problem=on_problem
     )
     first = follower.poll()
@@ -404,8 +757,23 @@ def events(  # noqa: PLR0913 (each narrows the stream or says how to follow it)
     return _stream(follower, first, follow=follow, poll=poll, until=until)
 
 
+def follower(*, repository: str | Path | None = None, mark: str | None = None) -> EventStream:
+    """What ``flume watch`` draws its board from: the places' events, read as journals grow.
+
+    ``repository`` (checked at once: a :class:`UsageError` when it is none) and ``mark`` narrow
+    it as they narrow :func:`events`; its ``repository`` is the main worktree, or None for
+    every repository flume knows. Nothing is read until it is polled.
+    """
+    from flume.core.settings import Settings
+    from flume.shell.store import places
+    from flume.shell.store.events import EventStream
+
+    where = places.repository_of(Path(repository)) if repository is not None else None
+    return EventStream(Settings(), repository=where, mark=mark)
+
+
 def _stream(
-    follower: Follower,
+    follower: EventStream,
     first: list[PlaceEvent],
     *,
     follow: bool,
@@ -417,3 +785,154 @@ def _stream(
     while follow and not (until is not None and until()):
         time.sleep(poll)
         yield from follower.poll()
+
+
+# --- the host's supervisor -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DaemonStatus:
+    """What ``flume daemon status`` says of the host's supervisor."""
+
+    #: The pid of the process holding the host's supervisor lock; None when none runs.
+    pid: int | None
+    #: It is stopped (SIGSTOP, a debugger): it was not asked.
+    paused: bool
+    #: Its answer to ``status``: None when none runs, or when it does not answer.
+    reply: dict[str, Any] | None
+    #: Why one that runs does not answer, and the way out.
+    problem: Problem | None
+
+
+def daemon_status() -> DaemonStatus:
+    """Whether the host's supervisor runs and answers, and what it follows (its ``reply``)."""
+    from flume.shell.supervisor import client
+
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    problem = None
+    if reply is None and holder is not None:
+        (problem,) = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS).problems
+    return DaemonStatus(pid=holder, paused=paused, reply=reply, problem=problem)
+
+
+def daemon_start() -> dict[str, Any] | None:
+    """Start the host's supervisor if none runs: its answer, or None when it does not answer.
+
+    Waits :data:`DAEMON_START_SECONDS`; its log is :func:`daemon_log`.
+    """
+    from flume.shell.supervisor import client
+
+    return client.ensure(wait=client.START_SECONDS)
+
+
+def daemon_log() -> Path:
+    """The host's supervisor's log file."""
+    from flume.shell.supervisor import client
+
+    return client.log_path()
+
+
+def daemon_stop(*, timeout: float = 600.0) -> tuple[int, bool] | None:
+    """Stop the host's supervisor once its actions finish: its pid, and whether it exited.
+
+    None when none runs. Waits up to ``timeout`` seconds for it to exit. Raises
+    :class:`UsageError` (exit status 1) when one runs and does not answer.
+    """
+    from flume.shell import process
+    from flume.shell.supervisor import client
+
+    holder = client.holder()
+    paused = holder is not None and client.stopped(holder)
+    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    if reply is None and holder is not None:
+        raise client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
+    if reply is None:
+        return None
+    pid = int(reply["pid"])
+    # It stops listening at once, and exits once its running actions are done.
+    deadline = time.monotonic() + timeout
+    while process.alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pid, not process.alive(pid)
+
+
+def daemon_run(*, asked_after: int | None = None) -> int:
+    """Run the host's supervisor in this process until it is stopped: its exit status."""
+    from flume.core.settings import Settings
+    from flume.shell.supervisor import loop as supervisor
+
+    return supervisor.serve(Settings(), asked_after=asked_after)
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Simulated:
+    """A scenario run through flume's rules, with no I/O (``flume simulate``)."""
+
+    path: str
+    description: str
+    #: Each step: what was seen, the place's state, the actions decided.
+    rows: tuple[TraceRow, ...]
+
+
+def simulate(given: Sequence[str]) -> list[Simulated]:
+    """Each scenario (a file, or the name of one flume ships) run through the rules, in order.
+
+    Every scenario is read before any runs: one malformed raises :class:`UsageError` naming
+    each problem, and nothing runs.
+    """
+    from flume.core.step import trace
+    from flume.shell.declared import scenario
+
+    problems: list[Problem] = []
+    loaded: list[scenario.Scenario] = []
+    for each in given:
+        try:
+            loaded.append(scenario.load(scenario.find(each)))
+        except UsageError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise UsageError(tuple(problems))
+    return [
+        Simulated(
+            path=one.path,
+            description=one.description,
+            rows=tuple(trace(one.settings, one.observations)),
+        )
+        for one in loaded
+    ]
+
+
+def scenarios() -> tuple[Path, list[tuple[str, str]]]:
+    """The folder of the scenarios flume ships, and each one's name and what it shows.
+
+    A scenario that cannot be read says its problem in place of what it shows.
+    """
+    from flume.shell.declared import scenario
+
+    named: list[tuple[str, str]] = []
+    for path in scenario.shipped():
+        try:
+            about = scenario.load(path).description
+        except UsageError as error:
+            about = error.problems[0].render()
+        named.append((path.stem, about))
+    return scenario.SHIPPED, named
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+
+def inspect(file: str | Path) -> Inspection:
+    """What flume makes of an agent's transcript or rollout (``flume inspect``).
+
+    The messages it takes as typed by a person, and the agent's state at the end of the file.
+    A file none of whose lines is a transcript's raises :class:`UsageError` (exit status 2).
+    """
+    from flume.shell.agents.inspection import inspect as inspected
+
+    return inspected(Path(file))

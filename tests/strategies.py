@@ -56,6 +56,9 @@ from flume.core.place import (
     Submission,
     Tell,
     TellSending,
+    TidyGathering,
+    TidyNotWanted,
+    TidyWanted,
     Working,
 )
 from flume.core.settings import Settings
@@ -185,7 +188,7 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     obs.ActionFailed: st.builds(
         obs.ActionFailed,
         at=instants,
-        action=st.sampled_from([t.__name__ for t in act.ACTION_TYPES]),
+        action=st.sampled_from(act.ActionName),
         argv=st.lists(texts, max_size=3).map(pvector),
         status=st.integers(min_value=-9, max_value=255),
         output=texts,
@@ -395,6 +398,11 @@ _MAYBE_CHANGE = st.none() | FACTS[obs.ChangeSeen]
 _MAYBE_TASKS = st.none() | st.just((1, 3))
 _LIVES = st.sampled_from(list(Life))
 _SUBMISSIONS = st.sampled_from(list(Submission))
+_TIDIES = st.one_of(
+    st.just(TidyNotWanted()),
+    st.builds(TidyWanted, force=st.booleans()),
+    st.builds(TidyGathering, force=st.booleans()),
+)
 _LAUNCHES = st.sampled_from(FIXED_LAUNCHES)
 _ATTEMPTS = st.integers(min_value=1, max_value=2)
 _SENDS = st.integers(min_value=0, max_value=2)
@@ -446,9 +454,7 @@ def any_places(draw: st.DrawFn) -> Place:
         landed_at=draw(_MAYBE_INSTANT),
         change_archived=draw(st.booleans()),
         submission=draw(_SUBMISSIONS),
-        tidy_wanted=draw(st.booleans()),
-        tidy_force=draw(st.booleans()),
-        tidying=draw(st.booleans()),
+        tidy=draw(_TIDIES),
     )
 
 

@@ -1,14 +1,12 @@
 """``flume watch``: a board of every place, redrawn as their journals grow.
 
-Theory of operation. A :class:`~flume.shell.commands.events.Follower` reads what each journal
-gained since
-the last look (from stored offsets, as ``flume events`` does), so a refresh costs what changed;
-each place's row is its status (R11), with its age since launch and since the last thing seen.
-The board is drawn for a plain terminal, as one reached over SSH is: no mouse, no alternate
+Theory of operation. An :class:`~flume.shell.store.events.EventStream` reads what each journal
+gained since the last look (from stored offsets, as ``flume events`` does), so a refresh costs what
+changed; each place's row is its status (R11), with its age since launch and since the last thing
+seen. The board is drawn for a plain terminal, as one reached over SSH is: no mouse, no alternate
 screen, keys read one by one (q quits; Ctrl-C too). Where the terminal cannot move its cursor
 (``TERM=dumb``) or the output is not a terminal, the board is printed again, whole, each time a
-place changes; colour follows rich's rules (none with ``NO_COLOR``, ``TERM=dumb``, or no
-terminal).
+place changes; colour follows rich's rules (none with ``NO_COLOR``, ``TERM=dumb``, or no terminal).
 """
 
 from __future__ import annotations
@@ -29,10 +27,10 @@ from rich.live import Live
 from rich.text import Text
 
 from flume.cli import render, statusview
-from flume.core.status import PlaceStatus
+from flume.core.status import PhaseWord, PlaceStatus
 from flume.core.status import status as core_status
-from flume.shell.commands.events import Follower
 from flume.shell.store import places
+from flume.shell.store.events import EventStream
 from flume.shell.supervisor import client
 
 #: Terminals that cannot move the cursor: the board is printed anew instead of redrawn.
@@ -41,13 +39,13 @@ _DUMB = frozenset({"dumb", "unknown", ""})
 _PLAIN_WIDTH = 200
 _PLAIN_HEIGHT = 50
 _PHASE_STYLES = {
-    "working": "green",
-    "delivered": "cyan",
-    "short": "bold red",
-    "waits-word": "yellow",
-    "finished": "cyan",
-    "dropped": "dim",
-    "tidied": "dim",
+    PhaseWord.WORKING: "green",
+    PhaseWord.DELIVERED: "cyan",
+    PhaseWord.SHORT: "bold red",
+    PhaseWord.WAITS_WORD: "yellow",
+    PhaseWord.FINISHED: "cyan",
+    PhaseWord.DROPPED: "dim",
+    PhaseWord.TIDIED: "dim",
 }
 _MINUTE, _HOUR, _DAY = 60, 3600, 86400
 
@@ -85,7 +83,7 @@ def duration(seconds: float) -> str:
     return f"{int(seconds // _DAY)}d"
 
 
-def rows(follower: Follower, now: float, *, supervised: bool) -> list[Row]:
+def rows(follower: EventStream, now: float, *, supervised: bool) -> list[Row]:
     """Read what the journals gained, and each place's row."""
     follower.poll()
     found: list[Row] = []
@@ -121,7 +119,7 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
     rows: list[list[str | Text]] = []
     for row in found:
         view = row.view
-        phase = view.phase + (f" ({view.short_cause})" if view.short_cause else "")
+        phase = view.phase.value + (f" ({view.short_cause})" if view.short_cause else "")
         rows.append(
             [
                 view.place,
@@ -130,7 +128,7 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
                 Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
                 Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
                 "yes" if view.deliverable_exists else "no",
-                view.submission,
+                view.submission.value,
                 f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
                 duration(row.age),
                 duration(row.quiet),
@@ -187,7 +185,7 @@ class Keys:
 
 
 def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when to end)
-    follower: Follower,
+    follower: EventStream,
     console: Console,
     *,
     interval: float,
@@ -234,7 +232,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
                 live.update(look()[1], refresh=True)
 
 
-def once(follower: Follower, console: Console, *, where: str) -> None:
+def once(follower: EventStream, console: Console, *, where: str) -> None:
     """Print the board once."""
     now = time.time()
     supervised = client.request("ping", timeout=1.0) is not None

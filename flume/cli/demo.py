@@ -5,9 +5,8 @@ starts the supervisor, all in a temporary folder of the demo's own. What happens
 with what flume already has for it: in a terminal that can move its cursor, the board ``flume
 watch`` draws (:mod:`flume.cli.board`); into a pipe, a file or a dumb terminal, each event as
 ``flume events`` prints it (:func:`flume.cli.render.event_text`), both read by one
-:class:`~flume.shell.commands.events.Follower`. Either ends once both places have settled (or the
-time
-is up), and the summary follows: what main holds and the places left.
+:class:`~flume.shell.store.events.EventStream`. Either ends once both places have settled (or
+the time is up), and the summary follows: what main holds and the places left.
 
 However the demo ends (finished, time up, Ctrl-C, SIGTERM, SIGHUP from a closed terminal), its
 supervisor and tmux server are stopped and its folder is removed; while that is done, further
@@ -30,7 +29,7 @@ import typer
 
 from flume.cli import board, render
 from flume.core.settings import Settings
-from flume.shell.commands.events import Follower
+from flume.shell.store.events import EventStream
 from flume.testing import demo as demo_world
 
 #: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
@@ -100,7 +99,7 @@ def _story(folder: Path, seconds: float) -> bool:
     for line in demo_world.start(folder):
         _say(line)
     repository = demo_world.repository_of(folder)
-    follower = Follower(Settings(), repository=repository)
+    follower = EventStream(Settings(), repository=repository)
     deadline = time.monotonic() + seconds
 
     def over() -> bool:
@@ -117,7 +116,7 @@ def _story(folder: Path, seconds: float) -> bool:
     return summary.finished
 
 
-def _events(follower: Follower, over: Callable[[], bool], say: Callable[[str], None]) -> None:
+def _events(follower: EventStream, over: Callable[[], bool], say: Callable[[str], None]) -> None:
     """Each event as ``flume events`` prints it, until ``over``."""
     while True:
         for event in follower.poll():

@@ -3,7 +3,7 @@
 ``flume inspect transcript FILE`` lists the lines of a Claude Code transcript or a Codex rollout
 that flume takes as messages typed by the user, and the agent's state it reads at the end. Keys
 typed into a pane prove nothing; the transcript does (R5), so this is how to see why a prompt did
-or did not count as delivered. The judgement is :func:`flume.shell.agents.inspect.inspect`'s;
+or did not count as delivered. The judgement is :func:`flume.shell.agents.inspection.inspect`'s;
 this
 module only renders it.
 """
@@ -22,7 +22,7 @@ from flume.cli.usage import Command
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from flume.shell.agents.inspect import Inspection
+    from flume.api import Inspection
 
 #: A prompt's text in the table: one line, at most this many characters.
 SHORT = 100
@@ -109,10 +109,10 @@ def transcript(
     The lines flume takes as typed by a person, and the state it reads at the end of the file.
     A file none of whose lines is a transcript's is bad input (exit status 2).
     """
-    from flume.shell.agents.inspect import inspect
+    from flume import api
 
     try:
-        found = inspect(file)
+        found = api.inspect(file)
     except UsageError as error:
         _fail(error)
     if as_json:

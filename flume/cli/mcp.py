@@ -206,21 +206,22 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
     made_name = chosen["name"] is None
     base_name = chosen["name"] or name_from(read.brief)
     taken: tuple[Problem, ...] = ()
+    asked = api.LaunchAsked(
+        repository=where,
+        name=base_name,
+        brief=read.brief,
+        kind=kind_chosen,
+        kind_file=None if kind_file is None else _repository(kind_file),
+        base=chosen["base"],
+        mark=chosen["mark"],
+        waits=(*read.waits, *(waits or ())),
+        agent=chosen["agent"] or "claude",
+        model=chosen["model"],
+        panes=panes,
+    )
     for tried in made_names(base_name, NAME_TRIES):
         try:
-            launched = api.launch(
-                repository=where,
-                name=tried,
-                brief=read.brief,
-                kind=kind_chosen,
-                kind_file=None if kind_file is None else _repository(kind_file),
-                base=chosen["base"],
-                mark=chosen["mark"],
-                waits=(*read.waits, *(waits or ())),
-                agent=chosen["agent"] or "claude",
-                model=chosen["model"],
-                panes=panes,
-            )
+            launched = api.launch_asked(attrs.evolve(asked, name=tried))
         except UsageError as error:
             if made_name and all(problem.field == "name" for problem in error.problems):
                 taken = error.problems

@@ -14,17 +14,15 @@ from attrs import AttrsInstance
 
 from flume.cli import statusview
 from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
-from flume.core.launch import place_name
 from flume.core.observations import Launched, Observation
-from flume.core.place import Place, Short
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
-from flume.core.step import Decision, TraceRow
-from flume.shell.store.journal import FORMAT, codec
+from flume.core.step import TraceRow
+from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
-    from flume.shell.commands.events import PlaceEvent
-    from flume.shell.commands.tidying import Outcome
+    from flume.shell.commands.tidying import TidyOutcome
+    from flume.shell.store.events import PlaceEvent
 
 _LONG = 72
 
@@ -90,10 +88,10 @@ def _state_line(view: PlaceStatus) -> str:
     tasks = f" | tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
     short = f" ({view.short_cause})" if view.short_cause else ""
     return (
-        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase}{short}"
+        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase.value}{short}"
         f" | sends {view.sends} | agent {view.agent.value}"
         f" | deliverable {'yes' if view.deliverable_exists else 'no'}"
-        f" | submission {view.submission}{tasks}"
+        f" | submission {view.submission.value}{tasks}"
     )
 
 
@@ -129,7 +127,7 @@ def summarize(rows: Iterable[TraceRow]) -> Summary:
     return Summary(
         place=last.place if last else None,
         life=last.life.value if last else None,
-        stage=f"{last.stage}#{last.attempt} {last.phase}" if last else None,
+        stage=f"{last.stage}#{last.attempt} {last.phase.value}" if last else None,
         sends=dict(sends),
         refused=refused,
         never_began=never_began,
@@ -172,7 +170,7 @@ def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator
             "seen": codec().unstructure(row.seen, Observation),
         }
         if row.refusal is not None:
-            record["refused"] = [codec().unstructure(p) for p in row.refusal.problems]
+            record["refused"] = [p._asdict() for p in row.refusal.problems]
         else:
             assert row.decision is not None  # noqa: S101 (a row has a decision or a refusal)
             record["status"] = codec().unstructure(status(row.decision.place))
@@ -215,26 +213,6 @@ def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
     return statusview.waiting_lines([codec().unstructure(view) for view in views])
 
 
-def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
-
-
-def said_needs(decision: Decision) -> str:
-    """What ``flume needs`` says to the agent that ran it (R8)."""
-    phase = decision.place.stage.phase
-    words = phase.words if isinstance(phase, Short) else ""
-    return f"flume: {_name(decision.place)} stops short: {words}"
-
-
-def submitted(decision: Decision) -> str:
-    """What ``flume submit`` says to the agent that ran it."""
-    place = decision.place
-    return (
-        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
-        f"{place.launch.base}; if its checks fail, their output comes back to you"
-    )
-
-
 def event_text(event: PlaceEvent) -> str:
     """``flume events`` for a person: one line an event, its time local; long words cut."""
     when = datetime.fromtimestamp(event.at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
@@ -244,7 +222,7 @@ def event_text(event: PlaceEvent) -> str:
     return f"{when} {event.place} {stage or '-'} {event.event.value}: {lines[0]}{more}".rstrip()
 
 
-def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
+def tidy_json(outcomes: list[TidyOutcome], *, dry_run: bool) -> str:
     """``flume tidy --json``: format 1, documented in docs/places.md."""
     document = {
         "format": FORMAT,
@@ -254,14 +232,14 @@ def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
-def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
+def tidy_text(outcomes: list[TidyOutcome], *, dry_run: bool) -> Iterator[str]:
     """``flume tidy`` for a person: per place, what went and what stayed, with why."""
     if not outcomes:
         yield "nothing to tidy"
         return
     for outcome in outcomes:
         would = "would remove" if dry_run and not outcome.earlier else "removed"
-        state = f"{outcome.state} earlier" if outcome.earlier else outcome.state
+        state = f"{outcome.state.value} earlier" if outcome.earlier else outcome.state.value
         state = f"{state} (dry run)" if dry_run else state
         yield f"{outcome.place}: {state}   [{outcome.repository}]"
         for removed in outcome.removed:

@@ -219,3 +219,29 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     KeepPlace,
     Report,
 )
+
+
+class ActionName(enum.Enum):
+    """Which action it was, by its type: an ``ActionFailed`` names the action that failed.
+
+    Each value is the action's class name, as journals have always written it.
+    """
+
+    MAKE_WORKTREE = "MakeWorktree"
+    RUN_SETUP = "RunSetup"
+    START_AGENT = "StartAgent"
+    SEND_PROMPT = "SendPrompt"
+    SEND_TELL = "SendTell"
+    END_AGENT = "EndAgent"
+    LAND = "Land"
+    GATHER_TIDY_FACTS = "GatherTidyFacts"
+    REMOVE_WORKTREE = "RemoveWorktree"
+    DELETE_BRANCH = "DeleteBranch"
+    KEEP_BRANCH = "KeepBranch"
+    KEEP_PLACE = "KeepPlace"
+    REPORT = "Report"
+
+    @classmethod
+    def of(cls, action: Action) -> ActionName:
+        """The name of ``action``'s type."""
+        return cls(type(action).__name__)

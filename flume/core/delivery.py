@@ -32,10 +32,9 @@ import string
 
 import attrs
 
-from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
+from flume.core.actions import EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
-from flume.core.launch import place_name
 from flume.core.observations import (
     Activity,
     Content,
@@ -47,6 +46,7 @@ from flume.core.place import (
     AwaitingInput,
     Delivering,
     Life,
+    Outcome,
     Place,
     Short,
     ShortCause,
@@ -56,8 +56,6 @@ from flume.core.place import (
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: Text Claude Code injects as a user-role line with a typed prompt's flags; never typed.
 _HARNESS_OPENINGS = (
@@ -122,7 +120,7 @@ def prompt_marker(place: Place) -> Marker:
 
 
 def _marker(place: Place, stage: str, attempt: int) -> Marker:
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     return Marker(f"flume:{name}:{stage}:{attempt}")
 
 
@@ -137,7 +135,7 @@ def render_prompt(place: Place) -> str:
         "name": launch.name,
         "kind": launch.kind,
         "stage": step.name,
-        "place": place_name(launch.kind, launch.name),
+        "place": launch.place,
         "path": place.path,
         "branch": place.branch,
         "base": launch.base,
@@ -154,7 +152,7 @@ def render_prompt(place: Place) -> str:
     return f"{text}\n\n[{marker}]"
 
 
-def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
+def send_prompt(place: Place, session: SessionId) -> Outcome:
     """DELIVERY-TWO-SENDS: send the prompt once more, if fewer than two sends were made.
 
     The send is counted when decided, before the shell pastes it.
@@ -170,7 +168,7 @@ def send_prompt(place: Place, session: SessionId, now: Instant) -> Outcome:
         marker=prompt_marker(place),
         text=render_prompt(place),
     )
-    phase = Delivering(session=session, sent_at=now)
+    phase = Delivering(session=session, sent_at=place.now)
     stage = attrs.evolve(place.stage, phase=phase, sends=sends)
     return evolve(place, stage=stage), (send,)
 
@@ -214,12 +212,12 @@ def on_prompt_unwritten(place: Place, seen: PromptUnwritten) -> Outcome:
     return place, ()
 
 
-def on_agent_ready(place: Place, session: SessionId, now: Instant) -> Outcome:
+def on_agent_ready(place: Place, session: SessionId) -> Outcome:
     """The agent takes input: send the prompt the first time."""
     phase = place.stage.phase
     asking = place.agent is not None and place.agent.activity is Activity.ASKING
     if isinstance(phase, AwaitingInput) and phase.session == session and not asking:
-        return send_prompt(place, session, now)
+        return send_prompt(place, session)
     return place, ()
 
 
@@ -262,11 +260,11 @@ def check_deadlines(settings: Settings, place: Place, now: Instant) -> Outcome:
         # A dialog (workspace trust, a permission) eats what is typed: wait until it is answered.
         if place.agent is not None and place.agent.activity is Activity.ASKING:
             return place, ()
-        return send_prompt(place, phase.session, now)
+        return send_prompt(place, phase.session)
     if isinstance(phase, Delivering) and now - phase.sent_at >= settings.confirm_seconds:
         if not phase.typed and not phase.retyped:
             return _retype(place, phase, now)
-        return _missing(settings, place, phase, now)
+        return _missing(place, phase)
     return place, ()
 
 
@@ -303,7 +301,7 @@ def _retype(place: Place, phase: Delivering, now: Instant) -> Outcome:
     return evolve(place, stage=stage), (report, send)
 
 
-def _missing(settings: Settings, place: Place, phase: Delivering, now: Instant) -> Outcome:
+def _missing(place: Place, phase: Delivering) -> Outcome:
     """DELIVERY-NEVER-BEGAN: a missing first send is resent; a missing second one never began.
 
     The resend waits while the agent works or asks a person: typed into a busy agent it would
@@ -315,14 +313,14 @@ def _missing(settings: Settings, place: Place, phase: Delivering, now: Instant) 
         event=Event.PROMPT_MISSING,
         text=(
             f"send {place.stage.sends} of the prompt is not in the transcript after "
-            f"{settings.confirm_seconds:g}s"
+            f"{place.settings.confirm_seconds:g}s"
         ),
         stage=place.stage.name,
     )
     if place.stage.sends < MAX_SENDS:
         if agent.activity in {Activity.WORKING, Activity.ASKING}:
             return place, ()
-        place, actions = send_prompt(place, phase.session, now)
+        place, actions = send_prompt(place, phase.session)
         return place, (missing, *actions)
     words = (
         f"the prompt was sent {MAX_SENDS} times and the transcript holds neither; "

@@ -7,16 +7,19 @@ a state plus a ``Report`` action.
 
 from __future__ import annotations
 
-import attrs
+from typing import NamedTuple
 
 
 class FlumeError(Exception):
     """The root of every error flume raises on purpose."""
 
 
-@attrs.frozen(kw_only=True)
-class Problem:
-    """One thing wrong with a caller's request: which field, what is wrong, how to mend it."""
+class Problem(NamedTuple):
+    """One thing wrong with a caller's request: which field, what is wrong, how to mend it.
+
+    A named tuple, where flume's other records are attrs classes: a command says what is wrong
+    with its input before it loads attrs (``flume launch`` handed to the supervisor loads none).
+    """
 
     field: str
     what: str

@@ -67,6 +67,11 @@ class Launch:
     #: The launching host; None in a launch journaled before hosts were recorded.
     host: Host | None = None
 
+    @property
+    def place(self) -> PlaceName:
+        """R1: the name of the place this launch makes, ``<kind>--<name>``."""
+        return place_name(self.kind, self.name)
+
 
 def followed_by(launch: Launch, host: str | None) -> bool:
     """HOST-OWNS-PLACE: only the supervisor of the host ``host`` (its id) follows the place.
@@ -86,7 +91,7 @@ def place_name(kind: KindName, name: WorkName) -> PlaceName:
 def place_path(launch: Launch) -> str:
     """R1: the place is the worktree at ``<repository>/places/<kind>--<name>``."""
     root = launch.repository.rstrip("/")
-    return f"{root}/places/{place_name(launch.kind, launch.name)}"
+    return f"{root}/places/{launch.place}"
 
 
 def place_branch(kind: Kind, name: WorkName) -> BranchName:

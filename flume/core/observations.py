@@ -15,6 +15,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from flume.core.actions import ActionName
 from flume.core.ids import BranchName, Instant, Marker, SessionId, Sha, StageName
 from flume.core.kinds import Kind
 from flume.core.launch import Launch
@@ -132,7 +133,7 @@ class ActionFailed:
     """An action the core asked for could not be carried out: what it did comes back as seen."""
 
     at: Instant
-    action: str
+    action: ActionName
     argv: PVector[str] = attrs.field(factory=pvector)
     status: int = 1
     output: str = ""

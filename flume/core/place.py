@@ -11,17 +11,24 @@ A stage's phases, in the order a good run passes through them::
     AwaitingWord -> Queued -> Starting -> AwaitingInput -> Delivering -> Working -> Delivered
                                                               \\-> Short (never began, needs,
                                                                    stopped, exited, failed)
+
+Which of the caller's commands a phase accepts, and the phase each moves the stage to, is the
+table :data:`ACCEPTS` below the phases (as h11's ``EVENT_TRIGGERED_TRANSITIONS``): the commands'
+rules consult it, the totality test enumerates it, and ``scripts/draw_transitions.py`` draws it
+into ``docs/transitions.md``.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import TypedDict, Unpack, assert_never
 
 import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from flume.core.actions import Action
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import (
     ChangeWritten,
@@ -34,7 +41,19 @@ from flume.core.kinds import (
     stage_named,
 )
 from flume.core.launch import Launch
-from flume.core.observations import Activity, ChangeSeen
+from flume.core.observations import (
+    Activity,
+    ChangeSeen,
+    Command,
+    DropAsked,
+    NeedsSaid,
+    ProceedAsked,
+    RetryAsked,
+    StopAsked,
+    SubmitAsked,
+    TidyAsked,
+    Told,
+)
 from flume.core.settings import Settings
 
 
@@ -126,6 +145,83 @@ StagePhase = (
     AwaitingWord | Queued | Starting | AwaitingInput | Delivering | Working | Delivered | Short
 )
 
+# Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
+# them (DROP-ENDS-WORK, R10), so their rules have no phase to consult. A tell needs a live agent,
+# which exists only once the stage's agent has started (every place machine of the model tests
+# checks that a live agent's phase accepts a tell); the agent's own state decides the rest (R6,
+# TELL-REFUSED), and a tell never moves the stage (TELL-NEVER-MOVES-STAGE). Needs and submit are
+# the agent's, in a running stage: needs stops it short (R8), submit hands the branch to the
+# lander when the stage lands. Stop ends a stage whose agent was asked for; it waits for a retry
+# (STOP-WAITS-RETRY). Only a stage that stopped short is retried, queued for a fresh agent
+# (RETRY-FRESH-AGENT). Proceed releases a stage that waits on the caller's word
+# (STAGE-WAITS-WORD). A second launch is accepted nowhere.
+
+#: R9: the caller's commands each phase accepts, and the phase each moves the stage to.
+#: A command absent from its phase's row is refused there, whatever else holds; one present is
+#: accepted when the place's life and agent allow it too (each rule says which). WARNING: the
+#: rules in stage.py and tell.py read this table, the totality test enumerates it against every
+#: phase and command, and scripts/draw_transitions.py draws docs/transitions.md from it: change
+#: the table, then run the script.
+ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
+    AwaitingWord: {
+        ProceedAsked: Queued,
+        DropAsked: AwaitingWord,
+        TidyAsked: AwaitingWord,
+    },
+    Queued: {
+        DropAsked: Queued,
+        TidyAsked: Queued,
+    },
+    Starting: {
+        StopAsked: Short,
+        DropAsked: Starting,
+        TidyAsked: Starting,
+    },
+    AwaitingInput: {
+        Told: AwaitingInput,
+        NeedsSaid: Short,
+        SubmitAsked: AwaitingInput,
+        StopAsked: Short,
+        DropAsked: AwaitingInput,
+        TidyAsked: AwaitingInput,
+    },
+    Delivering: {
+        Told: Delivering,
+        NeedsSaid: Short,
+        SubmitAsked: Delivering,
+        StopAsked: Short,
+        DropAsked: Delivering,
+        TidyAsked: Delivering,
+    },
+    Working: {
+        Told: Working,
+        NeedsSaid: Short,
+        SubmitAsked: Working,
+        StopAsked: Short,
+        DropAsked: Working,
+        TidyAsked: Working,
+    },
+    Delivered: {
+        Told: Delivered,
+        NeedsSaid: Short,
+        SubmitAsked: Delivered,
+        StopAsked: Short,
+        DropAsked: Delivered,
+        TidyAsked: Delivered,
+    },
+    Short: {
+        Told: Short,
+        RetryAsked: Queued,
+        DropAsked: Short,
+        TidyAsked: Short,
+    },
+}
+
+
+def accepts(phase: StagePhase, command: type[Command]) -> bool:
+    """R9: the stage's phase accepts ``command`` (:data:`ACCEPTS`); its rule checks the rest."""
+    return command in ACCEPTS[type(phase)]
+
 
 @attrs.frozen(kw_only=True)
 class StageRun:
@@ -178,6 +274,32 @@ class TellSending:
     tell: Tell
     sends: int
     sent_at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class TidyNotWanted:
+    """No tidy is wanted: the place is in flight, or the last tidy ended (done, kept, failed)."""
+
+
+@attrs.frozen(kw_only=True)
+class TidyWanted:
+    """Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives."""
+
+    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class TidyGathering:
+    """Tidy asked the shell for the facts it decides on and has not decided yet (R10)."""
+
+    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
+    force: bool = False
+
+
+#: Where tidy stands for a place. Facts are gathered only for a tidy wanted, and the caller's
+#: force lasts only as long as the tidy it was given for: neither can be held without a want.
+Tidy = TidyNotWanted | TidyWanted | TidyGathering
 
 
 class Submission(enum.Enum):
@@ -240,12 +362,8 @@ class Place:
     land_blocked: int = 0
     #: Transcript lines that could not be read, skipped and counted.
     unreadable: int = 0
-    #: Tidy is wanted (the work landed or was dropped, or the caller asked), once no agent lives.
-    tidy_wanted: bool = False
-    #: The caller said tidy may discard uncommitted changes (``tidy --force``).
-    tidy_force: bool = False
-    #: Tidy asked the shell for facts and has not decided yet.
-    tidying: bool = False
+    #: Where tidy stands: not wanted, wanted, or gathering the facts it decides on.
+    tidy: Tidy = TidyNotWanted()
     #: The place's worktree is gone: removed by tidy, or lost from under a place in flight.
     worktree_gone: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
@@ -284,9 +402,7 @@ class PlaceChanges(TypedDict, total=False):
     land_retry_at: Instant | None
     land_blocked: int
     unreadable: int
-    tidy_wanted: bool
-    tidy_force: bool
-    tidying: bool
+    tidy: Tidy
     worktree_gone: bool
     branch_gone: bool
 
@@ -302,6 +418,13 @@ def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:
     fields.update(place.__dict__)
     fields.update(changes)
     return copy
+
+
+def want_tidy(tidy: Tidy) -> Tidy:
+    """Tidy wanted: a tidy already wanted or gathering goes on as it was, with its force."""
+    if isinstance(tidy, TidyNotWanted):
+        return TidyWanted()
+    return tidy
 
 
 def current_step(place: Place) -> Step:
@@ -364,7 +487,7 @@ def _is_new_head(place: Place, head: Sha | None) -> bool:
     return head is not None and head == place.head and head != place.stage.start_head
 
 
-def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
+def is_quiet(place: Place) -> bool:
     """The agent is quiet (R7).
 
     No agent is live; or it has waited for ``quiet_seconds`` and its pane has been still as
@@ -377,8 +500,8 @@ def is_quiet(settings: Settings, place: Place, now: Instant) -> bool:
         return True
     return (
         agent.activity in {Activity.WAITING, Activity.STOPPED}
-        and now - agent.activity_since >= settings.quiet_seconds
-        and now - agent.last_output_at >= settings.quiet_seconds
+        and place.now - agent.activity_since >= place.settings.quiet_seconds
+        and place.now - agent.last_output_at >= place.settings.quiet_seconds
     )
 
 
@@ -387,3 +510,7 @@ def with_activity(agent: Agent, activity: Activity, at: Instant) -> Agent:
     if activity is agent.activity:
         return agent
     return attrs.evolve(agent, activity=activity, activity_since=at)
+
+
+#: What a rule returns: the place after it, and the actions it decided, in order.
+Outcome = tuple[Place, tuple[Action, ...]]

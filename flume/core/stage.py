@@ -10,8 +10,10 @@ no next stage starts (R8). ``retry`` starts a short stage again with a fresh age
 caller's words; ``stop`` ends an agent and its stage waits for a retry; ``drop`` abandons the
 work (R9).
 
-Every handler returns the next place and the actions it decided; :func:`settle` then applies the
-follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
+Every handler returns the next place and the actions it decided; ``step.settle`` then applies the
+follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place), some of
+them here. Which command a stage's phase accepts is the table ``place.ACCEPTS``, which the
+commands' rules here consult.
 
 A place is its worktree on its branch: one deleted under a place in flight (the folder removed,
 the branch deleted by hand) stops its stage short, named, with the way out, and no agent starts
@@ -26,9 +28,10 @@ from __future__ import annotations
 
 import attrs
 
-from flume.core import delivery, tell, tidy
+from flume.core import delivery, tell
 from flume.core.actions import (
     Action,
+    ActionName,
     EndAgent,
     Event,
     Land,
@@ -40,7 +43,7 @@ from flume.core.actions import (
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Landing, Step, first_stage, next_stage
-from flume.core.launch import Panes, check_launch, place_branch, place_name, place_path
+from flume.core.launch import Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -54,9 +57,14 @@ from flume.core.observations import (
     Landed,
     LandingBlocked,
     Launched,
+    NeedsSaid,
     PaneOutput,
+    ProceedAsked,
     ReportSeen,
+    RetryAsked,
     SetupFinished,
+    StopAsked,
+    SubmitAsked,
     TranscriptEntry,
     WorktreeLost,
     WorktreeMade,
@@ -68,6 +76,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Life,
+    Outcome,
     Place,
     Queued,
     Short,
@@ -75,24 +84,25 @@ from flume.core.place import (
     StageRun,
     Starting,
     Submission,
+    TidyNotWanted,
     Working,
+    accepts,
     current_step,
     evolve,
     has_deliverable,
     is_live,
     is_quiet,
+    want_tidy,
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: The phases in which a stage's agent is running toward its deliverable.
 _RUNNING = (AwaitingInput, Delivering, Working)
 
 
 def _name(place: Place) -> str:
-    return place_name(place.launch.kind, place.launch.name)
+    return place.launch.place
 
 
 def _new_stage(
@@ -178,7 +188,7 @@ def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     if place.life in {Life.DROPPED, Life.TIDIED}:
         # Made for work already dropped (a make in flight, or seen after a restart): tidy
         # looks again, even at a place it had found nothing of, so the worktree is not left.
-        return evolve(place, life=Life.DROPPED, tidy_wanted=True), (report,)
+        return evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy)), (report,)
     if place.setup or place.copy:
         return place, (report, run_setup(place))
     return evolve(place, ready=True, life=Life.ACTIVE), (report,)
@@ -241,7 +251,7 @@ def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
         return place, ()
     place = evolve(place, agent=with_activity(agent, seen.activity, seen.at))
     if seen.activity is Activity.WAITING:
-        return delivery.on_agent_ready(place, seen.session, place.now)
+        return delivery.on_agent_ready(place, seen.session)
     return place, ()
 
 
@@ -426,7 +436,7 @@ def _check_session(place: Place, session: SessionId | None, command: str) -> Non
 def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outcome:
     """R8: the agent stops short with its words; no next stage starts."""
     _check_session(place, session, "needs")
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, NeedsSaid):
         raise refused(
             "needs",
             f"no stage of {_name(place)} is running",
@@ -439,10 +449,7 @@ def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outc
 
 def on_stop(place: Place) -> Outcome:
     """STOP-WAITS-RETRY: end the agent that went the wrong way; its stage waits for a retry."""
-    if place.life is not Life.ACTIVE or not isinstance(
-        place.stage.phase,
-        (Starting, *_RUNNING, Delivered),
-    ):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, StopAsked):
         raise refused(
             "stop",
             f"no agent of {_name(place)} is running",
@@ -453,9 +460,9 @@ def on_stop(place: Place) -> Outcome:
     return place, (*actions, *short)
 
 
-def on_retry(place: Place, words: str, now: Instant) -> Outcome:
+def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
             f"{_name(place)} is {place.life.value}"
             if place.life is not Life.ACTIVE
@@ -478,7 +485,7 @@ def on_retry(place: Place, words: str, now: Instant) -> Outcome:
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
     stage = _new_stage(
-        place, current_step(place), now, attempt=place.stage.attempt + 1, words=words
+        place, current_step(place), place.now, attempt=place.stage.attempt + 1, words=words
     )
     stage = attrs.evolve(stage, phase=Queued())
     place = evolve(place, stage=stage)
@@ -505,7 +512,7 @@ def on_drop(place: Place) -> Outcome:
     place, ended = _end_agent(place, "the work was dropped")
     place, dropped = tell.drop_all(place, "the work was dropped")
     # Tidy at once, made or not: with nothing made, it finds nothing to remove and is done.
-    place = evolve(place, life=Life.DROPPED, tidy_wanted=True)
+    place = evolve(place, life=Life.DROPPED, tidy=want_tidy(place.tidy))
     actions: tuple[Action, ...] = (
         *ended,
         *dropped,
@@ -514,18 +521,15 @@ def on_drop(place: Place) -> Outcome:
     return place, actions
 
 
-def on_proceed(place: Place, now: Instant) -> Outcome:
+def on_proceed(place: Place) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
-    if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
-        place.stage.phase,
-        AwaitingWord,
-    ):
+    if place.life not in {Life.MAKING, Life.ACTIVE} or not accepts(place.stage.phase, ProceedAsked):
         raise refused(
             "proceed",
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
             "proceed releases a stage that waits on the caller (see flume status)",
         )
-    stage = attrs.evolve(place.stage, started_at=now, start_head=place.head, phase=Queued())
+    stage = attrs.evolve(place.stage, started_at=place.now, start_head=place.head, phase=Queued())
     report = Report(
         event=Event.PROCEEDED,
         text=f"the caller's word released stage {stage.name}",
@@ -544,7 +548,7 @@ def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not land",
             "flume submit belongs to a stage whose deliverable is the landing",
         )
-    if not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if not accepts(place.stage.phase, SubmitAsked):
         raise refused(
             "submit",
             f"stage {place.stage.name} of {_name(place)} is not running",
@@ -632,7 +636,7 @@ def on_landing_blocked(place: Place, seen: LandingBlocked) -> Outcome:
     return place, (report,)
 
 
-def _land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
+def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
     """LAND-BASE-BLOCKED-WAITS: a landing the base's state blocked is tried again in its time."""
     del settings
     retry_at = place.land_retry_at
@@ -652,27 +656,31 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     """An action failed: the core decides what it means, as for anything else seen."""
     report = Report(
         event=Event.FAILED,
-        text=f"{seen.action} failed (status {seen.status}): {seen.output}".rstrip(),
+        text=f"{seen.action.value} failed (status {seen.status}): {seen.output}".rstrip(),
         stage=place.stage.name,
     )
     pending = {
-        "MakeWorktree": not place.made,
-        "RunSetup": place.made and not place.ready,
-        "StartAgent": isinstance(place.stage.phase, Starting),
+        ActionName.MAKE_WORKTREE: not place.made,
+        ActionName.RUN_SETUP: place.made and not place.ready,
+        ActionName.START_AGENT: isinstance(place.stage.phase, Starting),
     }
     gone = place.worktree_gone or place.branch_gone
     if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE} and not gone:
         place = evolve(place, life=Life.ACTIVE)
-        words = f"{seen.action} failed: {seen.output}".rstrip()
+        words = f"{seen.action.value} failed: {seen.output}".rstrip()
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *short)
-    if seen.action == "Land" and place.submission is Submission.SUBMITTED:
+    if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
-    if seen.action in {"RemoveWorktree", "DeleteBranch", "GatherTidyFacts"}:
+    if seen.action in {
+        ActionName.REMOVE_WORKTREE,
+        ActionName.DELETE_BRANCH,
+        ActionName.GATHER_TIDY_FACTS,
+    }:
         # Tidy stops here, whatever it was about to look at next: a failure that would come
         # again must not make it loop. ``flume tidy`` asks again.
-        return evolve(place, tidying=False, tidy_wanted=False, tidy_force=False), (report,)
+        return evolve(place, tidy=TidyNotWanted()), (report,)
     return place, (report,)
 
 
@@ -685,28 +693,7 @@ def _end_agent(place: Place, reason: str) -> Outcome:
     return place, (EndAgent(session=agent.session, reason=reason),)
 
 
-def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """The follow-ups any observation can trigger, in a fixed order."""
-    actions: list[Action] = []
-    for rule in (
-        _check_deliverable,
-        _end_when_quiet,
-        _start_when_free,
-        _land_again,
-        tidy.gather_when_free,
-    ):
-        place, more = rule(settings, place, now)
-        actions.extend(more)
-    place, more = delivery.check_deadlines(settings, place, now)
-    actions.extend(more)
-    place, more = tell.check_deadline(settings, place, now)
-    actions.extend(more)
-    place, more = tell.flush(place, now)
-    actions.extend(more)
-    return place, tuple(actions)
-
-
-def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
+def check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists.
 
     STAGE-AFTER-DELIVERY: only a stage whose prompt the transcript holds can reach its
@@ -726,15 +713,16 @@ def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcom
     return evolve(place, stage=stage), (report,)
 
 
-def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
+def end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-ENDS-WHEN-QUIET: with the deliverable made, the stage ends once the agent is quiet.
 
     "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
     """
+    del settings  # the place holds its own: is_quiet reads them there
     if (
         place.life is not Life.ACTIVE
         or not isinstance(place.stage.phase, Delivered)
-        or not is_quiet(settings, place, now)
+        or not is_quiet(place)
     ):
         return place, ()
     ended_name = place.stage.name
@@ -747,7 +735,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
         if place.landed_at is None:
             return place, (*actions, ended, finished)
-        return evolve(place, tidy_wanted=True), (*actions, ended, finished)
+        return evolve(place, tidy=want_tidy(place.tidy)), (*actions, ended, finished)
     stage = _new_stage(place, following, now)
     place = evolve(place, stage=stage)
     if isinstance(stage.phase, AwaitingWord):
@@ -760,7 +748,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     return place, (*actions, ended)
 
 
-def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
     START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks

@@ -8,6 +8,7 @@ Rule ids: R11.
 
 from __future__ import annotations
 
+import enum
 from typing import assert_never
 
 import attrs
@@ -15,7 +16,7 @@ from pyrsistent.typing import PVector
 
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
 from flume.core.kinds import describe_deliverable
-from flume.core.launch import followed_by, place_name
+from flume.core.launch import followed_by
 from flume.core.observations import Activity
 from flume.core.place import (
     AwaitingInput,
@@ -35,6 +36,29 @@ from flume.core.place import (
 )
 
 
+class PhaseWord(enum.Enum):
+    """The stage's phase in one word; once the place is no longer active, its life (R11)."""
+
+    WAITS_WORD = "waits-word"  #: the stage waits on the caller's word
+    QUEUED = "queued"  #: the stage starts once the place is ready and no agent is live
+    STARTING = "starting"  #: the agent is being started
+    DELIVERING = "delivering"  #: the agent started; its prompt is not yet found delivered
+    WORKING = "working"  #: the agent works toward the deliverable
+    DELIVERED = "delivered"  #: the deliverable exists; the stage ends once the agent is quiet
+    SHORT = "short"  #: the stage stopped short
+    FINISHED = "finished"  #: the place's last stage is done
+    DROPPED = "dropped"  #: the caller abandoned the work
+    TIDIED = "tidied"  #: the place's worktree is gone
+
+
+#: The word for a place no longer active: its life.
+_LIFE_WORDS = {
+    Life.FINISHED: PhaseWord.FINISHED,
+    Life.DROPPED: PhaseWord.DROPPED,
+    Life.TIDIED: PhaseWord.TIDIED,
+}
+
+
 @attrs.frozen(kw_only=True)
 class PlaceStatus:
     """One place as status shows it (R11)."""
@@ -52,13 +76,12 @@ class PlaceStatus:
     attempt: int
     #: How many times the current attempt's prompt was sent (at most two).
     sends: int
-    #: The stage's phase in one word: waits-word, queued, starting, delivering, working,
-    #: delivered, short; once the place is no longer active, its life: finished, dropped, tidied.
-    phase: str
+    #: The stage's phase in one word; once the place is no longer active, its life.
+    phase: PhaseWord
     agent: Activity
     deliverable: str
     deliverable_exists: bool
-    submission: str
+    submission: Submission
     submission_note: str
     #: Tasks ticked and their total, for a change; None otherwise.
     tasks: tuple[int, int] | None
@@ -80,23 +103,23 @@ class PlaceStatus:
     fault: str | None = None
 
 
-def phase_word(phase: StagePhase) -> str:  # noqa: PLR0911 (one arm per phase)
+def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per phase)
     """The phase in one word."""
     match phase:
         case AwaitingWord():
-            return "waits-word"
+            return PhaseWord.WAITS_WORD
         case Queued():
-            return "queued"
+            return PhaseWord.QUEUED
         case Starting():
-            return "starting"
+            return PhaseWord.STARTING
         case AwaitingInput() | Delivering():
-            return "delivering"
+            return PhaseWord.DELIVERING
         case Working():
-            return "working"
+            return PhaseWord.WORKING
         case Delivered():
-            return "delivered"
+            return PhaseWord.DELIVERED
         case Short():
-            return "short"
+            return PhaseWord.SHORT
         case _:
             assert_never(phase)
 
@@ -119,7 +142,7 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
     step = current_step(place)
     finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
     return PlaceStatus(
-        place=place_name(place.launch.kind, place.launch.name),
+        place=place.launch.place,
         name=place.launch.name,
         repository=place.launch.repository,
         path=place.path,
@@ -131,7 +154,9 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         stage=place.stage.name,
         attempt=place.stage.attempt,
         sends=place.stage.sends,
-        phase=phase_word(phase) if place.life in {Life.MAKING, Life.ACTIVE} else place.life.value,
+        phase=phase_word(phase)
+        if place.life in {Life.MAKING, Life.ACTIVE}
+        else _LIFE_WORDS[place.life],
         agent=activity,
         deliverable=describe_deliverable(step.deliverable),
         deliverable_exists=finished or has_deliverable(place),
@@ -149,15 +174,15 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
     )
 
 
-def _submission(place: Place) -> str:
+def _submission(place: Place) -> Submission:
     """Where the submission stands; a blocked landing tried again is still blocked until answered.
 
     LAND-BASE-BLOCKED-WAITS: while flume tries a landing the base's state blocked again, the
     caller still sees the wait and its way out, not a plain ``submitted``.
     """
     if place.submission is Submission.SUBMITTED and place.land_blocked:
-        return Submission.BLOCKED.value
-    return place.submission.value
+        return Submission.BLOCKED
+    return place.submission
 
 
 def _validation(place: Place) -> str | None:

@@ -33,7 +33,6 @@ from flume.core.actions import (
     Report,
 )
 from flume.core.ids import Instant, KindName
-from flume.core.launch import place_name
 from flume.core.observations import (
     BranchDeleted,
     BranchFacts,
@@ -41,10 +40,17 @@ from flume.core.observations import (
     WorktreeFacts,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, evolve
+from flume.core.place import (
+    Life,
+    Outcome,
+    Place,
+    Tidy,
+    TidyGathering,
+    TidyNotWanted,
+    TidyWanted,
+    evolve,
+)
 from flume.core.settings import Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: The kind whose dropped work keeps its branch even when the branch holds nothing new: "removes
 #: the dropped change's place and keeps its branch".
@@ -148,7 +154,13 @@ def on_tidy_asked(place: Place, *, force: bool) -> Outcome:
             reason=f"in flight (stage {place.stage.name}): drop it to tidy it",
         )
         return place, (keep,)
-    return evolve(place, tidy_wanted=True, tidy_force=force), ()
+    # Asked again while gathering: the look goes on, decided with the caller's latest word.
+    tidy: Tidy = (
+        TidyGathering(force=force)
+        if isinstance(place.tidy, TidyGathering)
+        else TidyWanted(force=force)
+    )
+    return evolve(place, tidy=tidy), ()
 
 
 def gather_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -157,15 +169,16 @@ def gather_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     An agent still ending could commit after its branch was judged.
     """
     del settings, now
-    if not place.tidy_wanted or place.tidying or place.agent is not None:
+    wanted = place.tidy
+    if not isinstance(wanted, TidyWanted) or place.agent is not None:
         return place, ()
     gather = GatherTidyFacts(
         path=place.path,
         branch=place.branch,
         base=place.launch.base,
-        force=place.tidy_force,
+        force=wanted.force,
     )
-    return evolve(place, tidying=True), (gather,)
+    return evolve(place, tidy=TidyGathering(force=wanted.force)), (gather,)
 
 
 def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
@@ -174,9 +187,10 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
     Only facts about this place's own worktree and branch, asked for, are taken; whether to
     force is the caller's word the core kept, never the shell's.
     """
+    gathering = place.tidy
     if (
         place.life not in {Life.FINISHED, Life.DROPPED}
-        or not place.tidying
+        or not isinstance(gathering, TidyGathering)
         or seen.branch.name != place.branch
         or seen.worktree.path != place.path
     ):
@@ -187,12 +201,12 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         made=place.made,
         worktree=seen.worktree,
         branch=seen.branch,
-        force=place.tidy_force,
+        force=gathering.force,
     )
     if any(isinstance(action, RemoveWorktree | DeleteBranch) for action in actions):
         # TIDY-DONE-ON-FACTS: the removals are asked for, and tidy looks again once they are
         # performed; only facts that show nothing left to remove make the place tidied.
-        return evolve(place, tidying=False), actions
+        return evolve(place, tidy=TidyWanted(force=gathering.force)), actions
     kept = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
         if isinstance(action, KeepPlace)
@@ -200,7 +214,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         for action in actions
         if isinstance(action, KeepPlace | KeepBranch)
     )
-    place = evolve(place, tidying=False, tidy_wanted=False, tidy_force=False)
+    place = evolve(place, tidy=TidyNotWanted())
     if not seen.worktree.exists:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)
@@ -210,7 +224,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
 def _gone(place: Place) -> Outcome:
     """The place's worktree is gone: the place is tidied (callers hold it finished or dropped)."""
     place = evolve(place, worktree_gone=True, life=Life.TIDIED)
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)
 
 

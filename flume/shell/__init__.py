@@ -7,8 +7,8 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), the events stream
-    (``events.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
+    (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
     The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
     asks it (``client.py``). May import observe, perform and everything below.
@@ -24,7 +24,7 @@ From the top down:
     (``claude.py``), Codex (``codex.py``), flume's test agent (``scripted.py``). Agents run in
     panes (``runner.py``), the pane's first program (``agentexec.py``), hooks recorded
     (``hookrecord.py``), the one tail reader (``tail.py``), each agent's lines read
-    (``claude_lines.py``, ``codex_lines.py``), and ``inspect.py``.
+    (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;
@@ -34,9 +34,10 @@ From the top down:
     a declared command run as written (``run.py``), scenario files (``scenario.py``).
     May import store and everything below.
 ``store/``
-    What flume keeps: the codec and journal files (``journal.py``), following a journal
-    (``follower.py``), places found and read back (``places.py``). May import tools, host and
-    below.
+    What flume keeps: the one converter and the journal's line codec (``codec.py``), journal
+    files (``journal.py``), the one journal follower the supervisor and the events stream share
+    (``follower.py``), the places' events read back (``events.py``), places found and read back
+    (``places.py``). May import tools, host and below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
     (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder

@@ -17,8 +17,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import attrs
+from typing import NamedTuple
 
 #: The status of a process that did not answer within its time, as ``timeout(1)`` reports it.
 TIMED_OUT = 124
@@ -26,9 +25,12 @@ TIMED_OUT = 124
 NOT_RUN = 127
 
 
-@attrs.frozen(kw_only=True)
-class Ran:
-    """What a process said: its argument list, exit status and output."""
+class Ran(NamedTuple):
+    """What a process said: its argument list, exit status and output.
+
+    A named tuple, and the count a plain class: this module loads no attrs, so that ``flume
+    launch`` handed to the supervisor, which asks here whether it runs, loads none.
+    """
 
     argv: tuple[str, ...]
     status: int
@@ -41,13 +43,14 @@ class Ran:
         return self.status == 0
 
 
-@attrs.define
 class Count:
     """How many processes this process ran, by program, and requests it sent, by server."""
 
-    runs: collections.Counter[str] = attrs.field(factory=collections.Counter)
-    requests: collections.Counter[str] = attrs.field(factory=collections.Counter)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    def __init__(self) -> None:
+        """Nothing run or asked yet."""
+        self.runs: collections.Counter[str] = collections.Counter()
+        self.requests: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
 
     def ran(self, program: str) -> None:
         """One more process of ``program`` (its file name: ``git``, ``tmux``, ``openspec``)."""

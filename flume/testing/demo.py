@@ -19,11 +19,11 @@ from pathlib import Path
 import attrs
 
 from flume.core.launch import AgentName, AgentSettings
-from flume.core.place import AwaitingWord, Life, Place, Short
+from flume.core.place import AwaitingWord, Life, Place, Short, TidyNotWanted
 from flume.core.settings import Settings
-from flume.shell.commands.events import Follower
 from flume.shell.perform import launch as shell_launch
 from flume.shell.store import places
+from flume.shell.store.events import EventStream
 from flume.shell.supervisor import client
 from flume.shell.tools import git
 from flume.testing import scenario
@@ -84,15 +84,11 @@ def settled(place: Place) -> bool:
     return (
         place.life is Life.TIDIED
         or isinstance(place.stage.phase, Short | AwaitingWord)
-        or (
-            place.life in {Life.FINISHED, Life.DROPPED}
-            and not place.tidy_wanted
-            and not place.tidying
-        )
+        or (place.life in {Life.FINISHED, Life.DROPPED} and isinstance(place.tidy, TidyNotWanted))
     )
 
 
-def all_settled(follower: Follower) -> bool:
+def all_settled(follower: EventStream) -> bool:
     """Both of the demo's places are read, and each has settled."""
     found = [each.place for each in follower.places()]
     return len(found) == len(PLACES) and all(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from flume.core.actions import ActionName
 from flume.core.observations import (
     ActionFailed,
     Launched,
@@ -158,7 +159,11 @@ def _completed(repo: Path, problems: list[str]) -> int:
             kind.__name__: sum(isinstance(s, kind) for s in seen)
             for kind in (Launched, WorktreeMade, SetupFinished)
         }
-        failures = [s for s in seen if isinstance(s, ActionFailed) and s.action != "StartAgent"]
+        failures = [
+            s
+            for s in seen
+            if isinstance(s, ActionFailed) and s.action is not ActionName.START_AGENT
+        ]
         if counts != {"Launched": 1, "WorktreeMade": 1, "SetupFinished": 1} or failures:
             problems.append(f"fix--{name}: {counts}, failures {failures}")
             continue

@@ -42,7 +42,7 @@ def test_launch_and_status_give_what_the_cli_prints(
     assert [each["place"] for each in shown] == ["fix--alpha", "fix--beta"]
     assert [view.place for view in api.status(mark="m1")] == ["fix--alpha"]
     (beta,) = api.status(place="fix--beta", repository=repo)
-    assert (beta.stage, beta.phase) == ("code", "working")
+    assert (beta.stage, beta.phase.value) == ("code", "working")
     assert api.survey(place="fix--none").places == ()
     with pytest.raises(UsageError) as raised:
         api.status(place="fix--none")

@@ -7,12 +7,12 @@ import json
 import pytest
 from hypothesis import given
 
-from flume.core.actions import Action
+from flume.core.actions import ACTION_TYPES, Action, ActionName
 from flume.core.kinds import BUILTIN_KINDS, Kind
-from flume.core.observations import Observation
+from flume.core.observations import ActionFailed, Observation
 from flume.core.place import Place
 from flume.core.status import PlaceStatus, status
-from flume.shell.store.journal import converter, decode, encode
+from flume.shell.store.codec import converter, decode, encode
 from tests.strategies import actions, any_places, declared_kinds, observations, places
 
 
@@ -82,3 +82,32 @@ def test_bad_journal_lines_are_value_errors(line: str, says: str) -> None:
     """A line that is not an observation says so, as a ValueError the reader can count."""
     with pytest.raises(ValueError, match=says):
         decode(line)
+
+
+#: ``ActionFailed`` lines as flume wrote them when it named the failed action by a string.
+_FAILED_LINES = (
+    (
+        '{"at":1.5,"action":"MakeWorktree","argv":["git","worktree"],"status":128,'
+        '"output":"fatal: exists","type":"ActionFailed"}'
+    ),
+    '{"at":2.5,"action":"Land","type":"ActionFailed"}',
+)
+
+
+@pytest.mark.parametrize("line", _FAILED_LINES)
+def test_a_failed_action_journaled_by_name_reads_back_and_writes_the_same_line(line: str) -> None:
+    """The failed action's name is read as its ``ActionName`` and written as the same line."""
+    seen = decode(line)
+    assert isinstance(seen, ActionFailed)
+    assert isinstance(seen.action, ActionName)
+    assert encode(seen) == line
+
+
+def test_every_action_has_its_class_name_as_its_name() -> None:
+    """An action of each type is named by its class's name, as journals write it."""
+    assert [name.value for name in ActionName] == [kind.__name__ for kind in ACTION_TYPES]
+    for name in ActionName:
+        line = f'{{"at":1.5,"action":"{name.value}","type":"ActionFailed"}}'
+        assert encode(decode(line)) == line
+    with pytest.raises(ValueError, match="not a journal line"):
+        decode('{"at":1,"action":"Send","type":"ActionFailed"}')

@@ -13,15 +13,15 @@ from hypothesis import given
 from flume.core.actions import Action
 from flume.core.observations import Observation
 from flume.core.place import Place
-from flume.shell.store import journal
+from flume.shell.store import codec
 from tests.strategies import actions, any_places, observations
 
 
 def eager() -> cattrs.Converter:
     """The converter as it was built before: every union member's hooks generated at once."""
-    made = journal._make_converter()
+    made = codec._make_converter()
     # Inner unions first: an outer union's hooks are built with the inner ones in place.
-    for union in journal.UNIONS:
+    for union in codec.UNIONS:
         configure_tagged_union(union, made, tag_name="type")
     return made
 
@@ -30,10 +30,10 @@ EAGER = eager()
 
 
 def _same(value: Any, kind: Any) -> None:
-    lazy = journal.codec().unstructure(value, kind)
+    lazy = codec.codec().unstructure(value, kind)
     assert json.dumps(lazy) == json.dumps(EAGER.unstructure(value, kind))
     plain = json.loads(json.dumps(lazy))
-    assert journal.codec().structure(plain, kind) == EAGER.structure(plain, kind) == value
+    assert codec.codec().structure(plain, kind) == EAGER.structure(plain, kind) == value
 
 
 @given(seen=observations)
@@ -57,6 +57,6 @@ def test_places_are_written_and_read_as_before(place: Place) -> None:
 def test_an_unknown_tag_is_refused_as_before() -> None:
     """A line naming no member is not a journal line."""
     with pytest.raises(KeyError):
-        journal.codec().structure({"type": "Nothing", "at": 1.0}, Observation)  # type: ignore[arg-type]
+        codec.codec().structure({"type": "Nothing", "at": 1.0}, Observation)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a journal line"):
-        journal.decode('{"type": "Nothing", "at": 1.0}')
+        codec.decode('{"type": "Nothing", "at": 1.0}')

@@ -22,14 +22,18 @@ from flume.core.actions import Event
 from flume.core.ids import Instant
 from flume.core.observations import DropAsked
 from flume.core.settings import Settings
-from flume.shell.commands import events as shell_events
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
+from flume.shell.store import events as shell_events
 from flume.shell.store import journal, places
 from flume.testing import scenario
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import Harness, flume, flume_process, launch_place, repository
 from tests.integration.test_supervisor import carry_to_landing
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 #: A fix's whole life, as its events say it: (event, stage).
 FIX_LIFE = [
@@ -201,7 +205,7 @@ def test_following_reads_only_what_was_appended_and_finds_places_launched_later(
     reads: list[tuple[Path, int]] = []
     real_read_from = journal.read_from
 
-    def read_from(where: Path, offset: int) -> journal.Tail:
+    def read_from(where: Path, offset: int) -> journal.JournalTail:
         reads.append((where, offset))
         return real_read_from(where, offset)
 
@@ -235,7 +239,7 @@ def test_a_name_launched_again_is_read_anew_and_nothing_repeats(
     repo = repository(host / "repo")
     path = launched(repo, "alpha")
     carry_to_landing(harness, path)
-    follower = shell_events.Follower(Settings(), repository=repo)
+    follower = shell_events.EventStream(Settings(), repository=repo)
     old = follower.poll()
     assert old[-1].event is Event.TIDIED
     assert follower.poll() == []
@@ -265,6 +269,35 @@ def test_a_journal_that_cannot_be_read_is_named_and_the_others_still_come(
     assert shown.returncode == 0
     assert f"flume: warning: {broken} cannot be read" in shown.stderr
     assert "fix--alpha code#1 stage-started" in shown.stdout
+
+
+def test_a_journal_mended_after_it_was_given_up_goes_on_and_tells_nothing_twice(
+    host: Path, harness: Harness
+) -> None:
+    """A journal given up and then mended in place is followed again, telling nothing twice."""
+    repo = repository(host / "repo")
+    path = launched(repo, "alpha")
+    harness.settle()
+    problems: list[tuple[Path, str]] = []
+    stream = shell_events.EventStream(
+        Settings(), repository=repo, on_problem=lambda *said: problems.append(said)
+    )
+    told = stream.poll()
+    assert told
+    whole = path.stat().st_size
+    with path.open("ab") as file:
+        file.write(b'{"type": "Nothing"}\n')
+    assert stream.poll() == []
+    assert [where for where, _problem in problems] == [path]
+    # Mended in place: the damaged line cut away; then the caller drops the place.
+    os.truncate(path, whole)
+    places.command(path, DropAsked(at=Instant(time.time())), Settings())
+    more = stream.poll()
+    assert Event.DROPPED in {each.event for each in more}
+    assert min(each.cursor for each in more) > max(each.cursor for each in told)
+    # What the two polls told is what a new reading tells, each event once.
+    assert told + more == list(api.events(repository=repo))
+    assert len(problems) == 1
 
 
 def test_bad_arguments_are_named_and_exit_2(host: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from flume.core.observations import Activity, AgentExited, Launched
 from flume.core.place import Delivered
 from flume.shell.panes.tmux import Tmux
-from flume.shell.store import journal, places
+from flume.shell.store import codec, journal, places
 from flume.shell.tools import git
 from flume.testing import scenario
 from tests.integration.agents_kit import observations, place_of, wait_for
@@ -300,7 +300,7 @@ def test_a_launch_journaled_before_hosts_replays_unchanged_and_is_followed(
     (seen,) = journal.read(path).observations
     assert isinstance(seen, Launched)
     assert seen.launch.host is None
-    assert journal.encode(seen) == line
+    assert codec.encode(seen) == line
     harness.settle()
     place = harness.place(path)
     assert place.made

@@ -418,11 +418,12 @@ def test_an_agent_not_installed_makes_nothing(
 def test_a_launch_asks_git_each_thing_once(
     host: Path, monkeypatch: pytest.MonkeyPatch, woken: list[str]
 ) -> None:
-    """A launch's checks run no git command twice: five in all, from the main worktree.
+    """A launch's checks run no git command twice: four in all, from the main worktree.
 
     The repository, its shared git directory and its commits are one ``rev-parse``; the branch
-    heads one ``for-each-ref``. A path git's answer cannot be read line by line for (one holding
-    a newline) is asked the long way and launches all the same.
+    heads, the base's commit and the remote's HEAD one ``for-each-ref``; with no remote, the
+    main worktree's branch is asked (two ``symbolic-ref``). A path git's answer cannot be read
+    line by line for (one holding a newline) is asked the long way and launches all the same.
     """
     asked: list[tuple[str, tuple[str, ...]]] = []
     run = git.run
@@ -441,7 +442,7 @@ def test_a_launch_asks_git_each_thing_once(
     assert len(asked) > 5  # the long way
     asked.clear()
     assert launch(host / "repo", "--name", "twice", *PRINTED).returncode == 0
-    assert len(asked) == 5, asked
+    assert len(asked) == 4, asked
     assert woken == ["wake"] * 3
 
 

@@ -26,10 +26,11 @@ import pytest
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
 from flume.shell.perform import launch as shell_launch
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.supervisor import client
-from flume.shell.supervisor.loop import Supervisor
+from flume.shell.supervisor.loop import Answered, Supervisor, _answer
 from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
@@ -221,7 +222,14 @@ def test_concurrent_launches_handed_over_and_not_have_one_winner(supervised: Pat
     def own() -> None:
         try:
             shell_launch.launch_asked(
-                repository=repo, kind="fix", name="race", brief=BRIEF, agent="test", panes="print"
+                LaunchAsked(
+                    repository=repo,
+                    kind="fix",
+                    name="race",
+                    brief=BRIEF,
+                    agent="test",
+                    panes="print",
+                )
             )
         except UsageError as error:
             refused.append(str(error))
@@ -388,12 +396,71 @@ def test_the_supervisor_starts_making_a_place_it_launched_at_once(host: Path) ->
     """No tick is waited for: the launch it journals is followed and its worktree made."""
     repo = repository(host / "repo")
     supervisor = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
-    words = {"repository": repo, "name": "now", "brief": BRIEF, "kind": "fix"}
+    asked = LaunchAsked(
+        repository=repo, name="now", brief=BRIEF, kind="fix", agent="test", panes="print"
+    )
     try:
-        outcome = supervisor.launch({**words, "agent": "test", "panes": "print"}, os.environ)
+        outcome = supervisor.launch(asked, os.environ)
         supervisor.wait_for_actions(timeout=60)
     finally:
         supervisor.close()
     assert supervisor.stats.ticks == 0
     assert made_place(Path(outcome["made"]["journal"]))
     assert (repo / "places" / "fix--now").is_dir()
+
+
+def test_a_launch_started_asks_no_tick_and_anything_else_asks_one(
+    host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor's loop ticks at once after any request but a launch it started.
+
+    That one is followed already and its batch wakes a tick when done: a tick now would only
+    slow the worktree being made. A launch declined, refused or made but not found to follow,
+    a wake, a stop: a tick looks.
+    """
+    repo = repository(host / "repo")
+    supervisor = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
+    words = {
+        "repository": str(repo), "name": "now", "brief": BRIEF, "kind": "fix", "base": None,
+        "mark": None, "waits": [], "agent": "test", "model": None, "agent_args": [],
+        "panes": "print",
+    }  # fmt: skip
+    launch = {
+        "op": "launch",
+        "take_by": time.time() + 60,
+        "flume": client.identity(),
+        "words": words,
+        "environment": dict(os.environ),
+    }
+    path = client.socket_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(8)
+        listener.setblocking(False)  # noqa: FBT003 (the socket API)
+
+        def answered(request: dict[str, Any]) -> Answered:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.settimeout(30)
+                connection.connect(str(path))
+                connection.sendall((json.dumps(request) + "\n").encode())
+                said = _answer(listener, supervisor)
+                assert sockets.Reader(connection).line()  # it was answered
+            return said
+
+        try:
+            assert answered(launch) == Answered(stop=False, look=False)
+            assert supervisor.started(places.journals_dir(repo) / "fix--now" / places.JOURNAL)
+            late = {**launch, "take_by": time.time() - 1}
+            assert answered({**late, "words": {**words, "name": "late"}}).look
+            assert answered({**launch, "words": {**words, "name": "a/b"}}).look  # refused
+            with monkeypatch.context() as patched:
+                patched.setattr(supervisor, "follow", lambda _path: None)  # not found by discovery
+                assert answered({**launch, "words": {**words, "name": "unfound"}}).look
+            assert answered({"op": "wake"}) == Answered(stop=False, look=True)
+            assert answered({"op": "stop"}) == Answered(stop=True, look=True)
+            supervisor.wait_for_actions(timeout=60)
+        finally:
+            supervisor.close()
+    assert made_place(places.journals_dir(repo) / "fix--now" / places.JOURNAL)
+    assert supervisor.stats.ticks == 0

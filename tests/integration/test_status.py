@@ -282,7 +282,7 @@ def test_status_into_a_pipe_is_one_whole_line_a_place(tmp_path: Path) -> None:
             view.place,
             view.kind,
             f"{view.stage}#{view.attempt}",
-            view.phase,
+            view.phase.value,
             view.agent.value,
             "no",
             "none",

@@ -17,7 +17,7 @@ from flume.cli.app import app
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import replay
-from flume.shell.store.journal import codec, decode, encode
+from flume.shell.store.codec import codec, decode, encode
 
 STORED = Path(__file__).parents[1] / "data" / "stored"
 SCENARIOS = Path(__file__).parents[2] / "examples" / "scenarios"

@@ -9,7 +9,7 @@ from pathlib import Path
 from flume.cli.render import tidy_text
 from flume.core.ids import Instant
 from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, WorktreeMade
-from flume.core.place import Delivering, Life, Working
+from flume.core.place import Delivering, Life, TidyNotWanted, Working
 from flume.core.settings import PRINT_CONFIRM_SECONDS, Settings
 from flume.core.step import replay
 from flume.shell.commands import tidying
@@ -238,7 +238,7 @@ def _tidy_decided(path: Path) -> bool:
     """The supervisor's own tidy of a dropped place has decided: nothing is wanted of it now."""
     place = replay(Settings(), journal.read(path).observations)
     return place.life is Life.TIDIED or (
-        "TidyFactsSeen" in kinds_in(path) and not (place.tidy_wanted or place.tidying)
+        "TidyFactsSeen" in kinds_in(path) and place.tidy == TidyNotWanted()
     )
 
 

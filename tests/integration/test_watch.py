@@ -41,7 +41,7 @@ from flume.shell.agents.port import agents_dir
 from flume.shell.observe.watch import Watch
 from flume.shell.panes import tmux
 from flume.shell.panes.tmux import Tmux, escape_argument, tidy_name
-from flume.shell.supervisor.loop import Followed
+from flume.shell.store.follower import Followed
 from tests.integration.agents_kit import wait_for
 
 

@@ -1,13 +1,20 @@
 """The behaviours every place machine shares: what the agent, the pane, the lander and time do.
 
 These rules name no rule id: they only move the world. Each family's machine subclasses this and
-adds the caller's commands and the invariants its rule ids are about.
+adds the caller's commands and the invariants its rule ids are about. The one invariant here holds
+the transition table to the states the rules reach.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from flume.core.ids import Instant, StageName
 from flume.core.kinds import ReportFile
@@ -21,9 +28,10 @@ from flume.core.observations import (
     PaneOutput,
     SubmitAsked,
     Tick,
+    Told,
     TranscriptEntry,
 )
-from flume.core.place import current_step
+from flume.core.place import accepts, current_step, is_live
 from flume.core.settings import Settings
 from tests.model.world import FakeAgent, FakeWorld, fix_world
 
@@ -74,6 +82,18 @@ class PlaceMachine(RuleBasedStateMachine):
         """The place's current stage and attempt."""
         assert self.world.place is not None
         return self.world.place.stage.name, self.world.place.stage.attempt
+
+    @invariant()
+    def a_live_agent_can_be_told(self) -> None:
+        """Wherever an agent is live, its stage's phase accepts a tell (the table's row for it).
+
+        The table refuses a tell for the phase alone only where no agent is live in any state the
+        rules reach, so that refusal changes nothing a caller could see.
+        """
+        place = self.world.place
+        assert place is not None
+        if is_live(place):
+            assert accepts(place.stage.phase, Told), place.stage.phase
 
     # --- time and the agent ----------------------------------------------------------------------
 

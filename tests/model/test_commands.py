@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from flume.core.actions import (
+    ActionName,
     EndAgent,
     Event,
     GatherTidyFacts,
@@ -40,7 +41,17 @@ from flume.core.observations import (
     TranscriptUnreadable,
     WorktreeMade,
 )
-from flume.core.place import Life, Place, Short, ShortCause, Working, evolve, is_quiet
+from flume.core.place import (
+    Life,
+    Place,
+    Short,
+    ShortCause,
+    TidyGathering,
+    TidyNotWanted,
+    Working,
+    evolve,
+    is_quiet,
+)
 from flume.core.step import step
 from tests.model.test_rules import (
     FIX,
@@ -126,7 +137,7 @@ def test_stop_ends_the_agent_and_the_stage_waits() -> None:
         TranscriptUnreadable(at=Instant(9), session=OTHER),
         TranscriptUnreadable(at=Instant(9), session=SESSION, count=0),
         ChecksFailed(at=Instant(9), reason="no submission"),
-        ActionFailed(at=Instant(9), action="SendPrompt", output="pane gone"),
+        ActionFailed(at=Instant(9), action=ActionName.SEND_PROMPT, output="pane gone"),
     ],
     ids=lambda seen: type(seen).__name__,
 )
@@ -211,8 +222,8 @@ def test_resends_wait_for_a_busy_agent_and_the_ready_deadline_for_a_dialog() -> 
 def test_quiet_needs_no_held_tells() -> None:
     """An agent with a tell held for it is not quiet, however still it is."""
     place = step(S, waiting(), Told(at=Instant(6), text="x")).place
-    assert not is_quiet(S, place, Instant(10_000))
-    assert is_quiet(S, evolve(place, sending=None, agent=None), Instant(0))
+    assert not is_quiet(evolve(place, now=Instant(10_000)))
+    assert is_quiet(evolve(place, sending=None, agent=None, now=Instant(0)))
 
 
 def test_an_older_hook_report_is_ignored() -> None:
@@ -237,9 +248,11 @@ def test_transcript_lines_move_the_quiet_clock() -> None:
 
 def test_failures_of_tidy_actions_let_tidy_ask_again() -> None:
     """A failed removal is reported and tidy is no longer waiting on facts."""
-    place = evolve(working(), tidying=True)
-    decided = step(S, place, ActionFailed(at=Instant(9), action="RemoveWorktree", output="busy"))
-    assert not decided.place.tidying
+    place = evolve(working(), tidy=TidyGathering())
+    decided = step(
+        S, place, ActionFailed(at=Instant(9), action=ActionName.REMOVE_WORKTREE, output="busy")
+    )
+    assert decided.place.tidy == TidyNotWanted()
 
 
 def test_setup_that_succeeds_twice_changes_nothing() -> None:

@@ -7,6 +7,7 @@ import pytest
 from pyrsistent import pvector
 
 from flume.core.actions import (
+    ActionName,
     DeleteBranch,
     Event,
     GatherTidyFacts,
@@ -37,12 +38,22 @@ from flume.core.observations import (
     RetryAsked,
     StopAsked,
     SubmitAsked,
+    TidyAsked,
     TidyFactsSeen,
     TranscriptEntry,
     WorktreeFacts,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Short, Submission, Working, evolve
+from flume.core.place import (
+    Life,
+    Short,
+    Submission,
+    TidyGathering,
+    TidyNotWanted,
+    TidyWanted,
+    Working,
+    evolve,
+)
 from flume.core.step import pending, step, trace
 from flume.core.tidy import plan
 from tests.model.test_rules import (
@@ -63,7 +74,7 @@ def test_send_prompt_refuses_a_third_send() -> None:
     """DELIVERY-TWO-SENDS holds in the sender itself: with two sends made, nothing is sent."""
     place = working()
     spent = evolve(place, stage=attrs.evolve(place.stage, sends=2))
-    assert send_prompt(spent, SESSION, Instant(50)) == (spent, ())
+    assert send_prompt(spent, SESSION) == (spent, ())
 
 
 @pytest.mark.parametrize(
@@ -139,7 +150,9 @@ def test_more_bad_bases(base: str, says: str) -> None:
 
 def test_a_worktree_that_could_not_be_made_is_made_again_on_retry() -> None:
     """MakeWorktree failed: the stage stops short, and a retry asks for the worktree again."""
-    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="disk full")).place
+    failed = run(
+        ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE, output="disk full")
+    ).place
     assert isinstance(failed.stage.phase, Short)
     again = step(S, failed, RetryAsked(at=Instant(2)))
     assert any(isinstance(a, MakeWorktree) for a in again.actions)
@@ -157,7 +170,9 @@ def test_failed_checks_with_no_agent_to_tell_are_only_reported() -> None:
 
 def test_a_failed_lander_counts_as_failed_checks() -> None:
     """The lander itself failed: its output goes back to the agent like failed checks."""
-    decided = step(S, submitting(), ActionFailed(at=Instant(30), action="Land", output="locked"))  # type: ignore[arg-type]
+    decided = step(
+        S, submitting(), ActionFailed(at=Instant(30), action=ActionName.LAND, output="locked")
+    )  # type: ignore[arg-type]
     assert decided.place.submission is Submission.CHECKS_FAILED
     assert decided.place.held or decided.place.sending
 
@@ -264,7 +279,9 @@ def test_a_place_never_made_is_tidied_with_nothing_removed() -> None:
 
     A worktree seen made after that (a make that was in flight) is tidied in its turn.
     """
-    failed = run(ActionFailed(at=Instant(1), action="MakeWorktree", output="no room")).place
+    failed = run(
+        ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE, output="no room")
+    ).place
     dropped = step(S, failed, DropAsked(at=Instant(2))).place
     facts = TidyFactsSeen(
         at=Instant(3),
@@ -383,7 +400,7 @@ def test_a_question_finishes_on_its_conclusion_and_waits_for_tidy() -> None:
     decided = step(S, place, Tick(at=Instant(20)))
     assert decided.place.life is Life.FINISHED
     assert not any(isinstance(a, GatherTidyFacts) for a in decided.actions)
-    assert not decided.place.tidy_wanted
+    assert decided.place.tidy == TidyNotWanted()
 
 
 def test_what_a_restart_asks_for_again() -> None:
@@ -401,10 +418,40 @@ def test_what_a_restart_asks_for_again() -> None:
     dropped = step(S, working(), DropAsked(at=Instant(9))).place
     gone = step(S, dropped, AgentExited(at=Instant(10), session=SESSION)).place
     assert [type(a).__name__ for a in pending(gone)] == ["GatherTidyFacts"]
-    failed = step(S, launched, ActionFailed(at=Instant(1), action="MakeWorktree")).place
+    failed = step(S, launched, ActionFailed(at=Instant(1), action=ActionName.MAKE_WORKTREE)).place
     assert pending(failed) == ()
     unmade = step(S, launched, DropAsked(at=Instant(1))).place
     look, gather = pending(unmade)
     assert isinstance(look, MakeWorktree)
     assert look.look_only
     assert isinstance(gather, GatherTidyFacts)
+
+
+def test_tidy_asked_again_while_gathering_waits_for_the_facts_with_the_latest_force() -> None:
+    """A tidy asked while tidy gathers facts asks for none again; the latest force decides.
+
+    A drop (no force) then ``tidy --force`` while the first look is out: one look, and its
+    facts are judged with force. A drop after a forced tidy keeps the caller's force.
+    """
+    dropped = step(S, working(), DropAsked(at=Instant(9))).place
+    assert dropped.tidy == TidyWanted(force=False)
+    gathering = step(S, dropped, AgentExited(at=Instant(10), session=SESSION))
+    assert [type(a) for a in gathering.actions] == [GatherTidyFacts]
+    assert gathering.place.tidy == TidyGathering(force=False)
+    forced = step(S, gathering.place, TidyAsked(at=Instant(11), force=True))
+    assert forced.place.tidy == TidyGathering(force=True)
+    assert not any(isinstance(a, GatherTidyFacts) for a in forced.actions)
+    facts = TidyFactsSeen(
+        at=Instant(12),
+        worktree=WorktreeFacts(path=forced.place.path, exists=True, made_by_flume=True, dirty=True),
+        branch=BranchFacts(
+            name=forced.place.branch, exists=True, base=BranchName("main"), base_lacks=0
+        ),
+    )
+    judged = step(S, forced.place, facts)
+    assert RemoveWorktree(path=forced.place.path, force=True) in judged.actions
+    # Tidy looks again once the removals are done, still with the caller's force.
+    assert judged.actions[-1] == GatherTidyFacts(
+        path=forced.place.path, branch=forced.place.branch, base=BranchName("main"), force=True
+    )
+    assert judged.place.tidy == TidyGathering(force=True)

@@ -94,7 +94,7 @@ class LandingMachine(PlaceMachine):
                 assert after.sending == before.sending
                 assert not any(isinstance(a, SendTell) for a in decision.actions)
                 shown = status(after)
-                assert shown.submission == "blocked"
+                assert shown.submission is Submission.BLOCKED
                 assert seen.reason in shown.submission_note
                 assert seen.way_out in shown.submission_note
                 assert after.land_retry_at is not None
@@ -139,7 +139,7 @@ def test_a_blocked_landing_is_named_for_the_caller_and_not_told_to_the_agent() -
     reports = [a for a in decided.actions if isinstance(a, Report)]
     assert [(r.event, r.text) for r in reports] == [(Event.LANDING_BLOCKED, after.submission_note)]
     assert not any(isinstance(a, (SendTell, Land)) for a in decided.actions)
-    assert status(after).submission == "blocked"
+    assert status(after).submission is Submission.BLOCKED
 
 
 def test_a_blocked_landing_is_tried_again_after_a_wait_that_doubles() -> None:
@@ -155,7 +155,8 @@ def test_a_blocked_landing_is_tried_again_after_a_wait_that_doubles() -> None:
         path=place.path, branch=place.branch, base=place.launch.base, start=place.start
     )
     assert due.place.submission is Submission.SUBMITTED
-    assert status(due.place).submission == "blocked"  # still the caller's to see while tried
+    # still the caller's to see while tried
+    assert status(due.place).submission is Submission.BLOCKED
     again = step(S, due.place, attrs.evolve(BLOCKED, at=Instant(33)))
     assert again.place.land_retry_at == Instant(37)
     assert not any(isinstance(a, Report) for a in again.actions)

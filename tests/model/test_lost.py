@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flume.core.actions import EndAgent, KeepBranch, KeepPlace, StartAgent
+from flume.core.actions import ActionName, EndAgent, KeepBranch, KeepPlace, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha
 from flume.core.observations import (
@@ -18,8 +18,8 @@ from flume.core.observations import (
     WorktreeFacts,
     WorktreeLost,
 )
-from flume.core.place import Life, Short, ShortCause
-from flume.core.status import status
+from flume.core.place import Life, Short, ShortCause, TidyWanted
+from flume.core.status import PhaseWord, status
 from flume.core.step import step
 from flume.core.tidy import plan
 from tests.model.test_rules import SESSION, S, made, run, working
@@ -38,7 +38,7 @@ def test_a_deleted_worktree_stops_the_stage_short_and_ends_the_agent() -> None:
     assert "flume drop fix--typo, then flume tidy" in phase.words
     assert [a.session for a in decision.actions if isinstance(a, EndAgent)] == [SESSION]
     shown = status(decision.place)
-    assert (shown.short_cause, shown.phase) == ("worktree-gone", "short")
+    assert (shown.short_cause, shown.phase) == ("worktree-gone", PhaseWord.SHORT)
 
 
 def test_a_lost_worktree_is_never_retried_in_and_drop_tidies_it() -> None:
@@ -48,7 +48,7 @@ def test_a_lost_worktree_is_never_retried_in_and_drop_tidies_it() -> None:
         step(S, lost, RetryAsked(at=Instant(10)))
     dropped = step(S, lost, DropAsked(at=Instant(10))).place
     assert dropped.life is Life.DROPPED
-    assert dropped.tidy_wanted
+    assert dropped.tidy == TidyWanted(force=False)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_setup_ending_after_the_worktree_is_lost_keeps_the_cause() -> None:
     assert lost.life is Life.ACTIVE
     for seen in (
         SetupFinished(at=Instant(3), ok=False, output="no Makefile"),
-        ActionFailed(at=Instant(3), action="RunSetup", output="no folder"),
+        ActionFailed(at=Instant(3), action=ActionName.RUN_SETUP, output="no folder"),
     ):
         after = step(S, lost, seen).place
         assert isinstance(after.stage.phase, Short)

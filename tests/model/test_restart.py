@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from flume.core.actions import Action, Land, SendPrompt
 from flume.core.delivery import prompt_marker
 from flume.core.observations import ActionFailed, Activity, DropAsked, RetryAsked, Tick, TidyAsked
-from flume.core.place import Delivering, Life, Short
+from flume.core.place import Delivering, Life, Short, TidyNotWanted
 from flume.core.settings import MAX_SENDS
 from flume.core.step import pending, replay
 from tests.model.world import FakeWorld, fix_world
@@ -241,6 +241,5 @@ def test_a_launch_dropped_before_the_shell_read_it_is_tidied() -> None:
     place = machine.world.place
     assert place is not None
     assert place.life is Life.TIDIED, place
-    assert not place.tidying
-    assert not place.tidy_wanted
+    assert place.tidy == TidyNotWanted()
     machine.teardown()

@@ -7,6 +7,7 @@ import pytest
 from pyrsistent import pset, pvector
 
 from flume.core.actions import (
+    ActionName,
     DeleteBranch,
     EndAgent,
     Event,
@@ -884,7 +885,7 @@ def test_failed_checks_of_a_printed_agent_are_reported_not_told() -> None:
     place = evolve(place, launch=attrs.evolve(place.launch, agent=printed))
     for seen in (
         ChecksFailed(at=Instant(26), reason="tests failed", output="1 failed"),
-        ActionFailed(at=Instant(26), action="Land", output="no lander"),
+        ActionFailed(at=Instant(26), action=ActionName.LAND, output="no lander"),
     ):
         decided = step(S, place, seen)
         assert decided.place.submission.value == "checks-failed"
@@ -940,7 +941,9 @@ def test_a_repeated_start_of_the_live_agent_ends_nothing() -> None:
 def test_a_stale_failure_does_not_stop_a_working_stage() -> None:
     """A late report that making the worktree failed changes nothing once work is under way."""
     place = working()
-    decided = step(S, place, ActionFailed(at=Instant(9), action="MakeWorktree", output="late"))
+    decided = step(
+        S, place, ActionFailed(at=Instant(9), action=ActionName.MAKE_WORKTREE, output="late")
+    )
     assert isinstance(decided.place.stage.phase, Working)
 
 

@@ -18,7 +18,7 @@ from flume.core.actions import Action, DeleteBranch, KeepBranch, KeepPlace, Remo
 from flume.core.ids import BranchName, KindName, Sha
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.observations import DropAsked, TidyAsked, TidyFactsSeen
-from flume.core.place import Life
+from flume.core.place import Life, TidyGathering, TidyWanted
 from flume.core.settings import Settings
 from flume.core.tidy import CHANGE, plan
 from tests.model.world import BASE, CREW, REPOSITORY, FakeGit, FakeWorktree, FakeWorld
@@ -173,7 +173,8 @@ class TidyMachine(RuleBasedStateMachine):
                             seen,
                             before.launch.kind,
                             before.life,
-                            before.tidy_force,
+                            isinstance(before.tidy, TidyWanted | TidyGathering)
+                            and before.tidy.force,
                             decision.actions,
                         )
                     )

@@ -16,6 +16,7 @@ from pyrsistent import pset, pvector
 
 from flume.core.actions import (
     Action,
+    ActionName,
     DeleteBranch,
     EndAgent,
     Event,
@@ -300,7 +301,7 @@ class FakeWorld:
                     # Dropped before it was seen made: the shell only looks, and found nothing.
                     return []
                 if path in self.worktrees or branch in self.git.branches:
-                    return [ActionFailed(at=at, action="MakeWorktree", output="exists")]
+                    return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output="exists")]
                 self.git.branches[branch] = list(self.git.branches[base])
                 self.worktrees[path] = FakeWorktree(path=path, branch=branch, by_flume=True)
                 self.made_by_flume.add(path)
@@ -369,19 +370,29 @@ class FakeWorld:
             case RemoveWorktree(path=path, force=force):
                 tree = self.worktrees.get(path)
                 if tree is None:
-                    return [ActionFailed(at=at, action="RemoveWorktree", output="no such worktree")]
+                    return [
+                        ActionFailed(
+                            at=at, action=ActionName.REMOVE_WORKTREE, output="no such worktree"
+                        )
+                    ]
                 changed = tree.dirty or tree.untracked
                 if changed and not force:
-                    return [ActionFailed(at=at, action="RemoveWorktree", output="dirty")]
+                    return [ActionFailed(at=at, action=ActionName.REMOVE_WORKTREE, output="dirty")]
                 self.removed.append((path, tree.by_flume, changed, force))
                 del self.worktrees[path]
                 return [WorktreeRemoved(at=at, path=path)]
             case DeleteBranch(branch=branch, base=base, head_was=head_was):
                 if branch not in self.git.branches:
-                    return [ActionFailed(at=at, action="DeleteBranch", output="no such branch")]
+                    return [
+                        ActionFailed(
+                            at=at, action=ActionName.DELETE_BRANCH, output="no such branch"
+                        )
+                    ]
                 if head_was is not None and self.git.head(branch) != head_was:
                     # git update-ref -d refs/heads/<branch> <head_was>: the branch moved; kept.
-                    return [ActionFailed(at=at, action="DeleteBranch", output="branch moved")]
+                    return [
+                        ActionFailed(at=at, action=ActionName.DELETE_BRANCH, output="branch moved")
+                    ]
                 self.deleted.append((branch, self.git.lacks(branch, base)))
                 del self.git.branches[branch]
                 return [BranchDeleted(at=at, branch=branch)]

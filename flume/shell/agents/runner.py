@@ -30,9 +30,9 @@ from pathlib import Path
 
 from pyrsistent import pvector
 
-from flume.core.actions import EndAgent, SendPrompt, SendTell, StartAgent
+from flume.core.actions import ActionName, EndAgent, SendPrompt, SendTell, StartAgent
 from flume.core.ids import Instant, SessionId
-from flume.core.launch import Panes, place_name
+from flume.core.launch import Panes
 from flume.core.observations import (
     ActionFailed,
     AgentExited,
@@ -84,7 +84,7 @@ def marks(place: Place, session: SessionId) -> dict[str, str]:
     """
     return {
         SESSION_VARIABLE: session,
-        "FLUME_PLACE": place_name(place.launch.kind, place.launch.name),
+        "FLUME_PLACE": place.launch.place,
     }
 
 
@@ -154,7 +154,7 @@ class Agents:
         write_private(exec_file, {"argv": argv, "env": environment(place, session), "keep": keep})
         ran = server.start(
             group=tmux_group(place.launch.repository),
-            window=place_name(place.launch.kind, place.launch.name),
+            window=place.launch.place,
             cwd=Path(place.path),
             argv=[sys.executable, "-I", str(_AGENTEXEC), str(exec_file)],
             env=marks(place, session),
@@ -169,7 +169,7 @@ class Agents:
         self, place: Place, action: StartAgent, session: SessionId, at: Instant
     ) -> list[Observation]:
         """The print backend: write the agent down for the caller to run (R4)."""
-        path = printed.path_of(place_name(place.launch.kind, place.launch.name))
+        path = printed.path_of(place.launch.place)
         found = printed.read(path)
         if found is None or found.get("session") != session:
             argv = command(place, action, session)
@@ -186,7 +186,9 @@ class Agents:
     @staticmethod
     def _failed(at: Instant, argv: list[str], output: str) -> list[Observation]:
         shown = [argv[0]] if argv else []
-        return [ActionFailed(at=at, action="StartAgent", argv=pvector(shown), output=output)]
+        return [
+            ActionFailed(at=at, action=ActionName.START_AGENT, argv=pvector(shown), output=output)
+        ]
 
     def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
         """End the agent: close every pane running its session, then see that none is left."""
@@ -196,13 +198,17 @@ class Agents:
         panes = server.panes()
         if panes is None:
             what = f"{place.launch.agent.panes.value} could not list panes"
-            return [ActionFailed(at=at, action="EndAgent", output=what)]
+            return [ActionFailed(at=at, action=ActionName.END_AGENT, output=what)]
         for pane in panes.values():
             if pane.session == action.session:
                 server.kill_pane(pane.id)
         left = server.panes()
         if left is None or any(pane.session == action.session for pane in left.values()):
-            return [ActionFailed(at=at, action="EndAgent", output="the agent's pane is still open")]
+            return [
+                ActionFailed(
+                    at=at, action=ActionName.END_AGENT, output="the agent's pane is still open"
+                )
+            ]
         return [AgentExited(at=at, session=action.session)]
 
     def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
@@ -223,7 +229,7 @@ class Agents:
             return typed
         server = self.server(place)
         panes = server.panes()
-        what = "SendPrompt" if isinstance(action, SendPrompt) else "SendTell"
+        what = ActionName.of(action)
         if panes is None:
             said = f"{place.launch.agent.panes.value} could not list its panes"
             return [ActionFailed(at=at, action=what, output=said)]

@@ -41,7 +41,7 @@ from flume.core.launch import Panes
 from flume.core.observations import Activity
 from flume.core.place import Life, Place, current_step
 from flume.core.settings import Settings
-from flume.core.status import PlaceStatus, status
+from flume.core.status import PhaseWord, PlaceStatus, status
 from flume.shell.agents.runner import tmux_group
 from flume.shell.panes.herdr import SESSION_TOKEN, Client, HerdrError
 from flume.shell.panes.tmux import tidy_name
@@ -75,7 +75,7 @@ class InFlight:
 
 
 @attrs.frozen(kw_only=True)
-class Report:
+class HerdrRequest:
     """One request to send herdr: a method and its params."""
 
     method: str
@@ -103,7 +103,7 @@ def waits_on_caller(each: InFlight) -> bool:
     )
     return (
         view.waits_on_caller
-        or view.phase in {"waits-word", "short"}
+        or view.phase in {PhaseWord.WAITS_WORD, PhaseWord.SHORT}
         or view.agent is Activity.ASKING
         or finished_report
     )
@@ -121,9 +121,9 @@ def row(each: InFlight) -> str:
     tasks = f" tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
     if view.life is Life.FINISHED:
         doing = "finished: read its report, then tidy" if waits_on_caller(each) else "finished"
-    elif view.phase == "waits-word":
+    elif view.phase is PhaseWord.WAITS_WORD:
         doing = "waits on your word (proceed)"
-    elif view.phase == "short":
+    elif view.phase is PhaseWord.SHORT:
         doing = f"stopped short: {view.needs or view.short_cause or 'retry or drop'}"
     elif view.agent is Activity.ASKING:
         doing = "asks you a question"
@@ -158,12 +158,12 @@ def reports(
     panes: Sequence[Mapping[str, Any]],
     workspaces: Sequence[Mapping[str, Any]],
     source: str,
-) -> list[Report]:
+) -> list[HerdrRequest]:
     """The metadata reports that show ``found`` in herdr's sidebar (see the module's note).
 
     ``panes`` and ``workspaces`` are herdr's ``pane.list`` and ``workspace.list`` as listed.
     """
-    sent: list[Report] = []
+    sent: list[HerdrRequest] = []
     by_session = {
         str((pane.get("tokens") or {}).get(SESSION_TOKEN)): pane
         for pane in panes
@@ -175,7 +175,7 @@ def reports(
         if pane is not None and each.place.launch.agent.panes is Panes.HERDR:
             params = {"pane_id": pane["pane_id"], "source": source}
             sent.append(
-                Report(
+                HerdrRequest(
                     method="pane.report_metadata",
                     params={**params, "tokens": _pane_tokens(each)},
                 )
@@ -189,7 +189,7 @@ def reports(
         if not shown and not any(name in held for name in _WORKSPACE_TOKENS):
             continue
         sent.append(
-            Report(
+            HerdrRequest(
                 method="workspace.report_metadata",
                 params={
                     "workspace_id": workspace_id,
@@ -231,7 +231,7 @@ def _workspace_tokens(shown: Sequence[InFlight]) -> dict[str, str | None]:
     return tokens
 
 
-def send(herdr: Client, sent: Sequence[Report]) -> list[str]:
+def send(herdr: Client, sent: Sequence[HerdrRequest]) -> list[str]:
     """Send each report; the problems herdr answered, one line each ([] when all were taken)."""
     problems: list[str] = []
     for each in sent:
@@ -242,7 +242,9 @@ def send(herdr: Client, sent: Sequence[Report]) -> list[str]:
     return problems
 
 
-def planned(herdr: Client, source: str, repositories: Sequence[Path] | None = None) -> list[Report]:
+def planned(
+    herdr: Client, source: str, repositories: Sequence[Path] | None = None
+) -> list[HerdrRequest]:
     """The reports that would show every place in flight now (herdr's panes listed once)."""
     panes = herdr.call("pane.list", {}).get("panes", [])
     workspaces = herdr.call("workspace.list", {}).get("workspaces", [])
@@ -250,12 +252,12 @@ def planned(herdr: Client, source: str, repositories: Sequence[Path] | None = No
 
 
 def show(herdr: Client, source: str, repositories: Sequence[Path] | None = None) -> list[str]:
-    """Report every place in flight to herdr's sidebar, once; the problems herdr answered."""
+    """HerdrRequest every place in flight to herdr's sidebar, once; the problems herdr answered."""
     return send(herdr, planned(herdr, source, repositories))
 
 
 def follow(herdr: Client, source: str, every: float | None, stopping: threading.Event) -> list[str]:
-    """Report the sidebar, then again every ``every`` seconds (once with None) until stopped.
+    """HerdrRequest the sidebar, then again every ``every`` seconds (once with None) until stopped.
 
     Following ends, with no problem, when herdr goes away: the sidebar it fed went with it.
     The problems of the last report are returned.

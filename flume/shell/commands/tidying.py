@@ -17,9 +17,10 @@ folders of launches that died before their journal was renamed into place are re
 from __future__ import annotations
 
 import contextlib
+import enum
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -42,7 +43,7 @@ from flume.core.observations import (
     TidyAsked,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
@@ -55,6 +56,15 @@ from flume.shell.supervisor import client
 STALE_STAGING_SECONDS = 600.0
 
 
+class TidyResult(enum.Enum):
+    """What a tidy came to for one place."""
+
+    TIDIED = "tidied"  #: nothing of the place is left to remove
+    KEPT = "kept"  #: something stays, with reasons
+    IN_FLIGHT = "in-flight"  #: the place is still in flight: drop it to tidy it
+    WAITING = "waiting"  #: the supervisor had not finished when tidy stopped waiting
+
+
 @attrs.frozen(kw_only=True)
 class Kept:
     """Something tidy left, and why."""
@@ -64,14 +74,12 @@ class Kept:
 
 
 @attrs.frozen(kw_only=True)
-class Outcome:
+class TidyOutcome:
     """What tidy did (or, in a dry run, would do) for one place."""
 
     place: str
     repository: str
-    #: ``tidied``, ``kept`` (something stays, with reasons), ``in-flight``, or ``waiting`` (the
-    #: supervisor had not finished when tidy stopped waiting).
-    state: str
+    state: TidyResult
     removed: tuple[str, ...] = ()
     kept: tuple[Kept, ...] = ()
     failed: tuple[str, ...] = ()
@@ -81,10 +89,10 @@ class Outcome:
 
 
 def _name(place: Place) -> str:
-    return f"{place.launch.kind}--{place.launch.name}"
+    return place.launch.place
 
 
-def dry_run(place: Place, *, force: bool) -> Outcome:
+def dry_run(place: Place, *, force: bool) -> TidyOutcome:
     """The plan tidy would carry out now, from facts gathered without changing anything."""
     repository = Path(place.launch.repository)
     if place.life not in {Life.FINISHED, Life.DROPPED}:
@@ -94,7 +102,9 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     if branch is None:
         reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
         kept = (Kept(what=place.branch, reason=reason),)
-        return Outcome(place=_name(place), repository=str(repository), state="kept", kept=kept)
+        return TidyOutcome(
+            place=_name(place), repository=str(repository), state=TidyResult.KEPT, kept=kept
+        )
     removed: list[str] = []
     kept_list: list[Kept] = []
     for action in plan(
@@ -116,8 +126,9 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
                 kept_list.append(Kept(what=name, reason=reason))
             case _:
                 pass
-    state = "kept" if any(k.what == place.path for k in kept_list) else "tidied"
-    return Outcome(
+    kept_place = any(k.what == place.path for k in kept_list)
+    state = TidyResult.KEPT if kept_place else TidyResult.TIDIED
+    return TidyOutcome(
         place=_name(place),
         repository=str(repository),
         state=state,
@@ -126,17 +137,17 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     )
 
 
-def _in_flight(place: Place) -> Outcome:
+def _in_flight(place: Place) -> TidyOutcome:
     reason = f"in flight (stage {place.stage.name}, {place.life.value}): drop it to tidy it"
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
-        state="in-flight",
+        state=TidyResult.IN_FLIGHT,
         kept=(Kept(what=place.path, reason=reason),),
     )
 
 
-def _other_host(place: Place, here: str | None) -> Outcome | None:
+def _other_host(place: Place, here: str | None) -> TidyOutcome | None:
     """Kept, when another host launched the place: its supervisor alone tidies it.
 
     HOST-OWNS-PLACE: this host's supervisor would never perform the tidy, so none is asked.
@@ -145,10 +156,10 @@ def _other_host(place: Place, here: str | None) -> Outcome | None:
     if owner is None or followed_by(place.launch, here):
         return None
     reason = f"launched by another host ({owner.state}): run flume tidy there"
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
-        state="kept",
+        state=TidyResult.KEPT,
         kept=(Kept(what=place.path, reason=reason),),
     )
 
@@ -165,7 +176,7 @@ def ask(
     return before
 
 
-def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | None:
+def outcome(found: places.Found, after: int, settings: Settings) -> TidyOutcome | None:
     """What the tidy asked at line ``after`` came to; None while the supervisor is at it."""
     seen = journal.read(found.journal).observations
     place: Place | None = None
@@ -183,7 +194,7 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             case BranchDeleted(branch=branch):
                 removed.append(f"branch {branch}")
             case ActionFailed(action=failed_action, output=output):
-                failed.append(f"{failed_action}: {output}")
+                failed.append(f"{failed_action.value}: {output}")
             case _:
                 pass
         for action in decision.actions:
@@ -194,10 +205,10 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
             if isinstance(action, Report) and action.event is Event.KEPT:
                 what, _, reason = action.text.partition(": ")
                 kept.append(Kept(what=what, reason=reason))
-    if place is None or place.tidy_wanted or place.tidying:
+    if place is None or not isinstance(place.tidy, TidyNotWanted):
         return None
-    state = "tidied" if place.life is Life.TIDIED else "kept"
-    return Outcome(
+    state = TidyResult.TIDIED if place.life is Life.TIDIED else TidyResult.KEPT
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
         state=state,
@@ -209,9 +220,9 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
 
 def wait(
     asked: list[tuple[places.Found, int]], settings: Settings, deadline: float
-) -> list[Outcome]:
+) -> list[TidyOutcome]:
     """Each asked place's outcome, waiting for the supervisor until ``deadline`` (monotonic)."""
-    done: dict[Path, Outcome] = {}
+    done: dict[Path, TidyOutcome] = {}
     while True:
         for found, after in asked:
             if found.journal not in done:
@@ -226,24 +237,24 @@ def wait(
         result = done.get(found.journal)
         if result is None:
             assert found.place is not None  # noqa: S101 (only replayed places are asked)
-            result = Outcome(
+            result = TidyOutcome(
                 place=_name(found.place),
                 repository=found.place.launch.repository,
-                state="waiting",
+                state=TidyResult.WAITING,
                 failed=("the supervisor had not finished; run flume tidy again",),
             )
         results.append(result)
     return results
 
 
-def tidied_before(found: places.Found, settings: Settings) -> Outcome:
+def tidied_before(found: places.Found, settings: Settings) -> TidyOutcome:
     """A place tidied before (by the supervisor, or a tidy): what it removed and kept."""
     assert found.place is not None  # noqa: S101 (only replayed places are tidied)
     result = outcome(found, 0, settings)
-    return Outcome(
+    return TidyOutcome(
         place=_name(found.place),
         repository=found.place.launch.repository,
-        state="tidied",
+        state=TidyResult.TIDIED,
         removed=result.removed if result is not None else (),
         kept=result.kept if result is not None else (),
         earlier=True,
@@ -288,60 +299,77 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
     return removed
 
 
-def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
+@attrs.frozen(kw_only=True)
+class Standing:
+    """A place found, as tidy and its dry run walk it: said already, or this host's to tidy."""
+
+    found: places.Found
+    place: Place
+    #: What is reported without asking a tidy: the place tidied earlier (from its journal), or
+    #: kept as another host's; None when it is this host's to tidy now.
+    said: TidyOutcome | None
+    #: Tidied earlier: its journal is set aside, freeing its name.
+    tidied: bool
+
+
+def standings(found: list[places.Found], settings: Settings) -> Iterator[Standing]:
+    """Each readable place in ``found``, in order, as :func:`plans` and :func:`tidy` both see it.
+
+    Tidied earlier: reported as its journal shows. Launched by another host: kept, for its
+    supervisor alone tidies it (HOST-OWNS-PLACE). Else this host's to tidy.
+    """
+    here = places.host_id()
+    for each in found:
+        place = each.place
+        if place is None:
+            continue
+        if place.life is Life.TIDIED:
+            yield Standing(found=each, place=place, said=tidied_before(each, settings), tidied=True)
+        else:
+            theirs = _other_host(place, here)
+            yield Standing(found=each, place=place, said=theirs, tidied=False)
+
+
+def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[TidyOutcome]:
     """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
 
     The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
     as the real run reports it, from its journal; any other with the plan on today's facts.
     """
-    outcomes: list[Outcome] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
-            continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-        elif (theirs := _other_host(each.place, here)) is not None:
-            outcomes.append(theirs)
-        else:
-            outcomes.append(dry_run(each.place, force=force))
-    return outcomes
+    return [
+        each.said if each.said is not None else dry_run(each.place, force=force)
+        for each in standings(found, settings)
+    ]
 
 
 def tidy(
     found: list[places.Found], *, force: bool, settings: Settings, timeout: float
-) -> list[Outcome]:
+) -> list[TidyOutcome]:
     """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied.
 
     Places are reported in the order found, as :func:`plans` reports them.
     """
-    outcomes: list[Outcome | None] = []
+    outcomes: list[TidyOutcome | None] = []
     asked: list[tuple[places.Found, int]] = []
     slots: list[int] = []
-    here = places.host_id()
-    for each in found:
-        if each.place is None:
+    for each in standings(found, settings):
+        if each.tidied:
+            archive(each.found)
+        if each.said is not None:
+            outcomes.append(each.said)
             continue
-        if each.place.life is Life.TIDIED:
-            outcomes.append(tidied_before(each, settings))
-            archive(each)
-            continue
-        theirs = _other_host(each.place, here)
-        if theirs is not None:
-            outcomes.append(theirs)
-            continue
-        after = ask(each, force=force, settings=settings, clock=time.time)
+        after = ask(each.found, force=force, settings=settings, clock=time.time)
         if after is None:
             outcomes.append(dry_run(each.place, force=force))
         else:
-            asked.append((each, after))
+            asked.append((each.found, after))
             slots.append(len(outcomes))
             outcomes.append(None)
     if asked:
         client.ensure(wait=10.0)
         waited = wait(asked, settings, time.monotonic() + timeout)
-        for (each, _after), slot, outcome in zip(asked, slots, waited, strict=True):
-            if outcome.state == "tidied":
-                archive(each)
+        for (done, _after), slot, outcome in zip(asked, slots, waited, strict=True):
+            if outcome.state is TidyResult.TIDIED:
+                archive(done)
             outcomes[slot] = outcome
     return [outcome for outcome in outcomes if outcome is not None]

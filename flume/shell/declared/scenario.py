@@ -37,7 +37,7 @@ from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
 from flume.core.settings import Settings
 from flume.shell.declared.kinds import parse_kind
-from flume.shell.store.journal import codec
+from flume.shell.store.codec import codec
 
 _TYPES = {kind.__name__: kind for kind in OBSERVATION_TYPES if kind is not Launched}
 _SEEN_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*seen[ \t]*\]\]", re.MULTILINE)

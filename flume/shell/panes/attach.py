@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Sequence
 
 from flume.core.errors import UsageError, refused
-from flume.core.launch import Panes, place_name
+from flume.core.launch import Panes
 from flume.core.place import Place
 from flume.shell.panes.tmux import Pane
 
@@ -16,7 +16,7 @@ def pane_of(place: Place | None) -> str:
     """The pane of the place's live agent; refused when it has none."""
     if place is None:
         raise UsageError.one("place", "its journal cannot be read", "see flume status")
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     in_herdr = place.launch.agent.panes is Panes.HERDR
     if place.agent is None or not (
         place.agent.pane.startswith(("%", "print:")) or (in_herdr and place.agent.pane)
@@ -35,7 +35,7 @@ def live_pane(place: Place, panes: dict[str, Pane] | None) -> str:
     tmux numbers panes afresh when its server restarts: the journaled id may be another's.
     """
     assert place.agent is not None  # noqa: S101 (pane_of found one)
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     if panes is None:
         raise refused("attach", "tmux could not list its panes", "try again in a moment")
     found = [pane.id for pane in panes.values() if pane.session == place.agent.session]

@@ -39,7 +39,7 @@ def path_of(place: str) -> Path:
 
 def command(path: Path) -> list[str]:
     """The command a person runs to start the printed agent."""
-    return [sys.executable, "-m", "flume.shell.panes.printed", str(path)]
+    return [sys.executable, "-P", "-m", "flume.shell.panes.printed", str(path)]
 
 
 def write(  # noqa: PLR0913 (each is one thing the agent needs)

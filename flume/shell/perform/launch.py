@@ -22,18 +22,17 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import attrs
 from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError, refused
-from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind
-from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_name
+from flume.core.launch import AgentSettings, Launch, Panes, check_launch
 from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
@@ -43,6 +42,7 @@ from flume.shell.declared import config
 from flume.shell.declared import kinds as declared
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
+from flume.shell.perform.launch_words import Made
 from flume.shell.store import journal, places
 from flume.shell.tools import git, locate
 
@@ -63,30 +63,6 @@ class Request:
     carried: Kind | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Made:
-    """A launch journaled: the place's id and where it lives."""
-
-    place: PlaceName
-    repository: Path
-    path: Path
-    branch: BranchName
-    base: BranchName
-    journal: Path
-
-    def as_dict(self) -> dict[str, Any]:
-        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
-        return {
-            "format": journal.FORMAT,
-            "place": self.place,
-            "repository": str(self.repository),
-            "path": str(self.path),
-            "branch": self.branch,
-            "base": self.base,
-            "journal": str(self.journal),
-        }
-
-
 def _problem(field: str, what: str, mend: str) -> UsageError:
     return UsageError.one(field, what, mend)
 
@@ -102,7 +78,8 @@ def _checked(
     """:func:`check`'s line, and the folder of the repository's journals.
 
     Each thing git is asked once: the repository, its journals and its commits in one
-    ``rev-parse``, every branch head in one ``for-each-ref``.
+    ``rev-parse``; every branch head, the base's among them, and the remote's HEAD in one
+    ``for-each-ref``.
     """
     located = places.locate(request.repository)
     repository = located.main
@@ -130,7 +107,8 @@ def _checked(
         )
     else:
         kind = request.carried
-    base = request.base or git.shared_branch(repository, main=repository)
+    listed = git.branches(repository)
+    base = request.base or git.shared_branch(repository, main=repository, listed=listed)
     if base is None:
         raise _problem(
             "base",
@@ -152,7 +130,7 @@ def _checked(
     missing = agents.of(request.agent.agent).missing() or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
-    start = git.resolve(repository, launch.base)
+    start = listed.resolve(launch.base)
     if start is None:
         raise _problem(
             "base",
@@ -170,15 +148,23 @@ def _checked(
     )
     decision = step(settings, None, seen)
     branch, path = str(decision.place.branch), Path(decision.place.path)
-    _check_free(repository, located.journals, launch, branch, path)
+    _check_free(repository, located.journals, launch, branch, path, heads=listed.heads)
     # The launching host carries it (HOST-OWNS-PLACE); named only once all is checked, so a
     # refused launch makes nothing, not even the host's id.
     return attrs.evolve(seen, launch=attrs.evolve(launch, host=places.host())), located.journals
 
 
-def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, path: Path) -> None:
-    """The name is free: no live place, worktree path or branch holds it."""
-    name = place_name(launch.kind, launch.name)
+def _check_free(  # noqa: PLR0913 (each is a thing already known)
+    repository: Path,
+    journals: Path,
+    launch: Launch,
+    branch: str,
+    path: Path,
+    *,
+    heads: dict[BranchName, Sha],
+) -> None:
+    """The name is free: no live place, worktree path or branch (of ``heads``) holds it."""
+    name = launch.place
     existing = journals / name / places.JOURNAL
     if existing.exists() and not _tidied(existing):
         raise _problem(
@@ -192,7 +178,6 @@ def _check_free(repository: Path, journals: Path, launch: Launch, branch: str, p
             f"{path} already exists",
             "choose another name, or move that folder away",
         )
-    heads = git.heads(repository)
     if branch in heads:
         raise _branch_in_the_way(repository, BranchName(branch), launch.base)
     # git keeps refs as files: a branch "fix" leaves no room for "fix/x", nor "fix/x/y" for it.
@@ -281,7 +266,7 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     seen, folder = _checked(request, settings, clock)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
-    name = place_name(seen.launch.kind, seen.launch.name)
+    name = seen.launch.place
     folder.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
     target = folder / name
@@ -307,43 +292,28 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     )
 
 
-def launch_asked(  # noqa: PLR0913 (each is one thing a launch names)
-    *,
-    repository: Path,
-    name: str,
-    brief: str | Callable[[], str],
-    kind: str | None = None,
-    kind_file: Path | None = None,
-    base: str | None = None,
-    mark: str | None = None,
-    waits: Sequence[str] = (),
-    agent: str = "claude",
-    model: str | None = None,
-    agent_args: Sequence[str] = (),
-    panes: str = "tmux",
-) -> Made:
+def launch_asked(asked: launch_words.LaunchAsked) -> Made:
     """A launch as its caller words it (:func:`flume.api.launch`'s arguments), checked, journaled.
 
-    The kind file, the kind named, the agent and the panes are checked first; then ``brief``, if
-    a function, is called for the brief (the CLI reads stdin so); then the rest. The same for the
-    API, the CLI and the supervisor launching for the CLI: one launch, one set of checks.
+    The kind file, the kind named, the agent and the panes are checked first; then the brief, if
+    a function, is called (the CLI reads stdin so); then the rest. The same for the API, the CLI
+    and the supervisor launching for the CLI: one launch, one set of checks.
     """
+    kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
     carried = declared.load_kind_file(kind_file) if kind_file is not None else None
-    chosen_agent, chosen_panes = launch_words.checked(
-        kind=kind, kind_carried=carried is not None, agent=agent, panes=panes
-    )
+    chosen_agent, chosen_panes = asked.checked()
     settings = AgentSettings(
-        agent=chosen_agent, model=model, flags=pvector(agent_args), panes=chosen_panes
+        agent=chosen_agent, model=asked.model, flags=pvector(asked.agent_args), panes=chosen_panes
     )
     request = Request(
-        repository=repository.absolute(),
+        repository=asked.repository.absolute(),
         kind=kind or (carried.name if carried is not None else ""),
         carried=carried,
-        name=name,
+        name=asked.name,
         brief=brief if isinstance(brief, str) else brief(),
-        base=base,
-        mark=mark,
-        waits=tuple(waits),
+        base=asked.base,
+        mark=asked.mark,
+        waits=asked.waits,
         agent=settings,
     )
     try:

@@ -1,18 +1,24 @@
-"""A launch's words checked before its brief is read: a kind named, the agent, the panes.
+"""A launch as its caller words it (:class:`LaunchAsked`), and the words checked before its brief.
 
 Apart from :mod:`flume.shell.perform.launch`, which checks them first among the rest, so that the
-CLI
-can check them at once, loading neither git nor the core's rules, before it reads the brief
-(from stdin, perhaps) and hands the launch to the supervisor.
+CLI can build a launch and check a kind named, the agent and the panes at once, loading neither
+git nor the core's rules, before it reads the brief (from stdin, perhaps) and hands the launch to
+the supervisor.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
 
 from flume.core.choices import AgentName, Panes
 from flume.core.errors import UsageError
+from flume.core.ids import BranchName, PlaceName
+from flume.shell.host import FORMAT
 
 _Choice = TypeVar("_Choice", bound=enum.Enum)
 
@@ -38,3 +44,137 @@ def checked(
     if kind is None and not kind_carried:
         raise UsageError.one("kind", "no kind named", "give --kind fix|change|question|<declared>")
     return choice(AgentName, "agent", agent), choice(Panes, "panes", panes)
+
+
+def _strings(given: str | Sequence[str]) -> tuple[str, ...]:
+    """A sequence of words as a tuple; a lone string is one word, not a sequence of letters."""
+    return (given,) if isinstance(given, str) else tuple(given)
+
+
+def _optional_path(given: str | Path | None) -> Path | None:
+    return None if given is None else Path(given)
+
+
+#: The JSON a launch handed to the supervisor carries (:meth:`LaunchAsked.words`): each key
+#: and the types its value may have. A kind file is read where the command runs: never handed.
+WORDS: dict[str, tuple[type, ...]] = {
+    "repository": (str,),
+    "name": (str,),
+    "brief": (str,),
+    "kind": (str, type(None)),
+    "base": (str, type(None)),
+    "mark": (str, type(None)),
+    "waits": (list,),
+    "agent": (str,),
+    "model": (str, type(None)),
+    "agent_args": (list,),
+    "panes": (str,),
+}
+
+
+@attrs.frozen(kw_only=True)
+class LaunchAsked:
+    """A launch as its caller words it: :func:`flume.api.launch`'s arguments, carried once.
+
+    The CLI, the MCP server and the API build it; :func:`flume.shell.perform.launch.launch_asked`
+    checks and journals it; a command hands it to the supervisor as JSON (:meth:`words`,
+    :meth:`from_words`). ``brief`` may be a function returning the brief, called once the kind
+    file, the agent and the panes are read (the CLI reads stdin so).
+    """
+
+    repository: Path = attrs.field(converter=Path)
+    name: str
+    brief: str | Callable[[], str]
+    kind: str | None = None
+    #: A TOML file with a ``[kind]`` table: a kind this launch carries.
+    kind_file: Path | None = attrs.field(default=None, converter=_optional_path)
+    base: str | None = None
+    mark: str | None = None
+    #: Stages that wait on the caller's word.
+    waits: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    agent: str = AgentName.CLAUDE.value
+    model: str | None = None
+    #: Arguments for the agent's command line, in order.
+    agent_args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    panes: str = Panes.TMUX.value
+
+    def checked(self) -> tuple[AgentName, Panes]:
+        """:func:`checked` for this launch, its kind file not yet read."""
+        return checked(
+            kind=self.kind,
+            kind_carried=self.kind_file is not None,
+            agent=self.agent,
+            panes=self.panes,
+        )
+
+    def words(self) -> dict[str, Any] | None:
+        """The launch as the JSON handed to the supervisor; None when it cannot be handed.
+
+        A kind file is read, and a brief function called, where the command runs.
+        """
+        if self.kind_file is not None or not isinstance(self.brief, str):
+            return None
+        return {
+            "repository": str(self.repository.absolute()),
+            "name": self.name,
+            "brief": self.brief,
+            "kind": self.kind,
+            "base": self.base,
+            "mark": self.mark,
+            "waits": list(self.waits),
+            "agent": self.agent,
+            "model": self.model,
+            "agent_args": list(self.agent_args),
+            "panes": self.panes,
+        }
+
+    @classmethod
+    def from_words(cls, words: object) -> LaunchAsked | None:
+        """The launch :meth:`words` wrote, read from a request's JSON; None if unfit."""
+        if not isinstance(words, dict) or set(words) != set(WORDS):
+            return None
+        for key, types in WORDS.items():
+            if not isinstance(words[key], types):
+                return None
+        listed = (*words["waits"], *words["agent_args"])
+        if not all(isinstance(each, str) for each in listed):
+            return None
+        if not Path(words["repository"]).is_absolute():
+            return None
+        return cls(**words)
+
+
+@attrs.frozen(kw_only=True)
+class Made:
+    """A launch journaled: the place's id and where it lives."""
+
+    place: PlaceName
+    repository: Path
+    path: Path
+    branch: BranchName
+    base: BranchName
+    journal: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
+        return {
+            "format": FORMAT,
+            "place": self.place,
+            "repository": str(self.repository),
+            "path": str(self.path),
+            "branch": self.branch,
+            "base": self.base,
+            "journal": str(self.journal),
+        }
+
+    @classmethod
+    def from_dict(cls, made: dict[str, Any]) -> Made:
+        """The launch :meth:`as_dict` wrote (the supervisor's answer to a launch handed over)."""
+        return cls(
+            place=PlaceName(made["place"]),
+            repository=Path(made["repository"]),
+            path=Path(made["path"]),
+            branch=BranchName(made["branch"]),
+            base=BranchName(made["base"]),
+            journal=Path(made["journal"]),
+        )

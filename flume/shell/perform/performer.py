@@ -1,10 +1,11 @@
 """The shell's hands: each action the core decides, performed, and what came of it observed.
 
-Theory of operation. A performer never assumes an effect: after acting it looks, and reports
-what it saw as observations (``MakeWorktree`` is answered by ``WorktreeMade`` with the head git
-reports, or by ``ActionFailed`` with git's words). Every performer observes before it acts, so
-performing an action twice (after a supervisor was killed between doing and journaling) finds
-the effect already there and reports it, instead of doing it again (rule RESTART-PENDING).
+Theory of operation. A performer never assumes an effect: it reports what it saw, or what git
+said it did, as observations (``MakeWorktree`` is answered by ``WorktreeMade`` with the head
+its branch was made at, or by ``ActionFailed`` with git's words). Every performer observes
+before it acts, so performing an action twice (after a supervisor was killed between doing and
+journaling) finds the effect already there and reports it, instead of doing it again (rule
+RESTART-PENDING).
 
 Agents and landers sit behind ports (:class:`AgentPort`, :class:`LanderPort`); this module holds
 the git and setup work of places (R1, R2, R10). Nothing a caller wrote reaches a shell: every
@@ -24,6 +25,7 @@ from pyrsistent import pvector
 
 from flume.core.actions import (
     Action,
+    ActionName,
     DeleteBranch,
     EndAgent,
     GatherTidyFacts,
@@ -39,7 +41,6 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.ids import BranchName, Instant
-from flume.core.launch import place_name
 from flume.core.observations import (
     ActionFailed,
     BranchDeleted,
@@ -101,7 +102,11 @@ class NoAgents:
         """Fail the start with the reason, so the stage stops short instead of waiting."""
         del place
         argv = (action.agent.agent.value,)
-        return [ActionFailed(at=at, action="StartAgent", argv=pvector(argv), output=_NO_AGENTS)]
+        return [
+            ActionFailed(
+                at=at, action=ActionName.START_AGENT, argv=pvector(argv), output=_NO_AGENTS
+            )
+        ]
 
     def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
         """No agent was ever started, so there is none to end."""
@@ -110,8 +115,8 @@ class NoAgents:
 
     def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
         """Nothing can be typed without an agent."""
-        del place, action
-        return [ActionFailed(at=at, action="Send", output=_NO_AGENTS)]
+        del place
+        return [ActionFailed(at=at, action=ActionName.of(action), output=_NO_AGENTS)]
 
 
 class NoLander:
@@ -120,7 +125,7 @@ class NoLander:
     def land(self, place: Place, action: Land, at: Instant) -> list[Observation]:
         """Fail the landing with the reason; the core turns it into failed checks."""
         del place, action
-        return [ActionFailed(at=at, action="Land", output="flume has no lander yet")]
+        return [ActionFailed(at=at, action=ActionName.LAND, output="flume has no lander yet")]
 
 
 @attrs.define
@@ -152,7 +157,7 @@ class Performer:
             case StartAgent():
                 problem = not_in_place(place, Path(action.path))
                 if problem is not None:
-                    return self._failed("StartAgent", problem)
+                    return self._failed(ActionName.START_AGENT, problem)
                 return self.agents.start(place, action, self.now())
             case EndAgent():
                 return self.agents.end(place, action, self.now())
@@ -165,7 +170,7 @@ class Performer:
             case _:
                 assert_never(action)
 
-    def _failed(self, action: str, output: str, ran: Ran | None = None) -> list[Observation]:
+    def _failed(self, action: ActionName, output: str, ran: Ran | None = None) -> list[Observation]:
         if ran is None:
             return [ActionFailed(at=self.now(), action=action, output=output)]
         said = (ran.err.strip() or ran.out.strip()) or "no output"
@@ -199,7 +204,7 @@ class Performer:
             return self._made(repository, action)
         if there != "absent":
             what = f"a worktree of {there or 'a detached head'} already stands at {path}"
-            return self._failed("MakeWorktree", what)
+            return self._failed(ActionName.MAKE_WORKTREE, what)
         if action.look_only:
             # Dropped before it was seen made, and not made: nothing to report. A look is not a
             # failure: a failure would end the batch before tidy's own look (GatherTidyFacts)
@@ -208,25 +213,34 @@ class Performer:
         head = git.resolve(repository, action.branch)
         start = action.start or git.resolve(repository, action.base)
         if start is None:
-            return self._failed("MakeWorktree", f"the base {action.base} does not exist")
-        args: tuple[str, ...]
+            return self._failed(ActionName.MAKE_WORKTREE, f"the base {action.base} does not exist")
         if head is None:
-            args = ("worktree", "add", "--quiet", "-b", action.branch, str(path), start)
-        elif head == start:
-            # The branch was cut before a crash and its worktree not yet added: add it now.
-            args = ("worktree", "add", "--quiet", str(path), action.branch)
-        else:
+            ran = git.run(
+                repository,
+                *("worktree", "add", "--quiet", "-b", action.branch, str(path), start),
+                pass_fds=self.pass_fds,
+            )
+            if not ran.ok:
+                return self._failed(ActionName.MAKE_WORKTREE, "", ran)
+            # git made the branch at the start it was given, a commit's full name: that is its
+            # head, with no git asked again.
+            return [WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=start)]
+        if head != start:
             what = f"the branch {action.branch} already exists at {head}, not at {start}"
-            return self._failed("MakeWorktree", what)
+            return self._failed(ActionName.MAKE_WORKTREE, what)
+        # The branch was cut before a crash and its worktree not yet added: add it now.
+        args = ("worktree", "add", "--quiet", str(path), action.branch)
         ran = git.run(repository, *args, pass_fds=self.pass_fds)
         if not ran.ok:
-            return self._failed("MakeWorktree", "", ran)
+            return self._failed(ActionName.MAKE_WORKTREE, "", ran)
         return self._made(repository, action)
 
     def _made(self, repository: Path, action: MakeWorktree) -> list[Observation]:
         head = git.resolve(repository, action.branch)
         if head is None:
-            return self._failed("MakeWorktree", f"{action.branch} vanished as it was made")
+            return self._failed(
+                ActionName.MAKE_WORKTREE, f"{action.branch} vanished as it was made"
+            )
         return [WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=head)]
 
     # --- R2 --------------------------------------------------------------------------------
@@ -268,7 +282,7 @@ class Performer:
         branch = branch_facts(repository, action.branch, action.base)
         if branch is None:
             what = f"git cannot compare {action.branch} with {action.base}; nothing removed"
-            return self._failed("GatherTidyFacts", what)
+            return self._failed(ActionName.GATHER_TIDY_FACTS, what)
         return [TidyFactsSeen(at=self.now(), worktree=worktree, branch=branch)]
 
     def remove_worktree(self, place: Place, action: RemoveWorktree) -> list[Observation]:
@@ -283,9 +297,9 @@ class Performer:
             force = ("--force",) if action.force else ()
             ran = git.run(repository, "worktree", "remove", *force, str(path))
             if not ran.ok:
-                return self._failed("RemoveWorktree", "", ran)
+                return self._failed(ActionName.REMOVE_WORKTREE, "", ran)
         if path.resolve() in _resolved(git.worktree_paths(repository)):
-            return self._failed("RemoveWorktree", f"{path} is still a worktree")
+            return self._failed(ActionName.REMOVE_WORKTREE, f"{path} is still a worktree")
         return [WorktreeRemoved(at=self.now(), path=action.path)]
 
     def delete_branch(self, place: Place, action: DeleteBranch) -> list[Observation]:
@@ -293,19 +307,19 @@ class Performer:
         repository = Path(place.launch.repository)
         if git.checked_out(repository, action.branch):
             what = f"{action.branch} is checked out in a worktree: kept"
-            return self._failed("DeleteBranch", what)
+            return self._failed(ActionName.DELETE_BRANCH, what)
         if git.resolve(repository, action.branch) is not None:
             lacks = git.lacks(repository, action.branch, action.base)
             if lacks != 0:
                 what = f"{action.branch} holds commits {action.base} lacks now: kept"
-                return self._failed("DeleteBranch", what)
+                return self._failed(ActionName.DELETE_BRANCH, what)
             ref = f"refs/heads/{action.branch}"
             old = (action.head_was,) if action.head_was else ()
             ran = git.run(repository, "update-ref", "-d", ref, *old)
             if not ran.ok:
-                return self._failed("DeleteBranch", "", ran)
+                return self._failed(ActionName.DELETE_BRANCH, "", ran)
         if git.resolve(repository, action.branch) is not None:
-            return self._failed("DeleteBranch", f"{action.branch} is still there")
+            return self._failed(ActionName.DELETE_BRANCH, f"{action.branch} is still there")
         return [BranchDeleted(at=self.now(), branch=action.branch)]
 
 
@@ -330,7 +344,7 @@ def not_in_place(place: Place, path: Path) -> str | None:
     resolves to the main repository (places sit inside it), where an agent would work on the
     base. The start fails with the reason, and the core stops the stage short on it.
     """
-    name = place_name(place.launch.kind, place.launch.name)
+    name = place.launch.place
     way_out = f"no agent starts there; flume drop {name}, then flume tidy"
     if not path.is_dir():
         return f"the worktree {path} is gone: {way_out}"
@@ -366,7 +380,9 @@ def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
     if there == "absent":
         # A folder git does not know as a worktree is a stranger's: it is never touched.
         return WorktreeFacts(path=str(path), exists=path.exists(), made_by_flume=not path.exists())
-    changes = git.changes(path) if path.is_dir() else git.Changes(dirty=False, untracked=False)
+    changes = (
+        git.changes(path) if path.is_dir() else git.WorktreeChanges(dirty=False, untracked=False)
+    )
     return WorktreeFacts(
         path=str(path),
         exists=True,

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import flume
 from flume.core.errors import Problem, UsageError
 from flume.shell import host as registry
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.process import alive
 from flume.shell.tools import sockets
 
@@ -106,25 +107,28 @@ class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
 
 
 def launch(
-    words: dict[str, Any],
+    asked: LaunchAsked,
     *,
     take_within: float = TAKE_SECONDS,
     answer_within: float = LAUNCH_SECONDS,
 ) -> dict[str, Any] | None:
     """Hand a launch to the running supervisor; what came of it, or None when none took it.
 
-    ``words`` are :func:`flume.shell.perform.launch.launch_asked`'s arguments as JSON (the
-    repository an
-    absolute path); this process's environment goes with them, for the checks to read. What
-    came of it is ``made`` (``flume launch --json``'s document), else ``problems`` and
-    ``exit_status`` (nothing made), else ``failed`` (the supervisor's error).
+    The launch goes as its JSON (:meth:`.LaunchAsked.words`); this process's environment goes
+    with it, for the checks to read. What came of it is ``made`` (``flume launch --json``'s
+    document), else ``problems`` and ``exit_status`` (nothing made), else ``failed`` (the
+    supervisor's error).
 
-    None, and nothing done, when no supervisor runs, when the one running does not take this
-    launch (it is another flume or installation's, or another user's), or when it has not taken
-    it within ``take_within`` seconds: it takes none after that. A launch taken and then not
+    None, and nothing done, when the launch cannot be handed (it carries a kind file, read
+    here), when no supervisor runs, when the one running does not take this launch (it is
+    another flume or installation's, or another user's), or when it has not taken it within
+    ``take_within`` seconds: it takes none after that. A launch taken and then not
     answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
     is not made again.
     """
+    words = asked.words()
+    if words is None:
+        return None
     request = {
         "op": "launch",
         "take_by": time.time() + take_within,
@@ -283,7 +287,7 @@ def start() -> subprocess.Popen[bytes]:
     asked_after = str(stops())
     with log.open("ab") as output:
         return subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
-            [sys.executable, "-m", "flume", "daemon", "run", "--asked-after", asked_after],
+            [sys.executable, "-P", "-m", "flume", "daemon", "run", "--asked-after", asked_after],
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=output,

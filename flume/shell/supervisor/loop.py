@@ -45,7 +45,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from flume.core.actions import Action, KeepBranch, KeepPlace, Report
+from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.launch import followed_by
@@ -69,11 +69,12 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
-from flume.shell.store import journal, places
-from flume.shell.store.follower import Followed
+from flume.shell.store import codec, journal, places
+from flume.shell.store.follower import Followed, Follower
 from flume.shell.supervisor import client
-from flume.shell.tools import git, openspec
+from flume.shell.tools import openspec
 from flume.shell.tools import sockets as lines
 
 #: How many actions run at once, each for a different place.
@@ -116,14 +117,13 @@ class Supervisor:
         self.performer = performer
         self.clock = clock
         self.observers = observers
-        self.followed: dict[Path, Followed] = {}
+        self.follower = Follower(settings, on_problem=_not_following, on_lost=_lost)
         self.stats = Stats(started_at=clock())
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
         self._done: queue.SimpleQueue[tuple[Path, tuple[Observation, ...], str | None]] = (
             queue.SimpleQueue()
         )
         self._wake = wake
-        self._journals_dirs: dict[Path, Path] = {}
         self._running: set[concurrent.futures.Future[None]] = set()
         #: This host's id (HOST-OWNS-PLACE); None until the host's first launch makes it.
         self.host = places.host_id()
@@ -137,7 +137,7 @@ class Supervisor:
         if self.host is None:
             self.host = places.host_id()
         self._write_unwritten()
-        self._discover()
+        self.follower.discover()
         self._read_all()
         runs = process.count.processes()
         asked = process.count.requests["herdr"]
@@ -160,6 +160,11 @@ class Supervisor:
         self._dispatch()
         self.stats.ticks += 1
         self.stats.last_tick_seconds = time.perf_counter() - started
+
+    @property
+    def followed(self) -> dict[Path, Followed]:
+        """The journals followed, by path (:attr:`.Follower.followed`)."""
+        return self.follower.followed
 
     def idle(self) -> bool:
         """Nothing is being performed or waits to be."""
@@ -227,85 +232,23 @@ class Supervisor:
                     each.unwritten.popleft()
                     self._fault(each, None)
 
-    def _discover(self) -> None:
-        """Follow every journal of every repository in the registry; forget vanished ones."""
-        seen: set[Path] = set()
-        for repository in places.remembered():
-            folder = self._journals_dirs.get(repository)
-            if folder is None:
-                try:
-                    folder = places.journals_dir(repository)
-                except git.GitError:
-                    _log.warning("%s is no longer a git repository: not followed", repository)
-                    continue
-                self._journals_dirs[repository] = folder
-            with contextlib.suppress(FileNotFoundError):
-                for entry in os.scandir(folder):
-                    if entry.name.startswith(".") or not entry.is_dir():
-                        continue
-                    path = Path(entry.path) / places.JOURNAL
-                    seen.add(path)
-                    if path not in self.followed and path.exists():
-                        self.followed[path] = Followed(journal=path)
-        for path in [path for path, each in self.followed.items() if path not in seen]:
-            if not self.followed[path].busy:
-                del self.followed[path]
-
     def _read_all(self) -> None:
         for each in self.followed.values():
             self._read(each)
 
     def _read(self, each: Followed) -> None:
-        """Fold the lines appended since the last read, and queue what they call for."""
-        tail = self._tail(each)
-        if tail is None:
+        """Fold the lines appended since the last read, and queue what they call for.
+
+        On a journal's first read, what its place is pending (:func:`~flume.core.step.pending`)
+        is queued, not its history: after a SIGKILL that is what was asked and never seen done.
+        """
+        folded = self.follower.read(each)
+        if folded is None or each.problem is not None:
             return
-        self._fold(each, tail)
-
-    def _tail(self, each: Followed) -> journal.Tail | None:
-        """The whole lines appended since the last read; None when there are none."""
-        try:
-            stat = each.journal.stat()
-        except FileNotFoundError:
-            return None  # archived: discovery forgets it
-        identity = (stat.st_dev, stat.st_ino)
-        each.mark = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-        mended = each.problem is not None and each.mark != each.problem_mark
-        if each.identity is None:
-            each.identity = identity
-        elif identity != each.identity or stat.st_size < each.offset or mended:
-            if each.busy:
-                return None  # the old journal's actions finish first
-            each.restart(identity)
-        if each.problem is not None:
-            return None  # not followed until the journal changes (mended, or launched anew)
-        if stat.st_size <= each.offset:
-            return None
-        try:
-            return journal.read_from(each.journal, each.offset)
-        except (OSError, journal.JournalError) as error:
-            each.give_up(str(error))
-            _log.warning("not following %s: %s", each.journal, error)
-            return None
-
-    def _fold(self, each: Followed, tail: journal.Tail) -> None:
-        """Step each new line; queue its actions, or the pending ones on a first read."""
         batch: list[Action] = []
-        for seen in tail.observations:
-            try:
-                decision = step(self.settings, each.place, seen)
-            except UsageError as error:
-                each.give_up(f"{each.journal}: a line the rules refuse: {error}")
-                _log.warning("not following %s", each.problem)
-                return
-            except Exception:  # noqa: BLE001 (one bad journal must not stop the supervisor)
-                each.give_up(f"{each.journal}: {traceback.format_exc(limit=3)}")
-                _log.exception("not following %s", each.journal)
-                return
-            each.place = decision.place
-            if not each.fresh:
+        if not each.fresh:
+            for decision in folded.decisions:
                 batch.extend(a for a in decision.actions if not isinstance(a, _NO_EFFECT))
-        each.offset = tail.offset
         if self.host is None and each.place is not None and each.place.launch.host is not None:
             # The host's first launch made its id since this supervisor last looked (a launch
             # handed over is followed at once, between ticks): judged by the id as it is now.
@@ -366,7 +309,7 @@ class Supervisor:
                     observed = [
                         ActionFailed(
                             at=Instant(self.clock()),
-                            action=type(action).__name__,
+                            action=ActionName.of(action),
                             output=traceback.format_exc(limit=3),
                         ),
                     ]
@@ -401,7 +344,7 @@ class Supervisor:
                 if fault is not None:
                     self._fault(each, fault)
 
-    def launch(self, words: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> dict[str, Any]:
         """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
@@ -411,9 +354,9 @@ class Supervisor:
         """
         try:
             with environment.given(given):
-                made = shell_launch.launch_asked(**words)
+                made = shell_launch.launch_asked(asked)
         except UsageError as error:
-            problems = [attrs.asdict(problem) for problem in error.problems]
+            problems = [problem._asdict() for problem in error.problems]
             return {"problems": problems, "exit_status": error.exit_status}
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
             _log.exception("a launch handed over by a command failed")
@@ -425,14 +368,19 @@ class Supervisor:
     def follow(self, path: Path) -> None:
         """Follow a journal just written, and start what it asks for now, not at the next tick.
 
-        Found as every journal is found (:meth:`_discover`), so it is followed once; one not
-        found so is left to the next tick.
+        Found as every journal is found (:meth:`.Follower.discover`), so it is followed once;
+        one not found so is left to the next tick.
         """
-        self._discover()
+        self.follower.discover()
         each = self.followed.get(path)
         if each is not None:
             self._read(each)
             self._dispatch()
+
+    def started(self, path: Path) -> bool:
+        """The place of the journal ``path`` is followed and its actions are under way."""
+        each = self.followed.get(path)
+        return each is not None and each.busy
 
     def survey(self) -> dict[str, Any]:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
@@ -445,14 +393,14 @@ class Supervisor:
         Beside ``format``, ``places`` and ``unreadable``: ``torn``, the journals whose last line a
         crash cut short, and ``repositories``, those looked in.
         """
-        self._discover()
+        self.follower.discover()
         self._read_all()
         views: list[dict[str, Any]] = []
         unreadable: list[dict[str, str]] = []
         torn: list[str] = []
         repositories = places.remembered()
         for repository in repositories:
-            folder = self._journals_dirs.get(repository)
+            folder = self.follower.folders.get(repository)
             found = [
                 each
                 for path, each in sorted(self.followed.items())
@@ -463,7 +411,7 @@ class Supervisor:
                     view = core_status(each.place, here=self.host)
                     if each.fault is not None:
                         view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
-                    views.append(journal.codec().unstructure(view))
+                    views.append(codec.codec().unstructure(view))
                     if self._torn(each):
                         torn.append(str(each.journal))
                     continue
@@ -477,11 +425,11 @@ class Supervisor:
                     view = core_status(read.place, here=self.host)
                     if each is not None and each.problem:
                         view = attrs.evolve(view, fault=journal.fault_words(unread=each.problem))
-                    views.append(journal.codec().unstructure(view))
+                    views.append(codec.codec().unstructure(view))
                     if read.torn:
                         torn.append(str(read.journal))
         return {
-            "format": journal.FORMAT,
+            "format": codec.FORMAT,
             "places": views,
             "unreadable": unreadable,
             "torn": torn,
@@ -510,7 +458,7 @@ class Supervisor:
             # Places other hosts launched in these repositories: read, never followed here.
             "other_hosts_places": len(self.followed) - len(ours),
             "lives": dict(lives),
-            "repositories": len(self._journals_dirs),
+            "repositories": len(self.follower.folders),
             "busy": sum(1 for each in self.followed.values() if each.busy),
             "actions": self.stats.actions,
             "last_tick_subprocesses": self.stats.last_tick_subprocesses,
@@ -530,12 +478,22 @@ class Supervisor:
         A journal this supervisor does not know (not yet discovered, or in a repository it does
         not follow) is not its to judge: None.
         """
-        self._discover()
+        self.follower.discover()
         each = self.followed.get(path)
         if each is None:
             return None
         self._read(each)
         return each.problem
+
+
+def _not_following(path: Path, why: str) -> None:
+    """Say in the log that a journal is given up, and why (it is followed again once mended)."""
+    _log.warning("not following %s: %s", path, why)
+
+
+def _lost(repository: Path) -> None:
+    """Say in the log that a registered repository can no longer be followed."""
+    _log.warning("%s is no longer a git repository: not followed", repository)
 
 
 # --- the daemon ------------------------------------------------------------------------------
@@ -659,14 +617,21 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     selector.register(listener, selectors.EVENT_READ, "listener")
     selector.register(wake_read, selectors.EVENT_READ, "wake")
     try:
+        due = time.monotonic()
         while not stopping:
-            supervisor.tick()
-            for key, _events in selector.select(TICK_SECONDS):
+            if time.monotonic() >= due:
+                supervisor.tick()
+                due = time.monotonic() + TICK_SECONDS
+            for key, _events in selector.select(max(0.0, due - time.monotonic())):
                 if key.data == "wake":
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
+                    due = 0.0
                     continue
-                stopping |= _answer(listener, supervisor)
+                answered = _answer(listener, supervisor)
+                stopping |= answered.stop
+                if answered.look:
+                    due = 0.0
     finally:
         _log.info("supervisor stopping")
         listener.close()
@@ -677,25 +642,41 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
     return 0
 
 
-def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
-    """Answer every waiting request; True when one asked the supervisor to stop."""
-    stop = False
+@attrs.frozen
+class Answered:
+    """What the requests just answered ask of the supervisor's loop."""
+
+    #: ``daemon stop`` was asked.
+    stop: bool = False
+    #: A tick is to look now. Anything asked is looked at at once, but for a launch handed over
+    #: and started: it is followed already, and its batch wakes a tick when done (a tick now
+    #: would only slow the worktree being made).
+    look: bool = False
+
+
+def _answer(listener: socket.socket, supervisor: Supervisor) -> Answered:
+    """Answer every waiting request; what they ask of the loop."""
+    answered = Answered()
     while True:
         try:
             connection, _ = listener.accept()
         except BlockingIOError:
-            return stop
+            return answered
         with connection:
             connection.settimeout(2.0)
             try:
                 request = json.loads(lines.read_line(connection))
                 op = request.get("op")
             except (OSError, ValueError, AttributeError):
+                answered = attrs.evolve(answered, look=True)
                 continue
             if op == "launch":
+                started = False
                 with contextlib.suppress(OSError):
-                    _launch(connection, request, supervisor)
+                    started = _launch(connection, request, supervisor)
+                answered = attrs.evolve(answered, look=answered.look or not started)
                 continue
+            answered = attrs.evolve(answered, stop=answered.stop or op == "stop", look=True)
             reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             if op == "status":
                 reply.update(supervisor.report())
@@ -704,7 +685,6 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
             elif op == "follows":
                 reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
             elif op == "stop":
-                stop = True
                 client.record_stop()
             elif op not in {"ping", "wake"}:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
@@ -712,43 +692,30 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> bool:
                 connection.sendall((json.dumps(reply) + "\n").encode())
 
 
-#: What a launch handed over names, and the JSON types each may have.
-_LAUNCH_WORDS: dict[str, tuple[type, ...]] = {
-    "repository": (str,),
-    "name": (str,),
-    "brief": (str,),
-    "kind": (str, type(None)),
-    "base": (str, type(None)),
-    "mark": (str, type(None)),
-    "waits": (list,),
-    "agent": (str,),
-    "model": (str, type(None)),
-    "agent_args": (list,),
-    "panes": (str,),
-}
-
-
-def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> None:
+def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> bool:
     """Take a launch a command hands over, or decline it: then the command launches itself.
 
     Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
+    True when it was made and its first actions started.
     """
-    words = _launch_words(request.get("words"))
+    asked = LaunchAsked.from_words(request.get("words"))
     given = request.get("environment")
     if not _same_user(connection):
         declined = "another user asks"
     elif request.get("flume") != client.identity():
         declined = "another flume asks"
-    elif words is None or not _environment(given):
+    elif asked is None or not _environment(given):
         declined = "the launch is not worded as flume launch words it"
     elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
         declined = "asked too late: the command launches itself"
     else:
         _say(connection, {"ok": True, "taken": True})
-        outcome = supervisor.launch(words, given)
+        outcome = supervisor.launch(asked, given)
         _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
-        return
+        made = outcome.get("made")
+        return made is not None and supervisor.started(Path(made["journal"]))
     _say(connection, {"ok": False, "error": declined})
+    return False
 
 
 def _environment(given: object) -> TypeGuard[dict[str, str]]:
@@ -756,30 +723,6 @@ def _environment(given: object) -> TypeGuard[dict[str, str]]:
     return isinstance(given, dict) and all(
         isinstance(name, str) and isinstance(value, str) for name, value in given.items()
     )
-
-
-def _launch_words(words: object) -> dict[str, Any] | None:
-    """:func:`~flume.shell.perform.launch.launch_asked`'s arguments, from a request's JSON.
-
-    None if unfit.
-    """
-    if not isinstance(words, dict) or set(words) != set(_LAUNCH_WORDS):
-        return None
-    for key, types in _LAUNCH_WORDS.items():
-        if not isinstance(words[key], types):
-            return None
-    listed = (*words["waits"], *words["agent_args"])
-    if not all(isinstance(each, str) for each in listed):
-        return None
-    repository = Path(words["repository"])
-    if not repository.is_absolute():
-        return None
-    return {
-        **words,
-        "repository": repository,
-        "waits": tuple(words["waits"]),
-        "agent_args": tuple(words["agent_args"]),
-    }
 
 
 def _same_user(connection: socket.socket) -> bool:

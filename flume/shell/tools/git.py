@@ -56,6 +56,21 @@ def common_dir(repository: Path) -> Path:
     return Path(ran.out.strip())
 
 
+def _own_git_dir(repository: Path) -> Path | None:
+    """``repository/.git`` when it is the shared git directory; None when only git can say.
+
+    It is for a main worktree as ``git init`` and ``git clone`` lay it out; not for a ``.git``
+    file (a linked worktree, the ``.bare`` layout, a submodule) or a ``$GIT_DIR`` given.
+    """
+    dot_git = repository / ".git"
+    given = environment.current()
+    if "GIT_DIR" in given or "GIT_COMMON_DIR" in given:
+        return None
+    if dot_git.is_dir() and not (dot_git / "commondir").exists():
+        return dot_git
+    return None
+
+
 class BareRepositoryError(GitError):
     """The repository is bare and not laid out with a folder of its own: no place to put places.
 
@@ -148,15 +163,23 @@ def resolve(repository: Path, branch: BranchName) -> Sha | None:
     return Sha(ran.out.strip()) if ran.ok else None
 
 
-def shared_branch(repository: Path, *, main: Path | None = None) -> BranchName | None:
+def shared_branch(
+    repository: Path, *, main: Path | None = None, listed: Branches | None = None
+) -> BranchName | None:
     """The repository's shared branch: the remote's HEAD branch, else the main worktree's.
 
-    ``main`` is the main worktree, when the caller knows it already.
+    ``main`` is the main worktree, and ``listed`` the repository's :func:`branches`, when the
+    caller knows them already.
     """
-    remote = run(repository, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
-    if remote.ok and "/" in remote.out.strip():
-        name = BranchName(remote.out.strip().split("/", 1)[1])
-        if resolve(repository, name) is not None:
+    if listed is not None and listed.remote_head is not None:
+        remote_head = listed.remote_head
+    else:
+        remote = run(repository, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+        remote_head = remote.out.strip() if remote.ok else ""
+    if "/" in remote_head:
+        name = BranchName(remote_head.split("/", 1)[1])
+        head = listed.resolve(name) if listed is not None else resolve(repository, name)
+        if head is not None:
             return name
     where = main if main is not None else main_worktree(repository)
     checked_out = run(where, "symbolic-ref", "--quiet", "--short", "HEAD")
@@ -171,6 +194,65 @@ def heads(repository: Path) -> dict[BranchName, Sha]:
         sha, _, ref = line.partition(" ")
         found[BranchName(ref.removeprefix("refs/heads/"))] = Sha(sha)
     return found
+
+
+#: The remote's HEAD, listed beside the branches when it names a branch.
+_REMOTE_HEAD = "refs/remotes/origin/HEAD"
+
+
+@attrs.frozen(kw_only=True)
+class Branches:
+    """A repository's branch heads and its remote's HEAD, as one ``git for-each-ref`` lists them.
+
+    What :func:`heads`, :func:`resolve` and the remote half of :func:`shared_branch` say, asked
+    at once. What the listing cannot say for certain is asked of git as they ask it: a head that
+    names no commit, and a remote HEAD it leaves out (absent, or naming a branch that is gone).
+    """
+
+    repository: Path
+    #: Every branch and the object its head names, as :func:`heads` gives them.
+    heads: dict[BranchName, Sha]
+    #: The branches whose head names a commit: what :func:`resolve` says of them.
+    commits: frozenset[BranchName]
+    #: ``refs/remotes/origin/HEAD`` as ``git symbolic-ref --short`` says it ("" when it is not
+    #: symbolic); None when the listing has none.
+    remote_head: str | None
+    #: git listed them (else nothing is known, and everything is asked).
+    listed: bool
+
+    def resolve(self, branch: BranchName) -> Sha | None:
+        """The commit ``branch`` points at, or None: :func:`resolve`'s answer."""
+        if branch in self.commits:
+            return self.heads[branch]
+        if self.listed and branch not in self.heads:
+            return None
+        return resolve(self.repository, branch)
+
+
+def branches(repository: Path) -> Branches:
+    """Every branch head of ``repository`` and its remote's HEAD, in one ``git for-each-ref``."""
+    fields = ("%(objectname)", "%(objecttype)", "%(symref:short)", "%(refname)")
+    listing = ("for-each-ref", f"--format={'%00'.join(fields)}", "refs/heads/", _REMOTE_HEAD)
+    ran = run(repository, *listing)
+    found: dict[BranchName, Sha] = {}
+    commits: set[BranchName] = set()
+    remote_head: str | None = None
+    for line in ran.out.splitlines() if ran.ok else ():
+        sha, kind, symbolic, ref = line.split("\0")
+        if ref == _REMOTE_HEAD:
+            remote_head = symbolic
+            continue
+        name = BranchName(ref.removeprefix("refs/heads/"))
+        found[name] = Sha(sha)
+        if kind == "commit":
+            commits.add(name)
+    return Branches(
+        repository=repository,
+        heads=found,
+        commits=frozenset(commits),
+        remote_head=remote_head,
+        listed=ran.ok,
+    )
 
 
 def is_ancestor(repository: Path, older: Sha, newer: Sha) -> bool:
@@ -194,20 +276,20 @@ def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:
 
 
 @attrs.frozen(kw_only=True)
-class Changes:
+class WorktreeChanges:
     """What ``git status`` says of a worktree."""
 
     dirty: bool
     untracked: bool
 
 
-def changes(worktree: Path) -> Changes:
+def changes(worktree: Path) -> WorktreeChanges:
     """Uncommitted changes to tracked files, and untracked files git does not ignore."""
     ran = run(
         worktree, "status", "--porcelain=v1", "--untracked-files=normal", "--ignore-submodules=none"
     )
     lines = ran.out.splitlines()
-    return Changes(
+    return WorktreeChanges(
         dirty=any(not line.startswith("??") for line in lines),
         untracked=any(line.startswith("??") for line in lines),
     )
@@ -228,8 +310,12 @@ def worktree_paths(repository: Path) -> dict[Path, BranchName | None]:
 
 
 def exclude(repository: Path, pattern: str) -> None:
-    """Add ``pattern`` to the repository's ``info/exclude`` once, so git status never lists it."""
-    path = common_dir(repository) / "info" / "exclude"
+    """Add ``pattern`` to the repository's ``info/exclude`` once, so git status never lists it.
+
+    A main worktree's ``.git`` folder is the shared git directory itself: git is asked where
+    that is only for a repository laid out otherwise.
+    """
+    path = (_own_git_dir(repository) or common_dir(repository)) / "info" / "exclude"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

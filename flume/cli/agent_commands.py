@@ -1,0 +1,92 @@
+"""The commands an agent runs in its place (needs, submit), and the prompt it would be sent.
+
+Each registers on the one app (:mod:`flume.cli.base`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume.cli.base import app, fail, given_words
+from flume.cli.usage import Command
+from flume.core.errors import UsageError
+
+
+@app.command(cls=Command)
+def needs(
+    text: Annotated[
+        str, typer.Argument(metavar="TEXT", help="What you need to go on; - reads stdin.")
+    ],
+) -> None:
+    """For the agent: stop the stage short with what it needs.
+
+    The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.needs(given_words(text, "words")))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def submit() -> None:
+    """For the agent: hand the branch to the repository's lander.
+
+    The place is the one the current folder is in; the agent's session is $FLUME_SESSION.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.submit())
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def prompt(  # noqa: PLR0913 (each option is one thing a launch names)
+    kind: Annotated[
+        str,
+        typer.Argument(
+            metavar="KIND", help="fix, change, question, or a kind the repository declares."
+        ),
+    ],
+    stage: Annotated[str, typer.Argument(metavar="STAGE", help="One of the kind's stages.")],
+    *,
+    brief: Annotated[
+        str, typer.Option(metavar="TEXT", help="The brief to show in it.")
+    ] = "(the brief)",
+    name: Annotated[str, typer.Option(metavar="NAME", help="The work's name.")] = "example",
+    base: Annotated[
+        str | None,
+        typer.Option(
+            metavar="BRANCH", help="The base branch (default: the shared branch, or main)."
+        ),
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH", help="Whose kinds and prompts apply (default: the current folder's)."
+        ),
+    ] = None,
+) -> None:
+    """Print the exact prompt a stage would be sent. Starts nothing, writes nothing."""
+    from flume import api
+
+    try:
+        shown = api.prompt(kind, stage, brief=brief, name=name, base=base, repository=repository)
+    except UsageError as error:
+        fail(error)
+    typer.echo(shown.text)
+    if shown.repository is None:
+        typer.echo(
+            "flume: no repository here, so built-in kinds and prompts and a stand-in path; "
+            "give --repository to see a repository's own",
+            err=True,
+        )

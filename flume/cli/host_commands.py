@@ -1,0 +1,148 @@
+"""The host's commands: the supervisor (``flume daemon``), the MCP server, herdr's plugin.
+
+Each registers on the one app (:mod:`flume.cli.base`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume.cli.base import app, fail
+from flume.cli.herdr import herdr_app
+from flume.cli.usage import Command
+from flume.core.errors import UsageError
+
+
+@app.command("mcp", cls=Command)
+def mcp_server() -> None:
+    """Serve flume's commands as MCP tools on stdin and stdout.
+
+    Claude Code's flume plugin starts it; launch runs in the repository of this folder.
+    """
+    from flume.cli import mcp
+
+    mcp.serve()
+
+
+app.add_typer(herdr_app, name="herdr")
+
+
+daemon = typer.Typer(
+    help="The supervisor that follows every place on this host.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+app.add_typer(daemon, name="daemon")
+
+
+@daemon.command("status", cls=Command)
+def daemon_status(
+    *, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
+) -> None:
+    """Whether the supervisor runs, and what it follows.
+
+    One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
+    it is named, with the way out, and the status is 1.
+    """
+    from flume import api
+
+    found = api.daemon_status()
+    holder, paused, reply, said = found.pid, found.paused, found.reply, found.problem
+    if said is not None:
+        if as_json:
+            shown = {"running": True, "answering": False, "pid": holder, "paused": paused}
+            typer.echo(json.dumps({**shown, "problem": said.what, "mend": said.mend}, indent=2))
+        else:
+            typer.echo(f"supervisor: running (pid {holder}) but not answering: {said.what}")
+            typer.echo(f"  {said.mend}")
+        raise typer.Exit(1)
+    if as_json:
+        shown = {"running": reply is not None, "answering": reply is not None}
+        typer.echo(json.dumps({**shown, **(reply or {})}, indent=2))
+        return
+    if reply is None:
+        typer.echo("supervisor: not running (any command that needs it starts it)")
+        return
+    lives = ", ".join(f"{count} {life}" for life, count in sorted(reply["lives"].items()))
+    typer.echo(
+        f"supervisor: running, pid {reply['pid']}, {reply['places']} places"
+        f"{' (' + lives + ')' if lives else ''} in {reply['repositories']} repositories; "
+        f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
+        f"processes and sent herdr {reply.get('last_tick_herdr_requests', 0)} requests"
+    )
+    others = reply.get("other_hosts_places", 0)
+    if others:
+        typer.echo(
+            f"not followed: {others} places other hosts launched (their supervisors carry them)"
+        )
+    for journal_path, problem in reply.get("unreadable", {}).items():
+        typer.echo(f"not followed: {journal_path}: {problem}")
+    for fault in reply.get("unwritable", {}).values():
+        typer.echo(f"cannot write: {fault}; free space or make its folder writable")
+
+
+@daemon.command("start", cls=Command)
+def daemon_start() -> None:
+    """Start the supervisor if none runs, and wait until it answers.
+
+    Any command that needs the supervisor starts it too; this one does nothing else.
+    """
+    from flume import api
+
+    try:
+        reply = api.daemon_start()
+    except UsageError as error:
+        fail(error)
+    if reply is None:
+        typer.echo(
+            f"flume: supervisor: started, but not answering after "
+            f"{api.DAEMON_START_SECONDS:.0f} s; see its log {api.daemon_log()}",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"supervisor: running, pid {reply['pid']}")
+
+
+@daemon.command("stop", cls=Command)
+def daemon_stop() -> None:
+    """Stop the supervisor once its actions finish.
+
+    The places wait in their journals; any command that needs the supervisor starts it again.
+    """
+    from flume import api
+
+    try:
+        stopped = api.daemon_stop(timeout=600.0)
+    except UsageError as error:
+        fail(error)
+    if stopped is None:
+        typer.echo("supervisor: not running")
+        return
+    pid, exited = stopped
+    if not exited:
+        typer.echo(f"supervisor {pid}: still finishing its actions after 600 s", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"supervisor {pid}: stopped")
+
+
+@daemon.command("run", hidden=True, cls=Command)
+def daemon_run(
+    *,
+    asked_after: Annotated[
+        int | None,
+        typer.Option(
+            metavar="STOPS", help="How many daemon stops were counted when it was asked for."
+        ),
+    ] = None,
+) -> None:
+    """Run the supervisor in this process (flume starts it detached by itself)."""
+    from flume import api
+
+    raise typer.Exit(api.daemon_run(asked_after=asked_after))

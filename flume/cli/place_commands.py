@@ -1,0 +1,549 @@
+"""A place's commands, for the person or tool carrying work.
+
+Launch, status, tell, stop, retry, proceed, drop, tidy, attach, events, watch. Each registers on
+the one app (:mod:`flume.cli.base`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+import typer
+
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume.cli.base import PLACE_HELP, REPOSITORY_HELP, app, fail, given_words, reader_gone
+from flume.cli.usage import Command, parse_seconds
+from flume.core.choices import AgentName, Panes
+from flume.core.errors import UsageError
+
+
+@app.command(cls=Command)
+def status(
+    place: Annotated[
+        str | None,
+        typer.Argument(metavar="PLACE", help="One place, as <kind>--<name>."),
+    ] = None,
+    *,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/status.md).")] = False,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
+    ] = None,
+) -> None:
+    """Show each place's stage, agent, deliverable and submission.
+
+    Read from the places' journals; nothing is written or started.
+    """
+    from flume import api
+    from flume.cli import statusview
+
+    try:
+        found = api.status_document(place=place, repository=repository, mark=mark)
+    except UsageError as error:
+        fail(error)
+    for journal_path in found["torn"]:
+        typer.echo(
+            f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
+            err=True,
+        )
+    views = [
+        view
+        for view in found["places"]
+        if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
+    ]
+    if place is not None and not views:
+        fail(api.no_such_place(place, [Path(each) for each in found["repositories"]]))
+    if as_json:
+        document = {"format": found["format"], "places": views, "unreadable": found["unreadable"]}
+        typer.echo(statusview.status_json(document))
+        return
+    unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
+    for line in statusview.status_table(views, unreadable, width=_terminal_width()):
+        typer.echo(line)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width; ``$COLUMNS`` when the output is no terminal; else None (unbounded).
+
+    Into a file or a pipe each row stays one whole line, unless ``COLUMNS`` asks otherwise.
+    """
+    if sys.stdout.isatty():
+        with contextlib.suppress(OSError, ValueError):
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def _brief(brief: str | None, brief_file: Path | None) -> str:
+    """The brief from --brief, --brief-file or stdin; exactly one of them.
+
+    ``-`` for either means stdin, as it does for ``tell``, ``retry --words`` and ``needs``.
+    """
+    if brief is not None and brief_file is not None:
+        fail(UsageError.one("brief", "both --brief and --brief-file are given", "give one"))
+    if brief == "-" or brief_file == Path("-"):
+        try:
+            return given_words("-", "brief")
+        except UsageError as error:
+            fail(error)
+    if brief is not None:
+        return brief
+    if brief_file is not None:
+        try:
+            return brief_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            fail(
+                UsageError.one(
+                    "brief",
+                    f"cannot read the brief file {brief_file}: {error}",
+                    "name a readable UTF-8 text file, or - for stdin",
+                ),
+            )
+    if sys.stdin.isatty():
+        fail(
+            UsageError.one(
+                "brief",
+                "no brief is given",
+                "give --brief TEXT, --brief-file FILE, or pipe the brief on stdin",
+            ),
+        )
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as error:
+        fail(
+            UsageError.one(
+                "brief",
+                f"the brief on stdin is not UTF-8 text ({error.reason} at byte {error.start})",
+                "give the brief as UTF-8 text",
+            ),
+        )
+
+
+@app.command(cls=Command)
+def launch(  # noqa: PLR0913 (each option is one thing the caller names)
+    *,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KIND",
+            help="fix, change, question, or a kind the repository declares (default: the kind "
+            "file's).",
+        ),
+    ] = None,
+    kind_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="A TOML file with a [kind] table: a kind this launch carries."
+        ),
+    ] = None,
+    name: Annotated[
+        str, typer.Option(metavar="NAME", help="The work's name: letters, digits, . _ -")
+    ],
+    repository: Annotated[
+        Path,
+        typer.Option(
+            metavar="PATH",
+            help="The repository (default: the current folder).",
+            show_default=False,
+        ),
+    ] = Path(),
+    brief: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="What the work is; - reads stdin.")
+    ] = None,
+    brief_file: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Read the brief from this file; - reads stdin."),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(metavar="BRANCH", help="The base branch (default: the shared branch)."),
+    ] = None,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="A mark to find the place by.")
+    ] = None,
+    wait: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="STAGE", help="A stage that waits on your word (flume proceed); repeatable."
+        ),
+    ] = None,
+    agent: Annotated[
+        str,
+        typer.Option(
+            metavar="AGENT",
+            help="The agent each stage starts: claude, codex or test.",
+            autocompletion=lambda: [each.value for each in AgentName],
+        ),
+    ] = AgentName.CLAUDE.value,
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help="The agent's model.")] = None,
+    panes: Annotated[
+        str,
+        typer.Option(
+            metavar="PANES",
+            help="tmux: each agent in a window of flume's own tmux server (flume attach shows "
+            "it); herdr: each agent in a tab of your running herdr (its socket: "
+            "$HERDR_SOCKET_PATH or herdr's default); print: flume writes the agent down and "
+            "flume attach prints the command you run.",
+            autocompletion=lambda: [each.value for each in Panes],
+        ),
+    ] = Panes.TMUX.value,
+    agent_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-arg",
+            metavar="ARG",
+            help="An argument for the agent's command line, e.g. --agent-arg=--effort; "
+            "repeatable, kept in order.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the place as JSON.")] = False,
+) -> None:
+    """Launch work in a place of its own, carried to landing.
+
+    The launch is checked whole, journaled, and left to the supervisor, which makes the place
+    and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
+    from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
+    """
+    from flume import api
+
+    asked = api.LaunchAsked(
+        repository=repository,
+        name=name,
+        brief=lambda: _brief(brief, brief_file),
+        kind=kind,
+        kind_file=kind_file,
+        base=base,
+        mark=mark,
+        waits=wait or (),
+        agent=agent,
+        model=model,
+        agent_args=agent_arg or (),
+        panes=panes,
+    )
+    try:
+        if kind_file is None:
+            # A running supervisor, with flume's rules and git loaded, launches at once: what
+            # this process would load to launch costs more than the launch. A kind file is read
+            # here.
+            asked.checked()
+            asked = attrs.evolve(asked, brief=_brief(brief, brief_file))
+            made = api.hand_over(asked)
+            if made is not None:
+                _show_launched(made.as_dict(), as_json=as_json)
+                return
+        made = api.launch_asked(asked)
+    except api.Unanswered as error:
+        typer.echo(
+            f"flume: the supervisor took the launch and said nothing more ({error}); "
+            "flume status shows whether it was made",
+            err=True,
+        )
+        raise typer.Exit(1) from None
+    except api.LaunchFailed as error:
+        typer.echo(f"flume: the launch failed: {error}", err=True)
+        raise typer.Exit(1) from None
+    except UsageError as error:
+        fail(error)
+    _show_launched(made.as_dict(), as_json=as_json)
+
+
+def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:
+    """The place launched: its id (and where it is, on stderr), or ``--json``'s document."""
+    if as_json:
+        typer.echo(json.dumps(made, ensure_ascii=False, indent=2))
+        return
+    typer.echo(made["place"])
+    typer.echo(
+        f"flume: {made['path']} on {made['branch']} from {made['base']}; "
+        f"follow it with: flume status {made['place']}",
+        err=True,
+    )
+
+
+@app.command(cls=Command)
+def drop(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Abandon the work; its branch is kept when it holds work.
+
+    Its agent ends and its place is tidied away. A branch holding commits its base lacks is kept,
+    and flume tidy names it; a change's branch is always kept.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.drop(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def tell(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What to tell; - reads stdin.")],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Tell the place's agent something, once it waits.
+
+    Held while the agent works, sent once it waits; it counts as delivered when the agent's
+    transcript holds it.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.tell(place, given_words(text, "tell"), repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def stop(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """End the place's agent; its stage waits for a retry."""
+    from flume import api
+
+    try:
+        typer.echo(api.stop(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def retry(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    words: Annotated[
+        str,
+        typer.Option(
+            metavar="TEXT",
+            help="Your words for the next attempt, put in its prompt; - reads stdin.",
+        ),
+    ] = "",
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Run a stage that stopped short again, with your words.
+
+    The stage starts over with a fresh agent; your words go into its prompt.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.retry(place, words=given_words(words, "words"), repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def proceed(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Give your word to a stage that waits on it, so it starts."""
+    from flume import api
+
+    try:
+        typer.echo(api.proceed(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def tidy(
+    *,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what tidy would do; change nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Remove places holding uncommitted or untracked changes."),
+    ] = False,
+    repository: Annotated[
+        Path | None,
+        typer.Option(metavar="PATH", help="Only this repository (default: every one flume knows)."),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Seconds to wait for the supervisor.", parser=parse_seconds
+        ),
+    ] = 120.0,
+) -> None:
+    """Remove what landed or was dropped; name what is kept, and why.
+
+    Exits 1 when a removal failed or the supervisor had not finished (what failed is named).
+    """
+    from flume import api
+    from flume.cli import render
+
+    try:
+        outcomes = api.tidy(repository=repository, force=force, dry_run=dry_run, timeout=timeout)
+    except UsageError as error:
+        fail(error)
+    if as_json:
+        typer.echo(render.tidy_json(outcomes, dry_run=dry_run))
+    else:
+        for line in render.tidy_text(outcomes, dry_run=dry_run):
+            typer.echo(line)
+    if any(outcome.failed for outcome in outcomes):
+        # A removal that failed, or a tidy not finished: the caller's script must see it.
+        raise typer.Exit(1)
+
+
+@app.command(cls=Command)
+def attach(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Show the place's agent in this terminal.
+
+    Its pane on flume's own tmux server, or its tab in herdr.
+    """
+    from flume import api
+
+    try:
+        attached = api.attach(place, repository=repository)
+    except UsageError as error:
+        fail(error)
+    if attached.printed:
+        typer.echo(attached.command)
+        typer.echo(
+            f"flume: {place}'s agent is printed (--panes print): run the command above in a "
+            "terminal of your own",
+            err=True,
+        )
+        return
+    typer.echo(f"flume: {place} is in pane {attached.pane}; detach with {attached.leave}", err=True)
+    api.exec_attach(attached)
+
+
+@app.command(cls=Command)
+def events(  # noqa: PLR0913 (each option narrows the stream or says how to show it)
+    place: Annotated[
+        str | None,
+        typer.Argument(metavar="PLACE", help="One place, as <kind>--<name>."),
+    ] = None,
+    *,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Go on: each new event, places launched later too, until ^C."
+        ),
+    ] = False,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object a line (docs/events.md).")
+    ] = False,
+    after: Annotated[
+        str | None,
+        typer.Option(metavar="CURSOR", help="Only events after this one (its cursor in --json)."),
+    ] = None,
+) -> None:
+    """Show the places' events: launched, delivered, landed.
+
+    Read from their journals: every event flume reports, launched, stage started, prompt
+    delivered, stopped short, landed, tidied and the rest. Time order across places, journal
+    order within one. Nothing is written or started.
+    """
+    from flume import api
+    from flume.cli import render
+
+    def warn(journal_path: Path, problem: str) -> None:
+        typer.echo(f"flume: warning: {journal_path} cannot be read: {problem}", err=True)
+
+    try:
+        stream = api.events(
+            repository=repository,
+            mark=mark,
+            place=place,
+            follow=follow,
+            after=after,
+            on_problem=warn,
+        )
+    except UsageError as error:
+        fail(error)
+    try:
+        for event in stream:
+            if as_json:
+                typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
+            else:
+                typer.echo(render.event_text(event))
+    except KeyboardInterrupt:
+        return
+    except BrokenPipeError:
+        reader_gone()
+
+
+@app.command(cls=Command)
+def watch(
+    *,
+    mark: Annotated[
+        str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
+    ] = None,
+    show_once: Annotated[
+        bool, typer.Option("--once", help="Print the board once and exit.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds between looks.", parser=parse_seconds)
+    ] = 1.0,
+) -> None:
+    """Show a live board of every place.
+
+    Each place's kind, stage, agent, deliverable, submission, tasks and age.
+
+    Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
+    (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
+    """
+    from flume import api
+    from flume.cli import board
+
+    try:
+        api.seconds("interval", interval)
+        follower = api.follower(repository=repository, mark=mark)
+    except UsageError as error:
+        fail(error)
+    where = follower.repository
+    label = str(where) if where is not None else "every repository flume knows"
+    console = board.console()
+    try:
+        if show_once:
+            board.once(follower, console, where=label)
+            return
+        with contextlib.suppress(KeyboardInterrupt):
+            board.watch(follower, console, interval=interval, where=label)
+    except BrokenPipeError:
+        reader_gone()

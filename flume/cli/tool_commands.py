@@ -1,0 +1,112 @@
+"""Tools around the work: the rules simulated, an agent's files inspected, the demo.
+
+Each registers on the one app (:mod:`flume.cli.base`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+# Every other import is made inside the command that uses it: a command answers at once only if
+# it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
+from flume.cli.base import app, fail
+from flume.cli.inspect import inspect_app
+from flume.cli.usage import Command, parse_seconds
+from flume.core.errors import UsageError
+
+
+def _list_scenarios(wanted: bool) -> None:
+    """``flume simulate --list``: each shipped scenario's name and what it shows, then exit."""
+    if not wanted:
+        return
+    from flume import api
+
+    folder, named = api.scenarios()
+    for name, about in named:
+        typer.echo(f"{name:<20} {about}")
+    typer.echo(f"\n(in {folder}; name one, e.g. flume simulate fix-clean)")
+    raise typer.Exit
+
+
+@app.command(cls=Command)
+def simulate(
+    given: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO",
+            help="A scenario file, or the name of one flume ships (see --list).",
+        ),
+    ],
+    *,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the traces as JSON lines."),
+    ] = False,
+    _listing: Annotated[
+        bool,
+        typer.Option(
+            "--list",
+            help="Name the scenarios flume ships, and exit.",
+            is_eager=True,
+            callback=_list_scenarios,
+        ),
+    ] = False,
+) -> None:
+    """Run flume's rules over scenarios, with no I/O.
+
+    Prints each step of each scenario: what was seen, the place's state, the actions decided.
+    Several scenarios run one after another, each its own trace. With --json, one stream: each
+    trace's steps, then its summary, which names its scenario. A malformed scenario prints
+    nothing and exits with status 2.
+    """
+    from flume import api
+    from flume.cli import render
+
+    try:
+        simulated = api.simulate(given)
+    except UsageError as error:
+        fail(error)
+    for number, one in enumerate(simulated):
+        rows = list(one.rows)
+        if as_json:
+            lines = render.trace_json(rows, scenario=one.path)
+        else:
+            head = [f"scenario: {one.path}"]
+            if one.description:
+                head.append(f"  {one.description}")
+            lines = iter([*([""] if number else []), *head, "", *render.trace_text(rows)])
+        for line in lines:
+            typer.echo(line)
+
+
+app.add_typer(inspect_app, name="inspect")
+
+
+@app.command(cls=Command)
+def demo(
+    *,
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Keep the demo's folder (repository, state, transcripts)."),
+    ] = False,
+    seconds: Annotated[
+        float,
+        typer.Option(metavar="SECONDS", help="How long to let the work run.", parser=parse_seconds),
+    ] = 300.0,
+) -> None:
+    """Carry a fix and a change to landing, on a sample repository.
+
+    Everything lives in a temporary folder: the repository, flume's state and supervisor, its
+    tmux server and the agents' HOME. The agents are flume's test agent, in real tmux panes. In
+    a terminal the board of flume watch shows the work; piped, each event as flume events
+    prints it. Exits 0 only when both landed and were tidied; however it ends (Ctrl-C, SIGTERM,
+    a closed terminal), its supervisor is stopped and its folder removed.
+    """
+    # Imported here: only this command uses it.
+    from flume.cli import demo as demo_story
+
+    status = demo_story.run(keep=keep, seconds=seconds)
+    if status:
+        raise typer.Exit(status)
