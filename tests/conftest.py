@@ -2,7 +2,8 @@
 
 No test touches the user's world: HOME and the XDG folders are the run's own.
 
-Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine.
+Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine;
+``mutation`` few and fixed examples for bench/mutation.py.
 Pick one with ``HYPOTHESIS_PROFILE`` (scripts/test sets ``ci`` under CI).
 
 Every process the run starts carries the run's tag in its environment (``FLUME_TEST_RUN``, set
@@ -36,6 +37,17 @@ settings.register_profile(
     print_blob=True,
     # The same examples on every CI run: a failure is reproducible, never a fluke of the draw.
     derandomize=True,
+)
+# Mutation testing (bench/mutation.py) runs the model tests once a mutant: few examples, the same
+# ones every run and no saved failures, so that a mutant's verdict is the same on every run.
+settings.register_profile(
+    "mutation",
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
