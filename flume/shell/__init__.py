@@ -10,8 +10,10 @@ From the top down:
     (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
     (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
-    The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
-    asks it (``client.py``). May import observe, perform and everything below.
+    The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
+    host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
+    (``protocol.py``), a launch handed to it (``handover.py``), and the client that finds,
+    starts and asks it (``client.py``). May import observe, perform and everything below.
 ``observe/`` | ``perform/``
     Independent of each other. ``observe/``: the batch observers behind one protocol
     (``port.py``): branch heads (``branches.py``), agents (``watch.py``), OpenSpec changes
@@ -19,9 +21,12 @@ From the top down:
     the landers (``lander.py``), a launch checked and journaled (``launch.py``,
     ``launch_words.py``). May import agents and everything below.
 ``agents/``
-    Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
-    (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
-    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
+    The agent port (``port.py``; ``agents.of`` finds an agent's module by its name) and one
+    module per agent, each its command line, files, hooks, registry and screen: Claude Code
+    (``claude.py``), Codex (``codex.py``), flume's test agent (``scripted.py``). Agents run in
+    panes (``runner.py``), the pane's first program (``agentexec.py``), hooks recorded
+    (``hookrecord.py``), the one tail reader (``tail.py``), each agent's lines read
+    (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;
