@@ -232,9 +232,9 @@ class TranscriptEntry:
     asks: bool = False
     #: The line ends the agent's turn: it waits for input.
     ends_turn: bool = False
-    #: How the shell spells the line in its journal, as (field, value) pairs; no rule reads it,
-    #: and it is no part of the entry's equality.
-    spelling: tuple[tuple[str, str | bool], ...] = attrs.field(default=(), eq=False)
+    #: The shell's own record of the line as it read it, which its journal writes: opaque to
+    #: the rules (no rule reads it), and no part of the entry's equality.
+    spelling: object = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(kw_only=True)

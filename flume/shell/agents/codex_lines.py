@@ -39,7 +39,7 @@ from pathlib import Path
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry
 from flume.shell.agents.tail import Tail, read_tail
-from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words, spell
+from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
 _CONTEXT_OPENINGS = (
@@ -108,7 +108,7 @@ def _message(
         text = "\n".join(texts)
         words = Words(line_type="user", content=Content.STRING, text=text)
         return TranscriptEntry(
-            at=at, session=session, author=Author.PERSON, text=text, spelling=spell(words)
+            at=at, session=session, author=Author.PERSON, text=text, spelling=words
         )
     texts = _texts(payload.get("content"), "output_text")
     if role != "assistant" or not texts:
@@ -126,7 +126,7 @@ def _message(
         author=Author.AGENT,
         text=text,
         ends_turn=ends,
-        spelling=spell(words),
+        spelling=words,
     )
 
 
@@ -146,11 +146,11 @@ def _response_item(
             tool_name=ASKING_TOOL if asks else tool,
         )
         return TranscriptEntry(
-            at=at, session=session, author=Author.AGENT, asks=asks, spelling=spell(words)
+            at=at, session=session, author=Author.AGENT, asks=asks, spelling=words
         )
     if kind in {"function_call_output", "custom_tool_call_output"}:
         words = Words(line_type="user", content=Content.TOOL_RESULT)
-        return TranscriptEntry(at=at, session=session, author=Author.TOOL, spelling=spell(words))
+        return TranscriptEntry(at=at, session=session, author=Author.TOOL, spelling=words)
     return None
 
 
@@ -169,7 +169,7 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
         case "event_msg" if payload.get("type") in _TURN_ENDS:
             words = Words(line_type="system", subtype="turn_duration")
             return TranscriptEntry(
-                at=at, session=session, author=Author.SYSTEM, ends_turn=True, spelling=spell(words)
+                at=at, session=session, author=Author.SYSTEM, ends_turn=True, spelling=words
             )
         case _:
             # task_started, the prompt's echoes (user_message, item_completed), token counts,

@@ -96,23 +96,26 @@ def _spell_transcript_entries(made: cattrs.Converter) -> None:
     Its facts are not written: they are what the words make, read back.
     """
 
+    @functools.cache
+    def hooks() -> tuple[Callable[[Words], dict[str, Any]], Callable[[Any, Any], Words]]:
+        """The converter's own hooks for the words, made when a line is first met."""
+        return made.get_unstructure_hook(Words), made.get_structure_hook(Words)
+
     def unstructure_entry(entry: TranscriptEntry) -> dict[str, Any]:
         """A transcript line as format 1 writes it: its time and session, then its words."""
         data: dict[str, Any] = {"at": entry.at, "session": entry.session}
-        data.update(made.unstructure(words_of(entry), Words))
+        data.update(hooks()[0](words_of(entry)))
         return data
 
-    def structure_entry(value: Any, _: Any) -> TranscriptEntry:
+    def structure_entry(value: dict[str, Any], _: Any) -> TranscriptEntry:
         """A transcript line read back: its words make the facts (transcript_words)."""
-        if not isinstance(value, dict):
-            message = f"expected a table, got {type(value).__name__}"
-            raise TypeError(message)
         words = value.copy()
         at, session = words.pop("at"), words.pop("session")
         return entry_of(
-            made.structure(words, Words),
-            at=Instant(made.structure(at, float)),
-            session=SessionId(made.structure(session, str)),
+            hooks()[1](words, Words),
+            # What cattrs' own hooks for a float and a str do, without their dispatch.
+            at=Instant(float(at)),
+            session=SessionId(str(session)),
         )
 
     made.register_unstructure_hook(TranscriptEntry, unstructure_entry)

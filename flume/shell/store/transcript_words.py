@@ -118,58 +118,38 @@ def is_typed(words: Words) -> bool:
     )
 
 
-def author_of(words: Words) -> Author:
-    """Who wrote the line: a person typed it, the agent said it, or a tool returned it.
-
-    Or else Claude Code wrote it itself: notes, injected context, a subagent's prompt,
-    bookkeeping.
-    """
-    if is_typed(words):
-        return Author.PERSON
-    if words.line_type == "user" and words.content is Content.TOOL_RESULT:
-        return Author.TOOL
-    if words.line_type == "assistant":
-        return Author.AGENT
-    return Author.SYSTEM
-
-
-def ends_turn(words: Words) -> bool:
-    """The line ends a turn: the agent's last message, a turn's closing ``system`` line...
-
-    ... or the note of an interrupt (no Stop hook fires for it, reference §4).
-    """
-    return (
-        is_interrupt_note(words)
-        or (words.line_type == "system" and words.subtype in _TURN_ENDS)
-        or (words.line_type == "assistant" and words.stop_reason == "end_turn")
-    )
-
-
 def entry_of(words: Words, *, at: Instant, session: SessionId) -> TranscriptEntry:
-    """The neutral entry Claude Code's words make, its words kept as its spelling."""
+    """The neutral entry Claude Code's words make, its words kept as its spelling.
+
+    Who wrote the line: a person typed it (:func:`is_typed`), the agent said it, a tool
+    returned it, or else Claude Code wrote it itself (notes, injected context, a subagent's
+    prompt, bookkeeping). It asks a person when the agent calls ``AskUserQuestion``. It ends a
+    turn when it is the agent's last message, a turn's closing ``system`` line, or the note of
+    an interrupt (no Stop hook fires for it, reference §4).
+    """
+    author, asks, ends = Author.SYSTEM, False, False
+    match words.line_type:
+        case "assistant":
+            author = Author.AGENT
+            asks = words.tool_name == ASKING_TOOL
+            ends = words.stop_reason == "end_turn"
+        case "user" if words.content is Content.TOOL_RESULT:
+            author = Author.TOOL
+        case "user":
+            ends = is_interrupt_note(words)
+            if not ends and is_typed(words):
+                author = Author.PERSON
+        case "system":
+            ends = words.subtype in _TURN_ENDS
     return TranscriptEntry(
         at=at,
         session=session,
-        author=author_of(words),
+        author=author,
         text=words.text,
-        asks=words.line_type == "assistant" and words.tool_name == ASKING_TOOL,
-        ends_turn=ends_turn(words),
-        spelling=spell(words),
+        asks=asks,
+        ends_turn=ends,
+        spelling=words,
     )
-
-
-def spell(words: Words) -> tuple[tuple[str, str | bool], ...]:
-    """The words as the journal writes them.
-
-    The fields that differ from their default, in order, enums as their values.
-    """
-    default = Words(line_type=words.line_type)
-    pairs: list[tuple[str, str | bool]] = [("line_type", words.line_type)]
-    for field in attrs.fields(Words)[1:]:
-        value = getattr(words, field.name)
-        if value != getattr(default, field.name):
-            pairs.append((field.name, value.value if isinstance(value, Content) else value))
-    return tuple(pairs)
 
 
 def words_of(entry: TranscriptEntry) -> Words:
@@ -178,10 +158,8 @@ def words_of(entry: TranscriptEntry) -> Words:
     Those it was read from, or, for an entry made from the facts alone (by a test, or a reader
     that keeps no words), words that read back to the same facts.
     """
-    if entry.spelling:
-        spelled = dict(entry.spelling)
-        content = spelled.pop("content", Content.NONE.value)
-        return Words(content=Content(content), **spelled)  # type: ignore[arg-type]
+    if isinstance(entry.spelling, Words):
+        return entry.spelling
     match entry.author:
         case Author.PERSON:
             return Words(line_type="user", content=Content.STRING, text=entry.text)
@@ -205,5 +183,4 @@ def words_of(entry: TranscriptEntry) -> Words:
 
 def in_conversation(entry: TranscriptEntry) -> bool:
     """The line is the conversation's, not Claude Code's bookkeeping (:data:`CONVERSATION`)."""
-    line_type = entry.spelling[0][1] if entry.spelling else words_of(entry).line_type
-    return line_type in CONVERSATION
+    return words_of(entry).line_type in CONVERSATION
