@@ -14,10 +14,12 @@ From the top down:
     asks it (``client.py``). May import observe, perform and everything below.
 ``observe/`` | ``perform/``
     Independent of each other. ``observe/``: the batch observers behind one protocol
-    (``port.py``): branch heads (``branches.py``), agents (``watch.py``), OpenSpec changes
-    (``changes.py``), report files (``reports.py``). ``perform/``: the performer (``performer.py``),
-    the landers (``lander.py``), a launch checked and journaled (``launch.py``,
-    ``launch_words.py``). May import agents and everything below.
+    (``port.py``): branch heads (``branches.py``), agents (``watch.py``), landings seen on the
+    base (``landings.py``), OpenSpec changes (``changes.py``), report files (``reports.py``).
+    ``perform/``: the performer (``performer.py``), the landers (``lander.py``), a launch checked
+    and journaled (``launch.py``, ``launch_words.py``). What both ask (does a base hold a
+    branch's work, where a base is fetched from, is a change archived) is in ``tools/``.
+    May import agents and everything below.
 ``agents/``
     Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
     (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
