@@ -26,8 +26,10 @@ From the top down:
     each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
-    The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;
-    attaching a terminal (``attach.py``). May import declared and everything below.
+    The pane port (``port.py``, with the mark a typed pane keeps) and its backends: ``tmux.py``,
+    ``herdr.py``, ``printed.py`` (a pane is a file whose command a person runs: ``--panes
+    print``); the launch's ``--panes`` picks one. Attaching a terminal (``attach.py``). May
+    import declared and everything below.
 ``declared/``
     What a repository declares: ``.flume.toml`` (``config.py``), kinds in TOML (``kinds.py``),
     a declared command run as written (``run.py``), scenario files (``scenario.py``).
