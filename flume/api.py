@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from flume.core.step import Decision, TraceRow
     from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
-    from flume.shell.commands.tidying import Outcome as TidyOutcome
+    from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
     from flume.shell.perform.launch_words import LaunchAsked, Made
     from flume.shell.store import places

@@ -32,7 +32,7 @@ import string
 
 import attrs
 
-from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
+from flume.core.actions import EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
 from flume.core.observations import (
@@ -46,6 +46,7 @@ from flume.core.place import (
     AwaitingInput,
     Delivering,
     Life,
+    Outcome,
     Place,
     Short,
     ShortCause,
@@ -55,8 +56,6 @@ from flume.core.place import (
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: Text Claude Code injects as a user-role line with a typed prompt's flags; never typed.
 _HARNESS_OPENINGS = (

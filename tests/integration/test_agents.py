@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from flume.core.actions import EndAgent, Event, Report, SendPrompt
 from flume.core.ids import BranchName, Instant, KindName, SessionId, WorkName
 from flume.core.kinds import BUILTIN_KINDS
@@ -55,6 +57,10 @@ from tests.integration.agents_kit import (
     wait_for,
 )
 from tests.integration.places_kit import flume_process
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 COMMITS = """
 [[turn]]

@@ -37,6 +37,10 @@ from tests.integration.agents_kit import (
 )
 from tests.integration.places_kit import flume_process
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 #: Codex runs the model's commands unasked and unsandboxed (the test's folders are its sandbox).
 #: flume itself asks for a non-login shell, so that ``flume needs`` is found on its PATH.
 FLAGS = ("--dangerously-bypass-approvals-and-sandbox",)

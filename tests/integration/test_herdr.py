@@ -44,6 +44,10 @@ from tests.integration.herdr_kit import herdr_fixture, herdr_schema
 from tests.integration.places_kit import flume_process, run_git, world_of
 from tests.integration.test_kinds_e2e import FIX_THEN_SUBMIT
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 __all__ = ["herdr_fixture"]
 
 SESSION = "5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10"

@@ -7,10 +7,16 @@ import random
 import time
 from pathlib import Path
 
+import pytest
+
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from tests.integration import kill_trials
 from tests.integration.conftest import daemons_of, stop_supervisor
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 TRIALS = 20 if os.environ.get("CI") == "true" else 6
 

@@ -35,6 +35,10 @@ from tests.integration.agents_kit import (
 from tests.integration.places_kit import flume_process
 from tests.integration.test_claude import KEY, claude, model  # noqa: F401 (pytest's fixtures)
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "claude-plugin"
 #: The plugin's MCP launch tool as Claude Code names it: mcp__plugin_<plugin>_<server>__<tool>.

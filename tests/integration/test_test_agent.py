@@ -40,7 +40,12 @@ from tests.integration.places_kit import GIT_IDENTITY, run_git
 #: How long any one wait may take before the test fails.
 DEADLINE = 5.0
 TMUX = shutil.which("tmux")
-pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+]
 T = TypeVar("T")
 #: A JSON object as ``json`` reads it.
 JSON = dict[str, Any]

@@ -276,20 +276,20 @@ def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:
 
 
 @attrs.frozen(kw_only=True)
-class Changes:
+class WorktreeChanges:
     """What ``git status`` says of a worktree."""
 
     dirty: bool
     untracked: bool
 
 
-def changes(worktree: Path) -> Changes:
+def changes(worktree: Path) -> WorktreeChanges:
     """Uncommitted changes to tracked files, and untracked files git does not ignore."""
     ran = run(
         worktree, "status", "--porcelain=v1", "--untracked-files=normal", "--ignore-submodules=none"
     )
     lines = ran.out.splitlines()
-    return Changes(
+    return WorktreeChanges(
         dirty=any(not line.startswith("??") for line in lines),
         untracked=any(line.startswith("??") for line in lines),
     )
