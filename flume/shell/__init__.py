@@ -21,9 +21,12 @@ From the top down:
     branch's work, where a base is fetched from, is a change archived) is in ``tools/``.
     May import agents and everything below.
 ``agents/``
-    Claude Code, Codex and the test agent in panes (``runner.py``), the pane's first program
-    (``agentexec.py``), hooks recorded (``hookrecord.py``), the one tail reader (``tail.py``),
-    each agent's lines read (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
+    The agent port (``port.py``; ``agents.of`` finds an agent's module by its name) and one
+    module per agent, each its command line, files, hooks, registry and screen: Claude Code
+    (``claude.py``), Codex (``codex.py``), flume's test agent (``scripted.py``). Agents run in
+    panes (``runner.py``), the pane's first program (``agentexec.py``), hooks recorded
+    (``hookrecord.py``), the one tail reader (``tail.py``), each agent's lines read
+    (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``, with the mark a typed pane keeps) and its backends: ``tmux.py``,

@@ -33,7 +33,7 @@ from flume.core.place import Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell import process
-from flume.shell.agents import runner as agents
+from flume.shell.agents import claude, scripted
 from flume.shell.agents.runner import Agents
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import journal, places
@@ -94,9 +94,9 @@ def test_a_prompt_is_delivered_and_the_commit_ends_the_stage(tmp_path: Path, pan
     assert len(typed_lines(place, session, _marker("greet"))) == 1
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
     # The test agent's files are in flume's state folder, none in Claude Code's home.
-    (transcript,) = agents.test_agent_home().glob(f"projects/*/{session}.jsonl")
+    (transcript,) = scripted.home().glob(f"projects/*/{session}.jsonl")
     assert transcript.is_relative_to(places.state_dir())
-    assert list(agents.claude_home().glob(f"**/{session}*")) == []
+    assert list(claude.home().glob(f"**/{session}*")) == []
     # The next stage runs a fresh agent: another session, and the first one ended.
     wait_for(lambda: sessions_started(journal_path, "submit"), 30, "the submit stage's agent")
     assert sessions_started(journal_path, "submit") != {session}

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from flume import __version__, api
-from flume.core.launch import AgentName
 from flume.shell.agents import runner
+from flume.shell.agents.claude import transcript_path
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
@@ -201,5 +201,5 @@ def places_journal(repo: Path) -> Path:
 
 def transcript_lines_of(repo: Path, session: str) -> list[dict[str, object]]:
     """Claude Code's transcript lines for its session in ``repo``."""
-    path = runner.transcript_path(os.path.realpath(repo), session, AgentName.CLAUDE)
+    path = transcript_path(os.path.realpath(repo), session)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

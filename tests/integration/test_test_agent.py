@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from flume.core.launch import AgentName
-from flume.shell.agents import runner
+from flume.shell.agents import claude, of, scripted
 from flume.testing.agent import (
     PROMPT_MARK,
     SCRIPT_VARIABLE,
@@ -576,9 +576,9 @@ def test_flume_and_the_agent_agree_where_its_files_are(
     """The folder flume passes as ``--home`` is the one the agent takes without it."""
     for state in (str(tmp_path / "state"), ""):
         monkeypatch.setenv("XDG_STATE_HOME", state)
-        assert default_home() == runner.test_agent_home()
-        assert default_home() == runner.agent_home(AgentName.TEST)
-        assert runner.agent_home(AgentName.CLAUDE) == runner.claude_home()
+        assert default_home() == scripted.home()
+        assert default_home() == of(AgentName.TEST).registry_home()
+        assert of(AgentName.CLAUDE).registry_home() == claude.home()
 
 
 def _run_agent(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
