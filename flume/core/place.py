@@ -302,8 +302,11 @@ class TidyGathering:
 Tidy = TidyNotWanted | TidyWanted | TidyGathering
 
 
-class Submission(enum.Enum):
-    """Where the work's submission to the lander stands (R11)."""
+class Submission(enum.StrEnum):
+    """Where the work's submission to the lander stands (R11).
+
+    A ``str``: it equals its word (``status.submission == "landed"``), as when it was one.
+    """
 
     NONE = "none"  #: not submitted
     SUBMITTED = "submitted"  #: handed to the lander

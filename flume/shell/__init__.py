@@ -10,8 +10,10 @@ From the top down:
     (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
     (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
 ``supervisor/``
-    The supervisor: its loop and daemon (``loop.py``), and the client that finds, starts and
-    asks it (``client.py``). May import observe, perform and everything below.
+    The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
+    host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
+    (``protocol.py``), a launch handed to it (``handover.py``), and the client that finds,
+    starts and asks it (``client.py``). May import observe, perform and everything below.
 ``observe/`` | ``perform/``
     Independent of each other. ``observe/``: the batch observers behind one protocol
     (``port.py``): branch heads (``branches.py``), agents (``watch.py``), landings seen on the

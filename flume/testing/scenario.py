@@ -222,8 +222,8 @@ def leave_host(folder: Path) -> None:
 def _stop_supervisor(deadline: float) -> int | None:
     """Stop the host's supervisor, if one runs or is starting; its pid, once it has ended."""
     client.record_stop()
-    reply = client.request("stop", timeout=5.0)
-    pid = int(reply["pid"]) if reply is not None else _lock_holder()
+    reply = client.stop(timeout=5.0)
+    pid = reply.pid if reply is not None else _lock_holder()
     if pid is not None and reply is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

@@ -36,7 +36,7 @@ def _daemon() -> int:
     """Start the host's supervisor and wait until it answers; its pid."""
     reply = client.ensure(wait=30.0)
     assert reply is not None
-    return int(reply["pid"])
+    return reply.pid
 
 
 def _locks(pid: int, path: Path) -> bool:

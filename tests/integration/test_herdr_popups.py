@@ -486,7 +486,7 @@ def test_open_shows_an_agent_in_flumes_tmux_in_a_new_herdr_tab(
     assert (params["tab_label"], params["focus"]) == ("fix--tmuxed", True)
     root = params["root"]
     assert root["command"] == [
-        sys.executable, "-m", "flume", "attach", "fix--tmuxed", "--repository", str(repo),
+        sys.executable, "-P", "-m", "flume", "attach", "fix--tmuxed", "--repository", str(repo),
     ]  # fmt: skip
     assert root["cwd"] == place.path
     assert _requests(herdr, "pane.focus", before) == []

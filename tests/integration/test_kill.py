@@ -28,7 +28,7 @@ def test_every_launch_completes_exactly_once_after_a_sigkill(host: Path) -> None
     for number in range(TRIALS):
         try:
             results.append(kill_trials.run(host / f"trial-{number}", rng))
-            assert client.request("stop") is not None
+            assert client.stop() is not None
             # Once stopped, it stays stopped: no supervisor started meanwhile takes over.
             deadline = time.monotonic() + 30
             while daemons_of(os.environ["XDG_STATE_HOME"]):

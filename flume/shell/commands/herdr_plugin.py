@@ -84,7 +84,7 @@ class HerdrRequest:
 
 def in_flight(repositories: Sequence[Path] | None = None) -> list[InFlight]:
     """Every place in flight in the repositories (default: every one flume knows)."""
-    known = client.request("ping", timeout=1.0) is not None
+    known = client.ping(timeout=1.0) is not None
     found: list[InFlight] = []
     for repository in repositories if repositories is not None else places.remembered():
         for each in places.places_of(repository, Settings()):

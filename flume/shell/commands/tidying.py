@@ -56,7 +56,7 @@ from flume.shell.supervisor import client
 STALE_STAGING_SECONDS = 600.0
 
 
-class TidyResult(enum.Enum):
+class TidyResult(enum.StrEnum):
     """What a tidy came to for one place."""
 
     TIDIED = "tidied"  #: nothing of the place is left to remove
