@@ -110,7 +110,7 @@ _LATER = {
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
-    "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
+    "TidyOutcome": ("flume.shell.commands.tidying", "TidyOutcome"),
     # A launch the supervisor took and then said nothing of: whether it was made is unknown.
     "Unanswered": ("flume.shell.supervisor.handover", "Unanswered"),
     # How long :func:`daemon_start` waits for a supervisor it started to answer.
@@ -337,7 +337,7 @@ def status_document(
     an agent does now is then unknown). No repository registered: no places, nothing to read.
     Filtered as :func:`survey`, but the supervisor's answer holds every place.
     """
-    from flume.shell import host as registry
+    from flume.shell import host
     from flume.shell.supervisor import client
     from flume.shell.supervisor.protocol import SurveyAnswer, Unreadable
 
@@ -346,9 +346,9 @@ def status_document(
         answer = client.survey(timeout=2.0)
         if answer is not None:
             return answer
-        if not registry.remembered():
+        if not host.remembered():
             return SurveyAnswer(
-                format=registry.FORMAT, places=(), unreadable=(), torn=(), repositories=()
+                format=host.FORMAT, places=(), unreadable=(), torn=(), repositories=()
             )
     from flume.shell.store.codec import FORMAT, codec
 
@@ -418,14 +418,14 @@ def _now() -> Instant:
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
     settings = Settings()
     where = Path(repository) if repository is not None else None
     found = places.find(place, where, settings)
-    decision = commands.give(found, seen, settings)
+    decision = verbs.give(found, seen, settings)
     client.ensure()
     return decision
 
@@ -468,7 +468,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     from flume.core.actions import SendTell
     from flume.core.observations import Told
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
@@ -476,7 +476,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
-    decision = commands.give(found, Told(at=_now(), text=words), settings)
+    decision = verbs.give(found, Told(at=_now(), text=words), settings)
     client.ensure()
     number = decision.place.tells_given
     sent = any(
@@ -572,12 +572,12 @@ def _here(cwd: str | Path | None) -> Path:
 def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Decision:
     """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.supervisor import client
 
     settings = Settings()
-    found = commands.place_here(here, settings)
-    decision = commands.give(found, seen(_now(), commands.session_of()), settings)
+    found = verbs.place_here(here, settings)
+    decision = verbs.give(found, seen(_now(), verbs.session_of()), settings)
     client.ensure()
     return decision
 
@@ -634,9 +634,9 @@ def prompt(  # noqa: PLR0913 (each is one thing a launch names)
     none, the built-in ones and a stand-in path (``.repository`` is then None).
     """
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
 
-    wanted = commands.PromptAsked(
+    wanted = verbs.PromptAsked(
         kind=kind,
         stage=stage,
         brief=brief,
@@ -644,7 +644,7 @@ def prompt(  # noqa: PLR0913 (each is one thing a launch names)
         base=base,
         repository=Path(repository) if repository is not None else None,
     )
-    return commands.prompt(wanted, _folder(cwd), Settings())
+    return verbs.prompt(wanted, _folder(cwd), Settings())
 
 
 # --- tidy and attach -----------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import flume
 from flume.core.errors import Problem, UsageError
-from flume.shell import host as registry
+from flume.shell import host
 from flume.shell.process import alive
 from flume.shell.supervisor.protocol import (
     Answered,
@@ -66,7 +66,7 @@ STOP_CAME_AFTER = 3
 
 def socket_path() -> Path:
     """Where the supervisor of this state directory listens."""
-    preferred = registry.state_dir() / "supervisor.sock"
+    preferred = host.state_dir() / "supervisor.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
         return preferred
     # Imported here, as in start(): asking the supervisor (flume status) loads no more.
@@ -146,7 +146,7 @@ def decoded(data: bytes) -> dict[str, Any] | None:
 
 def lock_path() -> Path:
     """The host's supervisor lock: held by the one supervisor, which writes its pid in it."""
-    return registry.state_dir() / "supervisor.lock"
+    return host.state_dir() / "supervisor.lock"
 
 
 def holder() -> int | None:
@@ -209,7 +209,7 @@ def not_answering(pid: int, waited: float) -> UsageError:
 
 def stopped_path() -> Path:
     """Where ``daemon stop`` counts the stops asked so far on this host."""
-    return registry.state_dir() / "supervisor.stopped"
+    return host.state_dir() / "supervisor.stopped"
 
 
 def stops() -> int:
@@ -239,7 +239,7 @@ def record_stop() -> int:
 
 def log_path() -> Path:
     """Where a started supervisor writes what it has to say."""
-    return registry.state_dir() / "supervisor.log"
+    return host.state_dir() / "supervisor.log"
 
 
 def start() -> subprocess.Popen[bytes]:

@@ -55,8 +55,7 @@ from flume.shell.supervisor.protocol import (
     Reply,
     wire,
 )
-from flume.shell.tools import openspec
-from flume.shell.tools import sockets as lines
+from flume.shell.tools import openspec, sockets
 
 #: How often the supervisor looks when nothing wakes it.
 TICK_SECONDS = 1.0
@@ -241,7 +240,7 @@ def _answer(listener: socket.socket, supervisor: Supervisor) -> Asks:
         with connection:
             connection.settimeout(2.0)
             try:
-                request = json.loads(lines.read_line(connection))
+                request = json.loads(sockets.read_line(connection))
                 asked = request.get("op")
             except (OSError, ValueError, AttributeError):
                 asks = attrs.evolve(asks, look=True)
