@@ -16,10 +16,12 @@ From the top down:
     starts and asks it (``client.py``). May import observe, perform and everything below.
 ``observe/`` | ``perform/``
     Independent of each other. ``observe/``: the batch observers behind one protocol
-    (``port.py``): branch heads (``branches.py``), agents (``watch.py``), OpenSpec changes
-    (``changes.py``), report files (``reports.py``). ``perform/``: the performer (``performer.py``),
-    the landers (``lander.py``), a launch checked and journaled (``launch.py``,
-    ``launch_words.py``). May import agents and everything below.
+    (``port.py``): branch heads (``branches.py``), agents (``watch.py``), landings seen on the
+    base (``landings.py``), OpenSpec changes (``changes.py``), report files (``reports.py``).
+    ``perform/``: the performer (``performer.py``), the landers (``lander.py``), a launch checked
+    and journaled (``launch.py``, ``launch_words.py``). What both ask (does a base hold a
+    branch's work, where a base is fetched from, is a change archived) is in ``tools/``.
+    May import agents and everything below.
 ``agents/``
     The agent port (``port.py``; ``agents.of`` finds an agent's module by its name) and one
     module per agent, each its command line, files, hooks, registry and screen: Claude Code
@@ -29,8 +31,10 @@ From the top down:
     (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
-    The pane port (``port.py``) and its backends: ``tmux.py``, ``herdr.py``, ``printed.py``;
-    attaching a terminal (``attach.py``). May import declared and everything below.
+    The pane port (``port.py``, with the mark a typed pane keeps) and its backends: ``tmux.py``,
+    ``herdr.py``, ``printed.py`` (a pane is a file whose command a person runs: ``--panes
+    print``); the launch's ``--panes`` picks one. Attaching a terminal (``attach.py``). May
+    import declared and everything below.
 ``declared/``
     What a repository declares: ``.flume.toml`` (``config.py``), kinds in TOML (``kinds.py``),
     a declared command run as written (``run.py``), scenario files (``scenario.py``).

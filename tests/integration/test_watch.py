@@ -39,7 +39,7 @@ from flume.shell.agents import runner as agents
 from flume.shell.agents.claude import hook_activity, registry_activity
 from flume.shell.agents.port import agents_dir
 from flume.shell.observe.watch import Watch
-from flume.shell.panes import tmux
+from flume.shell.panes import port, tmux
 from flume.shell.panes.tmux import Tmux, escape_argument, tidy_name
 from flume.shell.store.follower import Followed
 from tests.integration.agents_kit import wait_for
@@ -267,7 +267,7 @@ def test_a_paste_marks_its_pane_and_the_watch_reports_it_typed(tmp_path: Path, p
     assert not [
         obs for _e, obs in watch.observe([each], Instant(5)) if isinstance(obs, PromptTyped)
     ]
-    assert panes.paste(pane, send.text, mark=agents.typed_mark(send.marker, send.send)).ok
+    assert panes.paste(pane, send.text, mark=port.typed_mark(send.marker, send.send)).ok
     assert (panes.panes() or {})[pane].typed == f"{send.marker}#1"
     seen = [obs for _e, obs in watch.observe([each], Instant(6)) if isinstance(obs, PromptTyped)]
     assert seen == [PromptTyped(at=Instant(6), session=session, marker=send.marker, send=1)]

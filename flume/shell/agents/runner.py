@@ -20,7 +20,6 @@ registry is) is asked of its module through the agent port (:mod:`~flume.shell.a
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -45,12 +44,11 @@ from flume.shell.agents import KNOWN, of
 from flume.shell.agents.port import agents_dir
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
-from flume.shell.panes.port import PaneServer
+from flume.shell.panes.port import PaneServer, typed_mark
+from flume.shell.panes.printed import Printed
 from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
 from flume.shell.tools import locate
 
-#: The pane of a printed agent is its file's path after this (no tmux pane holds it).
-PRINTED = "print:"
 #: Fixed, so that one stage attempt always names the same session.
 _NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
 #: The caller's own multiplexer's variables, which would make an agent think it runs in the
@@ -121,10 +119,11 @@ class Agents:
     def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
         self.tmux: PaneServer = tmux or Tmux()
         self.herdr: PaneServer = herdr or Herdr()
+        self.printed: PaneServer = Printed()
 
     def server(self, place: Place) -> PaneServer:
         """The pane server the place's launch named (``--panes``)."""
-        return server_for(place, tmux=self.tmux, herdr=self.herdr)
+        return server_for(place, tmux=self.tmux, herdr=self.herdr, printed=self.printed)
 
     def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         """R4: start the stage attempt's agent, or report the pane already running it."""
@@ -160,7 +159,7 @@ class Agents:
             env=marks(place, session),
         )
         made = ran.out.strip()
-        if not ran.ok or not made or made.startswith(PRINTED):
+        if not ran.ok or not made or printed.is_printed(made):
             what = ran.err.strip() or f"{action.agent.panes.value} made no pane"
             return self._failed(at, argv, what)
         return [self._started(at, action, session, made)]
@@ -168,14 +167,21 @@ class Agents:
     def _print(
         self, place: Place, action: StartAgent, session: SessionId, at: Instant
     ) -> list[Observation]:
-        """The print backend: write the agent down for the caller to run (R4)."""
-        path = printed.path_of(place.launch.place)
-        found = printed.read(path)
-        if found is None or found.get("session") != session:
-            argv = command(place, action, session)
-            shown = marks(place, session) | {"PATH": search_path()}
-            printed.write(path, session=session, cwd=place.path, argv=argv, env=shown)
-        return [self._started(at, action, session, f"{PRINTED}{path}")]
+        """The print backend: write the agent down for the caller to run (R4).
+
+        Its pane runs the agent's own command, shown to the person who runs it: no first
+        program reads a private file there, so the environment holds only marks and PATH.
+        """
+        argv = command(place, action, session)
+        shown = marks(place, session) | {"PATH": search_path()}
+        ran = self.printed.start(
+            group=tmux_group(place.launch.repository),
+            window=place.launch.place,
+            cwd=Path(place.path),
+            argv=argv,
+            env=shown,
+        )
+        return [self._started(at, action, session, ran.out)]
 
     @staticmethod
     def _started(at: Instant, action: StartAgent, session: SessionId, pane: str) -> AgentStarted:
@@ -192,9 +198,9 @@ class Agents:
 
     def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
         """End the agent: close every pane running its session, then see that none is left."""
-        if place.agent is not None and place.agent.pane.startswith(PRINTED):
-            return self._end_printed(place.agent.pane.removeprefix(PRINTED), action, at)
         server = self.server(place)
+        if server is self.printed:
+            _stop_registered(action.session)
         panes = server.panes()
         if panes is None:
             what = f"{place.launch.agent.panes.value} could not list panes"
@@ -222,11 +228,6 @@ class Agents:
             if isinstance(action, SendPrompt)
             else []
         )
-        if place.agent is not None and place.agent.pane.startswith(PRINTED):
-            path = Path(place.agent.pane.removeprefix(PRINTED))
-            send = action.send if isinstance(action, SendPrompt) else None
-            printed.set_prompt(path, action.session, action.text, send)
-            return typed
         server = self.server(place)
         panes = server.panes()
         what = ActionName.of(action)
@@ -242,37 +243,26 @@ class Agents:
             return [ActionFailed(at=at, action=what, output=ran.err.strip())]
         return typed
 
-    @staticmethod
-    def _end_printed(path: str, action: EndAgent, at: Instant) -> list[Observation]:
-        """End a printed agent: its process, if it registered, and its file."""
-        entry = live_sessions().get(action.session)
-        pid = entry.get("pid") if entry is not None else None
-        if isinstance(pid, int) and pid > 1 and _runs_session(pid, action.session):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
-        Path(path).unlink(missing_ok=True)
-        return [AgentExited(at=at, session=action.session)]
+
+def server_for(
+    place: Place, *, tmux: PaneServer, herdr: PaneServer, printed: PaneServer
+) -> PaneServer:
+    """The pane server of the place's launch (``--panes``): flume's tmux, herdr's, or printed."""
+    servers = {Panes.TMUX: tmux, Panes.HERDR: herdr, Panes.PRINT: printed}
+    return servers[place.launch.agent.panes]
 
 
-#: The longest marker a typed mark holds whole: herdr keeps at most 80 characters of a token.
-_MARK_WHOLE = 64
+def _stop_registered(session: SessionId) -> None:
+    """End a printed agent's process, if it registered: a person's terminal runs it, not a pane.
 
-
-def typed_mark(marker: str, send: int) -> str:
-    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted.
-
-    A marker too long for every multiplexer's field (a long place name) is kept as its digest:
-    the mark is only ever compared with the one this makes.
+    Its pane (its file) is closed like any other; the process it became is found by the live
+    session registry, and ended only when its command line names the session.
     """
-    shown = marker
-    if len(marker) > _MARK_WHOLE:
-        shown = "sha256:" + hashlib.sha256(marker.encode()).hexdigest()[:40]
-    return f"{shown}#{send}"
-
-
-def server_for(place: Place, *, tmux: PaneServer, herdr: PaneServer) -> PaneServer:
-    """The pane server of the place's launch: herdr's for ``--panes herdr``, else flume's tmux."""
-    return herdr if place.launch.agent.panes is Panes.HERDR else tmux
+    entry = live_sessions().get(session)
+    pid = entry.get("pid") if entry is not None else None
+    if isinstance(pid, int) and pid > 1 and _runs_session(pid, session):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 #: What each registry file held when last read, by path: (its modification time, its entry).

@@ -53,10 +53,10 @@ from flume.core.observations import (
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.shell.agents import of
 from flume.shell.agents.port import AgentPort, agents_dir
-from flume.shell.agents.runner import PRINTED, live_sessions, typed_mark
+from flume.shell.agents.runner import live_sessions
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
-from flume.shell.panes.port import PaneServer
+from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
 from flume.shell.store.transcript_words import in_conversation
@@ -163,7 +163,7 @@ class Watch:
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
-                if settled and agent.pane.startswith(PRINTED):
+                if settled and printed.is_printed(agent.pane):
                     for seen in self._printed_send(place, agent, now):
                         yield each, seen
             except OSError:
@@ -196,7 +196,7 @@ class Watch:
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)
-        if agent.pane.startswith(PRINTED):
+        if printed.is_printed(agent.pane):
             yield from self._printed(place, agent, state, entry, spoken, now)
             return
         pane = _pane_of(panes, agent)
@@ -257,7 +257,7 @@ class Watch:
         phase = place.stage.phase
         if not isinstance(phase, Delivering) or phase.typed or phase.retyped:
             return
-        written = printed.prompt_written(Path(agent.pane.removeprefix(PRINTED)), agent.session)
+        written = printed.prompt_written(printed.file_of(agent.pane), agent.session)
         if written is None:
             return  # no file of the session's to read: it says nothing
         marker, send = prompt_marker(place), place.stage.sends

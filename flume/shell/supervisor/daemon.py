@@ -33,11 +33,14 @@ from flume.shell import process
 from flume.shell.agents.runner import Agents
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.changes import Changes
+from flume.shell.observe.landings import Landings
+from flume.shell.observe.port import Observer
 from flume.shell.observe.reports import Reports
 from flume.shell.observe.watch import Watch
 from flume.shell.panes.herdr import Herdr
+from flume.shell.panes.port import PaneServer
 from flume.shell.panes.tmux import Tmux
-from flume.shell.perform.lander import Lander, Landings
+from flume.shell.perform.lander import Lander
 from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
@@ -108,6 +111,21 @@ def _stopped_since(asked_after: int | None) -> bool:
     return asked_after is not None and client.stops() > asked_after
 
 
+def observers(tmux: PaneServer, herdr: PaneServer) -> tuple[Observer, ...]:
+    """The supervisor's batch observers, every one, in the order each tick asks them.
+
+    Branch heads first; the agents' watch on the same pane servers the performer starts agents
+    in; then landings, OpenSpec changes and report files.
+    """
+    return (
+        BranchHeads(),
+        Watch(tmux, herdr),
+        Landings(),
+        Changes(openspec.binary()),
+        Reports(),
+    )
+
+
 def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
     """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
 
@@ -159,14 +177,9 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         lander=Lander(pass_fds=(descriptor,)),
         pass_fds=(descriptor,),
     )
-    observers = (
-        BranchHeads(),
-        Watch(server, herdr_server),
-        Landings(),
-        Changes(openspec.binary()),
-        Reports(),
+    supervisor = Supervisor(
+        settings, performer=performer, observers=observers(server, herdr_server), wake=wake
     )
-    supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
     stopping = False
 
     def on_term(_signum: int, _frame: object) -> None:
