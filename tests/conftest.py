@@ -27,6 +27,13 @@ from hypothesis import HealthCheck, is_hypothesis_test, settings
 
 from tests import processes, shared
 
+# pytest-xdist's workers are started with COLUMNS=80 and LINES=24 (execnet sets them): a flume a
+# test starts (a board in a pane, a table into a pipe) would draw 80 columns wide, as no run
+# without workers does. The workers drop them, so both runs see the same environment.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 settings.register_profile("dev", max_examples=150, stateful_step_count=40, deadline=None)
 settings.register_profile(
     "ci",

@@ -537,6 +537,10 @@ class FakeWorld:
         agent = self.live_agent()
         if place is None or place.life is not Life.ACTIVE or agent is None:
             return False
+        # An agent ready for input waits (as the machine's own agent_ready says): a held tell
+        # the core sends on it finds the agent waiting.
+        if self.activity is not Activity.WAITING:
+            self.activity, self.activity_since = Activity.WAITING, self.now
         self.feed(AgentReady(at=self.instant(), session=agent.session))
         if not agent.sends:
             return False
