@@ -7,6 +7,7 @@ scripts cannot change, so their text is compare.py's interface); no checkout is 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -107,8 +108,6 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
         "N places: processes a tick": 4.0,
         "1 place: supervisor idle CPU (CPU)": 1.25,
         "N places: supervisor idle CPU (CPU)": 3.5,
-        "1 place: ticks in the run": 40.0,
-        "N places: ticks in the run": 38.0,
         "1 place: resident memory": 48.2,
         "N places: resident memory": 52.9,
         "N places: made and idle after (wall)": 31.0,
@@ -138,8 +137,8 @@ def test_a_figure_missing_from_the_text_is_an_error_not_a_zero() -> None:
         compare.parse(compare.BENCHES["replay"], REPLAY.replace("restart (decode", "restart (x"))
 
 
-def _row(before: list[float], after: list[float], *, higher_is_better: bool = False) -> Any:
-    figure = compare.Figure("f", "ms", "", higher_is_better=higher_is_better)
+def _row(before: list[float], after: list[float]) -> Any:
+    figure = compare.Figure("f", "ms", "")
     return compare.row("b", compare.Samples(figure, before, after))
 
 
@@ -149,9 +148,6 @@ def test_slower_only_when_every_round_after_is_above_every_round_before() -> Non
     assert (slower.verdict, slower.ratio) == ("slower", 13.0 / 11.0)
     assert _row([10.0, 11.0, 12.0], [11.5, 13.0, 20.0]).verdict == "noise"
     assert _row([10.0, 11.0, 12.0], [7.0, 8.0, 9.0]).verdict == "faster"
-    # A rate or a count of ticks: fewer after is the worse.
-    fewer = _row([40.0, 41.0], [30.0, 31.0], higher_is_better=True)
-    assert fewer.verdict == "slower"
 
 
 def test_the_table_shows_both_medians_their_ranges_and_the_ratio() -> None:
@@ -162,3 +158,32 @@ def test_the_table_shows_both_medians_their_ranges_and_the_ratio() -> None:
     assert "13 [12.5-20]" in line
     assert "1.18x" in line
     assert line.endswith("slower")
+
+
+def test_the_cpu_clock_runs_a_script_as_python_runs_it_with_its_clock_replaced(
+    tmp_path: Path,
+) -> None:
+    """Under CPU_CLOCK a script is __main__, gets its arguments, finds its folder's modules."""
+    (tmp_path / "common.py").write_text("WORD = 'beside'\n")
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import sys, time\n"
+        "from common import WORD\n"
+        "print(__name__, WORD, sys.argv[1:], time.perf_counter.__name__)\n"
+    )
+    ran = subprocess.run(  # noqa: S603 (this interpreter, our own script)
+        [sys.executable, "-c", compare.CPU_CLOCK, str(script), "--rounds", "3"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path.parent,
+    )
+    assert ran.stdout == "__main__ beside ['--rounds', '3'] cpu\n"
+
+
+def test_on_the_cpu_clock_only_the_figures_it_can_measure_are_kept() -> None:
+    """Launch's "place made" is the supervisor's work: not measurable on the bench's CPU clock."""
+    figures = [each.name for each in compare.on_cpu_clock(compare.BENCHES["launch"]).figures]
+    assert "flume launch command exits, median (CPU clock)" in figures
+    assert not [name for name in figures if "place made" in name or "(wall)" in name]
+    assert compare.on_cpu_clock(compare.BENCHES["supervisor"]).figures == ()
