@@ -196,6 +196,9 @@ BENCHES: dict[str, Bench] = {
     ),
 }
 
+#: The units of time and of CPU time: a higher figure in them is "slower".
+TIMES = ("ms", "s", "% core")
+
 #: Added to every bench: the bench process's own counts, from the operating system.
 PROCESS_CPU = Figure("bench process user+sys (CPU)", "s", "")
 PROCESS_WALL = Figure("bench process (wall)", "s", "")
@@ -244,7 +247,8 @@ def row(bench: str, samples: Samples) -> Row:
     before, after = samples.before, samples.after
     worse_after = min(after) > max(before)
     better_after = max(after) < min(before)
-    verdict = "slower" if worse_after else "faster" if better_after else "noise"
+    words = ("slower", "faster") if samples.figure.unit in TIMES else ("more", "less")
+    verdict = words[0] if worse_after else words[1] if better_after else "noise"
     before_median, after_median = statistics.median(before), statistics.median(after)
     return Row(
         bench=bench,

@@ -137,8 +137,8 @@ def test_a_figure_missing_from_the_text_is_an_error_not_a_zero() -> None:
         compare.parse(compare.BENCHES["replay"], REPLAY.replace("restart (decode", "restart (x"))
 
 
-def _row(before: list[float], after: list[float]) -> Any:
-    figure = compare.Figure("f", "ms", "")
+def _row(before: list[float], after: list[float], unit: str = "ms") -> Any:
+    figure = compare.Figure("f", unit, "")
     return compare.row("b", compare.Samples(figure, before, after))
 
 
@@ -148,6 +148,8 @@ def test_slower_only_when_every_round_after_is_above_every_round_before() -> Non
     assert (slower.verdict, slower.ratio) == ("slower", 13.0 / 11.0)
     assert _row([10.0, 11.0, 12.0], [11.5, 13.0, 20.0]).verdict == "noise"
     assert _row([10.0, 11.0, 12.0], [7.0, 8.0, 9.0]).verdict == "faster"
+    # Memory or a count of processes is "more", not "slower".
+    assert _row([32.9, 33.0], [33.2, 33.4], unit="MB").verdict == "more"
 
 
 def test_the_table_shows_both_medians_their_ranges_and_the_ratio() -> None:
