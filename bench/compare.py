@@ -142,7 +142,7 @@ BENCHES: dict[str, Bench] = {
     ),
     "supervisor": Bench(
         script="supervisor.py",
-        arguments=("--places", "5", "--seconds", "10"),
+        arguments=("--places", "20", "--seconds", "15"),
         figures=(
             Figure(
                 "1 place: processes a tick",
