@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from flume.core.observations import AgentStateSeen, TranscriptEntry
-from flume.shell.agents.runner import project_slug
+from flume.shell.agents.claude import project_slug
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import journal, places
 from flume.testing.claude import claude_binary, claude_env, seed_home

@@ -41,7 +41,7 @@ def main() -> None:
         try:
             results.append(kill_trials.run(folder / f"trial-{number}", rng))
         finally:
-            client.request("stop")
+            client.stop()
     launches = len(kill_trials.NAMES) * len(results)
     completed = sum(trial.completed for trial in results)
     killed = sum(trial.killed for trial in results)

@@ -25,17 +25,16 @@ from flume.core.observations import (
     AgentStarted,
     AgentStateSeen,
     BranchHead,
-    Content,
     Launched,
     Observation,
     PaneOutput,
     Tick,
-    TranscriptEntry,
     WorktreeMade,
 )
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell.store.codec import decode, encode
+from flume.shell.store.transcript_words import Content, Words, entry_of
 
 TARGET = 50_000
 SESSION = SessionId("5e55-0001")
@@ -61,12 +60,14 @@ def journal(size: int) -> list[Observation]:
         ),
         AgentStarted(at=Instant(2), stage=StageName("code"), attempt=1, session=SESSION, pane="%1"),
         AgentReady(at=Instant(3), session=SESSION),
-        TranscriptEntry(
+        entry_of(
+            Words(
+                line_type="user",
+                content=Content.STRING,
+                text="You are working on a fix ... [flume:fix--bench:code:1]",
+            ),
             at=Instant(4),
             session=SESSION,
-            line_type="user",
-            content=Content.STRING,
-            text="You are working on a fix ... [flume:fix--bench:code:1]",
         ),
     ]
     cycle = 0
@@ -78,22 +79,18 @@ def journal(size: int) -> list[Observation]:
                 seen.append(Tick(at=at))
             case 1 | 2 | 3:
                 seen.append(
-                    TranscriptEntry(
+                    entry_of(
+                        Words(line_type="assistant", content=Content.TOOL_USE, tool_name="Bash"),
                         at=at,
                         session=SESSION,
-                        line_type="assistant",
-                        content=Content.TOOL_USE,
-                        tool_name="Bash",
                     ),
                 )
             case 4 | 5 | 6:
                 seen.append(
-                    TranscriptEntry(
+                    entry_of(
+                        Words(line_type="user", content=Content.TOOL_RESULT, text="ok"),
                         at=at,
                         session=SESSION,
-                        line_type="user",
-                        content=Content.TOOL_RESULT,
-                        text="ok",
                     ),
                 )
             case 7 | 8:

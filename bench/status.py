@@ -27,7 +27,7 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
-    Content,
+    Author,
     Launched,
     Observation,
     Tick,
@@ -68,8 +68,7 @@ def journal_of(repo: Path, name: str) -> list[Observation]:
             TranscriptEntry(
                 at=at,
                 session=session,
-                line_type="assistant",
-                content=Content.TEXT,
+                author=Author.AGENT,
                 text=f"working on it {number}",
             )
         )

@@ -103,9 +103,9 @@ def main() -> None:
                 message = f"{count} places did not settle in 300s"
                 raise TimeoutError(message)
             time.sleep(0.1)
-        reply = client.request("status")
+        reply = client.status()
         assert reply is not None
-        hosts[count] = (environment, int(reply["pid"]))
+        hosts[count] = (environment, reply.pid)
         print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
     before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
     wall = time.monotonic()
@@ -113,12 +113,12 @@ def main() -> None:
     elapsed = time.monotonic() - wall
     for count, (environment, pid) in hosts.items():
         with_environment(environment)
-        reply = client.request("status")
+        reply = client.status()
         assert reply is not None
         share = (cpu_seconds(pid) - before[count]) / elapsed * 100
         print(
-            f"{count:>3} place(s): {reply['last_tick_subprocesses']} git+tmux process(es) a tick, "
-            f"{reply['ticks']} ticks so far; idle CPU {share:.2f}% of a core; "
+            f"{count:>3} place(s): {reply.last_tick_subprocesses} git+tmux process(es) a tick, "
+            f"{reply.ticks} ticks so far; idle CPU {share:.2f}% of a core; "
             f"resident memory {rss_mb(pid):.1f} MB"
         )
     few, many = (client_status(hosts[count][0]) for count in (1, arguments.places))
@@ -128,16 +128,16 @@ def main() -> None:
     )
     for environment, _pid in hosts.values():
         with_environment(environment)
-        client.request("stop")
+        client.stop()
         Tmux().kill_server()
 
 
 def client_status(environment: dict[str, str]) -> int:
     """The git and tmux processes the last tick of that host's supervisor ran."""
     with_environment(environment)
-    reply = client.request("status")
+    reply = client.status()
     assert reply is not None
-    return int(reply["last_tick_subprocesses"])
+    return reply.last_tick_subprocesses
 
 
 if __name__ == "__main__":

@@ -44,13 +44,14 @@ if TYPE_CHECKING:
     from flume.core.step import Decision, TraceRow
     from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
-    from flume.shell.commands.tidying import Outcome as TidyOutcome
+    from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
     from flume.shell.perform.launch_words import LaunchAsked, Made
     from flume.shell.store import places
     from flume.shell.store.events import Cursor, EventStream, PlaceEvent
     from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
-    from flume.shell.supervisor.client import Unanswered
+    from flume.shell.supervisor.handover import Unanswered
+    from flume.shell.supervisor.protocol import Answered, DaemonReport, SurveyAnswer
 
 __all__ = [
     "DAEMON_START_SECONDS",
@@ -109,9 +110,9 @@ _LATER = {
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
-    "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
+    "TidyOutcome": ("flume.shell.commands.tidying", "TidyOutcome"),
     # A launch the supervisor took and then said nothing of: whether it was made is unknown.
-    "Unanswered": ("flume.shell.supervisor.client", "Unanswered"),
+    "Unanswered": ("flume.shell.supervisor.handover", "Unanswered"),
     # How long :func:`daemon_start` waits for a supervisor it started to answer.
     "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
 }
@@ -230,7 +231,7 @@ def launch_asked(asked: LaunchAsked) -> Launched:
     return Launched.of(made)
 
 
-class LaunchFailed(Exception):  # noqa: N818 (what happened, as client.Unanswered)
+class LaunchFailed(Exception):  # noqa: N818 (what happened, as handover.Unanswered)
     """The supervisor took a launch and failed with an error of its own (said in the message)."""
 
 
@@ -245,17 +246,17 @@ def hand_over(asked: LaunchAsked) -> Launched | None:
     been made), :class:`LaunchFailed` when the supervisor failed at it.
     """
     from flume.shell.perform.launch_words import Made
-    from flume.shell.supervisor import client
+    from flume.shell.supervisor import handover
 
-    outcome = client.launch(asked)
-    if outcome is None:
-        return None
-    if "made" in outcome:
-        return Launched.of(Made.from_dict(outcome["made"]))
-    if "problems" in outcome:
-        problems = tuple(Problem(**problem) for problem in outcome["problems"])
-        raise UsageError(problems, exit_status=int(outcome["exit_status"]))
-    raise LaunchFailed(outcome.get("failed", outcome))
+    match handover.launch(asked):
+        case None:
+            return None
+        case handover.LaunchMade(document=made):
+            return Launched.of(Made.from_dict(dict(made)))
+        case handover.LaunchRefused(problems=problems, exit_status=exit_status):
+            raise UsageError(problems, exit_status=exit_status)
+        case handover.LaunchCrashed(output=output):
+            raise LaunchFailed(output)
 
 
 # --- status --------------------------------------------------------------------------------
@@ -302,7 +303,7 @@ def survey(
     unreadable: list[tuple[str, str]] = []
     torn: list[str] = []
     # R11: with no supervisor following the places, what an agent does now cannot be read.
-    said = client.request("status", timeout=1.0)
+    said = client.status(timeout=1.0)
     supervised = said is not None
     here = places.host_id()
     for found_in in repositories:
@@ -313,7 +314,7 @@ def survey(
             if found.torn:
                 torn.append(str(found.journal))
             view = core_status(found.place, agent_known=supervised, here=here)
-            fault = _fault_of(found.journal, said or {})
+            fault = _fault_of(found.journal, said)
             if fault is not None:
                 view = attrs.evolve(view, fault=fault)
             if (mark is None or view.mark == mark) and (place is None or view.place == place):
@@ -328,52 +329,48 @@ def survey(
 
 def status_document(
     *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
-) -> dict[str, Any]:
-    """Every place's status as plain data (``flume status --json``), with ``torn`` and more.
+) -> SurveyAnswer:
+    """Every place's status as ``flume status --json``'s data, with ``torn`` and more.
 
     The running supervisor answers it from the places it follows, with their journals read to
     their ends; with none running, or for one repository, the journals are read here (R11: what
     an agent does now is then unknown). No repository registered: no places, nothing to read.
     Filtered as :func:`survey`, but the supervisor's answer holds every place.
     """
-    from flume.shell import host as registry
+    from flume.shell import host
     from flume.shell.supervisor import client
+    from flume.shell.supervisor.protocol import SurveyAnswer, Unreadable
 
     if repository is None:
         # A supervisor that cannot answer within this is taken as none: the journals are read.
-        answer = client.request("survey", timeout=2.0)
-        if answer is not None and answer.get("ok") is True and "places" in answer:
+        answer = client.survey(timeout=2.0)
+        if answer is not None:
             return answer
-        if not registry.remembered():
-            empty: list[Any] = []
-            return {
-                "format": registry.FORMAT,
-                "places": empty,
-                "unreadable": empty,
-                "torn": empty,
-                "repositories": empty,
-            }
+        if not host.remembered():
+            return SurveyAnswer(
+                format=host.FORMAT, places=(), unreadable=(), torn=(), repositories=()
+            )
     from flume.shell.store.codec import FORMAT, codec
 
     found = survey(place=place, repository=repository, mark=mark)
-    return {
-        "format": FORMAT,
-        "places": [codec().unstructure(view) for view in found.places],
-        "unreadable": [
-            {"journal": journal, "problem": problem} for journal, problem in found.unreadable
-        ],
-        "torn": list(found.torn),
-        "repositories": [str(each) for each in found.repositories],
-    }
+    return SurveyAnswer(
+        format=FORMAT,
+        places=tuple(codec().unstructure(view) for view in found.places),
+        unreadable=tuple(Unreadable(journal, problem) for journal, problem in found.unreadable),
+        torn=found.torn,
+        repositories=tuple(str(each) for each in found.repositories),
+    )
 
 
-def _fault_of(journal_path: Path, said: dict[str, Any]) -> str | None:
-    """What the supervisor's ``status`` reply says keeps it from carrying a place on."""
+def _fault_of(journal_path: Path, said: DaemonReport | None) -> str | None:
+    """What the supervisor's ``status`` answer says keeps it from carrying a place on."""
     from flume.shell.store.journal import fault_words
 
+    if said is None:
+        return None
     return fault_words(
-        unwritable=said.get("unwritable", {}).get(str(journal_path)),
-        unread=said.get("unreadable", {}).get(str(journal_path)),
+        unwritable=said.unwritable.get(str(journal_path)),
+        unread=said.unreadable.get(str(journal_path)),
     )
 
 
@@ -421,14 +418,14 @@ def _now() -> Instant:
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
     settings = Settings()
     where = Path(repository) if repository is not None else None
     found = places.find(place, where, settings)
-    decision = commands.give(found, seen, settings)
+    decision = verbs.give(found, seen, settings)
     client.ensure()
     return decision
 
@@ -445,8 +442,8 @@ def _followed_or_refuse(found: places.Found) -> None:
 
     if found.place is None:
         return
-    reply = client.request("follows", timeout=2.0, journal=str(found.journal))
-    problem = reply.get("problem") if reply is not None else None
+    reply = client.follows(found.journal, timeout=2.0)
+    problem = reply.problem if reply is not None else None
     if problem:
         name = _name(found.place)
         raise refused(
@@ -471,7 +468,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     from flume.core.actions import SendTell
     from flume.core.observations import Told
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
@@ -479,7 +476,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
-    decision = commands.give(found, Told(at=_now(), text=words), settings)
+    decision = verbs.give(found, Told(at=_now(), text=words), settings)
     client.ensure()
     number = decision.place.tells_given
     sent = any(
@@ -575,12 +572,12 @@ def _here(cwd: str | Path | None) -> Path:
 def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Decision:
     """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
     from flume.shell.supervisor import client
 
     settings = Settings()
-    found = commands.place_here(here, settings)
-    decision = commands.give(found, seen(_now(), commands.session_of()), settings)
+    found = verbs.place_here(here, settings)
+    decision = verbs.give(found, seen(_now(), verbs.session_of()), settings)
     client.ensure()
     return decision
 
@@ -637,9 +634,9 @@ def prompt(  # noqa: PLR0913 (each is one thing a launch names)
     none, the built-in ones and a stand-in path (``.repository`` is then None).
     """
     from flume.core.settings import Settings
-    from flume.shell.commands import verbs as commands
+    from flume.shell.commands import verbs
 
-    wanted = commands.PromptAsked(
+    wanted = verbs.PromptAsked(
         kind=kind,
         stage=stage,
         brief=brief,
@@ -647,7 +644,7 @@ def prompt(  # noqa: PLR0913 (each is one thing a launch names)
         base=base,
         repository=Path(repository) if repository is not None else None,
     )
-    return commands.prompt(wanted, _folder(cwd), Settings())
+    return verbs.prompt(wanted, _folder(cwd), Settings())
 
 
 # --- tidy and attach -----------------------------------------------------------------------
@@ -799,7 +796,7 @@ class DaemonStatus:
     #: It is stopped (SIGSTOP, a debugger): it was not asked.
     paused: bool
     #: Its answer to ``status``: None when none runs, or when it does not answer.
-    reply: dict[str, Any] | None
+    reply: DaemonReport | None
     #: Why one that runs does not answer, and the way out.
     problem: Problem | None
 
@@ -810,14 +807,14 @@ def daemon_status() -> DaemonStatus:
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("status", timeout=client.ANSWER_SECONDS)
+    reply = None if paused else client.status(timeout=client.ANSWER_SECONDS)
     problem = None
     if reply is None and holder is not None:
         (problem,) = client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS).problems
     return DaemonStatus(pid=holder, paused=paused, reply=reply, problem=problem)
 
 
-def daemon_start() -> dict[str, Any] | None:
+def daemon_start() -> Answered | None:
     """Start the host's supervisor if none runs: its answer, or None when it does not answer.
 
     Waits :data:`DAEMON_START_SECONDS`; its log is :func:`daemon_log`.
@@ -845,12 +842,12 @@ def daemon_stop(*, timeout: float = 600.0) -> tuple[int, bool] | None:
 
     holder = client.holder()
     paused = holder is not None and client.stopped(holder)
-    reply = None if paused else client.request("stop", timeout=client.ANSWER_SECONDS)
+    reply = None if paused else client.stop(timeout=client.ANSWER_SECONDS)
     if reply is None and holder is not None:
         raise client.not_answering(holder, 0 if paused else client.ANSWER_SECONDS)
     if reply is None:
         return None
-    pid = int(reply["pid"])
+    pid = reply.pid
     # It stops listening at once, and exits once its running actions are done.
     deadline = time.monotonic() + timeout
     while process.alive(pid) and time.monotonic() < deadline:
@@ -861,9 +858,9 @@ def daemon_stop(*, timeout: float = 600.0) -> tuple[int, bool] | None:
 def daemon_run(*, asked_after: int | None = None) -> int:
     """Run the host's supervisor in this process until it is stopped: its exit status."""
     from flume.core.settings import Settings
-    from flume.shell.supervisor import loop as supervisor
+    from flume.shell.supervisor import daemon
 
-    return supervisor.serve(Settings(), asked_after=asked_after)
+    return daemon.serve(Settings(), asked_after=asked_after)
 
 
 # --- simulate ------------------------------------------------------------------------------

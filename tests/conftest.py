@@ -2,13 +2,16 @@
 
 No test touches the user's world: HOME and the XDG folders are the run's own.
 
-Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine.
+Profiles: ``dev`` for quick local runs; ``ci`` runs at least 1,000 examples a state machine;
+``mutation`` few and fixed examples for bench/mutation.py.
 Pick one with ``HYPOTHESIS_PROFILE`` (scripts/test sets ``ci`` under CI).
 
 Every process the run starts carries the run's tag in its environment (``FLUME_TEST_RUN``, set
 before any test); at the end of the run, any process still carrying it (or whose environment,
 command line or working directory points under the run's temporary folder) is reported, killed,
-and fails the run (tests/processes.py).
+and fails the run (tests/processes.py). Under pytest-xdist (``-n``) the run is the controller's:
+its workers inherit its tag and their folders lie under its own, and it checks once, when every
+worker is done.
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ settings.register_profile(
     print_blob=True,
     # The same examples on every CI run: a failure is reproducible, never a fluke of the draw.
     derandomize=True,
+)
+# Mutation testing (bench/mutation.py) runs the model tests once a mutant: few examples, the same
+# ones every run and no saved failures, so that a mutant's verdict is the same on every run.
+settings.register_profile(
+    "mutation",
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
@@ -119,17 +133,28 @@ _RUN = uuid.uuid4().hex
 _GRACE_SECONDS = 10.0
 
 
+def _worker(config: pytest.Config) -> bool:
+    """This session is one of pytest-xdist's workers, run by a controller that checks for it."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Tag the run before anything starts: every process started from here on inherits it."""
-    del config
-    os.environ[processes.TAG] = _RUN
+    """Tag the run before anything starts: every process started from here on inherits it.
+
+    A pytest-xdist worker keeps the tag it inherited: the controller set it before starting it.
+    """
+    if not _worker(config):
+        os.environ[processes.TAG] = _RUN
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Fail the run if any process it started outlived it (after the fixtures' own clean-up)."""
+    if _worker(session.config):
+        return
     marks = [f"{processes.TAG}={_RUN}"]
     # Where tmp_path folders are: a process started with an environment of its own shows it.
+    # (pytest-xdist's workers have theirs under the controller's.)
     basetemp = getattr(getattr(session.config, "_tmp_path_factory", None), "_basetemp", None)
     if basetemp is not None:
         marks.append(f"{basetemp}/")

@@ -222,19 +222,45 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         session=sessions,
         activity=st.sampled_from(list(obs.Activity)),
     ),
-    obs.TranscriptEntry: st.builds(
-        obs.TranscriptEntry,
-        at=instants,
-        session=sessions,
-        line_type=st.sampled_from(["user", "assistant", "progress", "system", "attachment"]),
-        content=st.sampled_from(list(obs.Content)),
-        text=st.one_of(texts, st.sampled_from(["[flume:fix--x:code:1]", "<task-notification>x"])),
-        is_meta=st.booleans(),
-        is_compact_summary=st.booleans(),
-        is_sidechain=st.booleans(),
-        row_source=st.none() | st.just("harness"),
-        tool_name=st.none() | st.sampled_from(["Bash", "AskUserQuestion"]),
-        stop_reason=st.none() | st.sampled_from(["end_turn", "tool_use"]),
+    obs.TranscriptEntry: st.one_of(
+        # A person's line never opens with text an agent's program injects: such a line is
+        # the program's (tests/integration/test_transcript_words.py).
+        st.builds(
+            obs.TranscriptEntry,
+            at=instants,
+            session=sessions,
+            author=st.just(obs.Author.PERSON),
+            text=st.one_of(texts, st.just("[flume:fix--x:code:1]")).filter(
+                lambda text: (
+                    not text.lstrip().startswith(("<", "[")) or text == "[flume:fix--x:code:1]"
+                )
+            ),
+        ),
+        st.builds(
+            obs.TranscriptEntry,
+            at=instants,
+            session=sessions,
+            author=st.sampled_from([obs.Author.AGENT, obs.Author.SYSTEM, obs.Author.TOOL]),
+            text=st.one_of(
+                texts, st.sampled_from(["[flume:fix--x:code:1]", "<task-notification>x"])
+            ),
+            ends_turn=st.booleans(),
+        ).map(
+            lambda entry: (
+                entry
+                if entry.author is not obs.Author.TOOL
+                else attrs.evolve(entry, ends_turn=False)
+            )
+        ),
+        st.builds(
+            obs.TranscriptEntry,
+            at=instants,
+            session=sessions,
+            author=st.just(obs.Author.AGENT),
+            text=texts,
+            asks=st.just(True),  # noqa: FBT003 (a field's value)
+            ends_turn=st.booleans(),
+        ),
     ),
     obs.TranscriptUnreadable: st.builds(
         obs.TranscriptUnreadable,
@@ -299,7 +325,8 @@ def fitting(draw: st.DrawFn, place: Place) -> obs.Observation:
     if isinstance(drawn, obs.TranscriptEntry) and draw(st.booleans()):
         stage = place.stage
         marker = f"flume:{place.launch.kind}--{place.launch.name}:{stage.name}:{stage.attempt}"
-        changes |= {"text": f"[{marker}]", "line_type": "user", "content": obs.Content.STRING}
+        changes |= {"text": f"[{marker}]", "author": obs.Author.PERSON, "asks": False}
+        changes |= {"ends_turn": False}
     return attrs.evolve(drawn, **changes)  # type: ignore[arg-type]
 
 

@@ -22,8 +22,8 @@ LATER = {
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
     "PlaceStatus": ("flume.core.status", "PlaceStatus"),
     "Prompt": ("flume.shell.commands.verbs", "Prompt"),
-    "TidyOutcome": ("flume.shell.commands.tidying", "Outcome"),
-    "Unanswered": ("flume.shell.supervisor.client", "Unanswered"),
+    "TidyOutcome": ("flume.shell.commands.tidying", "TidyOutcome"),
+    "Unanswered": ("flume.shell.supervisor.handover", "Unanswered"),
 }
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import flume.shell
+from flume.core.launch import AgentName
+from flume.shell import agents
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL = ROOT / "flume" / "shell"
@@ -124,3 +126,79 @@ def test_the_map_names_every_package_of_the_shell(text: str) -> None:
     """A newcomer's map names every package, and every module beside them."""
     for name in [*_packages(), "environment", "host", "process"]:
         assert f"{name}/" in text or f"{name}.py" in text, f"the map does not name {name}"
+
+
+#: The one place an agent's name becomes its module (flume/shell/agents/__init__.py).
+AGENT_LOOKUP = SHELL / "agents" / "__init__.py"
+
+
+def _is_agent_member(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "AgentName"
+    )
+
+
+def agent_branches(source: str) -> list[str]:
+    """Each place ``source`` tells agents apart by name: compared, matched, or a table's key."""
+    found: list[int] = []
+    for node in ast.walk(ast.parse(source)):
+        named: list[ast.expr] = []
+        if isinstance(node, ast.Compare):
+            named = [node.left, *node.comparators]
+        elif isinstance(node, ast.MatchValue):
+            named = [node.value]
+        elif isinstance(node, ast.Dict):
+            named = [key for key in node.keys if key is not None]
+        found += [each.lineno for each in named if _is_agent_member(each)]
+    return [f"line {line}" for line in sorted(found)]
+
+
+def _agent_knowing_files() -> list[Path]:
+    cli = sorted((ROOT / "flume" / "cli").rglob("*.py"))
+    return [p for p in _shell_files() if p != AGENT_LOOKUP] + cli + [ROOT / "flume" / "api.py"]
+
+
+@pytest.mark.parametrize("path", _agent_knowing_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_outside_the_agents_tells_agents_apart_by_name(path: Path) -> None:
+    """What is particular to an agent is asked of its module (``agents.of``), never branched on."""
+    assert agent_branches(path.read_text(encoding="utf-8")) == []
+
+
+def test_an_agent_branch_is_found() -> None:
+    """The check finds a comparison, a match and a table keyed by an agent's name."""
+    source = """
+if kind is AgentName.CODEX:
+    pass
+match kind:
+    case AgentName.TEST:
+        pass
+VARIABLES = {AgentName.CLAUDE: "FLUME_CLAUDE"}
+default = AgentName.CLAUDE.value
+"""
+    assert agent_branches(source) == ["line 2", "line 5", "line 7"]
+    assert agent_branches(AGENT_LOOKUP.read_text(encoding="utf-8")) != []
+
+
+def test_the_test_agent_is_started_by_a_module_name_declared_in_one_place() -> None:
+    """Only the test agent's own module in the shell names ``flume.testing.agent``."""
+    naming = [
+        str(path.relative_to(SHELL))
+        for path in _shell_files()
+        if any(
+            isinstance(node, ast.Constant) and node.value == "flume.testing.agent"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    ]
+    assert naming == ["agents/scripted.py"]
+
+
+def test_every_agent_a_launch_may_name_has_its_module() -> None:
+    """``agents.of`` knows every agent name, each by a module of its own."""
+    modules = [agents.of(name).__name__ for name in AgentName]  # type: ignore[attr-defined]
+    assert sorted(modules) == [
+        "flume.shell.agents.claude",
+        "flume.shell.agents.codex",
+        "flume.shell.agents.scripted",
+    ]

@@ -203,7 +203,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
 
     def look() -> tuple[list[Row], RenderableType]:
         now = clock()
-        supervised = client.request("ping", timeout=1.0) is not None
+        supervised = client.ping(timeout=1.0) is not None
         found = rows(follower, now, supervised=supervised)
         shown = datetime.fromtimestamp(now).astimezone().strftime("%H:%M:%S")
         count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
@@ -235,7 +235,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
 def once(follower: EventStream, console: Console, *, where: str) -> None:
     """Print the board once."""
     now = time.time()
-    supervised = client.request("ping", timeout=1.0) is not None
+    supervised = client.ping(timeout=1.0) is not None
     found = rows(follower, now, supervised=supervised)
     count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
     console.print(board(found, heading=f"flume watch: {count} in {where}", width=console.width))

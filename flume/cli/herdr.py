@@ -34,7 +34,7 @@ herdr_app = typer.Typer(
 )
 
 
-class Action(enum.Enum):
+class PluginAction(enum.Enum):
     """The plugin's actions (herdr-plugin.toml ``[[actions]]``)."""
 
     OPEN = "open"  #: focus the place's agent pane (a tmux-run agent opens in a new tab)
@@ -157,7 +157,7 @@ def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
 @herdr_app.command(cls=Command)
 def action(
     name: Annotated[
-        Action,
+        PluginAction,
         typer.Argument(
             metavar="ACTION",
             help="What the plugin asks: open, tell, stop, retry, proceed, launch or places.",
@@ -172,11 +172,11 @@ def action(
     herdr = Client()
     try:
         match name:
-            case Action.TELL | Action.LAUNCH | Action.PLACES:
+            case PluginAction.TELL | PluginAction.LAUNCH | PluginAction.PLACES:
                 _popup(herdr, context, Popup(name.value))
-            case Action.OPEN:
+            case PluginAction.OPEN:
                 _open(herdr, _meant(herdr, context))
-            case Action.STOP | Action.RETRY | Action.PROCEED:
+            case PluginAction.STOP | PluginAction.RETRY | PluginAction.PROCEED:
                 meant = _meant(herdr, context)
                 said = _command(name, meant)
                 _notify(herdr, f"flume {name.value}", said)
@@ -202,14 +202,14 @@ def _refresh(herdr: Client, context: plugin.Context) -> None:
         plugin.show(herdr, context.source)
 
 
-def _command(name: Action, meant: plugin.InFlight) -> str:
+def _command(name: PluginAction, meant: plugin.InFlight) -> str:
     from flume import api
 
     where = meant.repository
     match name:
-        case Action.STOP:
+        case PluginAction.STOP:
             return api.stop(meant.name, repository=where)
-        case Action.RETRY:
+        case PluginAction.RETRY:
             return api.retry(meant.name, repository=where)
         case _:
             return api.proceed(meant.name, repository=where)
@@ -311,7 +311,9 @@ def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
             words = _ask(f"Tell {meant.name}: ")
             typer.echo(api.tell(meant.name, words, repository=meant.repository))
         case "s" | "r" | "p":
-            chosen = {"s": Action.STOP, "r": Action.RETRY, "p": Action.PROCEED}[what]
+            chosen = {"s": PluginAction.STOP, "r": PluginAction.RETRY, "p": PluginAction.PROCEED}[
+                what
+            ]
             typer.echo(_command(chosen, meant))
         case _:
             raise UsageError.one("action", f"{what!r} is none of o t s r p", "type one of them")

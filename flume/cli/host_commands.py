@@ -65,26 +65,26 @@ def daemon_status(
         raise typer.Exit(1)
     if as_json:
         shown = {"running": reply is not None, "answering": reply is not None}
-        typer.echo(json.dumps({**shown, **(reply or {})}, indent=2))
+        typer.echo(json.dumps({**shown, **(reply.answer() if reply else {})}, indent=2))
         return
     if reply is None:
         typer.echo("supervisor: not running (any command that needs it starts it)")
         return
-    lives = ", ".join(f"{count} {life}" for life, count in sorted(reply["lives"].items()))
+    lives = ", ".join(f"{count} {life}" for life, count in sorted(reply.lives.items()))
     typer.echo(
-        f"supervisor: running, pid {reply['pid']}, {reply['places']} places"
-        f"{' (' + lives + ')' if lives else ''} in {reply['repositories']} repositories; "
-        f"{reply['ticks']} ticks, the last ran {reply['last_tick_subprocesses']} git and tmux "
-        f"processes and sent herdr {reply.get('last_tick_herdr_requests', 0)} requests"
+        f"supervisor: running, pid {reply.pid}, {reply.places} places"
+        f"{' (' + lives + ')' if lives else ''} in {reply.repositories} repositories; "
+        f"{reply.ticks} ticks, the last ran {reply.last_tick_subprocesses} git and tmux "
+        f"processes and sent herdr {reply.last_tick_herdr_requests} requests"
     )
-    others = reply.get("other_hosts_places", 0)
-    if others:
+    if reply.other_hosts_places:
         typer.echo(
-            f"not followed: {others} places other hosts launched (their supervisors carry them)"
+            f"not followed: {reply.other_hosts_places} places other hosts launched (their "
+            "supervisors carry them)"
         )
-    for journal_path, problem in reply.get("unreadable", {}).items():
-        typer.echo(f"not followed: {journal_path}: {problem}")
-    for fault in reply.get("unwritable", {}).values():
+    for journal_path, why in reply.unreadable.items():
+        typer.echo(f"not followed: {journal_path}: {why}")
+    for fault in reply.unwritable.values():
         typer.echo(f"cannot write: {fault}; free space or make its folder writable")
 
 
@@ -107,7 +107,7 @@ def daemon_start() -> None:
             err=True,
         )
         raise typer.Exit(1)
-    typer.echo(f"supervisor: running, pid {reply['pid']}")
+    typer.echo(f"supervisor: running, pid {reply.pid}")
 
 
 @daemon.command("stop", cls=Command)

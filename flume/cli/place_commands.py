@@ -53,23 +53,29 @@ def status(
         found = api.status_document(place=place, repository=repository, mark=mark)
     except UsageError as error:
         fail(error)
-    for journal_path in found["torn"]:
+    for journal_path in found.torn:
         typer.echo(
             f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
             err=True,
         )
     views = [
         view
-        for view in found["places"]
+        for view in found.places
         if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
     ]
     if place is not None and not views:
-        fail(api.no_such_place(place, [Path(each) for each in found["repositories"]]))
+        fail(api.no_such_place(place, [Path(each) for each in found.repositories]))
     if as_json:
-        document = {"format": found["format"], "places": views, "unreadable": found["unreadable"]}
+        document = {
+            "format": found.format,
+            "places": views,
+            "unreadable": [
+                {"journal": each.journal, "problem": each.problem} for each in found.unreadable
+            ],
+        }
         typer.echo(statusview.status_json(document))
         return
-    unreadable = [(each["journal"], each["problem"]) for each in found["unreadable"]]
+    unreadable = [(each.journal, each.problem) for each in found.unreadable]
     for line in statusview.status_table(views, unreadable, width=_terminal_width()):
         typer.echo(line)
 

@@ -21,7 +21,7 @@ from flume.core.step import TraceRow
 from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
-    from flume.shell.commands.tidying import Outcome
+    from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.store.events import PlaceEvent
 
 _LONG = 72
@@ -222,7 +222,7 @@ def event_text(event: PlaceEvent) -> str:
     return f"{when} {event.place} {stage or '-'} {event.event.value}: {lines[0]}{more}".rstrip()
 
 
-def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
+def tidy_json(outcomes: list[TidyOutcome], *, dry_run: bool) -> str:
     """``flume tidy --json``: format 1, documented in docs/places.md."""
     document = {
         "format": FORMAT,
@@ -232,7 +232,7 @@ def tidy_json(outcomes: list[Outcome], *, dry_run: bool) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
-def tidy_text(outcomes: list[Outcome], *, dry_run: bool) -> Iterator[str]:
+def tidy_text(outcomes: list[TidyOutcome], *, dry_run: bool) -> Iterator[str]:
     """``flume tidy`` for a person: per place, what went and what stayed, with why."""
     if not outcomes:
         yield "nothing to tidy"

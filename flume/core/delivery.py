@@ -32,12 +32,12 @@ import string
 
 import attrs
 
-from flume.core.actions import Action, EndAgent, Event, Report, SendPrompt
+from flume.core.actions import EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable
 from flume.core.observations import (
     Activity,
-    Content,
+    Author,
     PromptTyped,
     PromptUnwritten,
     TranscriptEntry,
@@ -46,6 +46,7 @@ from flume.core.place import (
     AwaitingInput,
     Delivering,
     Life,
+    Outcome,
     Place,
     Short,
     ShortCause,
@@ -56,63 +57,17 @@ from flume.core.place import (
 )
 from flume.core.settings import MAX_SENDS, Settings
 
-Outcome = tuple[Place, tuple[Action, ...]]
-
-#: Text Claude Code injects as a user-role line with a typed prompt's flags; never typed.
-_HARNESS_OPENINGS = (
-    "<task-notification>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<command-name>",
-    "<command-message>",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-    "<system-reminder>",
-    "<user-prompt-submit-hook>",
-)
-
-
-#: ``system`` line subtypes Claude Code writes when a turn has ended.
-_TURN_ENDS = frozenset({"turn_duration", "stop_hook_summary"})
-
-#: The whole text of the ``user`` line Claude Code writes itself when a person presses Esc: the
-#: turn ended there, and the agent waits for input. Older versions write it as a text block with
-#: no flag at all (the corpus, 2.1.39); newer ones add ``rowSource: "harness"``.
-_INTERRUPT_NOTES = frozenset(
-    {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
-)
-
-
-def is_interrupt_note(entry: TranscriptEntry) -> bool:
-    """The line is the note Claude Code writes when a person interrupts a turn (Esc)."""
-    return (
-        entry.line_type == "user"
-        and entry.content in {Content.STRING, Content.TEXT}
-        and entry.text.strip() in _INTERRUPT_NOTES
-    )
-
 
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
-    """DELIVERY-TRANSCRIPT-ONLY: the line is a message typed (or pasted) by the user.
+    """DELIVERY-TRANSCRIPT-ONLY: the line is a message a person typed (or pasted).
 
-    A ``user`` line that is not meta, not a compact summary, not a sidechain, not a harness row,
-    whose content is a string or text blocks (no tool result), that does not open with one of
-    the tags Claude Code uses for text it injects itself (reference/claude-code.md §2 and the
-    corpus: a ``<task-notification>`` carries a typed prompt's flags), and that is not the note
-    of an interrupt (:func:`is_interrupt_note`).
+    Only such a line proves a prompt delivered: text the agent's program injects, a tool's
+    result, the agent's own words and a note of an interrupt never do, whatever they hold. Each
+    agent's reader in the shell says who wrote a line (for Claude Code: not meta, not a compact
+    summary, not a sidechain, not a harness row, no tool result, no injected tag, not an
+    interrupt's note; reference/claude-code.md §2).
     """
-    return (
-        entry.line_type == "user"
-        and not entry.is_meta
-        and not entry.is_compact_summary
-        and not entry.is_sidechain
-        and entry.row_source != "harness"
-        and entry.content in {Content.STRING, Content.TEXT}
-        and not entry.text.lstrip().startswith(_HARNESS_OPENINGS)
-        and not is_interrupt_note(entry)
-    )
+    return entry.author is Author.PERSON
 
 
 def prompt_marker(place: Place) -> Marker:
@@ -340,18 +295,16 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     """What the agent is doing, as far as one transcript line tells (reference §2).
 
     Hooks and the live-session registry are more precise and override this when they report.
-    An interrupt's note ends the turn (no Stop hook fires for it, reference §4).
+    A person's message or a tool's result starts or goes on with a turn; the agent asking a
+    person waits on them; a line that ends the turn (an interrupt's note too: no Stop hook fires
+    for it, reference §4) waits for input; any other line of the agent's is a turn running.
     """
-    if entry.line_type == "user" and (
-        is_typed_by_user(entry) or entry.content is Content.TOOL_RESULT
-    ):
+    if entry.author in {Author.PERSON, Author.TOOL}:
         return Activity.WORKING
-    if is_interrupt_note(entry) or (entry.line_type == "system" and entry.subtype in _TURN_ENDS):
+    if entry.asks:
+        return Activity.ASKING
+    if entry.ends_turn:
         return Activity.WAITING
-    if entry.line_type == "assistant":
-        if entry.tool_name == "AskUserQuestion":
-            return Activity.ASKING
-        if entry.stop_reason == "end_turn":
-            return Activity.WAITING
+    if entry.author is Author.AGENT:
         return Activity.WORKING
     return known

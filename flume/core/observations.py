@@ -206,38 +206,35 @@ class AgentStateSeen:
     activity: Activity
 
 
-class Content(enum.Enum):
-    """The shape of a transcript line's ``message.content``."""
+class Author(enum.Enum):
+    """Who wrote a line of an agent's transcript."""
 
-    STRING = "string"  #: a plain string
-    TEXT = "text"  #: a list of text blocks only
-    TOOL_RESULT = "tool_result"  #: a list holding a tool_result block
-    TOOL_USE = "tool_use"  #: an assistant tool_use block
-    THINKING = "thinking"  #: an assistant thinking block
-    NONE = "none"  #: no message content (bookkeeping lines)
+    PERSON = "person"  #: a person typed (or pasted) it: the only lines a prompt is found in
+    AGENT = "agent"  #: the agent: its text, its thinking, a tool it calls
+    TOOL = "tool"  #: a tool's result, handed back to the agent: the turn goes on
+    SYSTEM = "system"  #: the agent's program itself: notes, injected context, bookkeeping
 
 
 @attrs.frozen(kw_only=True)
 class TranscriptEntry:
-    """One transcript line of the agent's session, as written, not yet judged.
+    """One line of the agent's transcript, in facts any agent's transcript gives.
 
-    The shell copies what the line says; :func:`flume.core.delivery.is_typed_by_user` decides
-    whether it is a message typed by the user (R5). ``line_type`` is the JSONL ``type``.
+    Each agent's reader in the shell says who wrote the line, whether it asks a person and
+    whether it ends a turn (``flume/shell/agents/claude_lines.py``, ``codex_lines.py``); the
+    rules read only these facts.
     """
 
     at: Instant
     session: SessionId
-    line_type: str
-    content: Content = Content.NONE
+    author: Author
     text: str = ""
-    is_meta: bool = False
-    is_compact_summary: bool = False
-    is_sidechain: bool = False
-    row_source: str | None = None
-    tool_name: str | None = None
-    stop_reason: str | None = None
-    #: A ``system`` line's ``subtype`` (``turn_duration`` and ``stop_hook_summary`` end a turn).
-    subtype: str | None = None
+    #: The agent asks a person (a question tool): it waits on their answer (R11).
+    asks: bool = False
+    #: The line ends the agent's turn: it waits for input.
+    ends_turn: bool = False
+    #: The shell's own record of the line as it read it, which its journal writes: opaque to
+    #: the rules (no rule reads it), and no part of the entry's equality.
+    spelling: object = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(kw_only=True)

@@ -11,17 +11,24 @@ A stage's phases, in the order a good run passes through them::
     AwaitingWord -> Queued -> Starting -> AwaitingInput -> Delivering -> Working -> Delivered
                                                               \\-> Short (never began, needs,
                                                                    stopped, exited, failed)
+
+Which of the caller's commands a phase accepts, and the phase each moves the stage to, is the
+table :data:`ACCEPTS` below the phases (as h11's ``EVENT_TRIGGERED_TRANSITIONS``): the commands'
+rules consult it, the totality test enumerates it, and ``scripts/draw_transitions.py`` draws it
+into ``docs/transitions.md``.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import TypedDict, Unpack, assert_never
 
 import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from flume.core.actions import Action
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import (
     ChangeWritten,
@@ -34,7 +41,19 @@ from flume.core.kinds import (
     stage_named,
 )
 from flume.core.launch import Launch
-from flume.core.observations import Activity, ChangeSeen
+from flume.core.observations import (
+    Activity,
+    ChangeSeen,
+    Command,
+    DropAsked,
+    NeedsSaid,
+    ProceedAsked,
+    RetryAsked,
+    StopAsked,
+    SubmitAsked,
+    TidyAsked,
+    Told,
+)
 from flume.core.settings import Settings
 
 
@@ -126,6 +145,83 @@ StagePhase = (
     AwaitingWord | Queued | Starting | AwaitingInput | Delivering | Working | Delivered | Short
 )
 
+# Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
+# them (DROP-ENDS-WORK, R10), so their rules have no phase to consult. A tell needs a live agent,
+# which exists only once the stage's agent has started (every place machine of the model tests
+# checks that a live agent's phase accepts a tell); the agent's own state decides the rest (R6,
+# TELL-REFUSED), and a tell never moves the stage (TELL-NEVER-MOVES-STAGE). Needs and submit are
+# the agent's, in a running stage: needs stops it short (R8), submit hands the branch to the
+# lander when the stage lands. Stop ends a stage whose agent was asked for; it waits for a retry
+# (STOP-WAITS-RETRY). Only a stage that stopped short is retried, queued for a fresh agent
+# (RETRY-FRESH-AGENT). Proceed releases a stage that waits on the caller's word
+# (STAGE-WAITS-WORD). A second launch is accepted nowhere.
+
+#: R9: the caller's commands each phase accepts, and the phase each moves the stage to.
+#: A command absent from its phase's row is refused there, whatever else holds; one present is
+#: accepted when the place's life and agent allow it too (each rule says which). WARNING: the
+#: rules in stage.py and tell.py read this table, the totality test enumerates it against every
+#: phase and command, and scripts/draw_transitions.py draws docs/transitions.md from it: change
+#: the table, then run the script.
+ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
+    AwaitingWord: {
+        ProceedAsked: Queued,
+        DropAsked: AwaitingWord,
+        TidyAsked: AwaitingWord,
+    },
+    Queued: {
+        DropAsked: Queued,
+        TidyAsked: Queued,
+    },
+    Starting: {
+        StopAsked: Short,
+        DropAsked: Starting,
+        TidyAsked: Starting,
+    },
+    AwaitingInput: {
+        Told: AwaitingInput,
+        NeedsSaid: Short,
+        SubmitAsked: AwaitingInput,
+        StopAsked: Short,
+        DropAsked: AwaitingInput,
+        TidyAsked: AwaitingInput,
+    },
+    Delivering: {
+        Told: Delivering,
+        NeedsSaid: Short,
+        SubmitAsked: Delivering,
+        StopAsked: Short,
+        DropAsked: Delivering,
+        TidyAsked: Delivering,
+    },
+    Working: {
+        Told: Working,
+        NeedsSaid: Short,
+        SubmitAsked: Working,
+        StopAsked: Short,
+        DropAsked: Working,
+        TidyAsked: Working,
+    },
+    Delivered: {
+        Told: Delivered,
+        NeedsSaid: Short,
+        SubmitAsked: Delivered,
+        StopAsked: Short,
+        DropAsked: Delivered,
+        TidyAsked: Delivered,
+    },
+    Short: {
+        Told: Short,
+        RetryAsked: Queued,
+        DropAsked: Short,
+        TidyAsked: Short,
+    },
+}
+
+
+def accepts(phase: StagePhase, command: type[Command]) -> bool:
+    """R9: the stage's phase accepts ``command`` (:data:`ACCEPTS`); its rule checks the rest."""
+    return command in ACCEPTS[type(phase)]
+
 
 @attrs.frozen(kw_only=True)
 class StageRun:
@@ -206,8 +302,11 @@ class TidyGathering:
 Tidy = TidyNotWanted | TidyWanted | TidyGathering
 
 
-class Submission(enum.Enum):
-    """Where the work's submission to the lander stands (R11)."""
+class Submission(enum.StrEnum):
+    """Where the work's submission to the lander stands (R11).
+
+    A ``str``: it equals its word (``status.submission == "landed"``), as when it was one.
+    """
 
     NONE = "none"  #: not submitted
     SUBMITTED = "submitted"  #: handed to the lander
@@ -414,3 +513,7 @@ def with_activity(agent: Agent, activity: Activity, at: Instant) -> Agent:
     if activity is agent.activity:
         return agent
     return attrs.evolve(agent, activity=activity, activity_since=at)
+
+
+#: What a rule returns: the place after it, and the actions it decided, in order.
+Outcome = tuple[Place, tuple[Action, ...]]

@@ -10,8 +10,10 @@ no next stage starts (R8). ``retry`` starts a short stage again with a fresh age
 caller's words; ``stop`` ends an agent and its stage waits for a retry; ``drop`` abandons the
 work (R9).
 
-Every handler returns the next place and the actions it decided; :func:`settle` then applies the
-follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place).
+Every handler returns the next place and the actions it decided; ``step.settle`` then applies the
+follow-ups any observation can trigger (a deliverable found, a quiet agent, a free place), some of
+them here. Which command a stage's phase accepts is the table ``place.ACCEPTS``, which the
+commands' rules here consult.
 
 A place is its worktree on its branch: one deleted under a place in flight (the folder removed,
 the branch deleted by hand) stops its stage short, named, with the way out, and no agent starts
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import attrs
 
-from flume.core import delivery, tell, tidy
+from flume.core import delivery, tell
 from flume.core.actions import (
     Action,
     ActionName,
@@ -55,9 +57,14 @@ from flume.core.observations import (
     Landed,
     LandingBlocked,
     Launched,
+    NeedsSaid,
     PaneOutput,
+    ProceedAsked,
     ReportSeen,
+    RetryAsked,
     SetupFinished,
+    StopAsked,
+    SubmitAsked,
     TranscriptEntry,
     WorktreeLost,
     WorktreeMade,
@@ -69,6 +76,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Life,
+    Outcome,
     Place,
     Queued,
     Short,
@@ -78,6 +86,7 @@ from flume.core.place import (
     Submission,
     TidyNotWanted,
     Working,
+    accepts,
     current_step,
     evolve,
     has_deliverable,
@@ -87,8 +96,6 @@ from flume.core.place import (
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: The phases in which a stage's agent is running toward its deliverable.
 _RUNNING = (AwaitingInput, Delivering, Working)
@@ -429,7 +436,7 @@ def _check_session(place: Place, session: SessionId | None, command: str) -> Non
 def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outcome:
     """R8: the agent stops short with its words; no next stage starts."""
     _check_session(place, session, "needs")
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, NeedsSaid):
         raise refused(
             "needs",
             f"no stage of {_name(place)} is running",
@@ -442,10 +449,7 @@ def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outc
 
 def on_stop(place: Place) -> Outcome:
     """STOP-WAITS-RETRY: end the agent that went the wrong way; its stage waits for a retry."""
-    if place.life is not Life.ACTIVE or not isinstance(
-        place.stage.phase,
-        (Starting, *_RUNNING, Delivered),
-    ):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, StopAsked):
         raise refused(
             "stop",
             f"no agent of {_name(place)} is running",
@@ -458,7 +462,7 @@ def on_stop(place: Place) -> Outcome:
 
 def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Short):
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
             f"{_name(place)} is {place.life.value}"
             if place.life is not Life.ACTIVE
@@ -519,10 +523,7 @@ def on_drop(place: Place) -> Outcome:
 
 def on_proceed(place: Place) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
-    if place.life not in {Life.MAKING, Life.ACTIVE} or not isinstance(
-        place.stage.phase,
-        AwaitingWord,
-    ):
+    if place.life not in {Life.MAKING, Life.ACTIVE} or not accepts(place.stage.phase, ProceedAsked):
         raise refused(
             "proceed",
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
@@ -547,7 +548,7 @@ def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not land",
             "flume submit belongs to a stage whose deliverable is the landing",
         )
-    if not isinstance(place.stage.phase, (*_RUNNING, Delivered)):
+    if not accepts(place.stage.phase, SubmitAsked):
         raise refused(
             "submit",
             f"stage {place.stage.name} of {_name(place)} is not running",
@@ -635,7 +636,7 @@ def on_landing_blocked(place: Place, seen: LandingBlocked) -> Outcome:
     return place, (report,)
 
 
-def _land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
+def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
     """LAND-BASE-BLOCKED-WAITS: a landing the base's state blocked is tried again in its time."""
     del settings
     retry_at = place.land_retry_at
@@ -692,28 +693,7 @@ def _end_agent(place: Place, reason: str) -> Outcome:
     return place, (EndAgent(session=agent.session, reason=reason),)
 
 
-def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """The follow-ups any observation can trigger, in a fixed order."""
-    actions: list[Action] = []
-    for rule in (
-        _check_deliverable,
-        _end_when_quiet,
-        _start_when_free,
-        _land_again,
-        tidy.gather_when_free,
-    ):
-        place, more = rule(settings, place, now)
-        actions.extend(more)
-    place, more = delivery.check_deadlines(settings, place, now)
-    actions.extend(more)
-    place, more = tell.check_deadline(settings, place, now)
-    actions.extend(more)
-    place, more = tell.flush(place, now)
-    actions.extend(more)
-    return place, tuple(actions)
-
-
-def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
+def check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-DELIVERABLE-SINCE-START: the stage's deliverable, made since it started, exists.
 
     STAGE-AFTER-DELIVERY: only a stage whose prompt the transcript holds can reach its
@@ -733,7 +713,7 @@ def _check_deliverable(settings: Settings, place: Place, now: Instant) -> Outcom
     return evolve(place, stage=stage), (report,)
 
 
-def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
+def end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     """STAGE-ENDS-WHEN-QUIET: with the deliverable made, the stage ends once the agent is quiet.
 
     "A stage never ends because its pane went quiet": only a ``Delivered`` stage ends here.
@@ -768,7 +748,7 @@ def _end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
     return place, (*actions, ended)
 
 
-def _start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
     START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks

@@ -36,8 +36,11 @@ from flume.core.place import (
 )
 
 
-class PhaseWord(enum.Enum):
-    """The stage's phase in one word; once the place is no longer active, its life (R11)."""
+class PhaseWord(enum.StrEnum):
+    """The stage's phase in one word; once the place is no longer active, its life (R11).
+
+    A ``str``: it equals its word (``status.phase == "working"``), as when it was one.
+    """
 
     WAITS_WORD = "waits-word"  #: the stage waits on the caller's word
     QUEUED = "queued"  #: the stage starts once the place is ready and no agent is live

@@ -1,16 +1,18 @@
 """``step``: the one entry point into the core, and ``replay``, its fold.
 
-Theory of operation: ``step`` routes an observation to the rule module that owns it, then lets
-:func:`flume.core.stage.settle` apply the follow-ups every observation may trigger. It decides
-nothing itself. :func:`_route` has one arm per observation type, closed by ``assert_never`` so
-mypy flags a type without a rule; the totality test enumerates every type against every phase.
-Time only moves forward: a fact stamped earlier than the last one seen (a clock stepping back)
-does not turn the place's clock back.
+Theory of operation: ``step`` routes an observation to the rule module that owns it, then
+:func:`settle` applies :data:`FOLLOW_UPS`, the follow-ups every observation may trigger, in their
+order. It decides nothing itself. Which caller's command a stage's phase accepts is the table
+:data:`flume.core.place.ACCEPTS`, which the commands' rules read. :func:`_route` has one arm per
+observation type, closed by ``assert_never`` so mypy flags a type without a rule; the totality
+test enumerates every type against every phase, and every command against the table. Time only
+moves forward: a fact stamped earlier than the last one seen (a clock stepping back) does not
+turn the place's clock back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import assert_never
 
 import attrs
@@ -63,10 +65,50 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, Short, Starting, Submission, TidyGathering, evolve
+from flume.core.place import (
+    Life,
+    Outcome,
+    Place,
+    Short,
+    Starting,
+    Submission,
+    TidyGathering,
+    evolve,
+)
 from flume.core.settings import Settings
 
-Outcome = tuple[Place, tuple[Action, ...]]
+#: A follow-up: a rule any observation may trigger, given the place after the observation's own.
+FollowUp = Callable[[Settings, Place, Instant], Outcome]
+
+#: The follow-ups, run in this order after every observation's own rule, each on the place the
+#: one before it left. The order lets one step finish what the rules chain, rather than leave it
+#: to the next observation; it is also the order of the actions a step returns (traces print it):
+#:
+#: 1. ``check_deliverable`` first: the evidence just seen (a commit, a landing) moves a Working
+#:    stage to Delivered before anything else looks at the stage.
+#: 2. ``end_when_quiet`` next, so a stage whose agent is already quiet ends in the step that found
+#:    its deliverable; it queues the next stage, or finishes the place (landed: tidy is wanted).
+#: 3. ``start_when_free`` after the end, so the next stage starts in the same step when no agent
+#:    is left to wait for (R4: an agent still ending holds it back).
+#: 4. ``land_again`` acts on a Working stage whose landing is blocked, which no other follow-up
+#:    makes or leaves; it sits with the stage's rules, so its Land comes before any send.
+#: 5. ``gather_when_free`` after ``end_when_quiet``, so finished landed work asks for tidy's
+#:    facts in the step it finished, once no agent lives.
+#: 6. The sends last, on the phase the stage's rules left. The prompt's deadlines
+#:    (``check_deadlines``) before the tells': a stage whose prompt was missing twice stops short
+#:    there, and its held tells may go in that step (``flush`` itself never sends a tell before
+#:    the prompt is found). The tell in flight (``check_deadline``: sent again, or found lost)
+#:    before the next held one (``flush``), since tells go one at a time.
+FOLLOW_UPS: tuple[FollowUp, ...] = (
+    stage.check_deliverable,
+    stage.end_when_quiet,
+    stage.start_when_free,
+    stage.land_again,
+    tidy.gather_when_free,
+    delivery.check_deadlines,
+    tell.check_deadline,
+    tell.flush,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -195,8 +237,17 @@ def step(settings: Settings, place: Place | None, seen: Observation) -> Decision
     if now != place.now:
         place = evolve(place, now=now)
     place, actions = _route(place, seen)
-    place, follow = stage.settle(place.settings, place, now)
+    place, follow = settle(place.settings, place, now)
     return Decision(place=place, actions=(*actions, *follow))
+
+
+def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """The second half of every step: :data:`FOLLOW_UPS`, in their order."""
+    actions: list[Action] = []
+    for follow_up in FOLLOW_UPS:
+        place, more = follow_up(settings, place, now)
+        actions.extend(more)
+    return place, tuple(actions)
 
 
 def pending(place: Place) -> tuple[Action, ...]:

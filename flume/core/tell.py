@@ -14,26 +14,26 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from flume.core.actions import Action, Event, Report, SendTell
+from flume.core.actions import Event, Report, SendTell
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
 from flume.core.ids import Instant, Marker
 from flume.core.launch import Panes
-from flume.core.observations import Activity, TranscriptEntry
+from flume.core.observations import Activity, Told, TranscriptEntry
 from flume.core.place import (
     Delivered,
     Life,
+    Outcome,
     Place,
     Short,
     Tell,
     TellSending,
     Working,
+    accepts,
     evolve,
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 
 def tell_marker(place: Place, number: int) -> Marker:
@@ -49,7 +49,12 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
     name = place.launch.place
     if not text.strip():
         raise refused("text", "the tell is empty", "say what the agent should hear")
-    if place.life is not Life.ACTIVE or not is_live(place) or place.agent is None:
+    if (
+        place.life is not Life.ACTIVE
+        or not accepts(place.stage.phase, Told)
+        or not is_live(place)
+        or place.agent is None
+    ):
         raise refused(
             "tell",
             f"no agent is live in {name}, so nothing was typed",
@@ -79,8 +84,9 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
     return place, (report,)
 
 
-def flush(place: Place, now: Instant) -> Outcome:
+def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
     """TELL-HELD-WHILE-WORKING: send the first held tell once the agent waits, not before."""
+    del settings
     agent = place.agent
     if (
         not place.held

@@ -42,6 +42,7 @@ from flume.core.observations import (
 )
 from flume.core.place import (
     Life,
+    Outcome,
     Place,
     Tidy,
     TidyGathering,
@@ -50,8 +51,6 @@ from flume.core.place import (
     evolve,
 )
 from flume.core.settings import Settings
-
-Outcome = tuple[Place, tuple[Action, ...]]
 
 #: The kind whose dropped work keeps its branch even when the branch holds nothing new: "removes
 #: the dropped change's place and keeps its branch".

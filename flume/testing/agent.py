@@ -282,7 +282,7 @@ def default_home() -> Path:
 
     ``$XDG_STATE_HOME/flume/test-agent`` (``~/.local/state`` without the variable), as
     :func:`flume.shell.store.places.state_dir` names flume's state folder; flume passes the same
-    folder as ``--home`` (:func:`flume.shell.agents.runner.test_agent_home`).
+    folder as ``--home`` (:func:`flume.shell.agents.scripted.home`).
     """
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "flume" / "test-agent"

@@ -1,4 +1,4 @@
-"""Scenario builders: a host of a test's own, sample repositories, and scripts for the test agent.
+"""Sample builders: a host of a test's own, sample repositories, and scripts for the test agent.
 
 Theory of operation. A test of flume, or of a tool that drives flume, needs three things flume's
 own tests and ``flume demo`` need too, so they live here once:
@@ -115,7 +115,7 @@ def agent_args(script: Path) -> tuple[str, ...]:
 
 
 class LaunchArguments(TypedDict):
-    """The keyword arguments of :func:`flume.api.launch` a :class:`Scenario` names."""
+    """The keyword arguments of :func:`flume.api.launch` a :class:`Sample` names."""
 
     repository: Path
     kind: str
@@ -126,7 +126,7 @@ class LaunchArguments(TypedDict):
 
 
 @attrs.frozen(kw_only=True)
-class Scenario:
+class Sample:
     """A repository and a test agent's script for one piece of work, ready to launch."""
 
     repository: Path
@@ -159,7 +159,7 @@ class Scenario:
         ]  # fmt: skip
 
 
-def fix_that_lands(folder: Path, *, timing: str = FAST_TIMING, name: str = "greet") -> Scenario:
+def fix_that_lands(folder: Path, *, timing: str = FAST_TIMING, name: str = "greet") -> Sample:
     """A repository whose ``greet.txt`` says "hullo", and the script of a fix that lands.
 
     The repository is ``folder/repo`` with ``greet.txt``, a README and ``.flume.toml``
@@ -169,7 +169,7 @@ def fix_that_lands(folder: Path, *, timing: str = FAST_TIMING, name: str = "gree
         folder / "repo",
         {"greet.txt": "hullo\n", "README.md": "# greet\n", ".flume.toml": timing},
     )
-    return Scenario(
+    return Sample(
         repository=repository,
         script=write_script(folder, FIX_SCRIPT, "fix.toml"),
         kind="fix",
@@ -222,8 +222,8 @@ def leave_host(folder: Path) -> None:
 def _stop_supervisor(deadline: float) -> int | None:
     """Stop the host's supervisor, if one runs or is starting; its pid, once it has ended."""
     client.record_stop()
-    reply = client.request("stop", timeout=5.0)
-    pid = int(reply["pid"]) if reply is not None else _lock_holder()
+    reply = client.stop(timeout=5.0)
+    pid = reply.pid if reply is not None else _lock_holder()
     if pid is not None and reply is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

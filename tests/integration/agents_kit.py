@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from flume.core.actions import Action, SendPrompt, SendTell
+from flume.core.ids import SessionId
 from flume.core.observations import Activity, AgentStarted, Observation, TranscriptEntry
 from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell.agents import runner as agents
+from flume.shell.agents import of
 from flume.shell.store import journal, places
 from flume.testing import scenario
 from tests import shared
@@ -117,8 +117,9 @@ def sessions_started(path: Path, stage: str = "code", attempt: int = 1) -> set[s
 
 def transcript_lines(place: Place, session: str) -> list[dict[str, object]]:
     """The lines of a session's transcript, as the agent wrote them."""
-    path = agents.transcript_path(os.path.realpath(place.path), session, place.launch.agent.agent)
-    if not path.exists():
+    found = of(place.launch.agent.agent).find_transcript(place, SessionId(session), frozenset())
+    path = Path(found) if found is not None else None
+    if path is None or not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 

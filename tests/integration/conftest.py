@@ -64,9 +64,9 @@ def stop_supervisor() -> None:
     (seen under load): so where a supervisor was asked for (its log exists), the look goes on
     until none has been seen for :data:`_SETTLE_SECONDS`.
     """
-    if client.request("stop", timeout=2.0) is not None:
+    if client.stop(timeout=2.0) is not None:
         deadline = time.monotonic() + 30
-        while client.request("ping", timeout=0.5) is not None and time.monotonic() < deadline:
+        while client.ping(timeout=0.5) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
     settle = _SETTLE_SECONDS if client.log_path().exists() else 0.0
     deadline = time.monotonic() + 5

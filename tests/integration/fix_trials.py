@@ -160,5 +160,5 @@ def _broken_promises(repo: Path, path: Path, inputs: Path) -> list[str]:
 
 def cleanup(folder: Path) -> None:
     """Stop the trial's supervisor and tmux server."""
-    client.request("stop", timeout=5.0)
+    client.stop(timeout=5.0)
     Tmux(folder / "tmux.sock").kill_server()

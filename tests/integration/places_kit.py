@@ -23,7 +23,7 @@ from flume.core.observations import (
     AgentExited,
     AgentStarted,
     AgentStateSeen,
-    Content,
+    Author,
     Landed,
     Observation,
     TranscriptEntry,
@@ -177,8 +177,7 @@ class EchoAgents:
             TranscriptEntry(
                 at=at,
                 session=action.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=action.text,
             ),
             # Its turn ends at once: what the stage asks for, the test does in its place.

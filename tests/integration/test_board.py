@@ -23,6 +23,10 @@ from flume.shell.store import places
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import Harness, commit, flume, launch_place, repository
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 #: The colour rich gives a working stage (green), as tmux shows it with capture-pane -e.
 GREEN = "\x1b[32m"
 

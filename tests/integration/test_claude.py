@@ -37,6 +37,10 @@ from tests.integration.agents_kit import (
 )
 from tests.integration.places_kit import flume_process, run_git
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 KEY = "sk-ant-flume-test-0000000000000000000000"
 
 

@@ -8,6 +8,7 @@ from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Activity
 from flume.shell.agents.claude_lines import read_line
+from flume.shell.store.transcript_words import words_of
 from tests import shared
 from tests.shared import CORPUS
 
@@ -64,7 +65,7 @@ def test_activity_follows_the_turns(name: str) -> None:
         activity = infer_activity(entry, activity)
         if is_typed_by_user(entry):
             after_typed.append(activity)
-        if entry.line_type == "system" and entry.subtype == "turn_duration":
+        if words_of(entry).subtype == "turn_duration":
             assert activity is Activity.WAITING
     assert after_typed == [Activity.WORKING] * len(TYPED[name])
     assert activity is Activity.WAITING

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

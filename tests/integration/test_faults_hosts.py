@@ -307,7 +307,7 @@ def test_a_launch_journaled_before_hosts_replays_unchanged_and_is_followed(
     assert Path(place.path).is_dir()
     (shown,) = status_of(repo)
     assert "host" not in shown
-    assert harness.supervisor.report()["other_hosts_places"] == 0
+    assert harness.supervisor.report().other_hosts_places == 0
 
 
 def test_a_supervisor_leaves_another_hosts_launch_alone(tmp_path: Path, harness: Harness) -> None:
@@ -319,7 +319,7 @@ def test_a_supervisor_leaves_another_hosts_launch_alone(tmp_path: Path, harness:
     harness.pass_time(120)
     assert path.read_text(encoding="utf-8") == before
     assert not (repo / "places" / "fix--theirs").exists()
-    assert harness.supervisor.report()["other_hosts_places"] == 1
+    assert harness.supervisor.report().other_hosts_places == 1
     (shown,) = status_of(repo)
     assert shown["host"] == "/home/someone/.local/state/flume"
     assert (shown["life"], shown["phase"]) == ("making", "queued")

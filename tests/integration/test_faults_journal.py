@@ -338,7 +338,7 @@ def test_what_an_action_came_to_is_journaled_once_the_journal_can_be_written(
     monkeypatch.setattr(EchoAgents, "start", start_then_fault)
     harness.settle()
     assert harness.place(journal_path).agent is None
-    said = harness.supervisor.report()["unwritable"]
+    said = harness.supervisor.report().unwritable
     assert said == {
         str(journal_path): f"the journal {journal_path} cannot be written: "
         "Operation not permitted (errno 1)"
@@ -347,7 +347,7 @@ def test_what_an_action_came_to_is_journaled_once_the_journal_can_be_written(
     subprocess.run(["chattr", "-i", str(journal_path)], check=True)  # noqa: S603, S607
     monkeypatch.setattr(EchoAgents, "start", start)
     harness.settle()
-    assert harness.supervisor.report()["unwritable"] == {}
+    assert harness.supervisor.report().unwritable == {}
     place = harness.place(journal_path)
     assert place.agent is not None
     kinds = [type(seen).__name__ for seen in journal.read(journal_path).observations]

@@ -71,7 +71,7 @@ def status_text(repository: Path) -> str:
     return ran.stdout
 
 
-def launch(sample: scenario.Scenario) -> Path:
+def launch(sample: scenario.Sample) -> Path:
     """Launch the scenario's fix with the test agent; its journal."""
     ran = flume_process(*sample.argv())
     assert ran.returncode == 0, ran.stderr

@@ -36,14 +36,37 @@ def _daemon() -> int:
     """Start the host's supervisor and wait until it answers; its pid."""
     reply = client.ensure(wait=30.0)
     assert reply is not None
-    return int(reply["pid"])
+    return reply.pid
+
+
+def _locks(pid: int, path: Path) -> bool:
+    """``pid`` holds a lock on ``path`` (/proc/locks: a holder's line names its pid and inode)."""
+    inode = f":{path.stat().st_ino} "
+    return any(
+        "->" not in line and line.split()[4] == str(pid) and inode in line
+        for line in Path("/proc/locks").read_text().splitlines()
+    )
 
 
 @contextlib.contextmanager
-def _paused(pid: int) -> Iterator[None]:
-    """The supervisor stopped by SIGSTOP for the block; continued whatever happens."""
-    os.kill(pid, signal.SIGSTOP)
-    wait_until(lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "T")
+def _paused(pid: int, *unlocked: Path) -> Iterator[None]:
+    """The supervisor stopped by SIGSTOP for the block; continued whatever happens.
+
+    Stopped holding no lock on the files ``unlocked`` (journals): one stopped mid-append holds
+    its journal's, and the test's own commands, run in the test's process, would wait on it.
+    """
+    deadline = time.monotonic() + 60
+    while True:
+        os.kill(pid, signal.SIGSTOP)
+        wait_until(
+            lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "T"
+        )
+        held = [path for path in unlocked if _locks(pid, path)]
+        if not held:
+            break
+        os.kill(pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, f"the supervisor kept holding {held}"
+        wait_until(lambda: not any(_locks(pid, path) for path in held))  # noqa: B023 (called now)
     try:
         yield
     finally:
@@ -106,7 +129,7 @@ def test_a_paused_supervisor_is_named_not_replaced(host: Path) -> None:
     path = launch_place(repo, "lid")
     pid = _daemon()
     wait_until(lambda: "WorktreeMade" in kinds_in(path))
-    with _paused(pid):
+    with _paused(pid, path):
         shown = flume("daemon", "status")
         assert shown.returncode == 1, shown.stdout
         assert f"supervisor: running (pid {pid}) but not answering" in shown.stdout

@@ -19,6 +19,10 @@ import pytest
 from tests.integration import fix_trials
 from tests.integration.conftest import stop_supervisor
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 TRIALS = 20 if os.environ.get("CI") == "true" else 5
 
 

@@ -26,6 +26,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell.agents import runner as agents
 from flume.shell.panes import herdr as herdr_module
+from flume.shell.panes import port
 from flume.shell.panes.herdr import SESSION_TOKEN, TYPED_TOKEN, Client, Herdr, HerdrError
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
@@ -42,6 +43,10 @@ from tests.integration.agents_kit import (
 from tests.integration.herdr_kit import herdr_fixture, herdr_schema
 from tests.integration.places_kit import flume_process, run_git, world_of
 from tests.integration.test_kinds_e2e import FIX_THEN_SUBMIT
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 __all__ = ["herdr_fixture"]
 
@@ -306,12 +311,12 @@ def test_a_fix_runs_through_herdr_to_its_landing_and_is_tidied(
 def test_a_typed_mark_fits_herdrs_token_and_names_its_send() -> None:
     """A long place's marker is kept as a digest: under 80 characters, one mark a send."""
     short = "flume:fix--greet:code:1"
-    assert agents.typed_mark(short, 1) == f"{short}#1"
+    assert port.typed_mark(short, 1) == f"{short}#1"
     long_marker = f"flume:fix--{'a' * 64}:code:1"
-    marks = {agents.typed_mark(long_marker, send) for send in (1, 2)}
+    marks = {port.typed_mark(long_marker, send) for send in (1, 2)}
     assert len(marks) == 2
     assert all(len(mark) <= 80 and mark.startswith("sha256:") for mark in marks)
-    assert agents.typed_mark(long_marker, 1) != agents.typed_mark(long_marker + "x", 1)
+    assert port.typed_mark(long_marker, 1) != port.typed_mark(long_marker + "x", 1)
 
 
 def test_an_agent_in_herdr_keeps_its_own_panes_ids_not_the_supervisors(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from flume.cli.herdr import Action, Popup
+from flume.cli.herdr import PluginAction, Popup
 from flume.core.observations import Activity, StopAsked, Told
 from flume.core.place import Life
 from flume.shell.agents.runner import tmux_group
-from flume.shell.commands.herdr_plugin import Report, in_flight, planned, reports, send
+from flume.shell.commands.herdr_plugin import HerdrRequest, in_flight, planned, reports, send
 from flume.shell.panes.herdr import SESSION_TOKEN, Client
 from flume.shell.store import places
 from flume.testing.herdr import FakeHerdr, Schema, connect_line
@@ -34,6 +34,10 @@ from tests.integration.agents_kit import (
 )
 from tests.integration.herdr_kit import herdr_fixture, herdr_schema
 from tests.integration.places_kit import flume, flume_process, launch_place
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 __all__ = ["herdr_fixture"]
 
@@ -93,7 +97,7 @@ def test_the_manifest_keeps_herdrs_rules() -> None:
         assert set(action["contexts"]) <= {"workspace", "tab", "pane", "selection", "global"}
         command = action["command"]
         if command[2] == "action":
-            assert Action(command[3]).value == action["id"]
+            assert PluginAction(command[3]).value == action["id"]
         else:
             assert command[2:] == ["sidebar"]
     panes = manifest["panes"]
@@ -115,7 +119,7 @@ def test_the_manifest_keeps_herdrs_rules() -> None:
         assert ran.returncode == 0, (entry["command"], ran.stderr)
 
 
-def _check_limits(sent: list[Report]) -> None:
+def _check_limits(sent: list[HerdrRequest]) -> None:
     """Each report keeps herdr's documented limits (reference/herdr.md §4)."""
     for each in sent:
         assert _SOURCE.fullmatch(each.params["source"]), each
@@ -214,7 +218,7 @@ def _sidebar_shown(herdr: FakeHerdr, pane: str) -> None:
     assert shown.returncode == 0, shown.stderr
     sent = [r for r in herdr.requests if str(r.get("method", "")).endswith("report_metadata")]
     flume_reports = [
-        Report(method=r["method"], params=r["params"])
+        HerdrRequest(method=r["method"], params=r["params"])
         for r in sent
         if SESSION_TOKEN not in r["params"].get("tokens", {})
         and "flume_typed" not in r["params"].get("tokens", {})

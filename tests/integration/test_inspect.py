@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flume.cli.inspect import SHORT, inspect_app, shorten
 from flume.core.observations import Activity
-from flume.shell.agents.inspection import Prompt, TranscriptFormat, inspect
+from flume.shell.agents.inspection import TranscriptFormat, TypedLine, inspect
 from tests.integration.test_rollout import TURN_0171
 from tests.shared import CORPUS
 
@@ -20,7 +20,7 @@ SECOND = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 #: Exactly what a person (an orchestrator at the keyboard) typed into each session.
 TYPED = {
     FIRST: (
-        Prompt(
+        TypedLine(
             line=7,
             timestamp="2026-02-12T16:02:25.284Z",
             text=(
@@ -28,10 +28,10 @@ TYPED = {
                 "bd ready to find available subtasks. Start with the first ready task."
             ),
         ),
-        Prompt(line=280, timestamp="2026-02-12T20:19:00.807Z", text="continue"),
+        TypedLine(line=280, timestamp="2026-02-12T20:19:00.807Z", text="continue"),
     ),
     SECOND: (
-        Prompt(
+        TypedLine(
             line=7,
             timestamp="2026-02-12T14:11:57.667Z",
             text=(
@@ -39,7 +39,7 @@ TYPED = {
                 "bd ready to find available subtasks. Start with the first ready task."
             ),
         ),
-        Prompt(line=1491, timestamp="2026-02-12T14:51:49.955Z", text="continue implementation"),
+        TypedLine(line=1491, timestamp="2026-02-12T14:51:49.955Z", text="continue implementation"),
     ),
 }
 #: Lines that look typed but are not, each with how it opens: the rules must pass them over.
@@ -120,7 +120,7 @@ def test_counts_torn_and_unreadable_lines(tmp_path: Path) -> None:
     prompt = {"type": "user", "message": {"role": "user", "content": "hello"}}
     path.write_text(f"not json\n\n{json.dumps(prompt)}\n{{torn", encoding="utf-8")
     found = inspect(path)
-    assert found.prompts == (Prompt(line=3, timestamp=None, text="hello"),)
+    assert found.prompts == (TypedLine(line=3, timestamp=None, text="hello"),)
     assert (found.lines, found.unreadable, found.torn) == (3, 1, True)
     assert found.state is Activity.WORKING
 

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from flume.core.errors import UsageError
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import AgentReady, Launched, Observation, Tick, Told, TranscriptEntry
+from flume.core.observations import (
+    AgentReady,
+    Author,
+    Launched,
+    Observation,
+    Tick,
+    Told,
+    TranscriptEntry,
+)
 from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell.store.codec import encode
-from flume.shell.store.journal import JournalError, create, read
+from flume.shell.store.journal import JournalError, create, locked, read
 from flume.shell.store.journal import append as append_line
 from tests.model.test_rules import FIX, launch, made, started
 
@@ -128,9 +140,30 @@ def test_unicode_and_long_text_survive(tmp_path: Path) -> None:
     entry = TranscriptEntry(
         at=Instant(1),
         session=SessionId("s"),
-        line_type="user",
+        author=Author.PERSON,
         text="héllo 🌊 — line\nbreak; " * 5000,
     )
     append(path, entry)
     assert read(path).observations == (entry,)
     assert path.read_bytes().count(b"\n") == 1
+
+
+def test_a_command_waits_a_bounded_time_for_a_lock_another_holds(tmp_path: Path) -> None:
+    """A journal whose lock another holds (a paused supervisor) refuses, not hangs, a command."""
+    path = tmp_path / "journal.jsonl"
+    first = journal_of_a_fix()[0]
+    create(path, first)  # type: ignore[arg-type]
+    holder = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        started_at = time.monotonic()
+        with pytest.raises(UsageError) as refused, locked(path, wait=0.3):
+            pytest.fail("the lock was taken while another held it")
+        assert 0.3 <= time.monotonic() - started_at < 5
+        assert refused.value.exit_status == 1
+        assert "flume daemon status" in str(refused.value)
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        with locked(path, wait=0.3) as held:
+            assert held.read().observations == (first,)
+    finally:
+        os.close(holder)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from flume.core.observations import ChecksFailed, ProceedAsked
 from flume.core.place import AwaitingWord, Life
 from flume.shell.panes.tmux import Tmux
@@ -23,6 +25,10 @@ from tests.integration.agents_kit import (
     wait_for,
 )
 from tests.integration.places_kit import flume, flume_process, run_git
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 #: Short waits, and a check the first submission fails: a file named ok must exist.
 TIMING_CHECKS = TIMING + '\n[land]\nchecks = [["sh", "-c", "test -f ok"]]\n'

@@ -24,12 +24,14 @@ from flume.core.place import Life, Place, Submission, Working, evolve
 from flume.core.settings import Settings
 from flume.shell import process
 from flume.shell.observe.branches import BranchHeads
-from flume.shell.perform.lander import Lander, Landings, is_change_archived
+from flume.shell.observe.landings import Landings
+from flume.shell.perform.lander import Lander
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.store.follower import Followed
 from flume.shell.supervisor.loop import Supervisor
 from flume.shell.tools import git
+from flume.shell.tools.openspec import is_change_archived
 from tests.integration.places_kit import (
     Clock,
     EchoAgents,

@@ -29,8 +29,10 @@ from flume.shell.perform import launch as shell_launch
 from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
-from flume.shell.supervisor import client
-from flume.shell.supervisor.loop import Answered, Supervisor, _answer
+from flume.shell.supervisor import client, handover
+from flume.shell.supervisor.daemon import Asks, _answer
+from flume.shell.supervisor.handover import LaunchMade, LaunchOutcome
+from flume.shell.supervisor.loop import Supervisor
 from flume.shell.tools import sockets
 from tests.integration.places_kit import flume, launch_argv, repository, run_git, world_of
 from tests.integration.test_cli_imports import HEAVY, loaded
@@ -53,7 +55,7 @@ def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> None:
 def supervised(host: Path) -> Path:
     """The host's supervisor, running and answering (the host fixture stops it)."""
     client.start()
-    wait_until(lambda: client.request("ping", timeout=1.0) is not None)
+    wait_until(lambda: client.ping(timeout=1.0) is not None)
     return host
 
 
@@ -61,15 +63,15 @@ def supervised(host: Path) -> Path:
 def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Each launch handed to the supervisor: whether it took it."""
     taken: list[bool] = []
-    real = client.launch
+    real = handover.launch
 
-    def spy(words: dict[str, Any], **given: float) -> dict[str, Any] | None:
-        outcome = real(words, **given)
+    def spy(asked: LaunchAsked, **given: float) -> LaunchOutcome | None:
+        outcome = real(asked, **given)
         taken.append(outcome is not None)
         return outcome
 
     with monkeypatch.context() as patched:
-        patched.setattr(client, "launch", spy)
+        patched.setattr(handover, "launch", spy)
         yield taken
 
 
@@ -77,7 +79,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 def unsupervised(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Launches the command makes itself, as when no supervisor runs."""
     with monkeypatch.context() as patched:
-        patched.setattr(client, "launch", lambda *_, **__: None)
+        patched.setattr(handover, "launch", lambda *_, **__: None)
         yield
 
 
@@ -270,8 +272,8 @@ def test_a_launch_handed_over_loads_no_rules_git_or_codec(supervised: Path) -> N
     modules, _ = loaded(*launched, "--name", "light", *PRINTED, state=state)
     for heavy in NOT_LOADED:
         assert heavy not in modules, f"a refused flume launch imported {heavy}"
-    assert client.request("stop") is not None
-    wait_until(lambda: client.request("ping", timeout=0.5) is None)
+    assert client.stop() is not None
+    wait_until(lambda: client.ping(timeout=0.5) is None)
     modules, _ = loaded(*launched, "--name", "itself", *PRINTED, state=state)
     assert "plumbum" in modules
     assert "flume.shell.tools.git" in modules
@@ -405,7 +407,8 @@ def test_the_supervisor_starts_making_a_place_it_launched_at_once(host: Path) ->
     finally:
         supervisor.close()
     assert supervisor.stats.ticks == 0
-    assert made_place(Path(outcome["made"]["journal"]))
+    assert isinstance(outcome, LaunchMade)
+    assert made_place(Path(outcome.document["journal"]))
     assert (repo / "places" / "fix--now").is_dir()
 
 
@@ -439,7 +442,7 @@ def test_a_launch_started_asks_no_tick_and_anything_else_asks_one(
         listener.listen(8)
         listener.setblocking(False)  # noqa: FBT003 (the socket API)
 
-        def answered(request: dict[str, Any]) -> Answered:
+        def answered(request: dict[str, Any]) -> Asks:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
                 connection.settimeout(30)
                 connection.connect(str(path))
@@ -449,7 +452,7 @@ def test_a_launch_started_asks_no_tick_and_anything_else_asks_one(
             return said
 
         try:
-            assert answered(launch) == Answered(stop=False, look=False)
+            assert answered(launch) == Asks(stop=False, look=False)
             assert supervisor.started(places.journals_dir(repo) / "fix--now" / places.JOURNAL)
             late = {**launch, "take_by": time.time() - 1}
             assert answered({**late, "words": {**words, "name": "late"}}).look
@@ -457,8 +460,8 @@ def test_a_launch_started_asks_no_tick_and_anything_else_asks_one(
             with monkeypatch.context() as patched:
                 patched.setattr(supervisor, "follow", lambda _path: None)  # not found by discovery
                 assert answered({**launch, "words": {**words, "name": "unfound"}}).look
-            assert answered({"op": "wake"}) == Answered(stop=False, look=True)
-            assert answered({"op": "stop"}) == Answered(stop=True, look=True)
+            assert answered({"op": "wake"}) == Asks(stop=False, look=True)
+            assert answered({"op": "stop"}) == Asks(stop=True, look=True)
             supervisor.wait_for_actions(timeout=60)
         finally:
             supervisor.close()

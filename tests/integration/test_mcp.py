@@ -33,6 +33,10 @@ from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of
 from tests.integration.places_kit import flume_process, run_git, world_of
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 TOOLS = {"status", "launch", "tell", "stop", "retry", "drop", "proceed"}
 
 

@@ -29,6 +29,10 @@ from flume.testing.model import Reply, ScriptedModel, Tool
 from tests.integration.agents_kit import installed_or_skip
 from tests.integration.places_kit import GIT_IDENTITY, repository, run_git
 
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
 T = TypeVar("T")
 #: A JSON object as ``json`` reads it.
 JSON = dict[str, Any]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from flume import __version__, api
-from flume.core.launch import AgentName
 from flume.shell.agents import runner
+from flume.shell.agents.claude import transcript_path
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
@@ -34,6 +34,10 @@ from tests.integration.agents_kit import (
 )
 from tests.integration.places_kit import flume_process
 from tests.integration.test_claude import KEY, claude, model  # noqa: F401 (pytest's fixtures)
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "claude-plugin"
@@ -197,5 +201,5 @@ def places_journal(repo: Path) -> Path:
 
 def transcript_lines_of(repo: Path, session: str) -> list[dict[str, object]]:
     """Claude Code's transcript lines for its session in ``repo``."""
-    path = runner.transcript_path(os.path.realpath(repo), session, AgentName.CLAUDE)
+    path = transcript_path(os.path.realpath(repo), session)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

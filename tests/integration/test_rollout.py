@@ -10,13 +10,15 @@ import pytest
 
 from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import Activity, Content, TranscriptEntry
+from flume.core.observations import Activity, Author, TranscriptEntry
 from flume.shell.agents.codex_lines import (
     read_from,
     read_line,
     session_meta_cwd,
     session_meta_started,
 )
+from flume.shell.store.codec import decode, encode
+from flume.shell.store.transcript_words import Content, Words, words_of
 
 SESSION = SessionId("01a228a7-6e67-72b1-9c1e-000000000001")
 NOW = Instant(100.0)
@@ -133,9 +135,8 @@ def fold(lines: list[str]) -> Activity:
 def test_a_typed_prompt_is_a_user_string_line(provenance: str | None) -> None:
     """The prompt's response item, with 0.171's provenance or without, is typed by the user."""
     entry = read(user_item(PROMPT, provenance))
-    assert entry == TranscriptEntry(
-        at=NOW, session=SESSION, line_type="user", content=Content.STRING, text=PROMPT
-    )
+    assert entry == TranscriptEntry(at=NOW, session=SESSION, author=Author.PERSON, text=PROMPT)
+    assert words_of(entry) == Words(line_type="user", content=Content.STRING, text=PROMPT)
     assert is_typed_by_user(entry)
 
 
@@ -200,7 +201,13 @@ def test_the_model_text_is_an_assistant_text_line() -> None:
     """``output_text`` is the assistant's text: it keeps the agent working, never typed."""
     entry = read(assistant(PROMPT))
     assert entry is not None
-    assert (entry.line_type, entry.content, entry.text) == ("assistant", Content.TEXT, PROMPT)
+    assert (entry.author, entry.text, entry.asks, entry.ends_turn) == (
+        Author.AGENT,
+        PROMPT,
+        False,
+        False,
+    )
+    assert words_of(entry) == Words(line_type="assistant", content=Content.TEXT, text=PROMPT)
     assert not is_typed_by_user(entry)
     assert infer_activity(entry, Activity.WAITING) is Activity.WORKING
 
@@ -209,10 +216,9 @@ def test_a_tool_call_is_an_assistant_tool_use() -> None:
     """A function call names its tool; the agent is working until the turn ends."""
     entry = read(call("exec_command"))
     assert entry is not None
-    assert (entry.line_type, entry.content, entry.tool_name) == (
-        "assistant",
-        Content.TOOL_USE,
-        "exec_command",
+    assert (entry.author, entry.asks, entry.ends_turn) == (Author.AGENT, False, False)
+    assert words_of(entry) == Words(
+        line_type="assistant", content=Content.TOOL_USE, tool_name="exec_command"
     )
     assert infer_activity(entry, Activity.WAITING) is Activity.WORKING
 
@@ -221,7 +227,8 @@ def test_asking_the_person_reads_as_asking() -> None:
     """``request_user_input`` is the model asking a person: named as Claude's question tool."""
     entry = read(call("request_user_input"))
     assert entry is not None
-    assert entry.tool_name == "AskUserQuestion"
+    assert (entry.author, entry.asks) == (Author.AGENT, True)
+    assert words_of(entry).tool_name == "AskUserQuestion"
     assert infer_activity(entry, Activity.WORKING) is Activity.ASKING
 
 
@@ -229,7 +236,8 @@ def test_a_tool_output_is_a_user_tool_result() -> None:
     """A function's output is a tool result: the agent works on, and it is never typed."""
     entry = read(output())
     assert entry is not None
-    assert (entry.line_type, entry.content) == ("user", Content.TOOL_RESULT)
+    assert entry.author is Author.TOOL
+    assert words_of(entry) == Words(line_type="user", content=Content.TOOL_RESULT)
     assert not is_typed_by_user(entry)
     assert infer_activity(entry, Activity.ASKING) is Activity.WORKING
 
@@ -239,7 +247,8 @@ def test_a_finished_or_aborted_turn_ends_the_turn(kind: str) -> None:
     """``task_complete`` and ``turn_aborted`` are the end-of-turn system line: waiting."""
     entry = read(event(kind, last_agent_message="Fixed."))
     assert entry is not None
-    assert (entry.line_type, entry.subtype) == ("system", "turn_duration")
+    assert (entry.author, entry.ends_turn) == (Author.SYSTEM, True)
+    assert words_of(entry) == Words(line_type="system", subtype="turn_duration")
     assert infer_activity(entry, Activity.WORKING) is Activity.WAITING
 
 
@@ -315,7 +324,7 @@ def test_a_rollout_tail_is_followed_like_a_transcript(tmp_path: Path) -> None:
     with path.open("a", encoding="utf-8") as file:
         file.write(TURN_0171[5][20:] + "\n" + "\n".join(TURN_0171[6:]) + "\n")
     rest = read_from(path, tail.offset, session=SESSION, at=NOW)
-    assert [entry.line_type for entry in rest.entries] == [
+    assert [words_of(entry).line_type for entry in rest.entries] == [
         "assistant",
         "user",
         "assistant",
@@ -323,3 +332,25 @@ def test_a_rollout_tail_is_followed_like_a_transcript(tmp_path: Path) -> None:
     ]
     assert rest.offset == path.stat().st_size
     assert read_from(tmp_path / "not-yet.jsonl", 0, session=SESSION, at=NOW).entries == ()
+
+
+@pytest.mark.parametrize("lines", [TURN_0171, TURN_OLD], ids=["0.171", "older"])
+def test_a_rollout_entry_reads_back_from_the_journal_as_the_same_facts(lines: list[str]) -> None:
+    """Codex's entries are journaled in Claude Code's words, which read back to the same facts.
+
+    The journal spells every transcript line in those words (format 1): a replay of a Codex
+    place must see what the live supervisor saw.
+    """
+    read_entries = entries([*lines, call("request_user_input"), event("turn_aborted")])
+    assert {entry.author for entry in read_entries} == set(Author)
+    for entry in read_entries:
+        line = encode(entry)
+        back = decode(line)
+        assert isinstance(back, TranscriptEntry)
+        assert (back.author, back.text, back.asks, back.ends_turn) == (
+            entry.author,
+            entry.text,
+            entry.asks,
+            entry.ends_turn,
+        )
+        assert encode(back) == line

@@ -24,6 +24,7 @@ from flume.shell.store import places
 from flume.shell.store.journal import append
 from flume.shell.supervisor import client
 from flume.shell.supervisor.loop import Supervisor
+from flume.shell.supervisor.protocol import Answered, Op, wire
 from tests.integration.test_status import place, repository
 
 runner = CliRunner()
@@ -74,19 +75,19 @@ def test_the_supervisor_s_answer_prints_what_the_journals_say(
     asked: list[str] = []
     answering = True
 
-    def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
-        del timeout
+    def ask(op: Op, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
+        del timeout, fields
         asked.append(op)
-        if op == "survey" and answering:
+        if op is Op.SURVEY and answering:
             # Through JSON, as over the socket.
-            return json.loads(json.dumps({"ok": True, "pid": 1, **supervisor.survey()}))
-        if op == "status":
+            return json.loads(json.dumps(wire(supervisor.survey(), 1)))
+        if op is Op.STATUS:
             # A command reading the journals itself asks whether the supervisor runs, and what
             # keeps it from carrying a place on (docs/status.md's ``fault``).
-            return json.loads(json.dumps({"ok": True, "pid": 1, **supervisor.report()}))
-        return {"ok": True, "pid": 1} if op == "ping" else None
+            return json.loads(json.dumps(wire(supervisor.report(), 1)))
+        return wire(Answered(1), 1) if op is Op.PING else None
 
-    monkeypatch.setattr(client, "request", request)
+    monkeypatch.setattr(client, "_ask", ask)
     read_journals = places.places_of
     for args in ASKED:
         answering = True
@@ -102,7 +103,7 @@ def test_the_supervisor_s_answer_prints_what_the_journals_say(
         monkeypatch.setattr(places, "places_of", read_journals)
         read = ran(args)
         assert answered == read, args
-    assert "survey" in asked
+    assert Op.SURVEY in asked
     assert ran([])[1].count("\n") > 5  # the table, its words, the damaged journal
 
 
@@ -113,23 +114,23 @@ def _answered(
     no_reading: Any,
 ) -> tuple[int, str, str]:
     """``flume status args`` with the command's own journal reads forbidden."""
-    original = client.request
+    original = client._ask
 
-    def request(op: str, timeout: float = 5.0) -> dict[str, Any] | None:
-        if op != "survey":
-            return original(op, timeout)
+    def ask(op: Op, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
+        if op is not Op.SURVEY:
+            return original(op, timeout, **fields)
         monkeypatch.setattr(places, "places_of", read_journals)
         try:
-            return original(op, timeout)
+            return original(op, timeout, **fields)
         finally:
             monkeypatch.setattr(places, "places_of", no_reading)
 
-    monkeypatch.setattr(client, "request", request)
+    monkeypatch.setattr(client, "_ask", ask)
     monkeypatch.setattr(places, "places_of", no_reading)
     try:
         return ran(args)
     finally:
-        monkeypatch.setattr(client, "request", original)
+        monkeypatch.setattr(client, "_ask", original)
         monkeypatch.setattr(places, "places_of", read_journals)
 
 
@@ -140,9 +141,9 @@ def test_a_running_supervisor_answers_status(host: Path) -> None:
     bad.write_text("garbage\n", encoding="utf-8")
     read, read_text = ran(["--json"]), ran([])
     assert client.ensure(wait=30.0) is not None
-    reply = client.request("survey")
+    reply = client.survey()
     assert reply is not None
-    assert [each["journal"] for each in reply["unreadable"]] == [str(bad)]
+    assert [each.journal for each in reply.unreadable] == [str(bad)]
     assert ran(["--json"]) == read
     assert ran([]) == read_text
     assert f"unreadable journal {bad}: " in read_text[1]

@@ -222,7 +222,7 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     assert shown["last_tick_herdr_requests"] == 0  # no place runs its agents in herdr
     stopped = flume("daemon", "stop")
     assert "stopped" in stopped.stdout
-    assert client.request("ping", timeout=0.5) is None
+    assert client.ping(timeout=0.5) is None
     # Status reads the journals with the supervisor down.
     (shown_place,) = json.loads(flume("status", "--json").stdout)["places"]
     assert shown_place["place"] == "fix--daemon"

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from flume.core.launch import AgentName
-from flume.shell.agents import runner
+from flume.shell.agents import claude, of, scripted
 from flume.testing.agent import (
     PROMPT_MARK,
     SCRIPT_VARIABLE,
@@ -40,7 +40,12 @@ from tests.integration.places_kit import GIT_IDENTITY, run_git
 #: How long any one wait may take before the test fails.
 DEADLINE = 5.0
 TMUX = shutil.which("tmux")
-pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+]
 T = TypeVar("T")
 #: A JSON object as ``json`` reads it.
 JSON = dict[str, Any]
@@ -571,9 +576,9 @@ def test_flume_and_the_agent_agree_where_its_files_are(
     """The folder flume passes as ``--home`` is the one the agent takes without it."""
     for state in (str(tmp_path / "state"), ""):
         monkeypatch.setenv("XDG_STATE_HOME", state)
-        assert default_home() == runner.test_agent_home()
-        assert default_home() == runner.agent_home(AgentName.TEST)
-        assert runner.agent_home(AgentName.CLAUDE) == runner.claude_home()
+        assert default_home() == scripted.home()
+        assert default_home() == of(AgentName.TEST).registry_home()
+        assert of(AgentName.CLAUDE).registry_home() == claude.home()
 
 
 def _run_agent(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,7 @@ import pytest
 from flume.core.delivery import is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.shell.agents.claude_lines import entries_of, read_from
+from flume.shell.store.transcript_words import words_of
 from tests.shared import CORPUS
 
 SESSION = SessionId("5e55-0001")
@@ -125,7 +126,7 @@ def test_appended_corpus_lines_follow_a_real_transcript(tmp_path: Path) -> None:
     with path.open("ab") as file:
         file.write(line("[flume:fix--x:code:1]") + line("working on it", "assistant"))
     tail = read_from(path, whole.offset, session=SESSION, at=NOW)
-    assert [(entry.line_type, entry.text) for entry in tail.entries] == [
+    assert [(words_of(entry).line_type, entry.text) for entry in tail.entries] == [
         ("user", "[flume:fix--x:code:1]"),
         ("assistant", "working on it"),
     ]

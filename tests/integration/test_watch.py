@@ -34,9 +34,12 @@ from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import process
+from flume.shell.agents import claude, scripted
 from flume.shell.agents import runner as agents
-from flume.shell.observe.watch import Watch, hook_activity, registry_activity
-from flume.shell.panes import tmux
+from flume.shell.agents.claude import hook_activity, registry_activity
+from flume.shell.agents.port import agents_dir
+from flume.shell.observe.watch import Watch
+from flume.shell.panes import port, tmux
 from flume.shell.panes.tmux import Tmux, escape_argument, tidy_name
 from flume.shell.store.follower import Followed
 from tests.integration.agents_kit import wait_for
@@ -121,11 +124,11 @@ def test_transcript_lines_and_registry_state_are_reported(tmp_path: Path, panes:
     assert place is not None
     assert place.agent is not None
     session = place.agent.session
-    transcript = agents.transcript_path(os.path.realpath(place.path), session, AgentName.TEST)
+    transcript = claude.transcript_path(os.path.realpath(place.path), session, scripted.home())
     transcript.parent.mkdir(parents=True)
     line = {"type": "user", "message": {"role": "user", "content": "hello [marker]"}}
     transcript.write_text(json.dumps(line) + "\n" + '{"type": "assista', encoding="utf-8")
-    registry = agents.test_agent_home() / "sessions" / "4242.json"
+    registry = scripted.home() / "sessions" / "4242.json"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(json.dumps({"sessionId": session, "status": "idle", "updatedAt": 5}))
     watch = Watch(panes)
@@ -235,7 +238,7 @@ def test_a_start_asked_twice_finds_the_agent_it_started(tmp_path: Path, panes: T
     assert [pane.id for pane in listed.values() if pane.session == one.session] == [one.pane]
     # The pane's first program read its private file of command line and environment, and
     # removed it.
-    wait_for(lambda: not list(agents.agents_dir().glob("*.exec.json")), 10, "the exec file gone")
+    wait_for(lambda: not list(agents_dir().glob("*.exec.json")), 10, "the exec file gone")
 
 
 def test_a_paste_marks_its_pane_and_the_watch_reports_it_typed(tmp_path: Path, panes: Tmux) -> None:
@@ -264,7 +267,7 @@ def test_a_paste_marks_its_pane_and_the_watch_reports_it_typed(tmp_path: Path, p
     assert not [
         obs for _e, obs in watch.observe([each], Instant(5)) if isinstance(obs, PromptTyped)
     ]
-    assert panes.paste(pane, send.text, mark=agents.typed_mark(send.marker, send.send)).ok
+    assert panes.paste(pane, send.text, mark=port.typed_mark(send.marker, send.send)).ok
     assert (panes.panes() or {})[pane].typed == f"{send.marker}#1"
     seen = [obs for _e, obs in watch.observe([each], Instant(6)) if isinstance(obs, PromptTyped)]
     assert seen == [PromptTyped(at=Instant(6), session=session, marker=send.marker, send=1)]

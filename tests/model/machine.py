@@ -1,13 +1,20 @@
 """The behaviours every place machine shares: what the agent, the pane, the lander and time do.
 
 These rules name no rule id: they only move the world. Each family's machine subclasses this and
-adds the caller's commands and the invariants its rule ids are about.
+adds the caller's commands and the invariants its rule ids are about. The one invariant here holds
+the transition table to the states the rules reach.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from flume.core.ids import Instant, StageName
 from flume.core.kinds import ReportFile
@@ -16,29 +23,55 @@ from flume.core.observations import (
     AgentExited,
     AgentReady,
     AgentStateSeen,
-    Content,
+    Author,
     LandingBlocked,
     PaneOutput,
     SubmitAsked,
     Tick,
+    Told,
     TranscriptEntry,
 )
-from flume.core.place import current_step
+from flume.core.place import (
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Queued,
+    Short,
+    Starting,
+    Working,
+    accepts,
+    current_step,
+    is_live,
+)
 from flume.core.settings import Settings
+from flume.core.status import status
 from tests.model.world import FakeAgent, FakeWorld, fix_world
 
-#: Transcript lines that hold a sent prompt's text but are not typed by the user.
+#: Transcript lines that hold a sent prompt's text but were not typed by a person: a tool's
+#: result, the agent's words, its program's (Claude Code's meta, compact summary, sidechain,
+#: harness and injected lines, its bookkeeping: tests/integration/test_transcript_words.py).
 DECOYS: dict[str, dict[str, object]] = {
-    "tool_result": {"line_type": "user", "content": Content.TOOL_RESULT},
-    "meta": {"line_type": "user", "content": Content.TEXT, "is_meta": True},
-    "compact_summary": {"line_type": "user", "content": Content.STRING, "is_compact_summary": True},
-    "sidechain": {"line_type": "user", "content": Content.STRING, "is_sidechain": True},
-    "harness": {"line_type": "user", "content": Content.TEXT, "row_source": "harness"},
-    "progress": {"line_type": "progress", "content": Content.NONE},
-    "assistant": {"line_type": "assistant", "content": Content.TEXT},
-    "attachment": {"line_type": "attachment", "content": Content.NONE},
-    "queue": {"line_type": "queue-operation", "content": Content.NONE},
-    "task_notification": {"line_type": "user", "content": Content.STRING, "wrap": True},
+    "tool_result": {"author": Author.TOOL},
+    "agent": {"author": Author.AGENT},
+    "system": {"author": Author.SYSTEM},
+}
+
+
+#: Enough stages to reach any kind's report stage by driving the ones before it.
+STAGES_AT_MOST = range(4)
+
+#: Each phase and the one word status gives it, as PlaceStatus.phase documents them.
+PHASE_WORDS: dict[type, str] = {
+    AwaitingWord: "waits-word",
+    Queued: "queued",
+    Starting: "starting",
+    AwaitingInput: "delivering",
+    Delivering: "delivering",
+    Working: "working",
+    Delivered: "delivered",
+    Short: "short",
 }
 
 
@@ -75,6 +108,18 @@ class PlaceMachine(RuleBasedStateMachine):
         assert self.world.place is not None
         return self.world.place.stage.name, self.world.place.stage.attempt
 
+    @invariant()
+    def a_live_agent_can_be_told(self) -> None:
+        """Wherever an agent is live, its stage's phase accepts a tell (the table's row for it).
+
+        The table refuses a tell for the phase alone only where no agent is live in any state the
+        rules reach, so that refusal changes nothing a caller could see.
+        """
+        place = self.world.place
+        assert place is not None
+        if is_live(place):
+            assert accepts(place.stage.phase, Told), place.stage.phase
+
     # --- time and the agent ----------------------------------------------------------------------
 
     @rule(seconds=st.sampled_from([1.0, 4.0, 6.0, 31.0, 61.0]))
@@ -107,8 +152,7 @@ class PlaceMachine(RuleBasedStateMachine):
             TranscriptEntry(
                 at=self.world.instant(),
                 session=agent.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=f'\n\n<pasted_content id="p1">\n{sent.text}\n</pasted_content id="p1">\n',
             ),
         )
@@ -119,10 +163,8 @@ class PlaceMachine(RuleBasedStateMachine):
         """A transcript line quotes a sent text without being typed by the user."""
         agent = self.agent()
         assert agent is not None
-        fields = dict(DECOYS[decoy])
+        fields = DECOYS[decoy]
         text = agent.sends[-1].text
-        if fields.pop("wrap", False):
-            text = f"<task-notification>\n{text}\n</task-notification>"
         self.world.feed(
             TranscriptEntry(
                 at=self.world.instant(),
@@ -175,6 +217,42 @@ class PlaceMachine(RuleBasedStateMachine):
         if isinstance(deliverable, ReportFile):
             self.world.write_report(deliverable.path)
 
+    @rule(earlier=st.sampled_from([0.5, 1.0, 60.0]))
+    def old_report_appears(self, earlier: float) -> None:
+        """The report the stage names appears, last written before the stage started.
+
+        Left by an earlier attempt or copied back by a person: it is not this stage's work.
+        """
+        place = self.world.place
+        assert place is not None
+        deliverable = current_step(place).deliverable
+        written = self.world.reports.get(getattr(deliverable, "path", ""))
+        if written is not None and written >= place.stage.started_at:
+            return  # this stage's own report stands: an older copy never replaces it
+        if isinstance(deliverable, ReportFile):
+            self.world.write_report(deliverable.path, place.stage.started_at - earlier)
+
+    @rule()
+    def old_report_then_quiet(self) -> None:
+        """The stages run to one that names a report; an old copy of it appears; all goes quiet.
+
+        The agent takes its prompt and waits long enough to be quiet, having written nothing:
+        the report older than the stage must not end it (StageMachine checks what ended).
+        """
+        for _stage in STAGES_AT_MOST:
+            place = self.world.place
+            assert place is not None
+            if isinstance(current_step(place).deliverable, ReportFile):
+                break
+            if not self.world.drive_stage():
+                return
+        self.old_report_appears(1.0)
+        if self.has_sends():
+            self.agent_takes_a_send(3)
+        if self.has_agent():
+            self.agent_says(Activity.WAITING)
+        self.time_passes(61.0)
+
     @precondition(has_agent)
     @rule()
     def agent_submits(self) -> None:
@@ -211,3 +289,16 @@ class PlaceMachine(RuleBasedStateMachine):
         agent.live = False
         self.world.activity, self.world.activity_since = Activity.STOPPED, self.world.now
         self.world.feed(AgentExited(at=Instant(self.world.now), session=agent.session))
+
+    # --- what every machine checks ---------------------------------------------------------------
+
+    @invariant()
+    def phase_has_its_word(self) -> None:
+        """Status names an active place's phase by its word; one no longer active, its life."""
+        place = self.world.place
+        assert place is not None
+        said = status(place).phase.value
+        if place.life in {Life.MAKING, Life.ACTIVE}:
+            assert said == PHASE_WORDS[type(place.stage.phase)]
+        else:
+            assert said == place.life.value

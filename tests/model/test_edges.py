@@ -27,10 +27,10 @@ from flume.core.observations import (
     Activity,
     AgentExited,
     AgentStateSeen,
+    Author,
     BranchDeleted,
     BranchFacts,
     ChecksFailed,
-    Content,
     DropAsked,
     Landed,
     Launched,
@@ -80,30 +80,19 @@ def test_send_prompt_refuses_a_third_send() -> None:
 @pytest.mark.parametrize(
     ("fields", "known", "expected"),
     [
-        ({"line_type": "system", "subtype": "turn_duration"}, Activity.WORKING, Activity.WAITING),
+        ({"author": Author.SYSTEM, "ends_turn": True}, Activity.WORKING, Activity.WAITING),
+        ({"author": Author.SYSTEM}, Activity.WORKING, Activity.WORKING),
+        ({"author": Author.SYSTEM}, Activity.ASKING, Activity.ASKING),
+        ({"author": Author.AGENT, "asks": True}, Activity.WORKING, Activity.ASKING),
         (
-            {"line_type": "system", "subtype": "compact_boundary"},
-            Activity.WORKING,
-            Activity.WORKING,
-        ),
-        (
-            {"line_type": "assistant", "tool_name": "AskUserQuestion"},
+            {"author": Author.AGENT, "asks": True, "ends_turn": True},
             Activity.WORKING,
             Activity.ASKING,
         ),
-        ({"line_type": "assistant", "stop_reason": "end_turn"}, Activity.WORKING, Activity.WAITING),
-        (
-            {"line_type": "assistant", "content": Content.TOOL_USE},
-            Activity.WAITING,
-            Activity.WORKING,
-        ),
-        ({"line_type": "user", "content": Content.TOOL_RESULT}, Activity.WAITING, Activity.WORKING),
-        (
-            {"line_type": "user", "content": Content.STRING, "is_meta": True},
-            Activity.WAITING,
-            Activity.WAITING,
-        ),
-        ({"line_type": "progress"}, Activity.ASKING, Activity.ASKING),
+        ({"author": Author.AGENT, "ends_turn": True}, Activity.WORKING, Activity.WAITING),
+        ({"author": Author.AGENT}, Activity.WAITING, Activity.WORKING),
+        ({"author": Author.TOOL}, Activity.WAITING, Activity.WORKING),
+        ({"author": Author.PERSON}, Activity.WAITING, Activity.WORKING),
     ],
 )
 def test_activity_from_one_line(

@@ -14,7 +14,7 @@ from flume.core.actions import Event, Land, Report, SendTell
 from flume.core.ids import Instant, Sha
 from flume.core.observations import (
     AgentReady,
-    Content,
+    Author,
     DropAsked,
     Landed,
     LandingBlocked,
@@ -52,8 +52,7 @@ class LandingMachine(PlaceMachine):
             TranscriptEntry(
                 at=self.world.instant(),
                 session=submit.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=submit.sends[-1].text,
             ),
         )

@@ -23,7 +23,6 @@ from flume.core.actions import (
 )
 from flume.core.delivery import (
     infer_activity,
-    is_interrupt_note,
     is_typed_by_user,
     render_prompt,
 )
@@ -47,11 +46,11 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    Author,
     BranchFacts,
     BranchHead,
     ChangeSeen,
     ChecksFailed,
-    Content,
     DropAsked,
     Landed,
     Launched,
@@ -138,8 +137,7 @@ def typed(text: str, at: float = 4.0, session: str = "s1") -> TranscriptEntry:
     return TranscriptEntry(
         at=Instant(at),
         session=SessionId(session),
-        line_type="user",
-        content=Content.STRING,
+        author=Author.PERSON,
         text=text,
     )
 
@@ -383,57 +381,40 @@ def test_r5_a_retype_or_resend_waits_while_the_agent_works() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fields", "typed_by_user"),
+    ("author", "typed_by_user"),
     [
-        ({"line_type": "user", "content": Content.STRING}, True),
-        ({"line_type": "user", "content": Content.TEXT}, True),
-        ({"line_type": "user", "content": Content.TOOL_RESULT}, False),
-        ({"line_type": "user", "content": Content.STRING, "is_meta": True}, False),
-        ({"line_type": "user", "content": Content.STRING, "is_compact_summary": True}, False),
-        ({"line_type": "user", "content": Content.STRING, "is_sidechain": True}, False),
-        ({"line_type": "user", "content": Content.TEXT, "row_source": "harness"}, False),
-        ({"line_type": "assistant", "content": Content.TEXT}, False),
-        ({"line_type": "progress"}, False),
-        ({"line_type": "queue-operation"}, False),
-        ({"line_type": "attachment"}, False),
+        (Author.PERSON, True),
+        (Author.AGENT, False),
+        (Author.TOOL, False),
+        (Author.SYSTEM, False),
     ],
 )
-def test_r5_only_lines_typed_by_the_user_count(
-    fields: dict[str, object], typed_by_user: bool
-) -> None:
-    """Tool results, meta lines, compact summaries, progress and assistant text are not typed."""
-    entry = TranscriptEntry(
-        at=Instant(0), session=SESSION, text="[flume:fix--typo:code:1]", **fields
-    )  # type: ignore[arg-type]
-    assert is_typed_by_user(entry) is typed_by_user
+def test_r5_only_lines_typed_by_the_user_count(author: Author, typed_by_user: bool) -> None:
+    """Only a person's line counts: a tool's result, the agent's or its program's text never do.
 
-
-@pytest.mark.parametrize(
-    "opening", ["<task-notification>", "<local-command-stdout>", "<command-name>"]
-)
-def test_r5_text_the_harness_injects_is_not_typed(opening: str) -> None:
-    """A user line opening with a tag Claude Code injects is not typed by the user."""
-    entry = typed(f"{opening}[flume:fix--typo:code:1]")
-    assert not is_typed_by_user(entry)
-
-
-@pytest.mark.parametrize(
-    "note", ["[Request interrupted by user]", "[Request interrupted by user for tool use]"]
-)
-@pytest.mark.parametrize("content", [Content.TEXT, Content.STRING])
-def test_r5_an_interrupt_note_is_not_typed_and_ends_the_turn(note: str, content: Content) -> None:
-    """The note Claude Code writes when a person presses Esc: not typed, and the agent waits.
-
-    A typed prompt that only quotes the note is still typed.
+    Which of Claude Code's lines a person wrote is tests/integration/test_transcript_words.py's.
     """
     entry = TranscriptEntry(
-        at=Instant(0), session=SESSION, line_type="user", content=content, text=f"{note}\n"
+        at=Instant(0), session=SESSION, author=author, text="[flume:fix--typo:code:1]"
     )
-    assert is_interrupt_note(entry)
+    assert is_typed_by_user(entry) is typed_by_user
+    place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+    seen = step(S, place, attrs.evolve(entry, at=Instant(4))).place
+    assert isinstance(seen.stage.phase, Working) is typed_by_user
+
+
+def test_r5_a_turn_ended_by_the_program_is_not_typed_and_waits() -> None:
+    """A note of the program's that ends the turn (an interrupt's): not typed, the agent waits.
+
+    A typed prompt that only quotes such a note is still typed.
+    """
+    note = "[Request interrupted by user]"
+    entry = TranscriptEntry(
+        at=Instant(0), session=SESSION, author=Author.SYSTEM, text=note, ends_turn=True
+    )
     assert not is_typed_by_user(entry)
     assert infer_activity(entry, Activity.WORKING) is Activity.WAITING
     quoting = typed(f"Why did I see {note}? Go on. [flume:fix--typo:code:1]")
-    assert not is_interrupt_note(quoting)
     assert is_typed_by_user(quoting)
     assert infer_activity(quoting, Activity.WAITING) is Activity.WORKING
     place = run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
@@ -952,9 +933,7 @@ def test_an_older_line_does_not_override_a_newer_hook() -> None:
     place = step(
         S, working(), AgentStateSeen(at=Instant(10), session=SESSION, activity=Activity.ASKING)
     ).place
-    old = TranscriptEntry(
-        at=Instant(8), session=SESSION, line_type="user", content=Content.TOOL_RESULT
-    )
+    old = TranscriptEntry(at=Instant(8), session=SESSION, author=Author.TOOL)
     place = step(S, place, old).place
     assert place.agent is not None
     assert place.agent.activity is Activity.ASKING

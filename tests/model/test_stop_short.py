@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from hypothesis.stateful import invariant, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from flume.core.actions import EndAgent, Event, SendPrompt, SendTell, StartAgent
 from flume.core.observations import (
@@ -14,8 +14,32 @@ from flume.core.observations import (
     StopAsked,
     Told,
 )
-from flume.core.place import Life, Short, ShortCause, is_live
+from flume.core.place import (
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Queued,
+    Short,
+    ShortCause,
+    Starting,
+    Working,
+    is_live,
+)
 from tests.model.machine import PlaceMachine
+
+#: The order a stage attempt's phases come in: an attempt only ever moves forward.
+RANK: dict[type, int] = {
+    AwaitingWord: 0,
+    Queued: 1,
+    Starting: 2,
+    AwaitingInput: 3,
+    Delivering: 4,
+    Working: 5,
+    Delivered: 6,
+    Short: 7,
+}
 
 WORDS = st.sampled_from(["use the other API", "the tests live in t/", "ask Kim", "x" * 300])
 
@@ -47,6 +71,42 @@ class StopShortMachine(PlaceMachine):
             assert self.world.place is before
             assert len(self.world.actions) == decided
 
+    @precondition(lambda self: self.has_agent())
+    @rule(text=WORDS)
+    def caller_tells_then_agent_asks(self, text: str) -> None:
+        """A tell is held while the agent works, then the agent asks a person a question.
+
+        The five-step path to a tell held before the question rarely comes by chance.
+        """
+        self.agent_says(Activity.WORKING)
+        self.caller_tells(text)
+        self.agent_says(Activity.ASKING)
+
+    @precondition(lambda self: self.has_agent())
+    @rule(text=WORDS)
+    def tell_held_while_the_stage_delivers(self, text: str) -> None:
+        """A tell is held while the agent works; it takes its prompt, commits, then waits.
+
+        The step that sends the tell is the agent's wait, long after the step that told it,
+        with the stage delivered by then.
+        """
+        if not self.has_sends():
+            self.agent_takes_input()
+        if not self.has_sends():
+            return
+        self.agent_says(Activity.WORKING)
+        self.caller_tells(text)
+        self.agent_takes_a_send(0)
+        self.agent_commits()
+        self.agent_says(Activity.WAITING)
+
+    @precondition(lambda self: self.has_agent())
+    @rule(needs=WORDS, words=st.one_of(st.just(""), WORDS))
+    def agent_needs_then_caller_retries(self, needs: str, words: str) -> None:
+        """The agent stops short, still live, and the caller retries at once."""
+        self.agent_needs(needs)
+        self.caller_retries(words)
+
     @rule(words=WORDS)
     def agent_needs(self, words: str) -> None:
         """The agent runs ``flume needs``; accepted only while its stage runs."""
@@ -64,6 +124,7 @@ class StopShortMachine(PlaceMachine):
             and not before.branch_gone
         )
         sessions = frozenset(self.world.agents)
+        decided = len(self.world.actions)
         refusal = self.world.feed(RetryAsked(at=self.world.instant(), words=words))
         assert (refusal is None) == short
         if refusal is not None:
@@ -75,6 +136,10 @@ class StopShortMachine(PlaceMachine):
             before.stage.name,
             before.stage.attempt + 1,
         )
+        if before.agent is not None and not before.agent.ending:
+            # The agent still live is ended, never sent the retried prompt.
+            ended = [a for a in self.world.actions[decided:] if isinstance(a, EndAgent)]
+            assert [a.session for a in ended] == [before.agent.session]
         self.retried = (after.stage.name, after.stage.attempt, words, sessions)
 
     @rule()
@@ -201,8 +266,21 @@ class StopShortMachine(PlaceMachine):
 
     @invariant()
     def tells_move_no_stage(self) -> None:
-        """TELL-NEVER-MOVES-STAGE: an accepted tell never starts, ends or moves a stage."""
+        """TELL-NEVER-MOVES-STAGE: an accepted tell never starts, ends or moves a stage.
+
+        Checked on the step that tells and on every step that sends a tell: a held tell goes
+        out on a later step (the agent waits, time passes), and that step leaves the stage's
+        attempt where it was or later, never back (a delivered or short stage stays so).
+        """
         for before, seen, decision in self.world.steps:
+            if before is not None and any(isinstance(a, SendTell) for a in decision.actions):
+                after = decision.place
+                assert after.completed == before.completed
+                same = (after.stage.name, after.stage.attempt)
+                if same == (before.stage.name, before.stage.attempt):
+                    assert RANK[type(after.stage.phase)] >= RANK[type(before.stage.phase)]
+                    if isinstance(before.stage.phase, Delivered | Short):
+                        assert type(after.stage.phase) in {type(before.stage.phase), Short}
             if not isinstance(seen, Told):
                 continue
             assert before is not None

@@ -119,6 +119,38 @@ class TidyMachine(RuleBasedStateMachine):
         if tree is not None:
             tree.dirty, tree.untracked = dirty, untracked
 
+    @rule(world=places, dirty=st.booleans(), untracked=st.booleans())
+    def swap_worktree_by_hand(self, world: FakeWorld, dirty: bool, untracked: bool) -> None:
+        """A person removes flume's worktree of a place and makes their own where it stood.
+
+        Their worktree stands at the very path, on a branch of their own, maybe with changes:
+        flume made the place, but what stands there now is not flume's.
+        """
+        place = world.place
+        assert place is not None
+        tree = self.worktrees.get(place.path)
+        if tree is None or not tree.by_flume:
+            return
+        self.count += 1
+        branch = BranchName(f"hand/{self.count}")
+        self.git.branches[branch] = list(self.git.branches[BASE])
+        self.worktrees[place.path] = FakeWorktree(
+            path=place.path, branch=branch, by_flume=False, dirty=dirty, untracked=untracked
+        )
+
+    @rule(world=places, by_hand=st.booleans())
+    def untracked_then_dropped(self, world: FakeWorld, by_hand: bool) -> None:
+        """Untracked files alone, or a person's worktree, stand in the place; then it is dropped.
+
+        Edges of the force and only-ours rules that chance rarely joins with a drop, which
+        tidies at once.
+        """
+        if by_hand:
+            self.swap_worktree_by_hand(world, dirty=False, untracked=False)
+        else:
+            self.change_files(world, dirty=False, untracked=True)
+        self.drop(world)
+
     @rule(world=places)
     def drop(self, world: FakeWorld) -> None:
         """The caller drops the work; flume tidies it at once."""
@@ -129,9 +161,14 @@ class TidyMachine(RuleBasedStateMachine):
         """The caller asks for a tidy, maybe with force."""
         world.feed(TidyAsked(at=world.instant(), force=force))
 
-    @rule(world=places)
-    def land_the_fix(self, world: FakeWorld) -> None:
-        """A fix's agents do their work: each stage runs to its end through step, to landing."""
+    @rule(world=places, squash=st.booleans())
+    def land_the_fix(self, world: FakeWorld, squash: bool) -> None:
+        """A fix's agents do their work: each stage runs to its end through step, to landing.
+
+        The lander may land by squash: base gets one new commit and the branch keeps its own,
+        which base lacks (one, when the agent committed once).
+        """
+        world.squash = squash
         for _stage in range(2):
             if not world.drive_stage():
                 return

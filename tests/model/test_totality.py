@@ -1,18 +1,58 @@
-"""Totality: every (state, observation) pair gives a Decision or a UsageError, never a crash."""
+"""Totality: every (state, observation) pair gives a Decision or a UsageError, never a crash.
+
+And the transition table (``place.ACCEPTS``) is what ``step`` does: every phase against every
+caller's command, accepted where the table says and moved to the phase it names, refused
+everywhere else whatever the rest of the place holds.
+"""
 
 from __future__ import annotations
 
+from typing import get_args
+
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flume.core.errors import UsageError
-from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
-from flume.core.place import Place
+from flume.core.ids import Instant, SessionId, Sha
+from flume.core.kinds import Landing, steps
+from flume.core.observations import (
+    OBSERVATION_TYPES,
+    Activity,
+    Command,
+    DropAsked,
+    Launched,
+    NeedsSaid,
+    Observation,
+    ProceedAsked,
+    RetryAsked,
+    StopAsked,
+    SubmitAsked,
+    TidyAsked,
+    Told,
+)
+from flume.core.place import (
+    ACCEPTS,
+    Agent,
+    AwaitingInput,
+    AwaitingWord,
+    Delivered,
+    Delivering,
+    Life,
+    Place,
+    Queued,
+    Short,
+    ShortCause,
+    StagePhase,
+    Starting,
+    Working,
+    evolve,
+)
 from flume.core.settings import Settings
 from flume.core.status import status
-from flume.core.step import Decision, step
-from tests.strategies import FACTS, any_places, fitting, launched, places
+from flume.core.step import Decision, _route, step
+from tests.strategies import FACTS, FIXED_LAUNCHES, any_places, fitting, launched, places
 
 SETTINGS = Settings()
 #: Totality runs once per observation type; the profile's count is meant for the machines.
@@ -62,3 +102,115 @@ def test_nothing_but_a_launch_starts_a_place(seen: Observation) -> None:
     """Any observation but a launch, with no place yet, is a usage error."""
     with pytest.raises(UsageError):
         step(SETTINGS, None, seen)
+
+
+# --- the transition table --------------------------------------------------------------------
+
+_SESSION = SessionId("s-willing")
+_AT = Instant(5.0)
+#: One phase of each type.
+PHASES: tuple[StagePhase, ...] = (
+    AwaitingWord(),
+    Queued(),
+    Starting(since=_AT),
+    AwaitingInput(session=_SESSION, since=_AT),
+    Delivering(session=_SESSION, sent_at=_AT),
+    Working(session=_SESSION),
+    Delivered(at=_AT),
+    Short(cause=ShortCause.NEEDS, words="it needs a key"),
+)
+#: A fix launch: its second stage lands, so submit can be accepted there.
+_FIX = next(seen for seen in FIXED_LAUNCHES if seen.kind.name == "fix")
+#: One command of each type, each well formed (words that are not empty, the live session).
+COMMANDS: tuple[Command, ...] = (
+    _FIX,
+    Told(at=Instant(9.0), text="look at the docs too"),
+    StopAsked(at=Instant(9.0)),
+    RetryAsked(at=Instant(9.0), words="try the other way"),
+    DropAsked(at=Instant(9.0)),
+    ProceedAsked(at=Instant(9.0)),
+    SubmitAsked(at=Instant(9.0), session=_SESSION),
+    NeedsSaid(at=Instant(9.0), words="a key", session=_SESSION),
+    TidyAsked(at=Instant(9.0), force=False),
+)
+
+
+def _willing(phase: StagePhase) -> Place:
+    """A place whose every other check lets any command through: only its phase can refuse.
+
+    Active, made and ready, in its landing stage, nothing submitted, its agent live and waiting.
+    """
+    launched_place = step(SETTINGS, None, _FIX).place
+    lands = next(found for found in steps(_FIX.kind.body) if isinstance(found.deliverable, Landing))
+    agent = Agent(
+        session=_SESSION,
+        stage=lands.name,
+        attempt=1,
+        pane="%1",
+        activity=Activity.WAITING,
+        activity_since=_AT,
+        last_output_at=_AT,
+    )
+    stage = attrs.evolve(launched_place.stage, name=lands.name, phase=phase)
+    return evolve(
+        launched_place,
+        life=Life.ACTIVE,
+        made=True,
+        ready=True,
+        head=Sha("a" * 40),
+        stage=stage,
+        agent=agent,
+        now=_AT,
+    )
+
+
+def test_the_table_has_a_row_for_every_phase_and_names_only_commands() -> None:
+    """ACCEPTS covers every phase type; its entries are commands moving to phases."""
+    phase_types = set(get_args(StagePhase))
+    command_types = set(get_args(Command))
+    assert {type(phase) for phase in PHASES} == phase_types
+    assert {type(command) for command in COMMANDS} == command_types
+    assert set(ACCEPTS) == phase_types
+    for row in ACCEPTS.values():
+        assert set(row) <= command_types
+        assert set(row.values()) <= phase_types
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda phase: type(phase).__name__)
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: type(command).__name__)
+def test_each_phase_takes_each_command_as_the_table_says(
+    phase: StagePhase, command: Command
+) -> None:
+    """In a place where only the phase can refuse: accepted and moved per the table, or refused."""
+    place = _willing(phase)
+    moves_to = ACCEPTS[type(phase)].get(type(command))
+    if moves_to is None:
+        with pytest.raises(UsageError) as refusal:
+            step(SETTINGS, place, command)
+        assert refusal.value.exit_status == 1
+        return
+    decision = step(SETTINGS, place, command)
+    assert decision.place.now >= place.now
+    moved, _actions = _route(place, command)
+    assert type(moved.stage.phase) is moves_to
+
+
+@pytest.mark.parametrize("kind", list(get_args(Command)), ids=lambda kind: kind.__name__)
+@ENOUGH
+@given(data=st.data())
+def test_no_command_is_taken_where_the_table_refuses_it(
+    kind: type[Command], data: st.DataObject
+) -> None:
+    """Any place, reachable or not: a command its phase's row lacks is refused.
+
+    And one taken moves the stage to the phase the table names.
+    """
+    place = data.draw(any_places())
+    seen: Command = data.draw(launched() if kind is Launched else FACTS[kind])
+    moves_to = ACCEPTS[type(place.stage.phase)].get(kind)
+    try:
+        moved, _actions = _route(place, seen)
+    except UsageError:
+        return
+    assert moves_to is not None, f"{kind.__name__} taken in {place.stage.phase}"
+    assert type(moved.stage.phase) is moves_to

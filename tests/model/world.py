@@ -44,11 +44,11 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    Author,
     BranchDeleted,
     BranchFacts,
     BranchHead,
     BranchVanished,
-    Content,
     Landed,
     Launched,
     Observation,
@@ -181,6 +181,8 @@ class FakeWorld:
     reports: dict[str, float] = attrs.field(factory=dict)
     landing: bool = False
     landed_at: float | None = None
+    #: The lander lands by squash: one new commit on base, the branch's own left off it.
+    squash: bool = False
     #: Paths of the worktrees flume's MakeWorktree made (the truth tidy is judged against).
     made_by_flume: set[str] = attrs.field(factory=set)
     #: What the agent said it did each time a tell was pasted to it.
@@ -468,17 +470,22 @@ class FakeWorld:
         self.git.branches[branch] = commits
         return self.feed(BranchHead(at=self.instant(), branch=branch, sha=commits[-1]))
 
-    def write_report(self, path: str) -> UsageError | None:
-        """The agent writes a report file."""
-        self.reports[path] = self.now
-        return self.feed(ReportSeen(at=self.instant(), path=path, modified_at=self.instant()))
+    def write_report(self, path: str, written_at: float | None = None) -> UsageError | None:
+        """The agent writes a report file; or one last written at ``written_at`` appears."""
+        modified = self.now if written_at is None else written_at
+        self.reports[path] = modified
+        return self.feed(ReportSeen(at=self.instant(), path=path, modified_at=Instant(modified)))
 
     def land(self) -> UsageError | None:
         """The lander lands the branch on base."""
         assert self.place is not None
         self.landing = False
         self.landed_at = self.now
-        sha = self.git.land(self.place.branch, BASE)
+        if self.squash:
+            # By squash: the branch's work as one new commit on base; its own commits stay off it.
+            sha = self.git.commit(BASE, self.now)
+        else:
+            sha = self.git.land(self.place.branch, BASE)
         return self.feed(Landed(at=self.instant(), base_sha=sha))
 
     def paste(self, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
@@ -539,8 +546,7 @@ class FakeWorld:
             TranscriptEntry(
                 at=self.instant(),
                 session=agent.session,
-                line_type="user",
-                content=Content.STRING,
+                author=Author.PERSON,
                 text=text,
             ),
         )

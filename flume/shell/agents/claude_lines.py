@@ -1,8 +1,13 @@
 """Claude Code transcript lines, read into :class:`TranscriptEntry` observations.
 
 The reader copies what a JSONL line says (its ``type``, the shape of ``message.content``, the
-flags Claude Code sets) and decides nothing: whether a line is a message typed by the user is
-:func:`flume.core.delivery.is_typed_by_user`'s call. See reference/claude-code.md §2.
+flags Claude Code sets) into :class:`~flume.shell.store.transcript_words.Words`, which
+:func:`~flume.shell.store.transcript_words.entry_of` reads into the neutral facts the core
+reads: who wrote the line (a person only when no flag or injected tag says otherwise), whether
+it asks a person (``AskUserQuestion``), whether it ends a turn (``end_turn``, a
+``turn_duration`` line, an interrupt's note). Those words are also how the journal spells the
+line, so that mapping lives beside the codec (the store sits below the agents). See
+reference/claude-code.md §2.
 
 A transcript is followed by its tail (:func:`read_from`, with the one tail reader of
 :mod:`flume.shell.agents.tail`), reading only what was appended since the last look.
@@ -14,8 +19,9 @@ import json
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import Content, TranscriptEntry
+from flume.core.observations import TranscriptEntry
 from flume.shell.agents.tail import NEVER, Tail, read_tail
+from flume.shell.store.transcript_words import Content, Words, entry_of
 
 
 def _content(message: object) -> tuple[Content, str, str | None]:
@@ -56,9 +62,7 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
     stop_reason = message_data.get("stop_reason") if isinstance(message_data, dict) else None
     row_source = data.get("rowSource")
     subtype = data.get("subtype")
-    return TranscriptEntry(
-        at=at,
-        session=session,
+    words = Words(
         line_type=line_type if isinstance(line_type, str) else "",
         content=content,
         text=text,
@@ -70,6 +74,7 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
         stop_reason=stop_reason if isinstance(stop_reason, str) else None,
         subtype=subtype if isinstance(subtype, str) else None,
     )
+    return entry_of(words, at=at, session=session)
 
 
 def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:

@@ -1,18 +1,21 @@
 """Codex rollout lines, read into the :class:`TranscriptEntry` observations the rules read.
 
 A rollout (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``, reference/codex.md §2) is one
-``{"timestamp", "type", "payload"}`` object a line. The core's rules were written for Claude
-Code's lines, so each rollout line that matters is put in those words, and the rest is skipped:
+``{"timestamp", "type", "payload"}`` object a line. Each rollout line that matters becomes the
+neutral facts the core reads, and the rest is skipped:
 
-- a message the person typed (``response_item`` message, role ``user``, ``input_text``) is a
-  ``user`` line with string content. Codex puts its own context in user-role messages too
+- a message the person typed (``response_item`` message, role ``user``, ``input_text``) is
+  written by :attr:`Author.PERSON`. Codex puts its own context in user-role messages too
   (``<environment_context>``, ``<user_instructions>`` and AGENTS.md text,
-  ``<skills_instructions>``, ...): those, and any whose provenance is not the user's, are not;
-- the model's text (``output_text``) is an ``assistant`` text line; a tool call
-  (``function_call``, ``custom_tool_call``) an ``assistant`` tool use, where
-  ``request_user_input``, the model asking the person, is named ``AskUserQuestion`` so the
-  rules read the agent as asking; a tool's output a ``user`` tool result;
-- ``task_complete`` and ``turn_aborted`` events end a turn: a ``system`` ``turn_duration`` line.
+  ``<skills_instructions>``, ...): those, and any whose provenance is not the user's, are skipped;
+- the model's text (``output_text``) and a tool call (``function_call``, ``custom_tool_call``)
+  are the agent's; ``request_user_input``, the model asking the person, asks; a message with
+  ``end_turn`` ends the turn; a tool's output is :attr:`Author.TOOL`'s;
+- ``task_complete`` and ``turn_aborted`` events end a turn (:attr:`Author.SYSTEM`).
+
+The journal spells each entry in Claude Code's words, as flume wrote Codex's lines before the
+facts existed (:mod:`flume.shell.store.transcript_words`): each entry here carries those words,
+and they read back to the same facts (tests/integration/test_rollout.py).
 
 Each typed prompt is taken once, from its ``response_item``. Codex echoes it as an event too:
 ``item_completed`` ``UserMessage`` in 0.171, ``user_message`` before (and both lines are written
@@ -34,8 +37,9 @@ from datetime import datetime
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import Content, TranscriptEntry
+from flume.core.observations import Author, TranscriptEntry
 from flume.shell.agents.tail import Tail, read_tail
+from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
 _CONTEXT_OPENINGS = (
@@ -49,10 +53,10 @@ _CONTEXT_OPENINGS = (
     "<subagent_notification>",
 )
 
-#: Codex's tool for asking the person a question, and the name the rules know it by.
-_ASKING_TOOLS = {"request_user_input": "AskUserQuestion"}
+#: Codex's tool for asking the person a question.
+_ASKING_TOOL = "request_user_input"
 
-#: Events that end a turn, read as Claude Code's end-of-turn ``system`` line.
+#: Events that end a turn.
 _TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
 
 
@@ -101,19 +105,28 @@ def _message(
         texts = _texts(payload.get("content"), "input_text")
         if not _is_typed(texts, line, payload):
             return None
+        text = "\n".join(texts)
+        words = Words(line_type="user", content=Content.STRING, text=text)
         return TranscriptEntry(
-            at=at, session=session, line_type="user", content=Content.STRING, text="\n".join(texts)
+            at=at, session=session, author=Author.PERSON, text=text, spelling=words
         )
     texts = _texts(payload.get("content"), "output_text")
     if role != "assistant" or not texts:
         return None
+    text, ends = "\n".join(texts), payload.get("end_turn") is True
+    words = Words(
+        line_type="assistant",
+        content=Content.TEXT,
+        text=text,
+        stop_reason="end_turn" if ends else None,
+    )
     return TranscriptEntry(
         at=at,
         session=session,
-        line_type="assistant",
-        content=Content.TEXT,
-        text="\n".join(texts),
-        stop_reason="end_turn" if payload.get("end_turn") is True else None,
+        author=Author.AGENT,
+        text=text,
+        ends_turn=ends,
+        spelling=words,
     )
 
 
@@ -126,17 +139,18 @@ def _response_item(
     if kind in {"function_call", "custom_tool_call", "local_shell_call"}:
         name = payload.get("name")
         tool = name if isinstance(name, str) else str(kind).removesuffix("_call")
-        return TranscriptEntry(
-            at=at,
-            session=session,
+        asks = tool == _ASKING_TOOL
+        words = Words(
             line_type="assistant",
             content=Content.TOOL_USE,
-            tool_name=_ASKING_TOOLS.get(tool, tool),
+            tool_name=ASKING_TOOL if asks else tool,
+        )
+        return TranscriptEntry(
+            at=at, session=session, author=Author.AGENT, asks=asks, spelling=words
         )
     if kind in {"function_call_output", "custom_tool_call_output"}:
-        return TranscriptEntry(
-            at=at, session=session, line_type="user", content=Content.TOOL_RESULT
-        )
+        words = Words(line_type="user", content=Content.TOOL_RESULT)
+        return TranscriptEntry(at=at, session=session, author=Author.TOOL, spelling=words)
     return None
 
 
@@ -153,8 +167,9 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
         case "response_item":
             return _response_item(data, payload, session=session, at=at)
         case "event_msg" if payload.get("type") in _TURN_ENDS:
+            words = Words(line_type="system", subtype="turn_duration")
             return TranscriptEntry(
-                at=at, session=session, line_type="system", subtype="turn_duration"
+                at=at, session=session, author=Author.SYSTEM, ends_turn=True, spelling=words
             )
         case _:
             # task_started, the prompt's echoes (user_message, item_completed), token counts,

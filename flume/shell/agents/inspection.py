@@ -30,7 +30,7 @@ class TranscriptFormat(enum.Enum):
 
 
 @attrs.frozen(kw_only=True)
-class Prompt:
+class TypedLine:
     """A line flume takes as a message typed by the user."""
 
     #: The line's number in the file, from 1, blank lines counted.
@@ -50,7 +50,7 @@ class Inspection:
     lines: int
     #: Lines that are not JSON objects.
     unreadable: int
-    prompts: tuple[Prompt, ...]
+    prompts: tuple[TypedLine, ...]
     #: The state :func:`flume.core.delivery.infer_activity` reaches over every line, in order.
     state: Activity
     #: The file ends in a line with no newline yet: flume reads it once it is whole.
@@ -110,7 +110,7 @@ def inspect(path: Path) -> Inspection:
     session = SessionId(path.stem)
     state = Activity.UNKNOWN
     unreadable = 0
-    prompts: list[Prompt] = []
+    prompts: list[TypedLine] = []
     for number, line in _numbered(lines):
         try:
             entry = read(line, session=session, at=NEVER)
@@ -121,7 +121,7 @@ def inspect(path: Path) -> Inspection:
             continue
         state = infer_activity(entry, state)
         if is_typed_by_user(entry):
-            prompts.append(Prompt(line=number, timestamp=_timestamp(line), text=entry.text))
+            prompts.append(TypedLine(line=number, timestamp=_timestamp(line), text=entry.text))
     if unreadable and unreadable == sum(1 for _ in _numbered(lines)):
         # Lines, and not one a transcript's: another file named by mistake (a README, a log).
         raise UsageError.one(

@@ -12,33 +12,26 @@ starting the agent and journaling it, then restarted) names the same session, fi
 already running it, and reports that pane instead of starting a second agent (R4,
 RESTART-PENDING).
 
-Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
-prompt, and hooks installed for the run only (``--settings``), each appending what Claude Code
-says to a file flume reads (``hookrecord.py``). Codex is started in the place (``-C``); its
-rollout is found by its ``session_meta.cwd``. The test agent writes Claude Code's files, in a
-home of its own in flume's state folder (:func:`test_agent_home`, passed as its ``--home``), never
-in Claude Code's: :func:`agent_home` is where both flume and the agent look.
+What is particular to each agent (its command line, the files it needs written first, where its
+registry is) is asked of its module through the agent port (:mod:`~flume.shell.agents.port`,
+:func:`flume.shell.agents.of`): nothing here branches on the agent's name.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
-import shlex
 import signal
 import sys
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 
 from pyrsistent import pvector
 
 from flume.core.actions import ActionName, EndAgent, SendPrompt, SendTell, StartAgent
 from flume.core.ids import Instant, SessionId
-from flume.core.launch import AgentName, Panes
+from flume.core.launch import Panes
 from flume.core.observations import (
     ActionFailed,
     AgentExited,
@@ -47,29 +40,17 @@ from flume.core.observations import (
     PromptTyped,
 )
 from flume.core.place import Place
+from flume.shell.agents import KNOWN, of
+from flume.shell.agents.port import agents_dir
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
-from flume.shell.panes.port import PaneServer
+from flume.shell.panes.port import PaneServer, typed_mark
+from flume.shell.panes.printed import Printed
 from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
-from flume.shell.store import places
 from flume.shell.tools import locate
 
-#: The pane of a printed agent is its file's path after this (no tmux pane holds it).
-PRINTED = "print:"
 #: Fixed, so that one stage attempt always names the same session.
 _NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
-#: The hooks flume installs for a Claude Code run (reference/claude-code.md §4).
-HOOK_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PermissionRequest",
-    "Notification",
-    "Stop",
-    "StopFailure",
-    "SessionEnd",
-)
 #: The caller's own multiplexer's variables, which would make an agent think it runs in the
 #: caller's pane: tmux's, and herdr's (herdr sets its own in the panes it starts for flume).
 _TMUX_VARIABLES = frozenset(
@@ -88,85 +69,10 @@ def session_for(place: Place, stage: str, attempt: int) -> SessionId:
     return SessionId(str(uuid.uuid5(_NAMESPACE, key)))
 
 
-def agents_dir() -> Path:
-    """Where flume keeps what it writes for agents: hook settings, hook records, offsets."""
-    return places.state_dir() / "agents"
-
-
-def hooks_path(session: str) -> Path:
-    """The file a Claude Code session's hooks append to."""
-    return agents_dir() / f"{session}.hooks.jsonl"
-
-
-def claude_home() -> Path:
-    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR``, or ``~/.claude`` (reference §1)."""
-    given = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(given) if given else Path.home() / ".claude"
-
-
-def test_agent_home() -> Path:
-    """Where flume's test agent keeps its transcripts and registry: ``STATE/test-agent``.
-
-    flume passes it as the agent's ``--home``; the agent run bare defaults to the same folder.
-    """
-    return places.state_dir() / "test-agent"
-
-
-def agent_home(agent: AgentName) -> Path:
-    """The folder an agent keeps Claude Code's layout in: the test agent's own, or Claude Code's."""
-    return test_agent_home() if agent is AgentName.TEST else claude_home()
-
-
-def codex_home() -> Path:
-    """Codex's folder: ``$CODEX_HOME``, or ``~/.codex``."""
-    given = os.environ.get("CODEX_HOME")
-    return Path(given) if given else Path.home() / ".codex"
-
-
-def project_slug(cwd: str) -> str:
-    """Claude Code's folder name for a working directory: every non-alphanumeric is ``-``."""
-    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
-
-
-def transcript_path(cwd: str, session: str, agent: AgentName) -> Path:
-    """Where Claude Code (or the test agent, in its own home) writes the session's transcript."""
-    return agent_home(agent) / "projects" / project_slug(cwd) / f"{session}.jsonl"
-
-
-def program(agent: AgentName) -> str:
-    """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
-    return locate.agent_program(agent)
-
-
-def hook_settings(session: str) -> str:
-    """The ``--settings`` JSON that installs flume's hooks for this run only."""
-    recorder = Path(__file__).with_name("hookrecord.py")
-    command = shlex.join([sys.executable, "-I", str(recorder), str(hooks_path(session))])
-    handler = {"type": "command", "command": command, "timeout": 10}
-    hooks = {event: [{"hooks": [handler]}] for event in HOOK_EVENTS}
-    return json.dumps({"hooks": hooks}, separators=(",", ":"))
-
-
 def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
-    """The agent's command line, from the launch's agent settings; never through a shell."""
+    """The agent's command line, from its module and the launch's flags; never through a shell."""
     settings = action.agent
-    argv = [program(settings.agent)]
-    match settings.agent:
-        case AgentName.CLAUDE:
-            argv += ["--session-id", session, "--settings", hook_settings(session)]
-            if settings.model:
-                argv += ["--model", settings.model]
-        case AgentName.CODEX:
-            # Codex runs commands in a login shell, which resets PATH from /etc/profile and
-            # loses flume: the agent could not run flume needs. A later -c overrides this.
-            argv += ["-C", place.path, "-c", "allow_login_shell=false"]
-            if settings.model:
-                argv += ["-m", settings.model]
-        case AgentName.TEST:
-            argv += ["-P", "-m", "flume.testing.agent", "--session-id", session]
-            argv += ["--home", str(test_agent_home())]
-    argv += list(settings.flags)
-    return argv
+    return [*of(settings.agent).command(place, session, settings.model), *settings.flags]
 
 
 def marks(place: Place, session: SessionId) -> dict[str, str]:
@@ -213,10 +119,11 @@ class Agents:
     def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
         self.tmux: PaneServer = tmux or Tmux()
         self.herdr: PaneServer = herdr or Herdr()
+        self.printed: PaneServer = Printed()
 
     def server(self, place: Place) -> PaneServer:
         """The pane server the place's launch named (``--panes``)."""
-        return server_for(place, tmux=self.tmux, herdr=self.herdr)
+        return server_for(place, tmux=self.tmux, herdr=self.herdr, printed=self.printed)
 
     def start(self, place: Place, action: StartAgent, at: Instant) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
         """R4: start the stage attempt's agent, or report the pane already running it."""
@@ -232,12 +139,11 @@ class Agents:
                 return [self._started(at, action, session, pane.id)]
         argv = command(place, action, session)
         # The launch checked this; the program may have gone since (or PATH changed).
-        if (missing := locate.missing_agent(action.agent.agent)) is not None:
+        agent = of(action.agent.agent)
+        if (missing := agent.missing()) is not None:
             what, mend = missing
             return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
-        if action.agent.agent is AgentName.CLAUDE:
-            agents_dir().mkdir(parents=True, exist_ok=True)
-            hooks_path(session).touch()
+        agent.prepare(session)
         if not Path(place.path).is_dir():
             return self._failed(at, argv, f"the place {place.path} is not there")
         # The command line and environment go in a private file the pane's first program
@@ -253,7 +159,7 @@ class Agents:
             env=marks(place, session),
         )
         made = ran.out.strip()
-        if not ran.ok or not made or made.startswith(PRINTED):
+        if not ran.ok or not made or printed.is_printed(made):
             what = ran.err.strip() or f"{action.agent.panes.value} made no pane"
             return self._failed(at, argv, what)
         return [self._started(at, action, session, made)]
@@ -261,14 +167,21 @@ class Agents:
     def _print(
         self, place: Place, action: StartAgent, session: SessionId, at: Instant
     ) -> list[Observation]:
-        """The print backend: write the agent down for the caller to run (R4)."""
-        path = printed.path_of(place.launch.place)
-        found = printed.read(path)
-        if found is None or found.get("session") != session:
-            argv = command(place, action, session)
-            shown = marks(place, session) | {"PATH": search_path()}
-            printed.write(path, session=session, cwd=place.path, argv=argv, env=shown)
-        return [self._started(at, action, session, f"{PRINTED}{path}")]
+        """The print backend: write the agent down for the caller to run (R4).
+
+        Its pane runs the agent's own command, shown to the person who runs it: no first
+        program reads a private file there, so the environment holds only marks and PATH.
+        """
+        argv = command(place, action, session)
+        shown = marks(place, session) | {"PATH": search_path()}
+        ran = self.printed.start(
+            group=tmux_group(place.launch.repository),
+            window=place.launch.place,
+            cwd=Path(place.path),
+            argv=argv,
+            env=shown,
+        )
+        return [self._started(at, action, session, ran.out)]
 
     @staticmethod
     def _started(at: Instant, action: StartAgent, session: SessionId, pane: str) -> AgentStarted:
@@ -285,9 +198,9 @@ class Agents:
 
     def end(self, place: Place, action: EndAgent, at: Instant) -> list[Observation]:
         """End the agent: close every pane running its session, then see that none is left."""
-        if place.agent is not None and place.agent.pane.startswith(PRINTED):
-            return self._end_printed(place.agent.pane.removeprefix(PRINTED), action, at)
         server = self.server(place)
+        if server is self.printed:
+            _stop_registered(action.session)
         panes = server.panes()
         if panes is None:
             what = f"{place.launch.agent.panes.value} could not list panes"
@@ -315,11 +228,6 @@ class Agents:
             if isinstance(action, SendPrompt)
             else []
         )
-        if place.agent is not None and place.agent.pane.startswith(PRINTED):
-            path = Path(place.agent.pane.removeprefix(PRINTED))
-            send = action.send if isinstance(action, SendPrompt) else None
-            printed.set_prompt(path, action.session, action.text, send)
-            return typed
         server = self.server(place)
         panes = server.panes()
         what = ActionName.of(action)
@@ -335,37 +243,26 @@ class Agents:
             return [ActionFailed(at=at, action=what, output=ran.err.strip())]
         return typed
 
-    @staticmethod
-    def _end_printed(path: str, action: EndAgent, at: Instant) -> list[Observation]:
-        """End a printed agent: its process, if it registered, and its file."""
-        entry = live_sessions().get(action.session)
-        pid = entry.get("pid") if entry is not None else None
-        if isinstance(pid, int) and pid > 1 and _runs_session(pid, action.session):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
-        Path(path).unlink(missing_ok=True)
-        return [AgentExited(at=at, session=action.session)]
+
+def server_for(
+    place: Place, *, tmux: PaneServer, herdr: PaneServer, printed: PaneServer
+) -> PaneServer:
+    """The pane server of the place's launch (``--panes``): flume's tmux, herdr's, or printed."""
+    servers = {Panes.TMUX: tmux, Panes.HERDR: herdr, Panes.PRINT: printed}
+    return servers[place.launch.agent.panes]
 
 
-#: The longest marker a typed mark holds whole: herdr keeps at most 80 characters of a token.
-_MARK_WHOLE = 64
+def _stop_registered(session: SessionId) -> None:
+    """End a printed agent's process, if it registered: a person's terminal runs it, not a pane.
 
-
-def typed_mark(marker: str, send: int) -> str:
-    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted.
-
-    A marker too long for every multiplexer's field (a long place name) is kept as its digest:
-    the mark is only ever compared with the one this makes.
+    Its pane (its file) is closed like any other; the process it became is found by the live
+    session registry, and ended only when its command line names the session.
     """
-    shown = marker
-    if len(marker) > _MARK_WHOLE:
-        shown = "sha256:" + hashlib.sha256(marker.encode()).hexdigest()[:40]
-    return f"{shown}#{send}"
-
-
-def server_for(place: Place, *, tmux: PaneServer, herdr: PaneServer) -> PaneServer:
-    """The pane server of the place's launch: herdr's for ``--panes herdr``, else flume's tmux."""
-    return herdr if place.launch.agent.panes is Panes.HERDR else tmux
+    entry = live_sessions().get(session)
+    pid = entry.get("pid") if entry is not None else None
+    if isinstance(pid, int) and pid > 1 and _runs_session(pid, session):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 #: What each registry file held when last read, by path: (its modification time, its entry).
@@ -385,14 +282,16 @@ def _runs_session(pid: int, session: str) -> bool:
 
 
 def live_sessions() -> dict[str, dict[str, object]]:
-    """The live-session registries, by session id: Claude Code's and the test agent's (§1).
+    """The live-session registries, by session id: of each agent that keeps one (§1).
 
     One folder listing each; a file is read again only when it changed since it was last read,
     so a look costs what changed, not how many agents live.
     """
     found: dict[str, dict[str, object]] = {}
     seen: set[str] = set()
-    for home in (claude_home(), test_agent_home()):
+    for home in (each.registry_home() for each in KNOWN.values()):
+        if home is None:
+            continue
         try:
             entries = list(os.scandir(home / "sessions"))
         except FileNotFoundError:
@@ -425,10 +324,3 @@ def _read_entry(path: Path) -> dict[str, object] | None:
     if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
         return data
     return None
-
-
-def registry_status(entry: Mapping[str, object]) -> tuple[str, str]:
-    """A live-session registry entry's ``status`` and ``waitingFor`` (reference §1)."""
-    status = entry.get("status")
-    waiting = entry.get("waitingFor")
-    return (status if isinstance(status, str) else "", waiting if isinstance(waiting, str) else "")

@@ -14,11 +14,10 @@ import attrs
 
 from flume.core.launch import Panes
 from flume.core.settings import Settings
-from flume.shell.agents.runner import PRINTED
 from flume.shell.panes import attach as panes_attach
-from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer
+from flume.shell.panes.printed import Printed
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 
@@ -47,10 +46,11 @@ def attaching(place: str, repository: Path | None, settings: Settings) -> Attach
     """How to show ``place``'s live agent; a :class:`UsageError` when it has none in a pane."""
     found = places.find(place, repository, settings)
     pane = panes_attach.pane_of(found.place)
-    if pane.startswith(PRINTED):
-        argv = printed.command(Path(pane.removeprefix(PRINTED)))
-        return Attaching(place=place, argv=tuple(argv), printed=True, pane=pane, leave="")
     assert found.place is not None  # noqa: S101 (pane_of read it)
+    if found.place.launch.agent.panes is Panes.PRINT:
+        # Nothing shows it: the caller runs its command, which waits for its prompt.
+        argv = Printed().attach_argv(pane)
+        return Attaching(place=place, argv=tuple(argv), printed=True, pane=pane, leave="")
     in_herdr = found.place.launch.agent.panes is Panes.HERDR
     server: PaneServer = Herdr() if in_herdr else Tmux()
     live = panes_attach.live_pane(found.place, server.panes())

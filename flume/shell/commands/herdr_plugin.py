@@ -75,7 +75,7 @@ class InFlight:
 
 
 @attrs.frozen(kw_only=True)
-class Report:
+class HerdrRequest:
     """One request to send herdr: a method and its params."""
 
     method: str
@@ -84,7 +84,7 @@ class Report:
 
 def in_flight(repositories: Sequence[Path] | None = None) -> list[InFlight]:
     """Every place in flight in the repositories (default: every one flume knows)."""
-    known = client.request("ping", timeout=1.0) is not None
+    known = client.ping(timeout=1.0) is not None
     found: list[InFlight] = []
     for repository in repositories if repositories is not None else places.remembered():
         for each in places.places_of(repository, Settings()):
@@ -158,12 +158,12 @@ def reports(
     panes: Sequence[Mapping[str, Any]],
     workspaces: Sequence[Mapping[str, Any]],
     source: str,
-) -> list[Report]:
+) -> list[HerdrRequest]:
     """The metadata reports that show ``found`` in herdr's sidebar (see the module's note).
 
     ``panes`` and ``workspaces`` are herdr's ``pane.list`` and ``workspace.list`` as listed.
     """
-    sent: list[Report] = []
+    sent: list[HerdrRequest] = []
     by_session = {
         str((pane.get("tokens") or {}).get(SESSION_TOKEN)): pane
         for pane in panes
@@ -175,7 +175,7 @@ def reports(
         if pane is not None and each.place.launch.agent.panes is Panes.HERDR:
             params = {"pane_id": pane["pane_id"], "source": source}
             sent.append(
-                Report(
+                HerdrRequest(
                     method="pane.report_metadata",
                     params={**params, "tokens": _pane_tokens(each)},
                 )
@@ -189,7 +189,7 @@ def reports(
         if not shown and not any(name in held for name in _WORKSPACE_TOKENS):
             continue
         sent.append(
-            Report(
+            HerdrRequest(
                 method="workspace.report_metadata",
                 params={
                     "workspace_id": workspace_id,
@@ -231,7 +231,7 @@ def _workspace_tokens(shown: Sequence[InFlight]) -> dict[str, str | None]:
     return tokens
 
 
-def send(herdr: Client, sent: Sequence[Report]) -> list[str]:
+def send(herdr: Client, sent: Sequence[HerdrRequest]) -> list[str]:
     """Send each report; the problems herdr answered, one line each ([] when all were taken)."""
     problems: list[str] = []
     for each in sent:
@@ -242,7 +242,9 @@ def send(herdr: Client, sent: Sequence[Report]) -> list[str]:
     return problems
 
 
-def planned(herdr: Client, source: str, repositories: Sequence[Path] | None = None) -> list[Report]:
+def planned(
+    herdr: Client, source: str, repositories: Sequence[Path] | None = None
+) -> list[HerdrRequest]:
     """The reports that would show every place in flight now (herdr's panes listed once)."""
     panes = herdr.call("pane.list", {}).get("panes", [])
     workspaces = herdr.call("workspace.list", {}).get("workspaces", [])
@@ -250,12 +252,12 @@ def planned(herdr: Client, source: str, repositories: Sequence[Path] | None = No
 
 
 def show(herdr: Client, source: str, repositories: Sequence[Path] | None = None) -> list[str]:
-    """Report every place in flight to herdr's sidebar, once; the problems herdr answered."""
+    """HerdrRequest every place in flight to herdr's sidebar, once; the problems herdr answered."""
     return send(herdr, planned(herdr, source, repositories))
 
 
 def follow(herdr: Client, source: str, every: float | None, stopping: threading.Event) -> list[str]:
-    """Report the sidebar, then again every ``every`` seconds (once with None) until stopped.
+    """HerdrRequest the sidebar, then again every ``every`` seconds (once with None) until stopped.
 
     Following ends, with no problem, when herdr goes away: the sidebar it fed went with it.
     The problems of the last report are returned.

@@ -56,7 +56,7 @@ from flume.shell.supervisor import client
 STALE_STAGING_SECONDS = 600.0
 
 
-class TidyResult(enum.Enum):
+class TidyResult(enum.StrEnum):
     """What a tidy came to for one place."""
 
     TIDIED = "tidied"  #: nothing of the place is left to remove
@@ -74,7 +74,7 @@ class Kept:
 
 
 @attrs.frozen(kw_only=True)
-class Outcome:
+class TidyOutcome:
     """What tidy did (or, in a dry run, would do) for one place."""
 
     place: str
@@ -92,7 +92,7 @@ def _name(place: Place) -> str:
     return place.launch.place
 
 
-def dry_run(place: Place, *, force: bool) -> Outcome:
+def dry_run(place: Place, *, force: bool) -> TidyOutcome:
     """The plan tidy would carry out now, from facts gathered without changing anything."""
     repository = Path(place.launch.repository)
     if place.life not in {Life.FINISHED, Life.DROPPED}:
@@ -102,7 +102,7 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     if branch is None:
         reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
         kept = (Kept(what=place.branch, reason=reason),)
-        return Outcome(
+        return TidyOutcome(
             place=_name(place), repository=str(repository), state=TidyResult.KEPT, kept=kept
         )
     removed: list[str] = []
@@ -128,7 +128,7 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
                 pass
     kept_place = any(k.what == place.path for k in kept_list)
     state = TidyResult.KEPT if kept_place else TidyResult.TIDIED
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=str(repository),
         state=state,
@@ -137,9 +137,9 @@ def dry_run(place: Place, *, force: bool) -> Outcome:
     )
 
 
-def _in_flight(place: Place) -> Outcome:
+def _in_flight(place: Place) -> TidyOutcome:
     reason = f"in flight (stage {place.stage.name}, {place.life.value}): drop it to tidy it"
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
         state=TidyResult.IN_FLIGHT,
@@ -147,7 +147,7 @@ def _in_flight(place: Place) -> Outcome:
     )
 
 
-def _other_host(place: Place, here: str | None) -> Outcome | None:
+def _other_host(place: Place, here: str | None) -> TidyOutcome | None:
     """Kept, when another host launched the place: its supervisor alone tidies it.
 
     HOST-OWNS-PLACE: this host's supervisor would never perform the tidy, so none is asked.
@@ -156,7 +156,7 @@ def _other_host(place: Place, here: str | None) -> Outcome | None:
     if owner is None or followed_by(place.launch, here):
         return None
     reason = f"launched by another host ({owner.state}): run flume tidy there"
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
         state=TidyResult.KEPT,
@@ -176,7 +176,7 @@ def ask(
     return before
 
 
-def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | None:
+def outcome(found: places.Found, after: int, settings: Settings) -> TidyOutcome | None:
     """What the tidy asked at line ``after`` came to; None while the supervisor is at it."""
     seen = journal.read(found.journal).observations
     place: Place | None = None
@@ -208,7 +208,7 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
     if place is None or not isinstance(place.tidy, TidyNotWanted):
         return None
     state = TidyResult.TIDIED if place.life is Life.TIDIED else TidyResult.KEPT
-    return Outcome(
+    return TidyOutcome(
         place=_name(place),
         repository=place.launch.repository,
         state=state,
@@ -220,9 +220,9 @@ def outcome(found: places.Found, after: int, settings: Settings) -> Outcome | No
 
 def wait(
     asked: list[tuple[places.Found, int]], settings: Settings, deadline: float
-) -> list[Outcome]:
+) -> list[TidyOutcome]:
     """Each asked place's outcome, waiting for the supervisor until ``deadline`` (monotonic)."""
-    done: dict[Path, Outcome] = {}
+    done: dict[Path, TidyOutcome] = {}
     while True:
         for found, after in asked:
             if found.journal not in done:
@@ -237,7 +237,7 @@ def wait(
         result = done.get(found.journal)
         if result is None:
             assert found.place is not None  # noqa: S101 (only replayed places are asked)
-            result = Outcome(
+            result = TidyOutcome(
                 place=_name(found.place),
                 repository=found.place.launch.repository,
                 state=TidyResult.WAITING,
@@ -247,11 +247,11 @@ def wait(
     return results
 
 
-def tidied_before(found: places.Found, settings: Settings) -> Outcome:
+def tidied_before(found: places.Found, settings: Settings) -> TidyOutcome:
     """A place tidied before (by the supervisor, or a tidy): what it removed and kept."""
     assert found.place is not None  # noqa: S101 (only replayed places are tidied)
     result = outcome(found, 0, settings)
-    return Outcome(
+    return TidyOutcome(
         place=_name(found.place),
         repository=found.place.launch.repository,
         state=TidyResult.TIDIED,
@@ -307,7 +307,7 @@ class Standing:
     place: Place
     #: What is reported without asking a tidy: the place tidied earlier (from its journal), or
     #: kept as another host's; None when it is this host's to tidy now.
-    said: Outcome | None
+    said: TidyOutcome | None
     #: Tidied earlier: its journal is set aside, freeing its name.
     tidied: bool
 
@@ -330,7 +330,7 @@ def standings(found: list[places.Found], settings: Settings) -> Iterator[Standin
             yield Standing(found=each, place=place, said=theirs, tidied=False)
 
 
-def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[Outcome]:
+def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[TidyOutcome]:
     """``flume tidy --dry-run``: what ``flume tidy`` would report now, changing nothing.
 
     The places it reports are :func:`tidy`'s, in its order: a place already tidied is reported
@@ -344,12 +344,12 @@ def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list
 
 def tidy(
     found: list[places.Found], *, force: bool, settings: Settings, timeout: float
-) -> list[Outcome]:
+) -> list[TidyOutcome]:
     """``flume tidy``: ask, wait for the supervisor, and move aside what ends up tidied.
 
     Places are reported in the order found, as :func:`plans` reports them.
     """
-    outcomes: list[Outcome | None] = []
+    outcomes: list[TidyOutcome | None] = []
     asked: list[tuple[places.Found, int]] = []
     slots: list[int] = []
     for each in standings(found, settings):

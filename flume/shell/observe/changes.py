@@ -43,11 +43,9 @@ from flume.core.place import Life, Place
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
 from flume.shell.tools.locate import NODE_BIN
-from flume.shell.tools.openspec import OpenSpec
+from flume.shell.tools.openspec import CHANGES, OpenSpec
 
 _log = logging.getLogger("flume.openspec")
-#: Where a change lives, relative to the repository's top.
-CHANGES = "openspec/changes"
 
 # JavaScript's ``\s`` exactly (Python's also takes \x1c-\x1f and \x85, and not U+FEFF).
 _S = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"

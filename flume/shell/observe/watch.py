@@ -11,8 +11,8 @@ transcripts (P3, P4). It reports facts and decides nothing:
   read, counted (R5: only the transcript proves a prompt was taken);
 - what the agent is doing, from whichever of its hooks and the registry spoke last, reported when
   it differs from what the place holds; the transcript's hints are the core's fallback;
-- a workspace trust dialog on Claude Code's screen before it registers (a person is asked;
-  anything typed would answer it, and its default answer ends the agent);
+- what the agent's screen says before it registers (its module reads it: a trust dialog on
+  Claude Code's or Codex's asks a person, anything typed would answer it; Codex's composer waits);
 - the pane showing output (it moves the quiet clock, never a stage: R7);
 - the agent gone: its pane dead or closed. A listing tmux could not give says nothing.
 
@@ -20,17 +20,17 @@ Offsets move on only after the lines they cover are journaled: the supervisor jo
 observation as it is yielded, so the offsets are saved once a place's observations are all
 yielded. A supervisor killed before that reads the lines again, and the rules take a line seen
 twice as they take it once.
+
+What is particular to each agent (where its transcript is and how its lines read, its hooks, its
+registry entries, its screen) is asked of its module through the agent port
+(:mod:`flume.shell.agents.port`): nothing here branches on the agent's name.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import re
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ import attrs
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said, latest_said, shows_output, unregistered_asks
-from flume.core.launch import AgentName, Panes
+from flume.core.launch import Panes
 from flume.core.observations import (
     Activity,
     AgentExited,
@@ -51,89 +51,21 @@ from flume.core.observations import (
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
-from flume.shell.agents import claude_lines as transcript
-from flume.shell.agents import codex_lines as rollout
-from flume.shell.agents.runner import (
-    PRINTED,
-    agent_home,
-    agents_dir,
-    codex_home,
-    hooks_path,
-    live_sessions,
-    project_slug,
-    registry_status,
-    transcript_path,
-    typed_mark,
-)
+from flume.shell.agents import of
+from flume.shell.agents.port import AgentPort, agents_dir
+from flume.shell.agents.runner import live_sessions
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
-from flume.shell.panes.port import PaneServer
+from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
+from flume.shell.store.transcript_words import in_conversation
 
 _log = logging.getLogger("flume.watch")
-#: Words of Claude Code's workspace trust dialog (reference/claude-code.md §5, §8).
-_TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this folder")
-#: The transcript lines that are the conversation: the rest is bookkeeping.
-_CONVERSATION = frozenset({"user", "assistant", "system"})
 #: How many lines of a dead agent's screen are kept as its last words.
 _LAST_LINES = 15
 #: Ticks a dead pane no place's agent holds is kept before it is closed.
 _DEAD_TICKS = 3
-#: Codex's composer prompt, drawn once it takes input (reference/codex.md §5).
-_CODEX_COMPOSER = "\u203a"
-#: Words of Codex's folder trust dialog ("Trust this folder?"): its default answer, the Enter
-#: that follows a paste, trusts the folder for good in the person's config.toml.
-_CODEX_TRUST_WORDS = ("Trust this folder?",)
-#: A Codex dialog's cursor on a numbered choice ("U+203A 1. Trust and continue"): drawn with
-#: the composer's glyph, but no composer.
-_CODEX_CHOICE = re.compile(_CODEX_COMPOSER + r"\s*\d+\. ")
-
-
-def hook_activity(record: dict[str, Any]) -> Activity | None:
-    """What one hook call says the main agent is doing; None when it says nothing of it."""
-    if record.get("agent_id"):
-        return None  # a subagent spoke, not the agent flume follows
-    event = record.get("hook_event_name")
-    tool = record.get("tool_name")
-    if event == "PreToolUse" and tool == "AskUserQuestion":
-        return Activity.ASKING
-    if event == "PermissionRequest":
-        return Activity.ASKING
-    if event == "Notification":
-        kind = record.get("notification_type")
-        if kind in {"elicitation_dialog", "agent_needs_input"}:
-            return Activity.ASKING
-        return Activity.WAITING if kind == "idle_prompt" else None
-    return {
-        "UserPromptSubmit": Activity.WORKING,
-        "PreToolUse": Activity.WORKING,
-        "PostToolUse": Activity.WORKING,
-        "Stop": Activity.WAITING,
-        "StopFailure": Activity.WAITING,
-        "SessionEnd": Activity.STOPPED,
-    }.get(str(event))
-
-
-def _registry_said(entry: dict[str, object] | None) -> Said | None:
-    """What a live-session registry entry says the agent does, and when; None if nothing."""
-    activity = registry_activity(entry) if entry is not None else None
-    if entry is None or activity is None:
-        return None
-    stamp = entry.get("statusUpdatedAt") or entry.get("updatedAt") or 0
-    return Said(
-        activity=activity, at=float(stamp) / 1000 if isinstance(stamp, int | float) else 0.0
-    )
-
-
-def registry_activity(entry: dict[str, object]) -> Activity | None:
-    """What a live-session registry entry says the agent is doing."""
-    status, _waiting_for = registry_status(entry)
-    return {
-        "idle": Activity.WAITING,
-        "busy": Activity.WORKING,
-        "waiting": Activity.ASKING,
-    }.get(status)
 
 
 @attrs.define
@@ -231,7 +163,7 @@ class Watch:
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
-                if settled and agent.pane.startswith(PRINTED):
+                if settled and printed.is_printed(agent.pane):
                     for seen in self._printed_send(place, agent, now):
                         yield each, seen
             except OSError:
@@ -260,11 +192,11 @@ class Watch:
         server, panes = listing
         session = agent.session
         state = self._state(session)
-        kind = place.launch.agent.agent
+        kind = of(place.launch.agent.agent)
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)
-        if agent.pane.startswith(PRINTED):
+        if printed.is_printed(agent.pane):
             yield from self._printed(place, agent, state, entry, spoken, now)
             return
         pane = _pane_of(panes, agent)
@@ -325,7 +257,7 @@ class Watch:
         phase = place.stage.phase
         if not isinstance(phase, Delivering) or phase.typed or phase.retyped:
             return
-        written = printed.prompt_written(Path(agent.pane.removeprefix(PRINTED)), agent.session)
+        written = printed.prompt_written(printed.file_of(agent.pane), agent.session)
         if written is None:
             return  # no file of the session's to read: it says nothing
         marker, send = prompt_marker(place), place.stage.sends
@@ -335,84 +267,46 @@ class Watch:
             yield PromptUnwritten(at=now, session=agent.session, marker=marker, send=send)
 
     def _transcript(
-        self, place: Place, agent: Agent, state: Seen, kind: AgentName, now: Instant
+        self, place: Place, agent: Agent, state: Seen, kind: AgentPort, now: Instant
     ) -> Iterator[Observation]:
         session = agent.session
         if state.rollout is None:
-            if kind is AgentName.CODEX:
-                claimed = {s.rollout for s in self.seen.values()}
-                state.rollout = _find_rollout(place, claimed)
-            else:
-                state.rollout = _find_transcript(place, session, kind)
+            claimed = {s.rollout for s in self.seen.values()}
+            state.rollout = kind.find_transcript(place, session, claimed)
         if state.rollout is None:
             return  # not written yet: the agent writes it on its first prompt
-        read = rollout.read_from if kind is AgentName.CODEX else transcript.read_from
-        tail = read(Path(state.rollout), state.transcript, session=session, at=now)
+        tail = kind.read_from(Path(state.rollout), state.transcript, session=session, at=now)
         # Only the conversation is journaled: Claude Code's bookkeeping lines (api requests,
         # snapshots, attachments) can be large and say nothing the rules read.
-        yield from (entry for entry in tail.entries if entry.line_type in _CONVERSATION)
+        yield from (entry for entry in tail.entries if in_conversation(entry))
         if tail.unreadable:
             yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
         state.transcript = tail.offset
 
+    @staticmethod
     def _spoken(
-        self,
         state: Seen,
         session: SessionId,
         entry: dict[str, object] | None,
-        kind: AgentName,
+        kind: AgentPort,
     ) -> Activity | None:
         """What the hooks and the registry said last; the core says which of them speaks."""
-        if kind is AgentName.CLAUDE:
-            self._read_hooks(state, session)
+        state.hooks, said = kind.hooks_said(session, state.hooks)
+        if said is not None:
+            state.hook_state, state.hook_at = said.activity, said.at
         hooks = (
             Said(activity=state.hook_state, at=state.hook_at)
             if state.hook_state is not None
             else None
         )
-        return latest_said(hooks, _registry_said(entry))
+        return latest_said(hooks, kind.registry_said(entry) if entry is not None else None)
 
     @staticmethod
-    def _read_hooks(state: Seen, session: str) -> None:
-        path = hooks_path(session)
-        try:
-            if path.stat().st_size <= state.hooks:
-                return
-            with path.open("rb") as file:
-                file.seek(state.hooks)
-                data = file.read()
-        except FileNotFoundError:
-            return
-        end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                activity = hook_activity(record) if isinstance(record, dict) else None
-                if activity is not None:
-                    state.hook_state = activity
-                    state.hook_at = float(record.get("at", 0.0))
-        state.hooks += end
-
-    @staticmethod
-    def _screen(kind: AgentName, pane: Pane, server: PaneServer) -> Activity | None:
-        """Before an agent registers: a trust dialog asks a person; Codex's composer waits.
-
-        Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is
-        not the composer, and Codex's trust dialog, like Claude Code's, is a person being asked.
-        """
-        if kind is AgentName.TEST or pane.dead:
+    def _screen(kind: AgentPort, pane: Pane, server: PaneServer) -> Activity | None:
+        """Before an agent registers, its screen may say what it does (its module reads it)."""
+        if pane.dead:
             return None
-        screen = server.capture(pane.id) or ""
-        if kind is AgentName.CLAUDE and any(words in screen for words in _TRUST_WORDS):
-            return Activity.ASKING
-        if kind is AgentName.CODEX and any(words in screen for words in _CODEX_TRUST_WORDS):
-            return Activity.ASKING
-        if kind is AgentName.CODEX and any(
-            line.lstrip().startswith(_CODEX_COMPOSER) and not _CODEX_CHOICE.match(line.lstrip())
-            for line in screen.splitlines()
-        ):
-            return Activity.WAITING
-        return None
+        return kind.screen(lambda: server.capture(pane.id))
 
     @staticmethod
     def _last_words(pane: Pane, server: PaneServer) -> str:
@@ -451,58 +345,3 @@ def _pane_of(panes: dict[str, Pane] | None, agent: Agent) -> Pane | None:
     if pane is not None and pane.session == agent.session:
         return pane
     return next((p for p in panes.values() if p.session == agent.session), None)
-
-
-#: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
-_CLOCK_SLACK = 1.0
-#: Claude Code cuts a project folder's name at this length and adds a hash of its own (§1).
-_SLUG_LIMIT = 200
-
-
-def _find_transcript(place: Place, session: str, kind: AgentName) -> str | None:
-    """Where the session's transcript is: its path by the slug rule, or found by its name.
-
-    A working directory whose slug is longer than Claude Code's limit gets a hashed folder name
-    flume does not recompute: the file is looked for by its session id, until it exists.
-    """
-    cwd = os.path.realpath(place.path)
-    if len(project_slug(cwd)) <= _SLUG_LIMIT:
-        return str(transcript_path(cwd, session, kind))
-    found = sorted(agent_home(kind).glob(f"projects/*/{session}.jsonl"))
-    return str(found[0]) if found else None
-
-
-def _find_rollout(place: Place, claimed: set[str | None]) -> str | None:
-    """Codex's rollout for the place: the first begun since the stage started, in the place.
-
-    Begun is what its ``session_meta`` says, not when the file last changed: a stopped agent
-    writes its own rollout until it is gone, after its retry's stage started.
-    """
-    folder = codex_home() / "sessions"
-    started = place.stage.started_at
-    days = {
-        (datetime.fromtimestamp(started, tz) + timedelta(days=delta)).strftime("%Y/%m/%d")
-        for tz in (UTC, None)
-        for delta in (-1, 0, 1)
-    }
-    cwd = os.path.realpath(place.path)
-    candidates: list[tuple[float, str]] = []
-    for day in days:
-        with contextlib.suppress(FileNotFoundError):
-            for entry in os.scandir(folder / day):
-                stat = entry.stat()
-                if entry.name.endswith(".jsonl") and stat.st_mtime >= started - 1:
-                    candidates.append((stat.st_mtime, entry.path))
-    for _mtime, path in sorted(candidates):
-        if path in claimed:
-            continue
-        with contextlib.suppress(OSError), Path(path).open(encoding="utf-8") as file:
-            first = file.readline()
-            begun = rollout.session_meta_started(first)
-            if (
-                rollout.session_meta_cwd(first) in {cwd, place.path}
-                and begun is not None
-                and begun >= started - _CLOCK_SLACK
-            ):
-                return path
-    return None

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from flume.core.errors import UsageError, refused
 from flume.core.launch import Panes
 from flume.core.place import Place
+from flume.shell.panes import printed
 from flume.shell.panes.tmux import Pane
 
 
@@ -19,7 +20,9 @@ def pane_of(place: Place | None) -> str:
     name = place.launch.place
     in_herdr = place.launch.agent.panes is Panes.HERDR
     if place.agent is None or not (
-        place.agent.pane.startswith(("%", "print:")) or (in_herdr and place.agent.pane)
+        place.agent.pane.startswith("%")
+        or printed.is_printed(place.agent.pane)
+        or (in_herdr and place.agent.pane)
     ):
         raise refused(
             "attach",

@@ -8,6 +8,7 @@ whether an agent took a paste is for its transcript to say (R5).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -49,3 +50,26 @@ class PaneServer(Protocol):
     def attach_argv(self, pane: str) -> list[str]:
         """The command that shows the pane in the caller's terminal."""
         ...
+
+
+#: The longest marker a typed mark holds whole: herdr keeps at most 80 characters of a token.
+_MARK_WHOLE = 64
+
+
+def typed_mark(marker: str, send: int) -> str:
+    """What a pane is marked with once send ``send`` of the prompt ``marker`` was pasted.
+
+    A marker too long for every multiplexer's field (a long place name) is kept as its digest:
+    the mark is only ever compared with the one this makes, and read back only by
+    :func:`send_of`.
+    """
+    shown = marker
+    if len(marker) > _MARK_WHOLE:
+        shown = "sha256:" + hashlib.sha256(marker.encode()).hexdigest()[:40]
+    return f"{shown}#{send}"
+
+
+def send_of(mark: str) -> int | None:
+    """Which send a :func:`typed_mark` names; None for no mark (a tell's paste)."""
+    _, hash_sign, number = mark.rpartition("#")
+    return int(number) if hash_sign and number.isdigit() else None

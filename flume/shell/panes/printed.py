@@ -10,6 +10,12 @@ delivery is proven there (R5), never assumed because the command was printed.
 
 Nothing a caller wrote is ever shell source: the file is JSON, and the command execs the agent
 from an argument list. flume cannot type into your terminal, so tells are refused (R6).
+
+:class:`Printed` is this backend behind the pane port (:class:`~flume.shell.panes.port.
+PaneServer`), as tmux and herdr are: a pane is a file, its id the file's path after ``print:``
+(:func:`pane_of`; the journal keeps it as the agent's pane), starting one writes the file,
+pasting the prompt puts it in the file with the send it is, closing it removes the file. Only
+this module reads or makes that id (:func:`is_printed`, :func:`file_of`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,30 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from flume.shell.panes.port import send_of
+from flume.shell.panes.tmux import SESSION_VARIABLE, Pane
+from flume.shell.process import Ran
 from flume.shell.store import places
 
 #: Seconds the printed command waits for its prompt when run before flume wrote it.
 PROMPT_WAIT = 60.0
+#: A printed agent's pane id is its file's path after this (no multiplexer holds it).
+_PANE = "print:"
+
+
+def is_printed(pane: str) -> bool:
+    """The pane id is a printed agent's (its file), not a multiplexer's."""
+    return pane.startswith(_PANE)
+
+
+def file_of(pane: str) -> Path:
+    """The file a printed agent's pane id names."""
+    return Path(pane.removeprefix(_PANE))
+
+
+def pane_of(path: Path) -> str:
+    """The pane id of the printed agent whose file is ``path``."""
+    return f"{_PANE}{path}"
 
 
 def folder() -> Path:
@@ -108,6 +134,81 @@ def set_prompt(path: Path, session: str, text: str, send: int | None = None) -> 
     cwd = str(data["cwd"])
     write(path, session=session, cwd=cwd, argv=argv, env=env, prompt=text, send=send)
     return True
+
+
+class Printed:
+    """The print backend behind the pane port: each pane a file whose command a person runs."""
+
+    def start(
+        self, *, group: str, window: str, cwd: Path, argv: Sequence[str], env: Mapping[str, str]
+    ) -> Ran:
+        """Write the agent down as ``window``'s file; its pane id on standard output.
+
+        The file is kept as it is when it is already the same session's (``env`` names it): a
+        start asked again finds its prompt, if one was written, still there (R4). ``group`` is
+        the multiplexers' grouping of panes; a file needs none.
+        """
+        del group
+        path = path_of(window)
+        session = env.get(SESSION_VARIABLE, "")
+        found = read(path)
+        if found is None or found.get("session") != session:
+            write(path, session=session, cwd=str(cwd), argv=argv, env=env)
+        return Ran(argv=tuple(command(path)), status=0, out=pane_of(path))
+
+    def panes(self) -> dict[str, Pane] | None:
+        """Every printed agent's file, as a pane of its session; {} with none.
+
+        A file has no process flume can see: none is dead, and none has a screen's activity.
+        """
+        found: dict[str, Pane] = {}
+        for path in sorted(folder().glob("*.json")):
+            data = read(path)
+            session = data.get("session") if data is not None else None
+            if not isinstance(session, str):
+                continue  # being replaced, or not a printed agent's file
+            pane = pane_of(path)
+            found[pane] = Pane(
+                id=pane,
+                dead=False,
+                dead_status=None,
+                activity=0.0,
+                pid=0,
+                session_name="",
+                window_name=path.stem,
+                session=session,
+            )
+        return found
+
+    def capture(self, pane: str) -> str | None:
+        """None: the agent runs in a person's terminal, whose screen flume cannot read."""
+        del pane
+        return None
+
+    def paste(self, pane: str, text: str, *, mark: str = "", settle: float = 5.0) -> Ran:
+        """Put ``text`` in the file as the prompt, with the send ``mark`` names (``send_of``).
+
+        The printed command runs the agent with it; no terminal is typed into. A file that is
+        gone, or holds no agent, is reported as a failed paste.
+        """
+        del settle
+        path = file_of(pane)
+        data = read(path)
+        session = data.get("session") if data is not None else None
+        argv = ("print", str(path))
+        if not isinstance(session, str) or not set_prompt(path, session, text, send_of(mark)):
+            return Ran(argv=argv, status=1, err=f"{path} holds no printed agent")
+        return Ran(argv=argv, status=0)
+
+    def kill_pane(self, pane: str) -> Ran:
+        """Remove the agent's file: its command, if not run yet, has nothing to run."""
+        path = file_of(pane)
+        path.unlink(missing_ok=True)
+        return Ran(argv=("print", str(path)), status=0)
+
+    def attach_argv(self, pane: str) -> list[str]:
+        """The command a person runs to start the printed agent (``flume attach`` prints it)."""
+        return command(file_of(pane))
 
 
 def main(arguments: Sequence[str]) -> int:

@@ -7,7 +7,8 @@ it here. Either way it answers with observations and never raises: ``Landed`` on
 holds the work, ``ChecksFailed`` (which goes back to the agent) when the branch cannot land,
 ``LandingBlocked`` when the base repository's state keeps the base from moving (a lock git left,
 the base checked out with uncommitted changes: a person's to mend, and flume tries again), and
-nothing when a queue took the branch (:class:`Landings` sees that landing later).
+nothing when a queue took the branch (:class:`flume.shell.observe.landings.Landings` sees that
+landing later).
 
 The embedded lander: "rebase on base, run the repository's declared checks, fast-forward base
 under a lock (compare-and-swap on the ref; never touch a dirty checkout)". Only the place's own
@@ -31,7 +32,6 @@ declarations, run as argument lists; ``{branch}`` and ``{base}`` are replaced in
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import fcntl
 import logging
@@ -48,21 +48,17 @@ from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
 from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
-from flume.core.place import Life, Place, Submission, current_step
+from flume.core.place import Place, current_step
 from flume.shell.declared import config
 from flume.shell.declared import run as runner
 from flume.shell.process import Ran
-from flume.shell.store.follower import Followed
 from flume.shell.store.places import journals_dir
-from flume.shell.tools import git
+from flume.shell.tools import git, openspec
 
 #: What a check's output keeps in the journal: its last 64 KiB (as a setup's does).
 MAX_OUTPUT = 64 * 1024
 #: How many times the embedded lander goes round when other landings keep moving the base.
 ROUNDS = 10
-#: Where OpenSpec keeps changes, and the changes it has archived.
-CHANGES = "openspec/changes"
-ARCHIVE = f"{CHANGES}/archive"
 _log = logging.getLogger("flume.lander")
 
 
@@ -99,14 +95,14 @@ class Lander:
             isinstance(deliverable, Landing)
             and deliverable.archived_change
             and head is not None
-            and not is_change_archived(repository, head, name)
+            and not openspec.is_change_archived(repository, head, name)
         ):
             # Landed unarchived, the stage's deliverable (the landing with the change archived)
             # could never come: the agent archives first.
             reason = f"the OpenSpec change {name} is not archived on {action.branch}"
             output = (
-                f"Archive it (openspec archive {name} --yes, which moves it under {ARCHIVE}/), "
-                "commit, and run flume submit again."
+                f"Archive it (openspec archive {name} --yes, which moves it under "
+                f"{openspec.ARCHIVE}/), commit, and run flume submit again."
             )
             return [ChecksFailed(at=at, reason=reason, output=output)]
         if declared.submit is not None:
@@ -268,7 +264,7 @@ def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | S
     refused = refusal_in_place(work, action.branch, at)
     if refused is not None and work.is_dir():
         return [refused]
-    if holds(repository, base, head):
+    if git.holds(repository, base, head):
         return [landed(repository, base, place, at)]
     return [refused] if refused is not None else base
 
@@ -366,45 +362,9 @@ def base_lock(repository: Path) -> Iterator[int]:
         os.close(descriptor)
 
 
-def holds(repository: Path, base: Sha, branch: Sha) -> bool:
-    """``base`` holds ``branch``'s work: reachable, patch-equivalent, or merging changes nothing."""
-    if git.run(repository, "merge-base", "--is-ancestor", branch, base).status == 0:
-        return True
-    cherry = git.run(repository, "cherry", base, branch)
-    if cherry.ok and not any(line.startswith("+") for line in cherry.out.splitlines()):
-        return True
-    merged = git.run(repository, "merge-tree", "--write-tree", "--no-messages", base, branch)
-    if merged.status != 0 or not merged.out.strip():
-        return False
-    tree = git.run(repository, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}")
-    return tree.ok and merged.out.split()[0] == tree.out.strip()
-
-
-def is_change_archived(repository: Path, base: Sha, name: str) -> bool:
-    """The base's tree has the change ``name`` under the archive, and no longer out of it.
-
-    ``openspec archive`` moves ``openspec/changes/<name>`` to
-    ``openspec/changes/archive/<YYYY-MM-DD>-<name>``.
-    """
-    ran = git.run(
-        repository, "ls-tree", "-z", "--name-only", "-d", base, "--", f"{CHANGES}/", f"{ARCHIVE}/"
-    )
-    if not ran.ok:
-        return False
-    entries = [entry for entry in ran.out.split("\0") if entry]
-    if f"{CHANGES}/{name}" in entries:
-        return False
-    archived = re.compile(rf"(?:\d{{4}}-\d{{2}}-\d{{2}}-)?{re.escape(name)}")
-    return any(
-        archived.fullmatch(entry.removeprefix(f"{ARCHIVE}/"))
-        for entry in entries
-        if entry.startswith(f"{ARCHIVE}/")
-    )
-
-
 def landed(repository: Path, base: Sha, place: Place, at: Instant) -> Landed:
     """The landing as observed on ``base``, with whether the place's change is archived there."""
-    archived = is_change_archived(repository, base, place.launch.name)
+    archived = openspec.is_change_archived(repository, base, place.launch.name)
     return Landed(at=at, base_sha=base, change_archived=archived)
 
 
@@ -417,138 +377,3 @@ def run_command(cwd: Path, argv: Sequence[str]) -> tuple[int, str]:
     Its process group is recorded while it runs, as a setup's is (:mod:`.declared_run`).
     """
     return runner.run(cwd, argv, runner.record_of("landings", cwd))
-
-
-# --- observing landings -----------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class _Upstream:
-    """Where a base is fetched from: the remote, its branch, and the remote-tracking ref."""
-
-    remote: str
-    merge: str
-    tracking: str
-
-
-@attrs.define
-class Landings:
-    """Every submitted place's landing, seen on its base (a supervisor :class:`Observer`).
-
-    Only places whose submission waits on the lander cost anything: per repository with such
-    places, one ``git for-each-ref`` a tick; where a queue lands (``[land] submit``) and the base
-    has a remote, one ``git fetch`` at most every ``fetch_seconds``. Whether a base holds a branch
-    is asked again only when one of them moved.
-    """
-
-    fetch_seconds: float = 10.0
-    fetch_timeout: float = 30.0
-    _fetched: dict[tuple[str, str], float] = attrs.field(factory=dict, init=False)
-    _held: dict[tuple[str, Sha, Sha], bool] = attrs.field(factory=dict, init=False)
-
-    def observe(
-        self, followed: Sequence[Followed], now: Instant
-    ) -> Iterator[tuple[Followed, Observation]]:
-        """A ``Landed`` for each submitted place whose base holds its branch's work."""
-        by_repository: dict[str, list[Followed]] = collections.defaultdict(list)
-        for each in followed:
-            place = each.place
-            if (
-                place is not None
-                and place.life is Life.ACTIVE
-                and place.submission in {Submission.SUBMITTED, Submission.BLOCKED}
-            ):
-                by_repository[place.launch.repository].append(each)
-        if len(self._held) > 4096:
-            self._held.clear()
-        for repository, group in by_repository.items():
-            yield from self._observe(Path(repository), group, now)
-
-    def _observe(
-        self, repository: Path, group: list[Followed], now: Instant
-    ) -> Iterator[tuple[Followed, Observation]]:
-        places = [each.place for each in group if each.place is not None]
-        tracking = self._fetch(repository, {place.launch.base for place in places}, now)
-        wanted = {f"refs/heads/{place.branch}" for place in places}
-        wanted |= {f"refs/heads/{place.launch.base}" for place in places}
-        wanted |= set(tracking.values())
-        ran = git.run(
-            repository, "for-each-ref", "--format=%(objectname) %(refname)", *sorted(wanted)
-        )
-        refs: dict[str, str] = {}
-        for line in ran.out.splitlines():
-            sha, _, name = line.partition(" ")
-            refs[name] = sha
-        for each in group:
-            place = each.place
-            assert place is not None  # noqa: S101 (grouped so above)
-            branch = refs.get(f"refs/heads/{place.branch}")
-            if branch is None:
-                continue
-            where: list[str | None] = [f"refs/heads/{place.launch.base}"]
-            where.append(tracking.get(place.launch.base))
-            for ref in where:
-                base = refs.get(ref) if ref is not None else None
-                if base is not None and self._holds(repository, Sha(base), Sha(branch)):
-                    yield each, landed(repository, Sha(base), place, now)
-                    break
-
-    def _holds(self, repository: Path, base: Sha, branch: Sha) -> bool:
-        key = (str(repository), base, branch)
-        if key not in self._held:
-            self._held[key] = holds(repository, base, branch)
-        return self._held[key]
-
-    def _fetch(self, repository: Path, bases: set[BranchName], now: Instant) -> dict[str, str]:
-        """Fetch the bases a queue lands on from their remotes; base -> remote-tracking ref.
-
-        Only a repository that declares a submit command is fetched: the embedded lander lands
-        on the local base, which needs no fetch.
-        """
-        try:
-            declared = config.load(repository)
-        except UsageError:
-            _log.warning("%s has a malformed flume config: landings seen locally", repository)
-            return {}
-        if declared.submit is None:
-            return {}
-        upstreams = _upstreams(repository, bases)
-        by_remote: dict[str, list[str]] = collections.defaultdict(list)
-        for upstream in upstreams.values():
-            by_remote[upstream.remote].append(f"+{upstream.merge}:{upstream.tracking}")
-        for remote, refspecs in by_remote.items():
-            last = self._fetched.get((str(repository), remote))
-            if last is not None and now - last < self.fetch_seconds:
-                continue
-            self._fetched[str(repository), remote] = now
-            ran = git.fetch(repository, remote, *sorted(set(refspecs)), timeout=self.fetch_timeout)
-            if not ran.ok:
-                _log.warning("fetching %s in %s failed: %s", remote, repository, _said(ran))
-        return {base: upstream.tracking for base, upstream in upstreams.items()}
-
-
-def _upstreams(repository: Path, bases: set[BranchName]) -> dict[str, _Upstream]:
-    """Each base's remote (``branch.<base>.remote``, else ``origin``), read in one git call."""
-    pattern = r"^(branch\..*\.(remote|merge)|remote\..*\.url)$"
-    ran = git.run(repository, "config", "-z", "--get-regexp", pattern)
-    values: dict[str, str] = {}
-    for entry in ran.out.split("\0"):
-        key, _, value = entry.partition("\n")
-        if key:
-            values.setdefault(key, value)
-    remotes = {
-        key.removeprefix("remote.").removesuffix(".url")
-        for key in values
-        if key.startswith("remote.") and key.endswith(".url")
-    }
-    found: dict[str, _Upstream] = {}
-    for base in bases:
-        remote = values.get(f"branch.{base}.remote") or "origin"
-        if remote not in remotes:
-            continue  # no remote, "." (a local branch), or a bare URL: the local base it is
-        merge = values.get(f"branch.{base}.merge") or f"refs/heads/{base}"
-        if not merge.startswith("refs/heads/"):
-            continue
-        tracking = f"refs/remotes/{remote}/{merge.removeprefix('refs/heads/')}"
-        found[base] = _Upstream(remote=remote, merge=merge, tracking=tracking)
-    return found

@@ -37,7 +37,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
-from flume.shell import process
+from flume.shell import agents, process
 from flume.shell.declared import config
 from flume.shell.declared import kinds as declared
 from flume.shell.panes import herdr
@@ -127,7 +127,7 @@ def _checked(
         mark=request.mark,
     )
     check_launch(launch, kind)
-    missing = locate.missing_program(request.agent.agent, request.agent.panes)
+    missing = agents.of(request.agent.agent).missing() or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
     start = listed.resolve(launch.base)

@@ -380,7 +380,9 @@ def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
     if there == "absent":
         # A folder git does not know as a worktree is a stranger's: it is never touched.
         return WorktreeFacts(path=str(path), exists=path.exists(), made_by_flume=not path.exists())
-    changes = git.changes(path) if path.is_dir() else git.Changes(dirty=False, untracked=False)
+    changes = (
+        git.changes(path) if path.is_dir() else git.WorktreeChanges(dirty=False, untracked=False)
+    )
     return WorktreeFacts(
         path=str(path),
         exists=True,

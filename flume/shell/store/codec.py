@@ -24,12 +24,14 @@ from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.actions import Action
+from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Block, Deliverable
-from flume.core.observations import Observation
+from flume.core.observations import Observation, TranscriptEntry
 from flume.core.place import StagePhase, Tidy
 
 # The version of the plain-data form, re-exported: the codec's form is what it versions.
 from flume.shell.host import FORMAT as FORMAT  # noqa: PLC0414
+from flume.shell.store.transcript_words import Words, entry_of, words_of
 
 
 def _is(origin: type) -> Callable[[Any], bool]:
@@ -81,9 +83,43 @@ def _make_converter() -> cattrs.Converter:
         lambda kind: get_origin(kind) in collections or kind in collections,
         unstructure_collection,
     )
+
+    _spell_transcript_entries(made)
     for union in UNIONS:
         _tag_union(union, made)
     return made
+
+
+def _spell_transcript_entries(made: cattrs.Converter) -> None:
+    """A transcript entry is journaled in the words of format 1: Claude Code's (transcript_words).
+
+    Its facts are not written: they are what the words make, read back.
+    """
+
+    @functools.cache
+    def hooks() -> tuple[Callable[[Words], dict[str, Any]], Callable[[Any, Any], Words]]:
+        """The converter's own hooks for the words, made when a line is first met."""
+        return made.get_unstructure_hook(Words), made.get_structure_hook(Words)
+
+    def unstructure_entry(entry: TranscriptEntry) -> dict[str, Any]:
+        """A transcript line as format 1 writes it: its time and session, then its words."""
+        data: dict[str, Any] = {"at": entry.at, "session": entry.session}
+        data.update(hooks()[0](words_of(entry)))
+        return data
+
+    def structure_entry(value: dict[str, Any], _: Any) -> TranscriptEntry:
+        """A transcript line read back: its words make the facts (transcript_words)."""
+        words = value.copy()
+        at, session = words.pop("at"), words.pop("session")
+        return entry_of(
+            hooks()[1](words, Words),
+            # What cattrs' own hooks for a float and a str do, without their dispatch.
+            at=Instant(float(at)),
+            session=SessionId(str(session)),
+        )
+
+    made.register_unstructure_hook(TranscriptEntry, unstructure_entry)
+    made.register_structure_hook(TranscriptEntry, structure_entry)
 
 
 #: The unions of records, each tagged with ``"type"``: its member's class name.

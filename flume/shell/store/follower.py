@@ -213,7 +213,7 @@ class Follower:
             return None
         return self._fold(each, tail)
 
-    def _fold(self, each: Followed, tail: journal.Tail) -> Folded | None:
+    def _fold(self, each: Followed, tail: journal.JournalTail) -> Folded | None:
         """Step each new line; a line the rules refuse, or one that breaks them, gives up.
 
         The lines folded before such a line are handed back; the journal is read no further.

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
-from flume.core.errors import FlumeError
+from flume.core.errors import FlumeError, refused
 from flume.core.observations import Observation
 from flume.shell.store.codec import decode, encode
 
@@ -116,7 +117,7 @@ def _mend_torn_tail(descriptor: int) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class Tail:
+class JournalTail:
     """The whole lines appended to a journal since an offset, and where the next read starts."""
 
     observations: tuple[Observation, ...]
@@ -126,7 +127,7 @@ class Tail:
     mended: int = 0
 
 
-def read_from(path: Path, offset: int) -> Tail:
+def read_from(path: Path, offset: int) -> JournalTail:
     """The observations of the lines appended to ``path`` since byte ``offset``.
 
     Only whole lines are taken: a last line still being written (or torn by a crash) is left
@@ -138,9 +139,9 @@ def read_from(path: Path, offset: int) -> Tail:
         data = file.read()
     end = data.rfind(b"\n")
     if end < 0:
-        return Tail(observations=(), offset=offset)
+        return JournalTail(observations=(), offset=offset)
     observations, mended = _decode_lines(path, data[:end].split(b"\n"), first=None)
-    return Tail(observations=observations, offset=offset + end + 1, mended=mended)
+    return JournalTail(observations=observations, offset=offset + end + 1, mended=mended)
 
 
 def _decode_lines(
@@ -182,12 +183,43 @@ class Locked:
         _write_line(self._descriptor, seen)
 
 
+#: How long a caller's command waits for a journal's lock another process holds.
+LOCK_WAIT_SECONDS = 10.0
+#: How often it looks again meanwhile.
+_LOCK_LOOK_SECONDS = 0.01
+
+
+def _lock_within(descriptor: int, path: Path, wait: float) -> None:
+    """Take the lock on ``descriptor``, waiting ``wait`` seconds at most for its holder."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise refused(
+                    "journal",
+                    f"another process has held {path}'s lock for {wait:g}s, so nothing was "
+                    "written (a supervisor paused with Ctrl-Z or SIGSTOP holds it)",
+                    "run flume daemon status: it names a paused supervisor and how to continue "
+                    "it (kill -CONT <pid>); then run this again",
+                ) from None
+            time.sleep(_LOCK_LOOK_SECONDS)
+        else:
+            return
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[Locked]:
-    """Hold ``path``'s lock for a read-check-append; the journal must exist."""
+def locked(path: Path, *, wait: float | None = None) -> Iterator[Locked]:
+    """Hold ``path``'s lock for a read-check-append; the journal must exist.
+
+    A caller's command waits ``wait`` seconds at most (default :data:`LOCK_WAIT_SECONDS`) for a
+    lock another process holds: a supervisor paused (SIGSTOP) mid-append would otherwise hold
+    the command forever. It is then refused (exit status 1), naming the way out.
+    """
     descriptor = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        _lock_within(descriptor, path, LOCK_WAIT_SECONDS if wait is None else wait)
         yield Locked(path, descriptor)
     finally:
         os.close(descriptor)

@@ -1,8 +1,10 @@
 """Talking to the supervisor: find it, start it when it is not running, ask it things.
 
 The supervisor listens on a Unix socket; each request is one JSON line and gets one JSON line
-back (``ping``, ``wake``, ``status``, ``survey``, ``stop``, and ``follows``: why a journal is
-not followed). A command that needs the supervisor
+back (the commands are :class:`~.protocol.Op`: ``ping``, ``wake``, ``status``, ``survey``,
+``stop``, and ``follows``: why a journal is not followed), decoded here, once, into the typed
+answer of :mod:`~flume.shell.supervisor.protocol`; none answering is None. A command that needs
+the supervisor
 calls :func:`ensure`, which starts one, detached, when none answers; a command that only reads
 (``flume status``, which asks for a ``survey`` and reads the journals itself when none answers)
 never starts one.
@@ -16,9 +18,7 @@ Which ``daemon stop`` came after a command asked for a supervisor is decided by 
 stops (``supervisor.stopped``), never by the wall clock, which can be stepped back: the command
 passes the count it read, and a supervisor that finds a higher one leaves, and says why.
 
-``flume launch`` hands its launch to a running supervisor (:func:`launch`), which has flume's
-rules and git already loaded: it answers ``taken`` at once, then a second line, the launch's
-outcome. A launch no supervisor takes is the command's own to do.
+``flume launch`` hands its launch to a running supervisor (:mod:`.handover`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -34,22 +33,24 @@ from typing import TYPE_CHECKING, Any
 
 import flume
 from flume.core.errors import Problem, UsageError
-from flume.shell import host as registry
-from flume.shell.perform.launch_words import LaunchAsked
+from flume.shell import host
 from flume.shell.process import alive
+from flume.shell.supervisor.protocol import (
+    Answered,
+    DaemonReport,
+    FollowsAnswer,
+    Op,
+    SurveyAnswer,
+    decode_answered,
+    decode_follows,
+    decode_report,
+    decode_survey,
+)
 from flume.shell.tools import sockets
 
 if TYPE_CHECKING:
     import subprocess
 
-
-#: How long ``flume launch`` waits for the supervisor to take its launch before doing it itself.
-TAKE_SECONDS = 1.0
-#: How long it then waits for the supervisor to say what came of it.
-LAUNCH_SECONDS = 120.0
-#: What the supervisor's ``taken`` may lag its deadline to take a launch (the request's
-#: ``take_by``) and still be waited for: a supervisor takes nothing after its deadline.
-_SLACK_SECONDS = 0.5
 
 #: Unix socket paths are limited to about 104 bytes; longer ones move to the temp folder.
 _MAX_SOCKET_PATH = 100
@@ -65,7 +66,7 @@ STOP_CAME_AFTER = 3
 
 def socket_path() -> Path:
     """Where the supervisor of this state directory listens."""
-    preferred = registry.state_dir() / "supervisor.sock"
+    preferred = host.state_dir() / "supervisor.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
         return preferred
     # Imported here, as in start(): asking the supervisor (flume status) loads no more.
@@ -76,18 +77,50 @@ def socket_path() -> Path:
     return Path(tempfile.gettempdir()) / f"flume-{os.getuid()}-{digest}.sock"
 
 
-def request(op: str, timeout: float = 5.0, **fields: str) -> dict[str, Any] | None:
-    """Ask the supervisor (``fields`` go with the op); None when none answers."""
+def _ask(op: Op, timeout: float, **fields: str) -> dict[str, Any] | None:
+    """The supervisor's answer to ``op`` as the JSON object it sent; None when none answers."""
     try:
-        line = json.dumps({"op": op, **fields}).encode()
+        line = json.dumps({"op": op.value, **fields}).encode()
         data = sockets.exchange(socket_path(), line, connect=timeout, answer=timeout)
     except OSError:
         return None
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        return None
-    return reply if isinstance(reply, dict) else None
+    return decoded(data)
+
+
+def ping(timeout: float = 5.0) -> Answered | None:
+    """Whether a supervisor answers: which one; None when none does."""
+    said = _ask(Op.PING, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def wake(timeout: float = 5.0) -> Answered | None:
+    """Have the supervisor look now; which one answered, None when none did."""
+    said = _ask(Op.WAKE, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def stop(timeout: float = 5.0) -> Answered | None:
+    """Ask the supervisor to stop once its actions finish; which one, None when none answered."""
+    said = _ask(Op.STOP, timeout)
+    return decode_answered(said) if said is not None else None
+
+
+def status(timeout: float = 5.0) -> DaemonReport | None:
+    """What ``flume daemon status`` shows; None when no supervisor answers."""
+    said = _ask(Op.STATUS, timeout)
+    return decode_report(said) if said is not None else None
+
+
+def survey(timeout: float = 5.0) -> SurveyAnswer | None:
+    """What ``flume status`` shows, as the supervisor follows it; None when none answers."""
+    said = _ask(Op.SURVEY, timeout)
+    return decode_survey(said) if said is not None else None
+
+
+def follows(journal: Path, timeout: float = 5.0) -> FollowsAnswer | None:
+    """Why the supervisor does not follow ``journal``; None when none answers."""
+    said = _ask(Op.FOLLOWS, timeout, journal=str(journal))
+    return decode_follows(said) if said is not None else None
 
 
 def identity() -> dict[str, str]:
@@ -102,71 +135,7 @@ def identity() -> dict[str, str]:
     }
 
 
-class Unanswered(Exception):  # noqa: N818 (what happened, not a kind of error)
-    """The supervisor took a launch and then said nothing of it: whether it was made is unknown."""
-
-
-def launch(
-    asked: LaunchAsked,
-    *,
-    take_within: float = TAKE_SECONDS,
-    answer_within: float = LAUNCH_SECONDS,
-) -> dict[str, Any] | None:
-    """Hand a launch to the running supervisor; what came of it, or None when none took it.
-
-    The launch goes as its JSON (:meth:`.LaunchAsked.words`); this process's environment goes
-    with it, for the checks to read. What came of it is ``made`` (``flume launch --json``'s
-    document), else ``problems`` and ``exit_status`` (nothing made), else ``failed`` (the
-    supervisor's error).
-
-    None, and nothing done, when the launch cannot be handed (it carries a kind file, read
-    here), when no supervisor runs, when the one running does not take this launch (it is
-    another flume or installation's, or another user's), or when it has not taken it within
-    ``take_within`` seconds: it takes none after that. A launch taken and then not
-    answered within ``answer_within`` raises :class:`Unanswered`: it may have been made, so it
-    is not made again.
-    """
-    words = asked.words()
-    if words is None:
-        return None
-    request = {
-        "op": "launch",
-        "take_by": time.time() + take_within,
-        "flume": identity(),
-        "words": words,
-        "environment": dict(os.environ),
-    }
-    # ASCII, \u-escaped: a name or a path that is not UTF-8 (a surrogate) goes as it is.
-    line = (json.dumps(request) + "\n").encode("ascii")
-    if len(line) > sockets.LONGEST:
-        return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        reader = sockets.Reader(connection)
-        try:
-            connection.settimeout(take_within + _SLACK_SECONDS)
-            connection.connect(str(socket_path()))
-            connection.sendall(line)
-            taken = _decoded(reader.line())
-        except OSError:
-            return None
-        if taken is None or taken.get("taken") is not True:
-            return None
-        try:
-            connection.settimeout(answer_within)
-            answer = _decoded(reader.line())
-        except OSError as error:
-            raise Unanswered(str(error)) from error
-    if answer is None:
-        message = "no answer came"
-        raise Unanswered(message)
-    outcome = answer.get("launch")
-    if not isinstance(outcome, dict):
-        message = f"it answered {answer!r}"
-        raise Unanswered(message)
-    return outcome
-
-
-def _decoded(data: bytes) -> dict[str, Any] | None:
+def decoded(data: bytes) -> dict[str, Any] | None:
     """A JSON object's line, or None."""
     try:
         found = json.loads(data)
@@ -177,7 +146,7 @@ def _decoded(data: bytes) -> dict[str, Any] | None:
 
 def lock_path() -> Path:
     """The host's supervisor lock: held by the one supervisor, which writes its pid in it."""
-    return registry.state_dir() / "supervisor.lock"
+    return host.state_dir() / "supervisor.lock"
 
 
 def holder() -> int | None:
@@ -240,7 +209,7 @@ def not_answering(pid: int, waited: float) -> UsageError:
 
 def stopped_path() -> Path:
     """Where ``daemon stop`` counts the stops asked so far on this host."""
-    return registry.state_dir() / "supervisor.stopped"
+    return host.state_dir() / "supervisor.stopped"
 
 
 def stops() -> int:
@@ -270,7 +239,7 @@ def record_stop() -> int:
 
 def log_path() -> Path:
     """Where a started supervisor writes what it has to say."""
-    return registry.state_dir() / "supervisor.log"
+    return host.state_dir() / "supervisor.log"
 
 
 def start() -> subprocess.Popen[bytes]:
@@ -296,7 +265,7 @@ def start() -> subprocess.Popen[bytes]:
         )
 
 
-def ensure(wait: float = 0.0) -> dict[str, Any] | None:
+def ensure(wait: float = 0.0) -> Answered | None:
     """Wake the supervisor, starting one if none runs; with ``wait``, until it answers.
 
     Raises :class:`UsageError` (exit status 1) when a live supervisor does not answer by the
@@ -305,13 +274,13 @@ def ensure(wait: float = 0.0) -> dict[str, Any] | None:
     pid = holder()
     if pid is not None:
         return _answer_of(pid, wait)
-    reply = request("wake", timeout=1.0)
+    reply = wake(timeout=1.0)
     if reply is not None:
         return reply
     return _started(start(), wait)
 
 
-def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
+def _answer_of(pid: int, wait: float) -> Answered | None:
     """The answer of the live supervisor ``pid``, waited for until a deadline."""
     began = time.monotonic()
     deadline = began + max(wait, ANSWER_SECONDS)
@@ -322,7 +291,7 @@ def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
             if now - began >= STOPPED_SECONDS:
                 raise not_answering(pid, now - began)
         else:
-            reply = request("wake", timeout=max(0.1, min(1.0, deadline - now)))
+            reply = wake(timeout=max(0.1, min(1.0, deadline - now)))
             if reply is not None:
                 return reply
         if not alive(pid):
@@ -332,11 +301,11 @@ def _answer_of(pid: int, wait: float) -> dict[str, Any] | None:
         time.sleep(0.05)
 
 
-def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | None:
+def _started(child: subprocess.Popen[bytes], wait: float) -> Answered | None:
     """Wait until the supervisor started answers, or says why it left; None past the deadline."""
     deadline = time.monotonic() + max(wait, START_SECONDS)
     while time.monotonic() < deadline:
-        reply = request("wake", timeout=1.0)
+        reply = wake(timeout=1.0)
         if reply is not None:
             return reply
         status = child.poll()
@@ -347,7 +316,7 @@ def _started(child: subprocess.Popen[bytes], wait: float) -> dict[str, Any] | No
         if status == 0:
             # It left because another took the lock first: that one is asked.
             pid = holder()
-            return _answer_of(pid, wait) if pid is not None else request("wake", timeout=1.0)
+            return _answer_of(pid, wait) if pid is not None else wake(timeout=1.0)
         if status is not None:
             what = f"the supervisor started exited at once with status {status}"
             mend = f"see its log {log_path()}"

@@ -17,31 +17,22 @@ hook files read from stored offsets: :mod:`flume.shell.observe.watch`). Deadline
 stepping a ``Tick``; a tick that changes nothing is not journaled, so idle places cost no disk.
 
 Actions run on worker threads, one batch at a time per place and in order, so a long setup in
-one place never holds up another. Every process an action starts inherits the supervisor's lock:
-a supervisor killed mid-action cannot be replaced until what it started has ended, so a restart
-never races a half-done ``git worktree add``.
+one place never holds up another. The daemon that runs this loop, answers the socket and holds
+the host's lock is :mod:`flume.shell.supervisor.daemon`.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
-import fcntl
-import json
 import logging
 import os
 import queue
-import selectors
-import signal
-import socket
-import struct
-import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import attrs
 
@@ -59,30 +50,23 @@ from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
 from flume.shell import environment, process
-from flume.shell.agents.runner import Agents
 from flume.shell.observe.branches import BranchHeads
-from flume.shell.observe.changes import Changes
 from flume.shell.observe.port import Observer
-from flume.shell.observe.reports import Reports
-from flume.shell.observe.watch import Watch
-from flume.shell.panes.herdr import Herdr
-from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launch as shell_launch
-from flume.shell.perform.lander import Lander, Landings
 from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
 from flume.shell.store.follower import Followed, Follower
-from flume.shell.supervisor import client
-from flume.shell.tools import openspec
-from flume.shell.tools import sockets as lines
+from flume.shell.supervisor.handover import (
+    LaunchCrashed,
+    LaunchMade,
+    LaunchOutcome,
+    LaunchRefused,
+)
+from flume.shell.supervisor.protocol import DaemonReport, SurveyAnswer, Unreadable
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
-#: How often the supervisor looks when nothing wakes it.
-TICK_SECONDS = 1.0
-#: How long a new supervisor waits for an old one's processes to let go of the lock.
-LOCK_WAIT_SECONDS = 30.0
 _NO_EFFECT = (KeepBranch, KeepPlace, Report)
 _log = logging.getLogger("flume.supervisor")
 
@@ -344,8 +328,8 @@ class Supervisor:
                 if fault is not None:
                     self._fault(each, fault)
 
-    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> dict[str, Any]:
-        """A launch ``flume launch`` handed over (:func:`.client.launch`): its outcome.
+    def launch(self, asked: LaunchAsked, given: Mapping[str, str]) -> LaunchOutcome:
+        """A launch ``flume launch`` handed over (:func:`.handover.launch`): its outcome.
 
         The command's own checks and journaling (:func:`~.launch.launch_asked`), reading the
         caller's environment ``given`` in place of the supervisor's. A launch journaled is followed,
@@ -356,14 +340,13 @@ class Supervisor:
             with environment.given(given):
                 made = shell_launch.launch_asked(asked)
         except UsageError as error:
-            problems = [problem._asdict() for problem in error.problems]
-            return {"problems": problems, "exit_status": error.exit_status}
+            return LaunchRefused(error.problems, error.exit_status)
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)
             _log.exception("a launch handed over by a command failed")
-            return {"failed": traceback.format_exc(limit=3)}
+            return LaunchCrashed(traceback.format_exc(limit=3))
         _log.info("%s launched in %s, for a command", made.place, made.repository)
         self.follow(made.journal)
-        return {"made": made.as_dict()}
+        return LaunchMade(made.as_dict())
 
     def follow(self, path: Path) -> None:
         """Follow a journal just written, and start what it asks for now, not at the next tick.
@@ -382,7 +365,7 @@ class Supervisor:
         each = self.followed.get(path)
         return each is not None and each.busy
 
-    def survey(self) -> dict[str, Any]:
+    def survey(self) -> SurveyAnswer:
         """What ``flume status`` shows, as the journals hold it now: ``status --json``'s data.
 
         The journals are read up to their ends first, so a line a command has just written is
@@ -396,7 +379,7 @@ class Supervisor:
         self.follower.discover()
         self._read_all()
         views: list[dict[str, Any]] = []
-        unreadable: list[dict[str, str]] = []
+        unreadable: list[Unreadable] = []
         torn: list[str] = []
         repositories = places.remembered()
         for repository in repositories:
@@ -420,7 +403,7 @@ class Supervisor:
                 for read in places.places_of(repository, self.settings, only=only):
                     if read.place is None:
                         problem = read.problem or "unreadable"
-                        unreadable.append({"journal": str(read.journal), "problem": problem})
+                        unreadable.append(Unreadable(str(read.journal), problem))
                         continue
                     view = core_status(read.place, here=self.host)
                     if each is not None and each.problem:
@@ -428,13 +411,13 @@ class Supervisor:
                     views.append(codec.codec().unstructure(view))
                     if read.torn:
                         torn.append(str(read.journal))
-        return {
-            "format": codec.FORMAT,
-            "places": views,
-            "unreadable": unreadable,
-            "torn": torn,
-            "repositories": [str(repository) for repository in repositories],
-        }
+        return SurveyAnswer(
+            format=codec.FORMAT,
+            places=tuple(views),
+            unreadable=tuple(unreadable),
+            torn=tuple(torn),
+            repositories=tuple(str(repository) for repository in repositories),
+        )
 
     @staticmethod
     def _torn(each: Followed) -> bool:
@@ -444,33 +427,32 @@ class Supervisor:
         except FileNotFoundError:
             return False
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> DaemonReport:
         """What ``flume daemon status`` shows."""
         ours = [each for each in self.followed.values() if not each.foreign]
         lives = collections.Counter(
             each.place.life.value for each in ours if each.place is not None
         )
-        return {
-            "pid": os.getpid(),
-            "started_at": self.stats.started_at,
-            "ticks": self.stats.ticks,
-            "places": len(ours),
-            # Places other hosts launched in these repositories: read, never followed here.
-            "other_hosts_places": len(self.followed) - len(ours),
-            "lives": dict(lives),
-            "repositories": len(self.follower.folders),
-            "busy": sum(1 for each in self.followed.values() if each.busy),
-            "actions": self.stats.actions,
-            "last_tick_subprocesses": self.stats.last_tick_subprocesses,
-            "last_tick_herdr_requests": self.stats.last_tick_herdr_requests,
-            "last_tick_seconds": round(self.stats.last_tick_seconds, 6),
-            "unreadable": {
+        return DaemonReport(
+            pid=os.getpid(),
+            started_at=self.stats.started_at,
+            ticks=self.stats.ticks,
+            places=len(ours),
+            other_hosts_places=len(self.followed) - len(ours),
+            lives=dict(lives),
+            repositories=len(self.follower.folders),
+            busy=sum(1 for each in self.followed.values() if each.busy),
+            actions=self.stats.actions,
+            last_tick_subprocesses=self.stats.last_tick_subprocesses,
+            last_tick_herdr_requests=self.stats.last_tick_herdr_requests,
+            last_tick_seconds=round(self.stats.last_tick_seconds, 6),
+            unreadable={
                 str(each.journal): each.problem for each in self.followed.values() if each.problem
             },
-            "unwritable": {
+            unwritable={
                 str(each.journal): each.fault for each in self.followed.values() if each.fault
             },
-        }
+        )
 
     def problem_of(self, path: Path) -> str | None:
         """Why the journal at ``path`` is not followed, read up to now; None when it is.
@@ -494,256 +476,3 @@ def _not_following(path: Path, why: str) -> None:
 def _lost(repository: Path) -> None:
     """Say in the log that a registered repository can no longer be followed."""
     _log.warning("%s is no longer a git repository: not followed", repository)
-
-
-# --- the daemon ------------------------------------------------------------------------------
-
-
-def _holder_alive(descriptor: int) -> bool:
-    """The process named in the lock file lives: a supervisor holds the lock, not orphans."""
-    text = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
-    return text.isdigit() and process.alive(int(text))
-
-
-def _lock() -> int | None:
-    """Take the host's supervisor lock; None when a live supervisor already holds it.
-
-    A lock held while the supervisor it names is dead is held by what that supervisor started
-    for an action (it inherits the lock): then wait, up to :data:`LOCK_WAIT_SECONDS`, for those
-    processes to end. A lock held by a live supervisor (even one not yet listening) means this
-    one is not needed: it leaves at once, so it can never take over after a ``daemon stop``.
-    """
-    path = places.state_dir() / "supervisor.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if (
-                _holder_alive(descriptor)
-                or client.request("ping") is not None
-                or time.monotonic() > deadline
-            ):
-                _log.info("another supervisor holds the lock: leaving")
-                os.close(descriptor)
-                return None
-            _log.info("waiting for a dead supervisor's processes to let go of the lock")
-            # An old supervisor's processes still run and hold the lock: wait for them.
-            time.sleep(0.1)
-            continue
-        os.ftruncate(descriptor, 0)
-        os.write(descriptor, f"{os.getpid()}\n".encode())
-        return descriptor
-
-
-def _stopped_since(asked_after: int | None) -> bool:
-    """A ``daemon stop`` came after this supervisor was asked for: it must not take over.
-
-    Stops are counted, not timed: a wall clock stepped back after a stop fools no count.
-    """
-    return asked_after is not None and client.stops() > asked_after
-
-
-def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
-    """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
-
-    ``asked_after`` is how many stops the host had counted when a command asked for this
-    supervisor: one that finds more leaves at once (exit status
-    :data:`~flume.shell.supervisor.client.STOP_CAME_AFTER`, which the asking command names), so a
-    stop is
-    never undone by a slow starter.
-    """
-    _configure_log()
-    # Hold no folder open: the one it was started from may be a place tidy removes.
-    os.chdir("/")
-    descriptor = _lock()
-    if descriptor is None:
-        return 0
-    if _stopped_since(asked_after):
-        _log.info("a daemon stop came after this supervisor was asked for: leaving")
-        os.close(descriptor)
-        return client.STOP_CAME_AFTER
-    _log.info("supervisor started")
-    address = client.socket_path()
-    with contextlib.suppress(FileNotFoundError):
-        address.unlink()
-    address.parent.mkdir(parents=True, exist_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    # Only this user may connect: a launch asked over it runs as this user. (No thread runs
-    # yet, so the process's umask may change for the bind.)
-    umask = os.umask(0o177)
-    try:
-        listener.bind(str(address))
-    finally:
-        os.umask(umask)
-    listener.listen(64)
-    listener.setblocking(False)  # noqa: FBT003 (the socket API)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_read, False)
-    os.set_blocking(wake_write, False)
-
-    def wake() -> None:
-        with contextlib.suppress(BlockingIOError):
-            os.write(wake_write, b".")
-
-    # One server of each kind, shared by the agents' starts and the watch: each place's agent
-    # goes to the one its launch named (--panes tmux or herdr); herdr's is asked only when used.
-    server, herdr_server = Tmux(), Herdr()
-    performer = Performer(
-        clock=time.time,
-        agents=Agents(server, herdr_server),
-        lander=Lander(pass_fds=(descriptor,)),
-        pass_fds=(descriptor,),
-    )
-    observers = (
-        BranchHeads(),
-        Watch(server, herdr_server),
-        Landings(),
-        Changes(openspec.binary()),
-        Reports(),
-    )
-    supervisor = Supervisor(settings, performer=performer, observers=observers, wake=wake)
-    stopping = False
-
-    def on_term(_signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        wake()
-
-    signal.signal(signal.SIGTERM, on_term)
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "listener")
-    selector.register(wake_read, selectors.EVENT_READ, "wake")
-    try:
-        due = time.monotonic()
-        while not stopping:
-            if time.monotonic() >= due:
-                supervisor.tick()
-                due = time.monotonic() + TICK_SECONDS
-            for key, _events in selector.select(max(0.0, due - time.monotonic())):
-                if key.data == "wake":
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(wake_read, 4096)
-                    due = 0.0
-                    continue
-                answered = _answer(listener, supervisor)
-                stopping |= answered.stop
-                if answered.look:
-                    due = 0.0
-    finally:
-        _log.info("supervisor stopping")
-        listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            address.unlink()
-        supervisor.close()
-        os.close(descriptor)
-    return 0
-
-
-@attrs.frozen
-class Answered:
-    """What the requests just answered ask of the supervisor's loop."""
-
-    #: ``daemon stop`` was asked.
-    stop: bool = False
-    #: A tick is to look now. Anything asked is looked at at once, but for a launch handed over
-    #: and started: it is followed already, and its batch wakes a tick when done (a tick now
-    #: would only slow the worktree being made).
-    look: bool = False
-
-
-def _answer(listener: socket.socket, supervisor: Supervisor) -> Answered:
-    """Answer every waiting request; what they ask of the loop."""
-    answered = Answered()
-    while True:
-        try:
-            connection, _ = listener.accept()
-        except BlockingIOError:
-            return answered
-        with connection:
-            connection.settimeout(2.0)
-            try:
-                request = json.loads(lines.read_line(connection))
-                op = request.get("op")
-            except (OSError, ValueError, AttributeError):
-                answered = attrs.evolve(answered, look=True)
-                continue
-            if op == "launch":
-                started = False
-                with contextlib.suppress(OSError):
-                    started = _launch(connection, request, supervisor)
-                answered = attrs.evolve(answered, look=answered.look or not started)
-                continue
-            answered = attrs.evolve(answered, stop=answered.stop or op == "stop", look=True)
-            reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
-            if op == "status":
-                reply.update(supervisor.report())
-            elif op == "survey":
-                reply.update(supervisor.survey())
-            elif op == "follows":
-                reply["problem"] = supervisor.problem_of(Path(str(request.get("journal", ""))))
-            elif op == "stop":
-                client.record_stop()
-            elif op not in {"ping", "wake"}:
-                reply = {"ok": False, "error": f"unknown op {op!r}"}
-            with contextlib.suppress(OSError):
-                connection.sendall((json.dumps(reply) + "\n").encode())
-
-
-def _launch(connection: socket.socket, request: dict[str, Any], supervisor: Supervisor) -> bool:
-    """Take a launch a command hands over, or decline it: then the command launches itself.
-
-    Taken, ``taken`` is said at once and the outcome once the launch is checked and journaled.
-    True when it was made and its first actions started.
-    """
-    asked = LaunchAsked.from_words(request.get("words"))
-    given = request.get("environment")
-    if not _same_user(connection):
-        declined = "another user asks"
-    elif request.get("flume") != client.identity():
-        declined = "another flume asks"
-    elif asked is None or not _environment(given):
-        declined = "the launch is not worded as flume launch words it"
-    elif not isinstance(request.get("take_by"), float) or time.time() > request["take_by"]:
-        declined = "asked too late: the command launches itself"
-    else:
-        _say(connection, {"ok": True, "taken": True})
-        outcome = supervisor.launch(asked, given)
-        _say(connection, {"ok": True, "pid": os.getpid(), "launch": outcome})
-        made = outcome.get("made")
-        return made is not None and supervisor.started(Path(made["journal"]))
-    _say(connection, {"ok": False, "error": declined})
-    return False
-
-
-def _environment(given: object) -> TypeGuard[dict[str, str]]:
-    """``given`` is an environment: names and values, all text."""
-    return isinstance(given, dict) and all(
-        isinstance(name, str) and isinstance(value, str) for name, value in given.items()
-    )
-
-
-def _same_user(connection: socket.socket) -> bool:
-    """The process at the other end runs as this one's user (known only where the OS says)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return False
-    credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", credentials)
-    return bool(uid == os.getuid())
-
-
-def _say(connection: socket.socket, reply: dict[str, Any]) -> None:
-    """One JSON line to the connection."""
-    connection.sendall((json.dumps(reply) + "\n").encode())
-
-
-def _configure_log() -> None:
-    """The supervisor's log lines: when, which process, what."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format="%(asctime)s flume supervisor %(process)d: %(message)s",
-    )

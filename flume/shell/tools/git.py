@@ -276,20 +276,20 @@ def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:
 
 
 @attrs.frozen(kw_only=True)
-class Changes:
+class WorktreeChanges:
     """What ``git status`` says of a worktree."""
 
     dirty: bool
     untracked: bool
 
 
-def changes(worktree: Path) -> Changes:
+def changes(worktree: Path) -> WorktreeChanges:
     """Uncommitted changes to tracked files, and untracked files git does not ignore."""
     ran = run(
         worktree, "status", "--porcelain=v1", "--untracked-files=normal", "--ignore-submodules=none"
     )
     lines = ran.out.splitlines()
-    return Changes(
+    return WorktreeChanges(
         dirty=any(not line.startswith("??") for line in lines),
         untracked=any(line.startswith("??") for line in lines),
     )
@@ -340,3 +340,61 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     return process.run(
         ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
     )
+
+
+def holds(repository: Path, base: Sha, branch: Sha) -> bool:
+    """``base`` holds ``branch``'s work: reachable, patch-equivalent, or merging changes nothing.
+
+    Asked by the lander before and after it lands, and by the landings observer each time a
+    base or branch moved: the one meaning of "landed" both use.
+    """
+    if run(repository, "merge-base", "--is-ancestor", branch, base).status == 0:
+        return True
+    cherry = run(repository, "cherry", base, branch)
+    if cherry.ok and not any(line.startswith("+") for line in cherry.out.splitlines()):
+        return True
+    merged = run(repository, "merge-tree", "--write-tree", "--no-messages", base, branch)
+    if merged.status != 0 or not merged.out.strip():
+        return False
+    tree = run(repository, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}")
+    return tree.ok and merged.out.split()[0] == tree.out.strip()
+
+
+@attrs.frozen(kw_only=True)
+class Upstream:
+    """Where a base is fetched from: the remote, its branch, and the remote-tracking ref."""
+
+    remote: str
+    merge: str
+    tracking: str
+
+
+def upstreams(repository: Path, bases: set[BranchName]) -> dict[str, Upstream]:
+    """Each base's remote (``branch.<base>.remote``, else ``origin``), read in one git call.
+
+    A base with no remote, ``.`` (a local branch) or a bare URL has none: its local branch is
+    where it lands.
+    """
+    pattern = r"^(branch\..*\.(remote|merge)|remote\..*\.url)$"
+    ran = run(repository, "config", "-z", "--get-regexp", pattern)
+    values: dict[str, str] = {}
+    for entry in ran.out.split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            values.setdefault(key, value)
+    remotes = {
+        key.removeprefix("remote.").removesuffix(".url")
+        for key in values
+        if key.startswith("remote.") and key.endswith(".url")
+    }
+    found: dict[str, Upstream] = {}
+    for base in bases:
+        remote = values.get(f"branch.{base}.remote") or "origin"
+        if remote not in remotes:
+            continue
+        merge = values.get(f"branch.{base}.merge") or f"refs/heads/{base}"
+        if not merge.startswith("refs/heads/"):
+            continue
+        tracking = f"refs/remotes/{remote}/{merge.removeprefix('refs/heads/')}"
+        found[base] = Upstream(remote=remote, merge=merge, tracking=tracking)
+    return found

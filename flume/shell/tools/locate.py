@@ -1,9 +1,10 @@
 """Where flume finds the outside programs it drives: agents and the OpenSpec CLI.
 
-An agent's program is ``$FLUME_CLAUDE``/``$FLUME_CODEX`` if set, else its name, looked up on the
-PATH the agent is started with (:func:`search_path`: flume's own interpreter's folder first, so
-that agents find ``flume``). A launch looks it up the same way before anything is made
-(:func:`missing_program`), and the start of each agent again.
+An agent's program is the variable its module names (``$FLUME_CLAUDE``, ``$FLUME_CODEX``) if
+set, else its name, looked up on the PATH the agent is started with (:func:`search_path`:
+flume's own interpreter's folder first, so that agents find ``flume``). A launch looks it up
+the same way before anything is made (:func:`missing_named`, :func:`missing_panes`), and the
+start of each agent again.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from flume.core.launch import AgentName, Panes
+from flume.core.launch import Panes
 from flume.shell import environment
 
 #: Where ``scripts/install-agents`` puts the pinned npm packages' programs, beside flume.
 NODE_BIN = Path(__file__).resolve().parents[3] / ".node" / "node_modules" / ".bin"
-#: The variable that names an agent's program in place of its name on PATH.
-AGENT_VARIABLES = {AgentName.CLAUDE: "FLUME_CLAUDE", AgentName.CODEX: "FLUME_CODEX"}
 
 
 def installed(name: str, variable: str) -> Path | None:
@@ -34,12 +33,9 @@ def installed(name: str, variable: str) -> Path | None:
     return Path(found) if found else None
 
 
-def agent_program(agent: AgentName) -> str:
-    """The agent's program: ``$FLUME_CLAUDE``/``$FLUME_CODEX``, else its name on PATH."""
-    variable = AGENT_VARIABLES.get(agent)
-    if variable is None:  # the test agent is a module of flume's own interpreter
-        return sys.executable
-    return environment.current().get(variable) or agent.value
+def program_named(variable: str, name: str) -> str:
+    """A program: ``$variable`` if set, else its ``name``, looked up on PATH when run."""
+    return environment.current().get(variable) or name
 
 
 def search_path() -> str:
@@ -56,29 +52,26 @@ def found(program: str) -> bool:
     return shutil.which(program, path=search_path()) is not None
 
 
-def missing_agent(agent: AgentName) -> tuple[str, str] | None:
-    """The agent's program, when it is not found here: what is wrong and how to mend it."""
-    program = agent_program(agent)
-    variable = AGENT_VARIABLES.get(agent)
-    if variable is None or found(program):
+def missing_named(program: str, variable: str, name: str) -> tuple[str, str] | None:
+    """An agent's ``program``, when it is not found here: what is wrong and how to mend it."""
+    if found(program):
         return None
     named = environment.current().get(variable)
     where = f"{variable} names {program}" if named else "not on PATH"
     return (
         f"the agent's program {program!r} is not installed here ({where})",
-        f"install {agent.value} and put it on PATH, or set {variable} to its path",
+        f"install {name} and put it on PATH, or set {variable} to its path",
     )
 
 
-def missing_program(agent: AgentName, panes: Panes) -> tuple[str, str] | None:
-    """What a launch's agent would lack here: a program not found, and how to mend it; or None.
+def missing_panes(panes: Panes) -> tuple[str, str] | None:
+    """What a launch's panes would lack here, and how to mend it; or None.
 
-    The agent's own program, and tmux for ``--panes tmux`` (herdr is asked over its socket).
+    tmux for ``--panes tmux``; herdr is asked over its socket.
     """
-    missing = missing_agent(agent)
-    if missing is None and panes is Panes.TMUX and not found("tmux"):
-        missing = (
+    if panes is Panes.TMUX and not found("tmux"):
+        return (
             "tmux is not installed here (not on PATH), and --panes tmux runs agents in it",
             "install tmux, or launch with --panes herdr or --panes print",
         )
-    return missing
+    return None

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import attrs
 
+from flume.core.ids import Sha
 from flume.shell import process
 from flume.shell.process import Ran
+from flume.shell.tools import git
 from flume.shell.tools.locate import installed
 
 OPENSPEC_VERSION = "1.13.2"
 """The OpenSpec CLI flume is tested against (``scripts/install-agents`` installs it)."""
 
+#: Where OpenSpec keeps changes, and the changes it has archived.
+CHANGES = "openspec/changes"
+ARCHIVE = f"{CHANGES}/archive"
 _log = logging.getLogger("flume.openspec")
 #: OpenSpec sends telemetry and checks for updates unless told not to (reference §0).
 _ENV = {"OPENSPEC_TELEMETRY": "0", "DO_NOT_TRACK": "1", "NO_COLOR": "1"}
@@ -67,3 +73,26 @@ class OpenSpec:
             (ran.err or ran.out).strip()[-500:],
         )
         return None
+
+
+def is_change_archived(repository: Path, base: Sha, name: str) -> bool:
+    """The base's tree has the change ``name`` under the archive, and no longer out of it.
+
+    ``openspec archive`` moves ``openspec/changes/<name>`` to
+    ``openspec/changes/archive/<YYYY-MM-DD>-<name>``. Read from git's tree at ``base``, not from
+    a checkout: the lander asks it of a branch, the landings observer of a base.
+    """
+    ran = git.run(
+        repository, "ls-tree", "-z", "--name-only", "-d", base, "--", f"{CHANGES}/", f"{ARCHIVE}/"
+    )
+    if not ran.ok:
+        return False
+    entries = [entry for entry in ran.out.split("\0") if entry]
+    if f"{CHANGES}/{name}" in entries:
+        return False
+    archived = re.compile(rf"(?:\d{{4}}-\d{{2}}-\d{{2}}-)?{re.escape(name)}")
+    return any(
+        archived.fullmatch(entry.removeprefix(f"{ARCHIVE}/"))
+        for entry in entries
+        if entry.startswith(f"{ARCHIVE}/")
+    )

@@ -1,0 +1,146 @@
+"""Codex: its command line, its rollout found, and what its screen says.
+
+Codex is started in the place (``-C``) and chooses its own session id: its rollout
+(``$CODEX_HOME/sessions/YYYY/MM/DD/*.jsonl``, ``~/.codex`` without the variable) is found by its
+first line's ``session_meta``: begun in the place, since the stage started. It installs no hooks
+for flume and keeps no live-session registry: before its first turn, its screen says whether its
+folder trust dialog asks a person or its composer waits (reference/codex.md §5). Its lines are
+read by :mod:`~flume.shell.agents.codex_lines`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from flume.core.ids import Instant, SessionId
+from flume.core.judging import Said
+from flume.core.observations import Activity
+from flume.core.place import Place
+from flume.shell.agents import codex_lines
+from flume.shell.agents.tail import Tail
+from flume.shell.tools import locate
+
+#: The variable that names Codex's program in place of ``codex`` on PATH.
+VARIABLE = "FLUME_CODEX"
+#: Codex's composer prompt, drawn once it takes input (reference/codex.md §5).
+COMPOSER = "\u203a"
+#: Words of Codex's folder trust dialog ("Trust this folder?"): its default answer, the Enter
+#: that follows a paste, trusts the folder for good in the person's config.toml.
+TRUST_WORDS = ("Trust this folder?",)
+#: A Codex dialog's cursor on a numbered choice ("U+203A 1. Trust and continue"): drawn with
+#: the composer's glyph, but no composer.
+_CHOICE = re.compile(COMPOSER + r"\s*\d+\. ")
+#: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
+_CLOCK_SLACK = 1.0
+
+
+def home() -> Path:
+    """Codex's folder: ``$CODEX_HOME``, or ``~/.codex``."""
+    given = os.environ.get("CODEX_HOME")
+    return Path(given) if given else Path.home() / ".codex"
+
+
+def program() -> str:
+    """Codex's program: ``$FLUME_CODEX``, else ``codex`` on PATH."""
+    return locate.program_named(VARIABLE, "codex")
+
+
+def missing() -> tuple[str, str] | None:
+    """Codex's program, when it is not found here: what is wrong and how to mend it."""
+    return locate.missing_named(program(), VARIABLE, "codex")
+
+
+def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (Codex names its own session)
+    """Codex's command line: started in the place, with the model if named."""
+    # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
+    # flume: the agent could not run flume needs. A later -c overrides this.
+    argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
+    if model:
+        argv += ["-m", model]
+    return argv
+
+
+def prepare(session: SessionId) -> None:
+    """Codex needs nothing written before it starts."""
+
+
+def registry_home() -> None:
+    """Codex keeps no live-session registry flume reads."""
+
+
+def registry_said(entry: Mapping[str, object]) -> Said | None:  # noqa: ARG001 (no registry)
+    """Codex has no registry entry to say anything."""
+    return None
+
+
+def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:  # noqa: ARG001 (no hooks)
+    """Flume installs no hooks in Codex: nothing is read."""
+    return offset, None
+
+
+def screen(capture: Callable[[], str | None]) -> Activity | None:
+    """Before its first turn: Codex's trust dialog asks a person; its composer waits.
+
+    Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is not
+    the composer, and Codex's trust dialog, like Claude Code's, is a person being asked.
+    """
+    shown = capture() or ""
+    if any(words in shown for words in TRUST_WORDS):
+        return Activity.ASKING
+    if any(
+        line.lstrip().startswith(COMPOSER) and not _CHOICE.match(line.lstrip())
+        for line in shown.splitlines()
+    ):
+        return Activity.WAITING
+    return None
+
+
+def find_transcript(
+    place: Place,
+    session: SessionId,  # noqa: ARG001 (Codex chose its own session id)
+    claimed: AbstractSet[str | None],
+) -> str | None:
+    """Codex's rollout for the place: the first begun there since the stage started, unclaimed.
+
+    Begun is what its ``session_meta`` says, not when the file last changed: a stopped agent
+    writes its own rollout until it is gone, after its retry's stage started.
+    """
+    folder = home() / "sessions"
+    started = place.stage.started_at
+    days = {
+        (datetime.fromtimestamp(started, tz) + timedelta(days=delta)).strftime("%Y/%m/%d")
+        for tz in (UTC, None)
+        for delta in (-1, 0, 1)
+    }
+    cwd = os.path.realpath(place.path)
+    candidates: list[tuple[float, str]] = []
+    for day in days:
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder / day):
+                stat = entry.stat()
+                if entry.name.endswith(".jsonl") and stat.st_mtime >= started - 1:
+                    candidates.append((stat.st_mtime, entry.path))
+    for _mtime, path in sorted(candidates):
+        if path in claimed:
+            continue
+        with contextlib.suppress(OSError), Path(path).open(encoding="utf-8") as file:
+            first = file.readline()
+            begun = codex_lines.session_meta_started(first)
+            if (
+                codex_lines.session_meta_cwd(first) in {cwd, place.path}
+                and begun is not None
+                and begun >= started - _CLOCK_SLACK
+            ):
+                return path
+    return None
+
+
+def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+    """Codex's rollout lines appended after byte ``offset``."""
+    return codex_lines.read_from(path, offset, session=session, at=at)

@@ -1,0 +1,78 @@
+"""The agent port: what flume asks of an agent program it drives, whichever it is.
+
+One module per agent implements it, as a module: :mod:`~flume.shell.agents.claude` (Claude
+Code), :mod:`~flume.shell.agents.codex` (Codex) and :mod:`~flume.shell.agents.scripted` (flume's
+test agent). Each says how it is started, what it needs written first, where it keeps its
+transcript and registry, and how its hooks, registry entries and screen become what the agent
+is doing. :func:`flume.shell.agents.of` finds an agent's module by its name; the pane runner
+(:mod:`~flume.shell.agents.runner`) and the watch (:mod:`flume.shell.observe.watch`) ask it and
+never branch on the agent's name. Like every part of the shell, it reports and decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+from typing import Protocol
+
+from flume.core.ids import Instant, SessionId
+from flume.core.judging import Said
+from flume.core.observations import Activity
+from flume.core.place import Place
+from flume.shell.agents.tail import Tail
+from flume.shell.store import places
+
+
+def agents_dir() -> Path:
+    """Where flume keeps what it writes for agents: hook settings, hook records, offsets."""
+    return places.state_dir() / "agents"
+
+
+class AgentPort(Protocol):
+    """An agent program: its command line, its files, and what they say it is doing."""
+
+    def program(self) -> str:
+        """The program the agent's command line starts."""
+        ...
+
+    def missing(self) -> tuple[str, str] | None:
+        """The agent's program, when it is not found here: what is wrong and how to mend it."""
+        ...
+
+    def command(self, place: Place, session: SessionId, model: str | None) -> list[str]:
+        """The agent's command line for the session (the launch's own flags follow it)."""
+        ...
+
+    def prepare(self, session: SessionId) -> None:
+        """Write what the agent needs before it starts (a file its hooks append to)."""
+        ...
+
+    def registry_home(self) -> Path | None:
+        """The folder whose ``sessions/`` holds the agent's live-session registry; None if none."""
+        ...
+
+    def registry_said(self, entry: Mapping[str, object]) -> Said | None:
+        """What the agent's live-session registry entry says it does, and when; None if nothing."""
+        ...
+
+    def hooks_said(self, session: str, offset: int) -> tuple[int, Said | None]:
+        """The hook calls recorded after byte ``offset``: the next read's start, the last word.
+
+        The word is the last call that said what the agent does; None when none did.
+        """
+        ...
+
+    def screen(self, capture: Callable[[], str | None]) -> Activity | None:
+        """What the agent's screen says before it registers; ``capture`` reads it, if asked."""
+        ...
+
+    def find_transcript(
+        self, place: Place, session: SessionId, claimed: AbstractSet[str | None]
+    ) -> str | None:
+        """The session's transcript, once it can be found; none that another session claimed."""
+        ...
+
+    def read_from(self, path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+        """The transcript lines appended to ``path`` after byte ``offset``."""
+        ...

@@ -1,0 +1,86 @@
+"""flume's test agent: a scripted stand-in for Claude Code, started by its module's name.
+
+It is a module of flume's own interpreter (:data:`MODULE`, named here and nowhere else in the
+shell, which never imports :mod:`flume.testing`), run with the session id flume chose and a home
+of its own in flume's state folder (:func:`home`, passed as its ``--home``), never Claude
+Code's. There it writes Claude Code's files: its transcript and its live-session registry, read
+as Claude Code's are (:mod:`~flume.shell.agents.claude`). It runs no hooks and draws no dialog.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+
+from flume.core.ids import Instant, SessionId
+from flume.core.judging import Said
+from flume.core.observations import Activity
+from flume.core.place import Place
+from flume.shell.agents import claude
+from flume.shell.agents.tail import Tail
+from flume.shell.store import places
+
+#: The test agent's module, run as ``python -m MODULE``.
+MODULE = "flume.testing.agent"
+
+
+def home() -> Path:
+    """Where the test agent keeps its transcripts and registry: ``STATE/test-agent``.
+
+    flume passes it as the agent's ``--home``; the agent run bare defaults to the same folder.
+    """
+    return places.state_dir() / "test-agent"
+
+
+def program() -> str:
+    """Flume's own interpreter, which runs the agent's module."""
+    return sys.executable
+
+
+def missing() -> None:
+    """The test agent's program is the interpreter running flume: never missing."""
+
+
+def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (the test agent takes neither)
+    """The test agent's command line: its module, the session id and its home."""
+    return [program(), "-m", MODULE, "--session-id", session, "--home", str(home())]
+
+
+def prepare(session: SessionId) -> None:
+    """The test agent needs nothing written before it starts."""
+
+
+def registry_home() -> Path:
+    """The test agent registers in its own home, laid out as Claude Code's."""
+    return home()
+
+
+def registry_said(entry: Mapping[str, object]) -> Said | None:
+    """Its registry entries are Claude Code's."""
+    return claude.registry_said(entry)
+
+
+def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:  # noqa: ARG001 (no hooks)
+    """The test agent runs no hooks: nothing is read."""
+    return offset, None
+
+
+def screen(capture: Callable[[], str | None]) -> Activity | None:  # noqa: ARG001 (not looked at)
+    """The test agent draws no dialog: its screen is not read."""
+    return None
+
+
+def find_transcript(
+    place: Place,
+    session: SessionId,
+    claimed: AbstractSet[str | None],  # noqa: ARG001 (its session id names it)
+) -> str | None:
+    """The session's transcript in the test agent's home, laid out as Claude Code's."""
+    return claude.find_in(home(), place, session)
+
+
+def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+    """Its transcript is Claude Code's, line for line."""
+    return claude.read_from(path, offset, session=session, at=at)
