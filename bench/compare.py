@@ -68,6 +68,10 @@ BENCHES: dict[str, Bench] = {
         script="replay.py",
         arguments=("--observations", "20000", "--rounds", "3"),
         figures=(
+            # The same input on both sides: the journal's size in JSON lines.
+            Figure(
+                "input: journal as JSON lines", "MB", rf"^journal: \d+ observations, {NUMBER} MB"
+            ),
             _ms("fold, best of rounds (wall)", rf"^fold \(replay in memory\)\s+{NUMBER} ms"),
             _ms("restart, best of rounds (wall)", rf"^restart \(decode \+ replay\)\s+{NUMBER} ms"),
         ),
@@ -181,6 +185,7 @@ BENCHES: dict[str, Bench] = {
         script="transcript.py",
         arguments=("--megabytes", "20", "--rounds", "5"),
         figures=(
+            Figure("input: transcript lines", "n", rf"^transcript: .* MB, {NUMBER} lines"),
             Figure("first read, whole file (wall)", "s", rf"first read {NUMBER} s"),
             _ms(
                 "tail read_from offset, median (wall)",

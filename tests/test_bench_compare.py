@@ -86,6 +86,7 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
         )
     }
     assert read["replay"] == {
+        "input: journal as JSON lines": 9.9,
         "fold, best of rounds (wall)": 1106.7,
         "restart, best of rounds (wall)": 1706.1,
     }
@@ -113,6 +114,7 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
         "N places: made and idle after (wall)": 31.0,
     }
     assert read["transcript"] == {
+        "input: transcript lines": 45120.0,
         "first read, whole file (wall)": 0.41,
         "tail read_from offset, median (wall)": 0.081,
         "whole file again, median (wall)": 390.5,
