@@ -39,6 +39,7 @@ from flume.shell.panes.tmux import Tmux
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
+    TIMING,
     agent_doing,
     agent_repository,
     decided,
@@ -460,7 +461,9 @@ def test_the_print_backend_writes_the_command_and_follows_its_transcript(
     tmp_path: Path, panes: Tmux
 ) -> None:
     """R4: --panes print starts no pane; the printed command, run by hand, takes the prompt."""
-    repo = agent_repository(tmp_path)
+    # A person starts the printed command when they will: the first send's window is long, so a
+    # slow start (a busy machine) is not taken for a lost prompt and typed again.
+    repo = agent_repository(tmp_path, TIMING.replace("confirm = 4", "confirm = 30"))
     path = script(tmp_path, COMMITS)
     ran = flume_process(
         "launch", "--repository", str(repo), "--kind", "fix", "--name", "printed",

@@ -36,6 +36,12 @@ TRUST_WORDS = ("Trust this folder?",)
 #: A Codex dialog's cursor on a numbered choice ("U+203A 1. Trust and continue"): drawn with
 #: the composer's glyph, but no composer.
 _CHOICE = re.compile(COMPOSER + r"\s*\d+\. ")
+#: Words of the footer Codex draws under its composer once its start is over ("<- for agents ·
+#: ? for shortcuts"). Before it, Codex draws its composer with its splash ("? for shortcuts"
+#: alone) and only then checks the folder's trust: a composer seen then may yet give way to the
+#: trust dialog, whose default answer the Enter after a paste would give (seen with 0.171.0:
+#: the dialog drew 0.4 s after the splash's composer).
+READY_WORDS = ("for agents",)
 #: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
 _CLOCK_SLACK = 1.0
 
@@ -85,7 +91,7 @@ def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:  # noqa: A
 
 
 def screen(capture: Callable[[], str | None]) -> Activity | None:
-    """Before its first turn: Codex's trust dialog asks a person; its composer waits.
+    """Before its first turn: Codex's trust dialog asks a person; its composer, once started, waits.
 
     Codex's dialogs mark their chosen line with the composer's glyph: a numbered choice is not
     the composer, and Codex's trust dialog, like Claude Code's, is a person being asked.
@@ -93,6 +99,8 @@ def screen(capture: Callable[[], str | None]) -> Activity | None:
     shown = capture() or ""
     if any(words in shown for words in TRUST_WORDS):
         return Activity.ASKING
+    if not any(words in shown for words in READY_WORDS):
+        return None  # still starting: its trust dialog may yet come
     if any(
         line.lstrip().startswith(COMPOSER) and not _CHOICE.match(line.lstrip())
         for line in shown.splitlines()
