@@ -8,6 +8,7 @@ says what FakeGit says.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from flume.core.ids import BranchName, Sha
 from flume.shell.tools import git
+from flume.testing.scenario import make_repository
 from tests.model.world import FakeGit
 
 MAIN = BranchName("main")
@@ -136,3 +138,20 @@ GitAgreement.TestCase.settings = settings(
     deadline=None,
 )
 TestGitAgreement = GitAgreement.TestCase
+
+
+def test_looking_at_a_worktree_takes_no_lock_and_writes_nothing(tmp_path: Path) -> None:
+    """``git.changes`` reads a worktree whose files' times moved, without rewriting its index.
+
+    Plain ``git status`` refreshes the index and writes it back under ``index.lock``: a landing
+    looking for that lock at the same moment (or a person's git) would find it held.
+    """
+    repo = make_repository(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    index = repo / ".git" / "index"
+    before = index.stat().st_mtime_ns
+    for name in ("a.txt", "b.txt"):  # the same content, newer times: the index is stale
+        path = repo / name
+        stamp = path.stat().st_mtime_ns + 5_000_000_000
+        os.utime(path, ns=(stamp, stamp))
+    assert git.changes(repo) == git.WorktreeChanges(dirty=False, untracked=False)
+    assert index.stat().st_mtime_ns == before

@@ -237,7 +237,7 @@ def test_two_places_landing_at_once_both_land_and_one_goes_round_again(
     commit(Path(second.path), "second.txt", "2\n")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(land, [first, second]))
-    assert all(isinstance(seen, Landed) for (seen,) in answers)
+    assert all(isinstance(seen, Landed) for (seen,) in answers), answers
     for branch in ("fix/first", "fix/second"):
         assert is_ancestor(repo, branch, "main")
     assert (repo / "first.txt").read_text() == "1\n"

@@ -14,8 +14,12 @@ from flume.core.ids import BranchName, Sha
 from flume.shell import environment, process
 from flume.shell.process import Ran
 
-#: git must never stop to ask (a pager, an editor, credentials) or read the user's config.
+#: git must never stop to ask (a pager, an editor, credentials) or read the user's config, and
+#: never takes a lock it does not need: ``git status`` would otherwise rewrite the index as it
+#: reads it, holding ``index.lock`` meanwhile, where a person's git (or another landing's look
+#: for that very lock) would find it held (GIT_OPTIONAL_LOCKS, git(1)).
 _ENV = {
+    "GIT_OPTIONAL_LOCKS": "0",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_EDITOR": "true",
     "GIT_PAGER": "cat",
