@@ -689,11 +689,14 @@ class Agent:
         """Read keys until the session ends, redrawing after each read and each spinner turn."""
         while True:
             with self.lock:
-                if self.exit_status is not None:
-                    return
+                ended = self.exit_status is not None
                 timeout = SPIN_SECONDS if self.status == "busy" else None
                 if self.keys.is_waiting:
                     timeout = ESCAPE_SECONDS
+            if ended:
+                # What it said last stays on its screen: the exit may come before the redraw.
+                self.redraw()
+                return
             readable, _, _ = select.select([self.terminal.fd_in, self._wake_read], [], [], timeout)
             if not readable and self.keys.is_waiting:
                 self.keys.expire()
