@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import attrs
 import pytest
 
 from flume.core.actions import MakeWorktree
@@ -58,8 +59,8 @@ def made(action: MakeWorktree, seen: list[Observation]) -> None:
     assert (path / "README.md").read_text() == "hello\n"
 
 
-def test_a_first_make_cuts_the_branch_and_adds_the_worktree_in_three_gits(tmp_path: Path) -> None:
-    """Looked at once (worktrees, the branch), then one ``git worktree add -b``: no more.
+def test_a_first_make_cuts_the_branch_and_adds_the_worktree_in_one_git(tmp_path: Path) -> None:
+    """Nothing stands at the path: one ``git worktree add -b``, nothing looked at first.
 
     ``places/`` is excluded in the repository's own git folder, found without asking git.
     """
@@ -68,7 +69,7 @@ def test_a_first_make_cuts_the_branch_and_adds_the_worktree_in_three_gits(tmp_pa
     commit(repo, "later.txt")  # the base moved on since the launch: the start stands
     seen, runs = perform(action)
     made(action, seen)
-    assert runs == 3
+    assert runs == 1
     assert (repo / ".git" / "info" / "exclude").read_text().splitlines().count("/places/") == 1
 
 
@@ -126,7 +127,8 @@ def test_a_make_git_refuses_is_a_failure_in_git_s_words(tmp_path: Path) -> None:
     assert failed.status == 3
     assert failed.output == "the hook says no"
     assert failed.argv is not None
-    assert list(failed.argv[:5]) == ["git", "worktree", "add", "--quiet", "-b"]
+    assert list(failed.argv[3:7]) == ["worktree", "add", "--quiet", "-b"]
+    assert git.resolve(repo, BRANCH) is not None  # made, then refused: nothing undone, no retry
 
 
 def test_a_look_only_make_makes_nothing(tmp_path: Path) -> None:
@@ -161,3 +163,32 @@ def test_places_are_excluded_where_git_keeps_the_repository(
     assert (shared / "info" / "exclude").read_text().splitlines().count("/places/") == 1
     own = repo / ".git" / "info" / "exclude"
     assert not own.exists() or "/places/" not in own.read_text().splitlines()
+
+
+def test_a_make_git_refuses_with_nothing_standing_is_looked_at_once(tmp_path: Path) -> None:
+    """A first make git refuses, having made nothing (the start is no commit): its words, once.
+
+    The look that follows finds nothing of the place's, and asks git to make it no second time.
+    """
+    repo = repository(tmp_path / "repo")
+    action = attrs.evolve(make(repo), start=Sha("0" * 40))
+    (failed,), runs = perform(action)
+    assert isinstance(failed, ActionFailed)
+    assert failed.output == f"fatal: not a valid branch point: '{action.start}'"
+    assert runs == 3
+    assert git.resolve(repo, BRANCH) is None
+    assert len(worktrees(repo)) == 1
+
+
+def test_a_file_at_the_path_is_looked_at_and_nothing_is_made_over_it(tmp_path: Path) -> None:
+    """Something a person left at the path: git is not asked to make the place over it."""
+    repo = repository(tmp_path / "repo")
+    action = make(repo)
+    Path(action.path).parent.mkdir()
+    Path(action.path).write_text("mine\n")
+    (failed,) = perform(action)[0]
+    assert isinstance(failed, ActionFailed)
+    said = f"{action.path} already exists and is no worktree; nothing is made over it"
+    assert failed.output == said
+    assert Path(action.path).read_text() == "mine\n"
+    assert git.resolve(repo, BRANCH) is None

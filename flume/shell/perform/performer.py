@@ -40,7 +40,7 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
-from flume.core.ids import BranchName, Instant
+from flume.core.ids import BranchName, Instant, Sha
 from flume.core.observations import (
     ActionFailed,
     BranchDeleted,
@@ -195,9 +195,30 @@ class Performer:
         with _worktrees_of(action.repository):
             return self._make_worktree(action)
 
-    def _make_worktree(self, action: MakeWorktree) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
+    def _make_worktree(self, action: MakeWorktree) -> list[Observation]:
         repository, path = Path(action.repository), Path(action.path)
         git.exclude(repository, "/places/")
+        if action.start is None or action.look_only or _stands(path):
+            return self._look_then_make(action, None)
+        # The first make, as a launch asks it: nothing stands at the path, so git is asked to
+        # make the place at once. Only when it refuses is what stands looked at: a branch cut
+        # before a crash, a worktree registered whose folder is gone.
+        ran = self._add(action, action.start)
+        if ran.ok:
+            # git made the branch at the start it was given, a commit's full name: that is its
+            # head, with no git asked again.
+            return [self._worktree_made(action, action.start)]
+        if _stands(path):
+            # git made the place and then failed (a checkout hook said no): its failure.
+            return self._failed(ActionName.MAKE_WORKTREE, "", ran)
+        return self._look_then_make(action, ran)
+
+    def _look_then_make(self, action: MakeWorktree, refused: Ran | None) -> list[Observation]:  # noqa: PLR0911 (each way out says why)
+        """What a crash may have left at the place, looked at before anything is made.
+
+        ``refused`` is git's answer to a first make that made nothing: it is not asked again.
+        """
+        repository, path = Path(action.repository), Path(action.path)
         trees = _resolved(git.worktree_paths(repository))
         there = trees.get(path.resolve(), "absent")
         if there == action.branch:
@@ -210,30 +231,40 @@ class Performer:
             # failure: a failure would end the batch before tidy's own look (GatherTidyFacts)
             # that follows, and the place would wait for ever for facts never gathered.
             return []
+        if _stands(path):
+            # Not a worktree: git would cut the branch and then refuse the folder, leaving it.
+            what = f"{path} already exists and is no worktree; nothing is made over it"
+            return self._failed(ActionName.MAKE_WORKTREE, what)
         head = git.resolve(repository, action.branch)
         start = action.start or git.resolve(repository, action.base)
         if start is None:
             return self._failed(ActionName.MAKE_WORKTREE, f"the base {action.base} does not exist")
         if head is None:
-            ran = git.run(
-                repository,
-                *("worktree", "add", "--quiet", "-b", action.branch, str(path), start),
-                pass_fds=self.pass_fds,
-            )
+            ran = refused or self._add(action, start)
             if not ran.ok:
                 return self._failed(ActionName.MAKE_WORKTREE, "", ran)
-            # git made the branch at the start it was given, a commit's full name: that is its
-            # head, with no git asked again.
-            return [WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=start)]
+            return [self._worktree_made(action, start)]
         if head != start:
             what = f"the branch {action.branch} already exists at {head}, not at {start}"
             return self._failed(ActionName.MAKE_WORKTREE, what)
         # The branch was cut before a crash and its worktree not yet added: add it now.
-        args = ("worktree", "add", "--quiet", str(path), action.branch)
-        ran = git.run(repository, *args, pass_fds=self.pass_fds)
+        ran = self._add(action, None)
         if not ran.ok:
             return self._failed(ActionName.MAKE_WORKTREE, "", ran)
         return self._made(repository, action)
+
+    def _add(self, action: MakeWorktree, start: Sha | None) -> Ran:
+        """``git worktree add``: the branch cut at ``start``, or (None) the branch as it stands."""
+        return git.add_worktree(
+            Path(action.repository),
+            Path(action.path),
+            action.branch,
+            start,
+            pass_fds=self.pass_fds,
+        )
+
+    def _worktree_made(self, action: MakeWorktree, head: Sha) -> WorktreeMade:
+        return WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=head)
 
     def _made(self, repository: Path, action: MakeWorktree) -> list[Observation]:
         head = git.resolve(repository, action.branch)
@@ -241,7 +272,7 @@ class Performer:
             return self._failed(
                 ActionName.MAKE_WORKTREE, f"{action.branch} vanished as it was made"
             )
-        return [WorktreeMade(at=self.now(), path=action.path, branch=action.branch, head=head)]
+        return [self._worktree_made(action, head)]
 
     # --- R2 --------------------------------------------------------------------------------
 
@@ -331,6 +362,11 @@ def _worktrees_of(repository: str) -> threading.Lock:
     """The lock that lets one worktree at a time be added or removed in ``repository``."""
     with _WORKTREE_LOCKS_GUARD:
         return _WORKTREE_LOCKS.setdefault(repository, threading.Lock())
+
+
+def _stands(path: Path) -> bool:
+    """Something stands at ``path``: a folder, a file, a link (if dangling, still in the way)."""
+    return path.exists() or path.is_symlink()
 
 
 def _resolved(trees: dict[Path, BranchName | None]) -> dict[Path, BranchName | None]:

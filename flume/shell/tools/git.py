@@ -299,6 +299,28 @@ def changes(worktree: Path) -> WorktreeChanges:
     )
 
 
+def add_worktree(
+    repository: Path,
+    path: Path,
+    branch: BranchName,
+    start: Sha | None,
+    *,
+    pass_fds: tuple[int, ...] = (),
+) -> Ran:
+    """``git worktree add``: a new ``branch`` cut at ``start``, or (None) the branch as it is.
+
+    The files are checked out by one worker a core (``checkout.workers=0``, git's parallel
+    checkout): most of a launch's time is this checkout, and the result is the same file for
+    file. A person's own ``checkout.workers`` gives way to it for flume's worktrees only.
+    """
+    where = ("-b", branch, str(path), start) if start is not None else (str(path), branch)
+    return run(
+        repository,
+        *("-c", "checkout.workers=0", "worktree", "add", "--quiet", *where),
+        pass_fds=pass_fds,
+    )
+
+
 def worktree_paths(repository: Path) -> dict[Path, BranchName | None]:
     """Every worktree of the repository and the branch it has checked out."""
     ran = run(repository, "worktree", "list", "--porcelain")
