@@ -1,0 +1,255 @@
+"""What delivery, tell and tidy say and keep, held word for word and field for field.
+
+The state machines check what the core decides (a send made, a stage stopped short, a
+worktree removed) but seldom the words a person reads, the stage a report names, or a flag the
+place keeps for a later step or for the shell. Each example here holds one of those, found by
+mutation testing (a mutant of flume/core no fast test failed on; docs/mutation.md lists them):
+each test failed on its mutants and passes on the core as it is.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from flume.core.actions import (
+    EndAgent,
+    Event,
+    GatherTidyFacts,
+    Report,
+    SendPrompt,
+    SendTell,
+    StartAgent,
+)
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BranchName, Instant, Marker, SessionId, Sha, StageName
+from flume.core.observations import (
+    Activity,
+    AgentExited,
+    AgentReady,
+    AgentStateSeen,
+    Author,
+    BranchDeleted,
+    BranchFacts,
+    BranchHead,
+    DropAsked,
+    PromptTyped,
+    RetryAsked,
+    Tick,
+    TidyAsked,
+    TidyFactsSeen,
+    Told,
+    TranscriptEntry,
+    WorktreeFacts,
+    WorktreeLost,
+    WorktreeRemoved,
+)
+from flume.core.place import Life, Place, Short, ShortCause, TidyNotWanted
+from flume.core.step import step
+from tests.model.test_rules import SESSION, S, made, run, started, working
+
+CODE = StageName("code")
+WORKTREE = "/src/app/places/fix--typo"
+BRANCH = BranchName("fix/typo")
+MAIN = BranchName("main")
+PROMPT = Marker("flume:fix--typo:code:1")
+
+
+def _shown_typed(at: float, send: int) -> PromptTyped:
+    """The pane shows send ``send`` of the code stage's first prompt typed."""
+    return PromptTyped(at=Instant(at), session=SESSION, marker=PROMPT, send=send)
+
+
+def _awaiting_proof() -> Place:
+    """A fix whose first prompt was sent at 3, not yet shown typed nor found in the transcript."""
+    return run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+
+
+# --- DELIVERY-RETYPE-UNTYPED and DELIVERY-NEVER-BEGAN: the reports, whole -----------------------
+
+
+def test_a_send_never_shown_typed_is_reported_retyped_and_typed_as_the_same_send() -> None:
+    """The retype is reported for its stage, in full words, and types the very same send."""
+    place = _awaiting_proof()
+    first = step(S, run(made(), started()).place, AgentReady(at=Instant(3), session=SESSION))
+    (sent,) = first.actions
+    assert isinstance(sent, SendPrompt)
+    retyped = step(S, place, Tick(at=Instant(33)))
+    assert retyped.actions == (
+        Report(
+            event=Event.PROMPT_RETYPED,
+            text="send 1 of the prompt was decided but the pane never showed it typed; "
+            "typing it now, as the same send",
+            stage=CODE,
+        ),
+        sent,
+    )
+
+
+def _never_began() -> tuple[Place, tuple[object, ...]]:
+    """Both sends shown typed, neither in the transcript: the second's window passes at 63."""
+    place = step(S, _awaiting_proof(), _shown_typed(3, 1)).place
+    second = step(S, place, Tick(at=Instant(33)))
+    assert second.actions[0] == Report(
+        event=Event.PROMPT_MISSING,
+        text="send 1 of the prompt is not in the transcript after 30s",
+        stage=CODE,
+    )
+    place = step(S, second.place, _shown_typed(33, 2)).place
+    last = step(S, place, Tick(at=Instant(63)))
+    return last.place, last.actions
+
+
+def test_a_stage_that_never_began_says_so_for_its_stage_and_ends_its_agent() -> None:
+    """The second send missing: reported missing and never begun, the agent asked to end."""
+    place, actions = _never_began()
+    words = (
+        "the prompt was sent 2 times and the transcript holds neither; "
+        "retry the stage to start a fresh agent"
+    )
+    assert actions == (
+        Report(
+            event=Event.PROMPT_MISSING,
+            text="send 2 of the prompt is not in the transcript after 30s",
+            stage=CODE,
+        ),
+        Report(event=Event.NEVER_BEGAN, text=words, stage=CODE),
+        EndAgent(session=SESSION, reason="the stage never began"),
+    )
+    assert place.stage.phase == Short(cause=ShortCause.NEVER_BEGAN, words=words)
+
+
+def test_an_agent_ended_as_never_begun_takes_no_tell() -> None:
+    """The agent asked to end is no longer live: a tell is refused, nothing typed into it."""
+    place, _ = _never_began()
+    with pytest.raises(UsageError) as caught:
+        step(S, place, Told(at=Instant(64), text="are you there?"))
+    assert caught.value.problems == (
+        Problem(
+            field="tell",
+            what="no agent is live in fix--typo, so nothing was typed",
+            mend="retry its stage to start a fresh agent, then tell it",
+        ),
+    )
+
+
+def test_a_retry_after_never_began_starts_no_agent_until_the_old_one_is_gone() -> None:
+    """R4: the agent ended as never begun is waited for; only then does the fresh one start."""
+    place, _ = _never_began()
+    retried = step(S, place, RetryAsked(at=Instant(64), words=""))
+    assert not any(isinstance(a, StartAgent) for a in retried.actions)
+    gone = step(S, retried.place, AgentExited(at=Instant(65), session=SESSION))
+    assert [a.attempt for a in gone.actions if isinstance(a, StartAgent)] == [2]
+
+
+# --- TELL: only the live session's own typed line delivers a tell -------------------------------
+
+
+def _tell_sent() -> tuple[Place, str]:
+    """Tell 1 held while the agent works, then sent once it waits; the text it was sent as."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WORKING)
+    ).place
+    place = step(S, place, Told(at=Instant(6), text="also the docs")).place
+    sent = step(
+        S, place, AgentStateSeen(at=Instant(7), session=SESSION, activity=Activity.WAITING)
+    )
+    (tell,) = [a for a in sent.actions if isinstance(a, SendTell)]
+    return sent.place, tell.text
+
+
+@pytest.mark.parametrize(
+    ("author", "session"),
+    [(Author.AGENT, SESSION), (Author.TOOL, SESSION), (Author.PERSON, SessionId("s9"))],
+    ids=["the-agent-quotes-it", "a-tool-quotes-it", "typed-in-another-session"],
+)
+def test_a_tell_is_not_delivered_by_a_line_that_only_quotes_it(
+    author: Author, session: SessionId
+) -> None:
+    """TELL: a quote of the tell's marker by the agent or a tool, or another session's, proves nothing."""
+    place, text = _tell_sent()
+    line = TranscriptEntry(at=Instant(8), session=session, author=author, text=text)
+    after = step(S, place, line)
+    assert after.place.sending == place.sending
+    assert not any(isinstance(a, Report) and a.event is Event.TELL_DELIVERED for a in after.actions)
+
+
+def test_a_tell_typed_in_the_live_session_is_reported_delivered_for_its_stage() -> None:
+    """The line typed by the user in the agent's session delivers the tell, for its stage."""
+    place, text = _tell_sent()
+    line = TranscriptEntry(at=Instant(8), session=SESSION, author=Author.PERSON, text=text)
+    delivered = step(S, place, line)
+    assert delivered.place.sending is None
+    assert (
+        Report(event=Event.TELL_DELIVERED, text="the transcript holds tell 1", stage=CODE)
+        in delivered.actions
+    )
+
+
+# --- R10 tidy: what is asked for, taken and kept ------------------------------------------------
+
+
+def _dropped_and_gathering() -> Place:
+    """A dropped fix whose agent is gone: tidy asked for its facts."""
+    dropped = step(S, working(), DropAsked(at=Instant(5))).place
+    return step(S, dropped, AgentExited(at=Instant(6), session=SESSION)).place
+
+
+def _facts(path: str = WORKTREE, **worktree: bool) -> TidyFactsSeen:
+    """Tidy's facts: a clean worktree flume made at ``path``, a branch main holds all of."""
+    return TidyFactsSeen(
+        at=Instant(7),
+        worktree=WorktreeFacts(path=path, **{"exists": True, "made_by_flume": True, **worktree}),
+        branch=BranchFacts(name=BRANCH, exists=True, base=MAIN, head=Sha("a1")),
+    )
+
+
+def test_tidy_asked_again_of_a_kept_place_asks_for_its_facts_with_the_callers_force() -> None:
+    """R10: a finished or dropped place kept once is looked at again when tidy is asked again."""
+    kept = step(S, _dropped_and_gathering(), _facts(dirty=True)).place
+    assert kept.tidy == TidyNotWanted()
+    asked = step(S, kept, TidyAsked(at=Instant(8), force=True))
+    assert asked.actions == (
+        GatherTidyFacts(path=WORKTREE, branch=BRANCH, base=MAIN, force=True),
+    )
+
+
+def test_tidy_takes_no_facts_about_another_worktree_on_its_branch() -> None:
+    """Facts about a clean worktree at another path, even on the place's branch, are ignored."""
+    place = _dropped_and_gathering()
+    elsewhere = step(S, place, _facts(path="/src/app/places/fix--someone-else"))
+    assert elsewhere.actions == ()
+    assert elsewhere.place == attrs.evolve(place, now=Instant(7))
+
+
+def test_a_place_whose_worktree_is_gone_is_reported_tidied_by_name() -> None:
+    """TIDY-DONE-ON-FACTS: facts showing the worktree gone make the place tidied, named."""
+    facts = _facts(exists=False)
+    facts = attrs.evolve(facts, branch=attrs.evolve(facts.branch, exists=False))
+    tidied = step(S, _dropped_and_gathering(), facts)
+    assert tidied.place.life is Life.TIDIED
+    assert tidied.actions == (
+        Report(event=Event.TIDIED, text="fix--typo tidied: its worktree is gone"),
+    )
+
+
+def test_a_removal_reported_for_a_place_in_flight_changes_nothing() -> None:
+    """Only a finished or dropped place's worktree is removed by tidy: a place in flight keeps
+    its state, and a later loss of its worktree still stops it short."""
+    place = working()
+    removed = step(S, place, WorktreeRemoved(at=Instant(5), path=WORKTREE))
+    assert removed.place == attrs.evolve(place, now=Instant(5))
+    lost = step(S, removed.place, WorktreeLost(at=Instant(6), path=WORKTREE))
+    assert isinstance(lost.place.stage.phase, Short)
+    assert lost.place.stage.phase.cause is ShortCause.WORKTREE_GONE
+
+
+def test_a_branch_tidy_deleted_is_kept_as_gone_until_it_is_seen_again() -> None:
+    """The place keeps its branch gone (the shell's branch observer then takes a branch of the
+    same name as the place's only if it holds the place's last head), until its head is seen."""
+    place = step(S, _dropped_and_gathering(), _facts()).place
+    deleted = step(S, place, BranchDeleted(at=Instant(8), branch=BRANCH)).place
+    assert deleted.branch_gone
+    assert not step(S, place, BranchDeleted(at=Instant(8), branch=MAIN)).place.branch_gone
+    back = step(S, deleted, BranchHead(at=Instant(9), branch=BRANCH, sha=Sha("a1"))).place
+    assert not back.branch_gone
