@@ -169,10 +169,12 @@ def on_prompt_unwritten(place: Place, seen: PromptUnwritten) -> Outcome:
 
 
 def on_agent_ready(place: Place, session: SessionId) -> Outcome:
-    """The agent takes input: send the prompt the first time."""
+    """The agent takes input: send the prompt the first time.
+
+    Called only once the agent is seen waiting, so never while it asks a person.
+    """
     phase = place.stage.phase
-    asking = place.agent is not None and place.agent.activity is Activity.ASKING
-    if isinstance(phase, AwaitingInput) and phase.session == session and not asking:
+    if isinstance(phase, AwaitingInput) and phase.session == session:
         return send_prompt(place, session)
     return place, ()
 

@@ -367,7 +367,7 @@ class Place:
     unreadable: int = 0
     #: Where tidy stands: not wanted, wanted, or gathering the facts it decides on.
     tidy: Tidy = TidyNotWanted()
-    #: The place's worktree is gone: removed by tidy, or lost from under a place in flight.
+    #: The place's worktree was lost from under it while in flight (its stage stopped short).
     worktree_gone: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
     branch_gone: bool = False

@@ -206,7 +206,9 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case TidyFactsSeen():
             return tidy.on_facts(place, seen)
         case WorktreeRemoved():
-            return tidy.on_worktree_removed(place, seen)
+            # The removal decides nothing: tidy's next look makes the place tidied once it finds
+            # nothing left (TIDY-DONE-ON-FACTS).
+            return place, ()
         case BranchDeleted():
             return tidy.on_branch_deleted(place, seen)
         case Tick():

@@ -38,7 +38,6 @@ from flume.core.observations import (
     BranchFacts,
     TidyFactsSeen,
     WorktreeFacts,
-    WorktreeRemoved,
 )
 from flume.core.place import (
     Life,
@@ -223,16 +222,9 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
 
 def _gone(place: Place) -> Outcome:
     """The place's worktree is gone: the place is tidied (callers hold it finished or dropped)."""
-    place = evolve(place, worktree_gone=True, life=Life.TIDIED)
+    place = evolve(place, life=Life.TIDIED)
     name = place.launch.place
     return place, (Report(event=Event.TIDIED, text=f"{name} tidied: its worktree is gone"),)
-
-
-def on_worktree_removed(place: Place, seen: WorktreeRemoved) -> Outcome:
-    """The worktree is gone; the place is tidied once tidy's next look finds nothing left."""
-    if seen.path != place.path or place.life not in {Life.FINISHED, Life.DROPPED}:
-        return place, ()
-    return evolve(place, worktree_gone=True), ()
 
 
 def on_branch_deleted(place: Place, seen: BranchDeleted) -> Outcome:
