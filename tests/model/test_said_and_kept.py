@@ -21,18 +21,22 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
+from flume.core.delivery import render_prompt
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BranchName, Instant, Marker, SessionId, Sha, StageName
+from flume.core.ids import BranchName, Instant, KindName, Marker, SessionId, Sha, StageName
+from flume.core.kinds import Commit, Kind, Step
 from flume.core.observations import (
     Activity,
     AgentExited,
     AgentReady,
+    AgentStarted,
     AgentStateSeen,
     Author,
     BranchDeleted,
     BranchFacts,
     BranchHead,
     DropAsked,
+    NeedsSaid,
     PromptTyped,
     RetryAsked,
     Tick,
@@ -42,11 +46,12 @@ from flume.core.observations import (
     TranscriptEntry,
     WorktreeFacts,
     WorktreeLost,
+    WorktreeMade,
     WorktreeRemoved,
 )
 from flume.core.place import Life, Place, Short, ShortCause, TidyNotWanted
 from flume.core.step import step
-from tests.model.test_rules import SESSION, S, made, run, started, working
+from tests.model.test_rules import SESSION, S, made, run, started, typed, working
 
 CODE = StageName("code")
 WORKTREE = "/src/app/places/fix--typo"
@@ -63,6 +68,56 @@ def _shown_typed(at: float, send: int) -> PromptTyped:
 def _awaiting_proof() -> Place:
     """A fix whose first prompt was sent at 3, not yet shown typed nor found in the transcript."""
     return run(made(), started(), AgentReady(at=Instant(3), session=SESSION)).place
+
+
+# --- R5: the prompt, every field of a declared kind's template filled -------------------------
+
+#: A declared kind whose one stage's prompt names every field a prompt may name, and ends blank.
+SURVEY = Kind(
+    name=KindName("survey"),
+    prefix="survey",
+    body=Step(
+        name=StageName("look"),
+        prompt="$kind $name ($place): $brief\n$stage in $path on $branch from $base of "
+        "$repository; ends at $deliverable.\nMarked $marker.$words\n\n",
+        deliverable=Commit(),
+    ),
+)
+
+SURVEYED = (
+    "survey typo (survey--typo): Mend the greeting.\nlook in /src/app/places/survey--typo on "
+    "survey/typo from main of /src/app; ends at a new commit on the place's branch.\n"
+)
+
+
+def test_a_declared_prompt_is_sent_with_every_field_filled_and_its_marker_last() -> None:
+    """R5: a prompt is its template filled in, its trailing blank dropped, its marker last.
+
+    A retry adds the caller's words, stripped; only a retry does.
+    """
+    place = run(
+        WorktreeMade(
+            at=Instant(1),
+            path="/src/app/places/survey--typo",
+            branch=BranchName("survey/typo"),
+            head=Sha("a1"),
+        ),
+        AgentStarted(at=Instant(2), stage=StageName("look"), attempt=1, session=SESSION, pane="%1"),
+        kind=SURVEY,
+    ).place
+    first = step(S, place, AgentReady(at=Instant(3), session=SESSION))
+    marker = "flume:survey--typo:look:1"
+    assert [a.text for a in first.actions if isinstance(a, SendPrompt)] == [
+        f"{SURVEYED}Marked {marker}.\n\n[{marker}]"
+    ]
+    delivered = step(S, first.place, typed(f"[{marker}]")).place
+    short = step(S, delivered, NeedsSaid(at=Instant(5), words="which greeting?")).place
+    retried = step(S, short, RetryAsked(at=Instant(6), words="  the one in hello.py \n")).place
+    marker = "flume:survey--typo:look:2"
+    assert render_prompt(retried) == (
+        f"{SURVEYED}Marked {marker}.\nThis stage is being tried again. The caller's words for "
+        f"this attempt:\n\nthe one in hello.py\n\n[{marker}]"
+    )
 
 
 # --- DELIVERY-RETYPE-UNTYPED and DELIVERY-NEVER-BEGAN: the reports, whole -----------------------
@@ -151,9 +206,7 @@ def _tell_sent() -> tuple[Place, str]:
         S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WORKING)
     ).place
     place = step(S, place, Told(at=Instant(6), text="also the docs")).place
-    sent = step(
-        S, place, AgentStateSeen(at=Instant(7), session=SESSION, activity=Activity.WAITING)
-    )
+    sent = step(S, place, AgentStateSeen(at=Instant(7), session=SESSION, activity=Activity.WAITING))
     (tell,) = [a for a in sent.actions if isinstance(a, SendTell)]
     return sent.place, tell.text
 
@@ -166,7 +219,7 @@ def _tell_sent() -> tuple[Place, str]:
 def test_a_tell_is_not_delivered_by_a_line_that_only_quotes_it(
     author: Author, session: SessionId
 ) -> None:
-    """TELL: a quote of the tell's marker by the agent or a tool, or another session's, proves nothing."""
+    """TELL: the marker quoted by the agent or a tool, or typed in another session, is no proof."""
     place, text = _tell_sent()
     line = TranscriptEntry(at=Instant(8), session=session, author=author, text=text)
     after = step(S, place, line)
@@ -209,9 +262,7 @@ def test_tidy_asked_again_of_a_kept_place_asks_for_its_facts_with_the_callers_fo
     kept = step(S, _dropped_and_gathering(), _facts(dirty=True)).place
     assert kept.tidy == TidyNotWanted()
     asked = step(S, kept, TidyAsked(at=Instant(8), force=True))
-    assert asked.actions == (
-        GatherTidyFacts(path=WORKTREE, branch=BRANCH, base=MAIN, force=True),
-    )
+    assert asked.actions == (GatherTidyFacts(path=WORKTREE, branch=BRANCH, base=MAIN, force=True),)
 
 
 def test_tidy_takes_no_facts_about_another_worktree_on_its_branch() -> None:
@@ -234,8 +285,11 @@ def test_a_place_whose_worktree_is_gone_is_reported_tidied_by_name() -> None:
 
 
 def test_a_removal_reported_for_a_place_in_flight_changes_nothing() -> None:
-    """Only a finished or dropped place's worktree is removed by tidy: a place in flight keeps
-    its state, and a later loss of its worktree still stops it short."""
+    """A removal reported for a place in flight leaves it as it was.
+
+    Tidy removes only a finished or dropped place's worktree: a place in flight keeps its state,
+    and a later loss of its worktree still stops it short.
+    """
     place = working()
     removed = step(S, place, WorktreeRemoved(at=Instant(5), path=WORKTREE))
     assert removed.place == attrs.evolve(place, now=Instant(5))
@@ -245,8 +299,11 @@ def test_a_removal_reported_for_a_place_in_flight_changes_nothing() -> None:
 
 
 def test_a_branch_tidy_deleted_is_kept_as_gone_until_it_is_seen_again() -> None:
-    """The place keeps its branch gone (the shell's branch observer then takes a branch of the
-    same name as the place's only if it holds the place's last head), until its head is seen."""
+    """The place keeps its branch gone, until its head is seen again.
+
+    The shell's branch observer reads it: a branch of the same name is then taken for the
+    place's only if it holds the place's last head.
+    """
     place = step(S, _dropped_and_gathering(), _facts()).place
     deleted = step(S, place, BranchDeleted(at=Instant(8), branch=BRANCH)).place
     assert deleted.branch_gone
