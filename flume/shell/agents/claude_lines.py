@@ -15,12 +15,11 @@ A transcript is followed by its tail (:func:`read_from`, with the one tail reade
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry
-from flume.shell.agents.tail import NEVER, Tail, read_tail
+from flume.shell.agents.tail import NEVER, Tail, json_line, read_tail
 from flume.shell.store.transcript_words import Content, Words, entry_of
 
 
@@ -52,7 +51,7 @@ def _content(message: object) -> tuple[Content, str, str | None]:
 
 def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry:
     """One transcript line as an observation; ``ValueError`` when it is not a JSON object."""
-    data = json.loads(line)
+    data = json_line(line)
     if not isinstance(data, dict):
         message = "a transcript line must be a JSON object"
         raise ValueError(message)  # noqa: TRY004 (the caller counts every unreadable line alike)
