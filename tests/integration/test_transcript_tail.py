@@ -174,3 +174,12 @@ def test_a_line_is_read_as_json_loads_reads_it(odd: str | bytes) -> None:
     else:
         found = json_line(odd)
         assert repr(found) == repr(expected), "same value (repr: NaN is not equal to itself)"
+
+
+def test_lines_that_say_the_same_but_their_text_keep_each_its_text(tmp_path: Path) -> None:
+    """Lines without text share their words; a line with text, saying the same, keeps its own."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(line("") + line("one") + line("") + line("two") + line(""))
+    tail = read_from(path, 0, session=SESSION, at=NOW)
+    assert [words_of(entry).text for entry in tail.entries] == ["", "one", "", "two", ""]
+    assert [entry.text for entry in tail.entries] == ["", "one", "", "two", ""]
