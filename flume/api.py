@@ -37,6 +37,8 @@ from flume.core.errors import Problem, UsageError, refused
 from flume.shell.commands import asked as asked_words
 
 if TYPE_CHECKING:
+    import threading
+
     from flume.core.ids import Instant
     from flume.core.observations import Observation
     from flume.core.place import Place
@@ -44,8 +46,12 @@ if TYPE_CHECKING:
     from flume.core.step import Decision, TraceRow
     from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
+    from flume.shell.commands.herdr_plugin import Context as HerdrContext
+    from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
+    from flume.shell.panes.herdr import Client as HerdrClient
+    from flume.shell.panes.herdr import HerdrError
     from flume.shell.perform.launch_words import LaunchAsked, Made
     from flume.shell.store import places
     from flume.shell.store.events import Cursor, EventStream, PlaceEvent
@@ -58,6 +64,11 @@ __all__ = [
     "Attaching",
     "Cursor",
     "DaemonStatus",
+    "HerdrClient",
+    "HerdrContext",
+    "HerdrError",
+    "HerdrRequest",
+    "InFlight",
     "Inspection",
     "LaunchAsked",
     "LaunchFailed",
@@ -82,6 +93,13 @@ __all__ = [
     "exec_attach",
     "follower",
     "hand_over",
+    "herdr_notify",
+    "herdr_place_meant",
+    "herdr_reports",
+    "herdr_repository_meant",
+    "herdr_row",
+    "herdr_sidebar",
+    "in_flight",
     "inspect",
     "launch",
     "launch_asked",
@@ -105,6 +123,11 @@ __all__ = [
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
+    "HerdrClient": ("flume.shell.panes.herdr", "Client"),
+    "HerdrContext": ("flume.shell.commands.herdr_plugin", "Context"),
+    "HerdrError": ("flume.shell.panes.herdr", "HerdrError"),
+    "HerdrRequest": ("flume.shell.commands.herdr_plugin", "HerdrRequest"),
+    "InFlight": ("flume.shell.commands.herdr_plugin", "InFlight"),
     "Inspection": ("flume.shell.agents.inspection", "Inspection"),
     "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
@@ -861,6 +884,93 @@ def daemon_run(*, asked_after: int | None = None) -> int:
     from flume.shell.supervisor import daemon
 
     return daemon.serve(Settings(), asked_after=asked_after)
+
+
+# --- herdr's plugin ------------------------------------------------------------------------
+
+
+def in_flight() -> list[InFlight]:
+    """Every place in flight on the host (launched, not yet tidied or dropped), with its status.
+
+    Each is an :class:`InFlight`: ``.place`` (its state), ``.view`` (its ``PlaceStatus``),
+    ``.name`` (``<kind>--<name>``) and ``.repository``. A live agent's state is ``unknown``
+    while no supervisor runs.
+    """
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.in_flight()
+
+
+def herdr_place_meant(
+    herdr: HerdrClient, context: HerdrContext, found: Sequence[InFlight] | None = None
+) -> InFlight | None:
+    """The place a plugin action means, by herdr's invoking context; None when no single one.
+
+    The focused pane's agent's place, else the place the focused folder is in, else the only
+    place in flight in the focused workspace's repository (docs/herdr.md). ``found`` is the
+    places to pick from (default: :func:`in_flight`, asked after herdr's panes are listed).
+    """
+    from flume.shell.commands import herdr_plugin
+
+    panes = herdr.call("pane.list", {}).get("panes", [])
+    if found is None:
+        found = herdr_plugin.in_flight()
+    return herdr_plugin.place_meant(context, found, panes)
+
+
+def herdr_repository_meant(context: HerdrContext) -> Path | None:
+    """The repository the focused workspace (or pane) of a plugin's context stands in, if any."""
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.repository_meant(context)
+
+
+def herdr_reports(herdr: HerdrClient, context: HerdrContext) -> list[HerdrRequest]:
+    """The sidebar reports that would show every place in flight now; none is sent.
+
+    Each is a :class:`HerdrRequest`, ``.method`` and ``.params``, as sent to herdr's socket.
+    """
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.planned(herdr, context.source)
+
+
+def herdr_sidebar(
+    herdr: HerdrClient,
+    context: HerdrContext,
+    *,
+    every: float | None = None,
+    stopping: threading.Event | None = None,
+) -> list[str]:
+    """Show every place in flight in herdr's sidebar (``flume herdr sidebar``): the problems.
+
+    Reports once; with ``every``, again every ``every`` seconds until ``stopping`` is set or
+    herdr goes away (then with no problem). The problems are those herdr answered to the last
+    reports, one line each ([] when it took them all). Raises :class:`HerdrError` when herdr
+    cannot be reached for a single report.
+    """
+    import threading
+
+    from flume.shell.commands import herdr_plugin
+
+    if every is None:
+        return herdr_plugin.show(herdr, context.source)
+    return herdr_plugin.follow(herdr, context.source, every, stopping or threading.Event())
+
+
+def herdr_notify(herdr: HerdrClient, title: str, body: str) -> None:
+    """Show a toast in herdr: the title and body each on one line, cut to what herdr shows."""
+    from flume.shell.commands import herdr_plugin
+
+    params = {"title": herdr_plugin.fit(title), "body": herdr_plugin.fit(body, 240)}
+    herdr.call("notification.show", params)
+
+
+def herdr_row(each: InFlight) -> str:
+    """A place in flight on one line, as herdr's sidebar rows show it: name, stage, agent, tasks."""
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.row(each)
 
 
 # --- simulate ------------------------------------------------------------------------------
