@@ -246,10 +246,10 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
 
 def launch_asked(asked: LaunchAsked) -> Launched:
     """:func:`launch`, its arguments in one record: checked and journaled in this process."""
-    from flume.shell.perform import launch as shell_launch
+    from flume.shell.perform import launcher
     from flume.shell.supervisor import client
 
-    made = shell_launch.launch_asked(asked)
+    made = launcher.launch_asked(asked)
     client.ensure()
     return Launched.of(made)
 

@@ -19,7 +19,7 @@ From the top down:
     (``port.py``): branch heads (``branches.py``), agents (``watch.py``), landings seen on the
     base (``landings.py``), OpenSpec changes (``changes.py``), report files (``reports.py``).
     ``perform/``: the performer (``performer.py``), the landers (``lander.py``), a launch checked
-    and journaled (``launch.py``, ``launch_words.py``). What both ask (does a base hold a
+    and journaled (``launcher.py``, ``launch_words.py``). What both ask (does a base hold a
     branch's work, where a base is fetched from, is a change archived) is in ``tools/``.
     May import agents and everything below.
 ``agents/``

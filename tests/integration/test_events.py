@@ -23,7 +23,7 @@ from flume.core.ids import Instant
 from flume.core.observations import DropAsked
 from flume.core.settings import Settings
 from flume.shell.panes.tmux import Tmux
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.store import events as shell_events
 from flume.shell.store import journal, places
 from flume.testing import scenario
@@ -126,10 +126,8 @@ def _interruptible() -> None:
 
 def launched(repo: Path, name: str, mark: str | None = None) -> Path:
     """Launch a fix without waking a supervisor (the test drives its own); its journal."""
-    request = shell_launch.Request(
-        repository=repo, kind="fix", name=name, brief="Mend it.", mark=mark
-    )
-    return shell_launch.launch(request, Settings(), time.time).journal
+    request = launcher.Request(repository=repo, kind="fix", name=name, brief="Mend it.", mark=mark)
+    return launcher.launch(request, Settings(), time.time).journal
 
 
 def test_a_landed_fix_has_its_lifes_events_and_cursors_resume_after_each(
