@@ -37,7 +37,7 @@ From the top down:
     import declared and everything below.
 ``declared/``
     What a repository declares: ``.flume.toml`` (``config.py``), kinds in TOML (``kinds.py``),
-    a declared command run as written (``run.py``), scenario files (``scenario.py``).
+    a declared command run as written (``command.py``), scenario files (``scenario.py``).
     May import store and everything below.
 ``store/``
     What flume keeps: the one converter and the journal's line codec (``codec.py``), journal
