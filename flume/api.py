@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import attrs
 
 from flume.core.errors import Problem, UsageError, refused
-from flume.shell.commands import asked as asked_words
+from flume.shell.commands import input_checks
 
 if TYPE_CHECKING:
     import threading
@@ -495,7 +495,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
-    words = asked_words.checked_text("tell", text)
+    words = input_checks.checked_text("tell", text)
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
@@ -532,7 +532,7 @@ def retry(place: str, *, words: str = "", repository: str | Path | None = None) 
     """Run the stage that stopped short again, with a fresh agent and ``words`` (R9)."""
     from flume.core.observations import RetryAsked
 
-    given = asked_words.checked_text("words", words, empty_ok=True)
+    given = input_checks.checked_text("words", words, empty_ok=True)
     decision = _give(place, repository, RetryAsked(at=_now(), words=given))
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
@@ -569,7 +569,7 @@ def drop(place: str, *, repository: str | Path | None = None) -> str:
 
 def decoded(field: str, data: bytes) -> str:
     """Bytes read from stdin as the caller's words (UTF-8); a :class:`UsageError` if not text."""
-    return asked_words.decoded(field, data)
+    return input_checks.decoded(field, data)
 
 
 def _folder(cwd: str | Path | None) -> Path:
@@ -587,8 +587,8 @@ def _folder(cwd: str | Path | None) -> Path:
 def _here(cwd: str | Path | None) -> Path:
     """:func:`_folder`, refused at once (no git, rules or codec loaded) when in no place."""
     here = _folder(cwd)
-    if asked_words.in_no_place(here):
-        raise asked_words.outside(here)
+    if input_checks.in_no_place(here):
+        raise input_checks.outside(here)
     return here
 
 
@@ -612,7 +612,7 @@ def needs(text: str, *, cwd: str | Path | None = None) -> str:
     ``$FLUME_SESSION``. Returns what the command prints. Bad words, or a folder in no place,
     are refused before the rules, git or the journal are loaded.
     """
-    words = asked_words.checked_text("words", text)
+    words = input_checks.checked_text("words", text)
     here = _here(cwd)
     from flume.core.observations import NeedsSaid
     from flume.core.place import Short

@@ -7,8 +7,9 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
-    (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words and folder checked at once (``input_checks.py``), tidy
+    (``tidying.py``), attach (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import
+    everything below.
 ``supervisor/``
     The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
     host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
