@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from pyrsistent import pvector
 
 from flume.core.actions import (
     EndAgent,
@@ -23,8 +24,18 @@ from flume.core.actions import (
 )
 from flume.core.delivery import render_prompt
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BranchName, Instant, KindName, Marker, SessionId, Sha, StageName
-from flume.core.kinds import Commit, Kind, Step
+from flume.core.ids import (
+    BranchName,
+    Instant,
+    KindName,
+    Marker,
+    PlaceName,
+    SessionId,
+    Sha,
+    StageName,
+    WorkName,
+)
+from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Step
 from flume.core.observations import (
     Activity,
     AgentExited,
@@ -35,7 +46,9 @@ from flume.core.observations import (
     BranchDeleted,
     BranchFacts,
     BranchHead,
+    ChangeSeen,
     DropAsked,
+    Launched,
     NeedsSaid,
     PromptTyped,
     RetryAsked,
@@ -49,9 +62,10 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, Short, ShortCause, TidyNotWanted
+from flume.core.place import Life, Place, Short, ShortCause, Submission, TidyNotWanted
+from flume.core.status import PhaseWord, PlaceStatus, status
 from flume.core.step import step
-from tests.model.test_rules import SESSION, S, made, run, started, typed, working
+from tests.model.test_rules import FIX, SESSION, S, launch, made, run, started, typed, working
 
 CODE = StageName("code")
 WORKTREE = "/src/app/places/fix--typo"
@@ -90,21 +104,25 @@ SURVEYED = (
 )
 
 
+def _survey(*seen: object) -> Place:
+    """A survey (one stage, a commit its deliverable) launched, its worktree made, then ``seen``."""
+    made_there = WorktreeMade(
+        at=Instant(1),
+        path="/src/app/places/survey--typo",
+        branch=BranchName("survey/typo"),
+        head=Sha("a1"),
+    )
+    return run(made_there, *seen, kind=SURVEY).place
+
+
 def test_a_declared_prompt_is_sent_with_every_field_filled_and_its_marker_last() -> None:
     """R5: a prompt is its template filled in, its trailing blank dropped, its marker last.
 
     A retry adds the caller's words, stripped; only a retry does.
     """
-    place = run(
-        WorktreeMade(
-            at=Instant(1),
-            path="/src/app/places/survey--typo",
-            branch=BranchName("survey/typo"),
-            head=Sha("a1"),
-        ),
-        AgentStarted(at=Instant(2), stage=StageName("look"), attempt=1, session=SESSION, pane="%1"),
-        kind=SURVEY,
-    ).place
+    place = _survey(
+        AgentStarted(at=Instant(2), stage=StageName("look"), attempt=1, session=SESSION, pane="%1")
+    )
     first = step(S, place, AgentReady(at=Instant(3), session=SESSION))
     marker = "flume:survey--typo:look:1"
     assert [a.text for a in first.actions if isinstance(a, SendPrompt)] == [
@@ -239,6 +257,40 @@ def test_a_tell_typed_in_the_live_session_is_reported_delivered_for_its_stage() 
     )
 
 
+def test_tells_not_known_delivered_are_dropped_in_order_and_never_reach_a_fresh_agent() -> None:
+    """The agent gone, the tells not known delivered are dropped, and never sent again.
+
+    The tell in flight and those held are reported dropped, in the order they were told, for
+    their stage; none is sent to the agent a retry starts.
+    """
+    place, _ = _tell_sent()
+    for at, text in ((8, "two"), (9, "three")):
+        place = step(S, place, Told(at=Instant(at), text=text)).place
+    exited = step(S, place, AgentExited(at=Instant(10), session=SESSION))
+    assert exited.actions[:3] == tuple(
+        Report(
+            event=Event.TELL_DROPPED,
+            text=f"tell {number} is not known to have reached the agent: the agent exited",
+            stage=CODE,
+        )
+        for number in (1, 2, 3)
+    )
+    assert (exited.place.held, exited.place.sending) == (pvector(), None)
+    fresh = SessionId("s2")
+    place = step(S, exited.place, RetryAsked(at=Instant(11), words="")).place
+    place = step(S, place, started(at=12, attempt=2, session=fresh)).place
+    ready = step(S, place, AgentReady(at=Instant(13), session=fresh))
+    marker = "flume:fix--typo:code:2"
+    delivered = step(S, ready.place, typed(f"[{marker}]", at=14, session=fresh))
+    waiting = step(
+        S, delivered.place, AgentStateSeen(at=Instant(15), session=fresh, activity=Activity.WAITING)
+    )
+    later = step(S, waiting.place, Tick(at=Instant(100)))
+    sent = (*ready.actions, *delivered.actions, *waiting.actions, *later.actions)
+    assert not any(isinstance(a, SendTell) for a in sent)
+    assert [a.attempt for a in sent if isinstance(a, SendPrompt)] == [2]
+
+
 # --- R10 tidy: what is asked for, taken and kept ------------------------------------------------
 
 
@@ -310,3 +362,91 @@ def test_a_branch_tidy_deleted_is_kept_as_gone_until_it_is_seen_again() -> None:
     assert not step(S, place, BranchDeleted(at=Instant(8), branch=MAIN)).place.branch_gone
     back = step(S, deleted, BranchHead(at=Instant(9), branch=BRANCH, sha=Sha("a1"))).place
     assert not back.branch_gone
+
+
+# --- R11 status: whether the stage's deliverable exists -----------------------------------------
+
+
+def test_a_finished_place_shows_its_deliverable_made_even_once_its_branch_moves_back() -> None:
+    """R11: the deliverable that finished the place is shown made, whatever the branch does later.
+
+    A person resets the finished survey's branch to where the stage started: its commit is no
+    longer on the branch, but the place finished on it.
+    """
+    place = _survey(
+        AgentStarted(at=Instant(2), stage=StageName("look"), attempt=1, session=SESSION, pane="%1"),
+        AgentReady(at=Instant(3), session=SESSION),
+        typed("[flume:survey--typo:look:1]"),
+        BranchHead(at=Instant(10), branch=BranchName("survey/typo"), sha=Sha("b2")),
+        AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING),
+        Tick(at=Instant(20)),
+    )
+    assert place.life is Life.FINISHED
+    reset = step(
+        S, place, BranchHead(at=Instant(30), branch=BranchName("survey/typo"), sha=Sha("a1"))
+    )
+    assert reset.place.head == Sha("a1")
+    assert status(reset.place).deliverable_exists
+
+
+def test_a_place_dropped_before_its_deliverable_and_tidied_shows_none() -> None:
+    """R11: a tidied place that never finished shows no deliverable: only finishing counts one."""
+    facts = _facts(exists=False)
+    facts = attrs.evolve(facts, branch=attrs.evolve(facts.branch, exists=False))
+    tidied = step(S, _dropped_and_gathering(), facts).place
+    assert tidied.life is Life.TIDIED
+    assert not status(tidied).deliverable_exists
+
+
+def test_status_shows_a_place_stopped_short_field_for_field() -> None:
+    """R11: status of a marked fix whose agent said what it needs: every field, as shown."""
+    launched = Launched(at=Instant(0), launch=launch(mark="ticket-7"), kind=FIX, setup=pvector())
+    place = step(S, None, launched).place
+    for seen in (
+        made(),
+        started(),
+        AgentReady(at=Instant(3), session=SESSION),
+        typed("[flume:fix--typo:code:1]"),
+        NeedsSaid(at=Instant(5), words="which greeting?"),
+    ):
+        place = step(S, place, seen).place
+    assert status(place) == PlaceStatus(
+        place=PlaceName("fix--typo"),
+        name=WorkName("typo"),
+        repository="/src/app",
+        path=WORKTREE,
+        kind=KindName("fix"),
+        branch=BRANCH,
+        base=MAIN,
+        mark="ticket-7",
+        life=Life.ACTIVE,
+        stage=CODE,
+        attempt=1,
+        sends=1,
+        phase=PhaseWord.SHORT,
+        agent=Activity.WORKING,
+        deliverable="a new commit on the place's branch",
+        deliverable_exists=False,
+        submission=Submission.NONE,
+        submission_note="",
+        tasks=None,
+        validation=None,
+        short_cause="needs",
+        needs="which greeting?",
+        waits_on_caller=False,
+        completed=pvector(),
+        tells_held=0,
+        updated_at=Instant(5),
+        host=None,
+    )
+
+
+def test_status_shows_the_tasks_the_agent_ticks() -> None:
+    """R11: a change's tasks, as its working tree shows them ticked, are in its status."""
+    change = BUILTIN_KINDS[KindName("change")]
+    launched = Launched(
+        at=Instant(0), launch=launch(kind=change.name), kind=change, setup=pvector()
+    )
+    place = step(S, None, launched).place
+    ticked = step(S, place, ChangeSeen(at=Instant(1), written=True, ticked=2, total=5)).place
+    assert status(ticked).tasks == (2, 5)
