@@ -47,7 +47,10 @@ from flume.core.observations import (
     BranchFacts,
     BranchHead,
     ChangeSeen,
+    ChecksFailed,
     DropAsked,
+    Landed,
+    LandingBlocked,
     Launched,
     NeedsSaid,
     PromptTyped,
@@ -65,7 +68,18 @@ from flume.core.observations import (
 from flume.core.place import Life, Place, Short, ShortCause, Submission, TidyNotWanted
 from flume.core.status import PhaseWord, PlaceStatus, status
 from flume.core.step import step
-from tests.model.test_rules import FIX, SESSION, S, launch, made, run, started, typed, working
+from tests.model.test_rules import (
+    FIX,
+    SESSION,
+    S,
+    launch,
+    made,
+    run,
+    started,
+    submitting,
+    typed,
+    working,
+)
 
 CODE = StageName("code")
 WORKTREE = "/src/app/places/fix--typo"
@@ -450,3 +464,30 @@ def test_status_shows_the_tasks_the_agent_ticks() -> None:
     place = step(S, None, launched).place
     ticked = step(S, place, ChangeSeen(at=Instant(1), written=True, ticked=2, total=5)).place
     assert status(ticked).tasks == (2, 5)
+
+
+def test_status_counts_the_tell_in_flight_with_those_held() -> None:
+    """R11: the tells not yet known delivered are counted: the one in flight and those held."""
+    place, _ = _tell_sent()
+    assert status(place).tells_held == 1
+    for at, text in ((8, "two"), (9, "three")):
+        place = step(S, place, Told(at=Instant(at), text=text)).place
+    assert status(place).tells_held == 3
+
+
+def test_a_landing_blocked_then_answered_shows_the_answer_not_the_block() -> None:
+    """LAND-BASE-BLOCKED-WAITS: a landing tried again after a block shows its answer once given.
+
+    Until the lander answers it shows blocked; then checks failed or landed, whatever blocks came
+    before.
+    """
+    place = submitting()
+    place = step(S, place, LandingBlocked(at=Instant(26), reason="index.lock is held")).place
+    assert place.land_retry_at is not None
+    again = step(S, place, Tick(at=place.land_retry_at)).place
+    assert status(again).submission is Submission.BLOCKED
+    later = Instant(place.land_retry_at + 1)
+    failed = step(S, again, ChecksFailed(at=later, reason="tests failed", output="1 failed"))
+    assert status(failed.place).submission is Submission.CHECKS_FAILED
+    landed = step(S, again, Landed(at=later, base_sha=Sha("m2")))
+    assert status(landed.place).submission is Submission.LANDED
