@@ -173,6 +173,15 @@ def test_a_send_never_shown_typed_is_reported_retyped_and_typed_as_the_same_send
     )
 
 
+def test_an_agent_slow_to_take_input_is_sent_its_prompt_when_the_ready_wait_ends() -> None:
+    """R5: an agent never seen ready is sent its prompt once the ready wait ends, not before."""
+    place = run(made(), started(at=2)).place
+    wait = S.ready_seconds
+    assert step(S, place, Tick(at=Instant(2 + wait - 1))).actions == ()
+    late = step(S, place, Tick(at=Instant(2 + wait)))
+    assert [a.send for a in late.actions if isinstance(a, SendPrompt)] == [1]
+
+
 def _never_began() -> tuple[Place, tuple[object, ...]]:
     """Both sends shown typed, neither in the transcript: the second's window passes at 63."""
     place = step(S, _awaiting_proof(), _shown_typed(3, 1)).place
@@ -269,6 +278,34 @@ def test_a_tell_typed_in_the_live_session_is_reported_delivered_for_its_stage() 
         Report(event=Event.TELL_DELIVERED, text="the transcript holds tell 1", stage=CODE)
         in delivered.actions
     )
+
+
+def test_a_tell_missing_is_sent_again_when_its_window_ends_then_reported_lost() -> None:
+    """TELL: a tell the transcript does not hold is sent again, then reported lost.
+
+    The second send goes exactly when the confirmation window ends, not before; the tell is then
+    reported lost for its stage, and is no longer in flight.
+    """
+    place, text = _tell_sent()
+    assert place.sending is not None
+    sent_at = place.sending.sent_at
+    window = S.confirm_seconds
+    early = step(S, place, Tick(at=Instant(sent_at + window - 1)))
+    assert early.actions == ()
+    again = step(S, early.place, Tick(at=Instant(sent_at + window)))
+    assert [(a.number, a.send, a.text) for a in again.actions if isinstance(a, SendTell)] == [
+        (1, 2, text)
+    ]
+    lost = step(S, again.place, Tick(at=Instant(sent_at + 2 * window)))
+    assert lost.actions == (
+        Report(
+            event=Event.TELL_LOST,
+            text="tell 1 was sent 2 times and the transcript holds neither; "
+            "it did not reach the agent",
+            stage=CODE,
+        ),
+    )
+    assert lost.place.sending is None
 
 
 def test_tells_not_known_delivered_are_dropped_in_order_and_never_reach_a_fresh_agent() -> None:
