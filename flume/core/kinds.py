@@ -15,7 +15,7 @@ share a name (DESIGN §6: "every block is named").
 its gate in the field ``deliverable``, the name format 1 journals spell it with.
 
 Declared, not yet run: this flume checks and plans a kind that uses loops, parallels or the new
-gates (:func:`kind_flaws`, :mod:`flume.core.plan`), but runs only Steps in Sequences gated by the
+gates (:func:`kind_flaws`, :mod:`flume.core.caps`), but runs only Steps in Sequences gated by the
 five deliverables; :func:`engine_lacks` names what a launch of such a kind would need.
 """
 
