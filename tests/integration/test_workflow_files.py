@@ -375,8 +375,9 @@ def test_a_workflow_launch_is_refused_until_flume_runs_workflows(tmp_path: Path)
 def test_a_sequence_using_a_new_gate_is_refused(
     tmp_path: Path, step: str, uses: str | None
 ) -> None:
-    """A plain sequence whose step has a workflow gate is refused, nothing made; one gated on a
-    deliverable passes the kind's checks (here it goes on to ask for the agent it names).
+    """A plain sequence whose step has a workflow gate is refused, nothing made.
+
+    One gated on a deliverable passes (a step's own agent is declared, and runs as the launch's).
     """
     repo = repository(tmp_path / "repo")
     kind_file = tmp_path / "one.toml"
@@ -396,8 +397,9 @@ def test_a_sequence_using_a_new_gate_is_refused(
 
 
 def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
-    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, its launch refused, makes
-    nothing; the older [[kinds]] beside it keep their meaning.
+    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, its launch refused.
+
+    Nothing is made; the older [[kinds]] beside it keep their meaning.
     """
     config = (
         TESTS_DECLARED
