@@ -585,19 +585,7 @@ def engine_lacks(kind: Kind) -> tuple[str, ...]:
     Empty for a kind of Steps in Sequences gated by the five deliverables, naming no workflow
     prompt field: every kind this flume can carry.
     """
-    lacks: list[str] = []
-    for block in blocks_of(kind.body):
-        match block:
-            case Loop(name=name):
-                lacks.append(f"loop {name}")
-            case Parallel(name=name):
-                lacks.append(f"parallel {name}")
-            case Step(name=name, deliverable=Verdict() | Artifact() | PassingTests() | Approval()):
-                lacks.append(f"the {gate_word(block.gate)} gate of step {name}")
-            case Step() | Sequence():
-                pass
-            case _:
-                assert_never(block)
+    lacks = [said for block in blocks_of(kind.body) for said in _lacks(block)]
     for found in steps(kind.body):
         named = set(string.Template(found.prompt).get_identifiers()) & WORKFLOW_FIELDS
         if named:
@@ -606,6 +594,26 @@ def engine_lacks(kind: Kind) -> tuple[str, ...]:
     if kind.budgets != Budgets():
         lacks.append("budgets")
     return tuple(lacks)
+
+
+def _lacks(block: Block) -> list[str]:
+    """What one block uses that this flume does not run yet (its inner blocks aside)."""
+    match block:
+        case Loop(name=name):
+            return [f"loop {name}"]
+        case Parallel(name=name):
+            return [f"parallel {name}"]
+        case Step(name=name, deliverable=gate, agent=agent):
+            lacks = []
+            if isinstance(gate, Verdict | Artifact | PassingTests | Approval):
+                lacks.append(f"the {gate_word(gate)} gate of step {name}")
+            if agent is not None:
+                lacks.append(f"the agent of its own step {name} names")
+            return lacks
+        case Sequence():
+            return []
+        case _:
+            assert_never(block)
 
 
 def gate_word(gate: Gate) -> str:
