@@ -6,13 +6,14 @@ Theory of operation: a kind names a branch prefix, its budgets and a *body*, a t
 verdict says done, or ``max`` passes) and :class:`Parallel` (branches fanned out into lanes,
 joined, merged, capped). The built-in kinds are Steps in a Sequence. A stage's identity is its
 step's name, unique within the kind; every Step, Loop and Parallel is named, and no two blocks
-share a name (DESIGN §6: "every block is named").
+share a name ("every block is named").
 
 "A deliverable takes one of five forms, and counts only when made since its stage started":
 :class:`Commit`, :class:`Landing`, :class:`ChangeWritten`, :class:`TasksTicked`,
-:class:`ReportFile`. Gates generalise them (DESIGN §6): the five stay, and read as gates, beside
-:class:`Verdict`, :class:`Artifact`, :class:`PassingTests` and :class:`Approval`. A step keeps
-its gate in the field ``deliverable``, the name format 1 journals spell it with.
+:class:`ReportFile`. Gates generalise them (docs/config.md, "Workflows"): the five stay, and
+read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests` and
+:class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
+spell it with.
 
 Declared, not yet run: this flume checks and plans a kind that uses loops, parallels or the new
 gates (:func:`kind_flaws`, :mod:`flume.core.caps`), but runs only Steps in Sequences gated by the
@@ -368,7 +369,7 @@ LINEAR_FIELDS = frozenset(
         "repository",
     },
 )
-#: The fields a workflow's prompt may name besides (DESIGN §6): the blackboard, the step's
+#: The fields a workflow's prompt may name besides (docs/config.md): the blackboard, the step's
 #: handoff and verdict files, the loop's pass and its max, the lane's position. Only the engine
 #: to come renders them: a kind whose prompts name them is checked and planned, not yet run.
 WORKFLOW_FIELDS = frozenset({"board", "handoff", "verdict", "pass", "max", "position"})
