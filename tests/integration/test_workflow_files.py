@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from flume.shell.declared import kinds
 from tests.integration.places_kit import flume, repository, world_of
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
@@ -441,3 +443,14 @@ def test_a_bad_workflow_named_by_the_config_names_its_own_file_and_line(tmp_path
     assert ran.returncode == 2
     assert f"{outside / '.flume.toml'}:1:" in ran.stderr
     assert "a path inside the repository" in ran.stderr
+
+
+def test_the_docs_workflow_is_the_example() -> None:
+    """docs/config.md's workflow reads as the kind examples/kinds/feature.toml declares."""
+    docs = (Path(__file__).parents[2] / "docs" / "config.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", docs, flags=re.DOTALL)
+    (workflow,) = [block for block in blocks if "[loop." in block]
+    path = Path("docs/config.md")
+    shown = kinds.parse_document(path, workflow, tomllib.loads(workflow)).kind
+    example = kinds.parse_document(path, EXAMPLE, tomllib.loads(EXAMPLE)).kind
+    assert shown == example
