@@ -212,6 +212,12 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
         "body = []",
         "body must be a list of block names",
     ),
+    "unknown-top-key": ("stray = 1\n" + EXAMPLE, "stray = 1", "'stray' is neither"),
+    "body-with-stages": (
+        _swap('name = "feature"\n', 'name = "feature"\nstages = []\n'),
+        "stages = []",
+        "[kind] has no key 'stages'",
+    ),
     "unknown-table": (
         EXAMPLE + '[stage.extra]\nprompt = "x"\n',
         "[stage.extra]",

@@ -205,7 +205,11 @@ def parse_document(path: Path, text: str, document: dict[str, Any]) -> DeclaredK
     if "kind" not in document or extra:
         found = extra[0] if extra else "kind"
         line = next(
-            (n for n, t in enumerate(text.splitlines(), 1) if re.search(rf"\b{found}\b", t)),
+            (
+                n
+                for n, t in enumerate(text.splitlines(), 1)
+                if re.match(rf"^\s*\[*\s*[\"']?{re.escape(found)}\b", t)
+            ),
             None,
         )
         raise UsageError.one(
