@@ -41,7 +41,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, process
 from flume.shell.declared import config
-from flume.shell.declared import kinds as declared
+from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
 from flume.shell.perform.launch_words import Made
@@ -359,7 +359,7 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
     and the supervisor launching for the CLI: one launch, one set of checks.
     """
     kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    read = declared.read_kind_file(kind_file) if kind_file is not None else None
+    read = read_kind_file(kind_file) if kind_file is not None else None
     carried = read.kind if read is not None else None
     chosen_agent, chosen_panes = asked.checked()
     settings = AgentSettings(
@@ -395,7 +395,7 @@ def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     agent's words), but a kind this flume cannot run yet passes; its brief is not read.
     """
     kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    read = declared.read_kind_file(kind_file) if kind_file is not None else None
+    read = read_kind_file(kind_file) if kind_file is not None else None
     carried = read.kind if read is not None else None
     chosen_agent, chosen_panes = asked.checked()
     request = Request(
