@@ -1,0 +1,498 @@
+"""What the stage rules say and keep, pinned whole: refusals, reports, the state they leave.
+
+The fast selection checked what stage.py decides (a stage stops short, an agent ends) but
+rarely the words a person reads (a refusal, a report, a stop short's way out), the stage a
+report names, or what an observation leaves in the place (the OpenSpec change's tasks, a
+landing's note). Each test here compares them whole; each was written for mutants of
+flume/core/stage.py that survived mutation testing, and was seen to fail on them
+(docs/mutation.md, "Survivors of stage.py (after)").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from pyrsistent import pset, pvector
+
+from flume.core.actions import (
+    ActionName,
+    EndAgent,
+    Event,
+    Land,
+    Report,
+    RunSetup,
+    SendTell,
+)
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.observations import (
+    ActionFailed,
+    Activity,
+    AgentExited,
+    AgentReady,
+    AgentStarted,
+    AgentStateSeen,
+    BranchHead,
+    BranchVanished,
+    ChangeSeen,
+    ChecksFailed,
+    DropAsked,
+    Landed,
+    LandingBlocked,
+    Launched,
+    NeedsSaid,
+    PaneOutput,
+    ProceedAsked,
+    RetryAsked,
+    SetupFinished,
+    StopAsked,
+    SubmitAsked,
+    Tick,
+    Told,
+    WorktreeLost,
+)
+from flume.core.place import Life, Place, Short, ShortCause, Submission, evolve
+from flume.core.status import status
+from flume.core.step import Decision, step
+from tests.model.test_rules import (
+    FIX,
+    SESSION,
+    SUBMIT_SESSION,
+    S,
+    launch,
+    made,
+    run,
+    started,
+    submitting,
+    typed,
+    working,
+)
+
+PATH = "/src/app/places/fix--typo"
+OTHER = SessionId("s9")
+CODE = StageName("code")
+SUBMIT = StageName("submit")
+
+
+def refusal(place: Place, seen: object) -> tuple[Problem, ...]:
+    """The problems of the refusal ``seen`` meets in ``place`` (refused in its state: status 1)."""
+    with pytest.raises(UsageError) as caught:
+        step(S, place, seen)  # type: ignore[arg-type]
+    assert caught.value.exit_status == 1
+    return caught.value.problems
+
+
+def reports(decision: Decision) -> list[Report]:
+    """The reports among a decision's actions."""
+    return [a for a in decision.actions if isinstance(a, Report)]
+
+
+def with_a_held_tell() -> Place:
+    """A working fix whose agent works, with tell 1 held until it waits."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WORKING)
+    ).place
+    place = step(S, place, Told(at=Instant(6), text="also the docs")).place
+    assert len(place.held) == 1
+    return place
+
+
+def dropped() -> Place:
+    """A working fix the caller dropped."""
+    return step(S, working(), DropAsked(at=Instant(5))).place
+
+
+def landed() -> Place:
+    """A fix whose submission landed on main at c3."""
+    return step(S, submitting(), Landed(at=Instant(30), base_sha=Sha("c3"))).place
+
+
+def told_text(decision: Decision) -> str:
+    """The one tell a decision sent or held: its words as the agent gets them."""
+    sent = [a.text for a in decision.actions if isinstance(a, SendTell)]
+    held = [t.text for t in decision.place.held]
+    sending = [] if decision.place.sending is None else [decision.place.sending.tell.text]
+    (text,) = {*sent, *held, *sending}
+    return text
+
+
+# --- the callers' commands refused, their words whole -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("place", "seen", "problem"),
+    [
+        (
+            dropped,
+            NeedsSaid(at=Instant(6), words="which API?"),
+            Problem(
+                "needs",
+                "no stage of fix--typo is running",
+                "flume needs is for the agent of a running stage",
+            ),
+        ),
+        (
+            working,
+            NeedsSaid(at=Instant(6), words=" \n"),
+            Problem("needs", "the words are empty", "say what you need to go on"),
+        ),
+        (
+            working,
+            NeedsSaid(at=Instant(6), words="which API?", session=OTHER),
+            Problem(
+                "needs",
+                "session s9 is not the live agent of fix--typo",
+                "flume needs is for the agent of the place's running stage",
+            ),
+        ),
+        (
+            dropped,
+            StopAsked(at=Instant(6)),
+            Problem(
+                "stop",
+                "no agent of fix--typo is running",
+                "stop is for a running stage; use drop to abandon the work",
+            ),
+        ),
+        (
+            working,
+            ProceedAsked(at=Instant(6)),
+            Problem(
+                "proceed",
+                "stage code of fix--typo does not wait on your word",
+                "proceed releases a stage that waits on the caller (see flume status)",
+            ),
+        ),
+        (
+            dropped,
+            DropAsked(at=Instant(6)),
+            Problem("drop", "fix--typo is dropped", "nothing to drop; tidy cleans it up"),
+        ),
+        (
+            landed,
+            DropAsked(at=Instant(31)),
+            Problem("drop", "fix--typo is landed", "nothing to drop; tidy cleans it up"),
+        ),
+    ],
+    ids=[
+        "needs-not-running",
+        "needs-empty",
+        "needs-other-session",
+        "stop-not-running",
+        "proceed-not-waiting",
+        "drop-dropped",
+        "drop-landed",
+    ],
+)
+def test_a_refused_command_names_itself_what_is_wrong_and_the_way_out(
+    place: Callable[[], Place], seen: object, problem: Problem
+) -> None:
+    """Each refusal is one problem: the command, what is wrong, what to do instead."""
+    assert refusal(place(), seen) == (problem,)
+
+
+# --- stop, drop, proceed: what they say and end ------------------------------------------------
+
+
+def test_stop_says_how_to_go_on() -> None:
+    """A stopped stage waits for a retry, and says so in its phase and its report."""
+    decision = step(S, working(), StopAsked(at=Instant(6)))
+    words = "stopped by the caller; retry to go on"
+    assert decision.place.stage.phase == Short(cause=ShortCause.STOPPED, words=words)
+    assert reports(decision) == [Report(event=Event.STOPPED_SHORT, text=words, stage=CODE)]
+    assert status(decision.place).needs == words
+
+
+def test_drop_ends_the_agent_and_drops_its_tells_saying_why() -> None:
+    """Drop ends the agent and reports each held tell lost, both for the work being dropped."""
+    decision = step(S, with_a_held_tell(), DropAsked(at=Instant(7)))
+    assert EndAgent(session=SESSION, reason="the work was dropped") in decision.actions
+    assert reports(decision) == [
+        Report(
+            event=Event.TELL_DROPPED,
+            text="tell 1 is not known to have reached the agent: the work was dropped",
+            stage=CODE,
+        ),
+        Report(event=Event.DROPPED, text="fix--typo dropped", stage=CODE),
+    ]
+
+
+def test_proceed_reports_the_stage_it_released() -> None:
+    """The caller's word releases the waiting stage, and the report names it."""
+    waits = Launched(at=Instant(0), launch=launch(waits=pset([StageName("code")])), kind=FIX)
+    place = step(S, None, waits).place
+    place = step(S, place, made()).place
+    decision = step(S, place, ProceedAsked(at=Instant(2)))
+    assert reports(decision)[0] == Report(
+        event=Event.PROCEEDED, text="the caller's word released stage code", stage=CODE
+    )
+
+
+# --- a place lost from under its stage ---------------------------------------------------------
+
+
+def test_a_lost_worktree_ends_the_agent_and_drops_its_tells_saying_the_place_is_gone() -> None:
+    """With no word from the shell on how, the stop short's words say only what is known."""
+    decision = step(S, with_a_held_tell(), WorktreeLost(at=Instant(7), path=PATH))
+    words = (
+        f"its worktree {PATH} is gone: no agent starts there again; "
+        "flume drop fix--typo, then flume tidy"
+    )
+    assert decision.actions == (
+        EndAgent(session=SESSION, reason="its place is gone"),
+        Report(
+            event=Event.TELL_DROPPED,
+            text="tell 1 is not known to have reached the agent: its place is gone",
+            stage=CODE,
+        ),
+        Report(event=Event.STOPPED_SHORT, text=words, stage=CODE),
+    )
+    assert decision.place.stage.phase == Short(cause=ShortCause.WORKTREE_GONE, words=words)
+
+
+def test_a_branch_deleted_while_setup_runs_stops_the_place_short_and_its_return_is_named() -> None:
+    """A place still being made is in flight: it becomes active, stopped short, until it is whole.
+
+    Its branch restored, the stage says so and a retry is taken once setup is done.
+    """
+    place = run(made(), setup=(("make",),)).place
+    assert place.life is Life.MAKING
+    lost = step(S, place, BranchVanished(at=Instant(2), branch=BranchName("fix/typo"))).place
+    assert lost.life is Life.ACTIVE
+    assert refusal(lost, RetryAsked(at=Instant(3))) == (
+        Problem(
+            "retry",
+            "the branch fix/typo of fix--typo is gone",
+            "restore it as flume status says, then retry",
+        ),
+    )
+    back = step(S, lost, BranchHead(at=Instant(4), branch=BranchName("fix/typo"), sha=Sha("a1")))
+    words = "its branch fix/typo is back at a1: flume retry fix--typo to go on"
+    assert back.place.stage.phase == Short(cause=ShortCause.BRANCH_GONE, words=words)
+
+
+# --- setup and failed actions: their output, trimmed -------------------------------------------
+
+
+SETUP = Launched(
+    at=Instant(0),
+    launch=launch(),
+    kind=FIX,
+    setup=pvector([pvector(["make"])]),
+    copy=pvector([".env"]),
+)
+
+
+def launched_with_setup() -> Place:
+    """A fix launched with a setup command and a file to copy, its worktree made."""
+    return step(S, step(S, None, SETUP).place, made()).place
+
+
+def test_setup_runs_with_the_files_to_copy_from_the_repository() -> None:
+    """The setup action names the main worktree to copy from and the files, as launched."""
+    decision = step(S, step(S, None, SETUP).place, made())
+    setup = [a for a in decision.actions if isinstance(a, RunSetup)]
+    assert setup == [
+        RunSetup(
+            path=PATH,
+            commands=pvector([pvector(["make"])]),
+            source="/src/app",
+            copy=pvector([".env"]),
+        )
+    ]
+
+
+def test_a_failed_setup_shows_its_output_without_the_trailing_line_break() -> None:
+    """The output as the commands printed it, its last line break trimmed."""
+    place = launched_with_setup()
+    decision = step(S, place, SetupFinished(at=Instant(2), ok=False, output="make: boom\n"))
+    words = "the repository's setup failed:\nmake: boom"
+    assert decision.place.stage.phase == Short(cause=ShortCause.SETUP_FAILED, words=words)
+
+
+def test_a_failed_run_setup_stops_the_unready_place_short() -> None:
+    """RunSetup could not run: the place that waited on it stops short, the output trimmed."""
+    place = launched_with_setup()
+    failed = ActionFailed(at=Instant(2), action=ActionName.RUN_SETUP, status=2, output="no sh\n")
+    decision = step(S, place, failed)
+    assert decision.place.stage.phase == Short(
+        cause=ShortCause.FAILED, words="RunSetup failed: no sh"
+    )
+    assert reports(decision)[0] == Report(
+        event=Event.FAILED, text="RunSetup failed (status 2): no sh", stage=CODE
+    )
+
+
+@pytest.mark.parametrize(
+    "action", [ActionName.RUN_SETUP, ActionName.LAND, ActionName.SEND_TELL], ids=str
+)
+def test_a_failure_nothing_waits_on_is_only_reported(action: ActionName) -> None:
+    """A failure nothing waits on is reported with the stage's name; the stage goes on as it was.
+
+    A late RunSetup failure of a ready place, a lander failing with nothing submitted, a tell
+    that could not be typed.
+    """
+    place = working()
+    decision = step(S, place, ActionFailed(at=Instant(6), action=action, output="gone\n"))
+    assert decision.actions == (
+        Report(event=Event.FAILED, text=f"{action.value} failed (status 1): gone", stage=CODE),
+    )
+    assert decision.place == evolve(place, now=Instant(6))
+
+
+def test_a_failed_tell_while_submitted_leaves_the_submission_with_the_lander() -> None:
+    """Only the lander's own failure counts as failed checks."""
+    place = submitting()
+    failed = ActionFailed(at=Instant(26), action=ActionName.SEND_TELL, output="gone")
+    assert step(S, place, failed).place.submission is Submission.SUBMITTED
+
+
+# --- the lander's answers ------------------------------------------------------------------------
+
+
+def mend(reason: str, output: str) -> str:
+    """The tell that takes failed checks back to the agent."""
+    return (
+        f"flume submit: the submission's checks failed ({reason}).\n\n{output}\n\n"
+        "Mend the cause, commit, and run `flume submit` again."
+    )
+
+
+def test_failed_checks_go_back_to_the_agent_whole() -> None:
+    """Status says why; the report names the stage; the agent hears why, the output, what to do."""
+    decision = step(
+        S, submitting(), ChecksFailed(at=Instant(26), reason="tests failed", output="1 failed")
+    )
+    assert decision.place.submission is Submission.CHECKS_FAILED
+    assert decision.place.submission_note == "tests failed"
+    assert reports(decision)[0] == Report(
+        event=Event.CHECKS_FAILED, text="tests failed", stage=SUBMIT
+    )
+    assert told_text(decision) == mend("tests failed", "1 failed")
+
+
+def test_a_failed_lander_goes_back_to_the_agent_with_its_output() -> None:
+    """The lander itself failed: the agent hears so, with what the lander printed."""
+    failed = ActionFailed(at=Instant(26), action=ActionName.LAND, output="index locked")
+    decision = step(S, submitting(), failed)
+    assert decision.place.submission_note == "the lander failed"
+    assert Report(event=Event.CHECKS_FAILED, text="the lander failed", stage=SUBMIT) in (
+        reports(decision)
+    )
+    assert told_text(decision) == mend("the lander failed", "index locked")
+
+
+def test_a_landing_is_taken_once_with_its_note_and_archive() -> None:
+    """The first landing seen counts: status notes where; a second look changes nothing."""
+    seen = Landed(at=Instant(30), base_sha=Sha("c3"), change_archived=True)
+    decision = step(S, submitting(), seen)
+    place = decision.place
+    assert place.change_archived
+    assert place.submission_note == "main at c3"
+    assert reports(decision)[0] == Report(
+        event=Event.LANDED, text="fix/typo landed on main at c3", stage=SUBMIT
+    )
+    again = step(S, place, Landed(at=Instant(31), base_sha=Sha("c4")))
+    assert not [r for r in reports(again) if r.event is Event.LANDED]
+    assert (again.place.landed_at, again.place.submission_note) == (Instant(30), "main at c3")
+
+
+def test_a_landing_seen_after_the_work_was_dropped_does_not_count() -> None:
+    """Dropped while the lander worked: a landing seen then is not the place's to take."""
+    place = step(S, submitting(), DropAsked(at=Instant(26))).place
+    decision = step(S, place, Landed(at=Instant(30), base_sha=Sha("c3")))
+    assert decision.place.landed_at is None
+    assert not [r for r in reports(decision) if r.event is Event.LANDED]
+
+
+def test_a_blocked_landing_is_reported_for_its_stage_even_with_no_words() -> None:
+    """The first block is reported, naming the stage, whatever git said of it."""
+    decision = step(S, submitting(), LandingBlocked(at=Instant(30), reason=""))
+    assert reports(decision) == [Report(event=Event.LANDING_BLOCKED, text="", stage=SUBMIT)]
+    said = step(S, submitting(), LandingBlocked(at=Instant(30), reason="main is dirty"))
+    assert reports(said) == [
+        Report(event=Event.LANDING_BLOCKED, text="main is dirty", stage=SUBMIT)
+    ]
+
+
+def test_the_lander_is_given_the_bases_revision_at_launch() -> None:
+    """Only the place's own commits land: those after the revision its branch was cut from."""
+    seen = Launched(at=Instant(0), launch=launch(), kind=FIX, start=Sha("a0"))
+    place = step(S, None, seen).place
+    for observation in (
+        made(),
+        started(),
+        AgentReady(at=Instant(3), session=SESSION),
+        typed("[flume:fix--typo:code:1]"),
+        BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2")),
+        AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING),
+        Tick(at=Instant(20)),
+        AgentExited(at=Instant(21), session=SESSION),
+        AgentStarted(
+            at=Instant(22), stage=StageName("submit"), attempt=1, session=SUBMIT_SESSION, pane="%2"
+        ),
+        AgentReady(at=Instant(23), session=SUBMIT_SESSION),
+        typed("[flume:fix--typo:submit:1]", at=24, session="s2"),
+    ):
+        place = step(S, place, observation).place
+    decision = step(S, place, SubmitAsked(at=Instant(25), session=SUBMIT_SESSION))
+    assert [a for a in decision.actions if isinstance(a, Land)] == [
+        Land(path=PATH, branch=BranchName("fix/typo"), base=BranchName("main"), start=Sha("a0"))
+    ]
+
+
+# --- what observations leave in the place --------------------------------------------------------
+
+
+def change(ticked: int, total: int, head: str | None = "b2") -> ChangeSeen:
+    """The OpenSpec change as read from commit ``head``, or the working tree when None."""
+    return ChangeSeen(
+        at=Instant(8),
+        written=True,
+        head=None if head is None else Sha(head),
+        ticked=ticked,
+        total=total,
+    )
+
+
+def test_a_committed_change_is_kept_with_its_tasks() -> None:
+    """The committed change is kept as the evidence; its count shows when no live one was seen."""
+    committed = change(1, 3)
+    place = step(S, working(), committed).place
+    assert place.change == committed
+    assert status(place).tasks == (1, 3)
+    assert step(S, working(), change(0, 0)).place.tasks is None
+
+
+def test_live_ticks_show_and_a_committed_count_does_not_override_them() -> None:
+    """The working tree's count is the newest: it shows, and a later commit's does not replace it.
+
+    A live read with no tasks leaves the count as it was, and the committed change as it was.
+    """
+    committed = change(1, 3)
+    place = step(S, step(S, working(), committed).place, change(2, 3, head=None)).place
+    assert (status(place).tasks, place.change) == ((2, 3), committed)
+    place = step(S, place, change(0, 0, head=None)).place
+    assert status(place).tasks == (2, 3)
+    place = step(S, place, change(1, 3)).place
+    assert status(place).tasks == (2, 3)
+
+
+def output(at: float, last: float) -> PaneOutput:
+    """The live agent's pane, looked at ``at``, last showed output at ``last``."""
+    return PaneOutput(at=Instant(at), session=SESSION, last_output_at=Instant(last))
+
+
+def test_pane_output_moves_the_quiet_clock_forward_only() -> None:
+    """The agent's last output is the latest the pane showed; an older look does not undo it."""
+    place = step(
+        S, working(), PaneOutput(at=Instant(9), session=SESSION, last_output_at=Instant(8))
+    )
+    assert place.place.agent is not None
+    assert place.place.agent.last_output_at == Instant(8)
+    older = step(
+        S, place.place, PaneOutput(at=Instant(10), session=SESSION, last_output_at=Instant(6))
+    )
+    assert older.place.agent is not None
+    assert older.place.agent.last_output_at == Instant(8)
