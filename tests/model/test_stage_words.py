@@ -33,6 +33,7 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    Author,
     BranchHead,
     BranchVanished,
     ChangeSeen,
@@ -50,6 +51,7 @@ from flume.core.observations import (
     SubmitAsked,
     Tick,
     Told,
+    TranscriptEntry,
     WorktreeLost,
 )
 from flume.core.place import Life, Place, Short, ShortCause, Submission, evolve
@@ -106,6 +108,21 @@ def dropped() -> Place:
 def landed() -> Place:
     """A fix whose submission landed on main at c3."""
     return step(S, submitting(), Landed(at=Instant(30), base_sha=Sha("c3"))).place
+
+
+def lost() -> Place:
+    """A working fix whose worktree was deleted under it."""
+    return step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
+
+
+def submit_short() -> Place:
+    """A fix whose submit stage's agent stopped short after submitting."""
+    return step(S, submitting(), NeedsSaid(at=Instant(30), words="?", session=SUBMIT_SESSION)).place
+
+
+def checks_failed() -> Place:
+    """A fix whose submission's checks failed."""
+    return step(S, submitting(), ChecksFailed(at=Instant(26), reason="tests failed")).place
 
 
 def told_text(decision: Decision) -> str:
@@ -165,6 +182,56 @@ def told_text(decision: Decision) -> str:
             ),
         ),
         (
+            working,
+            RetryAsked(at=Instant(6)),
+            Problem(
+                "retry",
+                "stage code of fix--typo has not stopped short; nothing to retry",
+                "retry a stage that stopped short",
+            ),
+        ),
+        (
+            lost,
+            RetryAsked(at=Instant(10)),
+            Problem(
+                "retry",
+                "the worktree of fix--typo is gone: no agent starts there",
+                "flume drop fix--typo, then flume tidy",
+            ),
+        ),
+        (
+            working,
+            SubmitAsked(at=Instant(6)),
+            Problem(
+                "submit",
+                "stage code of fix--typo does not land",
+                "flume submit belongs to a stage whose deliverable is the landing",
+            ),
+        ),
+        (
+            submit_short,
+            SubmitAsked(at=Instant(31)),
+            Problem("submit", "stage submit of fix--typo is not running", "retry the stage first"),
+        ),
+        (
+            submitting,
+            SubmitAsked(at=Instant(26)),
+            Problem(
+                "submit",
+                "fix--typo is already submitted",
+                "wait for the lander's answer in flume status",
+            ),
+        ),
+        (
+            checks_failed,
+            SubmitAsked(at=Instant(27), session=OTHER),
+            Problem(
+                "submit",
+                "session s9 is not the live agent of fix--typo",
+                "flume submit is for the agent of the place's running stage",
+            ),
+        ),
+        (
             dropped,
             DropAsked(at=Instant(6)),
             Problem("drop", "fix--typo is dropped", "nothing to drop; tidy cleans it up"),
@@ -181,6 +248,12 @@ def told_text(decision: Decision) -> str:
         "needs-other-session",
         "stop-not-running",
         "proceed-not-waiting",
+        "retry-not-short",
+        "retry-worktree-gone",
+        "submit-not-landing",
+        "submit-short",
+        "submit-already",
+        "submit-other-session",
         "drop-dropped",
         "drop-landed",
     ],
@@ -309,6 +382,7 @@ def test_a_failed_setup_shows_its_output_without_the_trailing_line_break() -> No
     decision = step(S, place, SetupFinished(at=Instant(2), ok=False, output="make: boom\n"))
     words = "the repository's setup failed:\nmake: boom"
     assert decision.place.stage.phase == Short(cause=ShortCause.SETUP_FAILED, words=words)
+    assert reports(decision) == [Report(event=Event.SETUP_FAILED, text=words, stage=CODE)]
 
 
 def test_a_failed_run_setup_stops_the_unready_place_short() -> None:
@@ -442,6 +516,19 @@ def test_the_lander_is_given_the_bases_revision_at_launch() -> None:
     ]
 
 
+def test_a_submission_again_starts_afresh() -> None:
+    """Submitted again after a block: no old note shows, the wait starts again from its first."""
+    place = step(S, submitting(), LandingBlocked(at=Instant(30), reason="main is dirty")).place
+    assert (place.land_blocked, place.land_retry_at) == (1, Instant(32))
+    again = step(S, place, SubmitAsked(at=Instant(31), session=SUBMIT_SESSION))
+    assert reports(again)[0] == Report(
+        event=Event.SUBMITTED, text="fix/typo handed to the lander for main", stage=SUBMIT
+    )
+    assert status(again.place).submission_note == ""
+    blocked = step(S, again.place, LandingBlocked(at=Instant(40), reason="main is dirty")).place
+    assert blocked.land_retry_at == Instant(42)
+
+
 # --- what observations leave in the place --------------------------------------------------------
 
 
@@ -496,3 +583,35 @@ def test_pane_output_moves_the_quiet_clock_forward_only() -> None:
     )
     assert older.place.agent is not None
     assert older.place.agent.last_output_at == Instant(8)
+
+
+def line(at: float, **facts: object) -> TranscriptEntry:
+    """A line of the live agent's transcript, written ``at``."""
+    return TranscriptEntry(at=Instant(at), session=SESSION, author=Author.AGENT, **facts)  # type: ignore[arg-type]
+
+
+def test_a_line_written_when_the_hook_spoke_counts() -> None:
+    """Only a line older than the hook's report gives way to it; one of the same instant counts."""
+    hook = AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WAITING)
+    place = step(S, working(), hook).place
+    assert place.agent is not None
+    assert (place.agent.activity, place.agent.activity_since) == (Activity.WAITING, Instant(5))
+    place = step(S, place, line(5, text="Reading the greeting.")).place
+    assert place.agent is not None
+    assert place.agent.activity is Activity.WORKING
+
+
+def test_a_hook_report_older_than_the_line_that_moved_the_agent_is_ignored() -> None:
+    """A line that changes what the agent does is the latest word until something newer comes."""
+    place = step(
+        S, working(), AgentStateSeen(at=Instant(5), session=SESSION, activity=Activity.WORKING)
+    )
+    place = step(S, place.place, line(7, ends_turn=True))
+    late = step(
+        S, place.place, AgentStateSeen(at=Instant(6), session=SESSION, activity=Activity.WORKING)
+    )
+    assert late.place.agent is not None
+    assert (late.place.agent.activity, late.place.agent.activity_since) == (
+        Activity.WAITING,
+        Instant(7),
+    )
