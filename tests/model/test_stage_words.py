@@ -22,6 +22,7 @@ from flume.core.actions import (
     Land,
     Report,
     RunSetup,
+    SendPrompt,
     SendTell,
 )
 from flume.core.errors import Problem, UsageError
@@ -54,8 +55,8 @@ from flume.core.observations import (
     TranscriptEntry,
     WorktreeLost,
 )
-from flume.core.place import Life, Place, Short, ShortCause, Submission, evolve
-from flume.core.status import status
+from flume.core.place import Life, Place, Queued, Short, ShortCause, Submission, evolve
+from flume.core.status import PhaseWord, status
 from flume.core.step import Decision, step
 from tests.model.test_rules import (
     FIX,
@@ -299,6 +300,60 @@ def test_proceed_reports_the_stage_it_released() -> None:
     decision = step(S, place, ProceedAsked(at=Instant(2)))
     assert reports(decision)[0] == Report(
         event=Event.PROCEEDED, text="the caller's word released stage code", stage=CODE
+    )
+
+
+def test_a_retry_ends_the_agent_and_reports_whether_the_caller_gave_words() -> None:
+    """The stopped agent is ended for the retry; the report says the attempt and the words."""
+    short = step(S, working(), NeedsSaid(at=Instant(6), words="which API?")).place
+    with_words = step(S, short, RetryAsked(at=Instant(7), words="use the v2 API"))
+    assert EndAgent(session=SESSION, reason="the stage is retried") in with_words.actions
+    assert reports(with_words) == [
+        Report(
+            event=Event.RETRIED,
+            text="stage code retried with the caller's words (attempt 2)",
+            stage=CODE,
+        )
+    ]
+    without = step(S, short, RetryAsked(at=Instant(7), words=" "))
+    assert reports(without) == [
+        Report(event=Event.RETRIED, text="stage code retried (attempt 2)", stage=CODE)
+    ]
+
+
+def test_a_retried_stage_that_waits_on_the_caller_does_not_wait_again() -> None:
+    """The retry is the caller's word: the stage is queued for its fresh agent at once."""
+    waits = Launched(at=Instant(0), launch=launch(waits=pset([CODE])), kind=FIX)
+    place = step(S, None, waits).place
+    for seen in (made(), ProceedAsked(at=Instant(2)), started(at=3)):
+        place = step(S, place, seen).place
+    short = step(S, place, StopAsked(at=Instant(4))).place
+    retried = step(S, short, RetryAsked(at=Instant(5))).place
+    assert isinstance(retried.stage.phase, Queued)
+    assert status(retried).phase is PhaseWord.QUEUED
+
+
+def test_a_first_attempts_prompt_carries_no_callers_words() -> None:
+    """Only a retry's prompt says the stage is tried again with the caller's words."""
+    decision = run(made(), started(), AgentReady(at=Instant(3), session=SESSION))
+    (prompt,) = [a for a in decision.actions if isinstance(a, SendPrompt)]
+    assert "tried again" not in prompt.text
+    assert decision.place.stage.words == ""
+
+
+def test_an_exited_agent_drops_its_tells_and_its_last_words_show() -> None:
+    """Its pane's last lines show as they were, indented, the trailing line break trimmed."""
+    exited = AgentExited(at=Instant(7), session=SESSION, status=1, last_words="  $ make\nboom\n")
+    decision = step(S, with_a_held_tell(), exited)
+    words = (
+        "the agent exited (exit status 1) before the stage's deliverable existed; retry the "
+        "stage. Its pane showed last:\n  $ make\nboom"
+    )
+    assert decision.place.stage.phase == Short(cause=ShortCause.AGENT_EXITED, words=words)
+    assert reports(decision)[0] == Report(
+        event=Event.TELL_DROPPED,
+        text="tell 1 is not known to have reached the agent: the agent exited",
+        stage=CODE,
     )
 
 
