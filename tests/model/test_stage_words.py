@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import pytest
 from pyrsistent import pset, pvector
 
@@ -19,11 +20,14 @@ from flume.core.actions import (
     ActionName,
     EndAgent,
     Event,
+    GatherTidyFacts,
     Land,
+    MakeWorktree,
     Report,
     RunSetup,
     SendPrompt,
     SendTell,
+    StartAgent,
 )
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
@@ -55,7 +59,17 @@ from flume.core.observations import (
     TranscriptEntry,
     WorktreeLost,
 )
-from flume.core.place import Life, Place, Queued, Short, ShortCause, Submission, evolve
+from flume.core.place import (
+    Life,
+    Place,
+    Queued,
+    Short,
+    ShortCause,
+    Submission,
+    TidyWanted,
+    evolve,
+)
+from flume.core.settings import Settings
 from flume.core.status import PhaseWord, status
 from flume.core.step import Decision, step
 from tests.model.test_rules import (
@@ -63,6 +77,7 @@ from tests.model.test_rules import (
     SESSION,
     SUBMIT_SESSION,
     S,
+    _ended_fix_code,
     launch,
     made,
     run,
@@ -582,6 +597,103 @@ def test_a_submission_again_starts_afresh() -> None:
     assert status(again.place).submission_note == ""
     blocked = step(S, again.place, LandingBlocked(at=Instant(40), reason="main is dirty")).place
     assert blocked.land_retry_at == Instant(42)
+
+
+def test_a_dropped_places_blocked_landing_is_not_tried_again() -> None:
+    """Dropped while the base was blocked: the wait's end lands nothing."""
+    place = step(S, submitting(), LandingBlocked(at=Instant(30), reason="main is dirty")).place
+    place = step(S, place, DropAsked(at=Instant(31))).place
+    later = step(S, place, Tick(at=Instant(40)))
+    assert not [a for a in later.actions if isinstance(a, Land)]
+
+
+# --- a stage's end, and the next -----------------------------------------------------------------
+
+
+def test_each_report_of_a_stages_end_names_its_stage() -> None:
+    """The deliverable found, the stage ended and counted done, the next waiting on the word."""
+    found = step(
+        S, working(), BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2"))
+    )
+    text = "the deliverable of stage code exists; waiting until the agent is quiet"
+    assert Report(event=Event.DELIVERABLE, text=text, stage=CODE) in reports(found)
+    waits = Launched(at=Instant(0), launch=launch(waits=pset([SUBMIT])), kind=FIX)
+    place = step(S, None, waits).place
+    for seen in (
+        made(),
+        started(),
+        AgentReady(at=Instant(3), session=SESSION),
+        typed("[flume:fix--typo:code:1]"),
+        BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2")),
+        AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING),
+    ):
+        place = step(S, place, seen).place
+    ended = step(S, place, Tick(at=Instant(20)))
+    assert ended.place.completed == pvector([CODE])
+    assert reports(ended) == [
+        Report(event=Event.STAGE_ENDED, text="stage code ended", stage=CODE),
+        Report(
+            event=Event.STAGE_WAITS,
+            text="stage submit waits on the caller's word (flume proceed fix--typo)",
+            stage=SUBMIT,
+        ),
+    ]
+
+
+def test_the_last_stage_ending_after_the_landing_finishes_the_place_and_tidies_it() -> None:
+    """The landed fix's submit stage ends once quiet: finished, named, and tidy follows."""
+    place = step(
+        S,
+        landed(),
+        AgentStateSeen(at=Instant(31), session=SUBMIT_SESSION, activity=Activity.WAITING),
+    ).place
+    finished = step(S, place, Tick(at=Instant(60)))
+    assert finished.place.life is Life.FINISHED
+    assert reports(finished)[:2] == [
+        Report(event=Event.STAGE_ENDED, text="stage submit ended", stage=SUBMIT),
+        Report(event=Event.FINISHED, text="fix--typo finished", stage=SUBMIT),
+    ]
+    assert finished.place.tidy == TidyWanted(force=False)
+    gone = step(S, finished.place, AgentExited(at=Instant(61), session=SUBMIT_SESSION))
+    assert any(isinstance(a, GatherTidyFacts) for a in gone.actions)
+
+
+def test_no_agent_starts_in_dropped_work() -> None:
+    """Dropped while its next stage waited for the old agent to go: none starts once it has."""
+    place = step(S, _ended_fix_code(), DropAsked(at=Instant(21))).place
+    gone = step(S, place, AgentExited(at=Instant(22), session=SESSION))
+    assert not [a for a in gone.actions if isinstance(a, StartAgent)]
+
+
+# --- the launch and its worktree -----------------------------------------------------------------
+
+
+def test_a_launch_keeps_its_settings_and_cuts_its_branch_at_its_start() -> None:
+    """The place lives by the settings it was launched with; its branch is cut at ``start``."""
+    own = Settings(quiet_seconds=9, confirm_seconds=30, ready_seconds=60)
+    seen = Launched(at=Instant(0), launch=launch(), kind=FIX, start=Sha("a0"), settings=own)
+    decision = step(S, None, seen)
+    assert decision.place.settings == own
+    assert (
+        MakeWorktree(
+            repository="/src/app",
+            path=PATH,
+            branch=BranchName("fix/typo"),
+            base=BranchName("main"),
+            start=Sha("a0"),
+        )
+        in decision.actions
+    )
+
+
+def test_only_the_places_own_worktree_made_once_counts() -> None:
+    """A worktree on another branch at its path is not the place's; a second sighting is nothing."""
+    place = run().place
+    other = attrs.evolve(made(), branch=BranchName("other"))
+    assert not step(S, place, other).place.made
+    once = step(S, place, made()).place
+    again = step(S, once, made(at=2))
+    assert not again.actions
 
 
 # --- what observations leave in the place --------------------------------------------------------
