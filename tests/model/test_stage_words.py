@@ -658,6 +658,21 @@ def test_the_last_stage_ending_after_the_landing_finishes_the_place_and_tidies_i
     assert any(isinstance(a, GatherTidyFacts) for a in gone.actions)
 
 
+def test_a_stage_starts_its_clock_when_its_agent_starts() -> None:
+    """Retried at 7, its old agent gone at 9: the fresh attempt started at 9, and says so.
+
+    "Made since the stage started" (a report file's age, a landing's) counts from then, not
+    from the retry, while the old agent could still write.
+    """
+    short = step(S, working(), NeedsSaid(at=Instant(6), words="which API?")).place
+    queued = step(S, short, RetryAsked(at=Instant(7), words="use v2")).place
+    decision = step(S, queued, AgentExited(at=Instant(9), session=SESSION))
+    assert decision.place.stage.started_at == Instant(9)
+    assert Report(event=Event.STAGE_STARTED, text="stage code starts (attempt 2)", stage=CODE) in (
+        reports(decision)
+    )
+
+
 def test_no_agent_starts_in_dropped_work() -> None:
     """Dropped while its next stage waited for the old agent to go: none starts once it has."""
     place = step(S, _ended_fix_code(), DropAsked(at=Instant(21))).place
