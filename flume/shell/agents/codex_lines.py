@@ -31,14 +31,13 @@ followed by the same :func:`flume.shell.agents.tail.read_tail`.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry
-from flume.shell.agents.tail import Tail, read_tail
+from flume.shell.agents.tail import Tail, json_line, read_tail
 from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
@@ -61,7 +60,7 @@ _TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
 
 
 def _object(line: str | bytes) -> dict[str, object]:
-    data = json.loads(line)
+    data = json_line(line)
     if not isinstance(data, dict):
         message = "a rollout line must be a JSON object"
         raise ValueError(message)  # noqa: TRY004 (the caller counts every unreadable line alike)
