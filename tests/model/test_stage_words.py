@@ -30,7 +30,8 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
+from flume.core.kinds import Commit, Kind, ReportFile, Sequence, Step
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -50,6 +51,7 @@ from flume.core.observations import (
     NeedsSaid,
     PaneOutput,
     ProceedAsked,
+    ReportSeen,
     RetryAsked,
     SetupFinished,
     StopAsked,
@@ -797,3 +799,60 @@ def test_a_hook_report_older_than_the_line_that_moved_the_agent_is_ignored() -> 
         Activity.WAITING,
         Instant(7),
     )
+
+
+def then_waits(deliverable: Commit | ReportFile) -> Kind:
+    """A fix whose code stage is followed by a stage that waits on the caller's word."""
+    return Kind(
+        name=KindName("fix"),
+        prefix="fix",
+        body=Sequence(
+            blocks=pvector(
+                [
+                    Step(name=CODE, prompt="$brief", deliverable=Commit()),
+                    Step(
+                        name=StageName("check"),
+                        prompt="$brief",
+                        deliverable=deliverable,
+                        waits_on_caller=True,
+                    ),
+                ]
+            )
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("deliverable", "meanwhile"),
+    [
+        (Commit(), BranchHead(at=Instant(21), branch=BranchName("fix/typo"), sha=Sha("c3"))),
+        (
+            ReportFile(path="notes.md"),
+            ReportSeen(at=Instant(21), path="notes.md", modified_at=Instant(21)),
+        ),
+    ],
+    ids=["commit", "report"],
+)
+def test_a_stage_the_caller_releases_shows_nothing_made_before_the_word(
+    deliverable: Commit | ReportFile, meanwhile: BranchHead | ReportSeen
+) -> None:
+    """What was made while the stage waited on the word is not its deliverable.
+
+    The old agent's last commit, or a report written early: status shows none once the caller
+    releases the stage, while it is queued behind the agent still being ended.
+    """
+    place = run(
+        made(),
+        started(),
+        AgentReady(at=Instant(3), session=SESSION),
+        typed("[flume:fix--typo:code:1]"),
+        BranchHead(at=Instant(10), branch=BranchName("fix/typo"), sha=Sha("b2")),
+        AgentStateSeen(at=Instant(11), session=SESSION, activity=Activity.WAITING),
+        Tick(at=Instant(20)),
+        kind=then_waits(deliverable),
+    ).place
+    assert status(place).phase is PhaseWord.WAITS_WORD
+    place = step(S, place, meanwhile).place
+    released = step(S, place, ProceedAsked(at=Instant(22))).place
+    assert isinstance(released.stage.phase, Queued)
+    assert not status(released).deliverable_exists
