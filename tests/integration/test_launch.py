@@ -461,9 +461,10 @@ def test_a_linked_worktree_launches_in_its_main_worktree_s_repository(host: Path
     assert made["repository"] == str(repo)
     assert made["path"] == str(repo / "places" / "fix--linked")
     assert made["base"] == "main"
-    # The supervisor makes that place on its own time: the world is compared once it has.
+    # The supervisor makes that place on its own time: the world is compared once it has, its
+    # files checked out and its agent written down (git lists a worktree before its checkout).
     deadline = time.monotonic() + 60
-    while made["path"] not in world_of(repo)["worktrees"]:
+    while b'"AgentStarted"' not in Path(made["journal"]).read_bytes():
         assert time.monotonic() < deadline, "the supervisor never made the first place"
         time.sleep(0.02)
     run_git(repo, "checkout", "-q", "--orphan", "unborn")
