@@ -9,6 +9,10 @@ it asks a person (``AskUserQuestion``), whether it ends a turn (``end_turn``, a
 line, so that mapping lives beside the codec (the store sits below the agents). See
 reference/claude-code.md §2.
 
+Each assistant line also carries its message's usage (``message.usage``), repeated on every line
+of the message: :func:`read_counted` gives it under the message's ``id``, so that a turn's sum
+(:mod:`flume.shell.agents.turns`) counts each message once.
+
 A transcript is followed by its tail (:func:`read_from`, with the one tail reader of
 :mod:`flume.shell.agents.tail`), reading only what was appended since the last look.
 """
@@ -19,8 +23,9 @@ import json
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import TranscriptEntry
+from flume.core.observations import TranscriptEntry, Usage
 from flume.shell.agents.tail import NEVER, Tail, read_tail
+from flume.shell.agents.turns import Counted, Turn
 from flume.shell.store.transcript_words import Content, Words, entry_of
 
 
@@ -50,8 +55,41 @@ def _content(message: object) -> tuple[Content, str, str | None]:
     return shape, text, tool if shape is Content.TOOL_USE else None
 
 
+def _tokens(usage: dict[str, object], name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usage_of(line_type: object, message: object) -> Counted | None:
+    """The usage an assistant line's message reports, under the message's ``id``; else None."""
+    if line_type != "assistant" or not isinstance(message, dict):
+        return None
+    usage, key = message.get("usage"), message.get("id")
+    if not isinstance(usage, dict) or not isinstance(key, str):
+        return None
+    return Counted(
+        key=key,
+        usage=Usage(
+            input=_tokens(usage, "input_tokens"),
+            output=_tokens(usage, "output_tokens"),
+            cache_read=_tokens(usage, "cache_read_input_tokens"),
+            cache_creation=_tokens(usage, "cache_creation_input_tokens"),
+        ),
+    )
+
+
 def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry:
     """One transcript line as an observation; ``ValueError`` when it is not a JSON object."""
+    return read_counted(line, session=session, at=at)[0]
+
+
+def read_counted(
+    line: str | bytes, *, session: SessionId, at: Instant
+) -> tuple[TranscriptEntry, Counted | None]:
+    """One transcript line as an observation, and the usage it reports (:func:`usage_of`).
+
+    ``ValueError`` when it is not a JSON object.
+    """
     data = json.loads(line)
     if not isinstance(data, dict):
         message = "a transcript line must be a JSON object"
@@ -74,12 +112,18 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
         stop_reason=stop_reason if isinstance(stop_reason, str) else None,
         subtype=subtype if isinstance(subtype, str) else None,
     )
-    return entry_of(words, at=at, session=session)
+    return entry_of(words, at=at, session=session), usage_of(line_type, message_data)
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
-    """The Claude Code transcript lines appended to ``path`` after byte ``offset``."""
-    return read_tail(path, offset, read_line, session=session, at=at)
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
+    """The Claude Code transcript lines appended to ``path`` after byte ``offset``.
+
+    ``turn`` is the turn open at ``offset``, which the lines' usage is added to (a new one when
+    not given): the tail's :attr:`~flume.shell.agents.tail.Tail.turns` are the turns they close.
+    """
+    return read_tail(path, offset, read_counted, session=session, at=at, turn=turn)
 
 
 def entries_of(path: Path, *, session: SessionId | None = None, at: Instant = NEVER) -> Tail:
