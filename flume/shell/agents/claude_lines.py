@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import TranscriptEntry, Usage
+from flume.core.observations import TranscriptEntry
 from flume.shell.agents.tail import NEVER, Tail, read_tail
-from flume.shell.agents.turns import Counted, Turn
+from flume.shell.agents.turns import Counted, Tokens, Turn
 from flume.shell.store.transcript_words import Content, Words, entry_of
 
 
@@ -68,12 +68,12 @@ def usage_of(line_type: object, message: object) -> Counted | None:
     if not isinstance(usage, dict) or not isinstance(key, str):
         return None
     return Counted(
-        key=key,
-        usage=Usage(
-            input=_tokens(usage, "input_tokens"),
-            output=_tokens(usage, "output_tokens"),
-            cache_read=_tokens(usage, "cache_read_input_tokens"),
-            cache_creation=_tokens(usage, "cache_creation_input_tokens"),
+        key,
+        Tokens(
+            _tokens(usage, "input_tokens"),
+            _tokens(usage, "output_tokens"),
+            _tokens(usage, "cache_read_input_tokens"),
+            _tokens(usage, "cache_creation_input_tokens"),
         ),
     )
 

@@ -42,9 +42,9 @@ from datetime import datetime
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import Author, TranscriptEntry, Usage
+from flume.core.observations import Author, TranscriptEntry
 from flume.shell.agents.tail import Tail, read_tail
-from flume.shell.agents.turns import Counted, Turn
+from flume.shell.agents.turns import Counted, Tokens, Turn
 from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
@@ -177,11 +177,12 @@ def usage_of(payload: dict[str, object]) -> Counted | None:
         return None
     cached = _tokens(last, "cached_input_tokens")
     return Counted(
-        key=json.dumps(totals, sort_keys=True),
-        usage=Usage(
-            input=max(_tokens(last, "input_tokens") - cached, 0),
-            output=_tokens(last, "output_tokens"),
-            cache_read=cached,
+        json.dumps(totals, sort_keys=True),
+        Tokens(
+            max(_tokens(last, "input_tokens") - cached, 0),
+            _tokens(last, "output_tokens"),
+            cached,
+            0,
         ),
     )
 

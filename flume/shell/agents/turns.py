@@ -21,7 +21,7 @@ together (:meth:`Turn.saved`), so a supervisor killed mid-turn reads on with the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -29,12 +29,20 @@ from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry, TurnEnded, Usage
 
 
-@attrs.frozen(kw_only=True)
-class Counted:
+class Tokens(NamedTuple):
+    """A usage as one line reports it (a tuple: a line is read in microseconds, P4)."""
+
+    input: int
+    output: int
+    cache_read: int
+    cache_creation: int
+
+
+class Counted(NamedTuple):
     """The usage one line reports, under the key that names what it is the usage of."""
 
     key: str
-    usage: Usage
+    tokens: Tokens
 
 
 def closes(entry: TranscriptEntry) -> bool:
@@ -53,7 +61,7 @@ class Turn:
     """The turn being read: whether one is open, and the usage under each key since it began."""
 
     open: bool = False
-    usages: dict[str, Usage] = attrs.field(factory=dict)
+    usages: dict[str, Tokens] = attrs.field(factory=dict)
 
     def take(
         self,
@@ -65,7 +73,7 @@ class Turn:
     ) -> TurnEnded | None:
         """Take one line's entry and usage; the :class:`TurnEnded` when the line closes a turn."""
         if counted is not None:
-            self.usages[counted.key] = counted.usage
+            self.usages[counted.key] = counted.tokens
             self.open = True
         if entry is None:
             return None
@@ -75,16 +83,18 @@ class Turn:
             return None
         if not self.open:
             return None
-        usages = list(self.usages.values())
-        total = sum(usages[1:], usages[0]) if usages else None
+        usage = None
+        if self.usages:
+            sums = [sum(column) for column in zip(*self.usages.values(), strict=True)]
+            usage = Usage(input=sums[0], output=sums[1], cache_read=sums[2], cache_creation=sums[3])
         self.open, self.usages = False, {}
-        return TurnEnded(at=at, session=session, usage=total)
+        return TurnEnded(at=at, session=session, usage=usage)
 
     def saved(self) -> dict[str, Any]:
         """The turn as JSON-ready data, to save beside the offsets."""
         return {
             "open": self.open,
-            "usages": {key: attrs.astuple(usage) for key, usage in self.usages.items()},
+            "usages": {key: list(tokens) for key, tokens in self.usages.items()},
         }
 
     @classmethod
@@ -94,12 +104,7 @@ class Turn:
             return cls()
         try:
             usages = {
-                str(key): Usage(
-                    input=int(value[0]),
-                    output=int(value[1]),
-                    cache_read=int(value[2]),
-                    cache_creation=int(value[3]),
-                )
+                str(key): Tokens(int(value[0]), int(value[1]), int(value[2]), int(value[3]))
                 for key, value in dict(data.get("usages", {})).items()
             }
         except (TypeError, ValueError, IndexError, KeyError):
