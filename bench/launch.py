@@ -50,7 +50,7 @@ from common import best, median, private_host, realistic_repository
 from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.performer import Performer
 from flume.shell.store import journal
 from flume.shell.tools import git
@@ -86,10 +86,10 @@ def flume_work(repo: Path, number: int) -> float:
     """Flume's launch and its MakeWorktree, in this process; seconds."""
     performer = Performer(clock=time.time)
     started = time.perf_counter()
-    request = shell_launch.Request(
+    request = launcher.Request(
         repository=repo, kind="fix", name=f"f{number}", brief="Bench.", agent=AGENT
     )
-    made = shell_launch.launch(request, Settings(), time.time)
+    made = launcher.launch(request, Settings(), time.time)
     decision = step(Settings(), None, journal.read(made.journal).observations[0])
     for seen in performer.perform(decision.place, decision.actions[-1]):
         journal.append(made.journal, seen)

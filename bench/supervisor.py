@@ -28,7 +28,7 @@ from flume.core.observations import Activity
 from flume.core.place import Working
 from flume.core.settings import Settings
 from flume.shell.panes.tmux import Tmux
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.store import places
 from flume.shell.supervisor import client
 
@@ -41,14 +41,14 @@ def host_with(count: int) -> tuple[dict[str, str], Path]:
     home = private_host()
     repo = small_repository(home / "repo")
     for number in range(count):
-        request = shell_launch.Request(
+        request = launcher.Request(
             repository=repo,
             kind="fix",
             name=f"p{number}",
             brief="Idle.",
             agent=AgentSettings(agent=AgentName.TEST),
         )
-        shell_launch.launch(request, Settings(), time.time)
+        launcher.launch(request, Settings(), time.time)
     client.ensure(wait=30)
     return dict(os.environ), repo
 

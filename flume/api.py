@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import attrs
 
 from flume.core.errors import Problem, UsageError, refused
-from flume.shell.commands import asked as asked_words
+from flume.shell.commands import input_checks
 
 if TYPE_CHECKING:
+    import threading
+
     from flume.core.ids import Instant
     from flume.core.observations import Observation
     from flume.core.place import Place
@@ -44,8 +46,12 @@ if TYPE_CHECKING:
     from flume.core.step import Decision, TraceRow
     from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
+    from flume.shell.commands.herdr_plugin import Context as HerdrContext
+    from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
+    from flume.shell.panes.herdr import Client as HerdrClient
+    from flume.shell.panes.herdr import HerdrError
     from flume.shell.perform.launch_words import LaunchAsked, Made
     from flume.shell.store import places
     from flume.shell.store.events import Cursor, EventStream, PlaceEvent
@@ -58,6 +64,11 @@ __all__ = [
     "Attaching",
     "Cursor",
     "DaemonStatus",
+    "HerdrClient",
+    "HerdrContext",
+    "HerdrError",
+    "HerdrRequest",
+    "InFlight",
     "Inspection",
     "LaunchAsked",
     "LaunchFailed",
@@ -82,6 +93,13 @@ __all__ = [
     "exec_attach",
     "follower",
     "hand_over",
+    "herdr_notify",
+    "herdr_place_meant",
+    "herdr_reports",
+    "herdr_repository_meant",
+    "herdr_row",
+    "herdr_sidebar",
+    "in_flight",
     "inspect",
     "launch",
     "launch_asked",
@@ -105,6 +123,11 @@ __all__ = [
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
+    "HerdrClient": ("flume.shell.panes.herdr", "Client"),
+    "HerdrContext": ("flume.shell.commands.herdr_plugin", "Context"),
+    "HerdrError": ("flume.shell.panes.herdr", "HerdrError"),
+    "HerdrRequest": ("flume.shell.commands.herdr_plugin", "HerdrRequest"),
+    "InFlight": ("flume.shell.commands.herdr_plugin", "InFlight"),
     "Inspection": ("flume.shell.agents.inspection", "Inspection"),
     "LaunchAsked": ("flume.shell.perform.launch_words", "LaunchAsked"),
     "PlaceEvent": ("flume.shell.store.events", "PlaceEvent"),
@@ -223,10 +246,10 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
 
 def launch_asked(asked: LaunchAsked) -> Launched:
     """:func:`launch`, its arguments in one record: checked and journaled in this process."""
-    from flume.shell.perform import launch as shell_launch
+    from flume.shell.perform import launcher
     from flume.shell.supervisor import client
 
-    made = shell_launch.launch_asked(asked)
+    made = launcher.launch_asked(asked)
     client.ensure()
     return Launched.of(made)
 
@@ -472,7 +495,7 @@ def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
     from flume.shell.store import places
     from flume.shell.supervisor import client
 
-    words = asked_words.checked_text("tell", text)
+    words = input_checks.checked_text("tell", text)
     settings = Settings()
     found = places.find(place, Path(repository) if repository is not None else None, settings)
     _followed_or_refuse(found)
@@ -509,7 +532,7 @@ def retry(place: str, *, words: str = "", repository: str | Path | None = None) 
     """Run the stage that stopped short again, with a fresh agent and ``words`` (R9)."""
     from flume.core.observations import RetryAsked
 
-    given = asked_words.checked_text("words", words, empty_ok=True)
+    given = input_checks.checked_text("words", words, empty_ok=True)
     decision = _give(place, repository, RetryAsked(at=_now(), words=given))
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
@@ -546,7 +569,7 @@ def drop(place: str, *, repository: str | Path | None = None) -> str:
 
 def decoded(field: str, data: bytes) -> str:
     """Bytes read from stdin as the caller's words (UTF-8); a :class:`UsageError` if not text."""
-    return asked_words.decoded(field, data)
+    return input_checks.decoded(field, data)
 
 
 def _folder(cwd: str | Path | None) -> Path:
@@ -564,8 +587,8 @@ def _folder(cwd: str | Path | None) -> Path:
 def _here(cwd: str | Path | None) -> Path:
     """:func:`_folder`, refused at once (no git, rules or codec loaded) when in no place."""
     here = _folder(cwd)
-    if asked_words.in_no_place(here):
-        raise asked_words.outside(here)
+    if input_checks.in_no_place(here):
+        raise input_checks.outside(here)
     return here
 
 
@@ -589,7 +612,7 @@ def needs(text: str, *, cwd: str | Path | None = None) -> str:
     ``$FLUME_SESSION``. Returns what the command prints. Bad words, or a folder in no place,
     are refused before the rules, git or the journal are loaded.
     """
-    words = asked_words.checked_text("words", text)
+    words = input_checks.checked_text("words", text)
     here = _here(cwd)
     from flume.core.observations import NeedsSaid
     from flume.core.place import Short
@@ -861,6 +884,93 @@ def daemon_run(*, asked_after: int | None = None) -> int:
     from flume.shell.supervisor import daemon
 
     return daemon.serve(Settings(), asked_after=asked_after)
+
+
+# --- herdr's plugin ------------------------------------------------------------------------
+
+
+def in_flight() -> list[InFlight]:
+    """Every place in flight on the host (launched, not yet tidied or dropped), with its status.
+
+    Each is an :class:`InFlight`: ``.place`` (its state), ``.view`` (its ``PlaceStatus``),
+    ``.name`` (``<kind>--<name>``) and ``.repository``. A live agent's state is ``unknown``
+    while no supervisor runs.
+    """
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.in_flight()
+
+
+def herdr_place_meant(
+    herdr: HerdrClient, context: HerdrContext, found: Sequence[InFlight] | None = None
+) -> InFlight | None:
+    """The place a plugin action means, by herdr's invoking context; None when no single one.
+
+    The focused pane's agent's place, else the place the focused folder is in, else the only
+    place in flight in the focused workspace's repository (docs/herdr.md). ``found`` is the
+    places to pick from (default: :func:`in_flight`, asked after herdr's panes are listed).
+    """
+    from flume.shell.commands import herdr_plugin
+
+    panes = herdr.call("pane.list", {}).get("panes", [])
+    if found is None:
+        found = herdr_plugin.in_flight()
+    return herdr_plugin.place_meant(context, found, panes)
+
+
+def herdr_repository_meant(context: HerdrContext) -> Path | None:
+    """The repository the focused workspace (or pane) of a plugin's context stands in, if any."""
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.repository_meant(context)
+
+
+def herdr_reports(herdr: HerdrClient, context: HerdrContext) -> list[HerdrRequest]:
+    """The sidebar reports that would show every place in flight now; none is sent.
+
+    Each is a :class:`HerdrRequest`, ``.method`` and ``.params``, as sent to herdr's socket.
+    """
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.planned(herdr, context.source)
+
+
+def herdr_sidebar(
+    herdr: HerdrClient,
+    context: HerdrContext,
+    *,
+    every: float | None = None,
+    stopping: threading.Event | None = None,
+) -> list[str]:
+    """Show every place in flight in herdr's sidebar (``flume herdr sidebar``): the problems.
+
+    Reports once; with ``every``, again every ``every`` seconds until ``stopping`` is set or
+    herdr goes away (then with no problem). The problems are those herdr answered to the last
+    reports, one line each ([] when it took them all). Raises :class:`HerdrError` when herdr
+    cannot be reached for a single report.
+    """
+    import threading
+
+    from flume.shell.commands import herdr_plugin
+
+    if every is None:
+        return herdr_plugin.show(herdr, context.source)
+    return herdr_plugin.follow(herdr, context.source, every, stopping or threading.Event())
+
+
+def herdr_notify(herdr: HerdrClient, title: str, body: str) -> None:
+    """Show a toast in herdr: the title and body each on one line, cut to what herdr shows."""
+    from flume.shell.commands import herdr_plugin
+
+    params = {"title": herdr_plugin.fit(title), "body": herdr_plugin.fit(body, 240)}
+    herdr.call("notification.show", params)
+
+
+def herdr_row(each: InFlight) -> str:
+    """A place in flight on one line, as herdr's sidebar rows show it: name, stage, agent, tasks."""
+    from flume.shell.commands import herdr_plugin
+
+    return herdr_plugin.row(each)
 
 
 # --- simulate ------------------------------------------------------------------------------

@@ -23,8 +23,7 @@ from flume.core.choices import Panes
 from flume.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import Client, HerdrError
+    from flume.api import HerdrClient, HerdrContext, HerdrError, InFlight
 
 herdr_app = typer.Typer(
     help="What flume's herdr plugin runs: sidebar reports, actions and popups.",
@@ -60,9 +59,9 @@ def _fail(error: UsageError | HerdrError) -> NoReturn:
 
 def _said(error: UsageError | HerdrError) -> int:
     """Print what went wrong; the exit status it calls for."""
-    from flume.shell.panes.herdr import HerdrError
+    from flume import api
 
-    if isinstance(error, HerdrError):
+    if isinstance(error, api.HerdrError):
         typer.echo(f"flume: herdr: {error.message}", err=True)
         return 1
     for problem in error.problems:
@@ -91,21 +90,21 @@ def sidebar(
     Reported as pane and workspace tokens ($flume...) the plugin's sidebar shows.
     """
     from flume import api
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import Client, HerdrError
 
-    context = plugin.Context.from_environment()
-    herdr = Client()
+    context = api.HerdrContext.from_environment()
+    herdr = api.HerdrClient()
     try:
         api.seconds("every", every)
         if dry_run:
-            for each in plugin.planned(herdr, context.source):
+            for each in api.herdr_reports(herdr, context):
                 typer.echo(json.dumps({"method": each.method, "params": each.params}))
             return
         stopping = threading.Event()
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stopping.set())
-        problems = plugin.follow(herdr, context.source, every if follow else None, stopping)
-    except (HerdrError, UsageError) as error:
+        problems = api.herdr_sidebar(
+            herdr, context, every=every if follow else None, stopping=stopping
+        )
+    except (api.HerdrError, UsageError) as error:
         _fail(error)
     for problem in problems:
         typer.echo(f"flume: herdr refused a report: {problem}", err=True)
@@ -113,11 +112,10 @@ def sidebar(
         raise typer.Exit(1)
 
 
-def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
-    from flume.shell.commands import herdr_plugin as plugin
+def _meant(herdr: HerdrClient, context: HerdrContext) -> InFlight:
+    from flume import api
 
-    panes = herdr.call("pane.list", {}).get("panes", [])
-    found = plugin.place_meant(context, plugin.in_flight(), panes)
+    found = api.herdr_place_meant(herdr, context)
     if found is None:
         raise UsageError.one(
             "place",
@@ -128,17 +126,16 @@ def _meant(herdr: Client, context: plugin.Context) -> plugin.InFlight:
     return found
 
 
-def _notify(herdr: Client, title: str, body: str) -> None:
+def _notify(herdr: HerdrClient, title: str, body: str) -> None:
     """Say it in herdr (a toast), and on stdout for the plugin's log."""
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import HerdrError
+    from flume import api
 
     typer.echo(f"{title}: {body}")
-    with contextlib.suppress(HerdrError):
-        herdr.call("notification.show", {"title": plugin.fit(title), "body": plugin.fit(body, 240)})
+    with contextlib.suppress(api.HerdrError):
+        api.herdr_notify(herdr, title, body)
 
 
-def _popup(herdr: Client, context: plugin.Context, popup: Popup) -> None:
+def _popup(herdr: HerdrClient, context: HerdrContext, popup: Popup) -> None:
     if context.plugin_id is None:
         raise UsageError.one(
             "action",
@@ -165,11 +162,10 @@ def action(
     ],
 ) -> None:
     """Do a plugin action on the place herdr's invoking context means."""
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import Client, HerdrError
+    from flume import api
 
-    context = plugin.Context.from_environment()
-    herdr = Client()
+    context = api.HerdrContext.from_environment()
+    herdr = api.HerdrClient()
     try:
         match name:
             case PluginAction.TELL | PluginAction.LAUNCH | PluginAction.PLACES:
@@ -182,27 +178,26 @@ def action(
                 _notify(herdr, f"flume {name.value}", said)
                 _refresh(herdr, context)
     except UsageError as error:
-        with contextlib.suppress(HerdrError):
+        with contextlib.suppress(api.HerdrError):
             _notify(herdr, f"flume {name.value}", error.problems[0].render())
         _fail(error)
-    except HerdrError as error:
+    except api.HerdrError as error:
         _fail(error)
 
 
-def _refresh(herdr: Client, context: plugin.Context) -> None:
+def _refresh(herdr: HerdrClient, context: HerdrContext) -> None:
     """Report the sidebar again after a command was done.
 
     What was asked is done: the refresh is a courtesy (``sidebar --follow`` reports again within
     seconds), and a herdr away for it must not make the command say it failed.
     """
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import HerdrError
+    from flume import api
 
-    with contextlib.suppress(HerdrError):
-        plugin.show(herdr, context.source)
+    with contextlib.suppress(api.HerdrError):
+        api.herdr_sidebar(herdr, context)
 
 
-def _command(name: PluginAction, meant: plugin.InFlight) -> str:
+def _command(name: PluginAction, meant: InFlight) -> str:
     from flume import api
 
     where = meant.repository
@@ -215,7 +210,7 @@ def _command(name: PluginAction, meant: plugin.InFlight) -> str:
             return api.proceed(meant.name, repository=where)
 
 
-def _open(herdr: Client, meant: plugin.InFlight) -> None:
+def _open(herdr: HerdrClient, meant: InFlight) -> None:
     """Focus the place's agent pane; an agent in flume's tmux opens in a new herdr tab."""
     agent = meant.place.agent
     if agent is None:
@@ -243,11 +238,9 @@ def pane(
 ) -> None:
     """Run a plugin pane: ask for what a command needs, then do it."""
     from flume import api
-    from flume.shell.commands import herdr_plugin as plugin
-    from flume.shell.panes.herdr import Client, HerdrError
 
-    context = plugin.Context.from_environment()
-    herdr = Client()
+    context = api.HerdrContext.from_environment()
+    herdr = api.HerdrClient()
     try:
         match name:
             case Popup.TELL:
@@ -255,13 +248,13 @@ def pane(
                 words = _ask(f"Tell {meant.name} (one line, Enter sends): ")
                 typer.echo(api.tell(meant.name, words, repository=meant.repository))
             case Popup.PLACES:
-                meant = _chosen(plugin.in_flight())
+                meant = _chosen(api.in_flight())
                 what = _ask("o open, t tell, s stop, r retry, p proceed: ").strip().lower()
                 _do(herdr, meant, what)
             case Popup.LAUNCH:
                 _launch(context)
         _refresh(herdr, context)
-    except (UsageError, HerdrError) as error:
+    except (UsageError, api.HerdrError) as error:
         status = _said(error)
     else:
         status = 0
@@ -280,28 +273,27 @@ def _ask(prompt: str) -> str:
     return line.rstrip("\n")
 
 
-def _meant_or_chosen(herdr: Client, context: plugin.Context) -> plugin.InFlight:
-    from flume.shell.commands import herdr_plugin as plugin
+def _meant_or_chosen(herdr: HerdrClient, context: HerdrContext) -> InFlight:
+    from flume import api
 
-    found = plugin.in_flight()
-    panes = herdr.call("pane.list", {}).get("panes", [])
-    return plugin.place_meant(context, found, panes) or _chosen(found)
+    found = api.in_flight()
+    return api.herdr_place_meant(herdr, context, found) or _chosen(found)
 
 
-def _chosen(found: list[plugin.InFlight]) -> plugin.InFlight:
-    from flume.shell.commands import herdr_plugin as plugin
+def _chosen(found: list[InFlight]) -> InFlight:
+    from flume import api
 
     if not found:
         raise UsageError.one("place", "no place is in flight", "launch work first", exit_status=1)
     for number, each in enumerate(found, start=1):
-        typer.echo(f"{number:>3}  {plugin.row(each)}")
+        typer.echo(f"{number:>3}  {api.herdr_row(each)}")
     picked = _ask("Which place (its number): ").strip()
     if not picked.isdigit() or not 1 <= int(picked) <= len(found):
         raise UsageError.one("place", f"{picked!r} is no number listed", "type one of them")
     return found[int(picked) - 1]
 
 
-def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
+def _do(herdr: HerdrClient, meant: InFlight, what: str) -> None:
     from flume import api
 
     match what:
@@ -319,12 +311,11 @@ def _do(herdr: Client, meant: plugin.InFlight, what: str) -> None:
             raise UsageError.one("action", f"{what!r} is none of o t s r p", "type one of them")
 
 
-def _launch(context: plugin.Context) -> None:
+def _launch(context: HerdrContext) -> None:
     """Launch work from the focused workspace's repository; its agents run in herdr."""
     from flume import api
-    from flume.shell.commands import herdr_plugin as plugin
 
-    repository = plugin.repository_meant(context)
+    repository = api.herdr_repository_meant(context)
     if repository is None:
         raise UsageError.one(
             "repository",

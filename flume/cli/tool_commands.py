@@ -105,7 +105,7 @@ def demo(
     a closed terminal), its supervisor is stopped and its folder removed.
     """
     # Imported here: only this command uses it.
-    from flume.cli import demo as demo_story
+    from flume.cli import demo_story
 
     status = demo_story.run(keep=keep, seconds=seconds)
     if status:

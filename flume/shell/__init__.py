@@ -7,8 +7,9 @@ From the top down:
 
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
-    (``verbs.py``), their words checked (``asked.py``), tidy (``tidying.py``), attach
-    (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import everything below.
+    (``verbs.py``), their words and folder checked at once (``input_checks.py``), tidy
+    (``tidying.py``), attach (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import
+    everything below.
 ``supervisor/``
     The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
     host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
@@ -19,7 +20,7 @@ From the top down:
     (``port.py``): branch heads (``branches.py``), agents (``watch.py``), landings seen on the
     base (``landings.py``), OpenSpec changes (``changes.py``), report files (``reports.py``).
     ``perform/``: the performer (``performer.py``), the landers (``lander.py``), a launch checked
-    and journaled (``launch.py``, ``launch_words.py``). What both ask (does a base hold a
+    and journaled (``launcher.py``, ``launch_words.py``). What both ask (does a base hold a
     branch's work, where a base is fetched from, is a change archived) is in ``tools/``.
     May import agents and everything below.
 ``agents/``
@@ -38,7 +39,7 @@ From the top down:
     import declared and everything below.
 ``declared/``
     What a repository declares: ``.flume.toml`` (``config.py``), kinds in TOML (``kinds.py``),
-    a declared command run as written (``run.py``), scenario files (``scenario.py``).
+    a declared command run as written (``command.py``), scenario files (``scenario.py``).
     May import store and everything below.
 ``store/``
     What flume keeps: the one converter and the journal's line codec (``codec.py``), journal

@@ -21,7 +21,7 @@ import attrs
 from flume.core.launch import AgentName, AgentSettings
 from flume.core.place import AwaitingWord, Life, Place, Short, TidyNotWanted
 from flume.core.settings import Settings
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.store import places
 from flume.shell.store.events import EventStream
 from flume.shell.supervisor import client
@@ -69,10 +69,10 @@ def launch(repository: Path, kind: str, name: str, brief: str, script: Path) -> 
     """Launch one place whose stages run the test agent with ``script``."""
     agent = AgentSettings(agent=AgentName.TEST)
     agent = attrs.evolve(agent, flags=agent.flags.extend(["--script", str(script)]))
-    request = shell_launch.Request(
+    request = launcher.Request(
         repository=repository, kind=kind, name=name, brief=brief, agent=agent
     )
-    shell_launch.launch(request, Settings(), time.time)
+    launcher.launch(request, Settings(), time.time)
 
 
 def settled(place: Place) -> bool:

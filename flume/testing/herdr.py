@@ -56,7 +56,7 @@ import attrs
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from flume.shell.panes.tmux import Tmux, escape_argument
-from flume.shell.tools import sockets as lines
+from flume.shell.tools import sockets
 
 #: What a source identifier may be (reference §4).
 _SOURCE = re.compile(r"[A-Za-z0-9:._-]{1,80}")
@@ -1289,6 +1289,6 @@ def schema_path() -> Path | None:
 
 def connect_line(path: Path, request: Mapping[str, Any]) -> dict[str, Any]:
     """Send one request to a herdr socket and return its parsed answer (a test's raw client)."""
-    answer = json.loads(lines.exchange(path, json.dumps(request).encode(), connect=10, answer=10))
+    answer = json.loads(sockets.exchange(path, json.dumps(request).encode(), connect=10, answer=10))
     assert isinstance(answer, dict)  # noqa: S101 (herdr answers objects)
     return answer

@@ -31,7 +31,7 @@ from flume.core.observations import (
 from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.performer import Performer
 from flume.shell.store import journal, places
 from flume.shell.supervisor.loop import Supervisor
@@ -104,8 +104,8 @@ def launch_place(repo: Path, name: str, kind: str = "fix", brief: str = "Mend it
 
     The CLI's launch wakes (or starts) the host's supervisor, which must not race a test's own.
     """
-    request = shell_launch.Request(repository=repo, kind=kind, name=name, brief=brief)
-    return shell_launch.launch(request, Settings(), time.time).journal
+    request = launcher.Request(repository=repo, kind=kind, name=name, brief=brief)
+    return launcher.launch(request, Settings(), time.time).journal
 
 
 def world_of(repository: Path) -> dict[str, object]:

@@ -18,7 +18,7 @@ from flume.core.ids import BranchName
 from flume.core.launch import AgentName, AgentSettings, Panes
 from flume.core.settings import Settings
 from flume.shell import process
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.tools import git
 from tests.integration.places_kit import commit, repository, run_git
 
@@ -155,7 +155,7 @@ def test_a_cloned_repository_s_launch_asks_git_twice(tmp_path: Path) -> None:
     """
     repo = repository(tmp_path / "repo")
     _cloned(repo)
-    request = shell_launch.Request(
+    request = launcher.Request(
         repository=repo,
         kind="fix",
         name="typo",
@@ -163,7 +163,7 @@ def test_a_cloned_repository_s_launch_asks_git_twice(tmp_path: Path) -> None:
         agent=AgentSettings(agent=AgentName.TEST, panes=Panes.PRINT),
     )
     before = process.count.runs["git"]
-    seen = shell_launch.check(request, Settings(), lambda: 1.0)
+    seen = launcher.check(request, Settings(), lambda: 1.0)
     assert process.count.runs["git"] - before == 2
     assert seen.launch.base == "main"
     assert seen.start == git.resolve(repo, BranchName("main"))

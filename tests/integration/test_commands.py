@@ -31,7 +31,7 @@ from flume.core.observations import (
 from flume.core.place import AwaitingWord, Life, Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.shell.commands.verbs import MAX_TEXT_BYTES
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.performer import Performer
 from flume.shell.store import journal, places
 from flume.shell.supervisor.loop import Supervisor
@@ -111,8 +111,8 @@ def working(
     harness: Harness, repo: Path, name: str, waits: tuple[str, ...] = ()
 ) -> tuple[Path, Place]:
     """A fix launched and carried to its code stage's agent working; its journal and place."""
-    request = shell_launch.Request(repository=repo, kind="fix", name=name, brief=BRIEF, waits=waits)
-    path = shell_launch.launch(request, Settings(), harness.clock).journal
+    request = launcher.Request(repository=repo, kind="fix", name=name, brief=BRIEF, waits=waits)
+    path = launcher.launch(request, Settings(), harness.clock).journal
     harness.settle()
     place = harness.place(path)
     assert isinstance(place.stage.phase, Working)

@@ -24,9 +24,8 @@ from flume.core.ids import Instant
 from flume.core.observations import DropAsked
 from flume.core.settings import Settings
 from flume.shell.panes.tmux import Tmux
-from flume.shell.perform import launch as shell_launch
-from flume.shell.store import events as shell_events
-from flume.shell.store import journal, places
+from flume.shell.perform import launcher
+from flume.shell.store import events, journal, places
 from flume.testing import scenario
 from tests.integration.agents_kit import wait_for
 from tests.integration.places_kit import Harness, flume, flume_process, launch_place, repository
@@ -110,7 +109,7 @@ def test_events_follow_shows_a_fixs_whole_life_in_order(tmp_path: Path, panes: T
     assert any(each["stage"] == "code" for each in turns), followed
     assert all(re.fullmatch(r"turn ended: [0-9]+ tokens \(.*\)", each["text"]) for each in turns)
     assert {each["format"] for each in followed} == {1}
-    cursors = [shell_events.Cursor.parse(each["cursor"]) for each in followed]
+    cursors = [events.Cursor.parse(each["cursor"]) for each in followed]
     assert cursors == sorted(cursors)
     assert len(set(cursors)) == len(cursors)
     # Read whole afterwards, the journal gives what the follower read from its offsets.
@@ -133,10 +132,8 @@ def _interruptible() -> None:
 
 def launched(repo: Path, name: str, mark: str | None = None) -> Path:
     """Launch a fix without waking a supervisor (the test drives its own); its journal."""
-    request = shell_launch.Request(
-        repository=repo, kind="fix", name=name, brief="Mend it.", mark=mark
-    )
-    return shell_launch.launch(request, Settings(), time.time).journal
+    request = launcher.Request(repository=repo, kind="fix", name=name, brief="Mend it.", mark=mark)
+    return launcher.launch(request, Settings(), time.time).journal
 
 
 def test_a_landed_fix_has_its_lifes_events_and_cursors_resume_after_each(
@@ -246,7 +243,7 @@ def test_a_name_launched_again_is_read_anew_and_nothing_repeats(
     repo = repository(host / "repo")
     path = launched(repo, "alpha")
     carry_to_landing(harness, path)
-    follower = shell_events.EventStream(Settings(), repository=repo)
+    follower = events.EventStream(Settings(), repository=repo)
     old = follower.poll()
     assert old[-1].event is Event.TIDIED
     assert follower.poll() == []
@@ -286,7 +283,7 @@ def test_a_journal_mended_after_it_was_given_up_goes_on_and_tells_nothing_twice(
     path = launched(repo, "alpha")
     harness.settle()
     problems: list[tuple[Path, str]] = []
-    stream = shell_events.EventStream(
+    stream = events.EventStream(
         Settings(), repository=repo, on_problem=lambda *said: problems.append(said)
     )
     told = stream.poll()

@@ -24,7 +24,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay
 from flume.shell import process
 from flume.shell.commands import tidying
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
 from tests.integration.conftest import daemons_of
@@ -226,9 +226,9 @@ def test_a_staging_folder_is_judged_by_its_launch_process_not_by_the_clock(host:
     repo = repository(host / "repo")
     launch_place(repo, "first")  # the journals folder exists
     folder = places.journals_dir(repo)
-    live = Path(tempfile.mkdtemp(prefix=shell_launch.staging_prefix(), dir=folder))
+    live = Path(tempfile.mkdtemp(prefix=launcher.staging_prefix(), dir=folder))
     dead_pid = _a_dead_pid()
-    prefix = shell_launch.staging_prefix().replace(f"-{os.getpid()}-", f"-{dead_pid}-")
+    prefix = launcher.staging_prefix().replace(f"-{os.getpid()}-", f"-{dead_pid}-")
     dead = Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
     hour_ago = time.time() - 3600.0
     os.utime(live, (hour_ago, hour_ago))

@@ -24,7 +24,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay
-from flume.shell.agents import runner as agents
+from flume.shell.agents import runner
 from flume.shell.panes import herdr as herdr_module
 from flume.shell.panes import port
 from flume.shell.panes.herdr import SESSION_TOKEN, TYPED_TOKEN, Client, Herdr, HerdrError
@@ -294,7 +294,7 @@ def test_a_fix_runs_through_herdr_to_its_landing_and_is_tidied(
     assert len(applied) == 2
     for request in applied:
         command = request["params"]["root"]["command"]
-        assert command[1:3] == ["-I", str(Path(agents.__file__).with_name("agentexec.py"))]
+        assert command[1:3] == ["-I", str(Path(runner.__file__).with_name("agentexec.py"))]
         assert "Mend the greeting." not in json.dumps(request)  # the brief is in no request
     tokened = [
         r["params"]["tokens"][SESSION_TOKEN]
@@ -334,7 +334,7 @@ def test_an_agent_in_herdr_keeps_its_own_panes_ids_not_the_supervisors(tmp_path:
         ),
         encoding="utf-8",
     )
-    agentexec = Path(agents.__file__).with_name("agentexec.py")
+    agentexec = Path(runner.__file__).with_name("agentexec.py")
     environment = {"PATH": os.environ["PATH"], "HERDR_PANE_ID": "w7:p3", "HERDR_ENV": "1"}
     ran = subprocess.run(  # noqa: S603 (our own interpreter and file)
         [sys.executable, "-I", str(agentexec), str(exec_file)],
@@ -366,6 +366,6 @@ def test_the_supervisors_own_herdr_pane_is_never_an_agents(
     )
     seen = Launched(at=Instant(1.0), launch=launch, kind=known_kind("fix", {}))
     place = replay(Settings(), [seen])
-    env = agents.environment(place, agents.session_for(place, "code", 1))
+    env = runner.environment(place, runner.session_for(place, "code", 1))
     assert not {"HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID"} & set(env)
     assert env["HERDR_SOCKET_PATH"] == str(tmp_path / "herdr.sock")

@@ -25,7 +25,7 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
@@ -223,7 +223,7 @@ def test_concurrent_launches_handed_over_and_not_have_one_winner(supervised: Pat
 
     def own() -> None:
         try:
-            shell_launch.launch_asked(
+            launcher.launch_asked(
                 LaunchAsked(
                     repository=repo,
                     kind="fix",

@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from flume.cli import mcp as flume_mcp
-from flume.cli.mcp import SETTINGS, read_words
+from flume.cli.mcp import SETTINGS, do_launch, read_words
 from flume.core.errors import UsageError
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, name_from
@@ -141,11 +140,11 @@ def test_a_made_name_that_stays_taken_is_refused_naming_why(
     repo = agent_repository(tmp_path)
     for branch in ("fix/mend-greeting", "fix/mend-greeting-2"):
         run_git(repo, "branch", branch)
-    monkeypatch.setattr(flume_mcp, "NAME_TRIES", 2)
+    monkeypatch.setattr("flume.cli.mcp.NAME_TRIES", 2)
     before = world_of(repo)
     words = "agent=test Mend the greeting."
     with pytest.raises(UsageError) as raised:
-        flume_mcp.do_launch(**{**NO_SETTINGS, "words": words, "repository": str(repo)})
+        do_launch(**{**NO_SETTINGS, "words": words, "repository": str(repo)})
     *why, last = raised.value.problems
     assert [problem.field for problem in why] == ["name"]
     assert "fix/mend-greeting-2 already exists" in why[0].what

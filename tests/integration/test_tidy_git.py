@@ -39,7 +39,7 @@ from flume.core.observations import BranchDeleted, DropAsked, Observation, Submi
 from flume.core.place import Life, Place, Working
 from flume.core.settings import Settings
 from flume.shell.commands import tidying
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.performer import Performer
 from flume.shell.store import places
 from flume.shell.tools import git
@@ -210,10 +210,10 @@ class TidyOnRealGit(RuleBasedStateMachine):
 
     def _launch(self, kind: str = "fix") -> str:
         self.count += 1
-        request = shell_launch.Request(
+        request = launcher.Request(
             repository=self.repo, kind=kind, name=f"p{self.count}", brief="Mend it."
         )
-        made = shell_launch.launch(request, Settings(), self.harness.clock)
+        made = launcher.launch(request, Settings(), self.harness.clock)
         self.harness.settle()
         self._tidy(force=False)
         return made.place

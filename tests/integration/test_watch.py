@@ -34,8 +34,7 @@ from flume.core.place import Place
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import process
-from flume.shell.agents import claude, scripted
-from flume.shell.agents import runner as agents
+from flume.shell.agents import claude, runner, scripted
 from flume.shell.agents.claude import hook_activity, registry_activity
 from flume.shell.agents.port import agents_dir
 from flume.shell.observe.watch import Watch
@@ -228,7 +227,7 @@ def test_a_start_asked_twice_finds_the_agent_it_started(tmp_path: Path, panes: T
         attempt=1,
         agent=starting.launch.agent,
     )
-    port = agents.Agents(panes)
+    port = runner.Agents(panes)
     first = port.start(starting, action, Instant(20))
     second = port.start(starting, action, Instant(21))
     (one,) = [seen for seen in first if isinstance(seen, AgentStarted)]

@@ -17,8 +17,7 @@ from flume.core.delivery import infer_activity, is_typed_by_user
 from flume.core.errors import UsageError
 from flume.core.ids import SessionId
 from flume.core.observations import Activity
-from flume.shell.agents import claude_lines as transcript
-from flume.shell.agents import codex_lines as rollout
+from flume.shell.agents import claude_lines, codex_lines
 from flume.shell.agents.tail import NEVER, LineReader, whole_lines
 
 
@@ -105,7 +104,7 @@ def inspect(path: Path) -> Inspection:
     lines, length = whole_lines(data)
     found = _format_of(lines)
     read: LineReader = (
-        rollout.read_counted if found is TranscriptFormat.CODEX else transcript.read_counted
+        codex_lines.read_counted if found is TranscriptFormat.CODEX else claude_lines.read_counted
     )
     session = SessionId(path.stem)
     state = Activity.UNKNOWN

@@ -14,7 +14,7 @@ import attrs
 
 from flume.core.launch import Panes
 from flume.core.settings import Settings
-from flume.shell.panes import attach as panes_attach
+from flume.shell.panes.attach import live_pane, pane_of
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer
 from flume.shell.panes.printed import Printed
@@ -45,7 +45,7 @@ class Attaching:
 def attaching(place: str, repository: Path | None, settings: Settings) -> Attaching:
     """How to show ``place``'s live agent; a :class:`UsageError` when it has none in a pane."""
     found = places.find(place, repository, settings)
-    pane = panes_attach.pane_of(found.place)
+    pane = pane_of(found.place)
     assert found.place is not None  # noqa: S101 (pane_of read it)
     if found.place.launch.agent.panes is Panes.PRINT:
         # Nothing shows it: the caller runs its command, which waits for its prompt.
@@ -53,7 +53,7 @@ def attaching(place: str, repository: Path | None, settings: Settings) -> Attach
         return Attaching(place=place, argv=tuple(argv), printed=True, pane=pane, leave="")
     in_herdr = found.place.launch.agent.panes is Panes.HERDR
     server: PaneServer = Herdr() if in_herdr else Tmux()
-    live = panes_attach.live_pane(found.place, server.panes())
+    live = live_pane(found.place, server.panes())
     leave = "herdr's own keys" if in_herdr else "C-b d"
     argv = server.attach_argv(live)
     return Attaching(place=place, argv=tuple(argv), printed=False, pane=live, leave=leave)

@@ -47,7 +47,7 @@ from flume.core.place import Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.performer import branch_facts, worktree_facts
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
@@ -276,7 +276,7 @@ def archive(found: places.Found) -> None:
         except (OSError, journal.JournalError, UsageError):
             return
         if now.life is Life.TIDIED and now.launch == place.launch:
-            shell_launch.archive(found.journal.parent.parent, found.journal.parent)
+            launcher.archive(found.journal.parent.parent, found.journal.parent)
 
 
 def sweep_staging(repository: Path, now: float) -> list[str]:
@@ -288,9 +288,9 @@ def sweep_staging(repository: Path, now: float) -> list[str]:
     """
     folder = places.journals_dir(repository)
     removed = []
-    for staging in folder.glob(f"{shell_launch.STAGING}*") if folder.is_dir() else []:
+    for staging in folder.glob(f"{launcher.STAGING}*") if folder.is_dir() else []:
         with contextlib.suppress(OSError):
-            gone = shell_launch.staging_owner_gone(staging.name)
+            gone = launcher.staging_owner_gone(staging.name)
             if gone is None:
                 gone = now - staging.stat().st_mtime > STALE_STAGING_SECONDS
             if gone:

@@ -31,10 +31,10 @@ from flume.core.settings import Settings
 from flume.core.step import Decision, step
 
 # Re-exported: the caller's commands are where they were always found.
-from flume.shell.commands.asked import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
-from flume.shell.commands.asked import checked_text as checked_text  # noqa: PLC0414
-from flume.shell.commands.asked import decoded as decoded  # noqa: PLC0414
-from flume.shell.commands.asked import outside
+from flume.shell.commands.input_checks import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
+from flume.shell.commands.input_checks import checked_text as checked_text  # noqa: PLC0414
+from flume.shell.commands.input_checks import decoded as decoded  # noqa: PLC0414
+from flume.shell.commands.input_checks import outside
 from flume.shell.declared import config
 from flume.shell.store import places
 from flume.shell.store.journal import JournalError, write_fault

@@ -49,8 +49,7 @@ from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
 from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
 from flume.core.place import Place, current_step
-from flume.shell.declared import config
-from flume.shell.declared import run as runner
+from flume.shell.declared import command, config
 from flume.shell.process import Ran
 from flume.shell.store.places import journals_dir
 from flume.shell.tools import git, openspec
@@ -240,10 +239,10 @@ class Lander:
         if isinstance(found, list):
             return found
         names = {"branch": action.branch, "base": action.base}
-        command = [re.sub(r"\{(branch|base)\}", lambda m: names[m.group(1)], a) for a in argv]
-        status, output = run_command(Path(action.path), command)
+        filled = [re.sub(r"\{(branch|base)\}", lambda m: names[m.group(1)], a) for a in argv]
+        status, output = run_command(Path(action.path), filled)
         if status != 0:
-            reason = f"the submit command {shlex.join(command)} failed (exit {status})"
+            reason = f"the submit command {shlex.join(filled)} failed (exit {status})"
             return [ChecksFailed(at=at, reason=reason, output=_tail(output))]
         return []
 
@@ -374,6 +373,7 @@ def landed(repository: Path, base: Sha, place: Place, at: Instant) -> Landed:
 def run_command(cwd: Path, argv: Sequence[str]) -> tuple[int, str]:
     """Run one declared check or submit command exactly as written in ``cwd``.
 
-    Its process group is recorded while it runs, as a setup's is (:mod:`.declared_run`).
+    Its process group is recorded while it runs, as a setup's is
+    (:mod:`flume.shell.declared.command`).
     """
-    return runner.run(cwd, argv, runner.record_of("landings", cwd))
+    return command.run(cwd, argv, command.record_of("landings", cwd))

@@ -1,6 +1,6 @@
 """A launch as its caller words it (:class:`LaunchAsked`), and the words checked before its brief.
 
-Apart from :mod:`flume.shell.perform.launch`, which checks them first among the rest, so that the
+Apart from :mod:`flume.shell.perform.launcher`, which checks them first among the rest, so that the
 CLI can build a launch and check a kind named, the agent and the panes at once, loading neither
 git nor the core's rules, before it reads the brief (from stdin, perhaps) and hands the launch to
 the supervisor.
@@ -76,7 +76,7 @@ WORDS: dict[str, tuple[type, ...]] = {
 class LaunchAsked:
     """A launch as its caller words it: :func:`flume.api.launch`'s arguments, carried once.
 
-    The CLI, the MCP server and the API build it; :func:`flume.shell.perform.launch.launch_asked`
+    The CLI, the MCP server and the API build it; :func:`flume.shell.perform.launcher.launch_asked`
     checks and journals it; a command hands it to the supervisor as JSON (:meth:`words`,
     :meth:`from_words`). ``brief`` may be a function returning the brief, called once the kind
     file, the agent and the panes are read (the CLI reads stdin so).

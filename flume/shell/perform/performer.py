@@ -53,7 +53,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import Place
-from flume.shell.declared import run as runner
+from flume.shell.declared import command
 from flume.shell.process import Ran
 from flume.shell.tools import git
 
@@ -301,8 +301,8 @@ class Performer:
         return [SetupFinished(at=self.now(), ok=True, output=_tail("\n".join(said)))]
 
     def _run_command(self, cwd: Path, argv: tuple[str, ...]) -> tuple[int, str]:
-        """Run one declared command exactly as written, in the place (:mod:`.declared_run`)."""
-        return runner.run(cwd, argv, runner.record_of("setups", cwd))
+        """Run one declared command exactly as written, in the place (:mod:`.command`)."""
+        return command.run(cwd, argv, command.record_of("setups", cwd))
 
     # --- R10 -------------------------------------------------------------------------------
 

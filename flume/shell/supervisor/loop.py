@@ -52,7 +52,7 @@ from flume.core.step import pending, step
 from flume.shell import environment, process
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.port import Observer
-from flume.shell.perform import launch as shell_launch
+from flume.shell.perform import launcher
 from flume.shell.perform.launch_words import LaunchAsked
 from flume.shell.perform.performer import Performer
 from flume.shell.store import codec, journal, places
@@ -338,7 +338,7 @@ class Supervisor:
         """
         try:
             with environment.given(given):
-                made = shell_launch.launch_asked(asked)
+                made = launcher.launch_asked(asked)
         except UsageError as error:
             return LaunchRefused(error.problems, error.exit_status)
         except Exception:  # noqa: BLE001 (said to the command, as its own launch would have)

@@ -39,7 +39,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, process
 from flume.shell.declared import config
-from flume.shell.declared import kinds as declared
+from flume.shell.declared.kinds import load_kind_file
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
 from flume.shell.perform.launch_words import Made
@@ -300,7 +300,7 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
     and the supervisor launching for the CLI: one launch, one set of checks.
     """
     kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    carried = declared.load_kind_file(kind_file) if kind_file is not None else None
+    carried = load_kind_file(kind_file) if kind_file is not None else None
     chosen_agent, chosen_panes = asked.checked()
     settings = AgentSettings(
         agent=chosen_agent, model=asked.model, flags=pvector(asked.agent_args), panes=chosen_panes

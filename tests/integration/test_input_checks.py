@@ -8,8 +8,7 @@ import pytest
 
 from flume.core.errors import UsageError
 from flume.core.settings import Settings
-from flume.shell.commands import asked
-from flume.shell.commands import verbs as commands
+from flume.shell.commands import input_checks, verbs
 from flume.shell.tools import git
 
 
@@ -37,10 +36,10 @@ def test_a_folder_in_no_places_folder_is_surely_in_no_place(
     sure = {stray: True, repo: True, repo / "src": True, repo / "places": True}
     unsure = {by_hand: False, by_hand / "deep": False}
     for folder, expected in {**sure, **unsure}.items():
-        assert asked.in_no_place(folder.resolve()) is expected, folder
+        assert input_checks.in_no_place(folder.resolve()) is expected, folder
     for folder in sure:
         with pytest.raises(UsageError) as refused:
-            commands.place_here(folder.resolve(), Settings())
-        assert str(refused.value) == str(asked.outside(folder.resolve()))
+            verbs.place_here(folder.resolve(), Settings())
+        assert str(refused.value) == str(input_checks.outside(folder.resolve()))
     monkeypatch.setenv("GIT_WORK_TREE", str(by_hand))
-    assert asked.in_no_place(stray.resolve()) is False  # git is pointed elsewhere: ask it
+    assert input_checks.in_no_place(stray.resolve()) is False  # git is pointed elsewhere: ask it

@@ -30,7 +30,7 @@ import typer
 from flume.cli import board, render
 from flume.core.settings import Settings
 from flume.shell.store.events import EventStream
-from flume.testing import demo as demo_world
+from flume.testing import demo
 
 #: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -74,7 +74,7 @@ def run(*, keep: bool, seconds: float) -> int:
     folder: Path | None = None
     status = 1
     try:
-        folder = demo_world.temporary()
+        folder = demo.temporary()
         _say(f"flume demo in {folder}")
         status = 0 if _story(folder, seconds) else 1
     except Ended as ended:
@@ -83,11 +83,11 @@ def run(*, keep: bool, seconds: float) -> int:
         _ignore_signals()
         try:
             if folder is not None:
-                demo_world.stop(folder)
+                demo.stop(folder)
                 if keep:
                     _say(f"kept: {folder}")
                 else:
-                    demo_world.remove(folder)
+                    demo.remove(folder)
         finally:
             for each, handler in saved.items():
                 signal.signal(each, handler)
@@ -96,21 +96,21 @@ def run(*, keep: bool, seconds: float) -> int:
 
 def _story(folder: Path, seconds: float) -> bool:
     """Launch, show what happens until both settle or time is up, then the summary."""
-    for line in demo_world.start(folder):
+    for line in demo.start(folder):
         _say(line)
-    repository = demo_world.repository_of(folder)
+    repository = demo.repository_of(folder)
     follower = EventStream(Settings(), repository=repository)
     deadline = time.monotonic() + seconds
 
     def over() -> bool:
-        return demo_world.all_settled(follower) or time.monotonic() > deadline
+        return demo.all_settled(follower) or time.monotonic() > deadline
 
     console = board.console()
     if board.is_dumb(os.environ, terminal=console.is_terminal):
         _events(follower, over, _say)
     else:
         board.watch(follower, console, interval=_INTERVAL, where=str(repository), until=over)
-    summary = demo_world.summary(folder)
+    summary = demo.summary(folder)
     for line in summary.lines:
         _say(line)
     return summary.finished
