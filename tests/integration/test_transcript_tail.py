@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from flume.core.delivery import is_typed_by_user
 from flume.core.ids import Instant, SessionId
 from flume.shell.agents.claude_lines import entries_of, read_from
+from flume.shell.agents.tail import json_line
 from flume.shell.store.transcript_words import words_of
 from tests.shared import CORPUS
 
@@ -132,3 +134,52 @@ def test_appended_corpus_lines_follow_a_real_transcript(tmp_path: Path) -> None:
     ]
     assert is_typed_by_user(tail.entries[0])
     assert tail.offset == path.stat().st_size
+
+
+#: Lines whose reading json.loads decides in its own way: their encoding detected from a BOM or
+#: NULs, whitespace around the document, something after it, no object at all, bad UTF-8.
+ODD_LINES = [
+    b'{"type": "user"}',
+    b'{"type": "user"} ',
+    b'{"type": "user"}\r',
+    b' {"type": "user"}',
+    b'\t{"type": "user"}',
+    b'{"type": "user"}{}',
+    b'{"type": "user"}x',
+    b'{"a": "\\ud800", "b": "\\u00e9"}',
+    b'{"a": NaN, "b": 1e999, "c": 123456789012345678901234567890}',
+    b'{"a": "\xc3\xa9\xff"}',
+    b'{"a": "\xed\xa0\x80"}',
+    b"{\x00}",
+    b"{",
+    b"}",
+    b"[1]",
+    b"",
+    codecs.BOM_UTF8 + b'{"type": "user"}',
+    '{"type": "user"}'.encode("utf-16"),
+    '{"type": "user"}'.encode("utf-16-le"),
+    '{"type": "user"}'.encode("utf-32"),
+    '{"type": "user"}',
+]
+
+
+@pytest.mark.parametrize("odd", ODD_LINES, ids=repr)
+def test_a_line_is_read_as_json_loads_reads_it(odd: str | bytes) -> None:
+    """The tail's own JSON reading gives json.loads's value, or fails where it fails."""
+    try:
+        expected: object = json.loads(odd)
+    except ValueError as error:
+        with pytest.raises(type(error)):
+            json_line(odd)
+    else:
+        found = json_line(odd)
+        assert repr(found) == repr(expected), "same value (repr: NaN is not equal to itself)"
+
+
+def test_lines_that_say_the_same_but_their_text_keep_each_its_text(tmp_path: Path) -> None:
+    """Lines without text share their words; a line with text, saying the same, keeps its own."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(line("") + line("one") + line("") + line("two") + line(""))
+    tail = read_from(path, 0, session=SESSION, at=NOW)
+    assert [words_of(entry).text for entry in tail.entries] == ["", "one", "", "two", ""]
+    assert [entry.text for entry in tail.entries] == ["", "one", "", "two", ""]

@@ -19,14 +19,36 @@ A transcript is followed by its tail (:func:`read_from`, with the one tail reade
 
 from __future__ import annotations
 
-import json
+import functools
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry
-from flume.shell.agents.tail import NEVER, Tail, read_tail
+from flume.shell.agents.tail import NEVER, Tail, json_line, read_tail
 from flume.shell.agents.turns import Counted, Tokens, Turn
 from flume.shell.store.transcript_words import Content, Words, entry_of
+
+#: The block kinds of a content that is text: text blocks, and images pasted beside them.
+_TEXT_KINDS = frozenset({"text", "image"})
+
+
+def _blocks(content: list[object]) -> tuple[set[object], list[object], list[object]]:
+    """The kinds of the content's blocks, the texts of text blocks, the names of tool_use blocks.
+
+    One pass over the blocks gathers all three: this runs for every line of a transcript.
+    """
+    kinds: set[object] = set()
+    texts: list[object] = []
+    tools: list[object] = []
+    for block in content:
+        if isinstance(block, dict):
+            kind = block.get("type")
+            kinds.add(kind)
+            if kind == "text":
+                texts.append(block.get("text"))
+            elif kind == "tool_use":
+                tools.append(block.get("name"))
+    return kinds, texts, tools
 
 
 def _content(message: object) -> tuple[Content, str, str | None]:
@@ -34,25 +56,56 @@ def _content(message: object) -> tuple[Content, str, str | None]:
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return Content.STRING, content, None
-    blocks = (
-        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
-    )
-    kinds = {block.get("type") for block in blocks}
-    texts = [block.get("text") for block in blocks if block.get("type") == "text"]
-    text = "\n".join(part for part in texts if isinstance(part, str))
-    tools = [block.get("name") for block in blocks if block.get("type") == "tool_use"]
+    if not isinstance(content, list):
+        return Content.NONE, "", None
+    kinds, texts, tools = _blocks(content)
+    text = "\n".join([part for part in texts if isinstance(part, str)]) if texts else ""
     tool = tools[0] if tools and isinstance(tools[0], str) else None
     if "tool_result" in kinds:
         shape = Content.TOOL_RESULT
     elif "tool_use" in kinds:
         shape = Content.TOOL_USE
-    elif texts and kinds <= {"text", "image"}:
+    elif texts and kinds <= _TEXT_KINDS:
         shape = Content.TEXT
     elif "thinking" in kinds:
         shape = Content.THINKING
     else:
         shape = Content.NONE
     return shape, text, tool if shape is Content.TOOL_USE else None
+
+
+#: What a line says but its text, in the order of :class:`Words`'s fields after ``text``:
+#: ``line_type``, ``content``, ``is_meta``, ``is_compact_summary``, ``is_sidechain``,
+#: ``row_source``, ``tool_name``, ``stop_reason``, ``subtype``.
+_Said = tuple[str, Content, bool, bool, bool, str | None, str | None, str | None, str | None]
+
+
+def _words(text: str, said: _Said) -> Words:
+    line_type, content, is_meta, is_compact_summary, is_sidechain = said[:5]
+    row_source, tool_name, stop_reason, subtype = said[5:]
+    return Words(
+        line_type=line_type,
+        content=content,
+        text=text,
+        is_meta=is_meta,
+        is_compact_summary=is_compact_summary,
+        is_sidechain=is_sidechain,
+        row_source=row_source,
+        tool_name=tool_name,
+        stop_reason=stop_reason,
+        subtype=subtype,
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _shared_words(said: _Said) -> Words:
+    """The words of a line with no text, made once for each thing said and then shared.
+
+    Most of a transcript's lines have no text (progress and other bookkeeping, tool calls, tool
+    results) and say the same few things, so their words repeat; :class:`Words` is frozen, so
+    the lines that say the same can hold one. A line with text has words of its own.
+    """
+    return _words("", said)
 
 
 def _tokens(usage: dict[str, object], name: str) -> int:
@@ -90,7 +143,7 @@ def read_counted(
 
     ``ValueError`` when it is not a JSON object.
     """
-    data = json.loads(line)
+    data = json_line(line)
     if not isinstance(data, dict):
         message = "a transcript line must be a JSON object"
         raise ValueError(message)  # noqa: TRY004 (the caller counts every unreadable line alike)
@@ -100,18 +153,18 @@ def read_counted(
     stop_reason = message_data.get("stop_reason") if isinstance(message_data, dict) else None
     row_source = data.get("rowSource")
     subtype = data.get("subtype")
-    words = Words(
-        line_type=line_type if isinstance(line_type, str) else "",
-        content=content,
-        text=text,
-        is_meta=data.get("isMeta") is True,
-        is_compact_summary=data.get("isCompactSummary") is True,
-        is_sidechain=data.get("isSidechain") is True,
-        row_source=row_source if isinstance(row_source, str) else None,
-        tool_name=tool,
-        stop_reason=stop_reason if isinstance(stop_reason, str) else None,
-        subtype=subtype if isinstance(subtype, str) else None,
+    said: _Said = (
+        line_type if isinstance(line_type, str) else "",
+        content,
+        data.get("isMeta") is True,
+        data.get("isCompactSummary") is True,
+        data.get("isSidechain") is True,
+        row_source if isinstance(row_source, str) else None,
+        tool,
+        stop_reason if isinstance(stop_reason, str) else None,
+        subtype if isinstance(subtype, str) else None,
     )
+    words = _words(text, said) if text else _shared_words(said)
     return entry_of(words, at=at, session=session), usage_of(line_type, message_data)
 
 

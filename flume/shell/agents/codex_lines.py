@@ -36,14 +36,13 @@ followed by the same :func:`flume.shell.agents.tail.read_tail`.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry
-from flume.shell.agents.tail import Tail, read_tail
+from flume.shell.agents.tail import Tail, json_line, read_tail
 from flume.shell.agents.turns import Counted, Tokens, Turn
 from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
@@ -67,7 +66,7 @@ _TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
 
 
 def _object(line: str | bytes) -> dict[str, object]:
-    data = json.loads(line)
+    data = json_line(line)
     if not isinstance(data, dict):
         message = "a rollout line must be a JSON object"
         raise ValueError(message)  # noqa: TRY004 (the caller counts every unreadable line alike)
@@ -177,7 +176,7 @@ def usage_of(payload: dict[str, object]) -> Counted | None:
         return None
     cached = _tokens(last, "cached_input_tokens")
     return Counted(
-        json.dumps(totals, sort_keys=True),
+        repr(sorted(totals.items())),
         Tokens(
             max(_tokens(last, "input_tokens") - cached, 0),
             _tokens(last, "output_tokens"),
