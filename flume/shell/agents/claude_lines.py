@@ -25,7 +25,7 @@ from pathlib import Path
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry
 from flume.shell.agents.tail import NEVER, Tail, json_line, read_tail
-from flume.shell.agents.turns import Counted, Tokens, Turn
+from flume.shell.agents.turns import Counted, Turn, count
 from flume.shell.store.transcript_words import Content, Words, entry_of
 
 #: The block kinds of a content that is text: text blocks, and images pasted beside them.
@@ -108,11 +108,6 @@ def _shared_words(said: _Said) -> Words:
     return _words("", said)
 
 
-def _tokens(usage: dict[str, object], name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(line_type: object, message: object) -> Counted | None:
     """The usage an assistant line's message reports, under the message's ``id``; else None."""
     if line_type != "assistant" or not isinstance(message, dict):
@@ -120,14 +115,12 @@ def usage_of(line_type: object, message: object) -> Counted | None:
     usage, key = message.get("usage"), message.get("id")
     if not isinstance(usage, dict) or not isinstance(key, str):
         return None
-    return Counted(
-        key,
-        Tokens(
-            _tokens(usage, "input_tokens"),
-            _tokens(usage, "output_tokens"),
-            _tokens(usage, "cache_read_input_tokens"),
-            _tokens(usage, "cache_creation_input_tokens"),
-        ),
+    get = usage.get
+    return key, (
+        count(get("input_tokens")),
+        count(get("output_tokens")),
+        count(get("cache_read_input_tokens")),
+        count(get("cache_creation_input_tokens")),
     )
 
 

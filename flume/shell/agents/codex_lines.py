@@ -43,7 +43,7 @@ from pathlib import Path
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry
 from flume.shell.agents.tail import Tail, json_line, read_tail
-from flume.shell.agents.turns import Counted, Tokens, Turn
+from flume.shell.agents.turns import Counted, Turn, count
 from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
@@ -159,11 +159,6 @@ def _response_item(
     return None
 
 
-def _tokens(usage: dict[str, object], name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(payload: dict[str, object]) -> Counted | None:
     """A ``token_count`` event's call usage, keyed by the running totals; None for the rest."""
     if payload.get("type") != "token_count":
@@ -174,16 +169,9 @@ def usage_of(payload: dict[str, object]) -> Counted | None:
     last, totals = info.get("last_token_usage"), info.get("total_token_usage")
     if not isinstance(last, dict) or not isinstance(totals, dict):
         return None
-    cached = _tokens(last, "cached_input_tokens")
-    return Counted(
-        repr(sorted(totals.items())),
-        Tokens(
-            max(_tokens(last, "input_tokens") - cached, 0),
-            _tokens(last, "output_tokens"),
-            cached,
-            0,
-        ),
-    )
+    cached = count(last.get("cached_input_tokens"))
+    fresh = max(count(last.get("input_tokens")) - cached, 0)
+    return repr(sorted(totals.items())), (fresh, count(last.get("output_tokens")), cached, 0)
 
 
 def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry | None:

@@ -18,7 +18,7 @@ import attrs
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry, TurnEnded
-from flume.shell.agents.turns import Counted, Turn
+from flume.shell.agents.turns import Counted, Turn, matters
 
 #: The ``at`` of lines read with no clock at hand (a whole file inspected after the fact).
 NEVER = Instant(0.0)
@@ -143,8 +143,10 @@ def read_tail(  # noqa: PLR0913 (the file, where, how to read, whose, when, the 
             continue
         if entry is not None:
             entries.append(entry)
-        if (ended := turn.take(entry, counted, session=session, at=at)) is not None:
-            turns.append((len(entries), ended))
+        if matters(turn, entry, counted):
+            ended = turn.take(entry, counted, session=session, at=at)
+            if ended is not None:
+                turns.append((len(entries), ended))
     return Tail(
         entries=tuple(entries),
         offset=offset + length,

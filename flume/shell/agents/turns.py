@@ -1,7 +1,7 @@
 """A turn's usage, summed as its transcript is read, and the :class:`TurnEnded` where it ends.
 
 Theory of operation. Each agent's line reader says what a line reports of tokens used, as a
-:class:`Counted`: a key and the usage under it. The key names what the usage is of, so that a
+:data:`Counted`: a key and the usage under it. The key names what the usage is of, so that a
 usage written more than once is counted once:
 
 - Claude Code writes one transcript line per content block of a model message, each repeating
@@ -21,28 +21,32 @@ together (:meth:`Turn.saved`), so a supervisor killed mid-turn reads on with the
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import attrs
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry, TurnEnded, Usage
 
-
-class Tokens(NamedTuple):
-    """A usage as one line reports it (a tuple: a line is read in microseconds, P4)."""
-
-    input: int
-    output: int
-    cache_read: int
-    cache_creation: int
+#: A usage as one line reports it: input, output, cache read, cache creation tokens. A plain
+#: tuple, as is :data:`Counted`: every line of a transcript is read, in microseconds (P4).
+Tokens = tuple[int, int, int, int]
+#: The usage one line reports, under the key that names what it is the usage of.
+Counted = tuple[str, Tokens]
 
 
-class Counted(NamedTuple):
-    """The usage one line reports, under the key that names what it is the usage of."""
+def count(value: object) -> int:
+    """A token count as a line reports it: an integer, or 0 for anything else."""
+    return value if type(value) is int else 0
 
-    key: str
-    tokens: Tokens
+
+def matters(turn: Turn, entry: TranscriptEntry | None, counted: Counted | None) -> bool:
+    """The line can change ``turn``: it reports usage, opens the turn, or may close it.
+
+    :func:`~flume.shell.agents.tail.read_tail` asks this before :meth:`Turn.take`, to pass over
+    most lines of an open turn at the cost of a few comparisons.
+    """
+    return counted is not None or (entry is not None and (entry.ends_turn or not turn.open))
 
 
 def closes(entry: TranscriptEntry) -> bool:
@@ -73,7 +77,8 @@ class Turn:
     ) -> TurnEnded | None:
         """Take one line's entry and usage; the :class:`TurnEnded` when the line closes a turn."""
         if counted is not None:
-            self.usages[counted.key] = counted.tokens
+            key, tokens = counted
+            self.usages[key] = tokens
             self.open = True
         if entry is None:
             return None
@@ -104,7 +109,7 @@ class Turn:
             return cls()
         try:
             usages = {
-                str(key): Tokens(int(value[0]), int(value[1]), int(value[2]), int(value[3]))
+                str(key): (int(value[0]), int(value[1]), int(value[2]), int(value[3]))
                 for key, value in dict(data.get("usages", {})).items()
             }
         except (TypeError, ValueError, IndexError, KeyError):
