@@ -158,7 +158,8 @@ def read_counted(
         subtype if isinstance(subtype, str) else None,
     )
     words = _words(text, said) if text else _shared_words(said)
-    return entry_of(words, at=at, session=session), usage_of(line_type, message_data)
+    counted = usage_of(line_type, message_data) if line_type == "assistant" else None
+    return entry_of(words, at=at, session=session), counted
 
 
 def read_from(

@@ -18,7 +18,7 @@ import attrs
 
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry, TurnEnded
-from flume.shell.agents.turns import Counted, Turn, matters
+from flume.shell.agents.turns import Counted, Turn
 
 #: The ``at`` of lines read with no clock at hand (a whole file inspected after the fact).
 NEVER = Instant(0.0)
@@ -143,7 +143,9 @@ def read_tail(  # noqa: PLR0913 (the file, where, how to read, whose, when, the 
             continue
         if entry is not None:
             entries.append(entry)
-        if matters(turn, entry, counted):
+        # Only a line that reports usage, may open the turn or may close it can change the
+        # turn: most lines of an open turn pass by on this test (asked of every line, P4).
+        if counted is not None or (entry is not None and (entry.ends_turn or not turn.open)):
             ended = turn.take(entry, counted, session=session, at=at)
             if ended is not None:
                 turns.append((len(entries), ended))

@@ -40,15 +40,6 @@ def count(value: object) -> int:
     return value if type(value) is int else 0
 
 
-def matters(turn: Turn, entry: TranscriptEntry | None, counted: Counted | None) -> bool:
-    """The line can change ``turn``: it reports usage, opens the turn, or may close it.
-
-    :func:`~flume.shell.agents.tail.read_tail` asks this before :meth:`Turn.take`, to pass over
-    most lines of an open turn at the cost of a few comparisons.
-    """
-    return counted is not None or (entry is not None and (entry.ends_turn or not turn.open))
-
-
 def closes(entry: TranscriptEntry) -> bool:
     """The line closes a turn: the agent's program wrote that the turn is over.
 
