@@ -104,6 +104,7 @@ __all__ = [
     "launch",
     "launch_asked",
     "needs",
+    "plan_launch",
     "proceed",
     "prompt",
     "retry",
@@ -252,6 +253,30 @@ def launch_asked(asked: LaunchAsked) -> Launched:
     made = launcher.launch_asked(asked)
     client.ensure()
     return Launched.of(made)
+
+
+def plan_launch(asked: LaunchAsked) -> dict[str, Any]:
+    """The worst case a launch's kind's caps allow (``flume launch --plan``), as JSON-ready data.
+
+    Checked as :func:`launch_asked` checks (a bad kind file raises :class:`UsageError`), except
+    that a kind this flume cannot run yet passes; nothing is started, made or journaled. A figure
+    no cap bounds is None.
+    """
+    from flume.shell.perform import launcher
+
+    worst = launcher.plan_asked(asked)
+    return {
+        "format": 1,
+        "kind": worst.kind,
+        "agents_at_once": worst.agents_at_once,
+        "lanes": worst.lanes,
+        "step_runs": worst.step_runs,
+        "attempts": worst.attempts,
+        "turns": worst.turns,
+        "tokens": worst.tokens,
+        "wall_minutes": worst.wall_minutes,
+        "steps": [{"path": each.path, "runs": each.runs} for each in worst.steps],
+    }
 
 
 class LaunchFailed(Exception):  # noqa: N818 (what happened, as handover.Unanswered)

@@ -16,6 +16,7 @@ from flume.core import actions as act
 from flume.core import observations as obs
 from flume.core.errors import UsageError
 from flume.core.ids import (
+    BlockName,
     BranchName,
     Instant,
     KindName,
@@ -27,15 +28,28 @@ from flume.core.ids import (
 )
 from flume.core.kinds import (
     BUILTIN_KINDS,
+    Approval,
+    Artifact,
+    Block,
+    Budgets,
     ChangeWritten,
     Commit,
     Deliverable,
+    Gate,
+    Join,
     Kind,
     Landing,
+    Loop,
+    Merge,
+    OnMax,
+    Parallel,
+    PassingTests,
     ReportFile,
     Sequence,
     Step,
+    StepAgent,
     TasksTicked,
+    Verdict,
     steps,
 )
 from flume.core.launch import AgentName, AgentSettings, Launch, place_branch, place_path
@@ -101,6 +115,81 @@ def declared_kinds(draw: st.DrawFn) -> Kind:
         for index in range(count)
     ]
     return Kind(name=KindName("crew"), prefix="crew", body=Sequence(blocks=pvector(stage_list)))
+
+
+gates: st.SearchStrategy[Gate] = st.one_of(
+    deliverables,
+    st.just(Verdict()),
+    st.sampled_from(["PLAN.md", "notes/a.md"]).map(lambda path: Artifact(path=path)),
+    st.just(PassingTests()),
+    st.just(Approval()),
+)
+_counts = st.none() | st.integers(min_value=1, max_value=10**7)
+
+
+@st.composite
+def workflow_kinds(draw: st.DrawFn) -> Kind:
+    """A workflow as a file might declare it: a tree of steps, loops and parallels, budgets.
+
+    Only its shape is drawn (for the codec): it need not pass the kind's checks.
+    """
+    names = iter(range(10**6))
+
+    def block(depth: int) -> Block:
+        number = next(names)
+        match draw(st.integers(min_value=0, max_value=2 if depth < 3 else 0)):
+            case 0:
+                agent = draw(
+                    st.none()
+                    | st.builds(
+                        StepAgent,
+                        agent=st.sampled_from(AgentName),
+                        model=st.none() | st.just("opus"),
+                    )
+                )
+                return Step(
+                    name=StageName(f"s{number}"),
+                    prompt=draw(st.sampled_from(["Do $brief.", "Write $verdict; pass $pass."])),
+                    deliverable=draw(gates),
+                    waits_on_caller=draw(st.booleans()),
+                    agent=agent,
+                )
+            case 1:
+                return Loop(
+                    name=BlockName(f"l{number}"),
+                    body=Sequence(blocks=pvector(inner(depth))),
+                    until=StageName(f"s{number + 1}"),
+                    max=draw(st.integers(min_value=1, max_value=9)),
+                    on_max=draw(st.sampled_from(OnMax)),
+                )
+            case _:
+                return Parallel(
+                    name=BlockName(f"p{number}"),
+                    branches=pvector(inner(depth)),
+                    join=draw(st.sampled_from(Join)),
+                    merge=draw(st.sampled_from(Merge)),
+                    cap=draw(st.none() | st.integers(min_value=1, max_value=4)),
+                )
+
+    def inner(depth: int) -> list[Block]:
+        return [block(depth + 1) for _ in range(draw(st.integers(min_value=1, max_value=3)))]
+
+    budgets = draw(
+        st.builds(
+            Budgets,
+            turns=_counts,
+            wall_minutes=_counts,
+            turns_per_attempt=_counts,
+            retries=_counts,
+            tokens=_counts,
+        )
+    )
+    return Kind(
+        name=KindName("feature"),
+        prefix="feature",
+        body=Sequence(blocks=pvector(inner(0))),
+        budgets=budgets,
+    )
 
 
 kinds: st.SearchStrategy[Kind] = st.one_of(

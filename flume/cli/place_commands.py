@@ -215,14 +215,43 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the place as JSON.")] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Check the launch and print the worst case its kind's caps allow (agents at "
+            "once, lanes, attempts, turns, tokens); start and make nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Launch work in a place of its own, carried to landing.
 
     The launch is checked whole, journaled, and left to the supervisor, which makes the place
     and runs each stage's agent in it. Prints the place's id (<kind>--<name>). The brief comes
     from one of --brief, --brief-file or stdin. Bad input makes nothing and exits with status 2.
+    With --plan, nothing is made: the worst case the kind's caps allow is printed.
     """
     from flume import api
+
+    if plan:
+        _plan(
+            api.LaunchAsked(
+                repository=repository,
+                name=name,
+                brief=brief if brief not in {None, "-"} else "",
+                kind=kind,
+                kind_file=kind_file,
+                base=base,
+                mark=mark,
+                waits=wait or (),
+                agent=agent,
+                model=model,
+                agent_args=agent_arg or (),
+                panes=panes,
+            ),
+            as_json=as_json,
+        )
+        return
 
     asked = api.LaunchAsked(
         repository=repository,
@@ -263,6 +292,38 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     except UsageError as error:
         fail(error)
     _show_launched(made.as_dict(), as_json=as_json)
+
+
+def _plan(asked: Any, *, as_json: bool) -> None:  # noqa: ANN401 (api.LaunchAsked, loaded late)
+    """``flume launch --plan``: the worst case, as text or ``--json``; nothing is made."""
+    from flume import api
+
+    try:
+        worst = api.plan_launch(asked)
+    except UsageError as error:
+        fail(error)
+    if as_json:
+        typer.echo(json.dumps(worst, ensure_ascii=False, indent=2))
+        return
+
+    def capped(value: int | None, unit: str = "") -> str:
+        return "no cap" if value is None else f"{value}{unit}"
+
+    rows = [
+        ("agents at once", str(worst["agents_at_once"])),
+        ("lanes", f"{worst['lanes']} (the main worktree and one per parallel branch)"),
+        ("step runs", str(worst["step_runs"])),
+        ("attempts", capped(worst["attempts"])),
+        ("turns", capped(worst["turns"])),
+        ("tokens", capped(worst["tokens"])),
+        ("wall time", capped(worst["wall_minutes"], " minutes active")),
+    ]
+    typer.echo(f"kind {worst['kind']}: the worst case its caps allow; nothing started")
+    for label, value in rows:
+        typer.echo(f"  {label:<15} {value}")
+    typer.echo("  step runs, each:")
+    for each in worst["steps"]:
+        typer.echo(f"    {each['path']:<30} {each['runs']}")
 
 
 def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:

@@ -15,6 +15,8 @@ PlaceName = NewType("PlaceName", str)
 WorkName = NewType("WorkName", str)
 KindName = NewType("KindName", str)
 StageName = NewType("StageName", str)
+#: A block's name in a kind's tree: a step's (its stage's), a loop's or a parallel's.
+BlockName = NewType("BlockName", str)
 BranchName = NewType("BranchName", str)
 Sha = NewType("Sha", str)
 #: The agent session's id, chosen by the shell (randomness is the shell's) and observed.

@@ -1,19 +1,28 @@
 """Kinds, their stages and the deliverable of each stage, as data (docs/config.md, kinds).
 
-Theory of operation: a kind names a branch prefix and a *body*, a tree of blocks. Today the only
-blocks are :class:`Step` (one agent, its prompt, its deliverable, whether it waits on the caller's
-word) and :class:`Sequence` (its blocks one after another), which is all the built-in kinds need.
-Workflow blocks to come (Parallel, Loop, Orchestrate) join the ``Block`` union later;
-nothing outside this module walks the tree, so they will not have to be threaded through the
-rest of the core. A stage's identity is its step's name, unique within the kind.
+Theory of operation: a kind names a branch prefix, its budgets and a *body*, a tree of blocks:
+:class:`Step` (one agent, its prompt, its gate, whether it waits on the caller's word),
+:class:`Sequence` (its blocks one after another), :class:`Loop` (a body repeated until a step's
+verdict says done, or ``max`` passes) and :class:`Parallel` (branches fanned out into lanes,
+joined, merged, capped). The built-in kinds are Steps in a Sequence. A stage's identity is its
+step's name, unique within the kind; every Step, Loop and Parallel is named, and no two blocks
+share a name ("every block is named").
 
 "A deliverable takes one of five forms, and counts only when made since its stage started":
 :class:`Commit`, :class:`Landing`, :class:`ChangeWritten`, :class:`TasksTicked`,
-:class:`ReportFile`.
+:class:`ReportFile`. Gates generalise them (docs/config.md, "Workflows"): the five stay, and
+read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests` and
+:class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
+spell it with.
+
+Declared, not yet run: this flume checks and plans a kind that uses loops, parallels or the new
+gates (:func:`kind_flaws`, :mod:`flume.core.caps`), but runs only Steps in Sequences gated by the
+five deliverables; :func:`engine_lacks` names what a launch of such a kind would need.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import string
@@ -24,8 +33,9 @@ import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import KindName, StageName
+from flume.core.ids import BlockName, KindName, StageName
 
 
 @attrs.frozen(kw_only=True)
@@ -60,23 +70,102 @@ class ReportFile:
 Deliverable = Commit | Landing | ChangeWritten | TasksTicked | ReportFile
 
 
-def describe_deliverable(deliverable: Deliverable) -> str:
-    """The deliverable in words, as prompts and status show it."""
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """``<board>/<step>/verdict.json`` with ``result: done``, written after the prompt was sent."""
+
+
+@attrs.frozen(kw_only=True)
+class Artifact:
+    """A file at ``path`` (relative to the lane's worktree) exists."""
+
+    path: str
+
+
+@attrs.frozen(kw_only=True)
+class PassingTests:
+    """The repository's declared test command passes, run by flume in the lane."""
+
+
+@attrs.frozen(kw_only=True)
+class Approval:
+    """The caller approved the step (``flume approve``)."""
+
+
+#: The gates workflows add to the five deliverables; this flume declares them but runs none yet.
+WorkflowGate = Verdict | Artifact | PassingTests | Approval
+#: What ends a step: a deliverable, or a workflow gate.
+Gate = Deliverable | WorkflowGate
+
+
+#: The gates without fields, in words.
+_GATE_WORDS: dict[type, str] = {
+    Commit: "a new commit on the place's branch",
+    ChangeWritten: "the OpenSpec change written, its planning complete, in a new commit",
+    TasksTicked: "every task of the change ticked, in a new commit",
+    Verdict: "its verdict, marked done",
+    PassingTests: "the repository's tests passing",
+    Approval: "the caller's approval",
+}
+
+
+def describe_deliverable(deliverable: Gate) -> str:
+    """The deliverable (a step's gate) in words, as prompts and status show it."""
     match deliverable:
-        case Commit():
-            return "a new commit on the place's branch"
         case Landing(archived_change=True):
             return "the landing on its base, with the OpenSpec change archived"
         case Landing():
             return "the landing on its base"
-        case ChangeWritten():
-            return "the OpenSpec change written, its planning complete, in a new commit"
-        case TasksTicked():
-            return "every task of the change ticked, in a new commit"
         case ReportFile(path=path):
             return f"its report, {path}"
+        case Artifact(path=path):
+            return f"the file {path}"
         case _:
-            assert_never(deliverable)
+            return _GATE_WORDS[type(deliverable)]
+
+
+class OnMax(enum.StrEnum):
+    """What a loop that ran ``max`` passes without its ``until`` step saying done does."""
+
+    CONTINUE = "continue"  #: the loop ends and the run goes on (the seed's rule)
+    PAUSE = "pause"  #: the run pauses, named, for the caller
+
+
+class Join(enum.StrEnum):
+    """When a parallel block is done."""
+
+    ALL = "all"  #: every lane's gate passed
+    FIRST = "first"  #: the first lane's gate passed; the other lanes' agents end
+
+
+class Merge(enum.StrEnum):
+    """What a parallel block brings back to the run branch."""
+
+    MERGE = "merge"  #: every finished lane, merged in declared order
+    PICK = "pick"  #: the first lane to pass
+    NONE = "none"  #: nothing: the lanes leave notes only
+
+
+@attrs.frozen(kw_only=True)
+class StepAgent:
+    """The agent one step starts, in place of the launch's own."""
+
+    agent: AgentName
+    model: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Budgets:
+    """The caps a run's spending is held to, frozen at launch; None: no cap of that kind.
+
+    ``wall_minutes`` counts active time only; ``tokens`` counts where the agent reports usage.
+    """
+
+    turns: int | None = None
+    wall_minutes: int | None = None
+    turns_per_attempt: int | None = None
+    retries: int | None = None
+    tokens: int | None = None
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -90,8 +179,16 @@ class Step:
 
     name: StageName
     prompt: str
-    deliverable: Deliverable
+    #: The step's gate (format 1 named every gate a deliverable).
+    deliverable: Gate
     waits_on_caller: bool = False
+    #: The agent this step starts; None: the launch's.
+    agent: StepAgent | None = None
+
+    @property
+    def gate(self) -> Gate:
+        """What ends the step: its deliverable, read as a gate."""
+        return self.deliverable
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -101,17 +198,44 @@ class Sequence:
     blocks: PVector[Block]
 
 
-#: The tree a kind's body is made of. Parallel, Loop and Orchestrate will join here.
-Block = Step | Sequence
+@attrs.frozen(kw_only=True, cache_hash=True)
+class Loop:
+    """``body`` again and again, until the ``until`` step's verdict is done, or ``max`` passes."""
+
+    name: BlockName
+    body: Block
+    until: StageName
+    max: int
+    on_max: OnMax = OnMax.CONTINUE
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class Parallel:
+    """Each branch in a lane of its own, cut from the block's entry commit, at most ``cap`` at once.
+
+    A lane is named after its branch's block (``places/<kind>--<name>+<lane>``).
+    """
+
+    name: BlockName
+    branches: PVector[Block]
+    join: Join = Join.ALL
+    merge: Merge = Merge.MERGE
+    #: The most lanes with a live agent at once; None: every branch at once.
+    cap: int | None = None
+
+
+#: The tree a kind's body is made of. Orchestrate will join here.
+Block = Step | Sequence | Loop | Parallel
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
 class Kind:
-    """A kind of work: the branch prefix its places use and the blocks it runs."""
+    """A kind of work: the branch prefix its places use, the blocks it runs, its budgets."""
 
     name: KindName
     prefix: str
     body: Block
+    budgets: Budgets = Budgets()
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,8 +244,34 @@ def steps(block: Block) -> tuple[Step, ...]:
     match block:
         case Step():
             return (block,)
-        case Sequence(blocks=blocks):
+        case Sequence(blocks=blocks) | Parallel(branches=blocks):
             return tuple(found for inner in blocks for found in steps(inner))
+        case Loop(body=body):
+            return steps(body)
+        case _:
+            assert_never(block)
+
+
+def blocks_of(block: Block) -> tuple[Block, ...]:
+    """Every block of a tree, itself first, then its blocks in declared order."""
+    match block:
+        case Step():
+            return (block,)
+        case Sequence(blocks=inner) | Parallel(branches=inner):
+            return (block, *(found for each in inner for found in blocks_of(each)))
+        case Loop(body=body):
+            return (block, *blocks_of(body))
+        case _:
+            assert_never(block)
+
+
+def block_name(block: Block) -> str | None:
+    """A block's name; None for a Sequence, named by the block or kind it is the body of."""
+    match block:
+        case Sequence():
+            return None
+        case Step() | Loop() | Parallel():
+            return block.name
         case _:
             assert_never(block)
 
@@ -156,6 +306,11 @@ def _replace_prompts(block: Block, overrides: Mapping[StageName, str]) -> Block:
             return attrs.evolve(block, prompt=overrides[name]) if name in overrides else block
         case Sequence(blocks=blocks):
             return Sequence(blocks=pvector(_replace_prompts(inner, overrides) for inner in blocks))
+        case Loop(body=body):
+            return attrs.evolve(block, body=_replace_prompts(body, overrides))
+        case Parallel(branches=branches):
+            replaced = pvector(_replace_prompts(inner, overrides) for inner in branches)
+            return attrs.evolve(block, branches=replaced)
         case _:
             assert_never(block)
 
@@ -197,8 +352,8 @@ def known_kind(name: str, declared: Mapping[KindName, Kind]) -> Kind:
     return found
 
 
-#: The fields a prompt template may name, as ``$field`` or ``${field}``.
-PROMPT_FIELDS = frozenset(
+#: The fields every kind's prompt may name, as ``$field`` or ``${field}``.
+LINEAR_FIELDS = frozenset(
     {
         "brief",
         "name",
@@ -214,101 +369,294 @@ PROMPT_FIELDS = frozenset(
         "repository",
     },
 )
+#: The fields a workflow's prompt may name besides (docs/config.md): the blackboard, the step's
+#: handoff and verdict files, the loop's pass and its max, the lane's position. Only the engine
+#: to come renders them: a kind whose prompts name them is checked and planned, not yet run.
+WORKFLOW_FIELDS = frozenset({"board", "handoff", "verdict", "pass", "max", "position"})
+#: The fields a prompt template may name.
+PROMPT_FIELDS = LINEAR_FIELDS | WORKFLOW_FIELDS
+
+#: The most lanes a kind may hold: the branches of all its parallel blocks together.
+MAX_LANES = 32
 
 _SAFE_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _SAFE_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+_NAME_MEND = "use 1-32 lowercase letters, digits or '-', starting with a letter"
+
+
+@attrs.frozen(kw_only=True)
+class Flaw:
+    """One problem of a kind's declaration, with the block and key it lies in (for a file's line).
+
+    ``block`` None: the kind itself (its name, prefix, budgets); ``key`` None: the block as a whole.
+    """
+
+    block: str | None
+    key: str | None
+    problem: Problem
 
 
 def check_kind(kind: Kind) -> None:
     """Raise a :class:`UsageError` naming every problem in a kind's declaration."""
-    problems: list[Problem] = []
+    flaws = kind_flaws(kind)
+    if flaws:
+        raise UsageError(tuple(flaw.problem for flaw in flaws))
+
+
+def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
+    """Every problem in a kind's declaration, each with the block and key it lies in."""
+    flaws: list[Flaw] = []
     if not _SAFE_NAME.fullmatch(kind.name):
-        problems.append(
-            Problem(
-                field="kind.name",
-                what=f"{kind.name!r} is not a kind name",
-                mend="use 1-32 lowercase letters, digits or '-', starting with a letter",
-            ),
+        problem = Problem(
+            field="kind.name", what=f"{kind.name!r} is not a kind name", mend=_NAME_MEND
         )
+        flaws.append(Flaw(block=None, key="name", problem=problem))
     if not _SAFE_PREFIX.fullmatch(kind.prefix):
-        problems.append(
-            Problem(
-                field=f"kind {kind.name}: prefix",
-                what=f"{kind.prefix!r} cannot start a branch name",
-                mend="use 1-32 letters, digits, '_' or '-'",
-            ),
+        problem = Problem(
+            field=f"kind {kind.name}: prefix",
+            what=f"{kind.prefix!r} cannot start a branch name",
+            mend="use 1-32 letters, digits, '_' or '-'",
         )
+        flaws.append(Flaw(block=None, key="prefix", problem=problem))
+    flaws.extend(_budget_flaws(kind))
     order = steps(kind.body)
     if not order:
-        problems.append(
-            Problem(
-                field=f"kind {kind.name}: stages",
-                what="the kind has no stage",
-                mend="declare at least one stage",
-            ),
+        problem = Problem(
+            field=f"kind {kind.name}: stages",
+            what="the kind has no stage",
+            mend="declare at least one stage",
         )
+        flaws.append(Flaw(block=None, key=None, problem=problem))
     seen: set[str] = set()
     for index, found in enumerate(order):
         where = f"kind {kind.name}: stage {index + 1} ({found.name})"
+
+        said: list[tuple[str | None, str, str]] = []
         if not _SAFE_NAME.fullmatch(found.name):
-            problems.append(
-                Problem(
-                    field=where,
-                    what=f"{found.name!r} is not a stage name",
-                    mend="use 1-32 lowercase letters, digits or '-', starting with a letter",
-                ),
-            )
+            said.append((None, f"{found.name!r} is not a stage name", _NAME_MEND))
         if found.name in seen:
-            problems.append(
-                Problem(
-                    field=where,
-                    what=f"stage {found.name} is declared twice",
-                    mend="give each stage its own name",
-                ),
+            said.append(
+                (None, f"stage {found.name} is declared twice", "give each stage its own name")
             )
         seen.add(found.name)
-        problems.extend(_check_prompt(where, found.prompt))
-        if isinstance(found.deliverable, ReportFile):
-            problems.extend(_check_report_path(where, found.deliverable.path))
-    if problems:
-        raise UsageError(tuple(problems))
+        said.extend(("prompt", *each) for each in _prompt_problems(found.prompt))
+        match found.deliverable:
+            case ReportFile(path=path) if not _is_plain_path(path):
+                what = f"report path {path!r} is not a plain path inside the place"
+                said.append(("gate", what, _PATH_MEND))
+            case Artifact(path=path) if not _is_plain_path(path):
+                what = f"artifact path {path!r} is not a plain path inside the place"
+                said.append(("gate", what, _PATH_MEND))
+            case _:
+                pass
+        flaws.extend(_flaw(found.name, key, where, what, mend) for key, what, mend in said)
+    flaws.extend(_block_flaws(kind, seen))
+    return tuple(flaws)
 
 
-def _check_prompt(where: str, prompt: str) -> list[Problem]:
+def _flaw(block: str, key: str | None, where: str, what: str, mend: str) -> Flaw:
+    return Flaw(block=block, key=key, problem=Problem(field=where, what=what, mend=mend))
+
+
+def _budget_flaws(kind: Kind) -> list[Flaw]:
+    flaws: list[Flaw] = []
+    for field in attrs.fields(Budgets):
+        value = getattr(kind.budgets, field.name)
+        if value is not None and not _is_count(value):
+            problem = Problem(
+                field=f"kind {kind.name}: budgets",
+                what=f"budget {field.name} = {value!r} is not a whole number of at least 1",
+                mend=f"give {field.name} as a whole number such as 10, or leave it out",
+            )
+            flaws.append(Flaw(block=None, key="budgets", problem=problem))
+    return flaws
+
+
+def _is_count(value: object) -> bool:
+    """A whole number of at least 1 (a bool is not one, though Python counts it an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _block_flaws(kind: Kind, step_names: set[str]) -> list[Flaw]:
+    """The loops' and parallels' problems: names, until, max, cap, join with merge, lanes."""
+    flaws: list[Flaw] = []
+    names = set(step_names)
+    lanes = 0
+    for block in blocks_of(kind.body):
+        if not isinstance(block, Loop | Parallel):
+            continue
+        label = "loop" if isinstance(block, Loop) else "parallel"
+        where = f"kind {kind.name}: {label} {block.name}"
+
+        said: list[tuple[str | None, str, str]] = []
+        if not _SAFE_NAME.fullmatch(block.name):
+            said.append((None, f"{block.name!r} is not a block name", _NAME_MEND))
+        if block.name in names:
+            what = f"the name {block.name} is given to two blocks"
+            said.append((None, what, "give each step, loop and parallel its own name"))
+        names.add(block.name)
+        if isinstance(block, Loop):
+            said.extend(_loop_problems(block))
+        else:
+            lanes += len(block.branches)
+            said.extend(_parallel_problems(block))
+        flaws.extend(_flaw(block.name, key, where, what, mend) for key, what, mend in said)
+    if lanes > MAX_LANES:
+        problem = Problem(
+            field=f"kind {kind.name}: lanes",
+            what=f"the kind's parallel blocks hold {lanes} lanes, over {MAX_LANES}",
+            mend=f"fan out into at most {MAX_LANES} branches in all",
+        )
+        flaws.append(Flaw(block=None, key="body", problem=problem))
+    return flaws
+
+
+def _loop_problems(loop: Loop) -> list[tuple[str, str, str]]:
+    problems: list[tuple[str, str, str]] = []
+    if not _is_count(loop.max):
+        problems.append(
+            (
+                "max",
+                f"max = {loop.max!r} is not a whole number of at least 1",
+                "give the most passes the loop may run, such as 3",
+            ),
+        )
+    inside = {found.name: found for found in steps(loop.body)}
+    until = inside.get(loop.until)
+    if until is None or not isinstance(until.deliverable, Verdict):
+        what = (
+            f"until names {loop.until!r}, which is not a step of the loop"
+            if until is None
+            else f"until names step {loop.until}, whose gate is not verdict"
+        )
+        verdicts = [name for name, found in inside.items() if isinstance(found.gate, Verdict)]
+        mend = (
+            f"name a verdict-gated step of the loop: {', '.join(verdicts)}"
+            if verdicts
+            else 'name a step of the loop whose gate is "verdict"'
+        )
+        problems.append(("until", what, mend))
+    return problems
+
+
+def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
+    problems: list[tuple[str, str, str]] = []
+    if parallel.cap is not None and not _is_count(parallel.cap):
+        problems.append(
+            (
+                "cap",
+                f"cap = {parallel.cap!r} is not a whole number of at least 1",
+                "give the most lanes working at once, such as 2, or leave cap out",
+            ),
+        )
+    if parallel.join is Join.FIRST and parallel.merge is Merge.MERGE:
+        problems.append(
+            (
+                "merge",
+                'join = "first" ends the other lanes, so there is nothing to merge but the first',
+                'with join = "first" use merge = "pick" or "none"',
+            ),
+        )
+    if not parallel.branches:
+        problems.append(("branches", "the parallel has no branch", "name at least one block"))
+    for branch in parallel.branches:
+        lane = block_name(branch)
+        if lane is None:
+            problems.append(
+                (
+                    "branches",
+                    "a branch is an unnamed sequence, which names no lane",
+                    "make each branch a named block (a step, loop or parallel)",
+                ),
+            )
+        elif not _SAFE_NAME.fullmatch(lane):
+            problems.append(
+                (
+                    "branches",
+                    f"lane {lane!r} is not safe as a path segment and a ref component",
+                    f"{_NAME_MEND} (no '+', which joins a lane to the work's name)",
+                ),
+            )
+    return problems
+
+
+def engine_lacks(kind: Kind) -> tuple[str, ...]:
+    """What a kind uses that this flume checks and plans but does not run yet, in words.
+
+    Empty for a kind of Steps in Sequences gated by the five deliverables, naming no workflow
+    prompt field: every kind this flume can carry.
+    """
+    lacks = [said for block in blocks_of(kind.body) for said in _lacks(block)]
+    for found in steps(kind.body):
+        named = set(string.Template(found.prompt).get_identifiers()) & WORKFLOW_FIELDS
+        if named:
+            fields = ", ".join(f"${field}" for field in sorted(named))
+            lacks.append(f"the prompt fields {fields} of step {found.name}")
+    if kind.budgets != Budgets():
+        lacks.append("budgets")
+    return tuple(lacks)
+
+
+def _lacks(block: Block) -> list[str]:
+    """What one block uses that this flume does not run yet (its inner blocks aside)."""
+    match block:
+        case Loop(name=name):
+            return [f"loop {name}"]
+        case Parallel(name=name):
+            return [f"parallel {name}"]
+        case Step(name=name, deliverable=gate, agent=agent):
+            lacks = []
+            if isinstance(gate, Verdict | Artifact | PassingTests | Approval):
+                lacks.append(f"the {gate_word(gate)} gate of step {name}")
+            if agent is not None:
+                lacks.append(f"the agent of its own step {name} names")
+            return lacks
+        case Sequence():
+            return []
+        case _:
+            assert_never(block)
+
+
+def gate_word(gate: Gate) -> str:
+    """A gate's word in a kind file (``artifact:<path>`` as ``artifact``)."""
+    match gate:
+        case Verdict():
+            return "verdict"
+        case Artifact():
+            return "artifact"
+        case PassingTests():
+            return "tests"
+        case Approval():
+            return "approval"
+        case _:
+            return describe_deliverable(gate)
+
+
+def _prompt_problems(prompt: str) -> list[tuple[str, str]]:
     if not prompt.strip():
-        return [Problem(field=where, what="the prompt is empty", mend="write the stage's prompt")]
+        return [("the prompt is empty", "write the stage's prompt")]
     template = string.Template(prompt)
     if not template.is_valid():
         return [
-            Problem(
-                field=where,
-                what="the prompt has a '$' that names no field",
-                mend="write '$$' for a literal dollar sign",
-            ),
+            ("the prompt has a '$' that names no field", "write '$$' for a literal dollar sign")
         ]
     unknown = sorted(set(template.get_identifiers()) - PROMPT_FIELDS)
     if unknown:
         return [
-            Problem(
-                field=where,
-                what=f"the prompt names unknown fields {', '.join(unknown)}",
-                mend=f"use only {', '.join(sorted(PROMPT_FIELDS))}",
+            (
+                f"the prompt names unknown fields {', '.join(unknown)}",
+                f"use only {', '.join(sorted(PROMPT_FIELDS))}",
             ),
         ]
     return []
 
 
-def _check_report_path(where: str, path: str) -> list[Problem]:
+_PATH_MEND = "name a relative path such as 'verify.md' or 'reports/verify.md'"
+
+
+def _is_plain_path(path: str) -> bool:
     parts = path.split("/")
-    if not path or path.startswith("/") or any(part in {"", ".", ".."} for part in parts):
-        return [
-            Problem(
-                field=where,
-                what=f"report path {path!r} is not a plain path inside the place",
-                mend="name a relative path such as 'verify.md' or 'reports/verify.md'",
-            ),
-        ]
-    return []
+    return bool(path) and not path.startswith("/") and not any(p in {"", ".", ".."} for p in parts)
 
 
 _HOW_TO_STOP_SHORT = """\

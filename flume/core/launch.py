@@ -21,7 +21,7 @@ from flume.core.choices import AgentName as AgentName  # noqa: PLC0414
 from flume.core.choices import Panes as Panes  # noqa: PLC0414
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
-from flume.core.kinds import Kind, check_kind, steps
+from flume.core.kinds import Kind, check_kind, engine_lacks, steps
 from flume.core.text import MAX_BRIEF_BYTES as MAX_BRIEF_BYTES  # noqa: PLC0414
 from flume.core.text import control_character as control_character  # noqa: PLC0414
 
@@ -175,12 +175,13 @@ def branch_problems(field: str, branch: str) -> list[Problem]:
     return [Problem(field=field, what=what, mend="name an existing branch, such as 'main'")]
 
 
-def check_launch(launch: Launch, kind: Kind) -> None:
+def check_launch(launch: Launch, kind: Kind, *, planned: bool = False) -> None:
     """Raise a :class:`UsageError` naming every problem in ``launch`` of resolved ``kind``.
 
     The shell resolves the kind (built in, declared by the repository, or carried by the launch)
     and checks what only the world can tell (the repository exists, the base exists, the name is
-    free); everything that can be decided from the values alone is decided here.
+    free); everything that can be decided from the values alone is decided here. ``planned``: the
+    launch is only planned (``flume launch --plan``), so a kind this flume cannot run yet passes.
     """
     problems = name_problems(launch.name)
     problems.extend(branch_problems("base", launch.base))
@@ -234,6 +235,19 @@ def check_launch(launch: Launch, kind: Kind) -> None:
         check_kind(kind)
     except UsageError as error:
         problems.extend(error.problems)
+    else:
+        lacks = () if planned else engine_lacks(kind)
+        if lacks:
+            problems.append(
+                Problem(
+                    field="kind",
+                    what=f"kind {kind.name} is checked and sound, but this flume does not run "
+                    "loop or parallel blocks, the verdict, artifact, tests or approval gates, "
+                    f"workflow prompt fields or budgets yet; it uses {', '.join(lacks)}",
+                    mend="see the worst case its caps allow with flume launch --plan; launch it "
+                    "once flume runs workflows",
+                ),
+            )
     if problems:
         raise UsageError(tuple(problems))
 

@@ -31,13 +31,17 @@ from pyrsistent.typing import PMap, PVector
 from flume.core.actions import Action
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import (
+    Approval,
+    Artifact,
     ChangeWritten,
     Commit,
     Kind,
     Landing,
+    PassingTests,
     ReportFile,
     Step,
     TasksTicked,
+    Verdict,
     stage_named,
 )
 from flume.core.launch import Launch
@@ -481,6 +485,10 @@ def has_deliverable(place: Place) -> bool:
                 and place.landed_at >= stage.started_at
                 and (place.change_archived or not archived)
             )
+        case Verdict() | Artifact() | PassingTests() | Approval():
+            # Judged by the workflow engine to come; a launch of a kind with these gates is
+            # refused until it exists (kinds.engine_lacks), so no place holds one today.
+            return False
         case _:
             assert_never(deliverable)
 

@@ -13,7 +13,14 @@ from flume.core.observations import ActionFailed, Observation
 from flume.core.place import Place
 from flume.core.status import PlaceStatus, status
 from flume.shell.store.codec import converter, decode, encode
-from tests.strategies import actions, any_places, declared_kinds, observations, places
+from tests.strategies import (
+    actions,
+    any_places,
+    declared_kinds,
+    observations,
+    places,
+    workflow_kinds,
+)
 
 
 @given(seen=observations)
@@ -59,6 +66,21 @@ def test_declared_kinds_round_trip(kind: Kind) -> None:
     """A declared kind, a tree of blocks, goes to JSON and back equal."""
     data = json.loads(json.dumps(converter.unstructure(kind)))
     assert converter.structure(data, Kind) == kind
+
+
+@given(kind=workflow_kinds())
+def test_workflow_kinds_round_trip(kind: Kind) -> None:
+    """A workflow's tree (loops, parallels, gates, step agents) and budgets go to JSON and back."""
+    data = json.loads(json.dumps(converter.unstructure(kind)))
+    assert converter.structure(data, Kind) == kind
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_KINDS))
+def test_a_kind_without_workflow_fields_writes_none_of_them(name: str) -> None:
+    """A kind of steps writes no budgets, agents or workflow keys: its journal line as before."""
+    text = json.dumps(converter.unstructure(BUILTIN_KINDS[name]))  # type: ignore[index]
+    for key in ('"budgets"', '"agent"', '"on_max"', '"branches"', '"gate"'):
+        assert key not in text
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_KINDS))

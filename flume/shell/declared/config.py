@@ -10,12 +10,19 @@ The form (every table optional; see docs/config.md)::
     checks = [["pytest", "-q"]]               # the embedded lander runs these before base moves
     # submit = ["sluice", "submit", "{branch}"]  # or hand the branch to a merge queue instead
 
+    [tests]
+    command = ["pytest", "-q"]                # what a step gated on "tests" runs (else: checks)
+
     [[kinds]]                                 # kinds of the repository's own
     name = "review"
     [[kinds.stages]]
     name = "read"
     prompt = "Review $brief ..."
     deliverable = "report:review.md"
+
+    [[kinds]]                                 # or a kind file of its own, such as a workflow
+    file = "flume/feature.toml"               # (relative to the repository; flume launch
+                                              # --kind-file's form)
 
     [prompts.fix]                             # prompt overrides, by kind and stage
     code = "..."
@@ -44,10 +51,10 @@ from flume.core.errors import Problem, UsageError
 from flume.core.ids import KindName, StageName
 from flume.core.kinds import BUILTIN_KINDS, Kind, known_kind, with_prompts
 from flume.core.settings import Settings
-from flume.shell.declared.kinds import parse_kind
+from flume.shell.declared.kinds import DeclaredKind, parse_declared, read_kind_file
 
 FILE_NAME = ".flume.toml"
-_TABLES = {"place", "land", "kinds", "prompts", "timing"}
+_TABLES = {"place", "land", "tests", "kinds", "prompts", "timing"}
 _PLACE_KEYS = {"setup", "copy"}
 _LAND_KEYS = {"checks", "submit"}
 _TIMING_KEYS = {"quiet": "quiet_seconds", "confirm": "confirm_seconds", "ready": "ready_seconds"}
@@ -66,6 +73,14 @@ class Config:
     prompts: PMap[tuple[KindName, StageName], str] = attrs.field(factory=pmap)
     #: The ``[timing]`` table, as Settings field -> seconds.
     timing: PMap[str, float] = attrs.field(factory=pmap)
+    #: ``[tests] command``: the command a step gated on tests runs; None: the checks do.
+    tests: PVector[str] | None = None
+    #: Where each declared kind's steps gated on tests are declared (``file:line``).
+    tests_gates: PMap[KindName, PMap[StageName, str]] = attrs.field(factory=pmap)
+
+    def test_commands(self) -> PVector[PVector[str]]:
+        """What a tests gate runs: ``[tests] command``, else ``[land] checks``; empty: none."""
+        return pvector([self.tests]) if self.tests is not None else self.checks
 
     def settings(self, default: Settings) -> Settings:
         """``default`` with the repository's ``[timing]`` applied."""
@@ -148,7 +163,10 @@ def parse(path: Path, text: str) -> Config:
                 "[land] names both checks and a submit command",
                 "a merge queue runs its own checks: keep one of them",
             )
-    kinds = _kinds(at, document.get("kinds", []))
+    tests_table = _table(at, document, "tests", {"command"})
+    tests = _argv(at, tests_table["command"], "command") if "command" in tests_table else None
+    declared = _kinds(at, document.get("kinds", []))
+    kinds = pmap({name: found.kind for name, found in declared.items()})
     prompts = _prompts(at, document.get("prompts", {}), kinds)
     timing = _timing(at, _table(at, document, "timing", set(_TIMING_KEYS)))
     return Config(
@@ -159,6 +177,10 @@ def parse(path: Path, text: str) -> Config:
         kinds=kinds,
         prompts=prompts,
         timing=timing,
+        tests=tests,
+        tests_gates=pmap(
+            {name: found.tests_gates for name, found in declared.items() if found.tests_gates}
+        ),
     )
 
 
@@ -227,25 +249,45 @@ def _copies(at: _Located, value: object) -> PVector[str]:
     return pvector(value)  # type: ignore[arg-type]
 
 
-def _kinds(at: _Located, value: object) -> PMap[KindName, Kind]:
+def _kinds(at: _Located, value: object) -> dict[KindName, DeclaredKind]:
     if not isinstance(value, list):
         raise at.error(
             r"^\s*kinds\s*=", "kinds must be a list of tables", "write each as [[kinds]]"
         )
-    found: dict[KindName, Kind] = {}
+    found: dict[KindName, DeclaredKind] = {}
     headers = [
         n for n, line in enumerate(at.lines, start=1) if re.match(r"^\s*\[\[\s*kinds\s*\]\]", line)
     ]
     for index, table in enumerate(value):
         line = headers[index] if index < len(headers) else None
         where = f"{at.path}:{line}" if line is not None else str(at.path)
-        kind = parse_kind(table, where)
+        if isinstance(table, dict) and "file" in table:
+            declared = _kind_file(at, table, where)
+        else:
+            declared = parse_declared(table, where)
+        kind = declared.kind
         if kind.name in found:
             raise UsageError.one(
                 where, f"kind {kind.name} is declared twice", "give each kind its own name"
             )
-        found[kind.name] = kind
-    return pmap(found)
+        found[kind.name] = declared
+    return found
+
+
+def _kind_file(at: _Located, table: dict[str, Any], where: str) -> DeclaredKind:
+    """A ``[[kinds]]`` entry naming a kind file, relative to the repository, read as launched."""
+    file = table["file"]
+    plain = (
+        isinstance(file, str) and file and not file.startswith("/") and ".." not in file.split("/")
+    )
+    if set(table) != {"file"} or not plain:
+        raise UsageError.one(
+            where,
+            "a [[kinds]] entry naming a file has file and nothing else, a path inside the "
+            "repository",
+            'write file = "flume/feature.toml": the kind file\'s own [kind] table names it',
+        )
+    return read_kind_file(at.path.parent / str(file))
 
 
 def _prompts(

@@ -1,6 +1,6 @@
-"""Kinds declared in TOML (a scenario now, the repository's config file later), read into values.
+"""Kinds declared in TOML (a kind file, a scenario, the repository's config), read into values.
 
-The form, one table per kind::
+Two forms. The first, one table per kind, a list of stages::
 
     [kind]
     name = "review"
@@ -12,42 +12,84 @@ The form, one table per kind::
                                  # | tasks-ticked | report:<path inside the place>
     waits_on_caller = false      # optional
 
-The core checks the declaration (names, prompt fields, report paths); this module only reads the
-shape, naming where a field is missing or of the wrong type.
+The second, a workflow (docs/config.md, "Workflows"): ``[kind]`` names its ``body``, a list of
+block names, and its ``budgets``; each block is declared once, as ``[step.<name>]``,
+``[loop.<name>]`` or ``[parallel.<name>]``, and named exactly once in a ``body`` or ``branches``,
+so the file reads top-down::
+
+    [kind]
+    name = "feature"
+    body = ["plan", "review-loop"]
+    budgets = { turns = 100, wall_minutes = 480, turns_per_attempt = 10, retries = 2 }
+    [step.plan]
+    prompt = "Plan $brief in PLAN.md."
+    gate = "artifact:PLAN.md"    # the deliverables above, or verdict (the default),
+                                 # artifact:<path>, tests, approval
+    [loop.review-loop]
+    body = ["review", "fix"]
+    until = "review"             # a verdict-gated step of the loop
+    max = 3
+    on_max = "continue"          # or "pause"
+    [parallel.slices]            # branches, join = "all" | "first",
+                                 # merge = "merge" | "pick" | "none", cap = N
+
+The core checks the declaration (names, prompt fields, paths, loops, parallels, budgets); this
+module reads the shape (unknown, unused, twice-used names, cycles, types), and names the file and
+line of every problem, the core's included.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pyrsistent import pvector
+import attrs
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap
 
+from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import KindName, StageName
+from flume.core.ids import BlockName, KindName, StageName
 from flume.core.kinds import (
+    Approval,
+    Artifact,
+    Block,
+    Budgets,
     ChangeWritten,
     Commit,
-    Deliverable,
+    Gate,
+    Join,
     Kind,
     Landing,
+    Loop,
+    Merge,
+    OnMax,
+    Parallel,
+    PassingTests,
     ReportFile,
     Sequence,
     Step,
+    StepAgent,
     TasksTicked,
+    Verdict,
     check_kind,
+    kind_flaws,
 )
 
-_DELIVERABLES: dict[str, Deliverable] = {
+_GATES: dict[str, Gate] = {
     "commit": Commit(),
     "landing": Landing(),
     "landing-archived": Landing(archived_change=True),
     "change-written": ChangeWritten(),
     "tasks-ticked": TasksTicked(),
+    "verdict": Verdict(),
+    "tests": PassingTests(),
+    "approval": Approval(),
 }
-_DELIVERABLE_WORDS = ", ".join([*_DELIVERABLES, "report:<path>"])
+_GATE_WORDS = ", ".join([*_GATES, "report:<path>", "artifact:<path>"])
 
 
 def _text(table: dict[str, Any], key: str, where: str, *, default: str | None = None) -> str:
@@ -58,22 +100,29 @@ def _text(table: dict[str, Any], key: str, where: str, *, default: str | None = 
     return value
 
 
-def parse_deliverable(value: object, where: str) -> Deliverable:
-    """The deliverable a declaration names."""
+def parse_gate(value: object, where: str) -> Gate:
+    """The gate (a deliverable, or a workflow's gate) a declaration names."""
     if isinstance(value, str):
-        if value in _DELIVERABLES:
-            return _DELIVERABLES[value]
+        if value in _GATES:
+            return _GATES[value]
         if value.startswith("report:"):
             return ReportFile(path=value.removeprefix("report:"))
+        if value.startswith("artifact:"):
+            return Artifact(path=value.removeprefix("artifact:"))
     raise UsageError.one(
         where,
-        f"deliverable {value!r} is not one flume knows",
-        f"use one of {_DELIVERABLE_WORDS}",
+        f"deliverable {value!r} is not a gate flume knows",
+        f"use one of {_GATE_WORDS}",
     )
 
 
 def parse_kind(table: object, where: str) -> Kind:
     """A declared kind from its TOML table; ``where`` names the file and table for errors."""
+    return parse_declared(table, where).kind
+
+
+def parse_declared(table: object, where: str) -> DeclaredKind:
+    """:func:`parse_kind`, with where its steps gated on tests are declared."""
     if not isinstance(table, dict):
         raise UsageError.one(where, "a kind must be a table", "write it as [kind] with its stages")
     name = _text(table, "name", where)
@@ -86,6 +135,7 @@ def parse_kind(table: object, where: str) -> Kind:
             "add at least one [[kind.stages]] table with name, prompt and deliverable",
         )
     steps: list[Step] = []
+    tests: dict[StageName, str] = {}
     for index, stage in enumerate(stages, start=1):
         here = f"{where}: stage {index}"
         if not isinstance(stage, dict):
@@ -102,14 +152,15 @@ def parse_kind(table: object, where: str) -> Kind:
             raise UsageError.one(
                 here, "'waits_on_caller' is not true or false", "write true or false"
             )
-        steps.append(
-            Step(
-                name=StageName(_text(stage, "name", here)),
-                prompt=_text(stage, "prompt", here),
-                deliverable=parse_deliverable(stage.get("deliverable"), here),
-                waits_on_caller=waits,
-            ),
+        step = Step(
+            name=StageName(_text(stage, "name", here)),
+            prompt=_text(stage, "prompt", here),
+            deliverable=parse_gate(stage.get("deliverable"), here),
+            waits_on_caller=waits,
         )
+        if isinstance(step.gate, PassingTests):
+            tests[step.name] = here
+        steps.append(step)
     kind = Kind(name=KindName(name), prefix=prefix, body=Sequence(blocks=pvector(steps)))
     try:
         check_kind(kind)
@@ -120,7 +171,7 @@ def parse_kind(table: object, where: str) -> Kind:
                 for problem in error.problems
             ),
         ) from error
-    return kind
+    return DeclaredKind(kind=kind, tests_gates=pmap(tests))
 
 
 def load_kind_file(path: Path) -> Kind:
@@ -128,6 +179,11 @@ def load_kind_file(path: Path) -> Kind:
 
     A file that cannot be read, is not TOML, or declares a bad kind is named with its line.
     """
+    return read_kind_file(path).kind
+
+
+def read_kind_file(path: Path) -> DeclaredKind:
+    """:func:`load_kind_file`, with where its steps gated on tests are declared."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -140,12 +196,364 @@ def load_kind_file(path: Path) -> Kind:
         found = re.search(r"line (\d+)", str(error))
         where = f"{path}:{found.group(1)}" if found else str(path)
         raise UsageError.one(where, f"is not valid TOML: {error}", "fix the TOML there") from error
-    if set(document) != {"kind"}:
+    return parse_document(path, text, document)
+
+
+def parse_document(path: Path, text: str, document: dict[str, Any]) -> DeclaredKind:
+    """The kind a file's TOML declares, in either form; ``path`` and ``text`` name its lines."""
+    extra = sorted(set(document) - {"kind", *BLOCK_TABLES})
+    if "kind" not in document or extra:
+        found = extra[0] if extra else "kind"
+        line = next(
+            (
+                n
+                for n, t in enumerate(text.splitlines(), 1)
+                if re.match(rf"^\s*\[*\s*[\"']?{re.escape(found)}\b", t)
+            ),
+            None,
+        )
         raise UsageError.one(
-            str(path),
-            "a kind file holds one [kind] table and nothing else",
-            "write [kind] with name, stages ([[kind.stages]]) and nothing besides",
+            f"{path}:{line}" if extra and line is not None else str(path),
+            "a kind file holds one [kind] table and nothing else but its blocks"
+            + (f": {found!r} is neither" if extra else ""),
+            "write [kind] with name and stages ([[kind.stages]]), or with name, body and its "
+            "[step.<name>], [loop.<name>] and [parallel.<name>] tables",
         )
     lines = text.splitlines()
     line = next((n for n, t in enumerate(lines, start=1) if re.match(r"^\s*\[\s*kind\s*\]", t)), 1)
-    return parse_kind(document["kind"], f"{path}:{line}")
+    table = document["kind"]
+    if isinstance(table, dict) and "body" in table:
+        return _Reader(document, _Lines(path, text, line)).read()
+    if set(document) != {"kind"}:
+        raise UsageError.one(
+            f"{path}:{line}",
+            "[kind] declares no body, but the file declares blocks",
+            'name the blocks in order with body = ["first", ...], or declare [[kind.stages]]',
+        )
+    return parse_declared(table, f"{path}:{line}")
+
+
+# --- The workflow form: named blocks, each declared once, read top-down -----------------------
+
+#: The tables of named blocks, by the word a file names them with.
+BLOCK_TABLES = ("step", "loop", "parallel")
+_NEW_KIND_KEYS = {"name", "prefix", "body", "budgets"}
+_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller"}
+_LOOP_KEYS = {"body", "until", "max", "on_max"}
+_PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
+_BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+@attrs.frozen(kw_only=True)
+class DeclaredKind:
+    """A kind read from a file, with where its steps gated on tests are declared (``file:line``).
+
+    Whether a test command exists is the repository's to say, so the launch checks those gates
+    against the repository's config, naming the line of each.
+    """
+
+    kind: Kind
+    tests_gates: PMap[StageName, str] = attrs.field(factory=pmap)
+
+
+class _Lines:
+    """Where a table or a key of one is in a file's text, for messages naming file and line."""
+
+    def __init__(self, path: Path, text: str, kind_line: int) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+        self.kind_line = kind_line
+
+    def header(self, table: str, name: str) -> int | None:
+        pattern = re.compile(
+            rf"^\s*\[\s*{re.escape(table)}\s*\.\s*[\"']?{re.escape(name)}[\"']?\s*\]"
+        )
+        return next((n for n, t in enumerate(self.lines, 1) if pattern.match(t)), None)
+
+    def key(self, start: int, key: str) -> int | None:
+        """The line of ``key = ...`` in the table whose header is at line ``start``."""
+        pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        for number in range(start + 1, len(self.lines) + 1):
+            text = self.lines[number - 1]
+            if re.match(r"^\s*\[", text):
+                return None
+            if pattern.match(text):
+                return number
+        return None
+
+    def where(self, line: int | None) -> str:
+        return f"{self.path}:{line if line is not None else self.kind_line}"
+
+
+@attrs.frozen(kw_only=True)
+class _Declared:
+    table: str
+    name: str
+    data: dict[str, Any]
+    line: int | None
+
+
+class _Reader:
+    """Reads the workflow form of a kind file into a :class:`Kind`, naming file and line."""
+
+    def __init__(self, document: dict[str, Any], at: _Lines) -> None:
+        self.document = document
+        self.at = at
+        self.declared: dict[str, _Declared] = {}
+        self.used: dict[str, int | None] = {}
+        self.tests: dict[StageName, str] = {}
+
+    def line_of(self, block: str | None, key: str | None) -> int | None:
+        """The line of ``key`` in ``block``'s table (the ``[kind]`` table for None)."""
+        start = self.at.kind_line if block is None else self.declared[block].line
+        if start is None:
+            return None
+        return (self.at.key(start, key) if key is not None else None) or start
+
+    def error(self, block: str | None, key: str | None, what: str, mend: str) -> UsageError:
+        return UsageError.one(self.at.where(self.line_of(block, key)), what, mend)
+
+    def read(self) -> DeclaredKind:
+        kind = self.document["kind"]
+        unknown = sorted(set(kind) - _NEW_KIND_KEYS)
+        if unknown:
+            raise self.error(
+                None,
+                unknown[0],
+                f"[kind] has no key {unknown[0]!r}",
+                f"[kind] takes {', '.join(sorted(_NEW_KIND_KEYS))} (or name, prefix and "
+                "[[kind.stages]] in the older form)",
+            )
+        where = self.at.where(self.at.kind_line)
+        name = _text(kind, "name", where)
+        prefix = _text(kind, "prefix", where, default=name)
+        self.collect()
+        budgets = self.budgets(kind.get("budgets", {}))
+        body = self.sequence(None, "body", kind.get("body"), ())
+        unused = [each for each in self.declared if each not in self.used]
+        if unused:
+            raise self.error(
+                unused[0],
+                None,
+                f"block {unused[0]} is declared but no body or branches name it",
+                f"name {unused[0]} where it runs, or delete its table",
+            )
+        built = Kind(name=KindName(name), prefix=prefix, body=body, budgets=budgets)
+        flaws = kind_flaws(built)
+        if flaws:
+            raise UsageError(
+                tuple(
+                    Problem(
+                        field=self.at.where(self.line_of(flaw.block, flaw.key)),
+                        what=f"{flaw.problem.field}: {flaw.problem.what}",
+                        mend=flaw.problem.mend,
+                    )
+                    for flaw in flaws
+                ),
+            )
+        return DeclaredKind(kind=built, tests_gates=pmap(self.tests))
+
+    def collect(self) -> None:
+        """Every block the file declares, each once, whatever its table."""
+        for table in BLOCK_TABLES:
+            blocks = self.document.get(table, {})
+            if not isinstance(blocks, dict):
+                raise UsageError.one(
+                    self.at.where(None),
+                    f"{table!r} must hold tables",
+                    f"declare each as [{table}.<name>]",
+                )
+            for name, data in blocks.items():
+                line = self.at.header(table, name)
+                if not isinstance(data, dict):
+                    raise UsageError.one(
+                        self.at.where(line),
+                        f"{table}.{name} is not a table",
+                        f"declare it as [{table}.{name}] with its keys below",
+                    )
+                if name in self.declared:
+                    first = self.declared[name]
+                    raise UsageError.one(
+                        self.at.where(line),
+                        f"block {name} is declared twice, as [{first.table}.{name}] "
+                        f"(line {first.line}) and [{table}.{name}]",
+                        "give each block its own name",
+                    )
+                self.declared[name] = _Declared(table=table, name=name, data=data, line=line)
+
+    def budgets(self, value: object) -> Budgets:
+        if not isinstance(value, dict):
+            raise self.error(
+                None, "budgets", "budgets is not a table", "write budgets = { turns = 100 }"
+            )
+        unknown = sorted(set(value) - set(_BUDGET_KEYS))
+        if unknown:
+            raise self.error(
+                None,
+                "budgets",
+                f"budgets has no {unknown[0]!r}",
+                f"budgets takes {', '.join(_BUDGET_KEYS)}",
+            )
+        for key, count in value.items():
+            self.whole(None, "budgets", f"budget {key}", count)
+        return Budgets(**value)
+
+    def whole(self, block: str | None, key: str, what: str, value: object) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(
+                block,
+                key,
+                f"{what} = {value!r} is not a whole number",
+                f"give {what} as a whole number of at least 1, unquoted",
+            )
+        return value
+
+    def names(self, block: str | None, key: str, value: object) -> list[str]:
+        if not isinstance(value, list) or not value or not all(isinstance(n, str) for n in value):
+            raise self.error(
+                block,
+                key,
+                f"{key} must be a list of block names",
+                f'write {key} = ["first", "second"], each declared as a [step.<name>], '
+                "[loop.<name>] or [parallel.<name>] table",
+            )
+        return value
+
+    def sequence(
+        self, owner: str | None, key: str, value: object, inside: tuple[str, ...]
+    ) -> Sequence:
+        names = self.names(owner, key, value)
+        return Sequence(blocks=pvector(self.block(owner, key, each, inside) for each in names))
+
+    def block(self, owner: str | None, key: str, name: str, inside: tuple[str, ...]) -> Block:
+        """The block ``name``, named in ``owner``'s ``key``, ``inside`` the blocks around it."""
+        if name in inside:
+            path = " -> ".join([*inside[inside.index(name) :], name])
+            raise self.error(
+                owner,
+                key,
+                f"block {name} holds itself: {path}",
+                "a loop or parallel cannot name itself or a block around it",
+            )
+        found = self.declared.get(name)
+        if found is None:
+            known = ", ".join(self.declared) or "none"
+            raise self.error(
+                owner,
+                key,
+                f"{key} names block {name!r}, which is not declared",
+                f"declare [step.{name}], [loop.{name}] or [parallel.{name}], "
+                f"or name a declared block ({known})",
+            )
+        if name in self.used:
+            raise self.error(
+                owner,
+                key,
+                f"block {name} is used twice (also at line {self.used[name]})",
+                "a block runs in one place of the tree: declare another block for the second use",
+            )
+        self.used[name] = self.line_of(owner, key)
+        self.known_keys(found)
+        inner = (*inside, name)
+        match found.table:
+            case "step":
+                return self.step(found)
+            case "loop":
+                return Loop(
+                    name=BlockName(name),
+                    body=self.sequence(name, "body", found.data.get("body"), inner),
+                    until=StageName(self.text(found, "until")),
+                    max=self.whole(name, "max", "max", found.data.get("max")),
+                    on_max=self.choice(found, "on_max", OnMax, OnMax.CONTINUE),
+                )
+            case _:
+                branches = self.names(name, "branches", found.data.get("branches"))
+                cap = found.data.get("cap")
+                return Parallel(
+                    name=BlockName(name),
+                    branches=pvector(self.block(name, "branches", b, inner) for b in branches),
+                    join=self.choice(found, "join", Join, Join.ALL),
+                    merge=self.choice(found, "merge", Merge, Merge.MERGE),
+                    cap=None if cap is None else self.whole(name, "cap", "cap", cap),
+                )
+
+    def known_keys(self, found: _Declared) -> None:
+        keys = {"step": _STEP_KEYS, "loop": _LOOP_KEYS, "parallel": _PARALLEL_KEYS}[found.table]
+        unknown = sorted(set(found.data) - keys)
+        if unknown:
+            raise self.error(
+                found.name,
+                unknown[0],
+                f"[{found.table}.{found.name}] has no key {unknown[0]!r}",
+                f"a {found.table} takes {', '.join(sorted(keys))}",
+            )
+
+    def text(self, found: _Declared, key: str) -> str:
+        value = found.data.get(key)
+        if not isinstance(value, str):
+            what = "is missing" if value is None else f"is {type(value).__name__}, not text"
+            raise self.error(found.name, key, f"[{found.table}.{found.name}] {key} {what}",
+                             f"give {key} as a quoted string")  # fmt: skip
+        return value
+
+    def choice(self, found: _Declared, key: str, kind: type[_E], default: _E) -> _E:
+        value = found.data.get(key, default.value)
+        words = [each.value for each in kind]
+        if value not in words:
+            raise self.error(
+                found.name,
+                key,
+                f"{key} = {value!r} is not one of {', '.join(words)}",
+                f"write {key} = {words[0]!r}, or another of {', '.join(words)}",
+            )
+        return kind(value)
+
+    def step(self, found: _Declared) -> Step:
+        data, name = found.data, found.name
+        if "gate" in data and "deliverable" in data:
+            raise self.error(
+                name, "deliverable", "the step names both a gate and a deliverable", "keep gate"
+            )
+        key = "deliverable" if "deliverable" in data else "gate"
+        where = self.at.where(self.line_of(name, key))
+        gate = parse_gate(data.get(key, "verdict"), where)
+        if isinstance(gate, PassingTests):
+            self.tests[StageName(name)] = where
+        waits = data.get("waits_on_caller", False)
+        if not isinstance(waits, bool):
+            raise self.error(
+                name,
+                "waits_on_caller",
+                "'waits_on_caller' is not true or false",
+                "write true or false",
+            )
+        return Step(
+            name=StageName(name),
+            prompt=self.text(found, "prompt"),
+            deliverable=gate,
+            waits_on_caller=waits,
+            agent=self.agent(found),
+        )
+
+    def agent(self, found: _Declared) -> StepAgent | None:
+        value = found.data.get("agent")
+        if value is None:
+            return None
+        table = {"agent": value} if isinstance(value, str) else value
+        names = [each.value for each in AgentName]
+        good = (
+            isinstance(table, dict)
+            and set(table) <= {"agent", "model"}
+            and table.get("agent") in names
+            and isinstance(table.get("model", ""), str)
+        )
+        if not good:
+            raise self.error(
+                found.name,
+                "agent",
+                f"agent = {value!r} is not an agent flume starts",
+                f'write agent = {{ agent = "codex" }} (one of {", ".join(names)}), with model '
+                "optional",
+            )
+        return StepAgent(agent=AgentName(table["agent"]), model=table.get("model"))

@@ -26,9 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-from pyrsistent import pset, pvector
+from pyrsistent import pmap, pset, pvector
+from pyrsistent.typing import PMap
 
-from flume.core.errors import UsageError, refused
+from flume.core.caps import WorstCase, worst_case
+from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind
@@ -39,7 +41,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.shell import agents, process
 from flume.shell.declared import config
-from flume.shell.declared.kinds import load_kind_file
+from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
 from flume.shell.perform import launch_words
 from flume.shell.perform.launch_words import Made
@@ -61,6 +63,8 @@ class Request:
     agent: AgentSettings = attrs.field(factory=AgentSettings)
     #: A kind the launch carries (``--kind-file``), in place of a built-in or declared one.
     carried: Kind | None = None
+    #: Where the carried kind's steps gated on tests are declared (``file:line``).
+    carried_tests: PMap[StageName, str] = attrs.field(factory=pmap)
 
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
@@ -72,14 +76,22 @@ def check(request: Request, settings: Settings, clock: Callable[[], float]) -> L
     return _checked(request, settings, clock)[0]
 
 
-def _checked(
-    request: Request, settings: Settings, clock: Callable[[], float]
-) -> tuple[Launched, Path]:
-    """:func:`check`'s line, and the folder of the repository's journals.
+@attrs.frozen(kw_only=True)
+class _Resolved:
+    """A launch with its kind, settings and the repository's facts, checked but for the world."""
 
-    Each thing git is asked once: the repository, its journals and its commits in one
-    ``rev-parse``; every branch head, the base's among them, and the remote's HEAD in one
-    ``for-each-ref``.
+    located: places.Located
+    config: config.Config
+    settings: Settings
+    kind: Kind
+    launch: Launch
+    listed: git.Branches
+
+
+def _resolve(request: Request, settings: Settings, *, planned: bool = False) -> _Resolved:
+    """The launch's kind and settings resolved, and every check the values alone decide.
+
+    ``planned``: only planned (``flume launch --plan``): a kind this flume cannot run passes.
     """
     located = places.locate(request.repository)
     repository = located.main
@@ -107,6 +119,7 @@ def _checked(
         )
     else:
         kind = request.carried
+    _check_tests_declared(request, declared, kind)
     listed = git.branches(repository)
     base = request.base or git.shared_branch(repository, main=repository, listed=listed)
     if base is None:
@@ -126,7 +139,53 @@ def _checked(
         waits=pset(StageName(stage) for stage in request.waits),
         mark=request.mark,
     )
-    check_launch(launch, kind)
+    check_launch(launch, kind, planned=planned)
+    return _Resolved(
+        located=located,
+        config=declared,
+        settings=settings,
+        kind=kind,
+        launch=launch,
+        listed=listed,
+    )
+
+
+def _check_tests_declared(request: Request, declared: config.Config, kind: Kind) -> None:
+    """A step gated on tests needs a test command the repository declares (docs/config.md)."""
+    gates = (
+        request.carried_tests
+        if request.carried is not None
+        else declared.tests_gates.get(kind.name, pmap())
+    )
+    if gates and not declared.test_commands():
+        raise UsageError(
+            tuple(
+                Problem(
+                    field=where,
+                    what=f"step {name} is gated on tests, but the repository's "
+                    f"{config.FILE_NAME} declares no test command",
+                    mend=f'declare [tests] command = ["pytest", "-q"] (or [land] checks) in '
+                    f"{config.FILE_NAME}, or gate the step otherwise",
+                )
+                for name, where in sorted(gates.items())
+            ),
+        )
+
+
+def _checked(
+    request: Request, settings: Settings, clock: Callable[[], float]
+) -> tuple[Launched, Path]:
+    """:func:`check`'s line, and the folder of the repository's journals.
+
+    Each thing git is asked once: the repository, its journals and its commits in one
+    ``rev-parse``; every branch head, the base's among them, and the remote's HEAD in one
+    ``for-each-ref``.
+    """
+    resolved = _resolve(request, settings)
+    located, declared, settings = resolved.located, resolved.config, resolved.settings
+    kind, launch, listed = resolved.kind, resolved.launch, resolved.listed
+    repository = located.main
+    base = launch.base
     missing = agents.of(request.agent.agent).missing() or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
@@ -300,7 +359,8 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
     and the supervisor launching for the CLI: one launch, one set of checks.
     """
     kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    carried = load_kind_file(kind_file) if kind_file is not None else None
+    read = read_kind_file(kind_file) if kind_file is not None else None
+    carried = read.kind if read is not None else None
     chosen_agent, chosen_panes = asked.checked()
     settings = AgentSettings(
         agent=chosen_agent, model=asked.model, flags=pvector(asked.agent_args), panes=chosen_panes
@@ -309,6 +369,7 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
         repository=asked.repository.absolute(),
         kind=kind or (carried.name if carried is not None else ""),
         carried=carried,
+        carried_tests=read.tests_gates if read is not None else pmap(),
         name=asked.name,
         brief=brief if isinstance(brief, str) else brief(),
         base=asked.base,
@@ -325,6 +386,37 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
             f"{where} cannot be written: {error.strerror or error} (errno {error.errno})",
             "free space, or make the folder writable, then launch again",
         ) from error
+
+
+def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
+    """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
+
+    The launch is checked as a launch is (the kind file, the kind, the name, the base, the
+    agent's words), but a kind this flume cannot run yet passes; its brief is not read.
+    """
+    kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
+    read = read_kind_file(kind_file) if kind_file is not None else None
+    carried = read.kind if read is not None else None
+    chosen_agent, chosen_panes = asked.checked()
+    request = Request(
+        repository=asked.repository.absolute(),
+        kind=kind or (carried.name if carried is not None else ""),
+        carried=carried,
+        carried_tests=read.tests_gates if read is not None else pmap(),
+        name=asked.name,
+        # The brief is the work, not its caps: a plan reads none.
+        brief=brief if isinstance(brief, str) and brief.strip() else "(planned only)",
+        base=asked.base,
+        mark=asked.mark,
+        waits=asked.waits,
+        agent=AgentSettings(
+            agent=chosen_agent,
+            model=asked.model,
+            flags=pvector(asked.agent_args),
+            panes=chosen_panes,
+        ),
+    )
+    return worst_case(_resolve(request, Settings(), planned=True).kind)
 
 
 def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:

@@ -25,7 +25,7 @@ from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.actions import Action
 from flume.core.ids import Instant, SessionId
-from flume.core.kinds import Block, Deliverable
+from flume.core.kinds import Block, Deliverable, Gate
 from flume.core.observations import Observation, TranscriptEntry
 from flume.core.place import StagePhase, Tidy
 
@@ -123,7 +123,7 @@ def _spell_transcript_entries(made: cattrs.Converter) -> None:
 
 
 #: The unions of records, each tagged with ``"type"``: its member's class name.
-UNIONS: tuple[Any, ...] = (Deliverable, Block, StagePhase, Tidy, Observation, Action)
+UNIONS: tuple[Any, ...] = (Deliverable, Gate, Block, StagePhase, Tidy, Observation, Action)
 
 
 def _tag_union(union: Any, made: cattrs.Converter) -> None:

@@ -1,0 +1,270 @@
+"""Workflow kinds as the core declares them: Loop and Parallel blocks, gates, budgets, the plan.
+
+The core checks a kind's tree (every block named once, a loop's until a verdict-gated step of
+its body, whole counts of at least 1, no join first with merge, plain artifact paths, at most 32
+safe lanes, known prompt fields), names what this flume cannot run yet, and computes the worst
+case the caps allow. These are checks of a declaration, as the existing kind checks are.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from pyrsistent import pmap, pvector
+
+from flume.core.caps import worst_case
+from flume.core.choices import AgentName
+from flume.core.errors import UsageError
+from flume.core.ids import BlockName, Instant, KindName, StageName
+from flume.core.kinds import (
+    BUILTIN_KINDS,
+    Approval,
+    Artifact,
+    Block,
+    Budgets,
+    Commit,
+    Join,
+    Kind,
+    Landing,
+    Loop,
+    Merge,
+    Parallel,
+    PassingTests,
+    ReportFile,
+    Sequence,
+    Step,
+    StepAgent,
+    Verdict,
+    block_name,
+    check_kind,
+    describe_deliverable,
+    engine_lacks,
+    first_stage,
+    gate_word,
+    kind_flaws,
+    next_stage,
+    steps,
+    with_prompts,
+)
+from flume.core.launch import check_launch
+from flume.core.observations import Launched
+from flume.core.place import has_deliverable
+from flume.core.settings import Settings
+from flume.core.step import step
+from tests.model.test_rules import launch
+
+
+def _step(name: str, gate: object = None, prompt: str = "Do $brief.") -> Step:
+    return Step(
+        name=StageName(name),
+        prompt=prompt,
+        deliverable=Commit() if gate is None else gate,  # type: ignore[arg-type]
+    )
+
+
+def _seq(*blocks: Block) -> Sequence:
+    return Sequence(blocks=pvector(blocks))
+
+
+def _loop(name: str, *body: Block, until: str = "review", most: int = 3) -> Loop:
+    return Loop(name=BlockName(name), body=_seq(*body), until=StageName(until), max=most)
+
+
+def _par(name: str, *branches: Block, **given: object) -> Parallel:
+    return Parallel(name=BlockName(name), branches=pvector(branches), **given)  # type: ignore[arg-type]
+
+
+def _kind(*body: Block, budgets: Budgets | None = None) -> Kind:
+    return Kind(
+        name=KindName("feature"),
+        prefix="feature",
+        body=_seq(*body),
+        budgets=budgets or Budgets(),
+    )
+
+
+#: The issue's example, as the core holds it.
+FEATURE = _kind(
+    _step("plan", Artifact(path="PLAN.md")),
+    _par("slices", _step("slice-a"), _step("slice-b", PassingTests()), cap=2),
+    _loop("review-loop", _step("review", Verdict(), "Write $verdict."), _step("fix")),
+    budgets=Budgets(turns=100, wall_minutes=480, turns_per_attempt=10, retries=2, tokens=2_000_000),
+)
+
+
+def _says(kind: Kind) -> str:
+    return "\n".join(f"{f.block}/{f.key}: {f.problem.render()}" for f in kind_flaws(kind))
+
+
+def test_the_example_is_sound_and_its_steps_run_in_declared_order() -> None:
+    """The example passes its checks; its steps are walked loops and branches included."""
+    check_kind(FEATURE)
+    names = [found.name for found in steps(FEATURE.body)]
+    assert names == ["plan", "slice-a", "slice-b", "review", "fix"]
+    assert first_stage(FEATURE).name == "plan"
+    assert next_stage(FEATURE, StageName("fix")) is None
+    assert block_name(FEATURE.body) is None
+    assert block_name(FEATURE.body.blocks[1]) == "slices"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        (_kind(_loop("review-loop", _step("review", Verdict()), most=0)), "None/max" and "max = 0"),
+        (_kind(_loop("l", _step("review", Verdict()), most=True)), "max = True"),
+        (_kind(_loop("l", _step("review", Verdict()), until="nobody")), "'nobody', which is not"),
+        (_kind(_loop("l", _step("review"))), "whose gate is not verdict"),
+        (
+            _kind(_loop("l", _step("review"), _step("judge", Verdict()))),
+            "name a verdict-gated step of the loop: judge",
+        ),
+        (_kind(_par("p", _step("a"), cap=0)), "cap = 0 is not"),
+        (_kind(_par("p", _step("a"), join=Join.FIRST)), 'join = "first" ends the other lanes'),
+        (_kind(_par("p")), "the parallel has no branch"),
+        (_kind(_par("p", _seq(_step("a")))), "an unnamed sequence, which names no lane"),
+        (_kind(_par("p", _par("A+b", _step("x")))), "lane 'A+b' is not safe"),
+        (_kind(_par("P", _step("a"))), "'P' is not a block name"),
+        (_kind(_step("p"), _par("p", _step("a"))), "the name p is given to two blocks"),
+        (
+            _kind(*(_par(f"p{n}", *(_step(f"s{n}-{m}") for m in range(11))) for n in range(3))),
+            "hold 33 lanes, over 32",
+        ),
+        (_kind(_step("a", Artifact(path="/abs"))), "artifact path '/abs' is not a plain path"),
+        (_kind(_step("a", Artifact(path="x/../y"))), "artifact path 'x/../y'"),
+        (_kind(_step("a", ReportFile(path=""))), "report path '' is not a plain path"),
+        (_kind(_step("a", prompt="See $boardz.")), "unknown fields boardz"),
+        (_kind(_step("a"), budgets=Budgets(turns=0)), "budget turns = 0 is not"),
+        (_kind(_step("a"), budgets=Budgets(tokens=True)), "budget tokens = True is not"),
+    ],
+)
+def test_a_bad_workflow_declaration_is_named_with_its_block(kind: Kind, says: str) -> None:
+    """Each flaw of a loop, parallel, gate, prompt or budget is named, with how to mend it."""
+    assert says in _says(kind)
+    with pytest.raises(UsageError):
+        check_kind(kind)
+
+
+def test_a_flaw_names_the_block_and_key_it_lies_in() -> None:
+    """A file's reader finds the line from the flaw's block and key."""
+    (flaw,) = kind_flaws(_kind(_loop("rl", _step("review", Verdict()), most=0)))
+    assert (flaw.block, flaw.key) == ("rl", "max")
+    (flaw,) = kind_flaws(_kind(_step("a"), budgets=Budgets(retries=0)))
+    assert (flaw.block, flaw.key) == (None, "budgets")
+
+
+def test_the_workflow_prompt_fields_are_known() -> None:
+    """$board $handoff $verdict $pass $max $position pass the kind's checks."""
+    prompt = "$board $handoff $verdict $pass $max $position"
+    check_kind(_kind(_step("a", prompt=prompt)))
+
+
+def test_engine_lacks_names_each_thing_this_flume_does_not_run_yet() -> None:
+    """Loops, parallels, the four new gates, a step's own agent, workflow fields, budgets."""
+    agent = StepAgent(agent=AgentName.CODEX)
+    kind = _kind(
+        _step("v", Verdict()),
+        _step("t", PassingTests()),
+        _step("ap", Approval()),
+        Step(name=StageName("own"), prompt="x", deliverable=Commit(), agent=agent),
+        _step("f", prompt="$pass of $max"),
+        _loop("rl", _step("review", Verdict())),
+        budgets=Budgets(turns=1),
+    )
+    lacks = engine_lacks(kind)
+    assert "the verdict gate of step v" in lacks
+    assert "the tests gate of step t" in lacks
+    assert "the approval gate of step ap" in lacks
+    assert "the agent of its own step own names" in lacks
+    assert "the prompt fields $max, $pass of step f" in lacks
+    assert "loop rl" in lacks
+    assert "budgets" in lacks
+    assert "parallel slices" in engine_lacks(FEATURE)
+    assert "the artifact gate of step plan" in engine_lacks(FEATURE)
+    for builtin in BUILTIN_KINDS.values():
+        assert engine_lacks(builtin) == ()
+
+
+def test_a_launch_of_a_kind_this_flume_cannot_run_is_refused_unless_planned() -> None:
+    """check_launch refuses the example, pointing at --plan; planned, it passes."""
+    asked = launch(kind=FEATURE.name)
+    with pytest.raises(UsageError) as refused:
+        check_launch(asked, FEATURE)
+    assert "flume launch --plan" in str(refused.value)
+    check_launch(asked, FEATURE, planned=True)
+    with pytest.raises(UsageError) as unsound:
+        check_launch(asked, _kind(_loop("l", _step("review"))), planned=True)
+    assert "whose gate is not verdict" in str(unsound.value)
+
+
+def test_gates_read_in_words() -> None:
+    """Every gate has its words, for prompts, status and messages."""
+    assert describe_deliverable(Verdict()) == "its verdict, marked done"
+    assert describe_deliverable(Artifact(path="PLAN.md")) == "the file PLAN.md"
+    assert describe_deliverable(PassingTests()) == "the repository's tests passing"
+    assert describe_deliverable(Approval()) == "the caller's approval"
+    assert describe_deliverable(Landing()) == "the landing on its base"
+    assert gate_word(Artifact(path="x")) == "artifact"
+    assert gate_word(Commit()) == "a new commit on the place's branch"
+
+
+def test_a_workflow_gate_is_never_a_deliverable_this_flume_judges() -> None:
+    """A stage gated on a workflow gate never counts as delivered here: the engine judges it.
+
+    No launch makes such a place (check_launch refuses it), so the place is made by hand.
+    """
+    fix = BUILTIN_KINDS[KindName("fix")]
+    made = step(Settings(), None, Launched(at=Instant(0), launch=launch(), kind=fix)).place
+    for gate in (Verdict(), Artifact(path="x"), PassingTests(), Approval()):
+        kind = _kind(_step("code", gate))
+        assert not has_deliverable(attrs.evolve(made, kind=kind))
+
+
+def test_prompt_overrides_reach_steps_in_loops_and_parallels() -> None:
+    """A repository's prompt override replaces a step's prompt wherever it sits in the tree."""
+    replaced = with_prompts(
+        FEATURE, pmap({StageName("fix"): "Mend $brief.", StageName("slice-b"): "Slice $brief."})
+    )
+    prompts = {found.name: found.prompt for found in steps(replaced.body)}
+    assert prompts["fix"] == "Mend $brief."
+    assert prompts["slice-b"] == "Slice $brief."
+    assert prompts["plan"] == "Do $brief."
+
+
+def test_the_worst_case_of_the_example() -> None:
+    """9 step runs, 27 attempts, turns held to 100, two agents at once, three lanes."""
+    worst = worst_case(FEATURE)
+    assert (worst.agents_at_once, worst.lanes, worst.step_runs, worst.attempts) == (2, 3, 9, 27)
+    assert (worst.turns, worst.tokens, worst.wall_minutes) == (100, 2_000_000, 480)
+    assert [(each.path, each.runs) for each in worst.steps][-1] == ("review-loop/fix", 3)
+
+
+def test_the_worst_case_follows_caps_nesting_and_missing_budgets() -> None:
+    """The hungriest `cap` branches at once; loops multiply; an unbounded figure is None."""
+    nested = _kind(
+        _loop(
+            "outer",
+            _par(
+                "fan",
+                _par("wide", _step("w1"), _step("w2"), _step("w3")),
+                _step("solo"),
+                Merge.NONE and _step("review", Verdict()),
+                cap=2,
+            ),
+            most=2,
+        ),
+        budgets=Budgets(turns_per_attempt=5, retries=0),
+    )
+    worst = worst_case(nested)
+    assert worst.agents_at_once == 3 + 1
+    assert worst.lanes == 1 + 3 + 3
+    assert worst.step_runs == 5 * 2
+    assert (worst.attempts, worst.turns, worst.tokens) == (10, 50, None)
+    assert worst.steps[0].path == "outer/fan/wide/w1"
+    bare = worst_case(_kind(_step("a"), _loop("l", _step("review", Verdict()), most=4)))
+    assert (bare.agents_at_once, bare.lanes, bare.step_runs) == (1, 1, 5)
+    assert (bare.attempts, bare.turns, bare.wall_minutes) == (None, None, None)
+    turns_only = worst_case(_kind(_step("a"), budgets=Budgets(turns=7)))
+    assert turns_only.turns == 7
+    assert worst_case(_kind(_par("p", _step("a"), _step("b")))).agents_at_once == 2
+    empty = Kind(name=KindName("e"), prefix="e", body=_seq())
+    assert worst_case(empty).agents_at_once == 0
