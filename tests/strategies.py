@@ -388,6 +388,19 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     obs.TidyFactsSeen: _facts(),
     obs.WorktreeRemoved: st.builds(obs.WorktreeRemoved, at=instants, path=paths),
     obs.BranchDeleted: st.builds(obs.BranchDeleted, at=instants, branch=branches),
+    obs.TurnEnded: st.builds(
+        obs.TurnEnded,
+        at=instants,
+        session=st.none() | sessions,
+        usage=st.none()
+        | st.builds(
+            obs.Usage,
+            input=st.integers(min_value=0, max_value=10**6),
+            output=st.integers(min_value=0, max_value=10**6),
+            cache_read=st.integers(min_value=0, max_value=10**6),
+            cache_creation=st.integers(min_value=0, max_value=10**6),
+        ),
+    ),
     obs.Tick: st.builds(obs.Tick, at=instants),
 }
 

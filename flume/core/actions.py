@@ -177,6 +177,7 @@ class Event(enum.Enum):
     KEPT = "kept"
     FAILED = "failed"  #: an action failed; the place waits for the caller
     UNREADABLE = "unreadable"  #: transcript lines skipped
+    TURN_ENDED = "turn-ended"  #: the agent's turn ended; the text says the tokens it used
 
 
 @attrs.frozen(kw_only=True)

@@ -238,6 +238,51 @@ class TranscriptEntry:
 
 
 @attrs.frozen(kw_only=True)
+class Usage:
+    """The tokens a model reported using, summed over a turn's messages.
+
+    ``input`` counts the prompt's tokens read afresh, ``cache_read`` those read from the
+    provider's cache, ``cache_creation`` those written to it, ``output`` what the model wrote
+    (its reasoning included). A turn whose agent reported no usage has none at all
+    (``TurnEnded.usage`` is None): unknown, never zero.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every token the usage counts."""
+        return self.input + self.output + self.cache_read + self.cache_creation
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_creation=self.cache_creation + other.cache_creation,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class TurnEnded:
+    """The agent's turn ended, and this is what its model reported using in it.
+
+    Provider-neutral: the shell's transcript readers report it where a turn closes (Claude
+    Code's ``stop_hook_summary`` or ``turn_duration`` line, or the note of an interrupt; Codex's
+    ``task_complete`` or ``turn_aborted``), with the usage of every model message of the turn,
+    each counted once (Claude Code repeats a message's usage on each of its lines; Codex's
+    ``token_count`` events). ``usage`` is None when the agent reported none.
+    """
+
+    at: Instant
+    session: SessionId | None = None
+    usage: Usage | None = None
+
+
+@attrs.frozen(kw_only=True)
 class TranscriptUnreadable:
     """Lines of the agent's transcript that could not be read; skipped and counted."""
 
@@ -449,6 +494,7 @@ Fact = (
     | AgentStateSeen
     | TranscriptEntry
     | TranscriptUnreadable
+    | TurnEnded
     | PaneOutput
     | AgentExited
     | BranchHead
@@ -487,6 +533,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     AgentStateSeen,
     TranscriptEntry,
     TranscriptUnreadable,
+    TurnEnded,
     PaneOutput,
     AgentExited,
     BranchHead,

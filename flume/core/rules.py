@@ -36,6 +36,9 @@ RULES: dict[str, str] = {
     "SOURCES-LATEST-SPEAKS": (
         "Of an agent's hooks and its registry entry, the one that spoke last says what it does."
     ),
+    "TURN-ENDED-ONLY-REPORTED": (
+        "A turn's end is reported with the tokens its agent used, and decides nothing else."
+    ),
     "UNREGISTERED-ASKS": (
         "A Claude Code agent unregistered 10 s after it started is taken to ask a person."
     ),

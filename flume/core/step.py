@@ -61,6 +61,8 @@ from flume.core.observations import (
     Told,
     TranscriptEntry,
     TranscriptUnreadable,
+    TurnEnded,
+    Usage,
     WorktreeLost,
     WorktreeMade,
     WorktreeRemoved,
@@ -129,6 +131,30 @@ def _unreadable(place: Place, seen: TranscriptUnreadable) -> Outcome:
         stage=place.stage.name,
     )
     return evolve(place, unreadable=place.unreadable + seen.count), (report,)
+
+
+def usage_words(usage: Usage | None) -> str:
+    """A turn's usage in words: its tokens in all and each kind, or that none was reported."""
+    if usage is None:
+        return "usage not reported"
+    return (
+        f"{usage.total} tokens (input {usage.input}, output {usage.output}, "
+        f"cache read {usage.cache_read}, cache written {usage.cache_creation})"
+    )
+
+
+def _turn_ended(place: Place, seen: TurnEnded) -> Decision:
+    """TURN-ENDED-ONLY-REPORTED: a turn's end is reported with its usage and decides nothing.
+
+    No follow-up runs: the place is as it was, its clock moved on, and the one action is the
+    report (the workflow engine's gates and budgets will read it; today no rule does).
+    """
+    report = Report(
+        event=Event.TURN_ENDED,
+        text=f"turn ended: {usage_words(seen.usage)}",
+        stage=place.stage.name,
+    )
+    return Decision(place=place, actions=(report,))
 
 
 def _launched_again(place: Place, seen: Launched) -> Outcome:
@@ -211,7 +237,7 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return place, ()
         case BranchDeleted():
             return tidy.on_branch_deleted(place, seen)
-        case Tick():
+        case Tick() | TurnEnded():
             return place, ()
         case _:
             assert_never(seen)
@@ -238,6 +264,8 @@ def step(settings: Settings, place: Place | None, seen: Observation) -> Decision
     now = Instant(max(place.now, seen.at))
     if now != place.now:
         place = evolve(place, now=now)
+    if isinstance(seen, TurnEnded):
+        return _turn_ended(place, seen)
     place, actions = _route(place, seen)
     place, follow = settle(place.settings, place, now)
     return Decision(place=place, actions=(*actions, *follow))

@@ -29,7 +29,8 @@ From the top down:
     (``claude.py``), Codex (``codex.py``), flume's test agent (``scripted.py``). Agents run in
     panes (``runner.py``), the pane's first program (``agentexec.py``), hooks recorded
     (``hookrecord.py``), the one tail reader (``tail.py``), each agent's lines read
-    (``claude_lines.py``, ``codex_lines.py``), and ``inspection.py``.
+    (``claude_lines.py``, ``codex_lines.py``), a turn's usage summed as they are read
+    (``turns.py``), and ``inspection.py``.
     May import panes and everything below.
 ``panes/``
     The pane port (``port.py``, with the mark a typed pane keeps) and its backends: ``tmux.py``,

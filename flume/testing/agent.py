@@ -11,7 +11,8 @@ tests and demo can run real panes without a model:
   (``ready_after``) are read and dropped, as the real TUI drops early keys (§5);
 - the transcript ``<home>/projects/<slug>/<session>.jsonl``, made on the first recorded
   prompt, one JSON object a line in Claude Code's shapes (user prompts as strings, one assistant
-  line per content block, tool results as lists, ``turn_duration`` at a turn's end);
+  line per content block, each repeating its message's usage, tool results as lists,
+  ``turn_duration`` at a turn's end);
 - the registry ``<home>/sessions/<pid>.json``, written whole (temporary file, then rename) on
   each change of ``status``: ``busy`` while starting and during a turn, ``idle`` when ready
   and waiting, ``waiting`` with ``waitingFor: "input needed"`` while it asks a person.
@@ -641,6 +642,9 @@ class Agent:
         self.turns = list(script.turns)
         self.exit_status: int | None = None
         self._message_id = ""
+        #: How many model messages it has begun, and the output tokens of the current one so far.
+        self._messages = 0
+        self._output = 0
         self._wake_read, self._wake_write = os.pipe()
 
     # --- the terminal thread ---------------------------------------------------------------
@@ -835,7 +839,7 @@ class Agent:
     def _take(self, turn: Turn) -> bool:
         """Run ``turn``'s steps; False when one ended the session."""
         started = time.monotonic()
-        self._message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        self._new_message()
         lines, ended = 0, True
         for index, step in enumerate(turn.steps):
             match step:
@@ -898,6 +902,29 @@ class Agent:
             )
         return True
 
+    def _new_message(self) -> None:
+        """Begin the next model message: a new id, no output yet."""
+        self._message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        self._messages += 1
+        self._output = 0
+
+    def _usage(self, block: dict[str, object]) -> dict[str, int]:
+        """The current message's usage once ``block`` is written, as Claude Code writes it.
+
+        Every line of a message repeats its usage, the output tokens growing to the message's
+        count on its last block (reference/claude-code.md §2): the n-th message of the session
+        reads 10 + n fresh input tokens, 100 n from the cache and writes 5 n to it, and each
+        block adds about a token per four characters of its JSON to the output.
+        """
+        self._output += len(json.dumps(block)) // 4 + 1
+        number = self._messages
+        return {
+            "input_tokens": 10 + number,
+            "cache_creation_input_tokens": 5 * number,
+            "cache_read_input_tokens": 100 * number,
+            "output_tokens": self._output,
+        }
+
     def _assistant(self, block: dict[str, object], stop_reason: str | None) -> str:
         """Write one assistant line holding ``block``; its uuid."""
         with self.lock:
@@ -912,7 +939,7 @@ class Agent:
                         "content": [block],
                         "stop_reason": stop_reason,
                         "stop_sequence": None,
-                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                        "usage": self._usage(block),
                     },
                 }
             )
@@ -935,7 +962,7 @@ class Agent:
                     "sourceToolAssistantUUID": asked_in,
                 }
             )
-        self._message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        self._new_message()
 
     def _tool(
         self,

@@ -55,6 +55,18 @@ FALLBACK_TEXT = "ok"
 """The answer when no rule matches."""
 
 
+@attrs.frozen(kw_only=True)
+class Answered:
+    """The usage one answer reported, and whether its request offered tools.
+
+    A request offering none is a side request (Claude Code's titles and summaries, Codex's
+    thread title), which an agent keeps out of its turn's token counts.
+    """
+
+    tools: bool
+    usage: JSON
+
+
 @attrs.frozen
 class Tool:
     """A tool call the model makes: the tool's name and its input."""
@@ -153,7 +165,7 @@ class ScriptedModel:
     """A loopback Messages API server answering from a script; a context manager.
 
     ``url`` is its base URL (``http://127.0.0.1:PORT``); ``requests`` lists the JSON bodies of
-    the POSTs it received, oldest first.
+    the POSTs it received, oldest first; ``usages`` the usage it answered each with.
     """
 
     def __init__(self, script: Iterable[Reply] = ()) -> None:
@@ -161,6 +173,7 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self._used: set[int] = set()
         self._requests: list[JSON] = []
+        self._usages: list[Answered] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.model = self
         self._thread = threading.Thread(
@@ -178,6 +191,17 @@ class ScriptedModel:
         """A copy of the JSON bodies received so far, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def usages(self) -> list[Answered]:
+        """The usage each answer reported, oldest first: what an agent's token counts sum."""
+        with self._lock:
+            return list(self._usages)
+
+    def answered(self, body: Mapping[str, object], usage: JSON) -> None:
+        """Keep the usage an answer to ``body`` reported."""
+        with self._lock:
+            self._usages.append(Answered(tools=bool(offered_tools(body)), usage=dict(usage)))
 
     def start(self) -> None:
         """Start serving in a daemon thread."""
@@ -245,6 +269,8 @@ class ScriptedModel:
                     "input": dict(reply.tool.input),
                 }
             )
+        usage = _usage(output_tokens=len(content))
+        self.answered(body, usage)
         return {
             "id": self.new_id("msg"),
             "type": "message",
@@ -253,7 +279,7 @@ class ScriptedModel:
             "content": content,
             "stop_reason": "end_turn" if reply.tool is None else "tool_use",
             "stop_sequence": None,
-            "usage": _usage(output_tokens=len(content)),
+            "usage": usage,
         }
 
     def response(self, body: Mapping[str, object], reply: Reply) -> JSON:
@@ -281,6 +307,14 @@ class ScriptedModel:
                     "status": "completed",
                 }
             )
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": len(output),
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 10 + len(output),
+        }
+        self.answered(body, usage)
         return {
             "id": self.new_id("resp"),
             "object": "response",
@@ -288,13 +322,7 @@ class ScriptedModel:
             "status": "completed",
             "model": body.get("model", "scripted"),
             "output": output,
-            "usage": {
-                "input_tokens": 10,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": len(output),
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": 10 + len(output),
-            },
+            "usage": usage,
         }
 
 

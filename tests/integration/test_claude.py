@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flume.core.observations import Activity
+from flume.core.observations import Activity, TurnEnded, Usage
 from flume.core.place import Life, Short, ShortCause
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
@@ -26,6 +26,7 @@ from tests.integration.agents_kit import (
     agent_doing,
     agent_repository,
     installed_or_skip,
+    observations,
     place_of,
     prompt_sends,
     sessions_started,
@@ -115,6 +116,43 @@ def test_claude_takes_the_prompt_and_its_commit_ends_the_stage(
     assert len(typed_lines(place_of(journal_path), session, _marker("cc"))) == 1
     place = place_of(journal_path)
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
+
+
+def test_the_journal_holds_the_tokens_the_scripted_model_reported(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """A turn's end is journaled with the usage of its model calls, each message once.
+
+    Claude Code writes each message's usage on each of its lines (the first message here is two
+    lines: its text, then its Bash call); the turn's two calls are summed, each once; its side
+    requests, which offer no tools, are not the turn's.
+    """
+    del panes
+    repo = _repo(tmp_path, claude)
+    model.script = (
+        Reply(when=_marker("tk"), text="Committing.", tool=Tool("Bash", {"command": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    journal_path = _launch(repo, "tk", *ALLOW_BASH)
+
+    def ended() -> list[TurnEnded]:
+        return [seen for seen in observations(journal_path) if isinstance(seen, TurnEnded)]
+
+    wait_for(ended, 120, "the turn's end in the journal")
+    (turn,) = ended()
+    (session,) = sessions_started(journal_path)
+    lines = transcript_lines(place_of(journal_path), session)
+    ids = [each["message"]["id"] for each in lines if each.get("type") == "assistant"]  # type: ignore[index]
+    assert len(ids) == 3, "two calls, the first written over two lines"
+    assert len(set(ids)) == 2
+    calls = [each.usage for each in model.usages if each.tools]
+    assert len(calls) == 2, model.usages
+    assert turn.usage == Usage(
+        input=sum(each["input_tokens"] for each in calls),
+        output=sum(each["output_tokens"] for each in calls),
+        cache_read=sum(each["cache_read_input_tokens"] for each in calls),
+        cache_creation=sum(each["cache_creation_input_tokens"] for each in calls),
+    )
 
 
 def test_flume_needs_through_a_bash_call_stops_the_place_short(

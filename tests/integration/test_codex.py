@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flume.core.observations import Activity, TranscriptEntry
+from flume.core.observations import Activity, TranscriptEntry, TurnEnded, Usage
 from flume.core.place import Short, ShortCause
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
@@ -143,6 +143,37 @@ def test_codex_takes_the_prompt_and_its_commit_ends_the_stage(
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
     calls = [body for body in model.requests if "exec_command" in json.dumps(body.get("tools"))]
     assert calls, "Codex offered no exec_command tool"
+
+
+def test_the_journal_holds_the_tokens_the_scripted_model_reported(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """A turn's end is journaled with the usage of its model calls, from Codex's token counts.
+
+    The turn's two calls (the exec_command call, then the answer) are summed, each once; a side
+    request (the thread's title), which offers no tools, is not the turn's.
+    """
+    del panes
+    repo = _repo(tmp_path, codex, model)
+    model.script = (
+        Reply(when=_marker("tk"), tool=Tool("exec_command", {"cmd": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    journal_path = _launch(repo, "tk")
+
+    def ended() -> list[TurnEnded]:
+        return [seen for seen in observations(journal_path) if isinstance(seen, TurnEnded)]
+
+    wait_for(ended, 120, "the turn's end in the journal")
+    (turn,) = ended()
+    calls = [each.usage for each in model.usages if each.tools]
+    assert len(calls) == 2, model.usages
+    cached = sum(each["input_tokens_details"]["cached_tokens"] for each in calls)
+    assert turn.usage == Usage(
+        input=sum(each["input_tokens"] for each in calls) - cached,
+        output=sum(each["output_tokens"] for each in calls),
+        cache_read=cached,
+    )
 
 
 def test_flume_needs_through_exec_command_stops_the_place_short(

@@ -28,6 +28,8 @@ from flume.core.observations import (
     Observation,
     PromptTyped,
     TranscriptEntry,
+    TurnEnded,
+    Usage,
     WorktreeMade,
 )
 from flume.core.place import Place
@@ -143,6 +145,49 @@ def test_transcript_lines_and_registry_state_are_reported(tmp_path: Path, panes:
     texts = [obs.text for obs in again if isinstance(obs, TranscriptEntry)]
     assert texts == ["hi"]
     registry.unlink()
+
+
+def test_a_turns_usage_is_summed_across_ticks_and_a_restart(tmp_path: Path, panes: Tmux) -> None:
+    """A message begun in one tick and finished after a restart is counted once, in its turn.
+
+    The watch saves the turn's sums with the transcript's offset; a new watch (a supervisor
+    restarted) reads on from both, so the turn's first message, read before the restart, counts
+    too, and reports the turn's end after the line that closed it.
+    """
+    each = _followed(tmp_path, 8)
+    place = each.place
+    assert place is not None
+    assert place.agent is not None
+    session = place.agent.session
+    transcript = claude.transcript_path(os.path.realpath(place.path), session, scripted.home())
+    transcript.parent.mkdir(parents=True)
+
+    def block(message_id: str, text: str, output: int) -> str:
+        usage = {"input_tokens": 4, "output_tokens": output, "cache_read_input_tokens": 50}
+        content = [{"type": "text", "text": text}]
+        message = {"id": message_id, "content": content, "usage": usage}
+        return json.dumps({"type": "assistant", "message": message}) + "\n"
+
+    prompt = {"type": "user", "message": {"role": "user", "content": "hello [marker]"}}
+    lines = json.dumps(prompt) + "\n" + block("msg_1", "first", 3) + block("msg_2", "one", 2)
+    transcript.write_text(lines, encoding="utf-8")
+    first = [obs for _each, obs in Watch(panes).observe([each], Instant(10))]
+    assert not any(isinstance(obs, TurnEnded) for obs in first)
+    with transcript.open("a", encoding="utf-8") as file:
+        file.write(
+            block("msg_2", "two", 9) + json.dumps({"type": "system", "subtype": "turn_duration"})
+        )
+        file.write("\n")
+    again = [obs for _each, obs in Watch(panes).observe([each], Instant(11))]
+    read = [obs for obs in again if isinstance(obs, TranscriptEntry | TurnEnded)]
+    assert [type(obs).__name__ for obs in read] == [
+        "TranscriptEntry",
+        "TranscriptEntry",
+        "TurnEnded",
+    ]
+    assert read[-1] == TurnEnded(
+        at=Instant(11), session=session, usage=Usage(input=8, output=12, cache_read=100)
+    )
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,8 @@ from flume.core.observations import (
     Told,
     TranscriptEntry,
     TranscriptUnreadable,
+    TurnEnded,
+    Usage,
     WorktreeMade,
 )
 from flume.core.place import (
@@ -164,6 +166,29 @@ def test_unreadable_lines_are_counted() -> None:
     decided = step(S, working(), TranscriptUnreadable(at=Instant(6), session=SESSION, count=3))
     assert decided.place.unreadable == 3
     assert [a.event for a in decided.actions if isinstance(a, Report)] == [Event.UNREADABLE]
+
+
+def test_a_turns_end_is_reported_with_its_tokens_and_changes_nothing_else() -> None:
+    """Two messages' usage summed; the report names each kind; the place only moves its clock."""
+    usage = Usage(input=3, output=40, cache_read=1000) + Usage(output=2, cache_creation=50)
+    assert usage == Usage(input=3, output=42, cache_read=1000, cache_creation=50)
+    place = working()
+    decided = step(S, place, TurnEnded(at=Instant(7), session=SESSION, usage=usage))
+    assert decided.place == attrs.evolve(place, now=Instant(7))
+    assert decided.actions == (
+        Report(
+            event=Event.TURN_ENDED,
+            text=(
+                "turn ended: 1095 tokens (input 3, output 42, cache read 1000, cache written 50)"
+            ),
+            stage=StageName("code"),
+        ),
+    )
+    unknown = step(S, place, TurnEnded(at=Instant(2), session=None))
+    assert unknown.place == place
+    assert [a.text for a in unknown.actions if isinstance(a, Report)] == [
+        "turn ended: usage not reported"
+    ]
 
 
 def test_an_agent_that_exits_mid_stage_stops_it_short() -> None:

@@ -8,11 +8,27 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from flume.core.actions import Event, MakeWorktree, Report, StartAgent
 from flume.core.ids import StageName
 from flume.core.kinds import Commit, Landing, ReportFile, stage_named, steps
-from flume.core.observations import Activity, AgentStateSeen, ProceedAsked, RetryAsked, Tick
-from flume.core.place import AwaitingWord, Delivered, Life, Short, Working, has_deliverable
+from flume.core.observations import (
+    Activity,
+    AgentStateSeen,
+    ProceedAsked,
+    RetryAsked,
+    Tick,
+    TurnEnded,
+    Usage,
+)
+from flume.core.place import (
+    AwaitingWord,
+    Delivered,
+    Life,
+    Short,
+    Working,
+    evolve,
+    has_deliverable,
+)
 from flume.core.settings import Settings
 from flume.core.status import status
-from flume.core.step import replay
+from flume.core.step import replay, step
 from tests.model.machine import PlaceMachine
 from tests.model.world import BASE, CREW, REPOSITORY, FakeWorld
 
@@ -38,6 +54,45 @@ class StageMachine(PlaceMachine):
             setup_ok=setup_ok,
         )
         assert self.world.launch() is None
+
+    @rule(
+        usage=st.none()
+        | st.builds(
+            Usage,
+            input=st.integers(0, 10**6),
+            output=st.integers(0, 10**6),
+            cache_read=st.integers(0, 10**6),
+            cache_creation=st.integers(0, 10**6),
+        ),
+        later=st.sampled_from([0.0, 1.0]),
+    )
+    def agent_turn_ends(self, usage: Usage | None, later: float) -> None:
+        """TURN-ENDED-ONLY-REPORTED: a turn's end, its usage known or not, is reported, once.
+
+        The place is the place it was, its clock moved to the turn's end, and the one action is
+        the ``turn-ended`` report naming the tokens (or that none were reported): no follow-up
+        runs, so no decision of the rules changes.
+        """
+        place = self.world.place
+        assert place is not None
+        agent = self.agent()
+        self.world.now += later
+        seen = TurnEnded(
+            at=self.world.instant(),
+            session=agent.session if agent is not None else None,
+            usage=usage,
+        )
+        decided = step(SETTINGS, place, seen)
+        assert decided.place == evolve(place, now=max(place.now, seen.at))
+        (report,) = decided.actions
+        assert isinstance(report, Report)
+        assert report.event is Event.TURN_ENDED
+        assert report.stage == place.stage.name
+        if usage is None:
+            assert report.text == "turn ended: usage not reported"
+        else:
+            assert f"{usage.total} tokens" in report.text
+        self.world.feed(seen)
 
     @rule()
     def caller_proceeds(self) -> None:

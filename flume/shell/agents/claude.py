@@ -30,6 +30,7 @@ from flume.core.place import Place
 from flume.shell.agents import claude_lines
 from flume.shell.agents.port import agents_dir
 from flume.shell.agents.tail import Tail
+from flume.shell.agents.turns import Turn
 from flume.shell.tools import locate
 
 #: The variable that names Claude Code's program in place of ``claude`` on PATH.
@@ -137,9 +138,11 @@ def find_transcript(
     return find_in(home(), place, session)
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
     """Claude Code's transcript lines appended after byte ``offset``."""
-    return claude_lines.read_from(path, offset, session=session, at=at)
+    return claude_lines.read_from(path, offset, session=session, at=at, turn=turn)
 
 
 def hook_activity(record: dict[str, Any]) -> Activity | None:

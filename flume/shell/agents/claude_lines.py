@@ -9,6 +9,10 @@ it asks a person (``AskUserQuestion``), whether it ends a turn (``end_turn``, a
 line, so that mapping lives beside the codec (the store sits below the agents). See
 reference/claude-code.md §2.
 
+Each assistant line also carries its message's usage (``message.usage``), repeated on every line
+of the message: :func:`read_counted` gives it under the message's ``id``, so that a turn's sum
+(:mod:`flume.shell.agents.turns`) counts each message once.
+
 A transcript is followed by its tail (:func:`read_from`, with the one tail reader of
 :mod:`flume.shell.agents.tail`), reading only what was appended since the last look.
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import TranscriptEntry
 from flume.shell.agents.tail import NEVER, Tail, json_line, read_tail
+from flume.shell.agents.turns import Counted, Turn, count
 from flume.shell.store.transcript_words import Content, Words, entry_of
 
 #: The block kinds of a content that is text: text blocks, and images pasted beside them.
@@ -103,8 +108,34 @@ def _shared_words(said: _Said) -> Words:
     return _words("", said)
 
 
+def usage_of(line_type: object, message: object) -> Counted | None:
+    """The usage an assistant line's message reports, under the message's ``id``; else None."""
+    if line_type != "assistant" or not isinstance(message, dict):
+        return None
+    usage, key = message.get("usage"), message.get("id")
+    if not isinstance(usage, dict) or not isinstance(key, str):
+        return None
+    get = usage.get
+    return key, (
+        count(get("input_tokens")),
+        count(get("output_tokens")),
+        count(get("cache_read_input_tokens")),
+        count(get("cache_creation_input_tokens")),
+    )
+
+
 def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry:
     """One transcript line as an observation; ``ValueError`` when it is not a JSON object."""
+    return read_counted(line, session=session, at=at)[0]
+
+
+def read_counted(
+    line: str | bytes, *, session: SessionId, at: Instant
+) -> tuple[TranscriptEntry, Counted | None]:
+    """One transcript line as an observation, and the usage it reports (:func:`usage_of`).
+
+    ``ValueError`` when it is not a JSON object.
+    """
     data = json_line(line)
     if not isinstance(data, dict):
         message = "a transcript line must be a JSON object"
@@ -127,12 +158,19 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
         subtype if isinstance(subtype, str) else None,
     )
     words = _words(text, said) if text else _shared_words(said)
-    return entry_of(words, at=at, session=session)
+    counted = usage_of(line_type, message_data) if line_type == "assistant" else None
+    return entry_of(words, at=at, session=session), counted
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
-    """The Claude Code transcript lines appended to ``path`` after byte ``offset``."""
-    return read_tail(path, offset, read_line, session=session, at=at)
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
+    """The Claude Code transcript lines appended to ``path`` after byte ``offset``.
+
+    ``turn`` is the turn open at ``offset``, which the lines' usage is added to (a new one when
+    not given): the tail's :attr:`~flume.shell.agents.tail.Tail.turns` are the turns they close.
+    """
+    return read_tail(path, offset, read_counted, session=session, at=at, turn=turn)
 
 
 def entries_of(path: Path, *, session: SessionId | None = None, at: Instant = NEVER) -> Tail:

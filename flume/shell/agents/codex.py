@@ -24,6 +24,7 @@ from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents import codex_lines
 from flume.shell.agents.tail import Tail
+from flume.shell.agents.turns import Turn
 from flume.shell.tools import locate
 
 #: The variable that names Codex's program in place of ``codex`` on PATH.
@@ -149,6 +150,8 @@ def find_transcript(
     return None
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
     """Codex's rollout lines appended after byte ``offset``."""
-    return codex_lines.read_from(path, offset, session=session, at=at)
+    return codex_lines.read_from(path, offset, session=session, at=at, turn=turn)

@@ -11,7 +11,12 @@ neutral facts the core reads, and the rest is skipped:
 - the model's text (``output_text``) and a tool call (``function_call``, ``custom_tool_call``)
   are the agent's; ``request_user_input``, the model asking the person, asks; a message with
   ``end_turn`` ends the turn; a tool's output is :attr:`Author.TOOL`'s;
-- ``task_complete`` and ``turn_aborted`` events end a turn (:attr:`Author.SYSTEM`).
+- ``task_complete`` and ``turn_aborted`` events end a turn (:attr:`Author.SYSTEM`);
+- a ``token_count`` event makes no entry, but reports the usage of one model call
+  (``info.last_token_usage``), under the session's running totals (``info.total_token_usage``)
+  as its key: Codex writes the same event twice at times, and a turn's sum
+  (:mod:`flume.shell.agents.turns`) counts it once. Codex counts cached input inside
+  ``input_tokens``; the usage's ``input`` is the rest. ``info`` is null before any call.
 
 The journal spells each entry in Claude Code's words, as flume wrote Codex's lines before the
 facts existed (:mod:`flume.shell.store.transcript_words`): each entry here carries those words,
@@ -38,6 +43,7 @@ from pathlib import Path
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import Author, TranscriptEntry
 from flume.shell.agents.tail import Tail, json_line, read_tail
+from flume.shell.agents.turns import Counted, Turn, count
 from flume.shell.store.transcript_words import ASKING_TOOL, Content, Words
 
 #: How the user-role messages Codex writes itself open (compared without case, as Codex does).
@@ -153,15 +159,48 @@ def _response_item(
     return None
 
 
+def usage_of(payload: dict[str, object]) -> Counted | None:
+    """A ``token_count`` event's call usage, keyed by the running totals; None for the rest."""
+    if payload.get("type") != "token_count":
+        return None
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        return None
+    last, totals = info.get("last_token_usage"), info.get("total_token_usage")
+    if not isinstance(last, dict) or not isinstance(totals, dict):
+        return None
+    cached = count(last.get("cached_input_tokens"))
+    fresh = max(count(last.get("input_tokens")) - cached, 0)
+    return repr(sorted(totals.items())), (fresh, count(last.get("output_tokens")), cached, 0)
+
+
 def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> TranscriptEntry | None:
     """One rollout line as an observation, or None for a line the rules need not see.
+
+    ``ValueError`` when the line is not a JSON object.
+    """
+    return read_counted(line, session=session, at=at)[0]
+
+
+def read_counted(
+    line: str | bytes, *, session: SessionId, at: Instant
+) -> tuple[TranscriptEntry | None, Counted | None]:
+    """One rollout line as an observation (:func:`read_line`), and the usage it reports.
 
     ``ValueError`` when the line is not a JSON object.
     """
     data = _object(line)
     payload = data.get("payload")
     if not isinstance(payload, dict):
-        return None
+        return None, None
+    if data.get("type") == "event_msg" and (counted := usage_of(payload)) is not None:
+        return None, counted
+    return _entry(data, payload, session=session, at=at), None
+
+
+def _entry(
+    data: dict[str, object], payload: dict[str, object], *, session: SessionId, at: Instant
+) -> TranscriptEntry | None:
     match data.get("type"):
         case "response_item":
             return _response_item(data, payload, session=session, at=at)
@@ -176,9 +215,15 @@ def read_line(line: str | bytes, *, session: SessionId, at: Instant) -> Transcri
             return None
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
-    """The rollout lines appended to ``path`` after byte ``offset`` (whole lines only)."""
-    return read_tail(path, offset, read_line, session=session, at=at)
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
+    """The rollout lines appended to ``path`` after byte ``offset`` (whole lines only).
+
+    ``turn`` is the turn open at ``offset``, which their usage is added to (a new one when not
+    given): the tail's :attr:`~flume.shell.agents.tail.Tail.turns` are the turns they close.
+    """
+    return read_tail(path, offset, read_counted, session=session, at=at, turn=turn)
 
 
 def session_meta_cwd(line: str | bytes) -> str | None:

@@ -104,7 +104,7 @@ def inspect(path: Path) -> Inspection:
     lines, length = whole_lines(data)
     found = _format_of(lines)
     read: LineReader = (
-        codex_lines.read_line if found is TranscriptFormat.CODEX else claude_lines.read_line
+        codex_lines.read_counted if found is TranscriptFormat.CODEX else claude_lines.read_counted
     )
     session = SessionId(path.stem)
     state = Activity.UNKNOWN
@@ -112,7 +112,7 @@ def inspect(path: Path) -> Inspection:
     prompts: list[TypedLine] = []
     for number, line in _numbered(lines):
         try:
-            entry = read(line, session=session, at=NEVER)
+            entry, _ = read(line, session=session, at=NEVER)
         except ValueError:
             unreadable += 1
             continue

@@ -21,6 +21,7 @@ from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents.tail import Tail
+from flume.shell.agents.turns import Turn
 from flume.shell.store import places
 
 
@@ -73,6 +74,12 @@ class AgentPort(Protocol):
         """The session's transcript, once it can be found; none that another session claimed."""
         ...
 
-    def read_from(self, path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
-        """The transcript lines appended to ``path`` after byte ``offset``."""
+    def read_from(
+        self, path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+    ) -> Tail:
+        """The transcript lines appended to ``path`` after byte ``offset``.
+
+        Their usage is added to ``turn``, the turn open at ``offset`` (a new one when not
+        given); the tail's turns are those they close.
+        """
         ...

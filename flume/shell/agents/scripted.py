@@ -20,6 +20,7 @@ from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents import claude
 from flume.shell.agents.tail import Tail
+from flume.shell.agents.turns import Turn
 from flume.shell.store import places
 
 #: The test agent's module, run as ``python -m MODULE``.
@@ -81,6 +82,8 @@ def find_transcript(
     return claude.find_in(home(), place, session)
 
 
-def read_from(path: Path, offset: int, *, session: SessionId, at: Instant) -> Tail:
+def read_from(
+    path: Path, offset: int, *, session: SessionId, at: Instant, turn: Turn | None = None
+) -> Tail:
     """Its transcript is Claude Code's, line for line."""
-    return claude.read_from(path, offset, session=session, at=at)
+    return claude.read_from(path, offset, session=session, at=at, turn=turn)

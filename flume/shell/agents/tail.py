@@ -3,7 +3,9 @@
 The shell keeps the byte offset after the last whole line it read and reads only what was
 appended since, so a look costs what was written, not what the file holds (P4). A line is whole
 once its newline is written; a torn last line is read on a later look. Each agent's module gives
-the :class:`LineReader` that makes its lines observations.
+the :class:`LineReader` that makes its lines observations and says what usage each reports; the
+:class:`~flume.shell.agents.turns.Turn` the caller keeps sums it and gives a
+:class:`~flume.core.observations.TurnEnded` where a turn closes.
 """
 
 from __future__ import annotations
@@ -15,23 +17,24 @@ from typing import Protocol
 import attrs
 
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import TranscriptEntry
+from flume.core.observations import TranscriptEntry, TurnEnded
+from flume.shell.agents.turns import Counted, Turn
 
 #: The ``at`` of lines read with no clock at hand (a whole file inspected after the fact).
 NEVER = Instant(0.0)
 
 
 class LineReader(Protocol):
-    """Reads one line into an observation: None for a line to skip, ``ValueError`` if unreadable.
+    """Reads one line into an observation and the usage it reports, each None when it has none.
 
-    :func:`.transcript.read_line` (Claude Code) and :func:`.rollout.read_line` (Codex) are the two
-    there are.
+    ``ValueError`` when the line is unreadable. :func:`.claude_lines.read_counted` (Claude Code)
+    and :func:`.codex_lines.read_counted` (Codex) are the two there are.
     """
 
     def __call__(
         self, line: bytes, /, *, session: SessionId, at: Instant
-    ) -> TranscriptEntry | None:
-        """The observation one line makes, if any."""
+    ) -> tuple[TranscriptEntry | None, Counted | None]:
+        """The observation one line makes, if any, and the usage it reports, if any."""
         ...
 
 
@@ -44,6 +47,22 @@ class Tail:
     offset: int
     #: Lines that are not JSON objects: skipped and counted (a TranscriptUnreadable's count).
     unreadable: int = 0
+    #: The turns that ended in these lines, each after the entry of the line that closed it:
+    #: ``(n, turn)`` comes after ``entries[n - 1]``.
+    turns: tuple[tuple[int, TurnEnded], ...] = ()
+
+    def observations(self) -> tuple[TranscriptEntry | TurnEnded, ...]:
+        """The entries and the turns' ends, in the order of the lines that made them."""
+        if not self.turns:
+            return self.entries
+        seen: list[TranscriptEntry | TurnEnded] = []
+        start = 0
+        for index, ended in self.turns:
+            seen.extend(self.entries[start:index])
+            seen.append(ended)
+            start = index
+        seen.extend(self.entries[start:])
+        return tuple(seen)
 
 
 def whole_lines(chunk: bytes) -> tuple[list[bytes], int]:
@@ -84,15 +103,24 @@ def json_line(line: str | bytes) -> object:
     return json.loads(line)
 
 
-def read_tail(
-    path: Path, offset: int, read: LineReader, *, session: SessionId, at: Instant
+def read_tail(  # noqa: PLR0913 (the file, where, how to read, whose, when, the turn read on)
+    path: Path,
+    offset: int,
+    read: LineReader,
+    *,
+    session: SessionId,
+    at: Instant,
+    turn: Turn | None = None,
 ) -> Tail:
     """The whole lines written to ``path`` after byte ``offset``, each read by ``read``.
 
     It reads from ``offset`` to the end of the file and no more: the cost is the bytes appended
     since the last look. Blank lines are skipped. A file that does not exist yet (Claude Code
     and Codex create it when the first prompt is submitted) is an empty tail at ``offset``.
+    ``turn`` is the turn open at ``offset`` (a new one when not given): the lines' usage is
+    added to it, and it gives the tail's :attr:`Tail.turns`.
     """
+    turn = Turn() if turn is None else turn
     try:
         if path.stat().st_size <= offset:
             return Tail(entries=(), offset=offset)  # nothing appended: one stat, no read
@@ -103,15 +131,27 @@ def read_tail(
         return Tail(entries=(), offset=offset)
     lines, length = whole_lines(chunk)
     entries: list[TranscriptEntry] = []
+    turns: list[tuple[int, TurnEnded]] = []
     unreadable = 0
     for line in lines:
         if not line.strip():
             continue
         try:
-            entry = read(line, session=session, at=at)
+            entry, counted = read(line, session=session, at=at)
         except ValueError:
             unreadable += 1
             continue
         if entry is not None:
             entries.append(entry)
-    return Tail(entries=tuple(entries), offset=offset + length, unreadable=unreadable)
+        # Only a line that reports usage, may open the turn or may close it can change the
+        # turn: most lines of an open turn pass by on this test (asked of every line, P4).
+        if counted is not None or (entry is not None and (entry.ends_turn or not turn.open)):
+            ended = turn.take(entry, counted, session=session, at=at)
+            if ended is not None:
+                turns.append((len(entries), ended))
+    return Tail(
+        entries=tuple(entries),
+        offset=offset + length,
+        unreadable=unreadable,
+        turns=tuple(turns),
+    )

@@ -9,6 +9,8 @@ transcripts (P3, P4). It reports facts and decides nothing:
 
 - every new transcript line (a torn last line waits for the next tick), and lines it could not
   read, counted (R5: only the transcript proves a prompt was taken);
+- each turn's end, with the usage its lines reported, summed across ticks by the session's
+  :class:`~flume.shell.agents.turns.Turn`, saved with the offsets;
 - what the agent is doing, from whichever of its hooks and the registry spoke last, reported when
   it differs from what the place holds; the transcript's hints are the core's fallback;
 - what the agent's screen says before it registers (its module reads it: a trust dialog on
@@ -48,12 +50,14 @@ from flume.core.observations import (
     PaneOutput,
     PromptTyped,
     PromptUnwritten,
+    TranscriptEntry,
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.shell.agents import of
 from flume.shell.agents.port import AgentPort, agents_dir
 from flume.shell.agents.runner import live_sessions
+from flume.shell.agents.turns import Turn
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer, typed_mark
@@ -81,19 +85,24 @@ class Seen:
     hook_at: float = 0.0
     #: A printed agent was seen in the live-session registry (it was run).
     registered: bool = False
+    #: The turn open at the transcript's offset: its usage so far, saved with the offset.
+    turn: Turn = attrs.field(factory=Turn)
     #: What was last written to disk.
-    saved: tuple[int, int, str | None, bool] | None = None
+    saved: tuple[int, int, str | None, bool, str] | None = None
 
     def save(self, session: str) -> None:
         """Write the offsets whole (a new file renamed over the old), when they changed."""
-        kept = (self.transcript, self.hooks, self.rollout, self.registered)
+        data = attrs.asdict(self, filter=_saved)
+        data["turn"] = self.turn.saved()
+        turn = json.dumps(data["turn"], sort_keys=True)
+        kept = (self.transcript, self.hooks, self.rollout, self.registered, turn)
         if kept == self.saved:
             return
         self.saved = kept
         path = agents_dir() / f"{session}.watch.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(attrs.asdict(self, filter=_saved)), encoding="utf-8")
+        temporary.write_text(json.dumps(data), encoding="utf-8")
         temporary.replace(path)
 
     @classmethod
@@ -107,10 +116,12 @@ class Seen:
                 hooks=int(data.get("hooks", 0)),
                 rollout=data.get("rollout"),
                 registered=data.get("registered") is True,
+                turn=Turn.load(data.get("turn")),
             )
         except (OSError, ValueError, AttributeError):
             return cls()
-        loaded.saved = (loaded.transcript, loaded.hooks, loaded.rollout, loaded.registered)
+        turn = json.dumps(loaded.turn.saved(), sort_keys=True)
+        loaded.saved = (loaded.transcript, loaded.hooks, loaded.rollout, loaded.registered, turn)
         return loaded
 
 
@@ -275,13 +286,22 @@ class Watch:
             state.rollout = kind.find_transcript(place, session, claimed)
         if state.rollout is None:
             return  # not written yet: the agent writes it on its first prompt
-        tail = kind.read_from(Path(state.rollout), state.transcript, session=session, at=now)
+        # The turn is read on from a copy: the session's own is replaced only once the lines are
+        # read, and saved with their offset once what they made is journaled.
+        turn = Turn(open=state.turn.open, usages=dict(state.turn.usages))
+        tail = kind.read_from(
+            Path(state.rollout), state.transcript, session=session, at=now, turn=turn
+        )
         # Only the conversation is journaled: Claude Code's bookkeeping lines (api requests,
         # snapshots, attachments) can be large and say nothing the rules read.
-        yield from (entry for entry in tail.entries if in_conversation(entry))
+        yield from (
+            seen
+            for seen in tail.observations()
+            if not isinstance(seen, TranscriptEntry) or in_conversation(seen)
+        )
         if tail.unreadable:
             yield TranscriptUnreadable(at=now, session=session, count=tail.unreadable)
-        state.transcript = tail.offset
+        state.transcript, state.turn = tail.offset, turn
 
     @staticmethod
     def _spoken(
