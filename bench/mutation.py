@@ -6,7 +6,7 @@ Run it from the clone's root, after ``pip install -e '.[test,mutation]'``::
     python bench/mutation.py 'flume.core.tell.*'   # some of them (mutmut's name globs)
     python bench/mutation.py --report   # only the tally of the last run
 
-Not run by CI: a full run takes most of an hour of one core. It mutates the modules
+Not run by CI: a full run takes about an hour of two cores. It mutates the modules
 ``[tool.mutmut]`` in pyproject.toml names (delivery, tell, stage, tidy, status) and runs, for
 each mutant, the model tests that reach the mutated function (tests/model: the example tests
 and the state machines under the small, fixed Hypothesis profile ``mutation``), at the lowest
