@@ -429,10 +429,14 @@ def compare(  # noqa: PLR0913 (each is the run's own)
     return rows
 
 
-def main() -> None:
-    """Compare the named benches of this checkout against another's and print the table."""
+def command_line(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's words; every bench when none is named."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("benches", nargs="*", default=list(BENCHES), choices=list(BENCHES))
+    # Checked here, not by argparse's choices: with no bench named, argparse checks its empty
+    # list (or a default list) against the choices as if it were one, and refuses it.
+    parser.add_argument(
+        "benches", nargs="*", help=f"the benches, of {', '.join(BENCHES)} (default: all of them)"
+    )
     parser.add_argument("--against", type=Path, required=True, help="the checkout before")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
@@ -441,7 +445,17 @@ def main() -> None:
         help="the bench scripts' clocks: wall (as they are), cpu (CPU_CLOCK), or both",
     )
     parser.add_argument("--log", type=Path, help="append every round's figures here (JSON lines)")
-    arguments = parser.parse_args()
+    arguments = parser.parse_args(argv)
+    unknown = [name for name in arguments.benches if name not in BENCHES]
+    if unknown:
+        parser.error(f"no bench {', '.join(unknown)}: choose from {', '.join(BENCHES)}")
+    arguments.benches = arguments.benches or list(BENCHES)
+    return arguments
+
+
+def main() -> None:
+    """Compare the named benches of this checkout against another's and print the table."""
+    arguments = command_line()
     rows = compare(
         before=arguments.against.resolve(),
         after=HERE,

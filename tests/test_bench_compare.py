@@ -191,3 +191,14 @@ def test_on_the_cpu_clock_only_the_figures_it_can_measure_are_kept() -> None:
     assert "flume launch command exits, median (CPU clock)" in figures
     assert not [name for name in figures if "place made" in name or "(wall)" in name]
     assert compare.on_cpu_clock(compare.BENCHES["supervisor"]).figures == ()
+
+
+def test_no_bench_named_is_every_bench_and_a_named_one_is_that_one() -> None:
+    """``compare.py --against X`` compares all five; naming some compares those; a typo is told."""
+    assert compare.command_line(["--against", "x"]).benches == list(compare.BENCHES)
+    assert compare.command_line(["--against", "x", "replay", "status"]).benches == [
+        "replay",
+        "status",
+    ]
+    with pytest.raises(SystemExit):
+        compare.command_line(["--against", "x", "replays"])
