@@ -233,26 +233,6 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     """
     from flume import api
 
-    if plan:
-        _plan(
-            api.LaunchAsked(
-                repository=repository,
-                name=name,
-                brief=brief if brief not in {None, "-"} else "",
-                kind=kind,
-                kind_file=kind_file,
-                base=base,
-                mark=mark,
-                waits=wait or (),
-                agent=agent,
-                model=model,
-                agent_args=agent_arg or (),
-                panes=panes,
-            ),
-            as_json=as_json,
-        )
-        return
-
     asked = api.LaunchAsked(
         repository=repository,
         name=name,
@@ -267,6 +247,10 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         agent_args=agent_arg or (),
         panes=panes,
     )
+    if plan:
+        # The brief is the work, not its caps: a plan reads none (and never stdin).
+        _plan(attrs.evolve(asked, brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
+        return
     try:
         if kind_file is None:
             # A running supervisor, with flume's rules and git loaded, launches at once: what

@@ -358,25 +358,7 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
     a function, is called (the CLI reads stdin so); then the rest. The same for the API, the CLI
     and the supervisor launching for the CLI: one launch, one set of checks.
     """
-    kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    read = read_kind_file(kind_file) if kind_file is not None else None
-    carried = read.kind if read is not None else None
-    chosen_agent, chosen_panes = asked.checked()
-    settings = AgentSettings(
-        agent=chosen_agent, model=asked.model, flags=pvector(asked.agent_args), panes=chosen_panes
-    )
-    request = Request(
-        repository=asked.repository.absolute(),
-        kind=kind or (carried.name if carried is not None else ""),
-        carried=carried,
-        carried_tests=read.tests_gates if read is not None else pmap(),
-        name=asked.name,
-        brief=brief if isinstance(brief, str) else brief(),
-        base=asked.base,
-        mark=asked.mark,
-        waits=asked.waits,
-        agent=settings,
-    )
+    request = _request(asked, lambda brief: brief if isinstance(brief, str) else brief())
     try:
         return launch(request, Settings(), time.time)
     except OSError as error:
@@ -394,18 +376,32 @@ def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     The launch is checked as a launch is (the kind file, the kind, the name, the base, the
     agent's words), but a kind this flume cannot run yet passes; its brief is not read.
     """
-    kind, kind_file, brief = asked.kind, asked.kind_file, asked.brief
-    read = read_kind_file(kind_file) if kind_file is not None else None
+    # The brief is the work, not its caps: a plan reads none.
+    request = _request(
+        asked, lambda brief: brief if isinstance(brief, str) and brief.strip() else "(planned only)"
+    )
+    return worst_case(_resolve(request, Settings(), planned=True).kind)
+
+
+def _request(
+    asked: launch_words.LaunchAsked,
+    brief_of: Callable[[str | Callable[[], str]], str],
+) -> Request:
+    """The launch ``asked`` as a :class:`Request`, its brief as ``brief_of`` gives it.
+
+    The kind file, the kind named, the agent and the panes are checked first, then the brief is
+    given (the CLI's, if a function, reads stdin), so a bad word reads no standard input.
+    """
+    read = read_kind_file(asked.kind_file) if asked.kind_file is not None else None
     carried = read.kind if read is not None else None
     chosen_agent, chosen_panes = asked.checked()
-    request = Request(
+    return Request(
         repository=asked.repository.absolute(),
-        kind=kind or (carried.name if carried is not None else ""),
+        kind=asked.kind or (carried.name if carried is not None else ""),
         carried=carried,
         carried_tests=read.tests_gates if read is not None else pmap(),
         name=asked.name,
-        # The brief is the work, not its caps: a plan reads none.
-        brief=brief if isinstance(brief, str) and brief.strip() else "(planned only)",
+        brief=brief_of(asked.brief),
         base=asked.base,
         mark=asked.mark,
         waits=asked.waits,
@@ -416,7 +412,6 @@ def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
             panes=chosen_panes,
         ),
     )
-    return worst_case(_resolve(request, Settings(), planned=True).kind)
 
 
 def _take_tidied_name(repository: Path, folder: Path, target: Path) -> None:
