@@ -529,7 +529,8 @@ def on_proceed(place: Place) -> Outcome:
             f"stage {place.stage.name} of {_name(place)} does not wait on your word",
             "proceed releases a stage that waits on the caller (see flume status)",
         )
-    stage = attrs.evolve(place.stage, started_at=place.now, start_head=place.head, phase=Queued())
+    # Queued, it starts when free: start_when_free sets its start (time and head) then.
+    stage = attrs.evolve(place.stage, phase=Queued())
     report = Report(
         event=Event.PROCEEDED,
         text=f"the caller's word released stage {stage.name}",

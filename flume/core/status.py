@@ -162,7 +162,10 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         else _LIFE_WORDS[place.life],
         agent=activity,
         deliverable=describe_deliverable(step.deliverable),
-        deliverable_exists=finished or has_deliverable(place),
+        # STAGE-DELIVERABLE-SINCE-START: a stage not yet started (waiting on the word, or
+        # queued behind the agent being ended) has made nothing, whatever its head shows.
+        deliverable_exists=finished
+        or (not isinstance(phase, AwaitingWord | Queued) and has_deliverable(place)),
         submission=_submission(place),
         submission_note=place.submission_note,
         tasks=place.tasks,

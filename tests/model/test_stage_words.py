@@ -31,7 +31,7 @@ from flume.core.actions import (
 )
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
-from flume.core.kinds import Commit, Kind, ReportFile, Sequence, Step
+from flume.core.kinds import Commit, Kind, ReportFile, Sequence, Step, TasksTicked
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -801,7 +801,7 @@ def test_a_hook_report_older_than_the_line_that_moved_the_agent_is_ignored() -> 
     )
 
 
-def then_waits(deliverable: Commit | ReportFile) -> Kind:
+def then_waits(deliverable: Commit | ReportFile | TasksTicked) -> Kind:
     """A fix whose code stage is followed by a stage that waits on the caller's word."""
     return Kind(
         name=KindName("fix"),
@@ -830,16 +830,21 @@ def then_waits(deliverable: Commit | ReportFile) -> Kind:
             ReportFile(path="notes.md"),
             ReportSeen(at=Instant(21), path="notes.md", modified_at=Instant(21)),
         ),
+        (
+            TasksTicked(),
+            ChangeSeen(at=Instant(21), written=True, head=Sha("b2"), ticked=3, total=3),
+        ),
     ],
-    ids=["commit", "report"],
+    ids=["commit", "report", "tasks"],
 )
 def test_a_stage_the_caller_releases_shows_nothing_made_before_the_word(
-    deliverable: Commit | ReportFile, meanwhile: BranchHead | ReportSeen
+    deliverable: Commit | ReportFile | TasksTicked, meanwhile: BranchHead | ReportSeen | ChangeSeen
 ) -> None:
     """What was made while the stage waited on the word is not its deliverable.
 
-    The old agent's last commit, or a report written early: status shows none once the caller
-    releases the stage, while it is queued behind the agent still being ended.
+    The old agent's last commit, a report written early, or an OpenSpec change committed with
+    every task ticked at the head the caller releases the stage on: status shows none once the
+    caller releases the stage, while it is queued behind the agent still being ended.
     """
     place = run(
         made(),
