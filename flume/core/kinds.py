@@ -290,6 +290,15 @@ def stage_named(kind: Kind, name: StageName) -> Step:
     raise KeyError(message)
 
 
+def loop_named(kind: Kind, name: BlockName) -> Loop:
+    """The loop called ``name``; the core only asks for names it took from the kind."""
+    for found in blocks_of(kind.body):
+        if isinstance(found, Loop) and found.name == name:
+            return found
+    message = f"kind {kind.name} has no loop {name}"
+    raise KeyError(message)
+
+
 def next_stage(kind: Kind, name: StageName) -> Step | None:
     """The stage after ``name``, or None when ``name`` was the last."""
     order = steps(kind.body)
