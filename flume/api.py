@@ -469,6 +469,13 @@ def _now() -> Instant:
 
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
+    return _given(place, repository, seen)[1]
+
+
+def _given(
+    place: str, repository: str | Path | None, seen: Observation
+) -> tuple[Place | None, Decision]:
+    """:func:`_give`, with the place as it was before the command."""
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
     from flume.shell.store import places
@@ -479,7 +486,7 @@ def _give(place: str, repository: str | Path | None, seen: Observation) -> Decis
     found = places.find(place, where, settings)
     decision = verbs.give(found, seen, settings)
     client.ensure()
-    return decision
+    return found.place, decision
 
 
 def _followed_or_refuse(found: places.Found) -> None:
@@ -589,8 +596,9 @@ def approve(place: str, *, repository: str | Path | None = None) -> str:
     """
     from flume.core.observations import ApproveAsked
 
-    decision = _give(place, repository, ApproveAsked(at=_now()))
-    return f"{_name(decision.place)}: step {decision.place.stage.key} is approved; the run goes on"
+    before, decision = _given(place, repository, ApproveAsked(at=_now()))
+    key = (before or decision.place).stage.key
+    return f"{_name(decision.place)}: step {key} is approved; the run goes on"
 
 
 def resume(place: str, *, repository: str | Path | None = None) -> str:
