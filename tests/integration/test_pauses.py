@@ -40,6 +40,7 @@ from flume.core.observations import (
 )
 from flume.core.place import PauseCause, Paused, Place, Working
 from flume.core.settings import Settings
+from flume.shell.commands import herdr_plugin
 from flume.shell.perform import launcher
 from flume.shell.store import journal
 from tests.integration.places_kit import Harness, flume, repository, world_of
@@ -135,6 +136,9 @@ def test_approve_passes_an_approval_gate_and_the_run_goes_on(
     assert view["phase"] == "paused"
     assert view["paused"] == "approval"
     assert view["resolve"] == f"flume approve {PLACE}"
+    (flight,) = herdr_plugin.in_flight([repo])
+    assert herdr_plugin.waits_on_caller(flight)
+    assert herdr_plugin.row(flight) == f"{PLACE} build#1 paused (approval): flume approve {PLACE}"
     for refused in (("resume", PLACE), ("raise", PLACE, "--turns", "+1")):
         before = _snapshot(repo, path)
         ran = flume(*refused)
