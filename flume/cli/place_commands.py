@@ -497,7 +497,7 @@ def raise_budgets(  # noqa: PLR0913 (one option per budget)
     ] = None,
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
 ) -> None:
-    """Raise the budgets of a run paused on one, in place, so it goes on.
+    """Raise the budgets of a run paused on one, so it goes on.
 
     Each option raises its budget by that much (+5 or 5 alike); name at least one. A budget
     still spent after the raise pauses the run again, and flume status says which.
