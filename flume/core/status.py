@@ -214,7 +214,7 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
             view,
             paused=phase.cause.value,
             paused_words=phase.words,
-            resolve=resolve_command(place, phase.cause),
+            resolve=resolve_command(place, phase),
         )
     if place.budgets != Budgets():
         view = attrs.evolve(
