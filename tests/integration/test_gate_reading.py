@@ -70,8 +70,9 @@ def test_an_artifact_is_a_file_in_the_worktree(tmp_path: Path) -> None:
 
 
 def test_tests_run_as_argv_in_the_worktree_within_their_deadline(tmp_path: Path) -> None:
-    """Each command runs in the place, no shell; the first failing one is said; a hung one is
-    killed at the deadline and said not finished.
+    """Each command runs in the place, no shell; the first failing one is said.
+
+    A hung one is killed at the deadline and said not finished, with what it printed.
     """
     python = sys.executable
     passing = [python, "-c", "import pathlib; assert pathlib.Path('here').exists()"]
