@@ -36,19 +36,11 @@ from flume.core.kinds import (
     Approval,
     Artifact,
     Budgets,
-    ChangeWritten,
-    Commit,
     Gate,
-    Kind,
-    Landing,
     PassingTests,
-    ReportFile,
-    Sequence,
-    Step,
-    TasksTicked,
     Verdict,
-    blocks_of,
-    steps,
+    is_workflow,
+    judged_at_turn_end,
 )
 from flume.core.observations import (
     Activity,
@@ -84,17 +76,6 @@ _NO_BUDGETS = Budgets()
 
 #: The most characters of a failing test run's output the agent is told.
 _TESTS_TAIL = 2000
-
-
-def judged_at_turn_end(gate: Gate) -> bool:
-    """The gate is a workflow gate, judged when a turn ends (the five deliverables are not)."""
-    match gate:
-        case Verdict() | Artifact() | PassingTests() | Approval():
-            return True
-        case Commit() | Landing() | ChangeWritten() | TasksTicked() | ReportFile():
-            return False
-        case _:
-            assert_never(gate)
 
 
 def _spend(place: Place, usage: Usage | None) -> Place:
@@ -153,21 +134,6 @@ def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
         return place, ()
     paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True, spent=over)
     return stage.pause_stage(place, paused)
-
-
-def is_workflow(kind: Kind) -> bool:
-    """The kind uses what only workflows have: a loop, a workflow gate, budgets, a step's agent.
-
-    A kind of Steps gated by the five deliverables, with no budgets, runs as it always did.
-    """
-    if kind.budgets != _NO_BUDGETS:
-        return True
-    if any(not isinstance(block, Step | Sequence) for block in blocks_of(kind.body)):
-        return True
-    return any(
-        judged_at_turn_end(found.deliverable) or found.agent is not None
-        for found in steps(kind.body)
-    )
 
 
 def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:

@@ -698,3 +698,49 @@ def test_a_linear_kind_is_never_nudged() -> None:
     assert world.reports_of(Event.NUDGED) == []
     assert world.place is not None
     assert isinstance(world.place.stage.phase, Working)
+
+
+def test_status_draws_the_tree_with_each_block_s_state() -> None:
+    """Format 2: each named block in order, steps with runs and gate, the loop with its passes."""
+    world = world_of(reviewed())
+    through_plan(world)
+    review(world, "revise")
+    assert world.deliver()
+    commit_and_end(world)
+    review(world, "done")
+    assert world.place is not None
+    tree = [(b.path, b.block, b.state, b.runs, b.passes, b.max) for b in status(world.place).tree]
+    assert tree == [
+        ("plan", "step", "done", 1, None, None),
+        ("review-loop", "loop", "done", None, 2, 3),
+        ("review-loop/review", "step", "done", 2, None, None),
+        ("review-loop/fix", "step", "done", 1, None, None),
+        ("sign-off", "step", "delivering", 0, None, None),
+    ]
+    assert status(world.place).tree[0].gate == "the file PLAN.md"
+
+
+def test_the_tree_shows_a_loop_running_a_loop_out_of_passes_and_lanes_not_run() -> None:
+    """Mid-loop: the loop runs, its step shows the phase; at max: max; lanes: not run."""
+    world = world_of(reviewed(most=1))
+    through_plan(world)
+    assert world.place is not None
+    running = {b.path: b.state for b in status(world.place).tree}
+    assert running["review-loop"] == "running"
+    assert running["sign-off"] == "not run"
+    review(world, "revise")
+    assert world.deliver()
+    commit_and_end(world)
+    states = {b.path: b.state for b in status(world.place).tree}
+    assert states["review-loop"] == "max"
+    from flume.core.kinds import Parallel  # noqa: PLC0415 (a tree with lanes, drawn only)
+
+    fan = Parallel(
+        name=BlockName("fan"),
+        branches=pvector([Step(name=StageName("a"), prompt="a", deliverable=Commit())]),
+    )
+    kind = attrs.evolve(
+        world.place.kind, body=Sequence(blocks=pvector([world.place.kind.body, fan]))
+    )
+    drawn = {b.path: b.state for b in status(attrs.evolve(world.place, kind=kind)).tree}
+    assert (drawn["fan"], drawn["fan/a"]) == ("not run", "not run")
