@@ -48,6 +48,7 @@ from flume.core.observations import (
     AgentStateSeen,
     BranchHead,
     GateRead,
+    Launched,
     Observation,
     PromptTyped,
     TurnEnded,
@@ -253,6 +254,16 @@ def one(folder: Path, number: int, gate: str, rng: random.Random) -> list[dict[s
         message = f"launch failed: {ran.stderr}"
         raise RuntimeError(message)
     path = places.journals_dir(repo) / place / places.JOURNAL
+    if gate == "verdict":
+        _wait(lambda: path.exists() and journal.read(path).observations, 30, "the launch")
+        launched = journal.read(path).observations[0]
+        assert isinstance(launched, Launched)
+        if Path(launched.board or "/") != verdict.parent.parent:
+            message = (
+                f"the launch's board is {launched.board!r}, not {verdict.parent.parent}: "
+                "this flume gives its launch no board the agent can write; use --gates artifact"
+            )
+            raise RuntimeError(message)
 
     def ended() -> bool:
         if not path.exists():
