@@ -102,10 +102,8 @@ prompt = "Check it in CHECK.md."
 gate = "artifact:CHECK.md"
 """
 
-WRITE = "import json,pathlib,sys; p=pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True,exist_ok=True); p.write_text(json.dumps({'result': sys.argv[2], 'summary': 'bench'}))"  # noqa: E501
 
-
-def script(verdict: Path, rng: random.Random) -> str:
+def script(rng: random.Random) -> str:
     """The test agent's turns: each review pass writes its verdict, each fix commits.
 
     Each turn first works a random 1 to 2 seconds, so that its end falls anywhere between two
@@ -115,7 +113,8 @@ def script(verdict: Path, rng: random.Random) -> str:
     turns = [
         f'[[turn]]\nmatch = "review-loop@{number}/review"\n'
         f"steps = [{{work = {rng.uniform(1, 2):.3f}}}, "
-        f"{{run = {json.dumps([sys.executable, '-c', WRITE, str(verdict), result])}}}]\n"
+        f'{{write = {{path = "$board/review/verdict.json", text = '
+        f"{json.dumps(json.dumps({'result': result, 'summary': 'bench'}))}}}}}]\n"
         for number, result in ((1, "revise"), (2, "revise"), (3, "done"))
     ]
     turns.extend(
@@ -167,7 +166,7 @@ def _closing_lines(transcripts: Path) -> dict[str, list[float]]:
             if data.get("type") == "system" and data.get("subtype") == "turn_duration":
                 stamp = dt.datetime.fromisoformat(data["timestamp"])
                 found.setdefault(path.stem, []).append(stamp.timestamp())
-    return found
+    return {session: sorted(stamps) for session, stamps in found.items()}
 
 
 def gate_of(read: GateRead | None) -> str:
@@ -188,10 +187,12 @@ def changes(  # noqa: C901 (one arm per observation it reads)
     started: AgentStarted | None = None
     ready: AgentReady | AgentStateSeen | None = None
     stage = ""
+    turns: dict[str, int] = {}
     for each in seen:
         match each:
             case TurnEnded():
                 ended, gate = each, None
+                turns[str(each.session)] = turns.get(str(each.session), 0) + 1
             case GateRead():
                 gate = each
             case BranchHead():
@@ -210,8 +211,9 @@ def changes(  # noqa: C901 (one arm per observation it reads)
                 ready = each
             case PromptTyped() if ended is not None and started is not None and ready is not None:
                 start_up = ready.at - started.at
-                # The session's last closing line written by the time its turn end was read.
-                wrote = max(c for c in closing[str(ended.session)] if c <= ended.at)
+                # The session's n-th closing line ends its n-th turn (one line a turn). Its
+                # stamp may be after TurnEnded.at: a look's instant is taken before it reads.
+                wrote = closing[str(ended.session)][turns[str(ended.session)] - 1]
                 change: dict[str, float | str] = {
                     "change": f"{stage} -> {started.stage}",
                     "gate": gate_of(gate),
@@ -240,9 +242,8 @@ def one(folder: Path, number: int, gate: str, rng: random.Random) -> list[dict[s
     kind_file.write_text(KIND if gate == "verdict" else ARTIFACT_KIND)
     name = f"b{number}"
     place = f"loopy--{name}"
-    verdict = repo / ".git" / "flume" / place / "board" / "review" / "verdict.json"
     script_path = folder / f"script{number}.toml"
-    script_path.write_text(script(verdict, rng) if gate == "verdict" else artifact_script(rng))
+    script_path.write_text(script(rng) if gate == "verdict" else artifact_script(rng))
     flume = [sys.executable, "-m", "flume"]
     ran = subprocess.run(  # noqa: S603
         [*flume, "launch", "--repository", str(repo), "--kind-file", str(kind_file),
@@ -258,11 +259,8 @@ def one(folder: Path, number: int, gate: str, rng: random.Random) -> list[dict[s
         _wait(lambda: path.exists() and journal.read(path).observations, 30, "the launch")
         launched = journal.read(path).observations[0]
         assert isinstance(launched, Launched)
-        if Path(launched.board or "/") != verdict.parent.parent:
-            message = (
-                f"the launch's board is {launched.board!r}, not {verdict.parent.parent}: "
-                "this flume gives its launch no board the agent can write; use --gates artifact"
-            )
+        if not launched.board:
+            message = "this flume gives its launch no board to write a verdict on: --gates artifact"
             raise RuntimeError(message)
 
     def ended() -> bool:
