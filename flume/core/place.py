@@ -613,8 +613,7 @@ def has_deliverable(place: Place) -> bool:
                 and (place.change_archived or not archived)
             )
         case Verdict() | Artifact() | PassingTests() | Approval():
-            # Judged by the workflow engine to come; a launch of a kind with these gates is
-            # refused until it exists (kinds.engine_lacks), so no place holds one today.
+            # Judged at a turn's end by flume.core.gates, never on evidence.
             return False
         case _:
             assert_never(deliverable)
