@@ -19,6 +19,9 @@ from flume.core.kinds import Artifact, PassingTests, Verdict
 from flume.core.observations import GateRead
 from flume.shell.declared import command
 
+#: The place's blackboard, beside its journal: ``<git-common-dir>/flume/<place>/board``.
+BOARD = "board"
+
 #: The most characters of a test run's output kept.
 _TAIL = 4000
 

@@ -43,7 +43,7 @@ from flume.shell import agents, process
 from flume.shell.declared import config
 from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
-from flume.shell.perform import launch_words
+from flume.shell.perform import gates, launch_words
 from flume.shell.perform.launch_words import Made
 from flume.shell.store import journal, places
 from flume.shell.tools import git, locate
@@ -204,6 +204,8 @@ def _checked(
         copy=declared.copy,
         start=start,
         settings=settings,
+        board=str(located.journals / launch.place / gates.BOARD),
+        tests=declared.test_commands(),
     )
     decision = step(settings, None, seen)
     branch, path = str(decision.place.branch), Path(decision.place.path)
@@ -290,6 +292,20 @@ def _tidied(path: Path) -> bool:
         return False
 
 
+def write_board(board: Path, seen: Launched) -> None:
+    """Make the place's board and its ``task.md``: the work as launched, for every step to read."""
+    board.mkdir(parents=True, exist_ok=True)
+    launch = seen.launch
+    task = (
+        f"# {launch.place}\n\n"
+        f"- kind: {launch.kind}\n"
+        f"- name: {launch.name}\n"
+        f"- base: {launch.base}\n\n"
+        f"## Brief\n\n{launch.brief}\n"
+    )
+    (board / "task.md").write_text(task, encoding="utf-8")
+
+
 #: Every launch's staging folder is named ``.launching-<boot>-<pid>-<random>``.
 STAGING = ".launching-"
 
@@ -331,6 +347,10 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
+        # The board is made with the journal, in the staging folder: it appears whole with the
+        # place in one rename, so no place is ever seen without its task.md, and a supervisor
+        # killed before the worktree is made has nothing left to write.
+        write_board(staging / gates.BOARD, seen)
         places.remember(repository)
         with places.names_locked(repository, journals=folder):
             existing = target / places.JOURNAL
