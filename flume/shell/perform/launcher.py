@@ -33,7 +33,7 @@ from flume.core.caps import WorstCase, worst_case
 from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
-from flume.core.kinds import Kind
+from flume.core.kinds import Kind, steps
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch
 from flume.core.observations import Launched
 from flume.core.place import Life
@@ -186,7 +186,14 @@ def _checked(
     kind, launch, listed = resolved.kind, resolved.launch, resolved.listed
     repository = located.main
     base = launch.base
-    missing = agents.of(request.agent.agent).missing() or locate.missing_panes(request.agent.panes)
+    # Every program a step runs is installed: the launch's, and each a step names as its own.
+    programs = [request.agent.agent] + [
+        each.agent.agent for each in steps(kind.body) if each.agent is not None
+    ]
+    missing = next(
+        (said for said in (agents.of(program).missing() for program in programs) if said),
+        None,
+    ) or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
     start = listed.resolve(launch.base)
