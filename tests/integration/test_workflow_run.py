@@ -14,20 +14,26 @@ from pathlib import Path
 
 import attrs
 import pytest
+from pyrsistent import pvector
 
 from flume.core.actions import Event, Report, SendPrompt, SendTell
-from flume.core.ids import Instant, SessionId
-from flume.core.observations import ApproveAsked, Launched
-from flume.core.place import Life, PauseCause, Paused
+from flume.core.choices import AgentName
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
+from flume.core.kinds import Commit, Kind, Sequence, Step, StepAgent, Verdict
+from flume.core.launch import AgentSettings, Launch
+from flume.core.observations import Activity, ApproveAsked, Launched
+from flume.core.place import Agent, Judging, Life, PauseCause, Paused
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.agents import claude, codex, scripted
 from flume.shell.commands import verbs
+from flume.shell.observe.watch import program_of
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launcher
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
+    TIMING,
     agent_repository,
     decided,
     observations,
@@ -300,3 +306,111 @@ def test_every_agent_is_given_the_board_to_write_in(tmp_path: Path) -> None:
         argv = module.command(place, session, None)
         assert argv[argv.index("--add-dir") + 1] == place.board, module.__name__
         assert "--add-dir" not in module.command(unboarded, session, None), module.__name__
+
+
+TESTS_GATED = """\
+[kind]
+name = "wf"
+body = ["build"]
+
+[step.build]
+prompt = "Build $brief."
+gate = "tests"
+"""
+
+ONE_COMMIT = """\
+[kind]
+name = "wf"
+body = ["work"]
+
+[step.work]
+prompt = "Do $brief; commit."
+gate = "commit"
+"""
+
+BOTH_SCRIPT = """
+[[turn]]
+match = ":build:1"
+steps = [{say = "Built."}]
+
+[[turn]]
+match = ":work:1"
+steps = [{write = {path = "work.md", text = "done\\n"}}, {commit = "Do the work"}]
+"""
+
+
+def test_a_long_tests_gate_never_holds_another_places_supervision(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """A tests gate runs on a worker of its own: another place, launched while it runs, finishes.
+
+    The tests command waits until the test releases it (a file appears), so it is still running
+    while the second place is launched, started, judged and finished; released, the first
+    passes its gate and finishes too.
+    """
+    del panes
+    release = tmp_path / "release"
+    waits = f'while [ ! -f "{release}" ]; do sleep 0.05; done'
+    config = TIMING + f'\n[tests]\ncommand = ["sh", "-c", \'{waits}\']\n'
+    repo = agent_repository(tmp_path, config)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    held = _launch(tmp_path / "a", repo, TESTS_GATED, BOTH_SCRIPT, "held")
+    try:
+        assert observations(held)[0].tests == [["sh", "-c", waits]]  # type: ignore[attr-defined]
+
+        def judging() -> bool:
+            return isinstance(place_of(held).stage.phase, Judging)
+
+        wait_for(judging, 60, "the tests gate to run")
+        free = _launch(tmp_path / "b", repo, ONE_COMMIT, BOTH_SCRIPT, "free")
+        wait_for(lambda: place_of(free).life is Life.FINISHED, 60, "the other place to finish")
+        assert judging(), "the tests finished before they were released"
+        release.write_text("", encoding="utf-8")
+        wait_for(lambda: place_of(held).life is Life.FINISHED, 60, "the released place to finish")
+    finally:
+        # Released whatever came: the waiting tests command never outlives the test.
+        release.write_text("", encoding="utf-8")
+    passed = [text for event, text in _events(held) if event is Event.GATE_PASSED]
+    assert passed == ["the gate of build passed"]
+
+
+def test_a_steps_own_agent_is_the_program_its_transcript_is_read_as() -> None:
+    """A Codex review in a Claude launch is read as Codex; the launch's other steps as Claude."""
+    review = Step(
+        name=StageName("review"),
+        prompt="Review $brief.",
+        deliverable=Verdict(),
+        agent=StepAgent(agent=AgentName.CODEX),
+    )
+    code = Step(name=StageName("code"), prompt="Do $brief.", deliverable=Commit())
+    kind = Kind(name=KindName("wf"), prefix="wf", body=Sequence(blocks=pvector([code, review])))
+    launched = Launched(
+        at=Instant(0.0),
+        launch=Launch(
+            repository="/src/app",
+            kind=KindName("wf"),
+            name=WorkName("x"),
+            brief="it",
+            base=BranchName("main"),
+            agent=AgentSettings(agent=AgentName.CLAUDE),
+        ),
+        kind=kind,
+        start=Sha("0" * 40),
+    )
+    place = step(Settings(), None, launched).place
+
+    def live(stage: str) -> Agent:
+        return Agent(
+            session=SessionId("s"),
+            stage=StageName(stage),
+            attempt=1,
+            pane="%1",
+            activity=Activity.WORKING,
+            activity_since=Instant(0.0),
+            last_output_at=Instant(0.0),
+        )
+
+    assert program_of(place, live("review")) is AgentName.CODEX
+    assert program_of(place, live("code")) is AgentName.CLAUDE
+    assert program_of(place, live("gone")) is AgentName.CLAUDE
