@@ -31,9 +31,11 @@ import attrs
 from flume.core import budget, stage
 from flume.core.actions import Event, JudgeGate, Report
 from flume.core.errors import refused
+from flume.core.ids import Instant
 from flume.core.kinds import (
     Approval,
     Artifact,
+    Budgets,
     ChangeWritten,
     Commit,
     Gate,
@@ -52,7 +54,9 @@ from flume.core.observations import (
     Usage,
 )
 from flume.core.place import (
+    AwaitingInput,
     Delivered,
+    Delivering,
     Judging,
     Life,
     Outcome,
@@ -67,6 +71,9 @@ from flume.core.place import (
     evolve,
     resolve_command,
 )
+from flume.core.settings import Settings
+
+_NO_BUDGETS = Budgets()
 
 #: The most characters of a failing test run's output the agent is told.
 _TESTS_TAIL = 2000
@@ -107,16 +114,9 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         return place, (report,)
     place = _spend(place, seen.usage)
     phase = place.stage.phase
-    if not isinstance(phase, Working):
-        return place, (report,)
     gate = current_step(place).deliverable
-    if not judged_at_turn_end(gate):
-        over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, place.now)
-        if over is None:
-            return place, (report,)
-        # The agent waits without its deliverable, and the run may spend no more.
-        paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True)
-        place, pausing = stage.pause_stage(place, paused)
+    if not isinstance(phase, Working) or not judged_at_turn_end(gate):
+        place, pausing = pause_when_spent(place.settings, place, place.now)
         return place, (report, *pausing)
     if isinstance(gate, Approval):
         paused = Paused(
@@ -127,6 +127,25 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
     judging = Judging(session=phase.session, since=place.now)
     place = evolve(place, stage=attrs.evolve(place.stage, phase=judging))
     return place, (report, judge_gate(place))
+
+
+def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-BUDGET-PAUSES: a stage whose agent runs toward its gate pauses once a budget is spent.
+
+    Its agent is ended, and nothing more is sent to it; resumed, the stage is tried afresh. A
+    stage whose gate is already met (delivered) or being read ends as it would: the next
+    stage's start is checked before it is made (:func:`flume.core.stage.start_when_free`).
+    """
+    del settings
+    if place.life is not Life.ACTIVE or place.budgets == _NO_BUDGETS:
+        return place, ()
+    if not isinstance(place.stage.phase, AwaitingInput | Delivering | Working):
+        return place, ()
+    over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, now)
+    if over is None:
+        return place, ()
+    paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True)
+    return stage.pause_stage(place, paused)
 
 
 def judge_gate(place: Place) -> JudgeGate:
@@ -263,7 +282,8 @@ def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
     )
     report = Report(
         event=Event.GATE_FAILED,
-        text=f"the gate of {stage_run.key} did not pass: {reason}; the agent is told once",
+        text=f"the gate of {stage_run.key} (attempt {stage_run.attempt}) did not pass: {reason}; "
+        "the agent is told once",
         stage=stage_run.name,
     )
     return place, (report,)

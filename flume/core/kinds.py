@@ -15,9 +15,10 @@ read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests`
 :class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
 spell it with.
 
-Declared, not yet run: this flume checks and plans a kind that uses parallels
-(:func:`kind_flaws`, :mod:`flume.core.caps`), but runs only Steps, Sequences and Loops, in one
-lane; :func:`engine_lacks` names what a launch of such a kind would need.
+Declared, not yet run: this flume checks and plans a kind that uses parallels (:func:`kind_flaws`,
+:mod:`flume.core.caps`), but runs one lane: Steps, Sequences and Loops, with any gate
+(:mod:`flume.core.workflow`, :mod:`flume.core.gates`); :func:`engine_lacks` names what a launch of
+a kind with lanes would need.
 """
 
 from __future__ import annotations
@@ -592,8 +593,8 @@ def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
 def engine_lacks(kind: Kind) -> tuple[str, ...]:
     """What a kind uses that this flume checks and plans but does not run yet, in words.
 
-    Empty for a kind of Steps, Sequences and Loops, with any gate, a step's own agent, workflow
-    prompt fields and budgets: only Parallel blocks, which need lanes, are not run yet.
+    Empty for a kind this flume can carry: one lane's Steps, Sequences and Loops, any gate,
+    budgets and the workflow prompt fields. A Parallel needs lanes, which are not run yet.
     """
     return tuple(
         f"parallel {block.name}" for block in blocks_of(kind.body) if isinstance(block, Parallel)

@@ -102,7 +102,9 @@ FollowUp = Callable[[Settings, Place, Instant], Outcome]
 #:    makes or leaves; it sits with the stage's rules, so its Land comes before any send.
 #: 5. ``gather_when_free`` after ``end_when_quiet``, so finished landed work asks for tidy's
 #:    facts in the step it finished, once no agent lives.
-#: 6. The sends last, on the phase the stage's rules left. The prompt's deadlines
+#: 6. ``pause_when_spent`` before any send: a stage over a budget (its active minutes moved on)
+#:    pauses, and nothing more is sent to its agent.
+#: 7. The sends last, on the phase the stage's rules left. The prompt's deadlines
 #:    (``check_deadlines``) before the tells': a stage whose prompt was missing twice stops short
 #:    there, and its held tells may go in that step (``flush`` itself never sends a tell before
 #:    the prompt is found). The tell in flight (``check_deadline``: sent again, or found lost)
@@ -113,6 +115,7 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
     stage.start_when_free,
     stage.land_again,
     tidy.gather_when_free,
+    gates.pause_when_spent,
     delivery.check_deadlines,
     tell.check_deadline,
     tell.flush,

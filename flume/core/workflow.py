@@ -92,6 +92,20 @@ def first(block: Block, passes: tuple[Pass, ...] = ()) -> Position:
             assert_never(block)
 
 
+def position_of(block: Block, step: StageName, passes: tuple[Pass, ...] = ()) -> Position | None:
+    """Where ``step`` first runs in ``block``: in the first pass of each loop around it."""
+    match block:
+        case Step(name=name):
+            return Position(step=step, passes=passes) if name == step else None
+        case Sequence(blocks=inner) | Parallel(branches=inner):
+            found = (position_of(each, step, passes) for each in inner)
+            return next((each for each in found if each is not None), None)
+        case Loop(name=name, body=body):
+            return position_of(body, step, (*passes, Pass(loop=name, number=1)))
+        case _:
+            assert_never(block)
+
+
 def _holds(block: Block, step: StageName) -> bool:
     return any(found.name == step for found in steps(block))
 

@@ -364,7 +364,7 @@ def test_a_workflow_launch_is_refused_until_flume_runs_workflows(tmp_path: Path)
                 "x", "--brief", "Build it.", "--agent", "test")  # fmt: skip
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "kind feature is checked and sound" in ran.stderr
-    assert "does not run parallel blocks yet" in ran.stderr
+    assert "does not run parallel blocks (lanes) yet" in ran.stderr
     assert "flume launch --plan" in ran.stderr
     assert "loop review-loop" not in ran.stderr
     assert "parallel slices" in ran.stderr
@@ -397,7 +397,7 @@ def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
     ran = flume("launch", "--repository", str(repo), "--kind", "feature", "--name", "x",
                 "--brief", "Build it.", "--agent", "test")  # fmt: skip
     assert ran.returncode == 2
-    assert "does not run parallel blocks yet" in ran.stderr
+    assert "does not run parallel blocks (lanes) yet" in ran.stderr
     assert world_of(repo) == before
 
 

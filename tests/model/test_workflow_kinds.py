@@ -158,15 +158,13 @@ def test_the_workflow_prompt_fields_are_known() -> None:
     check_kind(_kind(_step("a", prompt=prompt)))
 
 
-def test_engine_lacks_names_each_parallel_and_nothing_else() -> None:
-    """Only Parallel blocks are not run: loops, the new gates, a step's own agent, workflow
-    fields and budgets are, so a kind using all of them but no parallel lacks nothing."""
+def test_engine_lacks_names_only_the_parallel_blocks_one_lane_cannot_run() -> None:
+    """Loops, the four new gates, a step's own agent, workflow fields, budgets all run now."""
     agent = StepAgent(agent=AgentName.CODEX)
     kind = _kind(
         _step("v", Verdict()),
         _step("t", PassingTests()),
         _step("ap", Approval()),
-        _step("ar", Artifact(path="OUT.md")),
         Step(name=StageName("own"), prompt="x", deliverable=Commit(), agent=agent),
         _step("f", prompt="$pass of $max"),
         _loop("rl", _step("review", Verdict())),
