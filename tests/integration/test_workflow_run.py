@@ -26,12 +26,10 @@ from flume.core.place import Agent, Judging, Life, PauseCause, Paused
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.agents import claude, codex, scripted
-from flume.shell.commands import verbs
 from flume.shell.observe.watch import program_of
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launcher
 from flume.shell.store import places
-from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
     TIMING,
     agent_repository,
@@ -260,7 +258,7 @@ def test_an_artifact_gate_waits_for_its_file_and_an_approval_for_a_persons_word(
 
     PLAN.txt does not pass artifact:PLAN.md: the agent is told, writes PLAN.md, and the gate
     passes. The sign step pauses for approval once its turn ends, and nothing goes on until a
-    person approves (journaled as ``flume proceed`` journals its word); then the run finishes.
+    person approves (``flume approve``); then the run finishes.
     """
     del panes
     repo = agent_repository(tmp_path)
@@ -280,10 +278,9 @@ def test_an_artifact_gate_waits_for_its_file_and_an_approval_for_a_persons_word(
     assert (status["phase"], status["paused"]) == ("paused", "approval")
     assert status["resolve"] == "flume approve wf--plan"
     assert place_of(path).life is Life.ACTIVE
-    settings = Settings()
-    found = places.find("wf--plan", repo, settings)
-    verbs.give(found, ApproveAsked(at=Instant(time.time())), settings)
-    client.ensure()
+    approved = flume_process("approve", "wf--plan", "--repository", str(repo))
+    assert approved.returncode == 0, approved.stderr
+    assert sum(isinstance(seen, ApproveAsked) for seen in observations(path)) == 1
     wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the approved run to finish")
     assert list(place_of(path).completed) == ["plan", "sign"]
 
