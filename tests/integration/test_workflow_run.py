@@ -157,6 +157,14 @@ def test_a_review_loop_leaves_on_done_and_the_fix_after_it_never_runs(
     assert "Mend the review's findings" in log
     assert "A fix after done" not in log
     assert not (Path(place.path) / "fix-2.md").exists()
+    # R10: tidy removes the clean worktree, and the board with it (flume's own notes); the
+    # branch holds the fix, so it stays.
+    tidied = flume_process("tidy", "--repository", str(repo))
+    assert tidied.returncode == 0, tidied.stderr
+    wait_for(lambda: not Path(place.path).exists(), 30, "tidy to remove the place")
+    journals = places.journals_dir(repo)
+    assert not [*journals.glob("wf--loop/board"), *journals.glob(".tidied/*/wf--loop/board")]
+    assert "wf/loop" in run_git(repo, "branch", "--list", "wf/loop")
 
 
 VERDICT_ONLY = """\
@@ -283,6 +291,13 @@ def test_an_artifact_gate_waits_for_its_file_and_an_approval_for_a_persons_word(
     assert sum(isinstance(seen, ApproveAsked) for seen in observations(path)) == 1
     wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the approved run to finish")
     assert list(place_of(path).completed) == ["plan", "sign"]
+    # R10: the plan was never committed, so tidy keeps the place, and its board with it.
+    kept = flume_process("tidy", "--repository", str(repo))
+    assert kept.returncode == 0, kept.stderr
+    assert "untracked" in kept.stdout
+    assert Path(place_of(path).path).exists()
+    board = places.journals_dir(repo) / "wf--plan" / "board"
+    assert (board / "task.md").is_file()
 
 
 def test_every_agent_is_given_the_board_to_write_in(tmp_path: Path) -> None:
