@@ -14,19 +14,14 @@ from pathlib import Path
 
 import attrs
 import pytest
-from pyrsistent import pvector
 
 from flume.core.actions import Event, Report, SendPrompt, SendTell
-from flume.core.choices import AgentName
-from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
-from flume.core.kinds import Commit, Kind, Sequence, Step, StepAgent, Verdict
-from flume.core.launch import AgentSettings, Launch
-from flume.core.observations import Activity, ApproveAsked, Launched
-from flume.core.place import Agent, Judging, Life, PauseCause, Paused
+from flume.core.ids import SessionId
+from flume.core.observations import ApproveAsked, Launched
+from flume.core.place import Judging, Life, PauseCause, Paused
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.agents import claude, codex, scripted
-from flume.shell.observe.watch import program_of
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launcher
 from flume.shell.store import places
@@ -385,44 +380,3 @@ def test_a_long_tests_gate_never_holds_another_places_supervision(
         release.write_text("", encoding="utf-8")
     passed = [text for event, text in _events(held) if event is Event.GATE_PASSED]
     assert passed == ["the gate of build passed"]
-
-
-def test_a_steps_own_agent_is_the_program_its_transcript_is_read_as() -> None:
-    """A Codex review in a Claude launch is read as Codex; the launch's other steps as Claude."""
-    review = Step(
-        name=StageName("review"),
-        prompt="Review $brief.",
-        deliverable=Verdict(),
-        agent=StepAgent(agent=AgentName.CODEX),
-    )
-    code = Step(name=StageName("code"), prompt="Do $brief.", deliverable=Commit())
-    kind = Kind(name=KindName("wf"), prefix="wf", body=Sequence(blocks=pvector([code, review])))
-    launched = Launched(
-        at=Instant(0.0),
-        launch=Launch(
-            repository="/src/app",
-            kind=KindName("wf"),
-            name=WorkName("x"),
-            brief="it",
-            base=BranchName("main"),
-            agent=AgentSettings(agent=AgentName.CLAUDE),
-        ),
-        kind=kind,
-        start=Sha("0" * 40),
-    )
-    place = step(Settings(), None, launched).place
-
-    def live(stage: str) -> Agent:
-        return Agent(
-            session=SessionId("s"),
-            stage=StageName(stage),
-            attempt=1,
-            pane="%1",
-            activity=Activity.WORKING,
-            activity_since=Instant(0.0),
-            last_output_at=Instant(0.0),
-        )
-
-    assert program_of(place, live("review")) is AgentName.CODEX
-    assert program_of(place, live("code")) is AgentName.CLAUDE
-    assert program_of(place, live("gone")) is AgentName.CLAUDE

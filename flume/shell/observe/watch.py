@@ -38,11 +38,9 @@ from typing import Any
 
 import attrs
 
-from flume.core.choices import AgentName
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
-from flume.core.judging import Said, latest_said, shows_output, unregistered_asks
-from flume.core.kinds import stage_named
+from flume.core.judging import Said, latest_said, program_of, shows_output, unregistered_asks
 from flume.core.launch import Panes
 from flume.core.observations import (
     Activity,
@@ -56,7 +54,6 @@ from flume.core.observations import (
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
-from flume.core.stage import agent_for
 from flume.shell.agents import of
 from flume.shell.agents.port import AgentPort, agents_dir
 from flume.shell.agents.runner import live_sessions
@@ -69,20 +66,6 @@ from flume.shell.store.follower import Followed
 from flume.shell.store.transcript_words import in_conversation
 
 _log = logging.getLogger("flume.watch")
-
-
-def program_of(place: Place, agent: Agent) -> AgentName:
-    """The program the live ``agent`` runs: its step's own, else the launch's.
-
-    A Codex review in a Claude launch reads as Codex: its transcript and screen are Codex's.
-    """
-    try:
-        step = stage_named(place.kind, agent.stage)
-    except KeyError:
-        return place.launch.agent.agent
-    return agent_for(place, step).agent
-
-
 #: How many lines of a dead agent's screen are kept as its last words.
 _LAST_LINES = 15
 #: Ticks a dead pane no place's agent holds is kept before it is closed.
@@ -220,7 +203,7 @@ class Watch:
         server, panes = listing
         session = agent.session
         state = self._state(session)
-        kind = of(program_of(place, agent))
+        kind = of(program_of(place))
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)
