@@ -601,21 +601,6 @@ def engine_lacks(kind: Kind) -> tuple[str, ...]:
     )
 
 
-def gate_word(gate: Gate) -> str:
-    """A gate's word in a kind file (``artifact:<path>`` as ``artifact``)."""
-    match gate:
-        case Verdict():
-            return "verdict"
-        case Artifact():
-            return "artifact"
-        case PassingTests():
-            return "tests"
-        case Approval():
-            return "approval"
-        case _:
-            return describe_deliverable(gate)
-
-
 def _prompt_problems(prompt: str) -> list[tuple[str, str]]:
     if not prompt.strip():
         return [("the prompt is empty", "write the stage's prompt")]

@@ -25,7 +25,7 @@ from flume.core.judging import (
     shows_output,
     unregistered_asks,
 )
-from flume.core.kinds import Sequence, Step, StepAgent
+from flume.core.kinds import Sequence, Step, StepAgent, stage_named
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, made_names, name_from, names_taken
 from flume.core.observations import Activity
@@ -37,6 +37,7 @@ from flume.core.settings import (
     STARTUP_GRACE_SECONDS,
     Settings,
 )
+from flume.core.stage import agent_for
 from tests.model.world import fix_world
 
 activities = st.sampled_from([a for a in Activity if a is not Activity.UNKNOWN])
@@ -279,3 +280,28 @@ def test_a_steps_own_agent_is_the_program_read_and_judged() -> None:
     claude_step = own(_with_agent(place, AgentName.CODEX), AgentName.CLAUDE)
     assert program_of(claude_step) is AgentName.CLAUDE
     assert unregistered_asks(claude_step, registered=False, now=edge)
+
+
+def test_a_step_names_its_agent_and_model_and_keeps_only_its_own_flags() -> None:
+    """agent_for: the launch's agent, with the step's program and model where it names them.
+
+    Another program than the launch's takes none of the launch's flags: they are not its.
+    """
+    place = _awaiting()
+    launch = place.launch
+    place = evolve(
+        place,
+        launch=attrs.evolve(
+            launch, agent=attrs.evolve(launch.agent, model="opus", flags=pvector(["--x"]))
+        ),
+    )
+    code = stage_named(place.kind, place.stage.name)
+    assert agent_for(place, code) == place.launch.agent
+    same = attrs.evolve(code, agent=StepAgent(agent=AgentName.CLAUDE, model="haiku"))
+    assert agent_for(place, same) == attrs.evolve(place.launch.agent, model="haiku")
+    unnamed = attrs.evolve(code, agent=StepAgent(agent=AgentName.CLAUDE))
+    assert agent_for(place, unnamed) == place.launch.agent
+    other = attrs.evolve(code, agent=StepAgent(agent=AgentName.CODEX))
+    started = agent_for(place, other)
+    assert (started.agent, started.model, started.flags) == (AgentName.CODEX, None, pvector())
+    assert started.panes is place.launch.agent.panes
