@@ -124,12 +124,14 @@ def summarize(rows: Iterable[TraceRow]) -> Summary:
         last = status(row.decision.place)
         for action in row.decision.actions:
             if isinstance(action, SendPrompt):
-                sends[f"{action.stage}#{action.attempt}"] += 1
+                # The marker names the attempt's key (flume:<place>:<key>:<attempt>): a step
+                # run in two passes of a loop counts its sends apart.
+                sends[f"{action.marker.split(':')[-2]}#{action.attempt}"] += 1
         never_began = never_began or last.short_cause == "never-began"
     return Summary(
         place=last.place if last else None,
         life=last.life.value if last else None,
-        stage=f"{last.stage}#{last.attempt} {last.phase.value}" if last else None,
+        stage=f"{last.key or last.stage}#{last.attempt} {last.phase.value}" if last else None,
         sends=dict(sends),
         refused=refused,
         never_began=never_began,

@@ -5,9 +5,11 @@ A scenario is a journal written by hand::
     description = "A clean fix, from launch to landing and tidy."
     [settings]                 # optional: quiet_seconds, confirm_seconds, ready_seconds
     [launch]                   # repository, kind, name, base, brief; optional waits, mark,
-                               # agent, setup (a list of argv lists), at
+                               # agent, setup (a list of argv lists), board, tests, at
     [kind]                     # optional: a kind the launch declares (see
     flume.shell.declared.kinds)
+    [workflow.kind]            # optional: a workflow the launch declares, a kind file's tables
+    [workflow.step.<name>]     # nested under [workflow]: [workflow.loop.<name>]...
     [[seen]]                   # one table per observation or caller command, in time order
     at = 1.0
     type = "WorktreeMade"      # an observation type of flume.core.observations
@@ -27,8 +29,8 @@ from typing import Any
 
 import attrs
 import cattrs
-from pyrsistent import pset, pvector
-from pyrsistent.typing import PVector
+from pyrsistent import pmap, pset, pvector
+from pyrsistent.typing import PMap, PVector
 
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
@@ -36,7 +38,7 @@ from flume.core.kinds import Kind, known_kind
 from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
 from flume.core.settings import Settings
-from flume.shell.declared.kinds import parse_kind
+from flume.shell.declared.kinds import DeclaredKind, parse_document, parse_kind
 from flume.shell.store.codec import codec
 
 _TYPES = {kind.__name__: kind for kind in OBSERVATION_TYPES if kind is not Launched}
@@ -51,8 +53,11 @@ _LAUNCH_KEYS = {
     "mark",
     "agent",
     "setup",
+    "board",
+    "tests",
     "at",
 }
+_TOP_KEYS = ("description", "settings", "launch", "kind", "workflow", "seen")
 
 
 @attrs.frozen(kw_only=True)
@@ -116,13 +121,13 @@ def load(path: Path) -> Scenario:
             f"is not valid TOML: {error}",
             "fix the TOML syntax there",
         ) from error
-    unknown = sorted(set(document) - {"description", "settings", "launch", "kind", "seen"})
+    unknown = sorted(set(document) - set(_TOP_KEYS))
     if unknown:
         raise _bad(
             path,
             None,
             f"unknown top-level keys {', '.join(unknown)}",
-            "a scenario has description, settings, launch, kind and seen",
+            "a scenario has description, settings, launch, kind, workflow and seen",
         )
     settings = _settings(path, document.get("settings", {}))
     launched = _launched(path, text, document, settings)
@@ -217,7 +222,7 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
             if part
         )
         raise _bad(path, line, f"[launch]: {what}", f"use {', '.join(sorted(_LAUNCH_KEYS))}")
-    kind = _kind(path, document, str(table["kind"]))
+    kind, tests_gates = _kind(path, text, document, str(table["kind"]))
     try:
         agent = AgentSettings(agent=AgentName(table.get("agent", "claude")))
         launch = Launch(
@@ -231,6 +236,8 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
             mark=_mark(table.get("mark")),
         )
         setup = _setup(table.get("setup", []))
+        tests = _setup(table.get("tests", []), what="tests")
+        board = _mark(table.get("board"), what="board") or ""
         at = Instant(_finite(table.get("at", 0.0), "at"))
     except (ValueError, TypeError) as error:
         raise _bad(path, line, f"[launch] is malformed: {error}", "check its values") from error
@@ -244,20 +251,35 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
                 for p in error.problems
             ),
         ) from error
-    return Launched(at=at, launch=launch, kind=kind, setup=setup, settings=settings)
+    if tests_gates and not tests:
+        where = next(iter(tests_gates.values()))
+        raise UsageError.one(
+            where,
+            "a step is gated on tests, but [launch] gives no tests command",
+            'give [launch] tests = [["make", "test"]], the command a tests gate runs',
+        )
+    return Launched(
+        at=at,
+        launch=launch,
+        kind=kind,
+        setup=setup,
+        settings=settings,
+        board=board,
+        tests=tests,
+    )
 
 
-def _setup(commands: object) -> PVector[PVector[str]]:
+def _setup(commands: object, *, what: str = "setup") -> PVector[PVector[str]]:
     if not isinstance(commands, list):
-        message = f"setup must be a list of commands, each a list of strings, not {commands!r}"
+        message = f"{what} must be a list of commands, each a list of strings, not {commands!r}"
         raise TypeError(message)
-    return pvector(pvector(_strings(argv, "each setup command")) for argv in commands)
+    return pvector(pvector(_strings(argv, f"each {what} command")) for argv in commands)
 
 
-def _mark(value: object) -> str | None:
+def _mark(value: object, *, what: str = "mark") -> str | None:
     if value is None or isinstance(value, str):
         return value
-    message = f"mark must be text, not {value!r}"
+    message = f"{what} must be text, not {value!r}"
     raise TypeError(message)
 
 
@@ -268,17 +290,43 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
-def _kind(path: Path, document: dict[str, Any], name: str) -> Kind:
+def _kind(
+    path: Path, text: str, document: dict[str, Any], name: str
+) -> tuple[Kind, PMap[StageName, str]]:
+    """The kind the launch names, with where its tests-gated steps are declared.
+
+    ``[kind]`` declares a kind of stages; ``[workflow]`` a workflow, its tables a kind file's
+    nested under it (``[workflow.kind]``, ``[workflow.step.<name>]``, ``[workflow.loop.<name>]``).
+    """
+    kinds: dict[KindName, DeclaredKind] = {}
     declared = document.get("kind")
-    kinds = {}
     if declared is not None:
         kind = parse_kind(declared, f"{path}: [kind]")
-        kinds[kind.name] = kind
+        kinds[kind.name] = DeclaredKind(kind=kind)
+    workflow = document.get("workflow")
+    if workflow is not None:
+        if not isinstance(workflow, dict):
+            raise _bad(
+                path,
+                _line_of(path, "workflow"),
+                "'workflow' is not a table",
+                "declare it as [workflow.kind] with its [workflow.step.<name>] tables",
+            )
+        read = parse_document(path, text, workflow, within="workflow")
+        if read.kind.name in kinds:
+            raise _bad(
+                path,
+                _line_of(path, "[workflow.kind]"),
+                f"[kind] and [workflow] both declare a kind named {read.kind.name}",
+                "declare a kind once, in [kind] or in [workflow]",
+            )
+        kinds[read.kind.name] = read
     try:
-        return known_kind(name, kinds)
+        found = known_kind(name, {each: one.kind for each, one in kinds.items()})
     except UsageError as error:
         (problem,) = error.problems
         raise _bad(path, _line_of(path, "[launch]"), problem.what, problem.mend) from error
+    return found, kinds[found.name].tests_gates if found.name in kinds else pmap()
 
 
 def _observation(path: Path, line: int | None, number: int, table: object) -> Observation:
