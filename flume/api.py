@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
+    from flume.shell.declared.scenario import Restarted
     from flume.shell.panes.herdr import Client as HerdrClient
     from flume.shell.panes.herdr import HerdrError
     from flume.shell.perform.launch_words import LaunchAsked, Made
@@ -1116,8 +1117,9 @@ class Simulated:
 
     path: str
     description: str
-    #: Each step: what was seen, the place's state, the actions decided.
-    rows: tuple[TraceRow, ...]
+    #: Each step: what was seen, the place's state, the actions decided; and each restart of the
+    #: supervisor the scenario names, with what it performs again.
+    rows: tuple[TraceRow | Restarted, ...]
 
 
 def simulate(given: Sequence[str]) -> list[Simulated]:
@@ -1126,7 +1128,6 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
     Every scenario is read before any runs: one malformed raises :class:`UsageError` naming
     each problem, and nothing runs.
     """
-    from flume.core.step import trace
     from flume.shell.declared import scenario
 
     problems: list[Problem] = []
@@ -1142,7 +1143,7 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
         Simulated(
             path=one.path,
             description=one.description,
-            rows=tuple(trace(one.settings, one.observations)),
+            rows=tuple(scenario.rows(one)),
         )
         for one in loaded
     ]

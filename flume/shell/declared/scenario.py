@@ -32,12 +32,15 @@ import cattrs
 from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PVector
 
+from flume.core.actions import Action
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
 from flume.core.kinds import Kind, known_kind
 from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
+from flume.core.place import Place
 from flume.core.settings import Settings
+from flume.core.step import TraceRow, pending, trace
 from flume.shell.declared.kinds import DeclaredKind, parse_document, parse_kind
 from flume.shell.store.codec import codec
 
@@ -61,6 +64,26 @@ _TOP_KEYS = ("description", "settings", "launch", "kind", "workflow", "seen")
 
 
 @attrs.frozen(kw_only=True)
+class Restart:
+    """The supervisor killed and started anew, at ``at``, after the first ``after`` observations.
+
+    Not an observation: a journal never holds it. The supervisor started anew reads the journal
+    and performs again what the place still waits to observe (``pending``).
+    """
+
+    at: float
+    after: int
+
+
+@attrs.frozen(kw_only=True)
+class Restarted:
+    """A restart in a trace: when, and the actions the supervisor started anew performs again."""
+
+    at: float
+    pending: tuple[Action, ...]
+
+
+@attrs.frozen(kw_only=True)
 class Scenario:
     """A scenario read from its file: what it is about, its settings and its observations."""
 
@@ -68,6 +91,28 @@ class Scenario:
     description: str
     settings: Settings
     observations: tuple[Observation, ...]
+    #: Where the supervisor is killed and started anew (``type = "Restart"``), in order.
+    restarts: tuple[Restart, ...] = ()
+
+
+def rows(scenario: Scenario) -> list[TraceRow | Restarted]:
+    """The scenario's trace: each observation stepped, each restart with what it asks again."""
+    traced = list(trace(scenario.settings, scenario.observations))
+    found: list[TraceRow | Restarted] = []
+    place: Place | None = None
+    restarts = list(scenario.restarts)
+    for index, row in enumerate(traced):
+        while restarts and restarts[0].after == index:
+            found.append(_restarted(restarts.pop(0), place))
+        found.append(row)
+        if row.decision is not None:
+            place = row.decision.place
+    found.extend(_restarted(each, place) for each in restarts)
+    return found
+
+
+def _restarted(restart: Restart, place: Place | None) -> Restarted:
+    return Restarted(at=restart.at, pending=() if place is None else pending(place))
 
 
 #: The scenarios flume ships, as package data (``flume simulate --list`` names them).
@@ -136,26 +181,54 @@ def load(path: Path) -> Scenario:
     seen = document.get("seen", [])
     if not isinstance(seen, list):
         raise _bad(path, None, "'seen' is not a list of tables", "write each as [[seen]]")
-    last = launched.at
+    last: float = launched.at
+    restarts: list[Restart] = []
     for index, table in enumerate(seen):
         line = lines[index] if index < len(lines) else None
-        observation = _observation(path, line, index + 1, table)
-        if observation.at < last:
+        entry: Observation | Restart
+        if isinstance(table, dict) and table.get("type") == "Restart":
+            entry = Restart(at=_restart_at(path, line, index + 1, table), after=len(observations))
+        else:
+            entry = _observation(path, line, index + 1, table)
+        if entry.at < last:
             raise _bad(
                 path,
                 line,
-                f"seen {index + 1} is at {observation.at:g}, before the one before it ({last:g})",
+                f"seen {index + 1} is at {entry.at:g}, before the one before it ({last:g})",
                 "list observations in time order",
             )
-        last = observation.at
-        observations.append(observation)
+        last = entry.at
+        if isinstance(entry, Restart):
+            restarts.append(entry)
+        else:
+            observations.append(entry)
     description = document.get("description", "")
     return Scenario(
         path=str(path),
         description=description if isinstance(description, str) else "",
         settings=settings,
         observations=tuple(observations),
+        restarts=tuple(restarts),
     )
+
+
+def _restart_at(path: Path, line: int | None, number: int, table: dict[str, Any]) -> float:
+    """When a ``type = "Restart"`` entry kills the supervisor and starts it anew."""
+    extra = sorted(set(table) - {"type", "at"})
+    if extra or "at" not in table:
+        raise _bad(
+            path,
+            line,
+            f"seen {number} (Restart) "
+            + (f"has unknown keys {', '.join(extra)}" if extra else "has no 'at'"),
+            "a Restart takes only its time, at",
+        )
+    try:
+        return _finite(table["at"], "at")
+    except ValueError as error:
+        raise _bad(
+            path, line, f"seen {number} (Restart): {error}", "give its time in seconds"
+        ) from error
 
 
 def _settings(path: Path, table: object) -> Settings:
@@ -338,7 +411,7 @@ def _observation(path: Path, line: int | None, number: int, table: object) -> Ob
             path,
             line,
             f"seen {number} has type {kind!r}, which is not an observation",
-            f"use one of {', '.join(sorted(_TYPES))}",
+            f"use one of {', '.join(sorted(_TYPES))}, or Restart (the supervisor started anew)",
         )
     if "at" not in table:
         raise _bad(path, line, f"seen {number} ({kind}) has no 'at'", "give its time in seconds")
