@@ -120,6 +120,29 @@ def test_a_loop_at_max_pauses_then_resumes() -> None:
     assert while_paused[-1]["actions"] == []
 
 
+def test_a_loop_at_max_that_continues_goes_on_without_a_pause(tmp_path: Path) -> None:
+    """The same loop with on_max continue (the default): loop-max noted, the run finishes.
+
+    The person's resume then finds nothing paused, and is refused, changing nothing.
+    """
+    text = (SCENARIOS / "workflow-loop-max.toml").read_text(encoding="utf-8")
+    assert 'on_max = "pause"\n' in text
+    path = tmp_path / "loop-max-continue.toml"
+    path.write_text(text.replace('on_max = "pause"\n', ""), encoding="utf-8")
+    rows = rows_of(str(path))
+    assert named(rows, "loop-max") == [
+        "loop review-loop ran its 2 passes without done; the run goes on"
+    ]
+    assert named(rows, "paused") == []
+    assert not any("@3" in each for each in started(rows))
+    assert [each for each, _text in events(rows)][-3:] == ["stage-ended", "loop-max", "finished"]
+    assert rows[-1]["refused"] == 1
+    (resume,) = [
+        row for row in rows if row["row"] == "step" and row["seen"]["type"] == "ResumeAsked"
+    ]
+    assert "refused" in resume
+
+
 def test_a_gate_without_its_verdict_is_told_once_then_pauses() -> None:
     """The artifact gate passes; no verdict: one tell with the reason, then gate-blocked; resume."""
     rows = rows_of("workflow-gate")
@@ -203,7 +226,7 @@ BAD = {
     "unknown_step_key": (
         HEAD + '[workflow.step.review]\nprompt = "x"\ncolour = "red"\n',
         ":14:",
-        "[step.review] has no key 'colour'",
+        "[workflow.step.review] has no key 'colour'",
     ),
     "undeclared_block": (
         HEAD.replace('["review"]', '["review", "fix"]') + '[workflow.step.review]\nprompt = "x"\n',
@@ -231,6 +254,17 @@ BAD = {
         'workflow = 3\n[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n',
         ":1:",
         "is not a table",
+    ),
+    "declared_twice": (
+        HEAD + '[workflow.step.review]\nprompt = "x"\n\n[kind]\nname = "wf"\n[[kind.stages]]\n'
+        'name = "a"\nprompt = "x"\ndeliverable = "commit"\n',
+        ":8:",
+        "[kind] and [workflow] both declare a kind named wf",
+    ),
+    "missing_prompt": (
+        HEAD + '[workflow.step.review]\ngate = "verdict"\n',
+        ":12:",
+        "[workflow.step.review] prompt is missing",
     ),
     "restart_with_fields": (
         HEAD + '[workflow.step.review]\nprompt = "x"\n\n[[seen]]\nat = 1\ntype = "Restart"\n'

@@ -273,6 +273,8 @@ class _Lines:
         self.lines = text.splitlines()
         self.kind_line = kind_line
         self.nest = rf"{re.escape(within)}\s*\.\s*" if within else ""
+        #: What a table's name is written after, in messages: ``workflow.`` in a scenario.
+        self.within = f"{within}." if within else ""
 
     def header(self, table: str, name: str) -> int | None:
         pattern = re.compile(
@@ -330,7 +332,7 @@ class _Reader:
             raise self.error(
                 None,
                 unknown[0],
-                f"[kind] has no key {unknown[0]!r}",
+                f"[{self.at.within}kind] has no key {unknown[0]!r}",
                 f"[kind] takes {', '.join(sorted(_NEW_KIND_KEYS))} (or name, prefix and "
                 "[[kind.stages]] in the older form)",
             )
@@ -494,7 +496,7 @@ class _Reader:
             raise self.error(
                 found.name,
                 unknown[0],
-                f"[{found.table}.{found.name}] has no key {unknown[0]!r}",
+                f"[{self.at.within}{found.table}.{found.name}] has no key {unknown[0]!r}",
                 f"a {found.table} takes {', '.join(sorted(keys))}",
             )
 
@@ -502,7 +504,8 @@ class _Reader:
         value = found.data.get(key)
         if not isinstance(value, str):
             what = "is missing" if value is None else f"is {type(value).__name__}, not text"
-            raise self.error(found.name, key, f"[{found.table}.{found.name}] {key} {what}",
+            table = f"[{self.at.within}{found.table}.{found.name}]"
+            raise self.error(found.name, key, f"{table} {key} {what}",
                              f"give {key} as a quoted string")  # fmt: skip
         return value
 
