@@ -218,6 +218,87 @@ def test_the_restart_is_printed_for_people() -> None:
     assert "(nothing to perform again)" in lines[-3]
 
 
+#: A step gated on the tests [launch] names, whose turn ends with them failing.
+TESTED = """[launch]
+repository = "/src/app"
+kind = "checked"
+name = "x"
+base = "main"
+brief = "b"
+board = "/src/app/.git/flume/checked--x/board"
+tests = [["make", "test"]]
+
+[workflow.kind]
+name = "checked"
+body = ["build"]
+
+[workflow.step.build]
+prompt = "Build it."
+gate = "tests"
+
+[[seen]]
+at = 1.0
+type = "WorktreeMade"
+path = "/src/app/places/checked--x"
+branch = "checked/x"
+head = "a1"
+
+[[seen]]
+at = 2.0
+type = "AgentStarted"
+stage = "build"
+attempt = 1
+session = "s1"
+pane = "%1"
+
+[[seen]]
+at = 3.0
+type = "AgentReady"
+session = "s1"
+
+[[seen]]
+at = 4.0
+type = "TranscriptEntry"
+session = "s1"
+line_type = "user"
+content = "string"
+text = "Build it. [flume:checked--x:build:1]"
+
+[[seen]]
+at = 5.0
+type = "AgentStateSeen"
+session = "s1"
+activity = "waiting"
+
+[[seen]]
+at = 5.0
+type = "TurnEnded"
+session = "s1"
+
+[[seen]]
+at = 6.0
+type = "GateRead"
+key = "build"
+attempt = 1
+found = true
+code = 2
+summary = "1 failed"
+"""
+
+
+def test_a_tests_gate_runs_the_launch_s_command_and_its_failure_is_told(tmp_path: Path) -> None:
+    """[launch] tests reach the gate's JudgeGate; a failing run is told to the agent once."""
+    path = tmp_path / "tested.toml"
+    path.write_text(TESTED, encoding="utf-8")
+    rows = rows_of(str(path))
+    assert rows[0]["seen"]["tests"] == [["make", "test"]]
+    (judge,) = [a for a in actions(rows) if a["type"] == "JudgeGate"]
+    assert judge["tests"] == [["make", "test"]]
+    (failed,) = named(rows, "gate-failed")
+    assert "the tests failed (exit status 2)" in failed
+    assert [a["type"] for a in actions(rows)].count("SendTell") == 1
+
+
 HEAD = (
     '[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n\n'
     '[workflow.kind]\nname = "wf"\nbody = ["review"]\n\n'
