@@ -76,9 +76,7 @@ def raised(budgets: Budgets, **more: int | None) -> Budgets:
 
 
 def paused_from(spent: Spent, now: Instant) -> Spent:
-    """The run paused at ``now`` (a pause already in force keeps its start)."""
-    if spent.paused_at is not None:
-        return spent
+    """The run paused at ``now`` (only a running stage pauses: no pause is in force)."""
     return attrs.evolve(spent, paused_at=now)
 
 

@@ -829,7 +829,7 @@ def pause_stage(place: Place, paused: Paused) -> Outcome:
     report = Report(
         event=Event.PAUSED,
         text=f"{_name(place)} paused at {stage.key} ({paused.cause.value}): {paused.words}; "
-        f"{resolve_command(place, paused.cause)}",
+        f"{resolve_command(place, paused)}",
         stage=stage.name,
     )
     return place, (*ended, report)
@@ -854,7 +854,8 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)
     if spent is not None:
         # WF-BUDGET-PAUSES: over a budget, no agent is started; the stage waits, queued.
-        return pause_stage(place, Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent"))
+        paused = Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent", spent=spent)
+        return pause_stage(place, paused)
     # "Made since the stage started": the stage starts with its agent, once the previous agent
     # is gone (R4), so nothing its predecessor did can pass for this stage's deliverable.
     stage = attrs.evolve(

@@ -29,8 +29,13 @@ def verdict_path(board: str, stage: str) -> Path:
 
 
 def archive_verdict(action: ArchiveVerdict) -> None:
-    """Move the step's verdict, if any, to ``history/<archive_as>.json`` (never over another)."""
+    """Move the step's verdict, if any, to ``history/<archive_as>.json`` (never over another).
+
+    The step's folder on the board is made if it is not there, so its agent can write its
+    verdict (and handoff) without making it.
+    """
     found = verdict_path(action.board, action.stage)
+    found.parent.mkdir(parents=True, exist_ok=True)
     if not found.is_file():
         return
     history = found.parent / "history"
