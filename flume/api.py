@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
+    from flume.shell.declared.scenario import Restarted
     from flume.shell.panes.herdr import Client as HerdrClient
     from flume.shell.panes.herdr import HerdrError
     from flume.shell.perform.launch_words import LaunchAsked, Made
@@ -114,6 +115,7 @@ __all__ = [
     "retry",
     "scenarios",
     "simulate",
+    "simulate_journal",
     "status",
     "status_dicts",
     "status_document",
@@ -1116,8 +1118,9 @@ class Simulated:
 
     path: str
     description: str
-    #: Each step: what was seen, the place's state, the actions decided.
-    rows: tuple[TraceRow, ...]
+    #: Each step: what was seen, the place's state, the actions decided; and each restart of the
+    #: supervisor the scenario names, with what it performs again.
+    rows: tuple[TraceRow | Restarted, ...]
 
 
 def simulate(given: Sequence[str]) -> list[Simulated]:
@@ -1126,7 +1129,6 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
     Every scenario is read before any runs: one malformed raises :class:`UsageError` naming
     each problem, and nothing runs.
     """
-    from flume.core.step import trace
     from flume.shell.declared import scenario
 
     problems: list[Problem] = []
@@ -1142,10 +1144,40 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
         Simulated(
             path=one.path,
             description=one.description,
-            rows=tuple(trace(one.settings, one.observations)),
+            rows=tuple(scenario.rows(one)),
         )
         for one in loaded
     ]
+
+
+def simulate_journal(path: str | Path) -> Simulated:
+    """A place's journal run through the rules again, as a scenario is (``simulate --journal``).
+
+    Its observations are stepped from the launch as the supervisor and ``flume events`` fold
+    them, so the trace's ``Report`` actions are the events ``flume events`` shows for the place.
+    A torn last line (a crash mid-write) is left out, as every reader leaves it. A journal that
+    cannot be read raises :class:`UsageError` naming it.
+    """
+    from flume.core.settings import Settings
+    from flume.core.step import trace
+    from flume.shell.store import journal
+
+    where = Path(path)
+    try:
+        read = journal.read(where)
+    except (OSError, journal.JournalError) as error:
+        raise UsageError.one(
+            str(where),
+            f"cannot be read as a journal ({error})",
+            "name a place's journal, <git-common-dir>/flume/<place>/journal.jsonl",
+        ) from error
+    if not read.observations:
+        raise UsageError.one(str(where), "holds no launch", "name a place's journal")
+    return Simulated(
+        path=str(where),
+        description="a journal, read again",
+        rows=tuple(trace(Settings(), read.observations)),
+    )
 
 
 def scenarios() -> tuple[Path, list[tuple[str, str]]]:
