@@ -104,7 +104,7 @@ def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rule
     for argv in (["submit"], ["needs", "the API key"]):
         modules, converter_built = loaded(*argv, state=tmp_path / "state", cwd=tmp_path)
         assert not converter_built
-        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.tools.git"):
+        for heavy in (*HEAVY, "attrs", "flume.core.observations", "flume.shell.tools.git"):
             assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
 
 
