@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flume.shell.supervisor import client
+from tests.integration.test_status import place, repository
+
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "fix-clean.toml"
 
 #: What ``--help`` must not load: each costs a command tens of milliseconds. ``flume.api`` may
@@ -90,7 +93,7 @@ def test_status_with_no_places_reads_nothing_and_imports_none_either(tmp_path: P
     """A host with no repository registered and no supervisor: status answers at once."""
     modules, converter_built = loaded("status", state=tmp_path / "state")
     assert not converter_built
-    for heavy in HEAVY:
+    for heavy in (*HEAVY, "attrs"):
         assert heavy not in modules, f"flume status imported {heavy}"
     modules, _ = loaded("status", "--json", state=tmp_path / "state")
     assert "cattrs" not in modules
@@ -113,3 +116,16 @@ def test_the_probe_sees_what_a_command_does_import() -> None:
     modules, converter_built = loaded("simulate", "--json", str(SCENARIO))
     assert converter_built
     assert "cattrs" in modules
+
+
+def test_status_answered_by_the_running_supervisor_decodes_no_place(host: Path) -> None:
+    """With the supervisor running, status asks it and prints: no attrs, rules or journal."""
+    repo = repository(host / "repo")
+    place(repo, "fix", "typo")
+    assert client.ensure(wait=30.0) is not None
+    for argv in (["status"], ["status", "--json"]):
+        modules, converter_built = loaded(*argv)
+        assert "flume.shell.supervisor.client" in modules  # it asked the supervisor
+        assert not converter_built
+        for heavy in (*HEAVY, "attrs", "flume.core.place", "flume.core.status"):
+            assert heavy not in modules, f"flume {' '.join(argv)} imported {heavy}"
