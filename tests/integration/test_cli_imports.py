@@ -35,7 +35,7 @@ HEAVY = (
 _PROBE = """
 import sys
 sys.argv = ["flume", *sys.argv[1:]]
-from flume.cli.app import main
+from flume.cli.script import main
 try:
     main()
 except SystemExit:
