@@ -11,7 +11,8 @@ Bad input, or a command the place's rules refuse, raises :class:`UsageError` (th
 created or journaled then. No function here exits the process or prints.
 
 A command that journals something for the supervisor to act on (``launch``, ``tell``, ``stop``,
-``retry``, ``drop``, ``proceed``, ``needs``, ``submit``) wakes the host's supervisor, starting
+``retry``, ``drop``, ``proceed``, ``approve``, ``resume``, ``raise_budgets``, ``needs``,
+``submit``) wakes the host's supervisor, starting
 one when none runs, as the CLI does. ``status``, ``status_dicts`` and ``events`` only read
 journals and start nothing.
 
@@ -80,6 +81,7 @@ __all__ = [
     "TidyOutcome",
     "Unanswered",
     "UsageError",
+    "approve",
     "attach",
     "daemon_log",
     "daemon_run",
@@ -106,6 +108,8 @@ __all__ = [
     "plan_launch",
     "proceed",
     "prompt",
+    "raise_budgets",
+    "resume",
     "retry",
     "scenarios",
     "simulate",
@@ -419,6 +423,13 @@ def _now() -> Instant:
 
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
+    return _given(place, repository, seen)[1]
+
+
+def _given(
+    place: str, repository: str | Path | None, seen: Observation
+) -> tuple[Place | None, Decision]:
+    """:func:`_give`, with the place as it was before the command."""
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
     from flume.shell.store import places
@@ -429,7 +440,7 @@ def _give(place: str, repository: str | Path | None, seen: Observation) -> Decis
     found = places.find(place, where, settings)
     decision = verbs.give(found, seen, settings)
     client.ensure()
-    return decision
+    return found.place, decision
 
 
 def _followed_or_refuse(found: places.Found) -> None:
@@ -530,6 +541,104 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
         f"{_name(decision.place)}: stage {decision.place.stage.name} is released; "
         "it starts with a fresh agent"
     )
+
+
+def approve(place: str, *, repository: str | Path | None = None) -> str:
+    """Approve the step an approval gate holds: its gate passes and the run goes on.
+
+    Refused (exit status 1, nothing journaled) when the place is not paused for an approval.
+    """
+    from flume.core.observations import ApproveAsked
+
+    before, decision = _given(place, repository, ApproveAsked(at=_now()))
+    key = (before or decision.place).stage.key
+    return f"{_name(decision.place)}: step {key} is approved; the run goes on"
+
+
+def resume(place: str, *, repository: str | Path | None = None) -> str:
+    """Let a run paused on a blocked gate or a loop's max go on: its step starts again.
+
+    Refused (exit status 1, nothing journaled) when the place is not paused, or paused for what
+    resume does not resolve (an approval: ``approve``; a budget: ``raise_budgets``).
+    """
+    from flume.core.observations import ResumeAsked
+
+    decision = _give(place, repository, ResumeAsked(at=_now()))
+    return _went_on(decision.place, "resumed")
+
+
+#: The budgets ``raise_budgets`` raises, each by the option ``flume raise`` names it with.
+RAISED_OPTIONS = {
+    "turns": "--turns",
+    "tokens": "--tokens",
+    "wall_minutes": "--wall",
+    "retries": "--retries",
+    "turns_per_attempt": "--turns-per-attempt",
+}
+
+
+def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
+    place: str,
+    *,
+    turns: int | None = None,
+    tokens: int | None = None,
+    wall_minutes: int | None = None,
+    retries: int | None = None,
+    turns_per_attempt: int | None = None,
+    repository: str | Path | None = None,
+) -> str:
+    """Raise a paused run's budgets by these amounts, in place; the paused step starts again.
+
+    What ``flume raise`` does. Each amount given is a whole number of at least 1 and at least one
+    is given, else exit status 2; refused (exit status 1, nothing journaled) when the place is not
+    paused on a budget. A budget still spent after the raise pauses the run again, named.
+    """
+    from flume.core.observations import BudgetRaised
+
+    given = {
+        "turns": turns,
+        "tokens": tokens,
+        "wall_minutes": wall_minutes,
+        "retries": retries,
+        "turns_per_attempt": turns_per_attempt,
+    }
+    problems = [
+        Problem(
+            field=RAISED_OPTIONS[name],
+            what=f"{RAISED_OPTIONS[name]} is {amount!r}, not a whole number of at least 1",
+            mend=f"raise by a whole number, such as {RAISED_OPTIONS[name]} +5",
+        )
+        for name, amount in given.items()
+        if amount is not None
+        and (isinstance(amount, bool) or not isinstance(amount, int) or amount < 1)
+    ]
+    if problems:
+        raise UsageError(tuple(problems))
+    if all(amount is None for amount in given.values()):
+        raise UsageError.one(
+            "raise",
+            "no budget is named to raise",
+            "name one or more: --turns +N, --tokens +N, --wall +MINUTES, --retries +N, "
+            "--turns-per-attempt +N",
+        )
+    decision = _give(place, repository, BudgetRaised(at=_now(), **given))
+    return _went_on(decision.place, "budgets raised")
+
+
+def _went_on(place: Place, how: str) -> str:
+    """What a resume or raise did: the step starts again, the run ended, or it paused again."""
+    from flume.core.budget import budget_words
+    from flume.core.place import Life, Paused
+
+    name = _name(place)
+    stage = place.stage
+    spent = budget_words(place.budgets, place.spent, place.now)
+    budgets = f" (budgets: {spent})" if spent else ""
+    if place.life is not Life.ACTIVE:
+        return f"{name}: {how}; nothing was left to run, so the run ends{budgets}"
+    if isinstance(stage.phase, Paused):
+        return f"{name}: {how}, but it is paused again at {stage.key}: {stage.phase.words}{budgets}"
+    return f"{name}: {how}; step {stage.key} starts again (attempt {stage.attempt}){budgets}"
 
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:

@@ -26,6 +26,9 @@ VERBS: dict[str, str] = {
     "SubmitAsked": "submit",
     "NeedsSaid": "needs",
     "TidyAsked": "tidy",
+    "ApproveAsked": "approve",
+    "ResumeAsked": "resume",
+    "BudgetRaised": "raise",
 }
 
 HEADER = """\

@@ -59,7 +59,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
+    PauseCause,
+    Paused,
     Place,
     Queued,
     Short,
@@ -402,6 +405,25 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         ),
     ),
     obs.Tick: st.builds(obs.Tick, at=instants),
+    obs.ApproveAsked: st.builds(obs.ApproveAsked, at=instants),
+    obs.ResumeAsked: st.builds(obs.ResumeAsked, at=instants),
+    obs.BudgetRaised: st.builds(
+        obs.BudgetRaised,
+        at=instants,
+        turns=st.none() | st.integers(min_value=1, max_value=10),
+        tokens=st.none() | st.integers(min_value=1, max_value=10**6),
+    ),
+    obs.GateRead: st.builds(
+        obs.GateRead,
+        at=instants,
+        key=stage_names,
+        attempt=st.integers(min_value=1, max_value=3),
+        found=st.booleans(),
+        result=st.sampled_from(["done", "revise", "blocked", "maybe", ""]),
+        summary=texts,
+        code=st.none() | st.integers(min_value=0, max_value=2),
+        problem=st.sampled_from(["", "it is not JSON"]),
+    ),
 }
 
 observations: st.SearchStrategy[obs.Observation] = st.one_of(launched(), *FACTS.values())
@@ -455,6 +477,14 @@ phases: st.SearchStrategy[StagePhase] = st.one_of(
     st.builds(Working, session=sessions),
     st.builds(Delivered, at=instants),
     st.builds(Short, cause=st.sampled_from(list(ShortCause)), words=texts),
+    st.builds(Judging, session=sessions, since=instants),
+    st.builds(
+        Paused,
+        cause=st.sampled_from(list(PauseCause)),
+        words=texts,
+        again=st.booleans(),
+        finish=st.booleans(),
+    ),
 )
 
 
@@ -646,6 +676,18 @@ ACTIONS: dict[type[Any], st.SearchStrategy[Any]] = {
         event=st.sampled_from(list(act.Event)),
         text=texts,
         stage=st.none() | stage_names,
+    ),
+    act.ArchiveVerdict: st.builds(
+        act.ArchiveVerdict, board=paths, stage=stage_names, archive_as=stage_names
+    ),
+    act.JudgeGate: st.builds(
+        act.JudgeGate,
+        path=paths,
+        board=paths,
+        stage=stage_names,
+        key=stage_names,
+        attempt=st.integers(min_value=1, max_value=3),
+        gate=st.just(Verdict()),
     ),
 }
 actions: st.SearchStrategy[act.Action] = st.one_of(*ACTIONS.values())

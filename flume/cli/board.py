@@ -43,6 +43,7 @@ _PHASE_STYLES = {
     PhaseWord.DELIVERED: "cyan",
     PhaseWord.SHORT: "bold red",
     PhaseWord.WAITS_WORD: "yellow",
+    PhaseWord.PAUSED: "bold yellow",
     PhaseWord.FINISHED: "cyan",
     PhaseWord.DROPPED: "dim",
     PhaseWord.TIDIED: "dim",
@@ -119,12 +120,13 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
     rows: list[list[str | Text]] = []
     for row in found:
         view = row.view
-        phase = view.phase.value + (f" ({view.short_cause})" if view.short_cause else "")
+        cause = view.short_cause or view.paused
+        phase = view.phase.value + (f" ({cause})" if cause else "")
         rows.append(
             [
                 view.place,
                 view.kind,
-                f"{view.stage}#{view.attempt}",
+                f"{view.key or view.stage}#{view.attempt}",
                 Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
                 Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
                 "yes" if view.deliverable_exists else "no",

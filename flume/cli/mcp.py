@@ -3,7 +3,8 @@
 Theory of operation. Claude Code (and any other MCP client) starts ``flume mcp`` and talks to it
 over its stdin and stdout with the official MCP SDK's :class:`MCPServer`. Each tool is one of
 flume's commands, called through :mod:`flume.api` exactly as the CLI would run it: ``status``,
-``launch``, ``tell``, ``stop``, ``retry``, ``drop`` and ``proceed``. Tools take typed arguments
+``launch``, ``tell``, ``stop``, ``retry``, ``drop``, ``proceed``, ``approve``, ``resume`` and
+``raise_budgets``. Tools take typed arguments
 and answer JSON objects; nothing a caller writes reaches a shell. A request flume refuses (a
 :class:`UsageError`) comes back as a tool error naming what is wrong and how to mend it, and the
 server goes on serving.
@@ -52,8 +53,9 @@ flume carries work for AI coding agents from launch to landing: a launch makes a
 worktree on a branch of its own, named <kind>--<name>) and runs each stage of the work's kind
 with a fresh agent, until the work lands on its base. Use launch to start work, status to follow
 places, tell to give a place's agent words, stop to end an agent that went the wrong way, retry
-to run a stopped stage again, proceed to release a stage that waits on the caller's word, and
-drop to abandon work (its branch is kept)."""
+to run a stopped stage again, proceed to release a stage that waits on the caller's word,
+approve, resume or raise_budgets to let a paused workflow run go on (status names which one a
+pause takes), and drop to abandon work (its branch is kept)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -144,6 +146,10 @@ Place = Annotated[str, Field(description="The place, <kind>--<name>, as status l
 Repository = Annotated[
     str | None,
     Field(description="The repository's path, when the place's name is in several repositories."),
+]
+Increment = Annotated[
+    int | None,
+    Field(description="Raise this budget by so much: a whole number of at least 1."),
 ]
 
 
@@ -388,7 +394,57 @@ def server() -> MCPServer[Any]:
         """Abandon the work: its agent ends, its place is removed and its branch is kept."""
         return _said(place, lambda: api.drop(place, repository=_where(repository)))
 
+    _pause_tools(made)
     return made
+
+
+def _pause_tools(made: MCPServer[Any]) -> None:
+    """The tools that let a paused workflow run go on: approve, resume, raise_budgets."""
+
+    @made.tool()
+    def approve(place: Place, repository: Repository = None) -> dict[str, str]:
+        """Approve the step an approval gate holds, so the run goes on.
+
+        Refused when the place is not paused for an approval.
+        """
+        return _said(place, lambda: api.approve(place, repository=_where(repository)))
+
+    @made.tool()
+    def resume(place: Place, repository: Repository = None) -> dict[str, str]:
+        """Let a run paused on a blocked gate or a loop's max go on: its step starts again.
+
+        Refused when the place is not paused for one of those (status names what each pause
+        takes).
+        """
+        return _said(place, lambda: api.resume(place, repository=_where(repository)))
+
+    @made.tool()
+    def raise_budgets(  # noqa: PLR0913 (one argument per budget)
+        place: Place,
+        *,
+        turns: Increment = None,
+        tokens: Increment = None,
+        wall_minutes: Increment = None,
+        retries: Increment = None,
+        turns_per_attempt: Increment = None,
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Raise the budgets of a run paused on one by these amounts, so it goes on.
+
+        Name at least one. A budget still spent after the raise pauses the run again.
+        """
+        return _said(
+            place,
+            lambda: api.raise_budgets(
+                place,
+                turns=turns,
+                tokens=tokens,
+                wall_minutes=wall_minutes,
+                retries=retries,
+                turns_per_attempt=turns_per_attempt,
+                repository=_where(repository),
+            ),
+        )
 
 
 def _said(place: str, command: Callable[[], str]) -> dict[str, str]:

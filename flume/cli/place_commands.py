@@ -1,7 +1,7 @@
 """A place's commands, for the person or tool carrying work.
 
-Launch, status, tell, stop, retry, proceed, drop, tidy, attach, events, watch. Each registers on
-the one app (:mod:`flume.cli.base`).
+Launch, status, tell, stop, retry, proceed, approve, resume, raise, drop, tidy, attach, events,
+watch. Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
@@ -417,6 +417,109 @@ def proceed(
 
     try:
         typer.echo(api.proceed(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def approve(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Approve the step an approval gate holds, so the run goes on."""
+    from flume import api
+
+    try:
+        typer.echo(api.approve(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def resume(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Let a run paused on a blocked gate or a loop's max go on.
+
+    Its paused step starts again with a fresh agent. A run paused for an approval takes flume
+    approve, one paused on a budget flume raise; flume status names the command each pause takes.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.resume(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+def parse_increment(text: str) -> int:
+    """An amount to raise a budget by (``parser=``): a whole number of at least 1, +5 or 5."""
+    digits = text.removeprefix("+")
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        raise typer.BadParameter(
+            f"{text!r} is not a whole number of at least 1; raise by one, such as +5"
+        )
+    return int(digits)
+
+
+#: How each ``flume raise`` option names the amount it takes.
+_INCREMENT = "+N"
+
+
+@app.command(name="raise", cls=Command)
+def raise_budgets(  # noqa: PLR0913 (one option per budget)
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    turns: Annotated[
+        int | None,
+        typer.Option(metavar=_INCREMENT, parser=parse_increment, help="More turns, in all."),
+    ] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(metavar=_INCREMENT, parser=parse_increment, help="More tokens, in all."),
+    ] = None,
+    wall: Annotated[
+        int | None,
+        typer.Option(
+            metavar="+MINUTES", parser=parse_increment, help="More minutes of active time."
+        ),
+    ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(
+            metavar=_INCREMENT,
+            parser=parse_increment,
+            help="More times an agent is told why its gate did not pass.",
+        ),
+    ] = None,
+    turns_per_attempt: Annotated[
+        int | None,
+        typer.Option(metavar=_INCREMENT, parser=parse_increment, help="More turns per attempt."),
+    ] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Raise the budgets of a run paused on one, so it goes on.
+
+    Each option raises its budget by that much (+5 or 5 alike); name at least one. A budget
+    still spent after the raise pauses the run again, and flume status says which.
+    """
+    from flume import api
+
+    try:
+        typer.echo(
+            api.raise_budgets(
+                place,
+                turns=turns,
+                tokens=tokens,
+                wall_minutes=wall,
+                retries=retries,
+                turns_per_attempt=turns_per_attempt,
+                repository=repository,
+            )
+        )
     except UsageError as error:
         fail(error)
 

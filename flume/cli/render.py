@@ -86,9 +86,11 @@ def _default(field: attrs.Attribute[Any]) -> object:
 
 def _state_line(view: PlaceStatus) -> str:
     tasks = f" | tasks {view.tasks[0]}/{view.tasks[1]}" if view.tasks else ""
-    short = f" ({view.short_cause})" if view.short_cause else ""
+    cause = view.short_cause or view.paused
+    short = f" ({cause})" if cause else ""
     return (
-        f"place {view.life.value} | stage {view.stage}#{view.attempt} {view.phase.value}{short}"
+        f"place {view.life.value} | stage {view.key or view.stage}#{view.attempt} "
+        f"{view.phase.value}{short}"
         f" | sends {view.sends} | agent {view.agent.value}"
         f" | deliverable {'yes' if view.deliverable_exists else 'no'}"
         f" | submission {view.submission.value}{tasks}"

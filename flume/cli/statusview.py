@@ -73,7 +73,8 @@ NARROW = (
 
 
 def _stage(view: View) -> str:
-    return f"{view['stage']}#{view['attempt']}"
+    """The stage and its attempt; a workflow's attempt by its key (``review-loop@2/review#1``)."""
+    return f"{view.get('key') or view['stage']}#{view['attempt']}"
 
 
 def _phase(view: View) -> str:
@@ -256,12 +257,13 @@ def waiting_lines(views: Sequence[View]) -> Iterator[str]:
 
     A stage that stopped short shows its cause and its words (R8: "the words reach whoever
     waits on the stage"); a stage that waits on the caller's word names the command that
-    releases it.
+    releases it; a paused workflow run names its cause, its words and the command that lets it
+    go on, and a workflow's budgets and the loops that ran out of passes are said.
     """
     for view in views:
         if view["life"] not in _RUNNING:
             continue
-        where = f"{view['place']} {view['stage']}"
+        where = f"{view['place']} {view.get('key') or view['stage']}"
         if view.get("fault") is not None:
             yield f"{where}: {view['fault']}"
         if view["short_cause"] is not None:
@@ -275,6 +277,7 @@ def waiting_lines(views: Sequence[View]) -> Iterator[str]:
                 )
         if view["waits_on_caller"]:
             yield f"{where}: waits on your word; flume proceed {view['place']} releases it"
+        yield from _workflow_lines(view, where)
         if view["submission"] == "checks-failed" and view["submission_note"]:
             yield f"{where}: the submission's checks failed: {view['submission_note']}"
         if view["submission"] == "blocked" and view["submission_note"]:
@@ -282,3 +285,22 @@ def waiting_lines(views: Sequence[View]) -> Iterator[str]:
             lines = view["submission_note"].strip().splitlines()
             yield f"{where}: the landing waits, tried again by flume: {lines[0]}"
             yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
+
+
+def _workflow_lines(view: View, where: str) -> Iterator[str]:
+    """A workflow run's pause, budgets and loops at their max (fields a linear place lacks)."""
+    if view.get("paused") is not None:
+        lines = (view.get("paused_words") or "").strip().splitlines() or [""]
+        yield f"{where}: paused ({view['paused']}): {lines[0]}".rstrip()
+        yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
+        if len(lines) > WORDS_SHOWN:
+            yield (
+                f"    ... {len(lines) - WORDS_SHOWN} more lines "
+                f"(flume status {view['place']} --json shows them all)"
+            )
+        yield f"{where}: {view['resolve']} lets it go on"
+    if view.get("budgets"):
+        yield f"{view['place']}: budgets: {view['budgets']}"
+    if view.get("maxed"):
+        loops = ", ".join(view["maxed"])
+        yield f"{view['place']}: ran out of passes without done: {loops}"

@@ -15,6 +15,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.ids import BranchName, Marker, SessionId, Sha, StageName
+from flume.core.kinds import Gate
 from flume.core.launch import AgentSettings
 
 
@@ -178,6 +179,11 @@ class Event(enum.Enum):
     FAILED = "failed"  #: an action failed; the place waits for the caller
     UNREADABLE = "unreadable"  #: transcript lines skipped
     TURN_ENDED = "turn-ended"  #: the agent's turn ended; the text says the tokens it used
+    GATE_PASSED = "gate-passed"  #: a step's gate, judged at its turn's end, passed
+    GATE_FAILED = "gate-failed"  #: a step's gate did not pass; the agent is told why, once
+    LOOP_MAX = "loop-max"  #: a loop ran its last pass without its until step's done
+    PAUSED = "paused"  #: the run waits on a person; the text names the cause and the command
+    RESUMED = "resumed"  #: a person's word (approve, resume, raise) let the run go on
 
 
 @attrs.frozen(kw_only=True)
@@ -187,6 +193,38 @@ class Report:
     event: Event
     text: str
     stage: StageName | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ArchiveVerdict:
+    """Move ``<board>/<step>/verdict.json``, if there is one, to ``history/<archive_as>.json``.
+
+    Asked before a step's agent starts: a verdict an earlier attempt wrote never passes this
+    attempt's gate (WF-VERDICT-SINCE-DELIVERY).
+    """
+
+    board: str
+    stage: StageName
+    archive_as: str
+
+
+@attrs.frozen(kw_only=True)
+class JudgeGate:
+    """Read the facts the step's gate is judged on, once the agent's turn ended.
+
+    For a verdict: ``<board>/<step>/verdict.json``; an artifact: ``<path>/<artifact>``; tests:
+    run each of ``tests`` in the place's worktree, within ``deadline`` seconds. The shell reports
+    what it found (``GateRead``); the core judges.
+    """
+
+    path: str
+    board: str
+    stage: StageName
+    key: str
+    attempt: int
+    gate: Gate
+    tests: PVector[PVector[str]] = attrs.field(factory=pvector)
+    deadline: float = 600.0
 
 
 Action = (
@@ -203,6 +241,8 @@ Action = (
     | KeepBranch
     | KeepPlace
     | Report
+    | ArchiveVerdict
+    | JudgeGate
 )
 
 ACTION_TYPES: tuple[type[Action], ...] = (
@@ -219,6 +259,8 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     KeepBranch,
     KeepPlace,
     Report,
+    ArchiveVerdict,
+    JudgeGate,
 )
 
 
@@ -241,6 +283,8 @@ class ActionName(enum.Enum):
     KEEP_BRANCH = "KeepBranch"
     KEEP_PLACE = "KeepPlace"
     REPORT = "Report"
+    ARCHIVE_VERDICT = "ArchiveVerdict"
+    JUDGE_GATE = "JudgeGate"
 
     @classmethod
     def of(cls, action: Action) -> ActionName:

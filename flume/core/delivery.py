@@ -34,7 +34,7 @@ import attrs
 
 from flume.core.actions import EndAgent, Event, Report, SendPrompt
 from flume.core.ids import Instant, Marker, SessionId
-from flume.core.kinds import describe_deliverable
+from flume.core.kinds import describe_deliverable, loop_named
 from flume.core.observations import (
     Activity,
     Author,
@@ -72,12 +72,33 @@ def is_typed_by_user(entry: TranscriptEntry) -> bool:
 
 def prompt_marker(place: Place) -> Marker:
     """The marker of the current stage's attempt: unique per place, stage and attempt."""
-    return _marker(place, place.stage.name, place.stage.attempt)
+    return _marker(place, place.stage.key, place.stage.attempt)
 
 
 def _marker(place: Place, stage: str, attempt: int) -> Marker:
     name = place.launch.place
     return Marker(f"flume:{name}:{stage}:{attempt}")
+
+
+def workflow_fields(place: Place) -> dict[str, str]:
+    """A workflow's prompt fields: the blackboard, the step's handoff and verdict, its pass.
+
+    ``$pass`` and ``$max`` are the innermost loop's pass and its most (1 and 1 outside loops);
+    ``$position`` is the attempt's key (``review-loop@2/review``).
+    """
+    board = place.board
+    step = place.stage.name
+    position = place.stage.position
+    innermost = position.passes[-1] if position is not None and position.passes else None
+    most = 1 if innermost is None else loop_named(place.kind, innermost.loop).max
+    return {
+        "board": board,
+        "handoff": f"{board}/{step}/handoff.md",
+        "verdict": f"{board}/{step}/verdict.json",
+        "pass": str(1 if innermost is None else innermost.number),
+        "max": str(most),
+        "position": place.stage.key,
+    }
 
 
 def render_prompt(place: Place) -> str:
@@ -103,6 +124,7 @@ def render_prompt(place: Place) -> str:
             if words
             else ""
         ),
+        **workflow_fields(place),
     }
     text = string.Template(step.prompt).substitute(fields).rstrip()
     return f"{text}\n\n[{marker}]"
@@ -191,11 +213,11 @@ def on_prompt_line(place: Place, entry: TranscriptEntry) -> Outcome:
         or agent.proven
         or entry.session != agent.session
         or not is_typed_by_user(entry)
-        or _marker(place, agent.stage, agent.attempt) not in entry.text
+        or _marker(place, agent.key or agent.stage, agent.attempt) not in entry.text
     ):
         return place, ()
     phase = place.stage.phase
-    current = (place.stage.name, place.stage.attempt) == (agent.stage, agent.attempt)
+    current = (place.stage.key, place.stage.attempt) == (agent.key or agent.stage, agent.attempt)
     if isinstance(phase, Delivering) and phase.session == agent.session:
         stage = attrs.evolve(place.stage, phase=Working(session=phase.session))
         text = f"the transcript holds the prompt (send {place.stage.sends} of {MAX_SENDS})"

@@ -15,9 +15,10 @@ read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests`
 :class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
 spell it with.
 
-Declared, not yet run: this flume checks and plans a kind that uses loops, parallels or the new
-gates (:func:`kind_flaws`, :mod:`flume.core.caps`), but runs only Steps in Sequences gated by the
-five deliverables; :func:`engine_lacks` names what a launch of such a kind would need.
+Declared, not yet run: this flume checks and plans a kind that uses parallels (:func:`kind_flaws`,
+:mod:`flume.core.caps`), but runs one lane: Steps, Sequences and Loops, with any gate
+(:mod:`flume.core.workflow`, :mod:`flume.core.gates`); :func:`engine_lacks` names what a launch of
+a kind with lanes would need.
 """
 
 from __future__ import annotations
@@ -287,6 +288,15 @@ def stage_named(kind: Kind, name: StageName) -> Step:
         if found.name == name:
             return found
     message = f"kind {kind.name} has no stage {name}"
+    raise KeyError(message)
+
+
+def loop_named(kind: Kind, name: BlockName) -> Loop:
+    """The loop called ``name``; the core only asks for names it took from the kind."""
+    for found in blocks_of(kind.body):
+        if isinstance(found, Loop) and found.name == name:
+            return found
+    message = f"kind {kind.name} has no loop {name}"
     raise KeyError(message)
 
 
@@ -583,38 +593,12 @@ def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
 def engine_lacks(kind: Kind) -> tuple[str, ...]:
     """What a kind uses that this flume checks and plans but does not run yet, in words.
 
-    Empty for a kind of Steps in Sequences gated by the five deliverables, naming no workflow
-    prompt field: every kind this flume can carry.
+    Empty for a kind this flume can carry: one lane's Steps, Sequences and Loops, any gate,
+    budgets and the workflow prompt fields. A Parallel needs lanes, which are not run yet.
     """
-    lacks = [said for block in blocks_of(kind.body) for said in _lacks(block)]
-    for found in steps(kind.body):
-        named = set(string.Template(found.prompt).get_identifiers()) & WORKFLOW_FIELDS
-        if named:
-            fields = ", ".join(f"${field}" for field in sorted(named))
-            lacks.append(f"the prompt fields {fields} of step {found.name}")
-    if kind.budgets != Budgets():
-        lacks.append("budgets")
-    return tuple(lacks)
-
-
-def _lacks(block: Block) -> list[str]:
-    """What one block uses that this flume does not run yet (its inner blocks aside)."""
-    match block:
-        case Loop(name=name):
-            return [f"loop {name}"]
-        case Parallel(name=name):
-            return [f"parallel {name}"]
-        case Step(name=name, deliverable=gate, agent=agent):
-            lacks = []
-            if isinstance(gate, Verdict | Artifact | PassingTests | Approval):
-                lacks.append(f"the {gate_word(gate)} gate of step {name}")
-            if agent is not None:
-                lacks.append(f"the agent of its own step {name} names")
-            return lacks
-        case Sequence():
-            return []
-        case _:
-            assert_never(block)
+    return tuple(
+        f"parallel {block.name}" for block in blocks_of(kind.body) if isinstance(block, Parallel)
+    )
 
 
 def gate_word(gate: Gate) -> str:

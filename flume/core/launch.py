@@ -242,8 +242,7 @@ def check_launch(launch: Launch, kind: Kind, *, planned: bool = False) -> None:
                 Problem(
                     field="kind",
                     what=f"kind {kind.name} is checked and sound, but this flume does not run "
-                    "loop or parallel blocks, the verdict, artifact, tests or approval gates, "
-                    f"workflow prompt fields or budgets yet; it uses {', '.join(lacks)}",
+                    f"parallel blocks (lanes) yet; it uses {', '.join(lacks)}",
                     mend="see the worst case its caps allow with flume launch --plan; launch it "
                     "once flume runs workflows",
                 ),

@@ -40,6 +40,12 @@ class Launched:
     #: The thresholds the place lives by, frozen at launch so that its replay depends on its
     #: journal alone. None: the settings ``step`` was called with at launch.
     settings: Settings | None = None
+    #: The place's blackboard, ``<git-common-dir>/flume/<place>/board`` (a workflow's steps
+    #: write their handoffs and verdicts there); empty in a launch journaled before boards.
+    board: str = ""
+    #: What a ``tests`` gate runs, each an argv, frozen at launch: ``[tests] command``, else
+    #: ``[land] checks``.
+    tests: PVector[PVector[str]] = attrs.field(factory=pvector)
 
 
 @attrs.frozen(kw_only=True)
@@ -267,6 +273,53 @@ class Usage:
 
 
 @attrs.frozen(kw_only=True)
+class GateRead:
+    """What the shell found of a step's gate after its turn ended (the answer to ``JudgeGate``).
+
+    ``found``: the verdict file or the artifact exists, or the tests ran to their end (not
+    killed at their deadline). ``result`` and ``summary``: the verdict's, as written (a verdict
+    not JSON, or with no ``result``, is found with ``problem`` saying so); for tests, ``code`` is
+    the exit status of the first command that failed (0: all passed) and ``summary`` the end of
+    its output.
+    """
+
+    at: Instant
+    key: str
+    attempt: int
+    found: bool
+    result: str = ""
+    summary: str = ""
+    code: int | None = None
+    problem: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ApproveAsked:
+    """A person approved the step that waits on an approval gate."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class ResumeAsked:
+    """A person asked a paused run to go on."""
+
+    at: Instant
+
+
+@attrs.frozen(kw_only=True)
+class BudgetRaised:
+    """A person raised the run's budgets by these amounts (None: that budget unchanged)."""
+
+    at: Instant
+    turns: int | None = None
+    tokens: int | None = None
+    wall_minutes: int | None = None
+    retries: int | None = None
+    turns_per_attempt: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class TurnEnded:
     """The agent's turn ended, and this is what its model reported using in it.
 
@@ -482,6 +535,9 @@ Command = (
     | SubmitAsked
     | NeedsSaid
     | TidyAsked
+    | ApproveAsked
+    | ResumeAsked
+    | BudgetRaised
 )
 Fact = (
     WorktreeMade
@@ -509,6 +565,7 @@ Fact = (
     | WorktreeRemoved
     | BranchDeleted
     | Tick
+    | GateRead
 )
 Observation = Command | Fact
 
@@ -548,4 +605,8 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     WorktreeRemoved,
     BranchDeleted,
     Tick,
+    ApproveAsked,
+    ResumeAsked,
+    BudgetRaised,
+    GateRead,
 )

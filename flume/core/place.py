@@ -29,10 +29,12 @@ from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
 from flume.core.actions import Action
+from flume.core.budget import Spent
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
 from flume.core.kinds import (
     Approval,
     Artifact,
+    Budgets,
     ChangeWritten,
     Commit,
     Kind,
@@ -47,11 +49,14 @@ from flume.core.kinds import (
 from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
+    ApproveAsked,
+    BudgetRaised,
     ChangeSeen,
     Command,
     DropAsked,
     NeedsSaid,
     ProceedAsked,
+    ResumeAsked,
     RetryAsked,
     StopAsked,
     SubmitAsked,
@@ -59,6 +64,7 @@ from flume.core.observations import (
     Told,
 )
 from flume.core.settings import Settings
+from flume.core.workflow import Position, key
 
 
 class Life(enum.Enum):
@@ -82,6 +88,15 @@ class ShortCause(enum.Enum):
     FAILED = "failed"  #: an action failed (the worktree, the agent's start)
     WORKTREE_GONE = "worktree-gone"  #: the place's worktree was deleted under it
     BRANCH_GONE = "branch-gone"  #: the place's branch was deleted under it
+
+
+class PauseCause(enum.Enum):
+    """Why a workflow's run waits on a person; each names the command that lets it go on."""
+
+    APPROVAL = "approval"  #: an approval gate waits for ``flume approve``
+    GATE_BLOCKED = "gate-blocked"  #: the gate did not pass, told once; or the verdict: blocked
+    BUDGET = "budget"  #: a budget is spent; ``flume raise`` lets it go on
+    LOOP_MAX = "loop-max"  #: a loop with ``on_max = "pause"`` ran its last pass
 
 
 @attrs.frozen(kw_only=True)
@@ -138,6 +153,30 @@ class Delivered:
 
 
 @attrs.frozen(kw_only=True)
+class Judging:
+    """The agent's turn ended; the shell reads what the step's gate is judged on (``JudgeGate``)."""
+
+    session: SessionId
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
+class Paused:
+    """The run waits on a person (WF-NO-SILENT-WAIT): the cause, in words, and what resumes it.
+
+    No agent is live and none starts while a stage is paused. Resumed, the stage is queued:
+    as a new attempt (``again``: its gate did not pass, or its agent was ended mid-step), or as
+    it stands (a budget spent before it started, a loop's max before the step after it). An
+    approval gate's stage, approved, passes; ``finish``: the body was finished when it paused.
+    """
+
+    cause: PauseCause
+    words: str
+    again: bool = False
+    finish: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class Short:
     """The stage stopped short; it waits for a retry or a drop (R8)."""
 
@@ -146,7 +185,16 @@ class Short:
 
 
 StagePhase = (
-    AwaitingWord | Queued | Starting | AwaitingInput | Delivering | Working | Delivered | Short
+    AwaitingWord
+    | Queued
+    | Starting
+    | AwaitingInput
+    | Delivering
+    | Working
+    | Delivered
+    | Short
+    | Judging
+    | Paused
 )
 
 # Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
@@ -219,12 +267,46 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         DropAsked: Short,
         TidyAsked: Short,
     },
+    Judging: {
+        Told: Judging,
+        NeedsSaid: Short,
+        SubmitAsked: Judging,
+        StopAsked: Short,
+        DropAsked: Judging,
+        TidyAsked: Judging,
+    },
+    Paused: {
+        ApproveAsked: Delivered,
+        ResumeAsked: Queued,
+        BudgetRaised: Queued,
+        RetryAsked: Queued,
+        DropAsked: Paused,
+        TidyAsked: Paused,
+    },
+}
+
+#: WF-NO-SILENT-WAIT: of the commands a paused stage accepts (:data:`ACCEPTS`), which each cause
+#: takes besides drop and tidy: the one that resolves it, and a retry with words where a new
+#: attempt makes sense. Approve passes an approval gate (the stage is delivered and ends);
+#: resume and raise queue the stage again (raise only for a budget, which it raises first).
+PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
+    PauseCause.APPROVAL: frozenset({ApproveAsked, RetryAsked}),
+    PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked}),
+    PauseCause.BUDGET: frozenset({BudgetRaised}),
+    PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
 }
 
 
 def accepts(phase: StagePhase, command: type[Command]) -> bool:
-    """R9: the stage's phase accepts ``command`` (:data:`ACCEPTS`); its rule checks the rest."""
-    return command in ACCEPTS[type(phase)]
+    """R9: the stage's phase accepts ``command`` (:data:`ACCEPTS`); its rule checks the rest.
+
+    A paused stage takes only what its cause does (:data:`PAUSE_ACCEPTS`), drop and tidy aside.
+    """
+    if command not in ACCEPTS[type(phase)]:
+        return False
+    if isinstance(phase, Paused) and command not in {DropAsked, TidyAsked}:
+        return command in PAUSE_ACCEPTS[phase.cause]
+    return True
 
 
 @attrs.frozen(kw_only=True)
@@ -242,6 +324,17 @@ class StageRun:
     phase: StagePhase
     #: How many times this attempt's prompt was sent; never more than two (R5).
     sends: int = 0
+    #: Where in the kind's tree the stage runs; None: the step of its name, in no loop.
+    position: Position | None = None
+    #: The agent was told once why its gate did not pass (WF-GATE-REPROMPT-ONCE).
+    reprompted: bool = False
+    #: The turns this attempt's agent ended (the ``turns_per_attempt`` budget).
+    turns: int = 0
+
+    @property
+    def key(self) -> str:
+        """The attempt's address in the tree: ``review-loop@2/review``; a step's name if no loop."""
+        return self.name if self.position is None else key(self.position)
 
 
 @attrs.frozen(kw_only=True)
@@ -260,6 +353,8 @@ class Agent:
     ending: bool = False
     #: Its transcript held its prompt, typed: ``prompt-delivered`` was reported for it.
     proven: bool = False
+    #: Its stage attempt's key in the tree (``review-loop@2/review``); empty: the stage's name.
+    key: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -375,6 +470,18 @@ class Place:
     worktree_gone: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
     branch_gone: bool = False
+    #: The blackboard the steps share (empty: a launch journaled before boards).
+    board: str = ""
+    #: What a tests gate runs, each an argv.
+    tests: PVector[PVector[str]] = attrs.field(factory=pvector)
+    #: The budgets, as launched and since raised, and what the run has spent of them.
+    budgets: Budgets = attrs.field(factory=Budgets)
+    spent: Spent = attrs.field(factory=Spent)
+    #: Each loop that ran out of passes, ``name@passes``, in the order they did.
+    maxed: PVector[str] = attrs.field(factory=pvector)
+    #: The key and attempt, ``key#attempt``, of the last verdict judged of each step: the name
+    #: the verdict is archived under before the step's next attempt starts.
+    verdicts: PMap[StageName, str] = attrs.field(factory=pmap)
 
 
 class PlaceChanges(TypedDict, total=False):
@@ -412,6 +519,12 @@ class PlaceChanges(TypedDict, total=False):
     tidy: Tidy
     worktree_gone: bool
     branch_gone: bool
+    board: str
+    tests: PVector[PVector[str]]
+    budgets: Budgets
+    spent: Spent
+    maxed: PVector[str]
+    verdicts: PMap[StageName, str]
 
 
 def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:
@@ -437,6 +550,20 @@ def want_tidy(tidy: Tidy) -> Tidy:
 def current_step(place: Place) -> Step:
     """The step the place's current stage runs."""
     return stage_named(place.kind, place.stage.name)
+
+
+def resolve_command(place: Place, cause: PauseCause) -> str:
+    """The command that lets a run paused for ``cause`` go on."""
+    name = place.launch.place
+    match cause:
+        case PauseCause.APPROVAL:
+            return f"flume approve {name}"
+        case PauseCause.BUDGET:
+            return f"flume raise {name} --turns +N (or --tokens, --wall)"
+        case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX:
+            return f"flume resume {name} (or flume retry {name} with words)"
+        case _:
+            assert_never(cause)
 
 
 def is_live(place: Place) -> bool:

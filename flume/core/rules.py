@@ -37,7 +37,21 @@ RULES: dict[str, str] = {
         "Of an agent's hooks and its registry entry, the one that spoke last says what it does."
     ),
     "TURN-ENDED-ONLY-REPORTED": (
-        "A turn's end is reported with the tokens its agent used, and decides nothing else."
+        "A turn's end is reported with the tokens its agent used; only a workflow gate acts on it."
+    ),
+    "WF-LOOP-CAP": "A loop's body runs at most max passes; then loop-max, and on (or a pause).",
+    "WF-LOOP-EXITS-ON-DONE": "The until step's verdict done leaves the loop at once.",
+    "WF-GATE-REPROMPT-ONCE": (
+        "A gate that did not pass is told to the agent once, with why; again, the run pauses."
+    ),
+    "WF-VERDICT-SINCE-DELIVERY": "A verdict written before its attempt began never passes it.",
+    "WF-ARTIFACT-BLOCKS": "An artifact gate passes only when its file exists.",
+    "WF-BUDGET-PAUSES": (
+        "Over a budget no start or send is decided; the run pauses, never failed or dropped."
+    ),
+    "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-NO-SILENT-WAIT": (
+        "Every state has a pending action, an agent's move, a named pause, or is finished."
     ),
     "UNREGISTERED-ASKS": (
         "A Claude Code agent unregistered 10 s after it started is taken to ask a person."

@@ -36,3 +36,5 @@ class Settings:
     #: How long to wait for an agent to take input before sending anyway (R5; a lost send
     #: is then found missing and resent, never assumed taken).
     ready_seconds: float = 60.0
+    #: How long a tests gate's commands may run, all told, before they count as not finished.
+    tests_seconds: float = 600.0

@@ -27,11 +27,13 @@ LAND-BASE-BLOCKED-WAITS, PLACE-LOST-STOPS-SHORT, START-ONLY-IN-PLACE.
 from __future__ import annotations
 
 import attrs
+from pyrsistent import pvector
 
-from flume.core import delivery, tell
+from flume.core import budget, delivery, tell, workflow
 from flume.core.actions import (
     Action,
     ActionName,
+    ArchiveVerdict,
     EndAgent,
     Event,
     Land,
@@ -40,10 +42,11 @@ from flume.core.actions import (
     RunSetup,
     StartAgent,
 )
+from flume.core.budget import Spent
 from flume.core.errors import refused
-from flume.core.ids import Instant, SessionId
-from flume.core.kinds import Landing, Step, first_stage, next_stage
-from flume.core.launch import Panes, check_launch, place_branch, place_path
+from flume.core.ids import Instant, SessionId, StageName
+from flume.core.kinds import Landing, Step, Verdict, first_stage, stage_named
+from flume.core.launch import AgentSettings, Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
     Activity,
@@ -75,8 +78,11 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
     Outcome,
+    PauseCause,
+    Paused,
     Place,
     Queued,
     Short,
@@ -92,23 +98,34 @@ from flume.core.place import (
     has_deliverable,
     is_live,
     is_quiet,
+    resolve_command,
     want_tidy,
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
+from flume.core.workflow import Position
 
 #: The phases in which a stage's agent is running toward its deliverable.
-_RUNNING = (AwaitingInput, Delivering, Working)
+_RUNNING = (AwaitingInput, Delivering, Working, Judging)
 
 
 def _name(place: Place) -> str:
     return place.launch.place
 
 
-def _new_stage(
-    place: Place, step: Step, now: Instant, *, attempt: int = 1, words: str = ""
+def _new_stage(  # noqa: PLR0913 (the stage's fields, each a keyword)
+    place: Place,
+    step: Step,
+    now: Instant,
+    *,
+    attempt: int = 1,
+    words: str = "",
+    position: Position | None = None,
 ) -> StageRun:
-    """STAGE-WAITS-WORD: a stage that waits on the caller's word does not start without it."""
+    """STAGE-WAITS-WORD: a stage that waits on the caller's word does not start without it.
+
+    ``position``: where in the kind's tree it runs; None: where the current stage runs.
+    """
     waits = step.waits_on_caller or step.name in place.launch.waits
     return StageRun(
         name=step.name,
@@ -117,6 +134,7 @@ def _new_stage(
         start_head=place.head,
         words=words,
         phase=AwaitingWord() if waits else Queued(),
+        position=position if position is not None else place.stage.position,
     )
 
 
@@ -141,6 +159,10 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
         settings=seen.settings or settings,
         copy=seen.copy,
         start=seen.start,
+        board=seen.board,
+        tests=seen.tests,
+        budgets=seen.kind.budgets,
+        spent=Spent(began_at=seen.at),
         stage=StageRun(
             name=first.name,
             attempt=1,
@@ -150,7 +172,8 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
             phase=Queued(),
         ),
     )
-    place = evolve(place, stage=_new_stage(place, first, seen.at))
+    position = workflow.first(seen.kind.body)
+    place = evolve(place, stage=_new_stage(place, first, seen.at, position=position))
     actions = (
         Report(event=Event.LAUNCHED, text=f"{_name(place)} launched on {branch}"),
         make_worktree(place),
@@ -228,6 +251,7 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
         agent = Agent(
             session=seen.session,
             stage=seen.stage,
+            key=place.stage.key,
             attempt=seen.attempt,
             pane=seen.pane,
             activity=Activity.UNKNOWN,
@@ -726,27 +750,89 @@ def end_when_quiet(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not is_quiet(place)
     ):
         return place, ()
+    return finish_stage(place, now, done=False)
+
+
+def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
+    """The current stage passed: its agent ends, and the run goes where the tree says next.
+
+    ``done``: its verdict said done (a loop whose ``until`` step it is ends at once,
+    WF-LOOP-EXITS-ON-DONE). The next stage is queued (or waits on the caller's word); a loop
+    out of passes is reported (WF-LOOP-CAP) and, ``on_max = "pause"``, pauses the run before
+    the next stage; past the last stage, the place is finished.
+    """
+    ended_key = place.stage.key
     ended_name = place.stage.name
-    place, actions = _end_agent(place, f"stage {ended_name} is done")
-    place = evolve(place, completed=place.completed.append(ended_name))
-    ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_name} ended", stage=ended_name)
-    following = next_stage(place.kind, ended_name)
-    if following is None:
-        place = evolve(place, life=Life.FINISHED)
-        finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=ended_name)
-        if place.landed_at is None:
-            return place, (*actions, ended, finished)
-        return evolve(place, tidy=want_tidy(place.tidy)), (*actions, ended, finished)
-    stage = _new_stage(place, following, now)
+    place, actions = _end_agent(place, f"stage {ended_key} is done")
+    place = evolve(place, completed=place.completed.append(StageName(ended_key)))
+    ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_key} ended", stage=ended_name)
+    position = place.stage.position or workflow.Position(step=ended_name)
+    went = workflow.advance(place.kind.body, position, done=done)
+    maxed: list[Action] = []
+    for each in went.maxed:
+        place = evolve(place, maxed=place.maxed.append(f"{each.loop}@{each.passes}"))
+        then = "the run pauses" if each.pause else "the run goes on"
+        maxed.append(
+            Report(
+                event=Event.LOOP_MAX,
+                text=f"loop {each.loop} ran its {each.passes} passes without done; {then}",
+                stage=ended_name,
+            )
+        )
+    pause = went.pauses
+    if went.position is None and pause is None:
+        place, finished = finish_place(place)
+        return place, (*actions, ended, *maxed, *finished)
+    if went.position is None:
+        # Paused at the loop's max with nothing after it: resumed, the run finishes.
+        stage = attrs.evolve(place.stage, position=position)
+    else:
+        following = stage_named(place.kind, went.position.step)
+        stage = _new_stage(place, following, now, position=went.position)
     place = evolve(place, stage=stage)
+    if pause is not None:
+        paused = Paused(
+            cause=PauseCause.LOOP_MAX,
+            words=f"loop {pause.loop} ran its {pause.passes} passes without done",
+            finish=went.position is None,
+        )
+        place, pausing = pause_stage(place, paused)
+        return place, (*actions, ended, *maxed, *pausing)
     if isinstance(stage.phase, AwaitingWord):
         waits = Report(
             event=Event.STAGE_WAITS,
-            text=f"stage {stage.name} waits on the caller's word (flume proceed {_name(place)})",
+            text=f"stage {stage.key} waits on the caller's word (flume proceed {_name(place)})",
             stage=stage.name,
         )
-        return place, (*actions, ended, waits)
-    return place, (*actions, ended)
+        return place, (*actions, ended, *maxed, waits)
+    return place, (*actions, ended, *maxed)
+
+
+def finish_place(place: Place) -> Outcome:
+    """The last stage passed: the place is finished (landed: tidy is wanted)."""
+    place = evolve(place, life=Life.FINISHED)
+    finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=place.stage.name)
+    if place.landed_at is None:
+        return place, (finished,)
+    return evolve(place, tidy=want_tidy(place.tidy)), (finished,)
+
+
+def pause_stage(place: Place, paused: Paused) -> Outcome:
+    """WF-NO-SILENT-WAIT: the stage pauses, named, with the command that resolves it.
+
+    Its agent, if one lives, is ended (WF-BUDGET-PAUSES: no agent works on past a pause); the
+    pause's time is not active time.
+    """
+    place, ended = _end_agent(place, f"the run pauses: {paused.cause.value}")
+    stage = attrs.evolve(place.stage, phase=paused)
+    place = evolve(place, stage=stage, spent=budget.paused_from(place.spent, place.now))
+    report = Report(
+        event=Event.PAUSED,
+        text=f"{_name(place)} paused at {stage.key} ({paused.cause.value}): {paused.words}; "
+        f"{resolve_command(place, paused.cause)}",
+        stage=stage.name,
+    )
+    return place, (*ended, report)
 
 
 def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -765,20 +851,44 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not isinstance(place.stage.phase, Queued)
     ):
         return place, ()
+    spent = budget.spent_budget(place.budgets, place.spent, 0, now)
+    if spent is not None:
+        # WF-BUDGET-PAUSES: over a budget, no agent is started; the stage waits, queued.
+        return pause_stage(place, Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent"))
     # "Made since the stage started": the stage starts with its agent, once the previous agent
     # is gone (R4), so nothing its predecessor did can pass for this stage's deliverable.
     stage = attrs.evolve(
-        place.stage, phase=Starting(since=now), started_at=now, start_head=place.head
+        place.stage, phase=Starting(since=now), started_at=now, start_head=place.head, turns=0
     )
+    step = current_step(place)
     start = StartAgent(
         path=place.path,
         stage=stage.name,
         attempt=stage.attempt,
-        agent=place.launch.agent,
+        agent=agent_for(place, step),
     )
     report = Report(
         event=Event.STAGE_STARTED,
-        text=f"stage {stage.name} starts (attempt {stage.attempt})",
+        text=f"stage {stage.key} starts (attempt {stage.attempt})",
         stage=stage.name,
     )
-    return evolve(place, stage=stage), (report, start)
+    archive: tuple[Action, ...] = ()
+    if isinstance(step.deliverable, Verdict) and place.board:
+        # WF-VERDICT-SINCE-DELIVERY: the verdict an earlier attempt wrote is moved aside before
+        # this attempt's agent starts, so only one written after its prompt can pass its gate.
+        earlier = place.verdicts.get(step.name, "earlier")
+        archive = (ArchiveVerdict(board=place.board, stage=step.name, archive_as=earlier),)
+    return evolve(place, stage=stage), (report, *archive, start)
+
+
+def agent_for(place: Place, step: Step) -> AgentSettings:
+    """The agent a step runs: the launch's, or the one the step names (its model, if named)."""
+    if step.agent is None:
+        return place.launch.agent
+    model = step.agent.model if step.agent.model is not None else place.launch.agent.model
+    if step.agent.agent is place.launch.agent.agent:
+        return attrs.evolve(place.launch.agent, model=model)
+    # Another agent than the launch's: its own flags would not be this one's.
+    return attrs.evolve(
+        place.launch.agent, agent=step.agent.agent, model=step.agent.model, flags=pvector()
+    )

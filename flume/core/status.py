@@ -12,10 +12,12 @@ import enum
 from typing import assert_never
 
 import attrs
+from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from flume.core.budget import budget_words
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
-from flume.core.kinds import describe_deliverable
+from flume.core.kinds import Budgets, describe_deliverable
 from flume.core.launch import followed_by
 from flume.core.observations import Activity
 from flume.core.place import (
@@ -23,7 +25,9 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
+    Paused,
     Place,
     Queued,
     Short,
@@ -33,6 +37,7 @@ from flume.core.place import (
     Working,
     current_step,
     has_deliverable,
+    resolve_command,
 )
 
 
@@ -49,6 +54,8 @@ class PhaseWord(enum.StrEnum):
     WORKING = "working"  #: the agent works toward the deliverable
     DELIVERED = "delivered"  #: the deliverable exists; the stage ends once the agent is quiet
     SHORT = "short"  #: the stage stopped short
+    JUDGING = "judging"  #: the agent's turn ended; its step's gate is being read
+    PAUSED = "paused"  #: the run waits on a person (approve, resume, raise)
     FINISHED = "finished"  #: the place's last stage is done
     DROPPED = "dropped"  #: the caller abandoned the work
     TIDIED = "tidied"  #: the place's worktree is gone
@@ -104,6 +111,18 @@ class PlaceStatus:
     #: What keeps the host's supervisor from carrying the place on, and the way out (a journal
     #: it cannot write, or cannot read whole), as the supervisor said; None when nothing does.
     fault: str | None = None
+    #: A workflow's fields, absent for a kind of Steps in a Sequence with no budgets: the
+    #: attempt's key in the tree (``review-loop@2/review``), when it is not the stage's name.
+    key: str | None = None
+    #: Why the run is paused, in words, and the command that lets it go on.
+    paused: str | None = None
+    paused_words: str | None = None
+    resolve: str | None = None
+    #: The budgets set, what the run spent of them, in words; the loops that ran out of passes.
+    budgets: str | None = None
+    turns_spent: int | None = None
+    tokens_spent: int | None = None
+    maxed: PVector[str] = attrs.field(factory=pvector)
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per phase)
@@ -123,6 +142,10 @@ def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per ph
             return PhaseWord.DELIVERED
         case Short():
             return PhaseWord.SHORT
+        case Judging():
+            return PhaseWord.JUDGING
+        case Paused():
+            return PhaseWord.PAUSED
         case _:
             assert_never(phase)
 
@@ -144,7 +167,7 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
     phase = place.stage.phase
     step = current_step(place)
     finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
-    return PlaceStatus(
+    view = PlaceStatus(
         place=place.launch.place,
         name=place.launch.name,
         repository=place.launch.repository,
@@ -178,6 +201,31 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         updated_at=place.now,
         host=owner.state if owner is not None and not followed_by(place.launch, here) else None,
     )
+    return _with_workflow(view, place)
+
+
+def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """The fields only a workflow's place carries: none for a kind of Steps with no budgets."""
+    phase = place.stage.phase
+    if place.stage.key != place.stage.name:
+        view = attrs.evolve(view, key=place.stage.key)
+    if isinstance(phase, Paused):
+        view = attrs.evolve(
+            view,
+            paused=phase.cause.value,
+            paused_words=phase.words,
+            resolve=resolve_command(place, phase.cause),
+        )
+    if place.budgets != Budgets():
+        view = attrs.evolve(
+            view,
+            budgets=budget_words(place.budgets, place.spent, place.now),
+            turns_spent=place.spent.turns,
+            tokens_spent=place.spent.tokens,
+        )
+    if place.maxed:
+        view = attrs.evolve(view, maxed=place.maxed)
+    return view
 
 
 def _submission(place: Place) -> Submission:

@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, stage, tell, tidy
+from flume.core import delivery, gates, stage, tell, tidy
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -35,12 +35,15 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    ApproveAsked,
     BranchDeleted,
     BranchHead,
     BranchVanished,
+    BudgetRaised,
     ChangeSeen,
     ChecksFailed,
     DropAsked,
+    GateRead,
     Landed,
     LandingBlocked,
     Launched,
@@ -51,6 +54,7 @@ from flume.core.observations import (
     PromptTyped,
     PromptUnwritten,
     ReportSeen,
+    ResumeAsked,
     RetryAsked,
     SetupFinished,
     StopAsked,
@@ -68,6 +72,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import (
+    Judging,
     Life,
     Outcome,
     Place,
@@ -75,6 +80,7 @@ from flume.core.place import (
     Starting,
     Submission,
     TidyGathering,
+    current_step,
     evolve,
 )
 from flume.core.settings import Settings
@@ -96,7 +102,9 @@ FollowUp = Callable[[Settings, Place, Instant], Outcome]
 #:    makes or leaves; it sits with the stage's rules, so its Land comes before any send.
 #: 5. ``gather_when_free`` after ``end_when_quiet``, so finished landed work asks for tidy's
 #:    facts in the step it finished, once no agent lives.
-#: 6. The sends last, on the phase the stage's rules left. The prompt's deadlines
+#: 6. ``pause_when_spent`` before any send: a stage over a budget (its active minutes moved on)
+#:    pauses, and nothing more is sent to its agent.
+#: 7. The sends last, on the phase the stage's rules left. The prompt's deadlines
 #:    (``check_deadlines``) before the tells': a stage whose prompt was missing twice stops short
 #:    there, and its held tells may go in that step (``flush`` itself never sends a tell before
 #:    the prompt is found). The tell in flight (``check_deadline``: sent again, or found lost)
@@ -107,6 +115,7 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
     stage.start_when_free,
     stage.land_again,
     tidy.gather_when_free,
+    gates.pause_when_spent,
     delivery.check_deadlines,
     tell.check_deadline,
     tell.flush,
@@ -144,17 +153,19 @@ def usage_words(usage: Usage | None) -> str:
 
 
 def _turn_ended(place: Place, seen: TurnEnded) -> Decision:
-    """TURN-ENDED-ONLY-REPORTED: a turn's end is reported with its usage and decides nothing.
+    """TURN-ENDED-ONLY-REPORTED: a turn's end is reported with its usage; gates judge on it.
 
-    No follow-up runs: the place is as it was, its clock moved on, and the one action is the
-    report (the workflow engine's gates and budgets will read it; today no rule does).
+    No follow-up runs: a stage gated by one of the five deliverables is as it was (its spending
+    counted), and the one action is the report; a workflow gate's stage asks for its reading
+    or pauses (:func:`flume.core.gates.on_turn_ended`).
     """
     report = Report(
         event=Event.TURN_ENDED,
         text=f"turn ended: {usage_words(seen.usage)}",
         stage=place.stage.name,
     )
-    return Decision(place=place, actions=(report,))
+    place, actions = gates.on_turn_ended(place, seen, report)
+    return Decision(place=place, actions=actions)
 
 
 def _launched_again(place: Place, seen: Launched) -> Outcome:
@@ -237,6 +248,14 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return place, ()
         case BranchDeleted():
             return tidy.on_branch_deleted(place, seen)
+        case ApproveAsked():
+            return gates.on_approve(place, seen)
+        case ResumeAsked():
+            return gates.on_resume(place, seen)
+        case BudgetRaised():
+            return gates.on_raise(place, seen)
+        case GateRead():
+            return gates.on_gate_read(place, seen)
         case Tick() | TurnEnded():
             return place, ()
         case _:
@@ -305,9 +324,11 @@ def pending(place: Place) -> tuple[Action, ...]:
                 path=place.path,
                 stage=place.stage.name,
                 attempt=place.stage.attempt,
-                agent=place.launch.agent,
+                agent=stage.agent_for(place, current_step(place)),
             ),
         )
+    if place.life is Life.ACTIVE and isinstance(phase, Judging):
+        found.append(gates.judge_gate(place))
     if place.agent is not None and place.agent.ending:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:

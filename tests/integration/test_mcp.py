@@ -27,7 +27,7 @@ from flume.cli.mcp import SETTINGS, do_launch, read_words
 from flume.core.errors import UsageError
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, name_from
-from flume.core.observations import DropAsked
+from flume.core.observations import ApproveAsked, BudgetRaised, DropAsked, ResumeAsked
 from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of
 from tests.integration.places_kit import flume_process, run_git, world_of
@@ -36,7 +36,10 @@ from tests.integration.places_kit import flume_process, run_git, world_of
 #: see: outside scripts/test's coverage gate, run in its second pass.
 pytestmark = pytest.mark.processes
 
-TOOLS = {"status", "launch", "tell", "stop", "retry", "drop", "proceed"}
+TOOLS = {
+    "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "resume",
+    "raise_budgets",
+}  # fmt: skip
 
 
 # --- the words of /flume:launch -------------------------------------------------------------
@@ -222,7 +225,7 @@ def status_json(repo: Path) -> dict[str, Any]:
 def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """Seven tools; launch from the server's folder by words: kind fix, a name made unique."""
+    """Ten tools; launch from the server's folder by words: kind fix, a name made unique."""
     del panes
     repo = agent_repository(tmp_path)
     brief = "The greeting says hullo; make it hello."
@@ -238,6 +241,10 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
         seen["after"] = answered(await session.call_tool("status", {"repository": str(repo)}))
         second = seen["second"]["place"]
         seen["retry"] = await session.call_tool("retry", {"place": second, "words": "again"})
+        for word in ("approve", "resume"):
+            seen[word] = await session.call_tool(word, {"place": second})
+        raised = {"place": second, "turns": 5}
+        seen["raise_budgets"] = await session.call_tool("raise_budgets", raised)
         seen["drop"] = answered(await session.call_tool("drop", {"place": second}))
         seen["dropped"] = answered(await session.call_tool("status", {"place": second}))
 
@@ -265,12 +272,18 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
     assert text_of(seen["retry"]).startswith(
         "Error executing tool retry: flume refused this in the place's present state"
     )
+    # Nothing is paused: approve, resume and raise_budgets are refused, and journal nothing.
+    for word in ("approve", "resume", "raise_budgets"):
+        assert seen[word].is_error, word
+        assert "is not paused: nothing waits on" in text_of(seen[word]), text_of(seen[word])
     assert seen["drop"]["place"] == seen["second"]["place"]
     assert "dropped" in seen["drop"]["said"]
     (dropped,) = seen["dropped"]["places"]
     assert dropped["life"] in {"dropped", "tidied"}  # the supervisor tidies a drop at once
     journal = Path(seen["second"]["journal"])
     assert sum(isinstance(each, DropAsked) for each in observations(journal)) == 1
+    refused = (ApproveAsked, ResumeAsked, BudgetRaised)
+    assert not any(isinstance(each, refused) for each in observations(journal))
 
 
 def test_bad_input_is_a_tool_error_that_says_how_to_mend_it_and_creates_nothing(
@@ -296,6 +309,10 @@ def test_bad_input_is_a_tool_error_that_says_how_to_mend_it_and_creates_nothing(
         )
         errors["no place"] = await session.call_tool("tell", {"place": "fix--none", "text": "hi"})
         errors["typed wrong"] = await session.call_tool("launch", {"brief": 3})
+        errors["raise nothing"] = await session.call_tool("raise_budgets", {"place": "fix--none"})
+        errors["raise by 0"] = await session.call_tool(
+            "raise_budgets", {"place": "fix--none", "turns": 0}
+        )
         seen["status"] = answered(await session.call_tool("status", {"repository": str(repo)}))
 
     over_stdio(repo, talk)
@@ -311,5 +328,7 @@ def test_bad_input_is_a_tool_error_that_says_how_to_mend_it_and_creates_nothing(
     assert "- repository: " in said["not a repository"]
     assert "fix--none" in said["no place"]
     assert "brief" in said["typed wrong"]
+    assert "no budget is named to raise" in said["raise nothing"]
+    assert "--turns is 0, not a whole number of at least 1" in said["raise by 0"]
     assert seen["status"] == {"places": []}
     assert world_of(repo) == before

@@ -36,7 +36,9 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
+    Paused,
     Queued,
     Short,
     Starting,
@@ -72,6 +74,8 @@ PHASE_WORDS: dict[type, str] = {
     Working: "working",
     Delivered: "delivered",
     Short: "short",
+    Judging: "judging",
+    Paused: "paused",
 }
 
 

@@ -169,12 +169,22 @@ def test_unreadable_lines_are_counted() -> None:
 
 
 def test_a_turns_end_is_reported_with_its_tokens_and_changes_nothing_else() -> None:
-    """Two messages' usage summed; the report names each kind; the place only moves its clock."""
+    """Two messages' usage summed; the report names each kind; the place counts the spending.
+
+    The place moves its clock and counts what the turn spent; a linear kind's stage, gated by
+    a deliverable, stays as it was.
+    """
     usage = Usage(input=3, output=40, cache_read=1000) + Usage(output=2, cache_creation=50)
     assert usage == Usage(input=3, output=42, cache_read=1000, cache_creation=50)
     place = working()
     decided = step(S, place, TurnEnded(at=Instant(7), session=SESSION, usage=usage))
-    assert decided.place == attrs.evolve(place, now=Instant(7))
+    counted = attrs.evolve(place.spent, turns=1, tokens=1095)
+    assert decided.place == evolve(
+        place,
+        now=Instant(7),
+        spent=counted,
+        stage=attrs.evolve(place.stage, turns=1),
+    )
     assert decided.actions == (
         Report(
             event=Event.TURN_ENDED,
@@ -185,7 +195,11 @@ def test_a_turns_end_is_reported_with_its_tokens_and_changes_nothing_else() -> N
         ),
     )
     unknown = step(S, place, TurnEnded(at=Instant(2), session=None))
-    assert unknown.place == place
+    assert unknown.place == evolve(
+        place,
+        spent=attrs.evolve(place.spent, turns=1, unreported=1),
+        stage=attrs.evolve(place.stage, turns=1),
+    )
     assert [a.text for a in unknown.actions if isinstance(a, Report)] == [
         "turn ended: usage not reported"
     ]

@@ -55,7 +55,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
+    PauseCause,
+    Paused,
     Place,
     Queued,
     Short,
@@ -84,6 +87,8 @@ PHASES: list[StagePhase] = [
     Working(session=SESSION),
     Delivered(at=Instant(1)),
     Short(cause=ShortCause.NEEDS, words="which API?"),
+    Judging(session=SESSION, since=Instant(1)),
+    Paused(cause=PauseCause.APPROVAL, words="step review waits for approval"),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
@@ -69,8 +70,9 @@ class StageMachine(PlaceMachine):
     def agent_turn_ends(self, usage: Usage | None, later: float) -> None:
         """TURN-ENDED-ONLY-REPORTED: a turn's end, its usage known or not, is reported, once.
 
-        The place is the place it was, its clock moved to the turn's end, and the one action is
-        the ``turn-ended`` report naming the tokens (or that none were reported): no follow-up
+        A kind gated by deliverables, with no budgets: the place is the place it was, its clock
+        moved to the turn's end and what the turn spent counted, and the one action is the
+        ``turn-ended`` report naming the tokens (or that none were reported): no follow-up
         runs, so no decision of the rules changes.
         """
         place = self.world.place
@@ -83,7 +85,17 @@ class StageMachine(PlaceMachine):
             usage=usage,
         )
         decided = step(SETTINGS, place, seen)
-        assert decided.place == evolve(place, now=max(place.now, seen.at))
+        counted = decided.place.spent
+        assert decided.place == evolve(
+            place,
+            now=max(place.now, seen.at),
+            spent=counted,
+            stage=decided.place.stage,
+        )
+        assert decided.place.stage == attrs.evolve(place.stage, turns=decided.place.stage.turns)
+        ours = agent is not None and place.agent is not None and not place.agent.ending
+        ours = ours and place.life is Life.ACTIVE
+        assert counted.turns == place.spent.turns + (1 if ours else 0)
         (report,) = decided.actions
         assert isinstance(report, Report)
         assert report.event is Event.TURN_ENDED

@@ -20,12 +20,15 @@ from flume.core.kinds import Landing, steps
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
+    ApproveAsked,
+    BudgetRaised,
     Command,
     DropAsked,
     Launched,
     NeedsSaid,
     Observation,
     ProceedAsked,
+    ResumeAsked,
     RetryAsked,
     StopAsked,
     SubmitAsked,
@@ -34,12 +37,16 @@ from flume.core.observations import (
 )
 from flume.core.place import (
     ACCEPTS,
+    PAUSE_ACCEPTS,
     Agent,
     AwaitingInput,
     AwaitingWord,
     Delivered,
     Delivering,
+    Judging,
     Life,
+    PauseCause,
+    Paused,
     Place,
     Queued,
     Short,
@@ -47,6 +54,7 @@ from flume.core.place import (
     StagePhase,
     Starting,
     Working,
+    accepts,
     evolve,
 )
 from flume.core.settings import Settings
@@ -118,6 +126,8 @@ PHASES: tuple[StagePhase, ...] = (
     Working(session=_SESSION),
     Delivered(at=_AT),
     Short(cause=ShortCause.NEEDS, words="it needs a key"),
+    Judging(session=_SESSION, since=_AT),
+    *(Paused(cause=cause, words=f"paused for {cause.value}") for cause in PauseCause),
 )
 #: A fix launch: its second stage lands, so submit can be accepted there.
 _FIX = next(seen for seen in FIXED_LAUNCHES if seen.kind.name == "fix")
@@ -132,6 +142,9 @@ COMMANDS: tuple[Command, ...] = (
     SubmitAsked(at=Instant(9.0), session=_SESSION),
     NeedsSaid(at=Instant(9.0), words="a key", session=_SESSION),
     TidyAsked(at=Instant(9.0), force=False),
+    ApproveAsked(at=Instant(9.0)),
+    ResumeAsked(at=Instant(9.0)),
+    BudgetRaised(at=Instant(9.0), turns=5),
 )
 
 
@@ -169,6 +182,9 @@ def test_the_table_has_a_row_for_every_phase_and_names_only_commands() -> None:
     phase_types = set(get_args(StagePhase))
     command_types = set(get_args(Command))
     assert {type(phase) for phase in PHASES} == phase_types
+    assert {phase.cause for phase in PHASES if isinstance(phase, Paused)} == set(PauseCause)
+    for taken in PAUSE_ACCEPTS.values():
+        assert taken <= set(ACCEPTS[Paused])
     assert {type(command) for command in COMMANDS} == command_types
     assert set(ACCEPTS) == phase_types
     for row in ACCEPTS.values():
@@ -184,7 +200,7 @@ def test_each_phase_takes_each_command_as_the_table_says(
     """In a place where only the phase can refuse: accepted and moved per the table, or refused."""
     place = _willing(phase)
     moves_to = ACCEPTS[type(phase)].get(type(command))
-    if moves_to is None:
+    if not accepts(phase, type(command)):
         with pytest.raises(UsageError) as refusal:
             step(SETTINGS, place, command)
         assert refusal.value.exit_status == 1
@@ -213,4 +229,5 @@ def test_no_command_is_taken_where_the_table_refuses_it(
     except UsageError:
         return
     assert moves_to is not None, f"{kind.__name__} taken in {place.stage.phase}"
+    assert accepts(place.stage.phase, kind), f"{kind.__name__} taken in {place.stage.phase}"
     assert type(moved.stage.phase) is moves_to

@@ -17,10 +17,12 @@ from pyrsistent import pset, pvector
 from flume.core.actions import (
     Action,
     ActionName,
+    ArchiveVerdict,
     DeleteBranch,
     EndAgent,
     Event,
     GatherTidyFacts,
+    JudgeGate,
     KeepBranch,
     KeepPlace,
     Land,
@@ -35,7 +37,17 @@ from flume.core.actions import (
 from flume.core.delivery import prompt_marker
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
-from flume.core.kinds import BUILTIN_KINDS, Commit, Kind, Landing, ReportFile, Sequence, Step
+from flume.core.kinds import (
+    BUILTIN_KINDS,
+    Artifact,
+    Commit,
+    Kind,
+    Landing,
+    ReportFile,
+    Sequence,
+    Step,
+    Verdict,
+)
 from flume.core.launch import AgentSettings, Host, Launch
 from flume.core.observations import (
     ActionFailed,
@@ -49,6 +61,7 @@ from flume.core.observations import (
     BranchFacts,
     BranchHead,
     BranchVanished,
+    GateRead,
     Landed,
     Launched,
     Observation,
@@ -60,6 +73,8 @@ from flume.core.observations import (
     Tick,
     TidyFactsSeen,
     TranscriptEntry,
+    TurnEnded,
+    Usage,
     WorktreeFacts,
     WorktreeLost,
     WorktreeMade,
@@ -205,6 +220,16 @@ class FakeWorld:
     last_output: float = 0.0
     #: The host that launches the place (HOST-OWNS-PLACE); None: a launch from before hosts.
     host: Host | None = None
+    #: The blackboard's verdict files: step -> (result, summary), as the agents wrote them.
+    verdicts: dict[StageName, tuple[str, str]] = attrs.field(factory=dict)
+    #: Verdicts archived before their step's next attempt: (step, archived as, result).
+    archived: list[tuple[StageName, str, str]] = attrs.field(factory=list)
+    #: Files in the worktree an artifact gate looks for.
+    artifacts: set[str] = attrs.field(factory=set)
+    #: The repository's tests pass (a tests gate's reading).
+    tests_pass: bool = True
+    #: Each gate reading the world gave: (key, attempt, what it found).
+    readings: list[GateRead] = attrs.field(factory=list)
 
     # --- driving the core ------------------------------------------------------------------
 
@@ -224,7 +249,9 @@ class FakeWorld:
             host=self.host,
         )
         setup = pvector(pvector(argv) for argv in self.setup)
-        return self.feed(Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup))
+        board = f"{REPOSITORY}/.git/flume/{launch.place}/board"
+        seen = Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup, board=board)
+        return self.feed(seen)
 
     def record(self, seen: Observation) -> UsageError | None:
         """Journal a caller's command while the shell is down: stepped, nothing performed.
@@ -289,7 +316,7 @@ class FakeWorld:
 
     # --- performing actions as the shell would ---------------------------------------------
 
-    def perform(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911, PLR0912 (one arm per action)
+    def perform(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911, PLR0912, PLR0915 (one arm per action)
         """Carry out one action and say what came of it."""
         at = self.instant()
         match action:
@@ -398,8 +425,77 @@ class FakeWorld:
                 self.deleted.append((branch, self.git.lacks(branch, base)))
                 del self.git.branches[branch]
                 return [BranchDeleted(at=at, branch=branch)]
+            case ArchiveVerdict(stage=stage, archive_as=archive_as):
+                found = self.verdicts.pop(stage, None)
+                if found is not None:
+                    self.archived.append((stage, archive_as, found[0]))
+                return []
+            case JudgeGate():
+                reading = self.read_gate(action, at)
+                self.readings.append(reading)
+                return [reading]
             case KeepBranch() | KeepPlace() | Report():
                 return []
+
+    def read_gate(self, action: JudgeGate, at: Instant) -> GateRead:
+        """What the shell reads of a step's gate: the verdict file, the artifact, the tests."""
+        key, attempt = action.key, action.attempt
+        match action.gate:
+            case Verdict():
+                verdict = self.verdicts.get(action.stage)
+                if verdict is None:
+                    return GateRead(at=at, key=key, attempt=attempt, found=False)
+                result, summary = verdict
+                return GateRead(
+                    at=at, key=key, attempt=attempt, found=True, result=result, summary=summary
+                )
+            case Artifact(path=path):
+                return GateRead(at=at, key=key, attempt=attempt, found=path in self.artifacts)
+            case _:
+                code = 0 if self.tests_pass else 1
+                return GateRead(at=at, key=key, attempt=attempt, found=True, code=code)
+
+    def write_verdict(self, result: str, summary: str = "") -> None:
+        """The live agent writes its step's verdict on the board."""
+        assert self.place is not None
+        self.verdicts[self.place.stage.name] = (result, summary)
+
+    def end_turn(self, tokens: int | None = 10) -> UsageError | None:
+        """The live agent's turn ends, its model reporting ``tokens`` (None: no usage)."""
+        agent = self.live_agent()
+        if agent is None:
+            return None
+        self.activity, self.activity_since = Activity.WAITING, self.now
+        # Its Stop hook says it waits; its transcript closes the turn with the usage.
+        self.feed(
+            AgentStateSeen(at=self.instant(), session=agent.session, activity=Activity.WAITING)
+        )
+        usage = None if tokens is None else Usage(output=tokens)
+        return self.feed(TurnEnded(at=self.instant(), session=agent.session, usage=usage))
+
+    def deliver(self) -> bool:
+        """The live agent takes input and its transcript holds the last thing sent to it.
+
+        False when no agent lives or nothing was sent to it.
+        """
+        agent = self.live_agent()
+        if agent is None:
+            return False
+        self.activity, self.activity_since = Activity.WAITING, self.now
+        self.feed(AgentReady(at=self.instant(), session=agent.session))
+        if not agent.sends:
+            return False
+        self.typed_markers.add(agent.sends[-1].marker)
+        self.feed(
+            TranscriptEntry(
+                at=self.instant(),
+                session=agent.session,
+                author=Author.PERSON,
+                text=agent.sends[-1].text,
+            ),
+        )
+        self.activity, self.activity_since = Activity.WORKING, self.now
+        return True
 
     def worktree_facts(self, path: str) -> WorktreeFacts:
         """What the shell would see of the worktree at ``path``."""

@@ -96,14 +96,17 @@ def in_flight(repositories: Sequence[Path] | None = None) -> list[InFlight]:
 
 
 def waits_on_caller(each: InFlight) -> bool:
-    """The place waits on its caller: a word, a retry, a person's answer, or its report read."""
+    """The place waits on its caller: a word, a retry, a person's answer, or its report read.
+
+    A paused workflow run waits on a person too: approve, resume or raise lets it go on.
+    """
     view = each.view
     finished_report = view.life is Life.FINISHED and isinstance(
         current_step(each.place).deliverable, ReportFile
     )
     return (
         view.waits_on_caller
-        or view.phase in {PhaseWord.WAITS_WORD, PhaseWord.SHORT}
+        or view.phase in {PhaseWord.WAITS_WORD, PhaseWord.SHORT, PhaseWord.PAUSED}
         or view.agent is Activity.ASKING
         or finished_report
     )
@@ -125,11 +128,13 @@ def row(each: InFlight) -> str:
         doing = "waits on your word (proceed)"
     elif view.phase is PhaseWord.SHORT:
         doing = f"stopped short: {view.needs or view.short_cause or 'retry or drop'}"
+    elif view.phase is PhaseWord.PAUSED:
+        doing = f"paused ({view.paused}): {view.resolve}"
     elif view.agent is Activity.ASKING:
         doing = "asks you a question"
     else:
         doing = view.agent.value
-    return fit(f"{view.place} {view.stage}#{view.attempt} {doing}{tasks}")
+    return fit(f"{view.place} {view.key or view.stage}#{view.attempt} {doing}{tasks}")
 
 
 def _pane_tokens(each: InFlight) -> dict[str, str | None]:

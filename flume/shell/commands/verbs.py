@@ -29,6 +29,7 @@ from flume.core.observations import Launched, Observation
 from flume.core.place import evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
+from flume.core.workflow import position_of
 
 # Re-exported: the caller's commands are where they were always found.
 from flume.shell.commands.input_checks import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
@@ -173,5 +174,7 @@ def prompt(asked: PromptAsked, cwd: Path, settings: Settings) -> Prompt:
     )
     seen = Launched(at=Instant(0), launch=launch, kind=kind, settings=settings)
     place = step(settings, None, seen).place
-    place = evolve(place, stage=attrs.evolve(place.stage, name=StageName(asked.stage)))
+    named = StageName(asked.stage)
+    position = position_of(kind.body, named)
+    place = evolve(place, stage=attrs.evolve(place.stage, name=named, position=position))
     return Prompt(text=render_prompt(place), repository=repository)

@@ -47,6 +47,15 @@ def end_orphaned(record: Path) -> None:
 
 def run(cwd: Path, argv: Sequence[str], record: Path) -> tuple[int, str]:
     """Run ``argv`` in ``cwd``, its process group recorded at ``record``; status and output."""
+    status, output = run_within(cwd, argv, record, None)
+    assert status is not None  # noqa: S101 (no deadline: it ran to its end)
+    return status, output
+
+
+def run_within(
+    cwd: Path, argv: Sequence[str], record: Path, seconds: float | None
+) -> tuple[int | None, str]:
+    """:func:`run`, its process group ended after ``seconds``: then the status is None."""
     end_orphaned(record)
     try:
         process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
@@ -64,7 +73,13 @@ def run(cwd: Path, argv: Sequence[str], record: Path) -> tuple[int, str]:
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(f"{process.pid}\n", encoding="ascii")
     try:
-        output, _ = process.communicate()
+        try:
+            output, _ = process.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            return None, output.decode("utf-8", "replace")
     finally:
         record.unlink(missing_ok=True)
     return process.returncode, output.decode("utf-8", "replace")

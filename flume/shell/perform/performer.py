@@ -26,9 +26,11 @@ from pyrsistent import pvector
 from flume.core.actions import (
     Action,
     ActionName,
+    ArchiveVerdict,
     DeleteBranch,
     EndAgent,
     GatherTidyFacts,
+    JudgeGate,
     KeepBranch,
     KeepPlace,
     Land,
@@ -54,6 +56,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell.declared import command
+from flume.shell.perform import gates
 from flume.shell.process import Ran
 from flume.shell.tools import git
 
@@ -141,7 +144,7 @@ class Performer:
         """The clock, as an observation's instant."""
         return Instant(self.clock())
 
-    def perform(self, place: Place, action: Action) -> list[Observation]:  # noqa: C901, PLR0911 (one arm per action)
+    def perform(self, place: Place, action: Action) -> list[Observation]:  # noqa: C901, PLR0911, PLR0912 (one arm per action)
         """Carry out ``action`` for ``place`` and report what came of it."""
         match action:
             case MakeWorktree():
@@ -165,6 +168,11 @@ class Performer:
                 return self.agents.send(place, action, self.now())
             case Land():
                 return self.lander.land(place, action, self.now())
+            case ArchiveVerdict():
+                gates.archive_verdict(action)
+                return []
+            case JudgeGate():
+                return [gates.read_gate(action, self.now())]
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:

@@ -1,0 +1,379 @@
+"""Gates judged when a turn ends, the re-prompt, and the pauses a person resolves.
+
+Theory of operation. The five deliverables of a linear kind are judged as before: evidence seen,
+then the stage ends when its agent is quiet (:mod:`flume.core.stage`). The workflow gates,
+``verdict``, ``artifact``, ``tests`` and ``approval``, are judged when the agent's turn ends,
+never on quiet: the end of a turn (``TurnEnded``, provider-neutral) moves the stage to
+``Judging`` and asks the shell for the facts (``JudgeGate``); the shell reads the verdict file or
+the artifact, or runs the tests, and reports what it found (``GateRead``); the rules here judge.
+
+- WF-VERDICT-SINCE-DELIVERY: a verdict counts only when written for this attempt: the one an
+  earlier attempt wrote was archived before this attempt's agent started (``ArchiveVerdict``),
+  and a reading for another attempt or key is ignored.
+- WF-GATE-REPROMPT-ONCE: "a blocked gate re-prompts the agent once with the reason the gate
+  didn't pass, and if it's still blocked, pauses the run". A verdict of ``blocked`` pauses at once,
+  its summary as the words.
+- WF-ARTIFACT-BLOCKS: an artifact gate passes only when the file exists.
+- WF-BUDGET-PAUSES: the turns and tokens a turn spent are counted at its end; over a budget, the
+  run pauses instead of telling the agent again, and no start or send is decided (the start's
+  check is :func:`flume.core.stage.start_when_free`'s).
+- An approval gate pauses the run for ``flume approve`` once the turn ends; approved, the step
+  passes. ``flume resume`` queues a paused stage again, ``flume raise`` raises the budgets in
+  place and resumes a run paused on a budget it no longer exceeds (WF-BUDGET-RAISE-RESUMES).
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import attrs
+
+from flume.core import budget, stage
+from flume.core.actions import Event, JudgeGate, Report
+from flume.core.errors import refused
+from flume.core.ids import Instant
+from flume.core.kinds import (
+    Approval,
+    Artifact,
+    Budgets,
+    ChangeWritten,
+    Commit,
+    Gate,
+    Landing,
+    PassingTests,
+    ReportFile,
+    TasksTicked,
+    Verdict,
+)
+from flume.core.observations import (
+    ApproveAsked,
+    BudgetRaised,
+    GateRead,
+    ResumeAsked,
+    TurnEnded,
+    Usage,
+)
+from flume.core.place import (
+    AwaitingInput,
+    Delivered,
+    Delivering,
+    Judging,
+    Life,
+    Outcome,
+    PauseCause,
+    Paused,
+    Place,
+    Queued,
+    Tell,
+    Working,
+    accepts,
+    current_step,
+    evolve,
+    resolve_command,
+)
+from flume.core.settings import Settings
+
+_NO_BUDGETS = Budgets()
+
+#: The most characters of a failing test run's output the agent is told.
+_TESTS_TAIL = 2000
+
+
+def judged_at_turn_end(gate: Gate) -> bool:
+    """The gate is a workflow gate, judged when a turn ends (the five deliverables are not)."""
+    match gate:
+        case Verdict() | Artifact() | PassingTests() | Approval():
+            return True
+        case Commit() | Landing() | ChangeWritten() | TasksTicked() | ReportFile():
+            return False
+        case _:
+            assert_never(gate)
+
+
+def _spend(place: Place, usage: Usage | None) -> Place:
+    spent = place.spent
+    if usage is None:
+        spent = attrs.evolve(spent, turns=spent.turns + 1, unreported=spent.unreported + 1)
+    else:
+        spent = attrs.evolve(spent, turns=spent.turns + 1, tokens=spent.tokens + usage.total)
+    return evolve(place, spent=spent, stage=attrs.evolve(place.stage, turns=place.stage.turns + 1))
+
+
+def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
+    """A turn of the stage's agent ended: count what it spent, then judge its gate, if a workflow's.
+
+    A turn of no live agent of the place, or of a place not running, decides nothing.
+    """
+    agent = place.agent
+    if (
+        place.life is not Life.ACTIVE
+        or agent is None
+        or agent.ending
+        or (seen.session is not None and seen.session != agent.session)
+    ):
+        return place, (report,)
+    place = _spend(place, seen.usage)
+    phase = place.stage.phase
+    gate = current_step(place).deliverable
+    if not isinstance(phase, Working) or not judged_at_turn_end(gate):
+        place, pausing = pause_when_spent(place.settings, place, place.now)
+        return place, (report, *pausing)
+    if isinstance(gate, Approval):
+        paused = Paused(
+            cause=PauseCause.APPROVAL, words=f"step {place.stage.key} waits for approval"
+        )
+        place, pausing = stage.pause_stage(place, paused)
+        return place, (report, *pausing)
+    judging = Judging(session=phase.session, since=place.now)
+    place = evolve(place, stage=attrs.evolve(place.stage, phase=judging))
+    return place, (report, judge_gate(place))
+
+
+def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-BUDGET-PAUSES: a stage whose agent runs toward its gate pauses once a budget is spent.
+
+    Its agent is ended, and nothing more is sent to it; resumed, the stage is tried afresh. A
+    stage whose gate is already met (delivered) or being read ends as it would: the next
+    stage's start is checked before it is made (:func:`flume.core.stage.start_when_free`).
+    """
+    del settings
+    if place.life is not Life.ACTIVE or place.budgets == _NO_BUDGETS:
+        return place, ()
+    if not isinstance(place.stage.phase, AwaitingInput | Delivering | Working):
+        return place, ()
+    over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, now)
+    if over is None:
+        return place, ()
+    paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True)
+    return stage.pause_stage(place, paused)
+
+
+def judge_gate(place: Place) -> JudgeGate:
+    """The shell's reading of the current stage's gate (asked again after a restart)."""
+    return JudgeGate(
+        path=place.path,
+        board=place.board,
+        stage=place.stage.name,
+        key=place.stage.key,
+        attempt=place.stage.attempt,
+        gate=current_step(place).deliverable,
+        tests=place.tests,
+        deadline=place.settings.tests_seconds,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class _Passed:
+    done: bool
+
+
+@attrs.frozen(kw_only=True)
+class _Blocked:
+    words: str
+
+
+@attrs.frozen(kw_only=True)
+class _Failed:
+    reason: str
+
+
+def judge(place: Place, gate: Gate, seen: GateRead) -> _Passed | _Blocked | _Failed:
+    """What the facts the shell read mean for ``gate``."""
+    match gate:
+        case Verdict():
+            return _judge_verdict(place, seen)
+        case Artifact(path=path):
+            # WF-ARTIFACT-BLOCKS: only the file itself passes.
+            if seen.found:
+                return _Passed(done=False)
+            return _Failed(reason=f"{path} does not exist in the worktree")
+        case PassingTests():
+            return _judge_tests(seen)
+        case _:
+            # No other gate is read: the five deliverables are judged on evidence, an
+            # approval by a person.
+            return _Failed(reason=f"the gate {type(gate).__name__} is not read")
+
+
+def _judge_verdict(place: Place, seen: GateRead) -> _Passed | _Blocked | _Failed:
+    where = f"{place.board}/{place.stage.name}/verdict.json"
+    if not seen.found:
+        return _Failed(reason=f"no verdict was written at {where}")
+    if seen.problem:
+        return _Failed(reason=f"the verdict at {where} cannot be read: {seen.problem}")
+    if seen.result in {"done", "revise"}:
+        return _Passed(done=seen.result == "done")
+    if seen.result == "blocked":
+        return _Blocked(words=seen.summary or "the verdict says blocked, with no summary")
+    return _Failed(
+        reason=f"the verdict at {where} says result {seen.result!r}; "
+        'write "done", "revise" or "blocked"'
+    )
+
+
+def _judge_tests(seen: GateRead) -> _Passed | _Failed:
+    if seen.found and seen.code == 0:
+        return _Passed(done=False)
+    if not seen.found:
+        return _Failed(reason=f"the tests did not finish: {seen.problem}")
+    tail = seen.summary[-_TESTS_TAIL:]
+    return _Failed(reason=f"the tests failed (exit status {seen.code}):\n{tail}")
+
+
+def on_gate_read(place: Place, seen: GateRead) -> Outcome:
+    """WF-GATE-REPROMPT-ONCE: the gate passes, or the agent is told why once, or the run pauses."""
+    phase = place.stage.phase
+    if (
+        place.life is not Life.ACTIVE
+        or not isinstance(phase, Judging)
+        or seen.key != place.stage.key
+        or seen.attempt != place.stage.attempt
+    ):
+        # WF-VERDICT-SINCE-DELIVERY: a reading for another attempt is not this one's.
+        return place, ()
+    step = current_step(place)
+    judged = judge(place, step.deliverable, seen)
+    if isinstance(step.deliverable, Verdict) and seen.found:
+        recorded = f"{place.stage.key}#{place.stage.attempt}".replace("/", "--")
+        place = evolve(place, verdicts=place.verdicts.set(step.name, recorded))
+    match judged:
+        case _Passed(done=done):
+            said = f" (verdict: {seen.result})" if isinstance(step.deliverable, Verdict) else ""
+            passed = Report(
+                event=Event.GATE_PASSED,
+                text=f"the gate of {place.stage.key} passed{said}",
+                stage=step.name,
+            )
+            place, ended = stage.finish_stage(place, place.now, done=done)
+            return place, (passed, *ended)
+        case _Blocked(words=words):
+            paused = Paused(cause=PauseCause.GATE_BLOCKED, words=words, again=True)
+            return stage.pause_stage(place, paused)
+        case _Failed(reason=reason):
+            return _failed(place, phase, reason)
+        case _:
+            assert_never(judged)
+
+
+def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
+    over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, place.now)
+    if over is None and not budget.retries_left(place.budgets, place.spent):
+        over = "retries"
+    if over is not None:
+        paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent; {reason}", again=True)
+        return stage.pause_stage(place, paused)
+    if place.stage.reprompted:
+        paused = Paused(cause=PauseCause.GATE_BLOCKED, words=reason, again=True)
+        return stage.pause_stage(place, paused)
+    # Told once, as a tell flume gives: it goes when the agent waits, proven in its transcript.
+    number = place.tells_given + 1
+    told = Tell(
+        number=number,
+        text=f"The gate of your step did not pass: {reason}. Mend it, then end your turn.",
+        asked_at=place.now,
+    )
+    stage_run = attrs.evolve(place.stage, phase=Working(session=phase.session), reprompted=True)
+    place = evolve(
+        place,
+        stage=stage_run,
+        held=place.held.append(told),
+        tells_given=number,
+        spent=attrs.evolve(place.spent, retries=place.spent.retries + 1),
+    )
+    report = Report(
+        event=Event.GATE_FAILED,
+        text=f"the gate of {stage_run.key} (attempt {stage_run.attempt}) did not pass: {reason}; "
+        "the agent is told once",
+        stage=stage_run.name,
+    )
+    return place, (report,)
+
+
+def _refuse_unless(
+    place: Place, command: type[ApproveAsked | ResumeAsked | BudgetRaised]
+) -> Paused:
+    """The pause ``command`` resolves; refused (exit 1, nothing journaled) when none waits on it."""
+    phase = place.stage.phase
+    word = {ApproveAsked: "approve", ResumeAsked: "resume", BudgetRaised: "raise"}[command]
+    if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
+        raise refused(
+            word,
+            f"{place.launch.place} is not paused: nothing waits on {word}",
+            "see flume status for what the place waits on",
+        )
+    if not accepts(phase, command):
+        raise refused(
+            word,
+            f"{place.launch.place} is paused for {phase.cause.value}, "
+            f"which {word} does not resolve",
+            resolve_command(place, phase.cause),
+        )
+    return phase
+
+
+def _resume(place: Place, paused: Paused, words: str) -> Outcome:
+    """The paused stage goes on: queued again (a new attempt if it must), or the run finishes.
+
+    Queued, it starts when free; a budget still spent pauses it again there
+    (:func:`flume.core.stage.start_when_free`), with the budget named.
+    """
+    place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
+    resumed = Report(
+        event=Event.RESUMED,
+        text=f"{place.launch.place} resumed at {place.stage.key}: {words}",
+        stage=place.stage.name,
+    )
+    run = place.stage
+    if paused.again:
+        run = attrs.evolve(
+            run, attempt=run.attempt + 1, reprompted=False, turns=0, sends=0, words=""
+        )
+    place = evolve(place, stage=attrs.evolve(run, phase=Queued()))
+    if paused.finish:
+        # Paused at the last loop's max: nothing is left to run.
+        place, finished = stage.finish_place(place)
+        return place, (resumed, *finished)
+    return place, (resumed,)
+
+
+def on_approve(place: Place, seen: ApproveAsked) -> Outcome:
+    """A person approved the step an approval gate holds: delivered, it ends; the run goes on."""
+    del seen
+    _refuse_unless(place, ApproveAsked)
+    place = evolve(
+        place,
+        spent=budget.resumed_at(place.spent, place.now),
+        stage=attrs.evolve(place.stage, phase=Delivered(at=place.now)),
+    )
+    approved = Report(
+        event=Event.GATE_PASSED,
+        text=f"the gate of {place.stage.key} passed (approved)",
+        stage=place.stage.name,
+    )
+    return place, (approved,)
+
+
+def on_resume(place: Place, seen: ResumeAsked) -> Outcome:
+    """A person asked the paused run to go on."""
+    del seen
+    paused = _refuse_unless(place, ResumeAsked)
+    return _resume(place, paused, "resumed by a person")
+
+
+def on_raise(place: Place, seen: BudgetRaised) -> Outcome:
+    """WF-BUDGET-RAISE-RESUMES: the budgets raised in place; the stage is queued again.
+
+    One still spent pauses it again before its agent starts, naming the budget.
+    """
+    paused = _refuse_unless(place, BudgetRaised)
+    raised = budget.raised(
+        place.budgets,
+        turns=seen.turns,
+        tokens=seen.tokens,
+        wall_minutes=seen.wall_minutes,
+        retries=seen.retries,
+        turns_per_attempt=seen.turns_per_attempt,
+    )
+    place = evolve(place, budgets=raised)
+    words = f"budgets raised ({budget.budget_words(raised, place.spent, place.now)})"
+    return _resume(place, paused, words)

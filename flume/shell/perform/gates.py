@@ -1,0 +1,126 @@
+"""Reading a workflow step's gate for the core to judge, and archiving a step's old verdict.
+
+The shell reads; the core judges (:mod:`flume.core.gates`). A verdict is
+``<board>/<step>/verdict.json``: what is found is its ``result`` and ``summary`` as written, or
+why it cannot be read. An artifact is a file in the worktree. A tests gate runs each declared
+command in the worktree, as argv with no shell, all within the gate's deadline; the first that
+fails (or the deadline) is what is reported, with the end of its output.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from flume.core.actions import ArchiveVerdict, JudgeGate
+from flume.core.ids import Instant
+from flume.core.kinds import Artifact, PassingTests, Verdict
+from flume.core.observations import GateRead
+from flume.shell.declared import command
+
+#: The most characters of a test run's output kept.
+_TAIL = 4000
+
+
+def verdict_path(board: str, stage: str) -> Path:
+    """Where step ``stage`` writes its verdict."""
+    return Path(board) / stage / "verdict.json"
+
+
+def archive_verdict(action: ArchiveVerdict) -> None:
+    """Move the step's verdict, if any, to ``history/<archive_as>.json`` (never over another)."""
+    found = verdict_path(action.board, action.stage)
+    if not found.is_file():
+        return
+    history = found.parent / "history"
+    history.mkdir(parents=True, exist_ok=True)
+    target = history / f"{action.archive_as}.json"
+    number = 2
+    while target.exists():
+        target = history / f"{action.archive_as}-{number}.json"
+        number += 1
+    found.replace(target)
+
+
+def read_gate(action: JudgeGate, now: Instant) -> GateRead:
+    """What the step's gate is judged on, read now (tests: run now)."""
+    gate = action.gate
+    if isinstance(gate, Verdict):
+        return _read_verdict(action, now)
+    if isinstance(gate, Artifact):
+        found = (Path(action.path) / gate.path).is_file()
+        return GateRead(at=now, key=action.key, attempt=action.attempt, found=found)
+    if isinstance(gate, PassingTests):
+        return _run_tests(action)
+    return GateRead(
+        at=now,
+        key=action.key,
+        attempt=action.attempt,
+        found=False,
+        problem=f"the gate {type(gate).__name__} is not read by the shell",
+    )
+
+
+def _read_verdict(action: JudgeGate, now: Instant) -> GateRead:
+    path = verdict_path(action.board, action.stage)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return GateRead(at=now, key=action.key, attempt=action.attempt, found=False)
+    except (OSError, UnicodeDecodeError) as error:
+        problem = f"it cannot be read ({error})"
+        return GateRead(at=now, key=action.key, attempt=action.attempt, found=True, problem=problem)
+    try:
+        verdict = json.loads(text)
+    except json.JSONDecodeError as error:
+        problem = f"it is not JSON ({error.msg}, line {error.lineno})"
+        return GateRead(at=now, key=action.key, attempt=action.attempt, found=True, problem=problem)
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("result"), str):
+        problem = 'it is not an object with a "result" string'
+        return GateRead(at=now, key=action.key, attempt=action.attempt, found=True, problem=problem)
+    summary = verdict.get("summary", "")
+    return GateRead(
+        at=now,
+        key=action.key,
+        attempt=action.attempt,
+        found=True,
+        result=verdict["result"],
+        summary=summary if isinstance(summary, str) else json.dumps(summary),
+    )
+
+
+def _run_tests(action: JudgeGate) -> GateRead:
+    place = Path(action.path)
+    record = command.record_of("tests", place)
+    ends = time.monotonic() + action.deadline
+    output = ""
+    for argv in action.tests:
+        left = ends - time.monotonic()
+        status, output = command.run_within(place, tuple(argv), record, max(left, 0.0))
+        if status is None:
+            return GateRead(
+                at=Instant(time.time()),
+                key=action.key,
+                attempt=action.attempt,
+                found=False,
+                summary=output[-_TAIL:],
+                problem=f"{' '.join(argv)} ran past the {action.deadline:.0f} s deadline",
+            )
+        if status != 0:
+            return GateRead(
+                at=Instant(time.time()),
+                key=action.key,
+                attempt=action.attempt,
+                found=True,
+                code=status,
+                summary=output[-_TAIL:],
+            )
+    return GateRead(
+        at=Instant(time.time()),
+        key=action.key,
+        attempt=action.attempt,
+        found=True,
+        code=0,
+        summary=output[-_TAIL:],
+    )
