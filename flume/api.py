@@ -113,6 +113,7 @@ __all__ = [
     "retry",
     "scenarios",
     "simulate",
+    "simulate_journal",
     "status",
     "status_dicts",
     "status_document",
@@ -1058,7 +1059,6 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
     each problem, and nothing runs.
     """
     from flume.api_records import Simulated
-    from flume.core.step import trace
     from flume.shell.declared import scenario
 
     problems: list[Problem] = []
@@ -1074,10 +1074,41 @@ def simulate(given: Sequence[str]) -> list[Simulated]:
         Simulated(
             path=one.path,
             description=one.description,
-            rows=tuple(trace(one.settings, one.observations)),
+            rows=tuple(scenario.rows(one)),
         )
         for one in loaded
     ]
+
+
+def simulate_journal(path: str | Path) -> Simulated:
+    """A place's journal run through the rules again, as a scenario is (``simulate --journal``).
+
+    Its observations are stepped from the launch as the supervisor and ``flume events`` fold
+    them, so the trace's ``Report`` actions are the events ``flume events`` shows for the place.
+    A torn last line (a crash mid-write) is left out, as every reader leaves it. A journal that
+    cannot be read raises :class:`UsageError` naming it.
+    """
+    from flume.api_records import Simulated
+    from flume.core.settings import Settings
+    from flume.core.step import trace
+    from flume.shell.store import journal
+
+    where = Path(path)
+    try:
+        read = journal.read(where)
+    except (OSError, journal.JournalError) as error:
+        raise UsageError.one(
+            str(where),
+            f"cannot be read as a journal ({error})",
+            "name a place's journal, <git-common-dir>/flume/<place>/journal.jsonl",
+        ) from error
+    if not read.observations:
+        raise UsageError.one(str(where), "holds no launch", "name a place's journal")
+    return Simulated(
+        path=str(where),
+        description="a journal, read again",
+        rows=tuple(trace(Settings(), read.observations)),
+    )
 
 
 def scenarios() -> tuple[Path, list[tuple[str, str]]]:

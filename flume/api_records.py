@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from flume.core.errors import Problem
     from flume.core.status import PlaceStatus
     from flume.core.step import TraceRow
+    from flume.shell.declared.scenario import Restarted
     from flume.shell.perform.launch_words import Made
     from flume.shell.supervisor.protocol import DaemonReport
 
@@ -95,5 +96,6 @@ class Simulated:
 
     path: str
     description: str
-    #: Each step: what was seen, the place's state, the actions decided.
-    rows: tuple[TraceRow, ...]
+    #: Each step: what was seen, the place's state, the actions decided; and each restart of the
+    #: supervisor the scenario names, with what it performs again.
+    rows: tuple[TraceRow | Restarted, ...]

@@ -18,6 +18,7 @@ from flume.core.observations import Launched, Observation
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
+from flume.shell.declared.scenario import Restarted
 from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
@@ -110,13 +111,15 @@ class Summary:
     never_began: bool
 
 
-def summarize(rows: Iterable[TraceRow]) -> Summary:
+def summarize(rows: Iterable[TraceRow | Restarted]) -> Summary:
     """Count sends per stage attempt and refusals, and take the final state."""
     sends: Counter[str] = Counter()
     refused = 0
     last: PlaceStatus | None = None
     never_began = False
     for row in rows:
+        if isinstance(row, Restarted):
+            continue
         if row.refusal is not None:
             refused += 1
             continue
@@ -124,22 +127,34 @@ def summarize(rows: Iterable[TraceRow]) -> Summary:
         last = status(row.decision.place)
         for action in row.decision.actions:
             if isinstance(action, SendPrompt):
-                sends[f"{action.stage}#{action.attempt}"] += 1
+                # The marker names the attempt's key (flume:<place>:<key>:<attempt>): a step
+                # run in two passes of a loop counts its sends apart.
+                sends[f"{action.marker.split(':')[-2]}#{action.attempt}"] += 1
         never_began = never_began or last.short_cause == "never-began"
     return Summary(
         place=last.place if last else None,
         life=last.life.value if last else None,
-        stage=f"{last.stage}#{last.attempt} {last.phase.value}" if last else None,
+        stage=f"{last.key or last.stage}#{last.attempt} {last.phase.value}" if last else None,
         sends=dict(sends),
         refused=refused,
         never_began=never_began,
     )
 
 
-def trace_text(rows: list[TraceRow]) -> Iterator[str]:
+def trace_text(rows: list[TraceRow | Restarted]) -> Iterator[str]:
     """The trace for a person: each observation, the state it led to, the actions."""
     previous = ""
     for row in rows:
+        if isinstance(row, Restarted):
+            yield (
+                f"[{row.at:8.1f}] Restart: the supervisor, started anew, reads the journal and "
+                "performs again what the place waits to see"
+            )
+            for action in row.pending:
+                yield f"           -> {describe(action)}"
+            if not row.pending:
+                yield "           (nothing to perform again)"
+            continue
         yield f"[{row.seen.at:8.1f}] {describe(row.seen)}"
         if row.refusal is not None:
             for problem in row.refusal.problems:
@@ -162,9 +177,18 @@ def trace_text(rows: list[TraceRow]) -> Iterator[str]:
     )
 
 
-def trace_json(rows: list[TraceRow], *, scenario: str | None = None) -> Iterator[str]:
+def trace_json(rows: list[TraceRow | Restarted], *, scenario: str | None = None) -> Iterator[str]:
     """The trace for a program: one JSON object a line, then a summary line naming ``scenario``."""
     for row in rows:
+        if isinstance(row, Restarted):
+            restart = {
+                "format": FORMAT,
+                "row": "restart",
+                "at": row.at,
+                "actions": [codec().unstructure(a, Action) for a in row.pending],
+            }
+            yield json.dumps(restart, ensure_ascii=False)
+            continue
         record: dict[str, Any] = {
             "format": FORMAT,
             "row": "step",

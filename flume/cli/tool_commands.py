@@ -5,6 +5,7 @@ Each registers on the one app (:mod:`flume.cli.base`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,13 +34,22 @@ def _list_scenarios(wanted: bool) -> None:
 @app.command(cls=Command)
 def simulate(
     given: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
             metavar="SCENARIO",
             help="A scenario file, or the name of one flume ships (see --list).",
         ),
-    ],
+    ] = None,
     *,
+    journals: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--journal",
+            metavar="JOURNAL",
+            help="A place's journal to run through the rules again (its Report lines are the "
+            "events flume events shows); may be given more than once.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print the traces as JSON lines."),
@@ -59,13 +69,23 @@ def simulate(
     Prints each step of each scenario: what was seen, the place's state, the actions decided.
     Several scenarios run one after another, each its own trace. With --json, one stream: each
     trace's steps, then its summary, which names its scenario. A malformed scenario prints
-    nothing and exits with status 2.
+    nothing and exits with status 2. --journal runs a place's journal instead (after the
+    scenarios, if any are named), as the supervisor and flume events read it.
     """
     from flume import api
     from flume.cli import render
 
+    if not given and not journals:
+        fail(
+            UsageError.one(
+                "simulate",
+                "names no scenario and no journal",
+                "name a scenario (flume simulate --list names them) or --journal JOURNAL",
+            )
+        )
     try:
-        simulated = api.simulate(given)
+        simulated = api.simulate(given or [])
+        simulated.extend(api.simulate_journal(path) for path in journals or [])
     except UsageError as error:
         fail(error)
     for number, one in enumerate(simulated):

@@ -184,6 +184,7 @@ class Event(enum.Enum):
     LOOP_MAX = "loop-max"  #: a loop ran its last pass without its until step's done
     PAUSED = "paused"  #: the run waits on a person; the text names the cause and the command
     RESUMED = "resumed"  #: a person's word (approve, resume, raise) let the run go on
+    NUDGED = "nudged"  #: a workflow step's agent showed nothing mid-turn; flume nudged it once
 
 
 @attrs.frozen(kw_only=True)

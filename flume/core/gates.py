@@ -28,24 +28,22 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import budget, stage
-from flume.core.actions import Event, JudgeGate, Report
+from flume.core import budget, stage, tell
+from flume.core.actions import Action, Event, JudgeGate, Report
 from flume.core.errors import refused
-from flume.core.ids import Instant
+from flume.core.ids import Instant, SessionId
 from flume.core.kinds import (
     Approval,
     Artifact,
     Budgets,
-    ChangeWritten,
-    Commit,
     Gate,
-    Landing,
     PassingTests,
-    ReportFile,
-    TasksTicked,
     Verdict,
+    is_workflow,
+    judged_at_turn_end,
 )
 from flume.core.observations import (
+    Activity,
     ApproveAsked,
     BudgetRaised,
     GateRead,
@@ -65,6 +63,7 @@ from flume.core.place import (
     Place,
     Queued,
     Tell,
+    TellSending,
     Working,
     accepts,
     current_step,
@@ -77,17 +76,6 @@ _NO_BUDGETS = Budgets()
 
 #: The most characters of a failing test run's output the agent is told.
 _TESTS_TAIL = 2000
-
-
-def judged_at_turn_end(gate: Gate) -> bool:
-    """The gate is a workflow gate, judged when a turn ends (the five deliverables are not)."""
-    match gate:
-        case Verdict() | Artifact() | PassingTests() | Approval():
-            return True
-        case Commit() | Landing() | ChangeWritten() | TasksTicked() | ReportFile():
-            return False
-        case _:
-            assert_never(gate)
 
 
 def _spend(place: Place, usage: Usage | None) -> Place:
@@ -118,15 +106,63 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
     if not isinstance(phase, Working) or not judged_at_turn_end(gate):
         place, pausing = pause_when_spent(place.settings, place, place.now)
         return place, (report, *pausing)
-    if isinstance(gate, Approval):
+    if _retelling(place):
+        # The agent has not yet been told why its gate did not pass: this turn is not its answer.
+        return place, (report,)
+    return _judge_now(place, phase.session, (report,))
+
+
+def _retelling(place: Place) -> bool:
+    """The tell saying why the gate did not pass is still held or in flight."""
+    retold = place.stage.retold
+    if retold is None:
+        return False
+    sending = place.sending
+    return any(each.number == retold for each in place.held) or (
+        sending is not None and sending.tell.number == retold
+    )
+
+
+def _judge_now(place: Place, session: SessionId, before: tuple[Action, ...]) -> Outcome:
+    """The stage's gate is read now (an approval: the run pauses for a person's word)."""
+    if isinstance(current_step(place).deliverable, Approval):
         paused = Paused(
             cause=PauseCause.APPROVAL, words=f"step {place.stage.key} waits for approval"
         )
         place, pausing = stage.pause_stage(place, paused)
-        return place, (report, *pausing)
-    judging = Judging(session=phase.session, since=place.now)
-    place = evolve(place, stage=attrs.evolve(place.stage, phase=judging))
-    return place, (report, judge_gate(place))
+        return place, (*before, *pausing)
+    judging = Judging(session=session, since=place.now)
+    run = attrs.evolve(place.stage, phase=judging, judged_at=place.now)
+    place = evolve(place, stage=run)
+    return place, (*before, judge_gate(place))
+
+
+def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-NO-SILENT-WAIT for a gate: an agent found waiting is judged, its turn's end unread.
+
+    The agent's hooks (or registry) say it waits, and has for ``confirm_seconds``, showing
+    nothing, with nothing of flume's held or in flight for it, since its prompt was proven and
+    since its gate was last read: its turn ended, whether or not its transcript said so (a
+    line unread, a re-prompt lost). Its gate is read as at a turn's end.
+    """
+    agent = place.agent
+    run = place.stage
+    if (
+        place.life is not Life.ACTIVE
+        or agent is None
+        or agent.ending
+        or not agent.proven
+        or agent.activity is not Activity.WAITING
+        or not isinstance(run.phase, Working)
+        or place.held
+        or place.sending is not None
+        or not judged_at_turn_end(current_step(place).deliverable)
+    ):
+        return place, ()
+    since = max(agent.activity_since, agent.last_output_at, run.judged_at or run.started_at)
+    if now - since < settings.confirm_seconds:
+        return place, ()
+    return _judge_now(place, run.phase.session, ())
 
 
 def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -144,7 +180,66 @@ def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
     over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, now)
     if over is None:
         return place, ()
-    paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True)
+    paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent", again=True, spent=over)
+    return stage.pause_stage(place, paused)
+
+
+def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-STALL-NUDGES-ONCE: an agent silent mid-turn is nudged once, then the run pauses.
+
+    Silent: working (not waiting, not asking a person), its pane showing nothing new and its
+    state unchanged for ``stall_seconds``. The nudge is typed at once, a tell flume gives (the
+    agent is mid-turn: it takes it when it can); silent as long again after it, the agent is
+    ended and the run pauses ``stalled``. Only a workflow's places: a kind of stages keeps its
+    agents' time its own.
+    """
+    del settings
+    agent = place.agent
+    run = place.stage
+    if (
+        place.life is not Life.ACTIVE
+        or agent is None
+        or agent.ending
+        or agent.activity is not Activity.WORKING
+        or not isinstance(run.phase, Working)
+        or not is_workflow(place.kind)
+    ):
+        return place, ()
+    stall = place.settings.stall_seconds
+    last = max(agent.activity_since, agent.last_output_at, run.started_at)
+    if run.nudged_at is None:
+        # A tell of the caller's in flight is typed already: the nudge waits for its end.
+        if now - last < stall or place.sending is not None:
+            return place, ()
+        number = place.tells_given + 1
+        nudge = Tell(
+            number=number,
+            text=(
+                f"flume has seen nothing from you for {stall / 60:.0f} minutes. Go on with your "
+                "step; if you are stuck, say so with flume needs."
+            ),
+            asked_at=now,
+        )
+        place = evolve(
+            place,
+            stage=attrs.evolve(run, nudged_at=now),
+            sending=TellSending(tell=nudge, sends=1, sent_at=now),
+            tells_given=number,
+        )
+        report = Report(
+            event=Event.NUDGED,
+            text=f"the agent of {run.key} (attempt {run.attempt}) showed nothing for "
+            f"{stall:.0f}s mid-turn; nudged once",
+            stage=run.name,
+        )
+        return place, (report, tell.send_tell(place, nudge, 1))
+    if now - max(last, run.nudged_at) < stall:
+        return place, ()
+    paused = Paused(
+        cause=PauseCause.STALLED,
+        words=f"the agent showed nothing for {stall:.0f}s after its nudge",
+        again=True,
+    )
     return stage.pause_stage(place, paused)
 
 
@@ -257,13 +352,14 @@ def on_gate_read(place: Place, seen: GateRead) -> Outcome:
 
 def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
     over = budget.spent_budget(place.budgets, place.spent, place.stage.turns, place.now)
+    if over is None and place.stage.reprompted:
+        paused = Paused(cause=PauseCause.GATE_BLOCKED, words=reason, again=True)
+        return stage.pause_stage(place, paused)
     if over is None and not budget.retries_left(place.budgets, place.spent):
         over = "retries"
     if over is not None:
-        paused = Paused(cause=PauseCause.BUDGET, words=f"budget {over} spent; {reason}", again=True)
-        return stage.pause_stage(place, paused)
-    if place.stage.reprompted:
-        paused = Paused(cause=PauseCause.GATE_BLOCKED, words=reason, again=True)
+        words = f"budget {over} spent; {reason}"
+        paused = Paused(cause=PauseCause.BUDGET, words=words, again=True, spent=over)
         return stage.pause_stage(place, paused)
     # Told once, as a tell flume gives: it goes when the agent waits, proven in its transcript.
     number = place.tells_given + 1
@@ -272,7 +368,9 @@ def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
         text=f"The gate of your step did not pass: {reason}. Mend it, then end your turn.",
         asked_at=place.now,
     )
-    stage_run = attrs.evolve(place.stage, phase=Working(session=phase.session), reprompted=True)
+    stage_run = attrs.evolve(
+        place.stage, phase=Working(session=phase.session), reprompted=True, retold=number
+    )
     place = evolve(
         place,
         stage=stage_run,
@@ -306,7 +404,7 @@ def _refuse_unless(
             word,
             f"{place.launch.place} is paused for {phase.cause.value}, "
             f"which {word} does not resolve",
-            resolve_command(place, phase.cause),
+            resolve_command(place, phase),
         )
     return phase
 
@@ -326,7 +424,15 @@ def _resume(place: Place, paused: Paused, words: str) -> Outcome:
     run = place.stage
     if paused.again:
         run = attrs.evolve(
-            run, attempt=run.attempt + 1, reprompted=False, turns=0, sends=0, words=""
+            run,
+            attempt=run.attempt + 1,
+            reprompted=False,
+            retold=None,
+            judged_at=None,
+            nudged_at=None,
+            turns=0,
+            sends=0,
+            words="",
         )
     place = evolve(place, stage=attrs.evolve(run, phase=Queued()))
     if paused.finish:

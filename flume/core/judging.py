@@ -24,6 +24,7 @@ import attrs
 
 from flume.core.choices import AgentName, Panes
 from flume.core.ids import Instant
+from flume.core.kinds import stage_named
 from flume.core.observations import Activity
 from flume.core.place import Agent, AwaitingInput, Place
 from flume.core.settings import (
@@ -55,6 +56,17 @@ def latest_said(hooks: Said | None, registry: Said | None) -> Activity | None:
     return registry.activity if registry is not None else None
 
 
+def program_of(place: Place) -> AgentName:
+    """The program the place's live agent (else its stage's) runs: its step's own, or the launch's.
+
+    A Codex review in a Claude Code launch is Codex: its transcript, screen and registry are read
+    as Codex's, and no rule for Claude Code applies to it.
+    """
+    stage = place.agent.stage if place.agent is not None else place.stage.name
+    own = stage_named(place.kind, stage).agent
+    return own.agent if own is not None else place.launch.agent.agent
+
+
 def unregistered_asks(place: Place, *, registered: bool, now: Instant) -> bool:
     """UNREGISTERED-ASKS: the place's agent is taken to be asking a person, though none said so.
 
@@ -65,7 +77,7 @@ def unregistered_asks(place: Place, *, registered: bool, now: Instant) -> bool:
     """
     phase = place.stage.phase
     return (
-        place.launch.agent.agent is AgentName.CLAUDE
+        program_of(place) is AgentName.CLAUDE
         and not registered
         and isinstance(phase, AwaitingInput)
         and now - phase.since >= STARTUP_GRACE_SECONDS

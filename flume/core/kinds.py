@@ -590,6 +590,33 @@ def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
     return problems
 
 
+def judged_at_turn_end(gate: Gate) -> bool:
+    """The gate is a workflow gate, judged when a turn ends (the five deliverables are not)."""
+    match gate:
+        case Verdict() | Artifact() | PassingTests() | Approval():
+            return True
+        case Commit() | Landing() | ChangeWritten() | TasksTicked() | ReportFile():
+            return False
+        case _:
+            assert_never(gate)
+
+
+@functools.lru_cache(maxsize=256)
+def is_workflow(kind: Kind) -> bool:
+    """The kind uses what only workflows have: a loop, a workflow gate, budgets, a step's agent.
+
+    A kind of Steps gated by the five deliverables, with no budgets, runs as it always did.
+    """
+    if kind.budgets != Budgets():
+        return True
+    if any(not isinstance(block, Step | Sequence) for block in blocks_of(kind.body)):
+        return True
+    return any(
+        judged_at_turn_end(found.deliverable) or found.agent is not None
+        for found in steps(kind.body)
+    )
+
+
 def engine_lacks(kind: Kind) -> tuple[str, ...]:
     """What a kind uses that this flume checks and plans but does not run yet, in words.
 
@@ -599,21 +626,6 @@ def engine_lacks(kind: Kind) -> tuple[str, ...]:
     return tuple(
         f"parallel {block.name}" for block in blocks_of(kind.body) if isinstance(block, Parallel)
     )
-
-
-def gate_word(gate: Gate) -> str:
-    """A gate's word in a kind file (``artifact:<path>`` as ``artifact``)."""
-    match gate:
-        case Verdict():
-            return "verdict"
-        case Artifact():
-            return "artifact"
-        case PassingTests():
-            return "tests"
-        case Approval():
-            return "approval"
-        case _:
-            return describe_deliverable(gate)
 
 
 def _prompt_problems(prompt: str) -> list[tuple[str, str]]:

@@ -97,6 +97,7 @@ class PauseCause(enum.Enum):
     GATE_BLOCKED = "gate-blocked"  #: the gate did not pass, told once; or the verdict: blocked
     BUDGET = "budget"  #: a budget is spent; ``flume raise`` lets it go on
     LOOP_MAX = "loop-max"  #: a loop with ``on_max = "pause"`` ran its last pass
+    STALLED = "stalled"  #: the agent showed nothing mid-turn, nudged once, and still nothing
 
 
 @attrs.frozen(kw_only=True)
@@ -174,6 +175,8 @@ class Paused:
     words: str
     again: bool = False
     finish: bool = False
+    #: The budget spent, by name (``turns``), for a pause on a budget.
+    spent: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -292,8 +295,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
 PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.APPROVAL: frozenset({ApproveAsked, RetryAsked}),
     PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked}),
-    PauseCause.BUDGET: frozenset({BudgetRaised}),
+    PauseCause.BUDGET: frozenset({BudgetRaised, RetryAsked}),
     PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
+    PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
 }
 
 
@@ -330,6 +334,12 @@ class StageRun:
     reprompted: bool = False
     #: The turns this attempt's agent ended (the ``turns_per_attempt`` budget).
     turns: int = 0
+    #: When flume nudged this attempt's agent, silent mid-turn (WF-STALL-NUDGES-ONCE).
+    nudged_at: Instant | None = None
+    #: The number of the tell that told the agent why its gate did not pass, once.
+    retold: int | None = None
+    #: When the stage's gate was last read (its turn's end, or the agent found waiting).
+    judged_at: Instant | None = None
 
     @property
     def key(self) -> str:
@@ -552,15 +562,27 @@ def current_step(place: Place) -> Step:
     return stage_named(place.kind, place.stage.name)
 
 
-def resolve_command(place: Place, cause: PauseCause) -> str:
-    """The command that lets a run paused for ``cause`` go on."""
+#: The option of ``flume raise`` that raises each budget.
+_RAISE_OPTIONS = {
+    "turns": "--turns",
+    "tokens": "--tokens",
+    "wall_minutes": "--wall",
+    "retries": "--retries",
+    "turns_per_attempt": "--turns-per-attempt",
+}
+
+
+def resolve_command(place: Place, paused: Paused) -> str:
+    """The command that lets a run paused so go on (a budget's: the option that raises it)."""
     name = place.launch.place
+    cause = paused.cause
     match cause:
         case PauseCause.APPROVAL:
             return f"flume approve {name}"
         case PauseCause.BUDGET:
-            return f"flume raise {name} --turns +N (or --tokens, --wall)"
-        case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX:
+            option = _RAISE_OPTIONS.get(paused.spent, "--turns")
+            return f"flume raise {name} {option} +N"
+        case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX | PauseCause.STALLED:
             return f"flume resume {name} (or flume retry {name} with words)"
         case _:
             assert_never(cause)
@@ -613,8 +635,7 @@ def has_deliverable(place: Place) -> bool:
                 and (place.change_archived or not archived)
             )
         case Verdict() | Artifact() | PassingTests() | Approval():
-            # Judged by the workflow engine to come; a launch of a kind with these gates is
-            # refused until it exists (kinds.engine_lacks), so no place holds one today.
+            # Judged when the agent's turn ends (flume.core.gates), never as evidence appears.
             return False
         case _:
             assert_never(deliverable)

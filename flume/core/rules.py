@@ -50,6 +50,9 @@ RULES: dict[str, str] = {
         "Over a budget no start or send is decided; the run pauses, never failed or dropped."
     ),
     "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-STALL-NUDGES-ONCE": (
+        "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."
+    ),
     "WF-NO-SILENT-WAIT": (
         "Every state has a pending action, an agent's move, a named pause, or is finished."
     ),

@@ -38,3 +38,7 @@ class Settings:
     ready_seconds: float = 60.0
     #: How long a tests gate's commands may run, all told, before they count as not finished.
     tests_seconds: float = 600.0
+    #: How long a workflow step's agent may work mid-turn showing nothing (no output, no change
+    #: of state) before flume nudges it, and as long again after the nudge before it pauses the
+    #: run as stalled (WF-STALL-NUDGES-ONCE).
+    stall_seconds: float = 600.0

@@ -17,7 +17,16 @@ from pyrsistent.typing import PVector
 
 from flume.core.budget import budget_words
 from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
-from flume.core.kinds import Budgets, describe_deliverable
+from flume.core.kinds import (
+    Block,
+    Budgets,
+    Loop,
+    Parallel,
+    Sequence,
+    Step,
+    describe_deliverable,
+    is_workflow,
+)
 from flume.core.launch import followed_by
 from flume.core.observations import Activity
 from flume.core.place import (
@@ -67,6 +76,25 @@ _LIFE_WORDS = {
     Life.DROPPED: PhaseWord.DROPPED,
     Life.TIDIED: PhaseWord.TIDIED,
 }
+
+
+@attrs.frozen(kw_only=True)
+class BlockView:
+    """One named block of a workflow's tree, as status shows it, in the order it runs.
+
+    ``path``: its name under the loops and parallels around it (``review-loop/review``).
+    ``state``: ``not run``, ``done``, or, for the block the run is in, the stage's phase word
+    (a loop running: ``running``); a loop that ran out of passes: ``max``. ``runs``: a step's
+    passed attempts; ``passes``: the passes a loop began, of ``max``. ``gate``: a step's gate.
+    """
+
+    path: str
+    block: str
+    state: str
+    runs: int | None = None
+    passes: int | None = None
+    max: int | None = None
+    gate: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -123,6 +151,8 @@ class PlaceStatus:
     turns_spent: int | None = None
     tokens_spent: int | None = None
     maxed: PVector[str] = attrs.field(factory=pvector)
+    #: The kind's tree, each named block's state (format 2; a workflow's place only).
+    tree: PVector[BlockView] = attrs.field(factory=pvector)
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per phase)
@@ -166,7 +196,7 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         activity = agent.activity
     phase = place.stage.phase
     step = current_step(place)
-    finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
+    finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.key in place.completed
     view = PlaceStatus(
         place=place.launch.place,
         name=place.launch.name,
@@ -214,7 +244,7 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
             view,
             paused=phase.cause.value,
             paused_words=phase.words,
-            resolve=resolve_command(place, phase.cause),
+            resolve=resolve_command(place, phase),
         )
     if place.budgets != Budgets():
         view = attrs.evolve(
@@ -225,7 +255,77 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
         )
     if place.maxed:
         view = attrs.evolve(view, maxed=place.maxed)
+    if is_workflow(place.kind):
+        view = attrs.evolve(view, tree=pvector(tree_of(place)))
     return view
+
+
+def _segments(key: str) -> list[tuple[str, int | None]]:
+    """A key's segments: each loop with its pass, then the step (``review-loop@2/review``)."""
+    found: list[tuple[str, int | None]] = []
+    for segment in key.split("/"):
+        name, _, number = segment.partition("@")
+        found.append((name, int(number) if number else None))
+    return found
+
+
+#: What the tree is drawn from: the segments of each completed stage's key, of the current
+#: stage's (none once the place is not active), and the loops that ran out of passes.
+_Seen = tuple[list[list[tuple[str, int | None]]], list[tuple[str, int | None]], set[str]]
+
+
+def tree_of(place: Place) -> list[BlockView]:
+    """Each named block of the place's kind, its state from the stages completed and current."""
+    done = [_segments(key) for key in place.completed]
+    current = _segments(place.stage.key) if place.life is Life.ACTIVE else []
+    seen: _Seen = (done, current, {each.partition("@")[0] for each in place.maxed})
+    views: list[BlockView] = []
+    _walk(place, place.kind.body, "", seen, views)
+    return views
+
+
+def _walk(place: Place, block: Block, path: str, seen: _Seen, views: list[BlockView]) -> None:
+    match block:
+        case Sequence(blocks=inner):
+            for each in inner:
+                _walk(place, each, path, seen, views)
+        case Step():
+            views.append(_step_view(place, block, path, seen))
+        case Loop(name=name, body=body):
+            views.append(_loop_view(block, path, seen))
+            _walk(place, body, f"{path}{name}/", seen, views)
+        case Parallel(name=name, branches=branches):
+            views.append(BlockView(path=f"{path}{name}", block="parallel", state="not run"))
+            for each in branches:
+                _walk(place, each, f"{path}{name}/", seen, views)
+        case _:
+            assert_never(block)
+
+
+def _step_view(place: Place, step: Step, path: str, seen: _Seen) -> BlockView:
+    done, current, _maxed = seen
+    runs = sum(1 for key in done if key[-1][0] == step.name)
+    if current and current[-1][0] == step.name:
+        state = str(phase_word(place.stage.phase))
+    else:
+        state = "done" if runs else "not run"
+    gate = describe_deliverable(step.deliverable)
+    return BlockView(path=f"{path}{step.name}", block="step", state=state, runs=runs, gate=gate)
+
+
+def _loop_view(loop: Loop, path: str, seen: _Seen) -> BlockView:
+    done, current, maxed = seen
+    begun = [n for key in [*done, current] for name, n in key if name == loop.name and n]
+    if any(name == loop.name for name, _ in current):
+        state = "running"
+    elif loop.name in maxed:
+        state = "max"
+    else:
+        state = "done" if begun else "not run"
+    passes = max(begun, default=0)
+    return BlockView(
+        path=f"{path}{loop.name}", block="loop", state=state, passes=passes, max=loop.max
+    )
 
 
 def _submission(place: Place) -> Submission:

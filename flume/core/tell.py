@@ -103,10 +103,11 @@ def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
         held=place.held.delete(0),
         sending=TellSending(tell=tell, sends=1, sent_at=now),
     )
-    return place, (_send(place, tell, 1),)
+    return place, (send_tell(place, tell, 1),)
 
 
-def _send(place: Place, tell: Tell, send: int) -> SendTell:
+def send_tell(place: Place, tell: Tell, send: int) -> SendTell:
+    """Send ``send`` of ``tell`` to the live agent, its marker last."""
     assert place.agent is not None  # noqa: S101 (callers checked: a tell goes to a live agent)
     return SendTell(
         session=place.agent.session,
@@ -149,7 +150,7 @@ def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
         if place.agent is None or place.agent.activity is not Activity.WAITING:
             return place, ()
         again = TellSending(tell=sending.tell, sends=sending.sends + 1, sent_at=now)
-        return evolve(place, sending=again), (_send(place, sending.tell, again.sends),)
+        return evolve(place, sending=again), (send_tell(place, sending.tell, again.sends),)
     report = Report(
         event=Event.TELL_LOST,
         text=(

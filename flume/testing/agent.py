@@ -24,10 +24,11 @@ submitted while it asks is the answer. One thread reads the terminal, one runs t
 the state under one lock.
 
 Usage: ``python -m flume.testing.agent [--session-id UUID] [--script FILE] [--home DIR]
-[PROMPT]``; the script may instead be named by ``$FLUME_TEST_AGENT_SCRIPT``, and without one the
-defaults hold (nothing lost, ready after 0.5 s, every prompt answered "ok"). PROMPT is submitted
-once ready, as ``claude "PROMPT"`` does, and counts as the first submitted input, so ``lose = 1``
-loses it. Its files go in Claude Code's layout under ``--home``, or else in flume's own state
+[--add-dir DIR] [PROMPT]``; the script may instead be named by ``$FLUME_TEST_AGENT_SCRIPT``,
+and without one the defaults hold (nothing lost, ready after 0.5 s, every prompt answered
+"ok"). PROMPT is submitted once ready, as ``claude "PROMPT"`` does, and counts as the first
+submitted input, so ``lose = 1`` loses it. ``--add-dir`` names the folder ``$board/`` write paths
+are in. Its files go in Claude Code's layout under ``--home``, or else in flume's own state
 folder (``$XDG_STATE_HOME/flume/test-agent``, which flume passes as ``--home`` too): never under
 a real agent's home (``~/.claude``, ``$CLAUDE_CONFIG_DIR``), so a stand-in leaves nothing among
 a person's real sessions. A turn whose last step is a tool call ends with the text "Done." (a
@@ -109,9 +110,17 @@ class Work:
     seconds: float
 
 
+#: A write path starting with this is in the folder ``--add-dir`` names (the place's board).
+BOARD_PREFIX = "$board/"
+
+
 @attrs.frozen
 class Write:
-    """Write a file in the working directory (a ``Write`` tool call)."""
+    """Write a file in the working directory (a ``Write`` tool call).
+
+    A path starting with ``$board/`` is in the folder ``--add-dir`` names instead, as Claude
+    Code writes in a folder added to its own: flume's board, where a step writes its verdict.
+    """
 
     path: str
     text: str
@@ -189,7 +198,8 @@ def parse_script(text: str) -> Script:
     default 0.5), ``record`` (default true), ``inputs`` (a file to log every submitted input
     to), and ``[[turn]]`` tables, each with an optional
     ``match`` and a list ``steps`` of one-key tables: ``say``, ``work``, ``write`` (``path``,
-    ``text``), ``commit``, ``run`` (an argv), ``ask`` and ``exit``.
+    ``text``; a relative path, or ``$board/...`` for the ``--add-dir`` folder), ``commit``,
+    ``run`` (an argv), ``ask`` and ``exit``.
     """
     try:
         data = tomllib.loads(text)
@@ -617,10 +627,13 @@ class Agent:
         root: Path,
         prompt: str | None,
         terminal: Terminal,
+        added: str | None = None,
     ) -> None:
         self.script = script
         self.session_id = session_id
         self.cwd = cwd
+        #: The folder ``--add-dir`` names, which ``$board/`` paths are written in.
+        self.added = added
         self.prompt = prompt
         self.terminal = terminal
         self.transcript = Transcript(
@@ -853,7 +866,7 @@ class Agent:
                 case Write(path, text):
                     lines += self._tool(
                         "Write",
-                        {"file_path": str(Path(self.cwd) / path), "content": text},
+                        {"file_path": str(self._written(path)), "content": text},
                         f"Write({path})",
                         functools.partial(self._write, step),
                     )
@@ -1020,9 +1033,17 @@ class Agent:
 
     # --- the tools -------------------------------------------------------------------------
 
+    def _written(self, path: str) -> Path:
+        """Where ``path`` of a write step is: under ``--add-dir`` for ``$board/``, else the cwd."""
+        if path.startswith(BOARD_PREFIX) and self.added is not None:
+            return Path(self.added) / path.removeprefix(BOARD_PREFIX)
+        return Path(self.cwd) / path
+
     def _write(self, step: Write) -> tuple[str, bool]:
         """Write the file; what the tool says, and whether it failed."""
-        path = Path(self.cwd) / step.path
+        if step.path.startswith(BOARD_PREFIX) and self.added is None:
+            return f"Error writing {step.path}: no folder was added (--add-dir)", True
+        path = self._written(step.path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(step.text, encoding="utf-8")
@@ -1078,6 +1099,10 @@ def main(argv: list[str] | None = None) -> int:
         "--home",
         help="the folder of its transcripts and registry (default: flume's state folder's)",
     )
+    parser.add_argument(
+        "--add-dir",
+        help="a folder outside the working directory it may write in ($board/ in write paths)",
+    )
     parser.add_argument("prompt", nargs="?", help="the first prompt, submitted once ready")
     args = parser.parse_args(argv)
     session_id = args.session_id or str(uuid.uuid4())
@@ -1104,6 +1129,7 @@ def main(argv: list[str] | None = None) -> int:
         root=root,
         prompt=args.prompt,
         terminal=Terminal(),
+        added=args.add_dir,
     )
     signal.signal(signal.SIGHUP, _stop)
     signal.signal(signal.SIGTERM, _stop)

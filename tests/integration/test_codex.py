@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from flume.core.observations import Activity, TranscriptEntry, TurnEnded, Usage
-from flume.core.place import Short, ShortCause
+from flume.core.place import Life, Short, ShortCause
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.shell.store.transcript_words import words_of
@@ -220,3 +220,67 @@ def test_codex_asking_to_trust_the_place_is_left_to_a_person(
     assert prompt_sends(journal_path) == 0
     assert "trust_level" not in (codex / ".codex" / "config.toml").read_text()
     assert not model.requests
+
+
+#: Codex codes; the review is a step of its own agent, flume's test agent, gated on a verdict.
+CODEX_THEN_TEST = """\
+[kind]
+name = "wf"
+body = ["code", "review"]
+
+[step.code]
+prompt = "Do $brief; commit."
+gate = "commit"
+
+[step.review]
+agent = "test"
+prompt = "Review $brief. Write $verdict."
+gate = "verdict"
+"""
+
+REVIEW_SCRIPT = """
+[[turn]]
+match = ":review:1"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "done"}'}}]
+"""
+
+
+def test_a_step_of_its_own_agent_runs_that_agent_and_is_read_as_it(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Codex launch whose review step names the test agent: Codex codes, the test agent reviews.
+
+    The review is started as the test agent (its transcript is Claude Code's shape, in its own
+    home) and read as it: the end of its turn is seen, its verdict judged, and the run finishes.
+    Read as Codex, its turn's end would never be seen and the run would wait.
+    """
+    del panes
+    repo = _repo(tmp_path, codex, model)
+    model.script = (
+        Reply(when="flume:wf--mixed:code:1", tool=Tool("exec_command", {"cmd": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    # The test agent takes no flag of the Codex launch's: its script comes by the environment.
+    agent_script = tmp_path / "review.toml"
+    agent_script.write_text(REVIEW_SCRIPT, encoding="utf-8")
+    monkeypatch.setenv("FLUME_TEST_AGENT_SCRIPT", str(agent_script))
+    kind_file = tmp_path / "wf.toml"
+    kind_file.write_text(CODEX_THEN_TEST, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "mixed",
+        "--brief", "the greeting", "--agent", "codex",
+        *[f"--agent-arg={flag}" for flag in FLAGS],
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "wf--mixed" / places.JOURNAL
+    wait_for(lambda: place_of(journal_path).life is Life.FINISHED, 120, "the run to finish")
+    assert list(place_of(journal_path).completed) == ["code", "review"]
+    (review,) = sessions_started(journal_path, "review")
+    transcripts = list((places.state_dir() / "test-agent" / "projects").glob(f"*/{review}.jsonl"))
+    assert len(transcripts) == 1, "the review was not started as the test agent"
+    ends = [
+        seen
+        for seen in observations(journal_path)
+        if isinstance(seen, TurnEnded) and seen.session == review
+    ]
+    assert ends, "the test agent's turn end was never read"

@@ -80,7 +80,7 @@ def test_usage_names_arguments_as_a_man_page_does() -> None:
     """A required argument bare, an optional one in brackets, several with dots."""
     assert "Usage: flume drop [OPTIONS] PLACE\n" in help_of(("drop",))
     assert "Usage: flume status [OPTIONS] [PLACE]\n" in help_of(("status",))
-    assert "Usage: flume simulate [OPTIONS] SCENARIO...\n" in help_of(("simulate",))
+    assert "Usage: flume simulate [OPTIONS] [SCENARIO...]\n" in help_of(("simulate",))
     launch = help_of(("launch",))
     assert re.search(r"--wait STAGE\s", launch)
     assert re.search(r"--brief-file FILE\s", launch)

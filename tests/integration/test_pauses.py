@@ -1,10 +1,9 @@
 """A person's side of a paused workflow run: flume approve, resume and raise, and what status says.
 
 The places are real (a repository, a worktree, a journal, a supervisor in this process with echo
-agents); each runs a workflow kind carried by its launch. This flume's launch still refuses
-workflow kinds until the shell carries them (``kinds.engine_lacks``), so the launch here skips
-that one check: everything else is the launch, the supervisor and the rules as they run. The end
-of an agent's turn, which the transcript readers report, is journaled by the test.
+agents); each runs a workflow kind carried by its launch, the launch, the supervisor and the rules
+as they run. The end of an agent's turn, which the transcript readers report, is journaled by the
+test.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 from pyrsistent import pvector
 
-from flume.core import launch as core_launch
 from flume.core.ids import BlockName, Instant, KindName, StageName
 from flume.core.kinds import (
     Approval,
@@ -60,12 +58,6 @@ def _kind(gate: Gate, budgets: Budgets | None = None, first: Block | None = None
         body=Sequence(blocks=pvector(steps)),
         budgets=budgets or Budgets(),
     )
-
-
-@pytest.fixture
-def runs_workflows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The launch takes a workflow kind (its one refusal of them, lifted for these tests)."""
-    monkeypatch.setattr(core_launch, "engine_lacks", lambda _kind: ())
 
 
 def _working(harness: Harness, repo: Path, kind: Kind) -> Path:
@@ -121,7 +113,6 @@ def _snapshot(repo: Path, path: Path) -> tuple[dict[str, object], bytes]:
 # --- approve ---------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("runs_workflows")
 def test_approve_passes_an_approval_gate_and_the_run_goes_on(
     host: Path, harness: Harness, woken: list[str]
 ) -> None:
@@ -164,7 +155,6 @@ def test_approve_passes_an_approval_gate_and_the_run_goes_on(
 # --- resume ----------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("runs_workflows")
 def test_resume_runs_a_step_paused_on_its_gate_again(
     host: Path, harness: Harness, woken: list[str]
 ) -> None:
@@ -218,7 +208,6 @@ WORKFLOW_FIELDS = {
 }  # fmt: skip
 
 
-@pytest.mark.usefixtures("runs_workflows")
 def test_status_names_a_paused_attempt_by_its_key_and_its_budgets(
     host: Path, harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -269,7 +258,6 @@ def test_a_linear_place_s_status_json_has_no_workflow_field(host: Path, harness:
 # --- raise -----------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("runs_workflows")
 def test_raise_lifts_a_spent_budget_and_the_step_starts_again(
     host: Path, harness: Harness, woken: list[str]
 ) -> None:
@@ -301,7 +289,6 @@ def test_raise_lifts_a_spent_budget_and_the_step_starts_again(
     assert woken == ["wake"]
 
 
-@pytest.mark.usefixtures("runs_workflows")
 @pytest.mark.parametrize(
     ("argv", "says"),
     [

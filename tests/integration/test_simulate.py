@@ -41,8 +41,8 @@ def actions_of(rows: list[dict[str, object]], kind: str) -> list[dict[str, objec
     ]
 
 
-def test_there_are_nine_scenarios() -> None:
-    """The scenarios the issue names all ship."""
+def test_the_scenarios_the_issues_name_ship() -> None:
+    """The scenarios the issues name all ship (the workflows' in test_simulate_workflows)."""
     names = {path.stem for path in SCENARIOS.glob("*.toml")}
     assert names == {
         "fix-clean",
@@ -54,6 +54,12 @@ def test_there_are_nine_scenarios() -> None:
         "change-tasks",
         "change-dropped",
         "crew-waits",
+        "workflow-approval",
+        "workflow-budget",
+        "workflow-gate",
+        "workflow-kill-resume",
+        "workflow-loop",
+        "workflow-loop-max",
     }
 
 

@@ -404,6 +404,57 @@ def test_tools_commit_and_run_and_report_failures(
     assert last["message"]["stop_reason"] == "end_turn"
 
 
+def test_a_board_path_is_written_in_the_added_folder(
+    agent: Callable[..., AgentPane], tmp_path: Path
+) -> None:
+    """``$board/...`` is written under ``--add-dir``, as Write's file_path says.
+
+    A plain path is still the working directory's.
+    """
+    board = tmp_path / "board"
+    script = FAST + (
+        "[[turn]]\nsteps = [\n"
+        '  {write = {path = "$board/review/verdict.json", text = \'{"result": "done"}\'}},\n'
+        '  {write = {path = "here.txt", text = "here\\n"}},\n'
+        "]\n"
+    )
+    pane = agent(script, "--add-dir", str(board))
+    pane.wait_status("idle")
+    pane.say("judge it [flume:1]")
+    wait_for(pane.turns_ended, "the turn to end")
+    assert json.loads((board / "review" / "verdict.json").read_text()) == {"result": "done"}
+    assert (pane.place / "here.txt").read_text() == "here\n"
+    assert not (pane.place / "$board").exists()
+    uses = [
+        block["input"]["file_path"]
+        for line in pane.lines()
+        if line["type"] == "assistant"
+        for block in line["message"]["content"]
+        if block["type"] == "tool_use"
+    ]
+    assert uses == [str(board / "review" / "verdict.json"), str(pane.place / "here.txt")]
+
+
+def test_a_board_path_without_an_added_folder_fails_the_write(
+    agent: Callable[..., AgentPane],
+) -> None:
+    """No ``--add-dir``: a ``$board/`` write is an error result and writes nothing."""
+    script = FAST + '[[turn]]\nsteps = [{write = {path = "$board/v.json", text = "x"}}]\n'
+    pane = agent(script)
+    pane.wait_status("idle")
+    pane.say("judge it [flume:1]")
+    wait_for(pane.turns_ended, "the turn to end")
+    results = [
+        block
+        for line in pane.lines()
+        if line["type"] == "user" and isinstance(line["message"]["content"], list)
+        for block in line["message"]["content"]
+    ]
+    assert [result.get("is_error", False) for result in results] == [True]
+    assert "no folder was added" in results[0]["content"]
+    assert not (pane.place / "$board").exists()
+
+
 def test_ask_waits_for_input_needed_and_the_answer_goes_on(agent: Callable[..., AgentPane]) -> None:
     """``ask`` says waiting/"input needed"; the next input answers it as a tool result."""
     pane = agent(FAST + '[[turn]]\nsteps = [{ask = "Which file?"}, {say = "Thanks."}]\n')

@@ -354,8 +354,8 @@ def test_uncapped_figures_are_said_to_have_no_cap(tmp_path: Path) -> None:
     assert re.search(r"turns\s+no cap\n", text.stdout)
 
 
-def test_a_workflow_launch_is_refused_until_flume_runs_workflows(tmp_path: Path) -> None:
-    """The sound example, launched: exit 2, nothing made, pointing at --plan."""
+def test_the_example_launch_is_refused_until_flume_runs_lanes(tmp_path: Path) -> None:
+    """The sound example, launched: exit 2, nothing made, pointing at --plan; its slices."""
     repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
     kind_file = tmp_path / "feature.toml"
     kind_file.write_text(EXAMPLE, encoding="utf-8")
@@ -364,38 +364,29 @@ def test_a_workflow_launch_is_refused_until_flume_runs_workflows(tmp_path: Path)
                 "x", "--brief", "Build it.", "--agent", "test")  # fmt: skip
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "kind feature is checked and sound" in ran.stderr
-    assert "does not run loop or parallel blocks" in ran.stderr
+    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
     assert "flume launch --plan" in ran.stderr
-    assert "loop review-loop" in ran.stderr
-    assert "parallel slices" in ran.stderr
     assert world_of(repo) == before
 
 
-@pytest.mark.parametrize(
-    ("step", "uses"),
-    [
-        ('gate = "verdict"', "the verdict gate of step only"),
-        ('gate = "approval"', "the approval gate of step only"),
-        ('gate = "artifact:OUT.md"', "the artifact gate of step only"),
-        ('gate = "commit"\nagent = "codex"', "the agent of its own step only names"),
-    ],
-)
-def test_a_sequence_using_a_new_gate_is_refused(tmp_path: Path, step: str, uses: str) -> None:
-    """A plain sequence whose step has a workflow gate, or an agent of its own, is refused.
+def test_a_kind_with_a_parallel_block_is_refused(tmp_path: Path) -> None:
+    """A kind whose body fans out into lanes is refused, the block named: lanes are not run yet.
 
-    Nothing is made: this flume would run the launch's agent in its place, so it runs none.
+    Nothing is made; its plan (``--plan``) is what this flume offers for it.
     """
     repo = repository(tmp_path / "repo")
-    kind_file = tmp_path / "one.toml"
+    kind_file = tmp_path / "fan.toml"
     kind_file.write_text(
-        f'[kind]\nname = "one"\nbody = ["only"]\n[step.only]\nprompt = "Do $brief."\n{step}\n',
+        '[kind]\nname = "fan"\nbody = ["both"]\n[parallel.both]\nbranches = ["a", "b"]\n'
+        '[step.a]\nprompt = "Do a of $brief."\ngate = "commit"\n'
+        '[step.b]\nprompt = "Do b of $brief."\ngate = "commit"\n',
         encoding="utf-8",
     )
     before = world_of(repo)
     ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
                 "x", "--brief", "Build it.", "--agent", "test", "--panes", "print")  # fmt: skip
     assert ran.returncode == 2
-    assert uses in ran.stderr
+    assert "does not run parallel blocks (lanes) yet; it uses parallel both" in ran.stderr
     assert world_of(repo) == before
 
 
@@ -425,7 +416,7 @@ def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
     ran = flume("launch", "--repository", str(repo), "--kind", "feature", "--name", "x",
                 "--brief", "Build it.", "--agent", "test")  # fmt: skip
     assert ran.returncode == 2
-    assert "does not run loop or parallel blocks" in ran.stderr
+    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
     assert world_of(repo) == before
 
 

@@ -13,6 +13,7 @@ import re
 import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from pyrsistent import pvector
 
 from flume.core.choices import AgentName, Panes
 from flume.core.ids import Instant
@@ -20,9 +21,11 @@ from flume.core.judging import (
     Said,
     latest_said,
     launch_settings,
+    program_of,
     shows_output,
     unregistered_asks,
 )
+from flume.core.kinds import Sequence, Step, StepAgent, stage_named
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, made_names, name_from, names_taken
 from flume.core.observations import Activity
@@ -34,6 +37,7 @@ from flume.core.settings import (
     STARTUP_GRACE_SECONDS,
     Settings,
 )
+from flume.core.stage import agent_for
 from tests.model.world import fix_world
 
 activities = st.sampled_from([a for a in Activity if a is not Activity.UNKNOWN])
@@ -244,3 +248,60 @@ def test_names_are_made_from_the_brief_and_numbered_up_to_fifty() -> None:
     assert problem.field == "name"
     assert "fix-login to fix-login-50" in problem.what
     assert problem.mend == "name the work: name=<name>"
+
+
+def test_a_steps_own_agent_is_the_program_read_and_judged() -> None:
+    """UNREGISTERED-ASKS of the live agent's own program, its step's, else the launch's.
+
+    A Codex step in a Claude Code launch is Codex (never taken to ask for want of a registry
+    entry); a Claude Code step in a Codex launch is Claude Code.
+    """
+    place = _awaiting()
+    phase = place.stage.phase
+    assert isinstance(phase, AwaitingInput)
+    edge = Instant(phase.since + STARTUP_GRACE_SECONDS)
+    assert program_of(place) is AgentName.CLAUDE
+
+    def own(place: Place, name: AgentName) -> Place:
+        body = place.kind.body
+        assert isinstance(body, Sequence)
+        blocks = pvector(
+            attrs.evolve(block, agent=StepAgent(agent=name))
+            if isinstance(block, Step) and block.name == place.stage.name
+            else block
+            for block in body.blocks
+        )
+        kind = attrs.evolve(place.kind, body=attrs.evolve(body, blocks=blocks))
+        return evolve(place, kind=kind)
+
+    codex_step = own(place, AgentName.CODEX)
+    assert program_of(codex_step) is AgentName.CODEX
+    assert not unregistered_asks(codex_step, registered=False, now=Instant(edge + 100))
+    claude_step = own(_with_agent(place, AgentName.CODEX), AgentName.CLAUDE)
+    assert program_of(claude_step) is AgentName.CLAUDE
+    assert unregistered_asks(claude_step, registered=False, now=edge)
+
+
+def test_a_step_names_its_agent_and_model_and_keeps_only_its_own_flags() -> None:
+    """agent_for: the launch's agent, with the step's program and model where it names them.
+
+    Another program than the launch's takes none of the launch's flags: they are not its.
+    """
+    place = _awaiting()
+    launch = place.launch
+    place = evolve(
+        place,
+        launch=attrs.evolve(
+            launch, agent=attrs.evolve(launch.agent, model="opus", flags=pvector(["--x"]))
+        ),
+    )
+    code = stage_named(place.kind, place.stage.name)
+    assert agent_for(place, code) == place.launch.agent
+    same = attrs.evolve(code, agent=StepAgent(agent=AgentName.CLAUDE, model="haiku"))
+    assert agent_for(place, same) == attrs.evolve(place.launch.agent, model="haiku")
+    unnamed = attrs.evolve(code, agent=StepAgent(agent=AgentName.CLAUDE))
+    assert agent_for(place, unnamed) == place.launch.agent
+    other = attrs.evolve(code, agent=StepAgent(agent=AgentName.CODEX))
+    started = agent_for(place, other)
+    assert (started.agent, started.model, started.flags) == (AgentName.CODEX, None, pvector())
+    assert started.panes is place.launch.agent.panes

@@ -40,7 +40,6 @@ from flume.core.kinds import (
     describe_deliverable,
     engine_lacks,
     first_stage,
-    gate_word,
     kind_flaws,
     next_stage,
     steps,
@@ -195,14 +194,12 @@ def test_gates_read_in_words() -> None:
     assert describe_deliverable(PassingTests()) == "the repository's tests passing"
     assert describe_deliverable(Approval()) == "the caller's approval"
     assert describe_deliverable(Landing()) == "the landing on its base"
-    assert gate_word(Artifact(path="x")) == "artifact"
-    assert gate_word(Commit()) == "a new commit on the place's branch"
 
 
 def test_a_workflow_gate_is_never_a_deliverable_this_flume_judges() -> None:
-    """A stage gated on a workflow gate never counts as delivered here: the engine judges it.
+    """A stage gated on a workflow gate never counts as delivered on evidence.
 
-    No launch makes such a place (check_launch refuses it), so the place is made by hand.
+    Its turn's end judges it (flume.core.gates); the place is made by hand with such a stage.
     """
     fix = BUILTIN_KINDS[KindName("fix")]
     made = step(Settings(), None, Launched(at=Instant(0), launch=launch(), kind=fix)).place

@@ -35,6 +35,8 @@ from flume.core.kinds import (
     Verdict,
 )
 from flume.core.observations import (
+    Activity,
+    AgentStateSeen,
     ApproveAsked,
     BudgetRaised,
     GateRead,
@@ -217,6 +219,21 @@ class WorkflowMachine(RuleBasedStateMachine):
         """The live agent's turn ends, with usage or none."""
         self.world.end_turn(tokens)
 
+    @rule()
+    def agent_works_silently(self) -> None:
+        """The live agent works mid-turn and shows nothing while the stall window passes."""
+        agent = self.world.live_agent()
+        if agent is None:
+            return
+        self.world.activity, self.world.activity_since = Activity.WORKING, self.world.now
+        self.world.feed(
+            AgentStateSeen(
+                at=self.world.instant(), session=agent.session, activity=Activity.WORKING
+            )
+        )
+        self.world.now += S.stall_seconds
+        self.world.feed(Tick(at=self.world.instant()))
+
     @rule(seconds=st.sampled_from([1.0, 6.0, 61.0]))
     def time_passes(self, seconds: float) -> None:
         """The clock moves; the supervisor's tick looks."""
@@ -340,6 +357,20 @@ class WorkflowMachine(RuleBasedStateMachine):
                 assert after.cause is PauseCause.BUDGET
 
     @invariant()
+    def nudged_once_then_paused(self) -> None:
+        """WF-STALL-NUDGES-ONCE: one nudge an attempt; a stalled pause only after its nudge."""
+        nudges = Counter(
+            report.text.split(" showed")[0] for report in self.world.reports_of(Event.NUDGED)
+        )
+        assert all(count == 1 for count in nudges.values()), nudges
+        for before, _seen, decision in self.world.steps:
+            phase = decision.place.stage.phase
+            if before is None or not isinstance(phase, Paused):
+                continue
+            if phase.cause is PauseCause.STALLED and not isinstance(before.stage.phase, Paused):
+                assert before.stage.nudged_at is not None
+
+    @invariant()
     def nothing_waits_silently(self) -> None:
         """WF-NO-SILENT-WAIT: a pending action, an agent's move, a named pause, or the end.
 
@@ -451,6 +482,11 @@ def test_a_missing_verdict_is_told_once_then_pauses_gate_blocked() -> None:
     assert "did not pass: no verdict was written" in tells[0].text
     assert world.place is not None
     assert isinstance(world.place.stage.phase, Working)
+    # A turn that ends before the agent was told why is not its answer: nothing is judged.
+    world.end_turn()
+    assert isinstance(world.place.stage.phase, Working)
+    assert len(world.readings) == 2  # the plan's, and the review's once
+    assert world.deliver()
     world.end_turn()
     phase = world.place.stage.phase
     assert isinstance(phase, Paused)
@@ -606,7 +642,7 @@ def test_a_tokens_budget_pauses_on_the_counts_the_model_reported() -> None:
     assert world.place.stage.key == "review-loop@2/review"
     view = status(world.place)
     assert view.budgets == "tokens 30 of 25"
-    assert view.resolve == "flume raise reviewed--x --turns +N (or --tokens, --wall)"
+    assert view.resolve == "flume raise reviewed--x --tokens +N"
 
 
 def test_a_linear_kind_pays_nothing_for_workflows() -> None:
@@ -620,3 +656,96 @@ def test_a_linear_kind_pays_nothing_for_workflows() -> None:
     assert (view.key, view.paused, view.budgets, view.maxed) == (None, None, None, pvector())
     assert world.place.stage.key == "code"
     assert Instant(0) <= world.place.now
+
+
+def test_an_agent_silent_mid_turn_is_nudged_once_then_paused_stalled() -> None:
+    """Working, nothing shown for the stall window: one nudge typed; as long again: stalled."""
+    world = world_of(reviewed())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    world.now += S.stall_seconds - 1
+    world.feed(Tick(at=world.instant()))
+    assert world.reports_of(Event.NUDGED) == []
+    world.now += 1
+    world.feed(Tick(at=world.instant()))
+    (nudged,) = world.reports_of(Event.NUDGED)
+    assert "nudged once" in nudged.text
+    (nudge,) = [a for a in world.actions if isinstance(a, SendTell)]
+    assert "flume has seen nothing from you for 10 minutes" in nudge.text
+    world.now += S.stall_seconds
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.STALLED
+    assert world.live_agent() is None
+    assert len(world.reports_of(Event.NUDGED)) == 1
+    assert (
+        status(world.place).resolve
+        == "flume resume reviewed--x (or flume retry reviewed--x with words)"
+    )
+
+
+def test_a_linear_kind_is_never_nudged() -> None:
+    """A fix's agent silent for an hour mid-turn: no nudge, no pause (its time is its own)."""
+    from tests.model.world import fix_world  # noqa: PLC0415 (a fix, here, for the contrast)
+
+    world = fix_world()
+    world.launch()
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    world.now += 3600
+    world.feed(Tick(at=world.instant()))
+    assert world.reports_of(Event.NUDGED) == []
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Working)
+
+
+def test_status_draws_the_tree_with_each_block_s_state() -> None:
+    """Format 2: each named block in order, steps with runs and gate, the loop with its passes."""
+    world = world_of(reviewed())
+    through_plan(world)
+    review(world, "revise")
+    assert world.deliver()
+    commit_and_end(world)
+    review(world, "done")
+    assert world.place is not None
+    tree = [(b.path, b.block, b.state, b.runs, b.passes, b.max) for b in status(world.place).tree]
+    assert tree == [
+        ("plan", "step", "done", 1, None, None),
+        ("review-loop", "loop", "done", None, 2, 3),
+        ("review-loop/review", "step", "done", 2, None, None),
+        ("review-loop/fix", "step", "done", 1, None, None),
+        ("sign-off", "step", "delivering", 0, None, None),
+    ]
+    assert status(world.place).tree[0].gate == "the file PLAN.md"
+
+
+def test_the_tree_shows_a_loop_running_a_loop_out_of_passes_and_lanes_not_run() -> None:
+    """Mid-loop: the loop runs, its step shows the phase; at max: max; lanes: not run."""
+    world = world_of(reviewed(most=1))
+    through_plan(world)
+    assert world.place is not None
+    running = {b.path: b.state for b in status(world.place).tree}
+    assert running["review-loop"] == "running"
+    assert running["sign-off"] == "not run"
+    review(world, "revise")
+    assert world.deliver()
+    commit_and_end(world)
+    states = {b.path: b.state for b in status(world.place).tree}
+    assert states["review-loop"] == "max"
+    from flume.core.kinds import Parallel  # noqa: PLC0415 (a tree with lanes, drawn only)
+
+    fan = Parallel(
+        name=BlockName("fan"),
+        branches=pvector([Step(name=StageName("a"), prompt="a", deliverable=Commit())]),
+    )
+    kind = attrs.evolve(
+        world.place.kind, body=Sequence(blocks=pvector([world.place.kind.body, fan]))
+    )
+    drawn = {b.path: b.state for b in status(attrs.evolve(world.place, kind=kind)).tree}
+    assert (drawn["fan"], drawn["fan/a"]) == ("not run", "not run")

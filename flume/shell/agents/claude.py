@@ -84,9 +84,15 @@ def hook_settings(session: str) -> str:
     return json.dumps({"hooks": hooks}, separators=(",", ":"))
 
 
-def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (the port's call; Claude Code is started in the place)
-    """Claude Code's command line: its session id, flume's hooks, and the model if named."""
+def command(place: Place, session: SessionId, model: str | None) -> list[str]:
+    """Claude Code's command line: its session id, flume's hooks, the place's board, the model.
+
+    The board (``<git-common-dir>/flume/<place>/board``) is outside the worktree, so it is
+    named with ``--add-dir`` (reference/claude-code.md §3): a step writes its verdict there.
+    """
     argv = [program(), "--session-id", session, "--settings", hook_settings(session)]
+    if place.board:
+        argv += ["--add-dir", place.board]
     if model:
         argv += ["--model", model]
     return argv

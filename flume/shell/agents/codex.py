@@ -68,6 +68,9 @@ def command(place: Place, session: SessionId, model: str | None) -> list[str]:  
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
     argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
+    if place.board:
+        # The board is outside the worktree; --add-dir makes it writable (reference/codex.md).
+        argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
     return argv

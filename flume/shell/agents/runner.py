@@ -63,9 +63,16 @@ _AGENTEXEC = Path(__file__).with_name("agentexec.py")
 
 
 def session_for(place: Place, stage: str, attempt: int) -> SessionId:
-    """The session id of a stage attempt's agent: the same for the same start, every time."""
-    started = place.stage.started_at if place.stage.name == stage else 0.0
+    """The session id of a stage attempt's agent: the same for the same start, every time.
+
+    A step in a loop is hashed with its key too (``review-loop@2/review``): each pass's agent
+    is its own. A step in no loop keys by its name, so its id is what it always was.
+    """
+    current = place.stage.name == stage
+    started = place.stage.started_at if current else 0.0
     key = f"{place.path}\0{stage}\0{attempt}\0{started!r}"
+    if current and place.stage.key and place.stage.key != stage:
+        key += f"\0{place.stage.key}"
     return SessionId(str(uuid.uuid5(_NAMESPACE, key)))
 
 

@@ -44,9 +44,15 @@ def missing() -> None:
     """The test agent's program is the interpreter running flume: never missing."""
 
 
-def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (the test agent takes neither)
-    """The test agent's command line: its module, the session id and its home."""
-    return [program(), "-m", MODULE, "--session-id", session, "--home", str(home())]
+def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (the test agent takes no model)
+    """The test agent's command line: its module, the session id, its home and the board.
+
+    The board is added as Claude Code's is (``--add-dir``): a script writes ``$board/...`` there.
+    """
+    argv = [program(), "-m", MODULE, "--session-id", session, "--home", str(home())]
+    if place.board:
+        argv += ["--add-dir", place.board]
+    return argv
 
 
 def prepare(session: SessionId) -> None:

@@ -199,8 +199,15 @@ def read_kind_file(path: Path) -> DeclaredKind:
     return parse_document(path, text, document)
 
 
-def parse_document(path: Path, text: str, document: dict[str, Any]) -> DeclaredKind:
-    """The kind a file's TOML declares, in either form; ``path`` and ``text`` name its lines."""
+def parse_document(
+    path: Path, text: str, document: dict[str, Any], *, within: str = ""
+) -> DeclaredKind:
+    """The kind a file's TOML declares, in either form; ``path`` and ``text`` name its lines.
+
+    ``within`` is the table the declaration is nested in, when it is (a scenario's ``[workflow]``
+    holds ``[workflow.kind]``, ``[workflow.step.<name>]``...): its headers are found with it.
+    """
+    nest = rf"{re.escape(within)}\s*\.\s*" if within else ""
     extra = sorted(set(document) - {"kind", *BLOCK_TABLES})
     if "kind" not in document or extra:
         found = extra[0] if extra else "kind"
@@ -208,7 +215,7 @@ def parse_document(path: Path, text: str, document: dict[str, Any]) -> DeclaredK
             (
                 n
                 for n, t in enumerate(text.splitlines(), 1)
-                if re.match(rf"^\s*\[*\s*[\"']?{re.escape(found)}\b", t)
+                if re.match(rf"^\s*\[*\s*{nest}[\"']?{re.escape(found)}\b", t)
             ),
             None,
         )
@@ -220,10 +227,11 @@ def parse_document(path: Path, text: str, document: dict[str, Any]) -> DeclaredK
             "[step.<name>], [loop.<name>] and [parallel.<name>] tables",
         )
     lines = text.splitlines()
-    line = next((n for n, t in enumerate(lines, start=1) if re.match(r"^\s*\[\s*kind\s*\]", t)), 1)
+    header = re.compile(rf"^\s*\[\s*{nest}kind\s*\]")
+    line = next((n for n, t in enumerate(lines, start=1) if header.match(t)), 1)
     table = document["kind"]
     if isinstance(table, dict) and "body" in table:
-        return _Reader(document, _Lines(path, text, line)).read()
+        return _Reader(document, _Lines(path, text, line, within=within)).read()
     if set(document) != {"kind"}:
         raise UsageError.one(
             f"{path}:{line}",
@@ -260,14 +268,17 @@ class DeclaredKind:
 class _Lines:
     """Where a table or a key of one is in a file's text, for messages naming file and line."""
 
-    def __init__(self, path: Path, text: str, kind_line: int) -> None:
+    def __init__(self, path: Path, text: str, kind_line: int, *, within: str = "") -> None:
         self.path = path
         self.lines = text.splitlines()
         self.kind_line = kind_line
+        self.nest = rf"{re.escape(within)}\s*\.\s*" if within else ""
+        #: What a table's name is written after, in messages: ``workflow.`` in a scenario.
+        self.within = f"{within}." if within else ""
 
     def header(self, table: str, name: str) -> int | None:
         pattern = re.compile(
-            rf"^\s*\[\s*{re.escape(table)}\s*\.\s*[\"']?{re.escape(name)}[\"']?\s*\]"
+            rf"^\s*\[\s*{self.nest}{re.escape(table)}\s*\.\s*[\"']?{re.escape(name)}[\"']?\s*\]"
         )
         return next((n for n, t in enumerate(self.lines, 1) if pattern.match(t)), None)
 
@@ -321,7 +332,7 @@ class _Reader:
             raise self.error(
                 None,
                 unknown[0],
-                f"[kind] has no key {unknown[0]!r}",
+                f"[{self.at.within}kind] has no key {unknown[0]!r}",
                 f"[kind] takes {', '.join(sorted(_NEW_KIND_KEYS))} (or name, prefix and "
                 "[[kind.stages]] in the older form)",
             )
@@ -485,7 +496,7 @@ class _Reader:
             raise self.error(
                 found.name,
                 unknown[0],
-                f"[{found.table}.{found.name}] has no key {unknown[0]!r}",
+                f"[{self.at.within}{found.table}.{found.name}] has no key {unknown[0]!r}",
                 f"a {found.table} takes {', '.join(sorted(keys))}",
             )
 
@@ -493,7 +504,8 @@ class _Reader:
         value = found.data.get(key)
         if not isinstance(value, str):
             what = "is missing" if value is None else f"is {type(value).__name__}, not text"
-            raise self.error(found.name, key, f"[{found.table}.{found.name}] {key} {what}",
+            table = f"[{self.at.within}{found.table}.{found.name}]"
+            raise self.error(found.name, key, f"{table} {key} {what}",
                              f"give {key} as a quoted string")  # fmt: skip
         return value
 

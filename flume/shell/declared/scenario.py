@@ -5,9 +5,11 @@ A scenario is a journal written by hand::
     description = "A clean fix, from launch to landing and tidy."
     [settings]                 # optional: quiet_seconds, confirm_seconds, ready_seconds
     [launch]                   # repository, kind, name, base, brief; optional waits, mark,
-                               # agent, setup (a list of argv lists), at
+                               # agent, setup (a list of argv lists), board, tests, at
     [kind]                     # optional: a kind the launch declares (see
     flume.shell.declared.kinds)
+    [workflow.kind]            # optional: a workflow the launch declares, a kind file's tables
+    [workflow.step.<name>]     # nested under [workflow]: [workflow.loop.<name>]...
     [[seen]]                   # one table per observation or caller command, in time order
     at = 1.0
     type = "WorktreeMade"      # an observation type of flume.core.observations
@@ -27,16 +29,19 @@ from typing import Any
 
 import attrs
 import cattrs
-from pyrsistent import pset, pvector
-from pyrsistent.typing import PVector
+from pyrsistent import pmap, pset, pvector
+from pyrsistent.typing import PMap, PVector
 
+from flume.core.actions import Action
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
 from flume.core.kinds import Kind, known_kind
 from flume.core.launch import AgentName, AgentSettings, Launch, check_launch
 from flume.core.observations import OBSERVATION_TYPES, Launched, Observation
+from flume.core.place import Place
 from flume.core.settings import Settings
-from flume.shell.declared.kinds import parse_kind
+from flume.core.step import TraceRow, pending, trace
+from flume.shell.declared.kinds import DeclaredKind, parse_document, parse_kind
 from flume.shell.store.codec import codec
 
 _TYPES = {kind.__name__: kind for kind in OBSERVATION_TYPES if kind is not Launched}
@@ -51,8 +56,31 @@ _LAUNCH_KEYS = {
     "mark",
     "agent",
     "setup",
+    "board",
+    "tests",
     "at",
 }
+_TOP_KEYS = ("description", "settings", "launch", "kind", "workflow", "seen")
+
+
+@attrs.frozen(kw_only=True)
+class Restart:
+    """The supervisor killed and started anew, at ``at``, after the first ``after`` observations.
+
+    Not an observation: a journal never holds it. The supervisor started anew reads the journal
+    and performs again what the place still waits to observe (``pending``).
+    """
+
+    at: float
+    after: int
+
+
+@attrs.frozen(kw_only=True)
+class Restarted:
+    """A restart in a trace: when, and the actions the supervisor started anew performs again."""
+
+    at: float
+    pending: tuple[Action, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -63,6 +91,28 @@ class Scenario:
     description: str
     settings: Settings
     observations: tuple[Observation, ...]
+    #: Where the supervisor is killed and started anew (``type = "Restart"``), in order.
+    restarts: tuple[Restart, ...] = ()
+
+
+def rows(scenario: Scenario) -> list[TraceRow | Restarted]:
+    """The scenario's trace: each observation stepped, each restart with what it asks again."""
+    traced = list(trace(scenario.settings, scenario.observations))
+    found: list[TraceRow | Restarted] = []
+    place: Place | None = None
+    restarts = list(scenario.restarts)
+    for index, row in enumerate(traced):
+        while restarts and restarts[0].after == index:
+            found.append(_restarted(restarts.pop(0), place))
+        found.append(row)
+        if row.decision is not None:
+            place = row.decision.place
+    found.extend(_restarted(each, place) for each in restarts)
+    return found
+
+
+def _restarted(restart: Restart, place: Place | None) -> Restarted:
+    return Restarted(at=restart.at, pending=() if place is None else pending(place))
 
 
 #: The scenarios flume ships, as package data (``flume simulate --list`` names them).
@@ -116,13 +166,13 @@ def load(path: Path) -> Scenario:
             f"is not valid TOML: {error}",
             "fix the TOML syntax there",
         ) from error
-    unknown = sorted(set(document) - {"description", "settings", "launch", "kind", "seen"})
+    unknown = sorted(set(document) - set(_TOP_KEYS))
     if unknown:
         raise _bad(
             path,
             None,
             f"unknown top-level keys {', '.join(unknown)}",
-            "a scenario has description, settings, launch, kind and seen",
+            "a scenario has description, settings, launch, kind, workflow and seen",
         )
     settings = _settings(path, document.get("settings", {}))
     launched = _launched(path, text, document, settings)
@@ -131,26 +181,54 @@ def load(path: Path) -> Scenario:
     seen = document.get("seen", [])
     if not isinstance(seen, list):
         raise _bad(path, None, "'seen' is not a list of tables", "write each as [[seen]]")
-    last = launched.at
+    last: float = launched.at
+    restarts: list[Restart] = []
     for index, table in enumerate(seen):
         line = lines[index] if index < len(lines) else None
-        observation = _observation(path, line, index + 1, table)
-        if observation.at < last:
+        entry: Observation | Restart
+        if isinstance(table, dict) and table.get("type") == "Restart":
+            entry = Restart(at=_restart_at(path, line, index + 1, table), after=len(observations))
+        else:
+            entry = _observation(path, line, index + 1, table)
+        if entry.at < last:
             raise _bad(
                 path,
                 line,
-                f"seen {index + 1} is at {observation.at:g}, before the one before it ({last:g})",
+                f"seen {index + 1} is at {entry.at:g}, before the one before it ({last:g})",
                 "list observations in time order",
             )
-        last = observation.at
-        observations.append(observation)
+        last = entry.at
+        if isinstance(entry, Restart):
+            restarts.append(entry)
+        else:
+            observations.append(entry)
     description = document.get("description", "")
     return Scenario(
         path=str(path),
         description=description if isinstance(description, str) else "",
         settings=settings,
         observations=tuple(observations),
+        restarts=tuple(restarts),
     )
+
+
+def _restart_at(path: Path, line: int | None, number: int, table: dict[str, Any]) -> float:
+    """When a ``type = "Restart"`` entry kills the supervisor and starts it anew."""
+    extra = sorted(set(table) - {"type", "at"})
+    if extra or "at" not in table:
+        raise _bad(
+            path,
+            line,
+            f"seen {number} (Restart) "
+            + (f"has unknown keys {', '.join(extra)}" if extra else "has no 'at'"),
+            "a Restart takes only its time, at",
+        )
+    try:
+        return _finite(table["at"], "at")
+    except ValueError as error:
+        raise _bad(
+            path, line, f"seen {number} (Restart): {error}", "give its time in seconds"
+        ) from error
 
 
 def _settings(path: Path, table: object) -> Settings:
@@ -217,7 +295,7 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
             if part
         )
         raise _bad(path, line, f"[launch]: {what}", f"use {', '.join(sorted(_LAUNCH_KEYS))}")
-    kind = _kind(path, document, str(table["kind"]))
+    kind, tests_gates = _kind(path, text, document, str(table["kind"]))
     try:
         agent = AgentSettings(agent=AgentName(table.get("agent", "claude")))
         launch = Launch(
@@ -231,6 +309,8 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
             mark=_mark(table.get("mark")),
         )
         setup = _setup(table.get("setup", []))
+        tests = _setup(table.get("tests", []), what="tests")
+        board = _mark(table.get("board"), what="board") or ""
         at = Instant(_finite(table.get("at", 0.0), "at"))
     except (ValueError, TypeError) as error:
         raise _bad(path, line, f"[launch] is malformed: {error}", "check its values") from error
@@ -244,20 +324,35 @@ def _launched(path: Path, text: str, document: dict[str, Any], settings: Setting
                 for p in error.problems
             ),
         ) from error
-    return Launched(at=at, launch=launch, kind=kind, setup=setup, settings=settings)
+    if tests_gates and not tests:
+        where = next(iter(tests_gates.values()))
+        raise UsageError.one(
+            where,
+            "a step is gated on tests, but [launch] gives no tests command",
+            'give [launch] tests = [["make", "test"]], the command a tests gate runs',
+        )
+    return Launched(
+        at=at,
+        launch=launch,
+        kind=kind,
+        setup=setup,
+        settings=settings,
+        board=board,
+        tests=tests,
+    )
 
 
-def _setup(commands: object) -> PVector[PVector[str]]:
+def _setup(commands: object, *, what: str = "setup") -> PVector[PVector[str]]:
     if not isinstance(commands, list):
-        message = f"setup must be a list of commands, each a list of strings, not {commands!r}"
+        message = f"{what} must be a list of commands, each a list of strings, not {commands!r}"
         raise TypeError(message)
-    return pvector(pvector(_strings(argv, "each setup command")) for argv in commands)
+    return pvector(pvector(_strings(argv, f"each {what} command")) for argv in commands)
 
 
-def _mark(value: object) -> str | None:
+def _mark(value: object, *, what: str = "mark") -> str | None:
     if value is None or isinstance(value, str):
         return value
-    message = f"mark must be text, not {value!r}"
+    message = f"{what} must be text, not {value!r}"
     raise TypeError(message)
 
 
@@ -268,17 +363,43 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
-def _kind(path: Path, document: dict[str, Any], name: str) -> Kind:
+def _kind(
+    path: Path, text: str, document: dict[str, Any], name: str
+) -> tuple[Kind, PMap[StageName, str]]:
+    """The kind the launch names, with where its tests-gated steps are declared.
+
+    ``[kind]`` declares a kind of stages; ``[workflow]`` a workflow, its tables a kind file's
+    nested under it (``[workflow.kind]``, ``[workflow.step.<name>]``, ``[workflow.loop.<name>]``).
+    """
+    kinds: dict[KindName, DeclaredKind] = {}
     declared = document.get("kind")
-    kinds = {}
     if declared is not None:
         kind = parse_kind(declared, f"{path}: [kind]")
-        kinds[kind.name] = kind
+        kinds[kind.name] = DeclaredKind(kind=kind)
+    workflow = document.get("workflow")
+    if workflow is not None:
+        if not isinstance(workflow, dict):
+            raise _bad(
+                path,
+                _line_of(path, "workflow"),
+                "'workflow' is not a table",
+                "declare it as [workflow.kind] with its [workflow.step.<name>] tables",
+            )
+        read = parse_document(path, text, workflow, within="workflow")
+        if read.kind.name in kinds:
+            raise _bad(
+                path,
+                _line_of(path, "[workflow.kind]"),
+                f"[kind] and [workflow] both declare a kind named {read.kind.name}",
+                "declare a kind once, in [kind] or in [workflow]",
+            )
+        kinds[read.kind.name] = read
     try:
-        return known_kind(name, kinds)
+        found = known_kind(name, {each: one.kind for each, one in kinds.items()})
     except UsageError as error:
         (problem,) = error.problems
         raise _bad(path, _line_of(path, "[launch]"), problem.what, problem.mend) from error
+    return found, kinds[found.name].tests_gates if found.name in kinds else pmap()
 
 
 def _observation(path: Path, line: int | None, number: int, table: object) -> Observation:
@@ -290,7 +411,7 @@ def _observation(path: Path, line: int | None, number: int, table: object) -> Ob
             path,
             line,
             f"seen {number} has type {kind!r}, which is not an observation",
-            f"use one of {', '.join(sorted(_TYPES))}",
+            f"use one of {', '.join(sorted(_TYPES))}, or Restart (the supervisor started anew)",
         )
     if "at" not in table:
         raise _bad(path, line, f"seen {number} ({kind}) has no 'at'", "give its time in seconds")

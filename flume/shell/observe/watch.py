@@ -40,7 +40,7 @@ import attrs
 
 from flume.core.delivery import prompt_marker
 from flume.core.ids import Instant, SessionId
-from flume.core.judging import Said, latest_said, shows_output, unregistered_asks
+from flume.core.judging import Said, latest_said, program_of, shows_output, unregistered_asks
 from flume.core.launch import Panes
 from flume.core.observations import (
     Activity,
@@ -203,7 +203,7 @@ class Watch:
         server, panes = listing
         session = agent.session
         state = self._state(session)
-        kind = of(place.launch.agent.agent)
+        kind = of(program_of(place))
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)

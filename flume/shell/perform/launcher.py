@@ -33,7 +33,7 @@ from flume.core.caps import WorstCase, worst_case
 from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
-from flume.core.kinds import Kind
+from flume.core.kinds import Kind, steps
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch
 from flume.core.observations import Launched
 from flume.core.place import Life
@@ -43,7 +43,7 @@ from flume.shell import agents, process
 from flume.shell.declared import config
 from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
-from flume.shell.perform import launch_words
+from flume.shell.perform import gates, launch_words
 from flume.shell.perform.launch_words import Made
 from flume.shell.store import journal, places
 from flume.shell.tools import git, locate
@@ -186,7 +186,14 @@ def _checked(
     kind, launch, listed = resolved.kind, resolved.launch, resolved.listed
     repository = located.main
     base = launch.base
-    missing = agents.of(request.agent.agent).missing() or locate.missing_panes(request.agent.panes)
+    # Every program a step runs is installed: the launch's, and each a step names as its own.
+    programs = [request.agent.agent] + [
+        each.agent.agent for each in steps(kind.body) if each.agent is not None
+    ]
+    missing = next(
+        (said for said in (agents.of(program).missing() for program in programs) if said),
+        None,
+    ) or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
     start = listed.resolve(launch.base)
@@ -204,6 +211,8 @@ def _checked(
         copy=declared.copy,
         start=start,
         settings=settings,
+        board=str(located.journals / launch.place / gates.BOARD),
+        tests=declared.test_commands(),
     )
     decision = step(settings, None, seen)
     branch, path = str(decision.place.branch), Path(decision.place.path)
@@ -290,6 +299,20 @@ def _tidied(path: Path) -> bool:
         return False
 
 
+def write_board(board: Path, seen: Launched) -> None:
+    """Make the place's board and its ``task.md``: the work as launched, for every step to read."""
+    board.mkdir(parents=True, exist_ok=True)
+    launch = seen.launch
+    task = (
+        f"# {launch.place}\n\n"
+        f"- kind: {launch.kind}\n"
+        f"- name: {launch.name}\n"
+        f"- base: {launch.base}\n\n"
+        f"## Brief\n\n{launch.brief}\n"
+    )
+    (board / "task.md").write_text(task, encoding="utf-8")
+
+
 #: Every launch's staging folder is named ``.launching-<boot>-<pid>-<random>``.
 STAGING = ".launching-"
 
@@ -331,6 +354,10 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
+        # The board is made with the journal, in the staging folder: it appears whole with the
+        # place in one rename, so no place is ever seen without its task.md, and a supervisor
+        # killed before the worktree is made has nothing left to write.
+        write_board(staging / gates.BOARD, seen)
         places.remember(repository)
         with places.names_locked(repository, journals=folder):
             existing = target / places.JOURNAL

@@ -172,7 +172,7 @@ class Performer:
                 gates.archive_verdict(action)
                 return []
             case JudgeGate():
-                return [gates.read_gate(action, self.now())]
+                return [gates.read_gate(action, self.now)]
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:
@@ -328,7 +328,10 @@ class Performer:
         """R10: remove the place's worktree (``--force`` only on the caller's word)."""
         repository = Path(place.launch.repository)
         with _worktrees_of(place.launch.repository):
-            return self._remove_worktree(repository, action)
+            removed = self._remove_worktree(repository, action)
+        if removed and isinstance(removed[0], WorktreeRemoved):
+            remove_board(place)
+        return removed
 
     def _remove_worktree(self, repository: Path, action: RemoveWorktree) -> list[Observation]:
         path = Path(action.path)
@@ -445,3 +448,15 @@ def branch_facts(repository: Path, branch: BranchName, base: BranchName) -> Bran
     if lacks is None:
         return None
     return BranchFacts(name=branch, exists=True, base=base, head=head, base_lacks=lacks)
+
+
+def remove_board(place: Place) -> None:
+    """R10: the place's board goes with its worktree: flume's own notes, kept while the place is.
+
+    Only a folder named as flume makes boards (``<journals>/<place>/board``) is removed.
+    """
+    if not place.board:
+        return
+    board = Path(place.board)
+    if board.name == gates.BOARD and board.parent.name == place.launch.place:
+        shutil.rmtree(board, ignore_errors=True)

@@ -1,0 +1,464 @@
+"""Gates, budgets and the tree's walk, case by case: each reading a gate can get, each budget.
+
+The machine of ``test_workflow_run.py`` holds the rules over random runs; these examples name
+the cases one by one (and keep every branch of the workflow code covered by example tests).
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from pyrsistent import pvector
+
+from flume.core.actions import Event, JudgeGate, SendTell, StartAgent
+from flume.core.budget import Spent, budget_words
+from flume.core.choices import AgentName
+from flume.core.errors import UsageError
+from flume.core.gates import judge
+from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Kind,
+    Loop,
+    OnMax,
+    Parallel,
+    PassingTests,
+    Sequence,
+    Step,
+    StepAgent,
+    Verdict,
+)
+from flume.core.launch import AgentSettings
+from flume.core.observations import GateRead, ResumeAsked, Tick, TurnEnded
+from flume.core.place import Judging, Life, PauseCause, Paused, Starting, Working
+from flume.core.settings import Settings
+from flume.core.stage import agent_for
+from flume.core.status import status
+from flume.core.step import pending, step
+from flume.core.workflow import Pass, Position, advance, first, position_of
+from tests.model.test_workflow_run import reviewed, through_plan, world_of
+from tests.model.world import FakeWorld
+
+S = Settings()
+
+
+def _one(gate: object, budgets: Budgets | None = None, agent: StepAgent | None = None) -> Kind:
+    only = Step(name=StageName("only"), prompt="Do $brief.", deliverable=gate, agent=agent)  # type: ignore[arg-type]
+    return Kind(
+        name=KindName("one"),
+        prefix="one",
+        body=Sequence(blocks=pvector([only])),
+        budgets=budgets or Budgets(),
+    )
+
+
+def _judging(world: FakeWorld) -> None:
+    """The only step's agent takes its prompt and ends its turn: its gate is read."""
+    assert world.deliver()
+    world.end_turn()
+
+
+@pytest.mark.parametrize(
+    ("reading", "told"),
+    [
+        (GateRead(at=Instant(0), key="only", attempt=1, found=True, code=3, summary="1 failed"),
+         "the tests failed (exit status 3):\n1 failed"),
+        (GateRead(at=Instant(0), key="only", attempt=1, found=False, problem="ran past"),
+         "the tests did not finish: ran past"),
+    ],
+)  # fmt: skip
+def test_a_tests_gate_fails_on_a_failing_or_unfinished_run(reading: GateRead, told: str) -> None:
+    """A failing run, or one killed at its deadline, does not pass; the agent is told why."""
+    world = world_of(_one(PassingTests()))
+    world.tests_pass = False
+    assert world.place is not None
+    assert judge(world.place, PassingTests(), reading).reason == told  # type: ignore[union-attr]
+    _judging(world)
+    (action,) = [a for a in world.actions if isinstance(a, JudgeGate)]
+    assert action.deadline == S.tests_seconds
+    assert "the tests failed (exit status 1)" in world.reports_of(Event.GATE_FAILED)[0].text
+
+
+def test_a_tests_gate_passes_on_a_clean_run() -> None:
+    """Exit status 0: the step passes and the place finishes."""
+    world = world_of(_one(PassingTests()))
+    _judging(world)
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+
+
+@pytest.mark.parametrize(
+    ("reading", "said"),
+    [
+        (GateRead(at=Instant(0), key="only", attempt=1, found=True, problem="it is not JSON"),
+         "cannot be read: it is not JSON"),
+        (GateRead(at=Instant(0), key="only", attempt=1, found=True, result="maybe"),
+         "says result 'maybe'; write \"done\", \"revise\" or \"blocked\""),
+    ],
+)  # fmt: skip
+def test_an_unreadable_or_unknown_verdict_is_told(reading: GateRead, said: str) -> None:
+    """A verdict that is not JSON, or says no result flume knows, fails with why."""
+    world = world_of(_one(Verdict()))
+    assert world.place is not None
+    assert said in judge(world.place, Verdict(), reading).reason  # type: ignore[union-attr]
+
+
+def test_blocked_without_a_summary_says_so_and_other_gates_are_not_read() -> None:
+    """blocked, no summary: the words say so. A deliverable gate is never read by the shell."""
+    world = world_of(_one(Verdict()))
+    assert world.place is not None
+    blocked = GateRead(at=Instant(0), key="only", attempt=1, found=True, result="blocked")
+    assert judge(world.place, Verdict(), blocked).words == (  # type: ignore[union-attr]
+        "the verdict says blocked, with no summary"
+    )
+    assert "is not read" in judge(world.place, Commit(), blocked).reason  # type: ignore[union-attr]
+
+
+def test_a_turn_of_another_session_spends_nothing() -> None:
+    """A turn's end from a session that is not the live agent's counts nothing, judges nothing."""
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    assert world.place is not None
+    before = world.place
+    decided = step(S, before, TurnEnded(at=Instant(1), session=SessionId("other")))
+    assert decided.place.spent == before.spent
+    assert isinstance(decided.place.stage.phase, Working)
+
+
+def test_a_restart_while_judging_reads_the_gate_again() -> None:
+    """RESTART-PENDING for a gate: a Judging stage's reading is asked again after a restart."""
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    assert world.place is not None
+    judging = attrs.evolve(
+        world.place.stage, phase=Judging(session=SessionId("s1"), since=Instant(1))
+    )
+    place = attrs.evolve(world.place, stage=judging)
+    assert [type(a) for a in pending(place)] == [JudgeGate]
+
+
+def test_active_minutes_spent_pause_at_a_tick_and_paused_time_is_not_counted() -> None:
+    """wall_minutes = 1: a minute of work pauses at the next look; a paused hour counts nothing."""
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
+    assert world.deliver()
+    world.now += 61
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert (phase.cause, phase.spent) == (PauseCause.BUDGET, "wall_minutes")
+    assert status(world.place).resolve == "flume raise one--x --wall +N"
+    world.now += 3600
+    assert status(world.place).budgets == "wall minutes 1 of 1"
+
+
+def test_the_retries_budget_pauses_instead_of_telling_again() -> None:
+    """Retries = 1: the first failed gate is told; the next attempt's is not: paused, budget."""
+    world = world_of(_one(Verdict(), Budgets(retries=1)))
+    _judging(world)
+    assert len([a for a in world.actions if isinstance(a, SendTell)]) == 1
+    assert world.deliver()
+    world.end_turn()
+    assert world.place is not None
+    world.feed(ResumeAsked(at=world.instant()))
+    _judging(world)
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert (phase.cause, phase.spent) == (PauseCause.BUDGET, "retries")
+    assert len([a for a in world.actions if isinstance(a, SendTell)]) == 1
+
+
+def test_unreported_usage_is_named_beside_a_tokens_budget() -> None:
+    """Turns whose model reported no usage are counted and named: tokens cannot see them."""
+    words = budget_words(Budgets(tokens=100), Spent(tokens=40, unreported=2), Instant(0))
+    assert words == "tokens 40 of 100, 2 turns reported no usage (tokens not counted)"
+
+
+def test_a_silent_agent_that_speaks_after_its_nudge_is_not_paused_yet() -> None:
+    """Nudged, then output before the window ends again: the run goes on, no pause."""
+    world = world_of(reviewed())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    from flume.core.observations import Activity, AgentStateSeen, PaneOutput  # noqa: PLC0415
+
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    world.now += S.stall_seconds
+    world.feed(Tick(at=world.instant()))
+    assert len(world.reports_of(Event.NUDGED)) == 1
+    world.now += S.stall_seconds / 2
+    world.feed(
+        PaneOutput(at=world.instant(), session=agent.session, last_output_at=world.instant())
+    )
+    world.now += S.stall_seconds / 2 + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Working)
+
+
+def test_a_loop_last_in_the_body_pauses_at_max_and_resume_finishes() -> None:
+    """A loop that ends the body, on_max pause: paused at its max; resumed, the place finishes."""
+    review = Step(name=StageName("review"), prompt="Review.", deliverable=Verdict())
+    kind = Kind(
+        name=KindName("last"),
+        prefix="last",
+        body=Sequence(
+            blocks=pvector(
+                [
+                    Loop(
+                        name=BlockName("again"),
+                        body=review,
+                        until=StageName("review"),
+                        max=1,
+                        on_max=OnMax.PAUSE,
+                    )
+                ]
+            )
+        ),
+    )
+    world = world_of(kind)
+    assert world.deliver()
+    world.write_verdict("revise")
+    world.end_turn()
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert (phase.cause, phase.finish) == (PauseCause.LOOP_MAX, True)
+    world.feed(ResumeAsked(at=world.instant()))
+    assert world.place.life is Life.FINISHED
+    assert [r.text for r in world.reports_of(Event.FINISHED)] == ["last--x finished"]
+
+
+def test_a_step_names_its_own_agent_and_model() -> None:
+    """A step's own agent starts in its place: another agent with its model, or the model only."""
+    world = world_of(_one(Commit(), agent=StepAgent(agent=AgentName.CODEX, model="o9")))
+    (start,) = [a for a in world.actions if isinstance(a, StartAgent)]
+    assert start.agent == AgentSettings(agent=AgentName.CODEX, model="o9")
+    assert world.place is not None
+    same = Step(
+        name=StageName("only"),
+        prompt="x",
+        deliverable=Commit(),
+        agent=StepAgent(agent=AgentName.CLAUDE, model="haiku"),
+    )
+    assert agent_for(world.place, same) == AgentSettings(model="haiku")
+    plain = StepAgent(agent=AgentName.CLAUDE)
+    assert agent_for(world.place, attrs.evolve(same, agent=plain)) == AgentSettings()
+
+
+def test_the_walk_refuses_lanes_and_finds_any_step_s_first_run() -> None:
+    """One lane cannot enter a Parallel; position_of finds a step in a loop, a lane, or nowhere."""
+    a = Step(name=StageName("a"), prompt="a", deliverable=Commit())
+    fan = Parallel(name=BlockName("fan"), branches=pvector([a]))
+    with pytest.raises(NotImplementedError):
+        first(fan)
+    with pytest.raises(NotImplementedError):
+        advance(fan, Position(step=StageName("a")), done=False)
+    body = reviewed().body
+    looped = Position(
+        step=StageName("fix"), passes=(Pass(loop=BlockName("review-loop"), number=1),)
+    )
+    assert position_of(body, StageName("fix")) == looped
+    assert position_of(fan, StageName("a")) == Position(step=StageName("a"))
+    assert position_of(body, StageName("nowhere")) is None
+
+
+def test_a_loop_is_found_by_name_and_an_unknown_one_is_a_key_error() -> None:
+    """The core asks only for loops it took from the kind: any other name is a bug, said so."""
+    from flume.core.kinds import loop_named  # noqa: PLC0415 (the one test of it)
+
+    kind = reviewed()
+    assert loop_named(kind, BlockName("review-loop")).max == 3
+    with pytest.raises(KeyError, match="has no loop nowhere"):
+        loop_named(kind, BlockName("nowhere"))
+
+
+def test_a_verdict_kind_launched_with_no_board_is_refused() -> None:
+    """No blackboard: no verdict could be archived or read where told; the launch is refused."""
+    from flume.core.observations import Launched  # noqa: PLC0415 (the one launch made by hand)
+
+    world = FakeWorld(settings=S, kind=_one(Verdict()))
+    assert world.launch() is None
+    assert world.journal
+    seen = world.journal[0]
+    assert isinstance(seen, Launched)
+    with pytest.raises(UsageError) as refusal:
+        step(S, None, attrs.evolve(seen, board=""))
+    assert refusal.value.exit_status == 2
+    assert "names no blackboard" in str(refusal.value)
+
+
+# --- the reviewer's cases (each once a fault) -------------------------------------------------
+
+
+def test_a_gate_reading_that_fails_stops_the_stage_short_named() -> None:
+    """JudgeGate failed (a tests script that cannot run): short, failed, its agent ended."""
+    from flume.core.actions import ActionName, EndAgent  # noqa: PLC0415
+    from flume.core.observations import ActionFailed  # noqa: PLC0415
+    from flume.core.place import Short, ShortCause  # noqa: PLC0415
+
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    assert world.place is not None
+    agent = world.live_agent()
+    assert agent is not None
+    judging = attrs.evolve(
+        world.place.stage, phase=Judging(session=agent.session, since=Instant(1))
+    )
+    place = attrs.evolve(world.place, stage=judging)
+    failed = ActionFailed(at=Instant(2), action=ActionName.JUDGE_GATE, output="exec format error")
+    decided = step(S, place, failed)
+    phase = decided.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.cause is ShortCause.FAILED
+    assert any(isinstance(a, EndAgent) for a in decided.actions)
+    starting = attrs.evolve(
+        world.place,
+        agent=None,
+        stage=attrs.evolve(world.place.stage, phase=Starting(since=Instant(1))),
+    )
+    archive = ActionFailed(at=Instant(2), action=ActionName.ARCHIVE_VERDICT, output="read-only")
+    assert isinstance(step(S, starting, archive).place.stage.phase, Short)
+
+
+def test_a_lost_re_prompt_or_an_unread_turn_end_is_judged_once_the_agent_waits() -> None:
+    """No turn end read: the agent found waiting confirm_seconds is judged as at a turn's end."""
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
+
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WAITING))
+    world.now += S.confirm_seconds - 1
+    world.feed(Tick(at=world.instant()))
+    assert world.readings == []
+    world.now += 1
+    world.feed(Tick(at=world.instant()))
+    assert [r.key for r in world.readings] == ["only"]
+    # Told why; the tell never reaches the transcript (lost): judged again, then paused.
+    for _ in range(4):
+        world.now += S.confirm_seconds
+        world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.GATE_BLOCKED
+    assert world.reports_of(Event.TELL_LOST)
+
+
+def test_a_restart_before_the_start_archives_the_old_verdict_again() -> None:
+    """Killed between the start's line and its archive: the restart moves the verdict first."""
+    from flume.core.actions import ArchiveVerdict  # noqa: PLC0415
+
+    world = world_of(_one(Verdict()))
+    assert world.place is not None
+    starting = attrs.evolve(
+        world.place,
+        agent=None,
+        stage=attrs.evolve(world.place.stage, phase=Starting(since=Instant(1))),
+    )
+    assert [type(a) for a in pending(starting)] == [ArchiveVerdict, StartAgent]
+
+
+def test_nothing_is_sent_once_a_budget_is_spent_even_the_first_prompt() -> None:
+    """wall_minutes = 1 spent before the agent takes input: no prompt; the stage pauses."""
+    from flume.core.actions import SendPrompt  # noqa: PLC0415
+    from flume.core.observations import AgentReady  # noqa: PLC0415
+
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
+    agent = world.live_agent()
+    assert agent is not None
+    world.now += 61
+    world.feed(AgentReady(at=world.instant(), session=agent.session))
+    assert [a for a in world.actions if isinstance(a, SendPrompt)] == []
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Paused)
+
+
+def test_time_short_or_paused_is_not_active_and_a_retry_resumes_the_clock() -> None:
+    """Needs, answered 8 h later by a retry: the 8 h do not count; a budget pause takes retry."""
+    from flume.core.observations import NeedsSaid, RetryAsked  # noqa: PLC0415
+
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=60, turns=1)))
+    assert world.deliver()
+    world.now += 60
+    world.feed(NeedsSaid(at=world.instant(), words="which file?"))
+    world.now += 8 * 3600
+    assert world.feed(RetryAsked(at=world.instant(), words="README.md")) is None
+    assert world.place is not None
+    assert world.place.spent.paused_seconds == 8 * 3600
+    assert world.place.spent.paused_at is None
+    assert not isinstance(world.place.stage.phase, Paused)
+    assert world.deliver()
+    world.end_turn()
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.spent == "turns"
+    # A person's retry always gets its attempt, even past the budget (the issue's decision).
+    assert world.feed(RetryAsked(at=world.instant(), words="go on")) is None
+    assert world.place.stage.attempt == 3
+
+
+def test_a_resumed_attempt_is_nudged_afresh() -> None:
+    """Stalled, resumed: the new attempt's silent agent is nudged before it is paused again."""
+    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
+
+    world = world_of(reviewed())
+
+    def silent() -> None:
+        agent = world.live_agent()
+        assert agent is not None
+        world.feed(
+            AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING)
+        )
+        world.now += S.stall_seconds
+        world.feed(Tick(at=world.instant()))
+
+    assert world.deliver()
+    silent()
+    silent()
+    world.feed(ResumeAsked(at=world.instant()))
+    assert world.deliver()
+    silent()
+    assert len(world.reports_of(Event.NUDGED)) == 2
+
+
+def test_a_loop_s_max_before_a_stage_that_waits_on_the_word_waits_on_the_word() -> None:
+    """on_max pause, and the next stage waits on the caller: it waits on the word, not twice."""
+    from flume.core.place import AwaitingWord  # noqa: PLC0415
+
+    world = FakeWorld(
+        settings=S,
+        kind=reviewed(most=1, on_max=OnMax.PAUSE),
+        waits=frozenset({StageName("sign-off")}),
+    )
+    assert world.launch() is None
+    through_plan(world)
+    assert world.deliver()
+    world.write_verdict("revise")
+    world.end_turn()
+    assert world.deliver()
+    world.commit()
+    world.end_turn()
+    world.now += S.quiet_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    assert world.place.stage.name == "sign-off"
+    assert isinstance(world.place.stage.phase, AwaitingWord)
+    assert len(world.reports_of(Event.LOOP_MAX)) == 1
+
+
+def test_a_finished_workflow_whose_last_step_loops_says_its_deliverable_exists() -> None:
+    """Its completed stages are keys: the last one's key is found among them."""
+    review = Step(name=StageName("review"), prompt="Review.", deliverable=Verdict())
+    loop = Loop(name=BlockName("again"), body=review, until=StageName("review"), max=2)
+    kind = Kind(name=KindName("last"), prefix="last", body=Sequence(blocks=pvector([loop])))
+    world = world_of(kind)
+    assert world.deliver()
+    world.write_verdict("done")
+    world.end_turn()
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+    assert status(world.place).deliverable_exists
