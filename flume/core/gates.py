@@ -1,7 +1,8 @@
 """Gates judged when a turn ends, the re-prompt, and the pauses a person resolves.
 
 Theory of operation. The five deliverables of a linear kind are judged as before: evidence seen,
-then the stage ends when its agent is quiet (:mod:`flume.core.stage`). The workflow gates,
+then the stage ends when its agent is quiet (:mod:`flume.core.stage`); in a workflow, a step
+whose deliverable exists ends when its agent's turn ends, not on quiet. The workflow gates,
 ``verdict``, ``artifact``, ``tests`` and ``approval``, are judged when the agent's turn ends,
 never on quiet: the end of a turn (``TurnEnded``, provider-neutral) moves the stage to
 ``Judging`` and asks the shell for the facts (``JudgeGate``); the shell reads the verdict file or
@@ -103,6 +104,16 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
     place = _spend(place, seen.usage)
     phase = place.stage.phase
     gate = current_step(place).deliverable
+    if (
+        isinstance(phase, Delivered)
+        and is_workflow(place.kind)
+        and not place.held
+        and place.sending is None
+    ):
+        # A workflow's step whose deliverable exists ends with its agent's turn, not on quiet:
+        # the turn's end is the agent saying it is done.
+        place, ended = stage.finish_stage(place, place.now, done=False)
+        return place, (report, *ended)
     if not isinstance(phase, Working) or not judged_at_turn_end(gate):
         place, pausing = pause_when_spent(place.settings, place, place.now)
         return place, (report, *pausing)

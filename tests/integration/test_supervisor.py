@@ -393,3 +393,21 @@ def test_a_restart_writes_at_once_a_printed_prompt_a_kill_left_unwritten(host: P
     assert written["prompt"] == prompt
     wait_until(lambda: kinds_in(path)[-2:] == ["PromptUnwritten", "PromptTyped"], 30)
     assert kinds_in(path).count("PromptTyped") == 1
+
+
+def test_the_supervisor_looks_often_only_while_an_agent_lives(host: Path, harness: Harness) -> None:
+    """Working: an agent lives, so the loop looks every BUSY_TICK_SECONDS; landed: idle again."""
+    from flume.shell.supervisor import daemon  # noqa: PLC0415 (its two intervals, named)
+
+    assert daemon.BUSY_TICK_SECONDS < daemon.TICK_SECONDS
+    repo = repository(host / "repo")
+    harness.settle()
+    assert not harness.supervisor.working()
+    path = launch_place(repo, "busy")
+    harness.settle()
+    assert harness.place(path).agent is not None
+    assert harness.supervisor.working()
+    harness.lander.how = "rebase"
+    carry_to_landing(harness, path)
+    assert harness.place(path).life is Life.TIDIED
+    assert not harness.supervisor.working()

@@ -462,3 +462,27 @@ def test_a_finished_workflow_whose_last_step_loops_says_its_deliverable_exists()
     assert world.place is not None
     assert world.place.life is Life.FINISHED
     assert status(world.place).deliverable_exists
+
+
+def test_a_workflow_commit_step_ends_with_its_turn_not_on_quiet() -> None:
+    """The commit is seen, the turn ends: the step ends at once; a held tell waits for quiet."""
+    world = world_of(_one(Commit(), Budgets(turns=10)))
+    assert world.deliver()
+    world.commit()
+    world.end_turn()
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+    held = world_of(_one(Commit(), Budgets(turns=10)))
+    assert held.deliver()
+    held.commit()
+    from flume.core.observations import Told  # noqa: PLC0415
+
+    agent = held.live_agent()
+    assert agent is not None
+    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
+
+    held.feed(AgentStateSeen(at=held.instant(), session=agent.session, activity=Activity.WORKING))
+    held.feed(Told(at=held.instant(), text="also the docs"))
+    held.end_turn()
+    assert held.place is not None
+    assert held.place.life is Life.ACTIVE

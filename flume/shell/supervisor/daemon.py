@@ -59,6 +59,10 @@ from flume.shell.tools import openspec, sockets
 
 #: How often the supervisor looks when nothing wakes it.
 TICK_SECONDS = 1.0
+#: How often it looks while an agent lives in a place it carries: a turn's end is seen within
+#: this, so the next step's prompt follows a gate's passing by a fraction of a second (the
+#: places with no live agent cost no more: idle, it looks once a second).
+BUSY_TICK_SECONDS = 0.25
 #: How long a new supervisor waits for an old one's processes to let go of the lock.
 LOCK_WAIT_SECONDS = 30.0
 _log = logging.getLogger("flume.supervisor")
@@ -196,7 +200,8 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         while not stopping:
             if time.monotonic() >= due:
                 supervisor.tick()
-                due = time.monotonic() + TICK_SECONDS
+                every = BUSY_TICK_SECONDS if supervisor.working() else TICK_SECONDS
+                due = time.monotonic() + every
             for key, _events in selector.select(max(0.0, due - time.monotonic())):
                 if key.data == "wake":
                     with contextlib.suppress(BlockingIOError):

@@ -152,6 +152,16 @@ class Supervisor:
         """The journals followed, by path (:attr:`.Follower.followed`)."""
         return self.follower.followed
 
+    def working(self) -> bool:
+        """An agent lives in a place this supervisor carries: its turn may end at any moment."""
+        return any(
+            each.place is not None
+            and each.place.agent is not None
+            and not each.problem
+            and not each.foreign
+            for each in self.followed.values()
+        )
+
     def idle(self) -> bool:
         """Nothing is being performed or waits to be."""
         return not any(each.busy or each.batches for each in self.followed.values())
