@@ -16,6 +16,8 @@ import attrs
 from flume.core.ids import Instant
 from flume.core.kinds import Budgets
 
+_NONE = Budgets()
+
 
 @attrs.frozen(kw_only=True)
 class Spent:
@@ -48,6 +50,8 @@ def spent_budget(budgets: Budgets, spent: Spent, attempt_turns: int, now: Instan
 
     ``attempt_turns``: the turns the current attempt's agent ended.
     """
+    if budgets == _NONE:
+        return None
     checks = (
         ("turns", budgets.turns, spent.turns),
         ("tokens", budgets.tokens, spent.tokens),
@@ -76,7 +80,9 @@ def raised(budgets: Budgets, **more: int | None) -> Budgets:
 
 
 def paused_from(spent: Spent, now: Instant) -> Spent:
-    """The run paused at ``now`` (only a running stage pauses: no pause is in force)."""
+    """The run paused (or stopped short) at ``now``; a pause already in force keeps its start."""
+    if spent.paused_at is not None:
+        return spent
     return attrs.evolve(spent, paused_at=now)
 
 

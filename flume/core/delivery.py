@@ -33,6 +33,7 @@ import string
 import attrs
 
 from flume.core.actions import EndAgent, Event, Report, SendPrompt
+from flume.core.budget import spent_budget
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable, loop_named
 from flume.core.observations import (
@@ -130,6 +131,11 @@ def render_prompt(place: Place) -> str:
     return f"{text}\n\n[{marker}]"
 
 
+def _over_budget(place: Place) -> bool:
+    """WF-BUDGET-PAUSES: nothing is sent over a budget; the stage pauses (flume.core.gates)."""
+    return spent_budget(place.budgets, place.spent, place.stage.turns, place.now) is not None
+
+
 def send_prompt(place: Place, session: SessionId) -> Outcome:
     """DELIVERY-TWO-SENDS: send the prompt once more, if fewer than two sends were made.
 
@@ -137,6 +143,8 @@ def send_prompt(place: Place, session: SessionId) -> Outcome:
     """
     sends = place.stage.sends + 1
     if sends > MAX_SENDS:
+        return place, ()
+    if _over_budget(place):
         return place, ()
     send = SendPrompt(
         session=session,
@@ -257,7 +265,7 @@ def _retype(place: Place, phase: Delivering, now: Instant) -> Outcome:
     """
     agent = place.agent
     assert agent is not None  # noqa: S101 (check_deadlines asked for a live agent)
-    if agent.activity in {Activity.WORKING, Activity.ASKING}:
+    if agent.activity in {Activity.WORKING, Activity.ASKING} or _over_budget(place):
         return place, ()
     send = SendPrompt(
         session=phase.session,

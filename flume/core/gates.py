@@ -29,9 +29,9 @@ from typing import assert_never
 import attrs
 
 from flume.core import budget, stage, tell
-from flume.core.actions import Event, JudgeGate, Report
+from flume.core.actions import Action, Event, JudgeGate, Report
 from flume.core.errors import refused
-from flume.core.ids import Instant
+from flume.core.ids import Instant, SessionId
 from flume.core.kinds import (
     Approval,
     Artifact,
@@ -106,15 +106,63 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
     if not isinstance(phase, Working) or not judged_at_turn_end(gate):
         place, pausing = pause_when_spent(place.settings, place, place.now)
         return place, (report, *pausing)
-    if isinstance(gate, Approval):
+    if _retelling(place):
+        # The agent has not yet been told why its gate did not pass: this turn is not its answer.
+        return place, (report,)
+    return _judge_now(place, phase.session, (report,))
+
+
+def _retelling(place: Place) -> bool:
+    """The tell saying why the gate did not pass is still held or in flight."""
+    retold = place.stage.retold
+    if retold is None:
+        return False
+    sending = place.sending
+    return any(each.number == retold for each in place.held) or (
+        sending is not None and sending.tell.number == retold
+    )
+
+
+def _judge_now(place: Place, session: SessionId, before: tuple[Action, ...]) -> Outcome:
+    """The stage's gate is read now (an approval: the run pauses for a person's word)."""
+    if isinstance(current_step(place).deliverable, Approval):
         paused = Paused(
             cause=PauseCause.APPROVAL, words=f"step {place.stage.key} waits for approval"
         )
         place, pausing = stage.pause_stage(place, paused)
-        return place, (report, *pausing)
-    judging = Judging(session=phase.session, since=place.now)
-    place = evolve(place, stage=attrs.evolve(place.stage, phase=judging))
-    return place, (report, judge_gate(place))
+        return place, (*before, *pausing)
+    judging = Judging(session=session, since=place.now)
+    run = attrs.evolve(place.stage, phase=judging, judged_at=place.now)
+    place = evolve(place, stage=run)
+    return place, (*before, judge_gate(place))
+
+
+def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-NO-SILENT-WAIT for a gate: an agent found waiting is judged, its turn's end unread.
+
+    The agent's hooks (or registry) say it waits, and has for ``confirm_seconds``, showing
+    nothing, with nothing of flume's held or in flight for it, since its prompt was proven and
+    since its gate was last read: its turn ended, whether or not its transcript said so (a
+    line unread, a re-prompt lost). Its gate is read as at a turn's end.
+    """
+    agent = place.agent
+    run = place.stage
+    if (
+        place.life is not Life.ACTIVE
+        or agent is None
+        or agent.ending
+        or not agent.proven
+        or agent.activity is not Activity.WAITING
+        or not isinstance(run.phase, Working)
+        or place.held
+        or place.sending is not None
+        or not judged_at_turn_end(current_step(place).deliverable)
+    ):
+        return place, ()
+    since = max(agent.activity_since, agent.last_output_at, run.judged_at or run.started_at)
+    if now - since < settings.confirm_seconds:
+        return place, ()
+    return _judge_now(place, run.phase.session, ())
 
 
 def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -320,7 +368,9 @@ def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
         text=f"The gate of your step did not pass: {reason}. Mend it, then end your turn.",
         asked_at=place.now,
     )
-    stage_run = attrs.evolve(place.stage, phase=Working(session=phase.session), reprompted=True)
+    stage_run = attrs.evolve(
+        place.stage, phase=Working(session=phase.session), reprompted=True, retold=number
+    )
     place = evolve(
         place,
         stage=stage_run,
@@ -374,7 +424,15 @@ def _resume(place: Place, paused: Paused, words: str) -> Outcome:
     run = place.stage
     if paused.again:
         run = attrs.evolve(
-            run, attempt=run.attempt + 1, reprompted=False, turns=0, sends=0, words=""
+            run,
+            attempt=run.attempt + 1,
+            reprompted=False,
+            retold=None,
+            judged_at=None,
+            nudged_at=None,
+            turns=0,
+            sends=0,
+            words="",
         )
     place = evolve(place, stage=attrs.evolve(run, phase=Queued()))
     if paused.finish:

@@ -295,7 +295,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
 PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.APPROVAL: frozenset({ApproveAsked, RetryAsked}),
     PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked}),
-    PauseCause.BUDGET: frozenset({BudgetRaised}),
+    PauseCause.BUDGET: frozenset({BudgetRaised, RetryAsked}),
     PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
     PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
 }
@@ -336,6 +336,10 @@ class StageRun:
     turns: int = 0
     #: When flume nudged this attempt's agent, silent mid-turn (WF-STALL-NUDGES-ONCE).
     nudged_at: Instant | None = None
+    #: The number of the tell that told the agent why its gate did not pass, once.
+    retold: int | None = None
+    #: When the stage's gate was last read (its turn's end, or the agent found waiting).
+    judged_at: Instant | None = None
 
     @property
     def key(self) -> str:

@@ -43,9 +43,9 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.budget import Spent
-from flume.core.errors import refused
+from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, SessionId, StageName
-from flume.core.kinds import Landing, Step, Verdict, first_stage, stage_named
+from flume.core.kinds import Landing, Step, Verdict, first_stage, stage_named, steps
 from flume.core.launch import AgentSettings, Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
@@ -145,6 +145,14 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
     whole life, so that replaying its journal gives the same place whatever the caller passes.
     """
     check_launch(seen.launch, seen.kind)
+    if not seen.board and any(isinstance(s.deliverable, Verdict) for s in steps(seen.kind.body)):
+        # WF-VERDICT-SINCE-DELIVERY needs the board: with none, no verdict could be archived
+        # before its step starts, nor read where the step was told to write it.
+        raise UsageError.one(
+            "board",
+            f"kind {seen.kind.name} has a verdict gate, and the launch names no blackboard",
+            "launch it with flume launch, which makes the place's board",
+        )
     first = first_stage(seen.kind)
     path = place_path(seen.launch)
     branch = place_branch(seen.kind, seen.launch.name)
@@ -236,7 +244,9 @@ def _short(place: Place, cause: ShortCause, words: str) -> Outcome:
     """R8: the stage stops short; no next stage starts until a retry."""
     stage = attrs.evolve(place.stage, phase=Short(cause=cause, words=words))
     event = Event.SETUP_FAILED if cause is ShortCause.SETUP_FAILED else Event.STOPPED_SHORT
-    return evolve(place, stage=stage), (Report(event=event, text=words, stage=stage.name),)
+    # A stage stopped short waits on a person: its time is not the run's active time.
+    place = evolve(place, stage=stage, spent=budget.paused_from(place.spent, place.now))
+    return place, (Report(event=event, text=words, stage=stage.name),)
 
 
 def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
@@ -506,6 +516,7 @@ def on_retry(place: Place, words: str) -> Outcome:
             "restore it as flume status says, then retry",
         )
     place, actions = _end_agent(place, "the stage is retried")
+    place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
     stage = _new_stage(
@@ -688,13 +699,18 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         ActionName.MAKE_WORKTREE: not place.made,
         ActionName.RUN_SETUP: place.made and not place.ready,
         ActionName.START_AGENT: isinstance(place.stage.phase, Starting),
+        # A verdict not moved aside could pass the new attempt: it does not start.
+        ActionName.ARCHIVE_VERDICT: isinstance(place.stage.phase, Starting),
+        # A gate that cannot be read cannot be judged: the stage waits, named, for a retry.
+        ActionName.JUDGE_GATE: isinstance(place.stage.phase, Judging),
     }
     gone = place.worktree_gone or place.branch_gone
     if pending.get(seen.action, False) and place.life in {Life.MAKING, Life.ACTIVE} and not gone:
         place = evolve(place, life=Life.ACTIVE)
         words = f"{seen.action.value} failed: {seen.output}".rstrip()
+        place, ended = _end_agent(place, words)
         place, short = _short(place, ShortCause.FAILED, words)
-        return place, (report, *short)
+        return place, (report, *ended, *short)
     if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)
@@ -780,6 +796,11 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
             )
         )
     pause = went.pauses
+    if pause is not None and went.position is not None:
+        following = stage_named(place.kind, went.position.step)
+        if isinstance(_new_stage(place, following, now).phase, AwaitingWord):
+            # The stage after the loop waits on the caller's word already: that is the pause.
+            pause = None
     if went.position is None and pause is None:
         place, finished = finish_place(place)
         return place, (*actions, ended, *maxed, *finished)
@@ -873,13 +894,20 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         text=f"stage {stage.key} starts (attempt {stage.attempt})",
         stage=stage.name,
     )
-    archive: tuple[Action, ...] = ()
-    if isinstance(step.deliverable, Verdict) and place.board:
-        # WF-VERDICT-SINCE-DELIVERY: the verdict an earlier attempt wrote is moved aside before
-        # this attempt's agent starts, so only one written after its prompt can pass its gate.
-        earlier = place.verdicts.get(step.name, "earlier")
-        archive = (ArchiveVerdict(board=place.board, stage=step.name, archive_as=earlier),)
-    return evolve(place, stage=stage), (report, *archive, start)
+    return evolve(place, stage=stage), (report, *archive_before(place, step), start)
+
+
+def archive_before(place: Place, step: Step) -> tuple[Action, ...]:
+    """WF-VERDICT-SINCE-DELIVERY: a verdict step's old verdict, moved aside before its start.
+
+    The verdict an earlier attempt wrote is archived before this attempt's agent starts (and
+    again before a restart starts it: moving nothing is safe), so only one written after its
+    prompt can pass its gate.
+    """
+    if not isinstance(step.deliverable, Verdict) or not place.board:
+        return ()
+    earlier = place.verdicts.get(step.name, "earlier")
+    return (ArchiveVerdict(board=place.board, stage=step.name, archive_as=earlier),)
 
 
 def agent_for(place: Place, step: Step) -> AgentSettings:

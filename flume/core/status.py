@@ -196,7 +196,7 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         activity = agent.activity
     phase = place.stage.phase
     step = current_step(place)
-    finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.name in place.completed
+    finished = place.life in {Life.FINISHED, Life.TIDIED} and place.stage.key in place.completed
     view = PlaceStatus(
         place=place.launch.place,
         name=place.launch.name,

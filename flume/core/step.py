@@ -104,7 +104,8 @@ FollowUp = Callable[[Settings, Place, Instant], Outcome]
 #:    facts in the step it finished, once no agent lives.
 #: 6. ``pause_when_spent`` before any send: a stage over a budget (its active minutes moved on)
 #:    pauses, and nothing more is sent to its agent; then ``nudge_when_stalled``, which may send
-#:    the one nudge of a silent agent (or pause it), before the tells' own deadlines.
+#:    the one nudge of a silent agent (or pause it), before the tells' own deadlines; and
+#:    ``judge_when_waiting``, which reads the gate of an agent long found waiting.
 #: 7. The sends last, on the phase the stage's rules left. The prompt's deadlines
 #:    (``check_deadlines``) before the tells': a stage whose prompt was missing twice stops short
 #:    there, and its held tells may go in that step (``flush`` itself never sends a tell before
@@ -118,6 +119,7 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
     tidy.gather_when_free,
     gates.pause_when_spent,
     gates.nudge_when_stalled,
+    gates.judge_when_waiting,
     delivery.check_deadlines,
     tell.check_deadline,
     tell.flush,
@@ -321,6 +323,7 @@ def pending(place: Place) -> tuple[Action, ...]:
     elif place.made and not place.ready and not short and place.life in {Life.MAKING, Life.ACTIVE}:
         found.append(stage.run_setup(place))
     if place.life is Life.ACTIVE and isinstance(phase, Starting) and place.agent is None:
+        found.extend(stage.archive_before(place, current_step(place)))
         found.append(
             StartAgent(
                 path=place.path,

@@ -13,6 +13,7 @@ from pyrsistent import pvector
 from flume.core.actions import Event, JudgeGate, SendTell, StartAgent
 from flume.core.budget import Spent, budget_words
 from flume.core.choices import AgentName
+from flume.core.errors import UsageError
 from flume.core.gates import judge
 from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
 from flume.core.kinds import (
@@ -30,13 +31,13 @@ from flume.core.kinds import (
 )
 from flume.core.launch import AgentSettings
 from flume.core.observations import GateRead, ResumeAsked, Tick, TurnEnded
-from flume.core.place import Judging, Life, PauseCause, Paused, Working
+from flume.core.place import Judging, Life, PauseCause, Paused, Starting, Working
 from flume.core.settings import Settings
 from flume.core.stage import agent_for
 from flume.core.status import status
 from flume.core.step import pending, step
 from flume.core.workflow import Pass, Position, advance, first, position_of
-from tests.model.test_workflow_run import reviewed, world_of
+from tests.model.test_workflow_run import reviewed, through_plan, world_of
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -271,3 +272,193 @@ def test_a_loop_is_found_by_name_and_an_unknown_one_is_a_key_error() -> None:
     assert loop_named(kind, BlockName("review-loop")).max == 3
     with pytest.raises(KeyError, match="has no loop nowhere"):
         loop_named(kind, BlockName("nowhere"))
+
+
+def test_a_verdict_kind_launched_with_no_board_is_refused() -> None:
+    """No blackboard: no verdict could be archived or read where told; the launch is refused."""
+    from flume.core.observations import Launched  # noqa: PLC0415 (the one launch made by hand)
+
+    world = FakeWorld(settings=S, kind=_one(Verdict()))
+    assert world.launch() is None
+    assert world.journal
+    seen = world.journal[0]
+    assert isinstance(seen, Launched)
+    with pytest.raises(UsageError) as refusal:
+        step(S, None, attrs.evolve(seen, board=""))
+    assert refusal.value.exit_status == 2
+    assert "names no blackboard" in str(refusal.value)
+
+
+# --- the reviewer's cases (each once a fault) -------------------------------------------------
+
+
+def test_a_gate_reading_that_fails_stops_the_stage_short_named() -> None:
+    """JudgeGate failed (a tests script that cannot run): short, failed, its agent ended."""
+    from flume.core.actions import ActionName, EndAgent  # noqa: PLC0415
+    from flume.core.observations import ActionFailed  # noqa: PLC0415
+    from flume.core.place import Short, ShortCause  # noqa: PLC0415
+
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    assert world.place is not None
+    agent = world.live_agent()
+    assert agent is not None
+    judging = attrs.evolve(
+        world.place.stage, phase=Judging(session=agent.session, since=Instant(1))
+    )
+    place = attrs.evolve(world.place, stage=judging)
+    failed = ActionFailed(at=Instant(2), action=ActionName.JUDGE_GATE, output="exec format error")
+    decided = step(S, place, failed)
+    phase = decided.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.cause is ShortCause.FAILED
+    assert any(isinstance(a, EndAgent) for a in decided.actions)
+    starting = attrs.evolve(
+        world.place,
+        agent=None,
+        stage=attrs.evolve(world.place.stage, phase=Starting(since=Instant(1))),
+    )
+    archive = ActionFailed(at=Instant(2), action=ActionName.ARCHIVE_VERDICT, output="read-only")
+    assert isinstance(step(S, starting, archive).place.stage.phase, Short)
+
+
+def test_a_lost_re_prompt_or_an_unread_turn_end_is_judged_once_the_agent_waits() -> None:
+    """No turn end read: the agent found waiting confirm_seconds is judged as at a turn's end."""
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
+
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WAITING))
+    world.now += S.confirm_seconds - 1
+    world.feed(Tick(at=world.instant()))
+    assert world.readings == []
+    world.now += 1
+    world.feed(Tick(at=world.instant()))
+    assert [r.key for r in world.readings] == ["only"]
+    # Told why; the tell never reaches the transcript (lost): judged again, then paused.
+    for _ in range(4):
+        world.now += S.confirm_seconds
+        world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.GATE_BLOCKED
+    assert world.reports_of(Event.TELL_LOST)
+
+
+def test_a_restart_before_the_start_archives_the_old_verdict_again() -> None:
+    """Killed between the start's line and its archive: the restart moves the verdict first."""
+    from flume.core.actions import ArchiveVerdict  # noqa: PLC0415
+
+    world = world_of(_one(Verdict()))
+    assert world.place is not None
+    starting = attrs.evolve(
+        world.place,
+        agent=None,
+        stage=attrs.evolve(world.place.stage, phase=Starting(since=Instant(1))),
+    )
+    assert [type(a) for a in pending(starting)] == [ArchiveVerdict, StartAgent]
+
+
+def test_nothing_is_sent_once_a_budget_is_spent_even_the_first_prompt() -> None:
+    """wall_minutes = 1 spent before the agent takes input: no prompt; the stage pauses."""
+    from flume.core.actions import SendPrompt  # noqa: PLC0415
+    from flume.core.observations import AgentReady  # noqa: PLC0415
+
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
+    agent = world.live_agent()
+    assert agent is not None
+    world.now += 61
+    world.feed(AgentReady(at=world.instant(), session=agent.session))
+    assert [a for a in world.actions if isinstance(a, SendPrompt)] == []
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Paused)
+
+
+def test_time_short_or_paused_is_not_active_and_a_retry_resumes_the_clock() -> None:
+    """Needs, answered 8 h later by a retry: the 8 h do not count; a budget pause takes retry."""
+    from flume.core.observations import NeedsSaid, RetryAsked  # noqa: PLC0415
+
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=60, turns=1)))
+    assert world.deliver()
+    world.now += 60
+    world.feed(NeedsSaid(at=world.instant(), words="which file?"))
+    world.now += 8 * 3600
+    assert world.feed(RetryAsked(at=world.instant(), words="README.md")) is None
+    assert world.place is not None
+    assert world.place.spent.paused_seconds == 8 * 3600
+    assert world.place.spent.paused_at is None
+    assert not isinstance(world.place.stage.phase, Paused)
+    assert world.deliver()
+    world.end_turn()
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.spent == "turns"
+    # A person's retry always gets its attempt, even past the budget (the issue's decision).
+    assert world.feed(RetryAsked(at=world.instant(), words="go on")) is None
+    assert world.place.stage.attempt == 3
+
+
+def test_a_resumed_attempt_is_nudged_afresh() -> None:
+    """Stalled, resumed: the new attempt's silent agent is nudged before it is paused again."""
+    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
+
+    world = world_of(reviewed())
+
+    def silent() -> None:
+        agent = world.live_agent()
+        assert agent is not None
+        world.feed(
+            AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING)
+        )
+        world.now += S.stall_seconds
+        world.feed(Tick(at=world.instant()))
+
+    assert world.deliver()
+    silent()
+    silent()
+    world.feed(ResumeAsked(at=world.instant()))
+    assert world.deliver()
+    silent()
+    assert len(world.reports_of(Event.NUDGED)) == 2
+
+
+def test_a_loop_s_max_before_a_stage_that_waits_on_the_word_waits_on_the_word() -> None:
+    """on_max pause, and the next stage waits on the caller: it waits on the word, not twice."""
+    from flume.core.place import AwaitingWord  # noqa: PLC0415
+
+    world = FakeWorld(
+        settings=S,
+        kind=reviewed(most=1, on_max=OnMax.PAUSE),
+        waits=frozenset({StageName("sign-off")}),
+    )
+    assert world.launch() is None
+    through_plan(world)
+    assert world.deliver()
+    world.write_verdict("revise")
+    world.end_turn()
+    assert world.deliver()
+    world.commit()
+    world.end_turn()
+    world.now += S.quiet_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    assert world.place.stage.name == "sign-off"
+    assert isinstance(world.place.stage.phase, AwaitingWord)
+    assert len(world.reports_of(Event.LOOP_MAX)) == 1
+
+
+def test_a_finished_workflow_whose_last_step_loops_says_its_deliverable_exists() -> None:
+    """Its completed stages are keys: the last one's key is found among them."""
+    review = Step(name=StageName("review"), prompt="Review.", deliverable=Verdict())
+    loop = Loop(name=BlockName("again"), body=review, until=StageName("review"), max=2)
+    kind = Kind(name=KindName("last"), prefix="last", body=Sequence(blocks=pvector([loop])))
+    world = world_of(kind)
+    assert world.deliver()
+    world.write_verdict("done")
+    world.end_turn()
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+    assert status(world.place).deliverable_exists

@@ -482,6 +482,11 @@ def test_a_missing_verdict_is_told_once_then_pauses_gate_blocked() -> None:
     assert "did not pass: no verdict was written" in tells[0].text
     assert world.place is not None
     assert isinstance(world.place.stage.phase, Working)
+    # A turn that ends before the agent was told why is not its answer: nothing is judged.
+    world.end_turn()
+    assert isinstance(world.place.stage.phase, Working)
+    assert len(world.readings) == 2  # the plan's, and the review's once
+    assert world.deliver()
     world.end_turn()
     phase = world.place.stage.phase
     assert isinstance(phase, Paused)

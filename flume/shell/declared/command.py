@@ -14,6 +14,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,31 +56,38 @@ def run(cwd: Path, argv: Sequence[str], record: Path) -> tuple[int, str]:
 def run_within(
     cwd: Path, argv: Sequence[str], record: Path, seconds: float | None
 ) -> tuple[int | None, str]:
-    """:func:`run`, its process group ended after ``seconds``: then the status is None."""
+    """:func:`run`, its process group ended after ``seconds``: then the status is None.
+
+    The output goes to a file, not a pipe: a process that left the group (``setsid``) and
+    still holds the output open cannot keep the deadline from being kept.
+    """
     end_orphaned(record)
-    try:
-        process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
-            list(argv),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: command not found"
-    except PermissionError:
-        return 126, f"{argv[0]}: permission denied"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(f"{process.pid}\n", encoding="ascii")
-    try:
+    with tempfile.TemporaryFile() as output:
         try:
-            output, _ = process.communicate(timeout=seconds)
+            process = subprocess.Popen(  # noqa: S603 (the repository's own declaration, as argv)
+                list(argv),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return 127, f"{argv[0]}: command not found"
+        except PermissionError:
+            return 126, f"{argv[0]}: permission denied"
+        except OSError as error:
+            return 126, f"{argv[0]}: cannot run it ({error.strerror or error})"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(f"{process.pid}\n", encoding="ascii")
+        try:
+            status: int | None = process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-            return None, output.decode("utf-8", "replace")
-    finally:
-        record.unlink(missing_ok=True)
-    return process.returncode, output.decode("utf-8", "replace")
+            process.wait()
+            status = None
+        finally:
+            record.unlink(missing_ok=True)
+        output.seek(0)
+        return status, output.read().decode("utf-8", "replace")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from flume.core.actions import ArchiveVerdict, JudgeGate
@@ -51,18 +52,32 @@ def archive_verdict(action: ArchiveVerdict) -> None:
     found.replace(target)
 
 
-def read_gate(action: JudgeGate, now: Instant) -> GateRead:
-    """What the step's gate is judged on, read now (tests: run now)."""
+def read_gate(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
+    """What the step's gate is judged on, read now (tests: run now), stamped when read.
+
+    Never raises: a reading that cannot be made is a reading that found a problem, which the
+    core judges like any other (the agent is told why, once).
+    """
+    try:
+        return _read(action, clock)
+    except Exception as error:  # noqa: BLE001 (whatever went wrong is what the agent is told)
+        problem = f"flume could not read it ({type(error).__name__}: {error})"
+        return GateRead(
+            at=clock(), key=action.key, attempt=action.attempt, found=True, problem=problem
+        )
+
+
+def _read(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
     gate = action.gate
     if isinstance(gate, Verdict):
-        return _read_verdict(action, now)
+        return _read_verdict(action, clock())
     if isinstance(gate, Artifact):
         found = (Path(action.path) / gate.path).is_file()
-        return GateRead(at=now, key=action.key, attempt=action.attempt, found=found)
+        return GateRead(at=clock(), key=action.key, attempt=action.attempt, found=found)
     if isinstance(gate, PassingTests):
-        return _run_tests(action)
+        return _run_tests(action, clock)
     return GateRead(
-        at=now,
+        at=clock(),
         key=action.key,
         attempt=action.attempt,
         found=False,
@@ -98,7 +113,16 @@ def _read_verdict(action: JudgeGate, now: Instant) -> GateRead:
     )
 
 
-def _run_tests(action: JudgeGate) -> GateRead:
+def _run_tests(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
+    """Each declared command in turn, all within the deadline; no command: nothing passes."""
+    if not action.tests:
+        return GateRead(
+            at=clock(),
+            key=action.key,
+            attempt=action.attempt,
+            found=False,
+            problem="the repository declares no tests command ([tests] command in .flume.toml)",
+        )
     place = Path(action.path)
     record = command.record_of("tests", place)
     ends = time.monotonic() + action.deadline
@@ -108,7 +132,7 @@ def _run_tests(action: JudgeGate) -> GateRead:
         status, output = command.run_within(place, tuple(argv), record, max(left, 0.0))
         if status is None:
             return GateRead(
-                at=Instant(time.time()),
+                at=clock(),
                 key=action.key,
                 attempt=action.attempt,
                 found=False,
@@ -117,7 +141,7 @@ def _run_tests(action: JudgeGate) -> GateRead:
             )
         if status != 0:
             return GateRead(
-                at=Instant(time.time()),
+                at=clock(),
                 key=action.key,
                 attempt=action.attempt,
                 found=True,
@@ -125,7 +149,7 @@ def _run_tests(action: JudgeGate) -> GateRead:
                 summary=output[-_TAIL:],
             )
     return GateRead(
-        at=Instant(time.time()),
+        at=clock(),
         key=action.key,
         attempt=action.attempt,
         found=True,

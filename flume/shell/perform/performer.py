@@ -172,7 +172,7 @@ class Performer:
                 gates.archive_verdict(action)
                 return []
             case JudgeGate():
-                return [gates.read_gate(action, self.now())]
+                return [gates.read_gate(action, self.now)]
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:
