@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--places", type=int, default=200)
     arguments = parser.parse_args()
+    load_before = os.getloadavg()[0]
     outside = private_host()
     empty = cached(dict(os.environ))
     many = cached(host_with(arguments.places))
@@ -148,6 +149,11 @@ def main() -> None:
     print(
         f"target: each flume command at most {TARGET_MS:.0f} ms median wall time (bytecode "
         "cached); ratio: against python -c pass; cpu: median user+system time"
+    )
+    # The wall times move with what else the machine runs: say how busy it was.
+    print(
+        f"flume: {flume[0]}; load average (1 min) {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores"
     )
 
 

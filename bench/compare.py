@@ -199,6 +199,52 @@ BENCHES: dict[str, Bench] = {
             "whole file again, median (wall)",
         ),
     ),
+    "workflow_replay": Bench(
+        script="workflow_replay.py",
+        arguments=("--observations", "20000", "--rounds", "3"),
+        figures=(
+            _ms("workflow fold, best of rounds (wall)", rf"^workflow fold\s+best\s+{NUMBER} ms"),
+            _ms("fix fold, best of rounds (wall)", rf"^fix fold\s+best\s+{NUMBER} ms"),
+            _ms(
+                "workflow restart, best of rounds (wall)",
+                rf"^workflow restart\s+best\s+{NUMBER} ms",
+            ),
+            _ms("fix restart, best of rounds (wall)", rf"^fix restart\s+best\s+{NUMBER} ms"),
+            Figure("workflow/fix fold, best", "x", rf"^workflow/fix fold\s+best {NUMBER}x"),
+            Figure("workflow/fix restart, best", "x", rf"^workflow/fix restart\s+best {NUMBER}x"),
+        ),
+        cpu_clock=(
+            "workflow fold, best of rounds (wall)",
+            "fix fold, best of rounds (wall)",
+            "workflow restart, best of rounds (wall)",
+            "fix restart, best of rounds (wall)",
+            "workflow/fix fold, best",
+            "workflow/fix restart, best",
+        ),
+    ),
+    "usage": Bench(
+        script="usage.py",
+        arguments=("--megabytes", "20", "--rounds", "5", "--whole-rounds", "3"),
+        figures=(
+            _ms(
+                "whole file, read_from with usage, median (wall)",
+                rf"^whole file:\n  read_from \(with usage\)\s+median\s+{NUMBER} ms",
+            ),
+            _ms(
+                "whole file, same read without usage, median (wall)",
+                rf"^whole file:\n.*\n  same read without usage\s+median\s+{NUMBER} ms",
+            ),
+            _ms(
+                "whole file, usage summing alone, median (wall)",
+                rf"^whole file:\n.*\n.*\n  usage summing alone\s+median\s+{NUMBER} ms",
+            ),
+        ),
+        cpu_clock=(
+            "whole file, read_from with usage, median (wall)",
+            "whole file, same read without usage, median (wall)",
+            "whole file, usage summing alone, median (wall)",
+        ),
+    ),
 }
 
 #: The units of time and of CPU time: a higher figure in them is "slower".

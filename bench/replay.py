@@ -40,6 +40,33 @@ TARGET = 50_000
 SESSION = SessionId("5e55-0001")
 
 
+def busy(cycle: int, at: Instant, session: SessionId) -> Observation:
+    """The ``cycle``-th observation of an agent at work, in a real journal's proportions.
+
+    Of every ten: three tool calls and three tool results in the transcript, two pane outputs,
+    one agent state (working) and one tick.
+    """
+    match cycle % 10:
+        case 0:
+            return Tick(at=at)
+        case 1 | 2 | 3:
+            return entry_of(
+                Words(line_type="assistant", content=Content.TOOL_USE, tool_name="Bash"),
+                at=at,
+                session=session,
+            )
+        case 4 | 5 | 6:
+            return entry_of(
+                Words(line_type="user", content=Content.TOOL_RESULT, text="ok"),
+                at=at,
+                session=session,
+            )
+        case 7 | 8:
+            return PaneOutput(at=at, session=session, last_output_at=at)
+        case _:
+            return AgentStateSeen(at=at, session=session, activity=Activity.WORKING)
+
+
 def journal(size: int) -> list[Observation]:
     """A fix's code stage, long and busy, then its commit: ``size`` observations."""
     kind = BUILTIN_KINDS[KindName("fix")]
@@ -72,31 +99,8 @@ def journal(size: int) -> list[Observation]:
     ]
     cycle = 0
     while len(seen) < size - 3:
-        at = Instant(5 + cycle * 0.5)
         cycle += 1
-        match cycle % 10:
-            case 0:
-                seen.append(Tick(at=at))
-            case 1 | 2 | 3:
-                seen.append(
-                    entry_of(
-                        Words(line_type="assistant", content=Content.TOOL_USE, tool_name="Bash"),
-                        at=at,
-                        session=SESSION,
-                    ),
-                )
-            case 4 | 5 | 6:
-                seen.append(
-                    entry_of(
-                        Words(line_type="user", content=Content.TOOL_RESULT, text="ok"),
-                        at=at,
-                        session=SESSION,
-                    ),
-                )
-            case 7 | 8:
-                seen.append(PaneOutput(at=at, session=SESSION, last_output_at=at))
-            case _:
-                seen.append(AgentStateSeen(at=at, session=SESSION, activity=Activity.WORKING))
+        seen.append(busy(cycle, Instant(5 + (cycle - 1) * 0.5), SESSION))
     end = 10 + cycle * 0.5
     seen.extend(
         [

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from flume.cli.app import main
+from flume.cli.script import main
 
 main()

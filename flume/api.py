@@ -32,29 +32,27 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import attrs
-
 from flume.core.errors import Problem, UsageError, refused
 from flume.shell.commands import input_checks
 
 if TYPE_CHECKING:
     import threading
 
+    from flume.api_records import DaemonStatus, Launched, Simulated, Survey
     from flume.core.ids import Instant
     from flume.core.observations import Observation
     from flume.core.place import Place
     from flume.core.status import PlaceStatus
-    from flume.core.step import Decision, TraceRow
+    from flume.core.step import Decision
     from flume.shell.agents.inspection import Inspection
     from flume.shell.commands.attach import Attaching
     from flume.shell.commands.herdr_plugin import Context as HerdrContext
     from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.verbs import Prompt
-    from flume.shell.declared.scenario import Restarted
     from flume.shell.panes.herdr import Client as HerdrClient
     from flume.shell.panes.herdr import HerdrError
-    from flume.shell.perform.launch_words import LaunchAsked, Made
+    from flume.shell.perform.launch_words import LaunchAsked
     from flume.shell.store import places
     from flume.shell.store.events import Cursor, EventStream, PlaceEvent
     from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
@@ -129,6 +127,10 @@ __all__ = [
 #: Names re-exported from modules loaded on first use: name -> (module, its name there).
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
+    "DaemonStatus": ("flume.api_records", "DaemonStatus"),
+    "Launched": ("flume.api_records", "Launched"),
+    "Simulated": ("flume.api_records", "Simulated"),
+    "Survey": ("flume.api_records", "Survey"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
     "HerdrClient": ("flume.shell.panes.herdr", "Client"),
     "HerdrContext": ("flume.shell.commands.herdr_plugin", "Context"),
@@ -160,47 +162,6 @@ def __getattr__(name: str) -> Any:  # noqa: ANN401 (a class, whichever is named)
 
 
 # --- launch --------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Launched:
-    """A launch journaled: the place's id and where it lives (``flume launch --json``)."""
-
-    #: ``<kind>--<name>``: how every other function names the place.
-    place: str
-    #: The repository's main worktree.
-    repository: Path
-    #: The place's worktree, made by the supervisor soon after the launch.
-    path: Path
-    branch: str
-    base: str
-    journal: Path
-
-    @classmethod
-    def of(cls, made: Made) -> Launched:
-        """The launch the shell journaled."""
-        return cls(
-            place=made.place,
-            repository=made.repository,
-            path=made.path,
-            branch=made.branch,
-            base=made.base,
-            journal=made.journal,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The launch as JSON-ready data: what ``flume launch --json`` prints (format 1)."""
-        from flume.core.ids import BranchName, PlaceName
-        from flume.shell.perform.launch_words import Made
-
-        return Made(
-            place=PlaceName(self.place),
-            repository=self.repository,
-            path=self.path,
-            branch=BranchName(self.branch),
-            base=BranchName(self.base),
-            journal=self.journal,
-        ).as_dict()
 
 
 def launch(  # noqa: PLR0913 (each is one thing a launch names)
@@ -253,6 +214,7 @@ def launch(  # noqa: PLR0913 (each is one thing a launch names)
 
 def launch_asked(asked: LaunchAsked) -> Launched:
     """:func:`launch`, its arguments in one record: checked and journaled in this process."""
+    from flume.api_records import Launched
     from flume.shell.perform import launcher
     from flume.shell.supervisor import client
 
@@ -299,6 +261,7 @@ def hand_over(asked: LaunchAsked) -> Launched | None:
     made), :class:`Unanswered` when the supervisor took it and said nothing more (it may have
     been made), :class:`LaunchFailed` when the supervisor failed at it.
     """
+    from flume.api_records import Launched
     from flume.shell.perform.launch_words import Made
     from flume.shell.supervisor import handover
 
@@ -314,19 +277,6 @@ def hand_over(asked: LaunchAsked) -> Launched | None:
 
 
 # --- status --------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Survey:
-    """What ``flume status`` read: the places, and the journals it could not read whole."""
-
-    places: tuple[PlaceStatus, ...]
-    #: (journal, problem) for each journal that could not be read at all.
-    unreadable: tuple[tuple[str, str], ...]
-    #: Journals whose last line a crash cut short: read without that line.
-    torn: tuple[str, ...]
-    #: The repositories looked in.
-    repositories: tuple[Path, ...]
 
 
 def _repositories(repository: str | Path | None) -> list[Path]:
@@ -347,6 +297,9 @@ def survey(
     ``repository`` one repository's places (default: every repository flume knows). A live
     agent's state is ``unknown`` while no supervisor runs (R11).
     """
+    import attrs
+
+    from flume.api_records import Survey
     from flume.core.settings import Settings
     from flume.core.status import status as core_status
     from flume.shell.store import places
@@ -946,22 +899,9 @@ def _stream(
 # --- the host's supervisor -----------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class DaemonStatus:
-    """What ``flume daemon status`` says of the host's supervisor."""
-
-    #: The pid of the process holding the host's supervisor lock; None when none runs.
-    pid: int | None
-    #: It is stopped (SIGSTOP, a debugger): it was not asked.
-    paused: bool
-    #: Its answer to ``status``: None when none runs, or when it does not answer.
-    reply: DaemonReport | None
-    #: Why one that runs does not answer, and the way out.
-    problem: Problem | None
-
-
 def daemon_status() -> DaemonStatus:
     """Whether the host's supervisor runs and answers, and what it follows (its ``reply``)."""
+    from flume.api_records import DaemonStatus
     from flume.shell.supervisor import client
 
     holder = client.holder()
@@ -1112,23 +1052,13 @@ def herdr_row(each: InFlight) -> str:
 # --- simulate ------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class Simulated:
-    """A scenario run through flume's rules, with no I/O (``flume simulate``)."""
-
-    path: str
-    description: str
-    #: Each step: what was seen, the place's state, the actions decided; and each restart of the
-    #: supervisor the scenario names, with what it performs again.
-    rows: tuple[TraceRow | Restarted, ...]
-
-
 def simulate(given: Sequence[str]) -> list[Simulated]:
     """Each scenario (a file, or the name of one flume ships) run through the rules, in order.
 
     Every scenario is read before any runs: one malformed raises :class:`UsageError` naming
     each problem, and nothing runs.
     """
+    from flume.api_records import Simulated
     from flume.shell.declared import scenario
 
     problems: list[Problem] = []
@@ -1158,6 +1088,7 @@ def simulate_journal(path: str | Path) -> Simulated:
     A torn last line (a crash mid-write) is left out, as every reader leaves it. A journal that
     cannot be read raises :class:`UsageError` naming it.
     """
+    from flume.api_records import Simulated
     from flume.core.settings import Settings
     from flume.core.step import trace
     from flume.shell.store import journal

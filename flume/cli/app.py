@@ -10,6 +10,7 @@ renders what it returns.
 from __future__ import annotations
 
 import sys
+import typing
 from typing import NoReturn
 
 import typer
@@ -60,9 +61,30 @@ def narrowed(args: list[str]) -> typer.Typer:
     ]
     groups = [info for info in app.registered_groups if info.name == wanted]
     if len(commands) + len(groups) != 1:
-        return app
+        return resolved(app)
     one = typer.Typer()
     one.__dict__.update(vars(app))
     one.registered_commands = commands
     one.registered_groups = groups
-    return one
+    return resolved(one)
+
+
+def resolved(typer_app: typer.Typer) -> typer.Typer:
+    """``typer_app``, each of its functions' annotations evaluated once, to what typer reads.
+
+    flume's modules write annotations as strings (``from __future__ import annotations``), and
+    typer evaluates every string four times as it builds a command (it reads the parameters
+    twice, each time through the signature and through the type hints): ``flume --help`` spent
+    ten milliseconds compiling them (bench/cli.py). Evaluated here once, to the same values
+    (typing's type hints, ``Annotated`` kept), they are read as they are. Only the functions of
+    the commands about to be built are evaluated.
+    """
+    infos = [typer_app.registered_callback, *typer_app.registered_commands]
+    for info in infos:
+        if info is not None and info.callback is not None:
+            function = info.callback
+            function.__annotations__ = typing.get_type_hints(function, include_extras=True)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            resolved(group.typer_instance)
+    return typer_app

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 import signal
 import sys
 import threading
@@ -96,6 +95,8 @@ def sidebar(
     try:
         api.seconds("every", every)
         if dry_run:
+            import json
+
             for each in api.herdr_reports(herdr, context):
                 typer.echo(json.dumps({"method": each.method, "params": each.params}))
             return

@@ -5,7 +5,6 @@ Each registers on the one app (:mod:`flume.cli.base`).
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -51,6 +50,8 @@ def daemon_status(
     One that holds the host's lock but does not answer (stopped by SIGSTOP, a debugger) runs:
     it is named, with the way out, and the status is 1.
     """
+    import json
+
     from flume import api
 
     found = api.daemon_status()

@@ -11,7 +11,6 @@ module only renders it.
 from __future__ import annotations
 
 import io
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -47,6 +46,8 @@ def shorten(text: str, limit: int = SHORT) -> str:
 
 def inspection_json(found: Inspection) -> str:
     """The inspection as one JSON object, every prompt's text whole."""
+    import json
+
     return json.dumps(
         {
             "file": str(found.path),

@@ -7,13 +7,11 @@ watch. Each registers on the one app (:mod:`flume.cli.base`).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import attrs
 import typer
 
 # Every other import is made inside the command that uses it: a command answers at once only if
@@ -247,6 +245,8 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         agent_args=agent_arg or (),
         panes=panes,
     )
+    import attrs
+
     if plan:
         # The brief is the work, not its caps: a plan reads none (and never stdin).
         _plan(attrs.evolve(asked, brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
@@ -280,6 +280,8 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
 
 def _plan(asked: Any, *, as_json: bool) -> None:  # noqa: ANN401 (api.LaunchAsked, loaded late)
     """``flume launch --plan``: the worst case, as text or ``--json``; nothing is made."""
+    import json
+
     from flume import api
 
     try:
@@ -313,6 +315,8 @@ def _plan(asked: Any, *, as_json: bool) -> None:  # noqa: ANN401 (api.LaunchAske
 def _show_launched(made: dict[str, Any], *, as_json: bool) -> None:
     """The place launched: its id (and where it is, on stderr), or ``--json``'s document."""
     if as_json:
+        import json
+
         typer.echo(json.dumps(made, ensure_ascii=False, indent=2))
         return
     typer.echo(made["place"])
@@ -627,6 +631,8 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
     delivered, stopped short, landed, tidied and the rest. Time order across places, journal
     order within one. Nothing is written or started.
     """
+    import json
+
     from flume import api
     from flume.cli import render
 

@@ -27,8 +27,8 @@ import enum
 import functools
 import re
 import string
-from collections.abc import Mapping
-from typing import assert_never
+from collections.abc import Callable, Mapping
+from typing import TypeVar, assert_never
 
 import attrs
 from pyrsistent import pmap, pvector
@@ -239,7 +239,40 @@ class Kind:
     budgets: Budgets = Budgets()
 
 
-@functools.lru_cache(maxsize=256)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+#: How many trees :func:`by_identity` keeps the answers of before it forgets them all.
+IDENTITY_CACHE_SIZE = 256
+
+
+def by_identity(compute: Callable[[_T], _R]) -> Callable[[_T], _R]:
+    """``compute`` remembered for each object it is given, found by the object's identity.
+
+    A kind's tree is asked about on every step of its place, and ``functools.lru_cache`` finds a
+    remembered answer by equality: for a tree equal to the one it remembers but not the same
+    object (each journal's kind is decoded afresh), every lookup compared the two trees whole.
+    Here a lookup costs an ``id``: the object is kept beside its answer, so its id names no
+    other while remembered. Each distinct object is computed once; past
+    :data:`IDENTITY_CACHE_SIZE` objects all are forgotten and computed again as asked.
+    """
+    found: dict[int, tuple[_T, _R]] = {}
+
+    @functools.wraps(compute)
+    def remembered(value: _T) -> _R:
+        hit = found.get(id(value))
+        if hit is not None:
+            return hit[1]
+        if len(found) >= IDENTITY_CACHE_SIZE:
+            found.clear()
+        answer = compute(value)
+        found[id(value)] = (value, answer)
+        return answer
+
+    return remembered
+
+
+@by_identity
 def steps(block: Block) -> tuple[Step, ...]:
     """Every step of a block tree, in the order they run (cached: the rules ask on every step)."""
     match block:
@@ -601,7 +634,7 @@ def judged_at_turn_end(gate: Gate) -> bool:
             assert_never(gate)
 
 
-@functools.lru_cache(maxsize=256)
+@by_identity
 def is_workflow(kind: Kind) -> bool:
     """The kind uses what only workflows have: a loop, a workflow gate, budgets, a step's agent.
 

@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flume.shell.supervisor import client
+from tests.integration.test_status import place, repository
+
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "fix-clean.toml"
 
 #: What ``--help`` must not load: each costs a command tens of milliseconds. ``flume.api`` may
@@ -28,20 +31,23 @@ HEAVY = (
     "flume.shell.store.codec",
 )
 
+# The probe loads nothing before the command runs (json only after the modules are listed).
 _PROBE = """
-import json, sys
-sys.argv = ["flume", *json.loads(sys.argv[1])]
-from flume.cli.app import main
+import sys
+sys.argv = ["flume", *sys.argv[1:]]
+from flume.cli.script import main
 try:
     main()
 except SystemExit:
     pass
+modules = sorted(sys.modules)
+import json
 module = sys.modules.get("flume.shell.store.codec")
 codec = getattr(module, "codec", None)
 built = module is not None and (
     "converter" in vars(module) or (codec is not None and codec.cache_info().currsize > 0)
 )
-print(json.dumps({"modules": sorted(sys.modules), "converter_built": built}), file=sys.stderr)
+print(json.dumps({"modules": modules, "converter_built": built}), file=sys.stderr)
 """
 
 
@@ -51,7 +57,7 @@ def loaded(*argv: str, state: Path | None = None, cwd: Path | None = None) -> tu
     if state is not None:
         environment["XDG_STATE_HOME"] = str(state)
     ran = subprocess.run(  # noqa: S603 (our own interpreter and probe)
-        [sys.executable, "-c", _PROBE, json.dumps(argv)],
+        [sys.executable, "-c", _PROBE, *argv],
         env=environment,
         cwd=cwd,
         capture_output=True,
@@ -62,12 +68,16 @@ def loaded(*argv: str, state: Path | None = None, cwd: Path | None = None) -> tu
     return set(found["modules"]), found["converter_built"]
 
 
+#: What help needs neither: it is answered from the commands' declarations alone.
+HELP_NEEDS_NONE = ("attrs", "json", "flume.api")
+
+
 def test_help_imports_none_of_the_heavy_libraries() -> None:
     """``flume --help`` builds no converter and loads no plumbum, cattrs, rich, mcp or rules."""
     modules, converter_built = loaded("--help")
     assert "flume.cli.app" in modules  # the probe ran the CLI
     assert not converter_built
-    for heavy in HEAVY:
+    for heavy in (*HEAVY, *HELP_NEEDS_NONE):
         assert heavy not in modules, f"flume --help imported {heavy}"
 
 
@@ -75,7 +85,7 @@ def test_a_command_s_help_imports_none_either() -> None:
     """``flume launch --help`` is answered from the option declarations alone."""
     modules, converter_built = loaded("launch", "--help")
     assert not converter_built
-    for heavy in HEAVY:
+    for heavy in (*HEAVY, *HELP_NEEDS_NONE):
         assert heavy not in modules, f"flume launch --help imported {heavy}"
 
 
@@ -83,7 +93,7 @@ def test_status_with_no_places_reads_nothing_and_imports_none_either(tmp_path: P
     """A host with no repository registered and no supervisor: status answers at once."""
     modules, converter_built = loaded("status", state=tmp_path / "state")
     assert not converter_built
-    for heavy in HEAVY:
+    for heavy in (*HEAVY, "attrs"):
         assert heavy not in modules, f"flume status imported {heavy}"
     modules, _ = loaded("status", "--json", state=tmp_path / "state")
     assert "cattrs" not in modules
@@ -97,7 +107,7 @@ def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rule
     for argv in (["submit"], ["needs", "the API key"]):
         modules, converter_built = loaded(*argv, state=tmp_path / "state", cwd=tmp_path)
         assert not converter_built
-        for heavy in (*HEAVY, "flume.core.observations", "flume.shell.tools.git"):
+        for heavy in (*HEAVY, "attrs", "flume.core.observations", "flume.shell.tools.git"):
             assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
 
 
@@ -106,3 +116,16 @@ def test_the_probe_sees_what_a_command_does_import() -> None:
     modules, converter_built = loaded("simulate", "--json", str(SCENARIO))
     assert converter_built
     assert "cattrs" in modules
+
+
+def test_status_answered_by_the_running_supervisor_decodes_no_place(host: Path) -> None:
+    """With the supervisor running, status asks it and prints: no attrs, rules or journal."""
+    repo = repository(host / "repo")
+    place(repo, "fix", "typo")
+    assert client.ensure(wait=30.0) is not None
+    for argv in (["status"], ["status", "--json"]):
+        modules, converter_built = loaded(*argv)
+        assert "flume.shell.supervisor.client" in modules  # it asked the supervisor
+        assert not converter_built
+        for heavy in (*HEAVY, "attrs", "flume.core.place", "flume.core.status"):
+            assert heavy not in modules, f"flume {' '.join(argv)} imported {heavy}"

@@ -225,7 +225,7 @@ kind = "checked"
 name = "x"
 base = "main"
 brief = "b"
-board = "/src/app/.git/flume/checked--x/board"
+board = "/src/app/places/.boards/checked--x"
 tests = [["make", "test"]]
 
 [workflow.kind]

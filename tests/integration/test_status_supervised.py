@@ -147,3 +147,23 @@ def test_a_running_supervisor_answers_status(host: Path) -> None:
     assert ran(["--json"]) == read
     assert ran([]) == read_text
     assert f"unreadable journal {bad}: " in read_text[1]
+
+
+def test_the_supervisor_remakes_only_the_status_of_a_place_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A survey keeps each unchanged place's status from the last; one journaled since is new."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    repo = repository(tmp_path / "one")
+    place(repo, "fix", "typo")
+    stuck = place(repo, "fix", "stuck")
+    supervisor = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
+    first = {view["place"]: view for view in supervisor.survey().places}
+    again = {view["place"]: view for view in supervisor.survey().places}
+    assert all(again[name] is first[name] for name in first)  # kept, not remade
+    append(stuck, NeedsSaid(at=Instant(5), words="Which file?", session=None))
+    after = {view["place"]: view for view in supervisor.survey().places}
+    assert after["fix--typo"] is first["fix--typo"]
+    assert after["fix--stuck"]["needs"] == "Which file?"
+    fresh = Supervisor(Settings(), performer=Performer(clock=time.time), observers=())
+    assert list(supervisor.survey().places) == list(fresh.survey().places)

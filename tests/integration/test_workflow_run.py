@@ -122,7 +122,8 @@ def test_a_review_loop_leaves_on_done_and_the_fix_after_it_never_runs(
     launched = observations(path)[0]
     assert isinstance(launched, Launched)
     board = Path(launched.board)
-    assert board == places.journals_dir(repo) / "wf--loop" / "board"
+    assert board == repo / "places" / ".boards" / "wf--loop"
+    assert "places" not in run_git(repo, "status", "--porcelain")
     assert "the greeting" in (board / "task.md").read_text(encoding="utf-8")
     wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the workflow to finish")
     place = place_of(path)
@@ -157,8 +158,7 @@ def test_a_review_loop_leaves_on_done_and_the_fix_after_it_never_runs(
     tidied = flume_process("tidy", "--repository", str(repo))
     assert tidied.returncode == 0, tidied.stderr
     wait_for(lambda: not Path(place.path).exists(), 30, "tidy to remove the place")
-    journals = places.journals_dir(repo)
-    assert not [*journals.glob("wf--loop/board"), *journals.glob(".tidied/*/wf--loop/board")]
+    assert not board.exists()
     assert "wf/loop" in run_git(repo, "branch", "--list", "wf/loop")
 
 
@@ -200,7 +200,7 @@ def test_a_verdict_step_without_a_verdict_is_told_once_then_pauses(
     phase = place.stage.phase
     assert isinstance(phase, Paused)
     assert phase.cause is PauseCause.GATE_BLOCKED
-    board = places.journals_dir(repo) / "wf--silent" / "board"
+    board = repo / "places" / ".boards" / "wf--silent"
     reason = f"no verdict was written at {board}/judge/verdict.json"
     assert reason in phase.words
     failed = [text for event, text in _events(path) if event is Event.GATE_FAILED]
@@ -291,7 +291,7 @@ def test_an_artifact_gate_waits_for_its_file_and_an_approval_for_a_persons_word(
     assert kept.returncode == 0, kept.stderr
     assert "untracked" in kept.stdout
     assert Path(place_of(path).path).exists()
-    board = places.journals_dir(repo) / "wf--plan" / "board"
+    board = repo / "places" / ".boards" / "wf--plan"
     assert (board / "task.md").is_file()
 
 
@@ -304,7 +304,7 @@ def test_every_agent_is_given_the_board_to_write_in(tmp_path: Path) -> None:
     repo = agent_repository(tmp_path)
     request = launcher.Request(repository=repo, kind="fix", name="argv", brief="Mend it.")
     launched = launcher.check(request, Settings(), time.time)
-    assert launched.board == str(places.journals_dir(repo) / "fix--argv" / "board")
+    assert launched.board == str(repo / "places" / ".boards" / "fix--argv")
     assert not Path(launched.board).exists()
     place = step(Settings(), None, launched).place
     unboarded = step(Settings(), None, attrs.evolve(launched, board="")).place

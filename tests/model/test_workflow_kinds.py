@@ -8,6 +8,9 @@ case the caps allow. These are checks of a declaration, as the existing kind che
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import attrs
 import pytest
 from pyrsistent import pmap, pvector
@@ -18,6 +21,7 @@ from flume.core.errors import UsageError
 from flume.core.ids import BlockName, Instant, KindName, StageName
 from flume.core.kinds import (
     BUILTIN_KINDS,
+    IDENTITY_CACHE_SIZE,
     Approval,
     Artifact,
     Block,
@@ -36,6 +40,7 @@ from flume.core.kinds import (
     StepAgent,
     Verdict,
     block_name,
+    by_identity,
     check_kind,
     describe_deliverable,
     engine_lacks,
@@ -257,3 +262,38 @@ def test_the_worst_case_follows_caps_nesting_and_missing_budgets() -> None:
     assert worst_case(_kind(_par("p", _step("a"), _step("b")))).agents_at_once == 2
     empty = Kind(name=KindName("e"), prefix="e", body=_seq())
     assert worst_case(empty).agents_at_once == 0
+
+
+def _one_step(number: int) -> Sequence:
+    return Sequence(
+        blocks=pvector([Step(name=StageName(f"s{number}"), prompt="Do.", deliverable=Commit())])
+    )
+
+
+def test_a_tree_is_asked_about_by_identity_and_forgotten_past_the_cache_size() -> None:
+    """A kind's tree is remembered by identity, within a bound.
+
+    by_identity computes once per object (an equal tree decoded afresh is its own), answers
+    rightly, and holds no tree past IDENTITY_CACHE_SIZE others.
+    """
+    computed: list[int] = []
+
+    @by_identity
+    def size(block: Sequence) -> int:
+        computed.append(1)
+        return len(block.blocks)
+
+    first, twin = _one_step(0), _one_step(0)
+    assert first == twin
+    assert first is not twin
+    assert size(first) == size(first) == 1
+    assert len(computed) == 1
+    assert size(twin) == 1
+    assert len(computed) == 2
+    probe = weakref.ref(first)
+    del first
+    for number in range(1, IDENTITY_CACHE_SIZE + 1):
+        assert size(_one_step(number)) == 1
+    gc.collect()
+    assert probe() is None
+    assert steps(twin) == steps(_one_step(0)) == (twin.blocks[0],)

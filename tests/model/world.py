@@ -249,7 +249,7 @@ class FakeWorld:
             host=self.host,
         )
         setup = pvector(pvector(argv) for argv in self.setup)
-        board = f"{REPOSITORY}/.git/flume/{launch.place}/board"
+        board = f"{REPOSITORY}/places/.boards/{launch.place}"
         seen = Launched(at=self.instant(), launch=launch, kind=self.kind, setup=setup, board=board)
         return self.feed(seen)
 

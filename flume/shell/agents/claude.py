@@ -87,7 +87,7 @@ def hook_settings(session: str) -> str:
 def command(place: Place, session: SessionId, model: str | None) -> list[str]:
     """Claude Code's command line: its session id, flume's hooks, the place's board, the model.
 
-    The board (``<git-common-dir>/flume/<place>/board``) is outside the worktree, so it is
+    The board (``<repository>/places/.boards/<place>``) is outside the worktree, so it is
     named with ``--add-dir`` (reference/claude-code.md §3): a step writes its verdict there.
     """
     argv = [program(), "--session-id", session, "--settings", hook_settings(session)]

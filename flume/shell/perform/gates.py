@@ -20,8 +20,17 @@ from flume.core.kinds import Artifact, PassingTests, Verdict
 from flume.core.observations import GateRead
 from flume.shell.declared import command
 
-#: The place's blackboard, beside its journal: ``<git-common-dir>/flume/<place>/board``.
-BOARD = "board"
+#: Where a repository's places keep their blackboards: ``<repository>/places/.boards/<place>``,
+#: beside the worktrees and ignored with them. Not under ``.git``: Claude Code asks a person
+#: before any write there, in every mode but bypassPermissions, and Codex's sandbox keeps
+#: ``.git`` read-only, so a board inside it would stop every verdict on a permission prompt.
+BOARDS = ".boards"
+
+
+def board_of(place_path: str, place: str) -> Path:
+    """The board of the place whose worktree is ``place_path``."""
+    return Path(place_path).parent / BOARDS / place
+
 
 #: The most characters of a test run's output kept.
 _TAIL = 4000

@@ -34,7 +34,7 @@ from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind, steps
-from flume.core.launch import AgentSettings, Launch, Panes, check_launch
+from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_path
 from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
@@ -211,7 +211,7 @@ def _checked(
         copy=declared.copy,
         start=start,
         settings=settings,
-        board=str(located.journals / launch.place / gates.BOARD),
+        board=str(gates.board_of(place_path(launch), launch.place)),
         tests=declared.test_commands(),
     )
     decision = step(settings, None, seen)
@@ -354,10 +354,10 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
-        # The board is made with the journal, in the staging folder: it appears whole with the
-        # place in one rename, so no place is ever seen without its task.md, and a supervisor
-        # killed before the worktree is made has nothing left to write.
-        write_board(staging / gates.BOARD, seen)
+        # The board is made before the journal is renamed into place, so no place is ever seen
+        # without its task.md; ``places/`` is ignored first, so git status never lists it.
+        git.exclude(repository, "/places/")
+        write_board(Path(seen.board), seen)
         places.remember(repository)
         with places.names_locked(repository, journals=folder):
             existing = target / places.JOURNAL
@@ -367,6 +367,8 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
             _sync(folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if not (target / places.JOURNAL).exists():
+            shutil.rmtree(seen.board, ignore_errors=True)
         raise
     return Made(
         place=name,

@@ -453,10 +453,11 @@ def branch_facts(repository: Path, branch: BranchName, base: BranchName) -> Bran
 def remove_board(place: Place) -> None:
     """R10: the place's board goes with its worktree: flume's own notes, kept while the place is.
 
-    Only a folder named as flume makes boards (``<journals>/<place>/board``) is removed.
+    Only a folder named as flume makes boards (``<repository>/places/.boards/<place>``) is
+    removed.
     """
     if not place.board:
         return
     board = Path(place.board)
-    if board.name == gates.BOARD and board.parent.name == place.launch.place:
+    if board == gates.board_of(place.path, place.launch.place):
         shutil.rmtree(board, ignore_errors=True)

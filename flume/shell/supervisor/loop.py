@@ -111,6 +111,8 @@ class Supervisor:
         self._running: set[concurrent.futures.Future[None]] = set()
         #: This host's id (HOST-OWNS-PLACE); None until the host's first launch makes it.
         self.host = places.host_id()
+        #: Each followed place's status as the last ``survey`` answered it (:meth:`_view_of`).
+        self._shown: dict[Path, tuple[Place, str | None, str | None, dict[str, Any]]] = {}
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -378,6 +380,8 @@ class Supervisor:
         """
         self.follower.discover()
         self._read_all()
+        # The views made for this answer, kept for the next (see _view_of).
+        shown: dict[Path, tuple[Place, str | None, str | None, dict[str, Any]]] = {}
         views: list[dict[str, Any]] = []
         unreadable: list[Unreadable] = []
         torn: list[str] = []
@@ -391,10 +395,7 @@ class Supervisor:
             ]
             for each in found if folder is not None else [None]:
                 if each is not None and each.place is not None and not each.problem:
-                    view = core_status(each.place, here=self.host)
-                    if each.fault is not None:
-                        view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
-                    views.append(codec.codec().unstructure(view))
+                    views.append(self._view_of(each, each.place, shown))
                     if self._torn(each):
                         torn.append(str(each.journal))
                     continue
@@ -411,6 +412,7 @@ class Supervisor:
                     views.append(codec.codec().unstructure(view))
                     if read.torn:
                         torn.append(str(read.journal))
+        self._shown = shown
         return SurveyAnswer(
             format=codec.FORMAT,
             places=tuple(views),
@@ -418,6 +420,29 @@ class Supervisor:
             torn=tuple(torn),
             repositories=tuple(str(repository) for repository in repositories),
         )
+
+    def _view_of(
+        self,
+        each: Followed,
+        place: Place,
+        shown: dict[Path, tuple[Place, str | None, str | None, dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """The status of the place ``each`` follows, as ``status --json`` holds it.
+
+        Made again only when the place, its journal's fault or this host's id changed since the
+        last answer: the same place and host give the same status (the core is pure), and
+        ``flume status`` polled beside 200 unchanged places is answered without remaking 200.
+        """
+        kept = self._shown.get(each.journal)
+        if kept is not None and kept[0] is place and kept[1:3] == (each.fault, self.host):
+            document = kept[3]
+        else:
+            view = core_status(place, here=self.host)
+            if each.fault is not None:
+                view = attrs.evolve(view, fault=journal.fault_words(unwritable=each.fault))
+            document = codec.codec().unstructure(view)
+        shown[each.journal] = (place, each.fault, self.host, document)
+        return document
 
     @staticmethod
     def _torn(each: Followed) -> bool:

@@ -7,15 +7,16 @@ launch, not by ``flume status``). The bytes are those flume has always sent:
 line back once, in the client, by hand (``flume status`` answers in tens of milliseconds, so it
 never builds the converter: a place's status stays the ``status --json`` document it is sent
 as). A line that is not the answer asked for decodes to None, as no answer does.
+
+The answers are named tuples, not attrs classes: ``flume status`` and an agent's ``flume submit``
+load this module, and attrs would cost them more than their work (bench/cli.py).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 
 class Op(enum.Enum):
@@ -42,15 +43,13 @@ class Op(enum.Enum):
 PlaceView = Mapping[str, Any]
 
 
-@attrs.frozen
-class Answered:
+class Answered(NamedTuple):
     """The supervisor ``pid`` answered (``ping``, ``wake``, ``stop``)."""
 
     pid: int
 
 
-@attrs.frozen(kw_only=True)
-class DaemonReport:
+class DaemonReport(NamedTuple):
     """What ``flume daemon status`` shows; the fields in the order they are sent."""
 
     pid: int
@@ -78,19 +77,17 @@ class DaemonReport:
 
     def answer(self) -> dict[str, Any]:
         """The answer as sent, and as ``flume daemon status --json`` prints it after its own."""
-        return {"ok": True, **attrs.asdict(self)}
+        return {"ok": True, **self._asdict()}
 
 
-@attrs.frozen
-class Unreadable:
+class Unreadable(NamedTuple):
     """A journal that could not be read at all, and why."""
 
     journal: str
     problem: str
 
 
-@attrs.frozen(kw_only=True)
-class SurveyAnswer:
+class SurveyAnswer(NamedTuple):
     """What ``flume status`` shows: ``status --json``'s data, with ``torn`` and ``repositories``."""
 
     format: int
@@ -102,16 +99,14 @@ class SurveyAnswer:
     repositories: tuple[str, ...]
 
 
-@attrs.frozen
-class FollowsAnswer:
+class FollowsAnswer(NamedTuple):
     """Why the journal asked of is not followed; ``problem`` None when it is (or is not known)."""
 
     pid: int
     problem: str | None
 
 
-@attrs.frozen
-class Declined:
+class Declined(NamedTuple):
     """The supervisor does not do what was asked (an unknown op, a launch not its to take)."""
 
     error: str
@@ -137,7 +132,7 @@ def wire(reply: Reply, pid: int) -> dict[str, Any]:
                 "pid": pid,
                 "format": reply.format,
                 "places": list(reply.places),
-                "unreadable": [attrs.asdict(each) for each in reply.unreadable],
+                "unreadable": [each._asdict() for each in reply.unreadable],
                 "torn": list(reply.torn),
                 "repositories": list(reply.repositories),
             }
