@@ -1,11 +1,16 @@
-"""L1: the supervisor SIGKILLed at random points through whole fix runs, 100 trials.
+"""L1: the supervisor SIGKILLed at random points through whole runs of a kind, 100 trials.
 
-Each trial launches a fix run by flume's test agent in tmux (code commits, submit lands through
-the embedded lander, tidy removes the place), kills the supervisor once the journal holds a
-random number of lines, starts it again, and checks that the run completes: landed and tidied,
-its commit on main, no prompt sent more than twice, never two agents for one stage attempt.
+Each trial (tests/integration/fix_trials.py) launches a run by flume's test agent in tmux, kills
+the supervisor once the journal holds a random number of lines, starts it again, and checks that
+the run completes and every promise held: no prompt sent more than twice nor delivered twice,
+never two agents for one attempt nor two live at once, the worktree made once.
 
-    .venv/bin/python bench/kill_fix.py [--trials 100] [--seed 1]
+``--kind fix``: code commits, submit lands through the embedded lander, tidy removes the place;
+its commit must be on main. ``--kind workflow``: examples/kinds/reviewed.toml, a plan behind an
+artifact gate, a review loop revised on pass 1 and done on pass 2 (pass 2's fix never runs),
+a sign-off the trial approves; pass 1's verdict must be in the review's history.
+
+    .venv/bin/python bench/kill_fix.py [--kind fix|workflow] [--trials 100] [--seed 1]
 """
 
 from __future__ import annotations
@@ -24,34 +29,44 @@ from common import private_host
 
 from tests.integration import fix_trials
 
+KINDS = {"fix": fix_trials.FIX, "workflow": fix_trials.WORKFLOW}
+
 
 def main() -> None:
     """Run the trials; print each one's outcome and the totals."""
     parser = argparse.ArgumentParser()
+    parser.add_argument("--kind", choices=sorted(KINDS), default="fix")
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     arguments = parser.parse_args()
+    kind = KINDS[arguments.kind]
     rng = random.Random(arguments.seed)  # noqa: S311 (kill points, not secrets)
     private_host()
-    kept, seconds, retyped = 0, [], 0
+    trials = []
     for number in range(arguments.trials):
         folder = Path(tempfile.mkdtemp(prefix="flf-", dir="/tmp"))
         try:
-            trial = fix_trials.run(folder, rng)
+            trial = fix_trials.run(folder, rng, kind)
         finally:
             fix_trials.cleanup(folder)
             shutil.rmtree(folder, ignore_errors=True)
-        kept += not trial.problems
-        retyped += trial.retyped > 0
-        seconds.append(trial.seconds)
-        said = "; ".join(trial.problems) or "landed, tidied, every promise kept"
+        trials.append(trial)
+        said = "; ".join(trial.problems) or "completed, every promise kept"
         loss = "lost first input" if trial.lost_first else "no loss"
         window = "; a send decided, untyped, typed after the restart" if trial.retyped else ""
-        print(f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}{window}")
+        print(
+            f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}{window}",
+            flush=True,
+        )
+    kept = sum(not trial.problems for trial in trials)
     print(
-        f"{arguments.trials} trials: {kept} completed with every promise kept; "
-        f"median {statistics.median(seconds):.1f}s a trial; {retyped} killed between deciding "
-        "a send and typing it"
+        f"{len(trials)} {arguments.kind} trials: {kept} completed with every promise kept; "
+        f"finished {sum(t.finished for t in trials)}/{len(trials)}; "
+        f"max sends received per marker {max(t.most_sends for t in trials)}; "
+        f"max agents live at once {max(t.most_agents for t in trials)}; "
+        f"worktrees made per run {sorted({t.worktrees for t in trials})}; "
+        f"median {statistics.median(t.seconds for t in trials):.1f}s a trial; "
+        f"{sum(t.retyped > 0 for t in trials)} killed between deciding a send and typing it"
     )
 
 

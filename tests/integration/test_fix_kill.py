@@ -1,9 +1,12 @@
-"""L1: the supervisor SIGKILLed at random points through whole fix runs, with real agents.
+"""L1: the supervisor SIGKILLed at random points through whole runs, with real agents.
 
-Each trial (see fix_trials.py) launches a fix run by flume's test agent in tmux, kills the
-supervisor once the journal holds a random number of lines, starts it again, and checks that the
-fix lands and is tidied, its commit on main, no prompt sent more than twice, and never two agents
-for one stage attempt. 20 trials under CI (bench/kill_fix.py runs 100), 5 elsewhere.
+Each trial (see fix_trials.py) launches a run by flume's test agent in tmux, kills the supervisor
+once the journal holds a random number of lines, starts it again, and checks that the run
+completes and every promise held: no prompt sent more than twice nor delivered twice, never two
+agents for one attempt nor two live at once, the worktree made once. A fix must land and be
+tidied, its commit on main; a workflow (examples/kinds/reviewed.toml) must finish with its review
+loop left on done at pass 2, pass 1's revise in the review's history. 20 trials of each under CI
+(bench/kill_fix.py runs 100), 5 elsewhere.
 """
 
 from __future__ import annotations
@@ -26,19 +29,38 @@ pytestmark = pytest.mark.processes
 TRIALS = 20 if os.environ.get("CI") == "true" else 5
 
 
+def _trial(monkeypatch: pytest.MonkeyPatch, seed: int, kind: fix_trials.Kind) -> None:
+    """One trial of ``kind`` in a folder of its own; every promise must hold."""
+    folder = Path(tempfile.mkdtemp(prefix="flf-", dir="/tmp"))
+    for name in ("XDG_STATE_HOME", "FLUME_TMUX_SOCKET"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    try:
+        trial = fix_trials.run(folder, random.Random(seed), kind)  # noqa: S311 (kill points)
+        assert trial.finished, (trial.kill_at, trial.lost_first, trial.problems)
+        assert trial.problems == (), (trial.kill_at, trial.lost_first, trial.problems)
+    finally:
+        stop_supervisor()
+        fix_trials.cleanup(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("seed", range(TRIALS))
 def test_a_fix_completes_after_a_sigkill_at_a_random_point(
     host: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     """L1: the run lands after the restart; no commit lost, no third send, one agent a stage."""
     del host
-    folder = Path(tempfile.mkdtemp(prefix="flf-", dir="/tmp"))
-    for name in ("XDG_STATE_HOME", "FLUME_TMUX_SOCKET"):
-        monkeypatch.setenv(name, os.environ.get(name, ""))
-    try:
-        trial = fix_trials.run(folder, random.Random(seed))  # noqa: S311 (kill points)
-        assert trial.problems == (), (trial.kill_at, trial.lost_first, trial.problems)
-    finally:
-        stop_supervisor()
-        fix_trials.cleanup(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+    _trial(monkeypatch, seed, fix_trials.FIX)
+
+
+@pytest.mark.parametrize("seed", range(TRIALS))
+def test_a_workflow_finishes_after_a_sigkill_at_a_random_point(
+    host: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """L1 for a loop workflow: it finishes after the restart, its loop left on done at pass 2.
+
+    No prompt sent over twice nor delivered twice, never two agents live at once, the worktree
+    made once, each verdict read its own attempt's (pass 1's revise archived, pass 2's done).
+    """
+    del host
+    _trial(monkeypatch, seed, fix_trials.WORKFLOW)
