@@ -14,9 +14,10 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from flume.core.ids import BranchName, Marker, SessionId, Sha, StageName
-from flume.core.kinds import Gate
-from flume.core.launch import AgentSettings
+from flume.core.ids import BranchName, Marker, PlaceName, SessionId, Sha, StageName
+from flume.core.kinds import Gate, Kind
+from flume.core.launch import AgentSettings, Launch
+from flume.core.settings import Settings
 
 
 @attrs.frozen(kw_only=True)
@@ -185,6 +186,10 @@ class Event(enum.Enum):
     PAUSED = "paused"  #: the run waits on a person; the text names the cause and the command
     RESUMED = "resumed"  #: a person's word (approve, resume, raise) let the run go on
     NUDGED = "nudged"  #: a workflow step's agent showed nothing mid-turn; flume nudged it once
+    LANE_LAUNCHED = "lane-launched"  #: a parallel block's lane was launched as a place of its own
+    LANE_ENDED = "lane-ended"  #: a lane finished its branch, or ended without (dropped)
+    MERGED = "merged"  #: a parallel block's finished lanes were merged into the run's branch
+    MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; the merge was undone
 
 
 @attrs.frozen(kw_only=True)
@@ -228,6 +233,63 @@ class JudgeGate:
     deadline: float = 600.0
 
 
+@attrs.frozen(kw_only=True)
+class LaunchLane:
+    """Journal the launch of one lane of a parallel block: a place of its own.
+
+    The lane is the place ``<kind>--<name>+<lane>`` on the branch ``<prefix>/<name>+<lane>``, cut
+    from ``start`` (the run's head when the block was entered), running the branch's block as
+    its whole body; its base is the run's branch, and its board the run's. The shell journals
+    this launch once: a lane whose journal exists already (a restart) is not launched again.
+    """
+
+    repository: str
+    parent: PlaceName
+    lane: str
+    launch: Launch
+    kind: Kind
+    setup: PVector[PVector[str]] = attrs.field(factory=pvector)
+    copy: PVector[str] = attrs.field(factory=pvector)
+    start: Sha | None = None
+    settings: Settings = attrs.field(factory=Settings)
+    board: str = ""
+    tests: PVector[PVector[str]] = attrs.field(factory=pvector)
+
+
+class LaneOrder(enum.Enum):
+    """What the run asks of one of its lanes, as a person would with the same command."""
+
+    DROP = "drop"  #: end its agent and abandon its work (a ``first`` join's other lanes)
+    TIDY = "tidy"  #: its branch was merged: remove its worktree and branch
+
+
+@attrs.frozen(kw_only=True)
+class OrderLane:
+    """Journal ``order`` into the lane place ``place``'s journal, as its command would.
+
+    A lane whose journal is gone (tidied and set aside) takes nothing.
+    """
+
+    repository: str
+    place: PlaceName
+    order: LaneOrder
+
+
+@attrs.frozen(kw_only=True)
+class MergeLanes:
+    """Merge each lane's branch, in this order, into the run's ``branch`` in its worktree ``path``.
+
+    No agent lives in the worktree meanwhile. A lane already merged is passed over (after a
+    restart, or merged by hand); the first that conflicts is undone (``git merge --abort``)
+    and reported with the files it conflicted in, and the rest wait.
+    """
+
+    path: str
+    branch: BranchName
+    lanes: PVector[str]
+    branches: PVector[BranchName]
+
+
 Action = (
     MakeWorktree
     | RunSetup
@@ -244,6 +306,9 @@ Action = (
     | Report
     | ArchiveVerdict
     | JudgeGate
+    | LaunchLane
+    | OrderLane
+    | MergeLanes
 )
 
 ACTION_TYPES: tuple[type[Action], ...] = (
@@ -262,6 +327,9 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     Report,
     ArchiveVerdict,
     JudgeGate,
+    LaunchLane,
+    OrderLane,
+    MergeLanes,
 )
 
 
@@ -286,6 +354,9 @@ class ActionName(enum.Enum):
     REPORT = "Report"
     ARCHIVE_VERDICT = "ArchiveVerdict"
     JUDGE_GATE = "JudgeGate"
+    LAUNCH_LANE = "LaunchLane"
+    ORDER_LANE = "OrderLane"
+    MERGE_LANES = "MergeLanes"
 
     @classmethod
     def of(cls, action: Action) -> ActionName:

@@ -15,10 +15,9 @@ read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests`
 :class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
 spell it with.
 
-Declared, not yet run: this flume checks and plans a kind that uses parallels (:func:`kind_flaws`,
-:mod:`flume.core.caps`), but runs one lane: Steps, Sequences and Loops, with any gate
-(:mod:`flume.core.workflow`, :mod:`flume.core.gates`); :func:`engine_lacks` names what a launch of
-a kind with lanes would need.
+Steps, Sequences and Loops run in the run's own place (:mod:`flume.core.workflow`,
+:mod:`flume.core.gates`); a Parallel's branches each run in a lane, a place of its own
+(:mod:`flume.core.lanes`); :mod:`flume.core.caps` plans the worst case the caps allow.
 """
 
 from __future__ import annotations
@@ -308,6 +307,23 @@ def block_name(block: Block) -> str | None:
             return block.name
         case _:
             assert_never(block)
+
+
+@by_identity
+def parallels(block: Block) -> Mapping[str, Parallel]:
+    """Every parallel block of a tree, by name."""
+    return {found.name: found for found in blocks_of(block) if isinstance(found, Parallel)}
+
+
+def lane_names(parallel: Parallel) -> tuple[str, ...]:
+    """A parallel's lanes, in declared order: each branch's block's name."""
+    return tuple(block_name(branch) or "" for branch in parallel.branches)
+
+
+def lane_kind(kind: Kind, parallel: Parallel, lane: str) -> Kind:
+    """The kind a lane's place runs: the run's kind, its body the lane's branch's block."""
+    branch = next(each for each in parallel.branches if block_name(each) == lane)
+    return attrs.evolve(kind, body=branch)
 
 
 def first_stage(kind: Kind) -> Step:
@@ -647,17 +663,6 @@ def is_workflow(kind: Kind) -> bool:
     return any(
         judged_at_turn_end(found.deliverable) or found.agent is not None
         for found in steps(kind.body)
-    )
-
-
-def engine_lacks(kind: Kind) -> tuple[str, ...]:
-    """What a kind uses that this flume checks and plans but does not run yet, in words.
-
-    Empty for a kind this flume can carry: one lane's Steps, Sequences and Loops, any gate,
-    budgets and the workflow prompt fields. A Parallel needs lanes, which are not run yet.
-    """
-    return tuple(
-        f"parallel {block.name}" for block in blocks_of(kind.body) if isinstance(block, Parallel)
     )
 
 

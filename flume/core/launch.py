@@ -21,7 +21,7 @@ from flume.core.choices import AgentName as AgentName  # noqa: PLC0414
 from flume.core.choices import Panes as Panes  # noqa: PLC0414
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
-from flume.core.kinds import Kind, check_kind, engine_lacks, steps
+from flume.core.kinds import Kind, check_kind, steps
 from flume.core.text import MAX_BRIEF_BYTES as MAX_BRIEF_BYTES  # noqa: PLC0414
 from flume.core.text import control_character as control_character  # noqa: PLC0414
 
@@ -66,6 +66,10 @@ class Launch:
     mark: str | None = None
     #: The launching host; None in a launch journaled before hosts were recorded.
     host: Host | None = None
+    #: A lane's run: the place whose parallel block launched this one; None: a caller's launch.
+    parent: PlaceName | None = None
+    #: A lane's name (its branch's block): the lane is named ``<run's name>+<lane>``.
+    lane: str = ""
 
     @property
     def place(self) -> PlaceName:
@@ -145,6 +149,11 @@ _NAME_CHECKS: tuple[tuple[Callable[[str], bool], Callable[[str], str]], ...] = (
 )
 
 
+def lane_work_name(name: WorkName, lane: str) -> WorkName:
+    """A lane's work name: its run's name and its own, joined by ``+``, which no name holds."""
+    return WorkName(f"{name}+{lane}")
+
+
 def name_problems(name: str) -> list[Problem]:
     """Why ``name`` is unsafe as a path segment and a ref component, if it is (the first reason)."""
     for fails, say in _NAME_CHECKS:
@@ -175,15 +184,32 @@ def branch_problems(field: str, branch: str) -> list[Problem]:
     return [Problem(field=field, what=what, mend="name an existing branch, such as 'main'")]
 
 
-def check_launch(launch: Launch, kind: Kind, *, planned: bool = False) -> None:
+def _launch_name_problems(launch: Launch) -> list[Problem]:
+    """The name's problems; a lane's name is its run's and its own, joined by '+'."""
+    if not launch.lane:
+        return name_problems(launch.name)
+    # Each part a name (a lane of a lane holds two '+'), the last the lane's own.
+    parts = launch.name.split("+")
+    problems = [problem for part in parts for problem in name_problems(part)]
+    if parts[-1] != launch.lane or launch.parent is None:
+        problems.append(
+            Problem(
+                field="name",
+                what=f"the lane {launch.lane!r} is launched as {launch.name!r}",
+                mend="a lane is launched by its run, as <name>+<lane>",
+            ),
+        )
+    return problems
+
+
+def check_launch(launch: Launch, kind: Kind) -> None:
     """Raise a :class:`UsageError` naming every problem in ``launch`` of resolved ``kind``.
 
     The shell resolves the kind (built in, declared by the repository, or carried by the launch)
     and checks what only the world can tell (the repository exists, the base exists, the name is
-    free); everything that can be decided from the values alone is decided here. ``planned``: the
-    launch is only planned (``flume launch --plan``), so a kind this flume cannot run yet passes.
+    free); everything that can be decided from the values alone is decided here.
     """
-    problems = name_problems(launch.name)
+    problems = _launch_name_problems(launch)
     problems.extend(branch_problems("base", launch.base))
     if not launch.repository.startswith("/"):
         problems.append(
@@ -235,18 +261,6 @@ def check_launch(launch: Launch, kind: Kind, *, planned: bool = False) -> None:
         check_kind(kind)
     except UsageError as error:
         problems.extend(error.problems)
-    else:
-        lacks = () if planned else engine_lacks(kind)
-        if lacks:
-            problems.append(
-                Problem(
-                    field="kind",
-                    what=f"kind {kind.name} is checked and sound, but this flume does not run "
-                    f"parallel blocks (lanes) yet; it uses {', '.join(lacks)}",
-                    mend="see the worst case its caps allow with flume launch --plan; launch it "
-                    "once flume runs workflows",
-                ),
-            )
     if problems:
         raise UsageError(tuple(problems))
 

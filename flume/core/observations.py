@@ -308,6 +308,45 @@ class ResumeAsked:
 
 
 @attrs.frozen(kw_only=True)
+class ResolveAsked:
+    """A person resolved a merge conflict: ``agent``, an agent merges it; else they did, by hand."""
+
+    at: Instant
+    agent: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class LaneEnded:
+    """A lane of the current parallel block ended: ``finished`` its branch, or not (dropped).
+
+    The supervisor journals it into the run's journal when it reads the lane's own.
+    """
+
+    at: Instant
+    lane: str
+    finished: bool
+    #: The lane's branch's head when it ended.
+    head: Sha | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LanesMerged:
+    """Every lane asked for is merged into the run's branch, now at ``head``."""
+
+    at: Instant
+    head: Sha
+
+
+@attrs.frozen(kw_only=True)
+class MergeConflicted:
+    """Merging ``lane`` conflicted in ``files``; the merge was undone, the worktree clean."""
+
+    at: Instant
+    lane: str
+    files: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
 class BudgetRaised:
     """A person raised the run's budgets by these amounts (None: that budget unchanged)."""
 
@@ -538,6 +577,7 @@ Command = (
     | ApproveAsked
     | ResumeAsked
     | BudgetRaised
+    | ResolveAsked
 )
 Fact = (
     WorktreeMade
@@ -566,6 +606,9 @@ Fact = (
     | BranchDeleted
     | Tick
     | GateRead
+    | LaneEnded
+    | LanesMerged
+    | MergeConflicted
 )
 Observation = Command | Fact
 
@@ -609,4 +652,8 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ResumeAsked,
     BudgetRaised,
     GateRead,
+    ResolveAsked,
+    LaneEnded,
+    LanesMerged,
+    MergeConflicted,
 )

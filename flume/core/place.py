@@ -28,9 +28,9 @@ import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from flume.core.actions import Action
+from flume.core.actions import Action, MergeLanes
 from flume.core.budget import Spent
-from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
+from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName
 from flume.core.kinds import (
     Approval,
     Artifact,
@@ -56,6 +56,7 @@ from flume.core.observations import (
     DropAsked,
     NeedsSaid,
     ProceedAsked,
+    ResolveAsked,
     ResumeAsked,
     RetryAsked,
     StopAsked,
@@ -98,6 +99,8 @@ class PauseCause(enum.Enum):
     BUDGET = "budget"  #: a budget is spent; ``flume raise`` lets it go on
     LOOP_MAX = "loop-max"  #: a loop with ``on_max = "pause"`` ran its last pass
     STALLED = "stalled"  #: the agent showed nothing mid-turn, nudged once, and still nothing
+    MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; ``flume resolve`` goes on
+    LANE_DROPPED = "lane-dropped"  #: a lane a join needs ended unfinished; only drop remains
 
 
 @attrs.frozen(kw_only=True)
@@ -180,6 +183,24 @@ class Paused:
 
 
 @attrs.frozen(kw_only=True)
+class Fanned:
+    """The stage is a parallel block: its lanes run, each a place of its own (:data:`Place.lanes`).
+
+    The run's own worktree has no agent meanwhile; the block ends once its join is met and its
+    lanes are merged.
+    """
+
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
+class Merging:
+    """The join is met: the lanes' branches are being merged into the run's (``MergeLanes``)."""
+
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
 class Short:
     """The stage stopped short; it waits for a retry or a drop (R8)."""
 
@@ -198,6 +219,8 @@ StagePhase = (
     | Short
     | Judging
     | Paused
+    | Fanned
+    | Merging
 )
 
 # Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
@@ -283,8 +306,17 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         ResumeAsked: Queued,
         BudgetRaised: Queued,
         RetryAsked: Queued,
+        ResolveAsked: Merging,
         DropAsked: Paused,
         TidyAsked: Paused,
+    },
+    Fanned: {
+        DropAsked: Fanned,
+        TidyAsked: Fanned,
+    },
+    Merging: {
+        DropAsked: Merging,
+        TidyAsked: Merging,
     },
 }
 
@@ -298,6 +330,9 @@ PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.BUDGET: frozenset({BudgetRaised, RetryAsked}),
     PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
     PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
+    # Resolved by hand, the merge goes on; by an agent, a merge step is queued first.
+    PauseCause.MERGE_CONFLICT: frozenset({ResolveAsked}),
+    PauseCause.LANE_DROPPED: frozenset(),
 }
 
 
@@ -340,6 +375,9 @@ class StageRun:
     retold: int | None = None
     #: When the stage's gate was last read (its turn's end, or the agent found waiting).
     judged_at: Instant | None = None
+    #: A parallel block's stage whose merge conflicted runs an agent to merge it (``flume
+    #: resolve --agent``): its step is the merge step (:func:`current_step`).
+    resolving: bool = False
 
     @property
     def key(self) -> str:
@@ -365,6 +403,27 @@ class Agent:
     proven: bool = False
     #: Its stage attempt's key in the tree (``review-loop@2/review``); empty: the stage's name.
     key: str = ""
+
+
+class LaneState(enum.Enum):
+    """Where one lane of the current parallel block stands, as its run knows it."""
+
+    WAITING = "waiting"  #: not launched yet: the block's cap holds it
+    RUNNING = "running"  #: launched; its place carries its branch's block
+    FINISHED = "finished"  #: its place finished: its branch is ready to merge
+    ENDED = "ended"  #: it ended unfinished: dropped, or never launched after a first join
+
+
+@attrs.frozen(kw_only=True)
+class LaneRun:
+    """One lane of the current parallel block: its place, its branch, and where it stands."""
+
+    lane: str
+    place: PlaceName
+    branch: BranchName
+    state: LaneState = LaneState.WAITING
+    #: Its branch's head when it finished.
+    head: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -492,6 +551,14 @@ class Place:
     #: The key and attempt, ``key#attempt``, of the last verdict judged of each step: the name
     #: the verdict is archived under before the step's next attempt starts.
     verdicts: PMap[StageName, str] = attrs.field(factory=pmap)
+    #: The current parallel block's lanes, by name, in its declared order; empty outside one.
+    lanes: PMap[str, LaneRun] = attrs.field(factory=pmap)
+    #: The run's head when the current parallel block was entered: its lanes are cut from it.
+    entry: Sha | None = None
+    #: The current parallel block's lanes that finished, in the order they did.
+    finished_lanes: PVector[str] = attrs.field(factory=pvector)
+    #: The lanes the block's merge merges, in order (WF-MERGE-ORDER).
+    merging: PVector[str] = attrs.field(factory=pvector)
 
 
 class PlaceChanges(TypedDict, total=False):
@@ -535,6 +602,10 @@ class PlaceChanges(TypedDict, total=False):
     spent: Spent
     maxed: PVector[str]
     verdicts: PMap[StageName, str]
+    lanes: PMap[str, LaneRun]
+    entry: Sha | None
+    finished_lanes: PVector[str]
+    merging: PVector[str]
 
 
 def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:
@@ -558,8 +629,46 @@ def want_tidy(tidy: Tidy) -> Tidy:
 
 
 def current_step(place: Place) -> Step:
-    """The step the place's current stage runs."""
-    return stage_named(place.kind, place.stage.name)
+    """The step the place's current stage runs.
+
+    A parallel block's stage runs no step of the kind's: its lanes run its branches. Its step
+    is the merge step, which an agent runs only when a person asks one to resolve a merge that
+    conflicted (``flume resolve --agent``): merge the lanes in order, and commit.
+    """
+    try:
+        return stage_named(place.kind, place.stage.name)
+    except KeyError:
+        return merge_step(place)
+
+
+def merge_step(place: Place) -> Step:
+    """The step that merges a parallel block's lanes into the run's branch, for an agent."""
+    branches = [place.lanes[lane].branch for lane in place.merging if lane in place.lanes]
+    listed = ", ".join(branches) or "the lanes' branches"
+    why = place.stage.words or "the merge conflicted"
+    text = (
+        f"Merge these branches into this worktree's branch, {place.branch}, one at a time in "
+        f"this order with git merge --no-ff: {listed}. A branch already merged needs nothing. "
+        f"Where a merge conflicts ({why}), resolve each conflict so that what both sides meant "
+        "is kept, run the project's checks if it has any, and commit the merge. Do not rebase, "
+        "reset or push."
+    )
+    return Step(
+        name=place.stage.name,
+        prompt=text.replace("$", "$$"),
+        deliverable=Commit(),
+    )
+
+
+def merge_action(place: Place) -> MergeLanes:
+    """WF-MERGE-ORDER: merge the lanes chosen, in order, in the run's worktree."""
+    runs = [place.lanes[lane] for lane in place.merging if lane in place.lanes]
+    return MergeLanes(
+        path=place.path,
+        branch=place.branch,
+        lanes=pvector(run.lane for run in runs),
+        branches=pvector(run.branch for run in runs),
+    )
 
 
 #: The option of ``flume raise`` that raises each budget.
@@ -584,6 +693,13 @@ def resolve_command(place: Place, paused: Paused) -> str:
             return f"flume raise {name} {option} +N"
         case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX | PauseCause.STALLED:
             return f"flume resume {name} (or flume retry {name} with words)"
+        case PauseCause.MERGE_CONFLICT:
+            return (
+                f"flume resolve {name} --by-hand (merge it yourself in {place.path} and commit) "
+                f"or flume resolve {name} --agent"
+            )
+        case PauseCause.LANE_DROPPED:
+            return f"flume drop {name}"
         case _:
             assert_never(cause)
 

@@ -45,7 +45,7 @@ from flume.core.actions import (
 from flume.core.budget import Spent
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, SessionId, StageName
-from flume.core.kinds import Landing, Step, Verdict, first_stage, stage_named, steps
+from flume.core.kinds import Commit, Kind, Landing, Step, Verdict, parallels, stage_named, steps
 from flume.core.launch import AgentSettings, Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
@@ -80,6 +80,7 @@ from flume.core.place import (
     Delivering,
     Judging,
     Life,
+    Merging,
     Outcome,
     PauseCause,
     Paused,
@@ -98,6 +99,7 @@ from flume.core.place import (
     has_deliverable,
     is_live,
     is_quiet,
+    merge_action,
     resolve_command,
     want_tidy,
     with_activity,
@@ -138,6 +140,21 @@ def _new_stage(  # noqa: PLR0913 (the stage's fields, each a keyword)
     )
 
 
+def _block_step(kind: Kind, name: StageName) -> Step:
+    """The step called ``name``; a parallel block's stage, as a step that ends on a commit.
+
+    A parallel's stage never starts an agent of its own unless asked to merge
+    (:func:`flume.core.place.current_step`); here only its name and that it waits on no word
+    are read.
+    """
+    try:
+        return stage_named(kind, name)
+    except KeyError:
+        if name not in parallels(kind.body):
+            raise
+        return Step(name=name, prompt="merge", deliverable=Commit())
+
+
 def launch(seen: Launched, settings: Settings) -> Outcome:
     """R1: a checked launch asks for its worktree, ``places/<kind>--<name>``.
 
@@ -153,7 +170,8 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
             f"kind {seen.kind.name} has a verdict gate, and the launch names no blackboard",
             "launch it with flume launch, which makes the place's board",
         )
-    first = first_stage(seen.kind)
+    position = workflow.first(seen.kind.body)
+    first = _block_step(seen.kind, position.step)
     path = place_path(seen.launch)
     branch = place_branch(seen.kind, seen.launch.name)
     place = Place(
@@ -180,7 +198,6 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
             phase=Queued(),
         ),
     )
-    position = workflow.first(seen.kind.body)
     place = evolve(place, stage=_new_stage(place, first, seen.at, position=position))
     actions = (
         Report(event=Event.LAUNCHED, text=f"{_name(place)} launched on {branch}"),
@@ -780,6 +797,11 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
     ended_key = place.stage.key
     ended_name = place.stage.name
     place, actions = _end_agent(place, f"stage {ended_key} is done")
+    if place.stage.resolving:
+        # The merge step's agent committed: the lanes' merge is asked again (WF-MERGE-ORDER).
+        run = attrs.evolve(place.stage, resolving=False, phase=Merging(since=now))
+        place = evolve(place, stage=run)
+        return place, (*actions, merge_action(place))
     place = evolve(place, completed=place.completed.append(StageName(ended_key)))
     ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_key} ended", stage=ended_name)
     position = place.stage.position or workflow.Position(step=ended_name)
@@ -797,7 +819,7 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
         )
     pause = went.pauses
     if pause is not None and went.position is not None:
-        following = stage_named(place.kind, went.position.step)
+        following = _block_step(place.kind, went.position.step)
         if isinstance(_new_stage(place, following, now).phase, AwaitingWord):
             # The stage after the loop waits on the caller's word already: that is the pause.
             pause = None
@@ -808,7 +830,7 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
         # Paused at the loop's max with nothing after it: resumed, the run finishes.
         stage = attrs.evolve(place.stage, position=position)
     else:
-        following = stage_named(place.kind, went.position.step)
+        following = _block_step(place.kind, went.position.step)
         stage = _new_stage(place, following, now, position=went.position)
     place = evolve(place, stage=stage)
     if pause is not None:
@@ -870,6 +892,7 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not place.ready
         or place.agent is not None
         or not isinstance(place.stage.phase, Queued)
+        or (place.stage.name in parallels(place.kind.body) and not place.stage.resolving)
     ):
         return place, ()
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)

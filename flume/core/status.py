@@ -26,6 +26,7 @@ from flume.core.kinds import (
     Step,
     describe_deliverable,
     is_workflow,
+    lane_names,
 )
 from flume.core.launch import followed_by
 from flume.core.observations import Activity
@@ -34,8 +35,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Fanned,
     Judging,
     Life,
+    Merging,
     Paused,
     Place,
     Queued,
@@ -64,7 +67,9 @@ class PhaseWord(enum.StrEnum):
     DELIVERED = "delivered"  #: the deliverable exists; the stage ends once the agent is quiet
     SHORT = "short"  #: the stage stopped short
     JUDGING = "judging"  #: the agent's turn ended; its step's gate is being read
-    PAUSED = "paused"  #: the run waits on a person (approve, resume, raise)
+    PAUSED = "paused"  #: the run waits on a person (approve, resume, raise, resolve)
+    LANES = "lanes"  #: a parallel block's lanes run, each a place of its own
+    MERGING = "merging"  #: the lanes' branches are being merged into the run's
     FINISHED = "finished"  #: the place's last stage is done
     DROPPED = "dropped"  #: the caller abandoned the work
     TIDIED = "tidied"  #: the place's worktree is gone
@@ -95,6 +100,8 @@ class BlockView:
     passes: int | None = None
     max: int | None = None
     gate: str | None = None
+    #: A lane's place (``<kind>--<name>+<lane>``), where its branch's block runs.
+    lane: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -155,7 +162,7 @@ class PlaceStatus:
     tree: PVector[BlockView] = attrs.field(factory=pvector)
 
 
-def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per phase)
+def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911 (one arm per phase)
     """The phase in one word."""
     match phase:
         case AwaitingWord():
@@ -176,6 +183,10 @@ def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: PLR0911 (one arm per ph
             return PhaseWord.JUDGING
         case Paused():
             return PhaseWord.PAUSED
+        case Fanned():
+            return PhaseWord.LANES
+        case Merging():
+            return PhaseWord.MERGING
         case _:
             assert_never(phase)
 
@@ -294,12 +305,32 @@ def _walk(place: Place, block: Block, path: str, seen: _Seen, views: list[BlockV
         case Loop(name=name, body=body):
             views.append(_loop_view(block, path, seen))
             _walk(place, body, f"{path}{name}/", seen, views)
-        case Parallel(name=name, branches=branches):
-            views.append(BlockView(path=f"{path}{name}", block="parallel", state="not run"))
-            for each in branches:
-                _walk(place, each, f"{path}{name}/", seen, views)
+        case Parallel():
+            views.extend(_parallel_views(place, block, path, seen))
         case _:
             assert_never(block)
+
+
+def _parallel_views(place: Place, parallel: Parallel, path: str, seen: _Seen) -> list[BlockView]:
+    """A parallel block, then each of its lanes: where it stands, and the place it runs in."""
+    done, current, _maxed = seen
+    here = bool(current) and current[-1][0] == parallel.name
+    if here:
+        state = str(phase_word(place.stage.phase))
+    else:
+        state = "done" if any(key[-1][0] == parallel.name for key in done) else "not run"
+    views = [BlockView(path=f"{path}{parallel.name}", block="parallel", state=state)]
+    for lane in lane_names(parallel):
+        run = place.lanes.get(lane) if here or state == "done" else None
+        views.append(
+            BlockView(
+                path=f"{path}{parallel.name}/{lane}",
+                block="lane",
+                state=run.state.value if run is not None else state,
+                lane=run.place if run is not None else None,
+            )
+        )
+    return views
 
 
 def _step_view(place: Place, step: Step, path: str, seen: _Seen) -> BlockView:

@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, gates, stage, tell, tidy
+from flume.core import delivery, gates, lanes, stage, tell, tidy
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -46,7 +46,10 @@ from flume.core.observations import (
     GateRead,
     Landed,
     LandingBlocked,
+    LaneEnded,
+    LanesMerged,
     Launched,
+    MergeConflicted,
     NeedsSaid,
     Observation,
     PaneOutput,
@@ -54,6 +57,7 @@ from flume.core.observations import (
     PromptTyped,
     PromptUnwritten,
     ReportSeen,
+    ResolveAsked,
     ResumeAsked,
     RetryAsked,
     SetupFinished,
@@ -115,6 +119,7 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
     stage.check_deliverable,
     stage.end_when_quiet,
     stage.start_when_free,
+    lanes.fan_when_free,
     stage.land_again,
     tidy.gather_when_free,
     gates.pause_when_spent,
@@ -194,7 +199,9 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case RetryAsked(words=words):
             return stage.on_retry(place, words)
         case DropAsked():
-            return stage.on_drop(place)
+            place, dropped = stage.on_drop(place)
+            place, orders = lanes.drop_lanes(place)
+            return place, (*dropped, *orders)
         case ProceedAsked():
             return stage.on_proceed(place)
         case SubmitAsked(session=session):
@@ -256,6 +263,14 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return gates.on_approve(place, seen)
         case ResumeAsked():
             return gates.on_resume(place, seen)
+        case ResolveAsked():
+            return lanes.on_resolve(place, seen)
+        case LaneEnded():
+            return lanes.on_lane_ended(place, seen)
+        case LanesMerged():
+            return lanes.on_lanes_merged(place, seen)
+        case MergeConflicted():
+            return lanes.on_merge_conflicted(place, seen)
         case BudgetRaised():
             return gates.on_raise(place, seen)
         case GateRead():
@@ -338,6 +353,7 @@ def pending(place: Place) -> tuple[Action, ...]:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
+    found.extend(lanes.pending(place))
     if isinstance(place.tidy, TidyGathering):
         found.append(
             GatherTidyFacts(

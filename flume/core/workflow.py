@@ -1,10 +1,11 @@
 """Where a run stands in its kind's block tree, and where it goes when a step ends.
 
-Theory of operation: a place runs one step at a time (one lane; Parallel is not run yet, see
-:func:`flume.core.kinds.engine_lacks`). Which step, in which pass of each loop around it, is a
-:class:`Position`; its :func:`key` addresses the attempt (``review-loop@2/review``), in markers,
-completed stages and status. A step of no loop has its name as its key, so a kind of Steps in a
-Sequence keys, marks and journals its stages exactly as before loops existed.
+Theory of operation: a place runs one step at a time, or stands at a parallel block while its
+lanes (places of their own, :mod:`flume.core.lanes`) run its branches. Which step or parallel,
+in which pass of each loop around it, is a :class:`Position`; its :func:`key` addresses the
+attempt (``review-loop@2/review``), in markers, completed stages and status. A step of no loop
+has its name as its key, so a kind of Steps in a Sequence keys, marks and journals its stages
+exactly as before loops existed.
 
 :func:`advance` is the one pure function that moves a run: given the body, the position of the
 step that just passed its gate and whether its verdict said ``done``, it returns the position
@@ -25,7 +26,7 @@ from typing import assert_never
 import attrs
 
 from flume.core.ids import BlockName, StageName
-from flume.core.kinds import Block, Loop, OnMax, Parallel, Sequence, Step, steps
+from flume.core.kinds import Block, Loop, OnMax, Parallel, Sequence, Step, parallels, steps
 
 
 @attrs.frozen(kw_only=True)
@@ -85,9 +86,9 @@ def first(block: Block, passes: tuple[Pass, ...] = ()) -> Position:
             return first(blocks[0], passes)
         case Loop(name=name, body=body):
             return first(body, (*passes, Pass(loop=name, number=1)))
-        case Parallel():
-            message = "a parallel block is not run in one lane"
-            raise NotImplementedError(message)
+        case Parallel(name=name):
+            # The run stands at the block itself while its lanes run (flume.core.lanes).
+            return Position(step=StageName(name), passes=passes)
         case _:
             assert_never(block)
 
@@ -97,6 +98,8 @@ def position_of(block: Block, step: StageName, passes: tuple[Pass, ...] = ()) ->
     match block:
         case Step(name=name):
             return Position(step=step, passes=passes) if name == step else None
+        case Parallel(name=name) if str(name) == str(step):
+            return Position(step=step, passes=passes)
         case Sequence(blocks=inner) | Parallel(branches=inner):
             found = (position_of(each, step, passes) for each in inner)
             return next((each for each in found if each is not None), None)
@@ -107,7 +110,8 @@ def position_of(block: Block, step: StageName, passes: tuple[Pass, ...] = ()) ->
 
 
 def _holds(block: Block, step: StageName) -> bool:
-    return any(found.name == step for found in steps(block))
+    """``block`` holds the step (or parallel block, where a run stands) called ``step``."""
+    return any(found.name == step for found in steps(block)) or step in parallels(block)
 
 
 def _after(block: Block, position: Position, depth: int, *, done: bool) -> Advanced:  # noqa: PLR0911 (one arm per block)
@@ -143,8 +147,8 @@ def _after(block: Block, position: Position, depth: int, *, done: bool) -> Advan
             ended = LoopMax(loop=name, passes=number, pause=on_max is OnMax.PAUSE)
             return Advanced(position=None, maxed=(*went.maxed, ended))
         case Parallel():
-            message = "a parallel block is not run in one lane"
-            raise NotImplementedError(message)
+            # Its lanes ran its branches and were merged: the block is finished.
+            return Advanced(position=None)
         case _:
             assert_never(block)
 

@@ -16,7 +16,6 @@ import pytest
 from pyrsistent import pmap, pvector
 
 from flume.core.caps import worst_case
-from flume.core.choices import AgentName
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, Instant, KindName, StageName
 from flume.core.kinds import (
@@ -37,13 +36,11 @@ from flume.core.kinds import (
     ReportFile,
     Sequence,
     Step,
-    StepAgent,
     Verdict,
     block_name,
     by_identity,
     check_kind,
     describe_deliverable,
-    engine_lacks,
     first_stage,
     kind_flaws,
     next_stage,
@@ -162,33 +159,12 @@ def test_the_workflow_prompt_fields_are_known() -> None:
     check_kind(_kind(_step("a", prompt=prompt)))
 
 
-def test_engine_lacks_names_only_the_parallel_blocks_one_lane_cannot_run() -> None:
-    """Loops, the four new gates, a step's own agent, workflow fields, budgets all run now."""
-    agent = StepAgent(agent=AgentName.CODEX)
-    kind = _kind(
-        _step("v", Verdict()),
-        _step("t", PassingTests()),
-        _step("ap", Approval()),
-        Step(name=StageName("own"), prompt="x", deliverable=Commit(), agent=agent),
-        _step("f", prompt="$pass of $max"),
-        _loop("rl", _step("review", Verdict())),
-        budgets=Budgets(turns=1),
-    )
-    assert engine_lacks(kind) == ()
-    assert engine_lacks(FEATURE) == ("parallel slices",)
-    for builtin in BUILTIN_KINDS.values():
-        assert engine_lacks(builtin) == ()
-
-
-def test_a_launch_of_a_kind_this_flume_cannot_run_is_refused_unless_planned() -> None:
-    """check_launch refuses the example, pointing at --plan; planned, it passes."""
+def test_a_launch_of_a_kind_with_parallels_passes_its_checks() -> None:
+    """Lanes run now: the example with its slices is launched like any kind; unsound is not."""
     asked = launch(kind=FEATURE.name)
-    with pytest.raises(UsageError) as refused:
-        check_launch(asked, FEATURE)
-    assert "flume launch --plan" in str(refused.value)
-    check_launch(asked, FEATURE, planned=True)
+    check_launch(asked, FEATURE)
     with pytest.raises(UsageError) as unsound:
-        check_launch(asked, _kind(_loop("l", _step("review"))), planned=True)
+        check_launch(asked, _kind(_loop("l", _step("review"))))
     assert "whose gate is not verdict" in str(unsound.value)
 
 

@@ -88,11 +88,8 @@ class _Resolved:
     listed: git.Branches
 
 
-def _resolve(request: Request, settings: Settings, *, planned: bool = False) -> _Resolved:
-    """The launch's kind and settings resolved, and every check the values alone decide.
-
-    ``planned``: only planned (``flume launch --plan``): a kind this flume cannot run passes.
-    """
+def _resolve(request: Request, settings: Settings) -> _Resolved:
+    """The launch's kind and settings resolved, and every check the values alone decide."""
     located = places.locate(request.repository)
     repository = located.main
     if not located.has_commits:
@@ -139,7 +136,7 @@ def _resolve(request: Request, settings: Settings, *, planned: bool = False) -> 
         waits=pset(StageName(stage) for stage in request.waits),
         mark=request.mark,
     )
-    check_launch(launch, kind, planned=planned)
+    check_launch(launch, kind)
     return _Resolved(
         located=located,
         config=declared,
@@ -409,7 +406,7 @@ def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     request = _request(
         asked, lambda brief: brief if isinstance(brief, str) and brief.strip() else "(planned only)"
     )
-    return worst_case(_resolve(request, Settings(), planned=True).kind)
+    return worst_case(_resolve(request, Settings()).kind)
 
 
 def _request(

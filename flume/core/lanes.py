@@ -1,0 +1,385 @@
+"""Parallel blocks: each branch in a lane of its own, joined, then merged into the run's branch.
+
+Theory of operation. A lane is a place of its own: ``<kind>--<name>+<lane>`` on the branch
+``<prefix>/<name>+<lane>``, cut from the run's head when the block was entered, its base the
+run's branch, its board the run's, its body the branch's block, its journal its own. So every
+rule a place keeps holds in each lane unchanged: one live agent a worktree (R4 is
+WF-ONE-WRITER-PER-LANE), prompts proven delivered, gates judged at a turn's end, budgets that
+pause, tidy that never loses a commit. The run itself waits in :class:`~flume.core.place.Fanned`
+with no agent in its own worktree, and learns of its lanes only from observations the shell
+journals into its journal (``LaneEnded``), so its replay depends on its journal alone.
+
+The rules:
+
+- WF-CAP: at most ``cap`` of the block's lanes run at once; the rest wait, launched in declared
+  order as running ones end.
+- WF-JOIN-ALL: ``join = "all"`` is met when every lane finished; a lane that ends unfinished
+  (dropped) pauses the run, named (``lane-dropped``): only a drop remains.
+- WF-JOIN-FIRST: ``join = "first"`` is met by the first lane to finish; the others are dropped
+  (their agents end) and those not launched never are.
+- WF-MERGE-ORDER: ``merge = "merge"`` merges every finished lane in declared order, ``pick`` the
+  first to finish, ``none`` none; the merge runs in the run's worktree with no agent live. The
+  first lane that conflicts pauses the run (``merge-conflict``) naming its files; ``flume
+  resolve --by-hand`` merges again (what a person merged is passed over), ``--agent`` first
+  runs an agent on the merge step (:func:`flume.core.place.current_step`).
+- WF-TIDY-LANES: a merged lane is tidied (its branch, in the run's, goes with its worktree); a
+  lane not merged is tidied too, and tidy keeps its branch, named, since the run's branch lacks
+  its commits (R10). A dropped run drops its running lanes.
+"""
+
+from __future__ import annotations
+
+import attrs
+from pyrsistent import pmap, pset, pvector
+
+from flume.core import budget, stage
+from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
+from flume.core.errors import refused
+from flume.core.ids import Instant
+from flume.core.kinds import Join, Merge, Parallel, lane_kind, lane_names, parallels, steps
+from flume.core.launch import lane_work_name, place_branch, place_name
+from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
+from flume.core.place import (
+    Fanned,
+    LaneRun,
+    LaneState,
+    Life,
+    Merging,
+    Outcome,
+    PauseCause,
+    Paused,
+    Place,
+    Queued,
+    accepts,
+    evolve,
+    merge_action,
+    resolve_command,
+)
+from flume.core.settings import Settings
+
+
+def parallel_of(place: Place) -> Parallel | None:
+    """The parallel block the place's current stage is, if it is one."""
+    return parallels(place.kind.body).get(place.stage.name)
+
+
+def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
+    """Each lane of ``parallel``, waiting, with the place and branch it will have."""
+    found: dict[str, LaneRun] = {}
+    for lane in lane_names(parallel):
+        work = lane_work_name(place.launch.name, lane)
+        found[lane] = LaneRun(
+            lane=lane,
+            place=place_name(place.kind.name, work),
+            branch=place_branch(place.kind, work),
+        )
+    return found
+
+
+def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """A queued parallel block fans out once the run is ready and no agent lives in it.
+
+    Its lanes are cut from the run's head now (the block's entry commit); WF-CAP bounds how
+    many are launched at once.
+    """
+    del settings
+    parallel = parallel_of(place)
+    if (
+        parallel is None
+        or place.stage.resolving
+        or place.life is not Life.ACTIVE
+        or place.worktree_gone
+        or place.branch_gone
+        or not place.ready
+        or place.agent is not None
+        or not isinstance(place.stage.phase, Queued)
+    ):
+        return place, ()
+    run = attrs.evolve(
+        place.stage, phase=Fanned(since=now), started_at=now, start_head=place.head, turns=0
+    )
+    place = evolve(place, stage=run, lanes=pmap(_runs(place, parallel)), entry=place.head)
+    most = parallel.cap or len(parallel.branches)
+    report = Report(
+        event=Event.STAGE_STARTED,
+        text=f"parallel {parallel.name} fans out into {len(parallel.branches)} lanes "
+        f"({', '.join(lane_names(parallel))}), at most {most} at once, from {place.head}",
+        stage=run.name,
+    )
+    place, launched = _launch_more(place, parallel)
+    return place, (report, *launched)
+
+
+def _running(place: Place) -> int:
+    return sum(1 for run in place.lanes.values() if run.state is LaneState.RUNNING)
+
+
+def _launch_more(place: Place, parallel: Parallel) -> Outcome:
+    """WF-CAP: launch waiting lanes, in declared order, while fewer than ``cap`` run."""
+    room = (parallel.cap or len(parallel.branches)) - _running(place)
+    actions: list[Action] = []
+    for lane in lane_names(parallel):
+        run = place.lanes[lane]
+        if room <= 0:
+            break
+        if run.state is not LaneState.WAITING:
+            continue
+        running = attrs.evolve(run, state=LaneState.RUNNING)
+        place = evolve(place, lanes=place.lanes.set(lane, running))
+        room -= 1
+        actions.append(launch_lane(place, parallel, lane))
+        actions.append(
+            Report(
+                event=Event.LANE_LAUNCHED,
+                text=f"lane {lane} launched: {run.place} on {run.branch}",
+                stage=place.stage.name,
+            )
+        )
+    return place, tuple(actions)
+
+
+def launch_lane(place: Place, parallel: Parallel, lane: str) -> LaunchLane:
+    """The launch of ``lane``: the run's own, named ``<name>+<lane>``, based on the run's branch."""
+    kind = lane_kind(place.kind, parallel, lane)
+    names = {step.name for step in steps(kind.body)}
+    launch = attrs.evolve(
+        place.launch,
+        name=lane_work_name(place.launch.name, lane),
+        base=place.branch,
+        waits=pset(wait for wait in place.launch.waits if wait in names),
+        mark=None,
+        parent=place.launch.place,
+        lane=lane,
+    )
+    return LaunchLane(
+        repository=place.launch.repository,
+        parent=place.launch.place,
+        lane=lane,
+        launch=launch,
+        kind=kind,
+        setup=place.setup,
+        copy=place.copy,
+        start=place.entry,
+        settings=place.settings,
+        board=place.board,
+        tests=place.tests,
+    )
+
+
+def _order(place: Place, run: LaneRun, order: LaneOrder) -> OrderLane:
+    return OrderLane(repository=place.launch.repository, place=run.place, order=order)
+
+
+def on_lane_ended(place: Place, seen: LaneEnded) -> Outcome:
+    """A running lane ended: the join is met, more lanes are launched, or the run pauses."""
+    parallel = parallel_of(place)
+    run = place.lanes.get(seen.lane)
+    if (
+        parallel is None
+        or place.life is not Life.ACTIVE
+        or not isinstance(place.stage.phase, Fanned)
+        or run is None
+        or run.state is not LaneState.RUNNING
+    ):
+        return place, ()
+    state = LaneState.FINISHED if seen.finished else LaneState.ENDED
+    ended = attrs.evolve(run, state=state, head=seen.head)
+    place = evolve(place, lanes=place.lanes.set(seen.lane, ended))
+    if seen.finished:
+        place = evolve(place, finished_lanes=place.finished_lanes.append(seen.lane))
+    how = f"finished at {seen.head}" if seen.finished else "ended unfinished"
+    report = Report(event=Event.LANE_ENDED, text=f"lane {seen.lane} {how}", stage=place.stage.name)
+    if parallel.join is Join.FIRST:
+        place, then = _first_joined(place, parallel) if seen.finished else _lanes_left(place)
+        return place, (report, *then)
+    if not seen.finished:
+        paused = Paused(
+            cause=PauseCause.LANE_DROPPED,
+            words=f"lane {seen.lane} ended unfinished, and parallel {parallel.name} joins all "
+            "its lanes",
+        )
+        place, pausing = stage.pause_stage(place, paused)
+        return place, (report, *pausing)
+    place, launched = _launch_more(place, parallel)
+    if any(each.state is not LaneState.FINISHED for each in place.lanes.values()):
+        return place, (report, *launched)
+    place, joined = _joined(place, parallel)
+    return place, (report, *launched, *joined)
+
+
+def _lanes_left(place: Place) -> Outcome:
+    """A first join whose lane ended unfinished: the next waits its turn, or none is left."""
+    parallel = parallel_of(place)
+    assert parallel is not None  # noqa: S101 (asked only at a parallel's stage)
+    place, launched = _launch_more(place, parallel)
+    if any(run.state in {LaneState.WAITING, LaneState.RUNNING} for run in place.lanes.values()):
+        return place, launched
+    paused = Paused(
+        cause=PauseCause.LANE_DROPPED,
+        words=f"every lane of parallel {parallel.name} ended unfinished",
+    )
+    return stage.pause_stage(place, paused)
+
+
+def _first_joined(place: Place, parallel: Parallel) -> Outcome:
+    """WF-JOIN-FIRST: the first lane finished; the others are dropped, the waiting never run."""
+    orders: list[Action] = []
+    lanes = place.lanes
+    for lane in lane_names(parallel):
+        run = lanes[lane]
+        if run.state is LaneState.RUNNING:
+            orders.append(_order(place, run, LaneOrder.DROP))
+        if run.state in {LaneState.RUNNING, LaneState.WAITING}:
+            lanes = lanes.set(lane, attrs.evolve(run, state=LaneState.ENDED))
+    place, joined = _joined(evolve(place, lanes=lanes), parallel)
+    return place, (*orders, *joined)
+
+
+def _joined(place: Place, parallel: Parallel) -> Outcome:
+    """The join is met: WF-MERGE-ORDER names the lanes to merge, then the merge is asked."""
+    match parallel.merge:
+        case Merge.MERGE:
+            chosen = [
+                lane
+                for lane in lane_names(parallel)
+                if place.lanes[lane].state is LaneState.FINISHED
+            ]
+        case Merge.PICK:
+            chosen = list(place.finished_lanes[:1])
+        case Merge.NONE:
+            chosen = []
+    place = evolve(place, merging=pvector(chosen))
+    if not chosen:
+        return _merged(place, place.head)
+    merging = attrs.evolve(place.stage, phase=Merging(since=place.now))
+    place = evolve(place, stage=merging)
+    return place, (merge_action(place),)
+
+
+def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
+    """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block."""
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Merging):
+        return place, ()
+    return _merged(place, seen.head)
+
+
+def _merged(place: Place, head: object) -> Outcome:
+    """WF-TIDY-LANES: every finished lane is tidied; the block ends and the run goes on."""
+    merged = ", ".join(place.merging) or "none"
+    report = Report(
+        event=Event.MERGED,
+        text=f"lanes merged into {place.branch}: {merged}; its head is {head}",
+        stage=place.stage.name,
+    )
+    orders = tidy_orders(place)
+    place, finished = stage.finish_stage(place, place.now, done=False)
+    return place, (report, *orders, *finished)
+
+
+def tidy_orders(place: Place) -> tuple[Action, ...]:
+    """WF-TIDY-LANES: tidy each lane that finished (tidy keeps a branch not merged, named)."""
+    return tuple(
+        _order(place, run, LaneOrder.TIDY)
+        for run in place.lanes.values()
+        if run.state is LaneState.FINISHED
+    )
+
+
+def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
+    """A lane's merge conflicted and was undone: the run pauses, naming the lane and files."""
+    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Merging):
+        return place, ()
+    run = place.lanes.get(seen.lane)
+    branch = run.branch if run is not None else seen.lane
+    files = ", ".join(seen.files) or "files git did not name"
+    paused = Paused(
+        cause=PauseCause.MERGE_CONFLICT,
+        words=f"merging lane {seen.lane} ({branch}) into {place.branch} conflicted in {files}; "
+        "the merge was undone",
+    )
+    return stage.pause_stage(place, paused)
+
+
+def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
+    """A person resolved a merge conflict: merged by hand, the merge goes on; else an agent's.
+
+    ``--agent`` queues the block's merge step: a fresh agent in the run's worktree is told to
+    merge the lanes in order, its gate a commit; once it passes, the merge is asked again.
+    """
+    phase = place.stage.phase
+    if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
+        raise refused(
+            "resolve",
+            f"{place.launch.place} is not paused: no merge conflict waits on resolve",
+            "see flume status for what the place waits on",
+        )
+    if not accepts(phase, ResolveAsked):
+        raise refused(
+            "resolve",
+            f"{place.launch.place} is paused for {phase.cause.value}, which resolve does not "
+            "resolve",
+            resolve_command(place, phase),
+        )
+    place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
+    how = "an agent merges the lanes" if seen.agent else "merged by hand"
+    report = Report(
+        event=Event.RESUMED,
+        text=f"{place.launch.place} resumed at {place.stage.key}: {how}",
+        stage=place.stage.name,
+    )
+    if seen.agent:
+        run = attrs.evolve(
+            place.stage,
+            attempt=place.stage.attempt + 1,
+            phase=Queued(),
+            resolving=True,
+            words=phase.words,
+            sends=0,
+            turns=0,
+            reprompted=False,
+            retold=None,
+            judged_at=None,
+            nudged_at=None,
+        )
+        return evolve(place, stage=run), (report,)
+    merging = attrs.evolve(place.stage, phase=Merging(since=place.now))
+    place = evolve(place, stage=merging)
+    return place, (report, merge_action(place))
+
+
+def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
+    """A dropped run drops its running lanes (their agents end; tidy keeps their commits)."""
+    orders: list[Action] = []
+    lanes = place.lanes
+    for lane, run in place.lanes.items():
+        if run.state is LaneState.RUNNING:
+            orders.append(_order(place, run, LaneOrder.DROP))
+            lanes = lanes.set(lane, attrs.evolve(run, state=LaneState.ENDED))
+    return evolve(place, lanes=lanes), tuple(orders)
+
+
+def pending(place: Place) -> tuple[Action, ...]:
+    """RESTART-PENDING for lanes: launches and orders asked and perhaps never carried out.
+
+    Each is safe twice: a lane whose journal exists is not launched again, and an order a lane
+    has had already (dropped, tidied) is not given again.
+    """
+    parallel = parallel_of(place)
+    found: list[Action] = []
+    if place.life is Life.ACTIVE and parallel is not None and isinstance(place.stage.phase, Fanned):
+        found.extend(
+            launch_lane(place, parallel, run.lane)
+            for run in place.lanes.values()
+            if run.state is LaneState.RUNNING
+        )
+    if place.life is Life.ACTIVE and isinstance(place.stage.phase, Merging):
+        found.append(merge_action(place))
+    found.extend(
+        _order(place, run, LaneOrder.DROP)
+        for run in place.lanes.values()
+        if run.state is LaneState.ENDED
+    )
+    if parallel is None or place.life is not Life.ACTIVE:
+        # Past the block (or the run finished): its finished lanes were asked to tidy.
+        found.extend(tidy_orders(place))
+    return tuple(found)
