@@ -345,36 +345,73 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
     seen, folder = _checked(request, settings, clock)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
-    name = seen.launch.place
+
+    def take(target: Path) -> bool:
+        _take_tidied_name(repository, folder, target)
+        return True
+
+    journal_first(seen, folder, board=True, existing=take)
+    return Made(
+        place=seen.launch.place,
+        repository=repository,
+        path=Path(place.path),
+        branch=place.branch,
+        base=seen.launch.base,
+        journal=folder / seen.launch.place / places.JOURNAL,
+    )
+
+
+def journal_first(
+    seen: Launched, folder: Path, *, board: bool, existing: Callable[[Path], bool]
+) -> bool:
+    """Journal ``seen`` as the first line of the place's new journal in ``folder``; True if so.
+
+    The journal is written in a staging folder and renamed into place under the repository's
+    name lock, so it appears whole or not at all. ``board``: the place's board is made with its
+    ``task.md`` first (a lane's is its run's, made already: it is neither made nor removed
+    here). Where a journal of the name stands already, ``existing(folder / name)`` says
+    whether to take the name (it sets the old journal aside, or raises) or leave it be; left,
+    nothing is written.
+    """
+    repository = Path(seen.launch.repository)
+    target = folder / seen.launch.place
     folder.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix(), dir=folder))
-    target = folder / name
     try:
         journal.create(staging / places.JOURNAL, seen)
         # The board is made before the journal is renamed into place, so no place is ever seen
         # without its task.md; ``places/`` is ignored first, so git status never lists it.
         git.exclude(repository, "/places/")
-        write_board(Path(seen.board), seen)
+        if board:
+            write_board(Path(seen.board), seen)
         places.remember(repository)
         with places.names_locked(repository, journals=folder):
-            existing = target / places.JOURNAL
-            if existing.exists():
-                _take_tidied_name(repository, folder, target)
+            if (target / places.JOURNAL).exists() and not existing(target):
+                shutil.rmtree(staging, ignore_errors=True)
+                return False
             staging.rename(target)
             _sync(folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        if not (target / places.JOURNAL).exists():
+        if board and not (target / places.JOURNAL).exists():
             shutil.rmtree(seen.board, ignore_errors=True)
         raise
-    return Made(
-        place=name,
-        repository=repository,
-        path=Path(place.path),
-        branch=place.branch,
-        base=seen.launch.base,
-        journal=target / places.JOURNAL,
-    )
+    return True
+
+
+def launch_lane(seen: Launched) -> bool:
+    """Journal a lane's launch (its run's ``LaunchLane``) in its repository; False: it was already.
+
+    The lane's journal starts as a ``flume launch``'s does (:func:`journal_first`), beside its
+    run's, but its board is its run's, made already: neither written nor removed. A journal of
+    the lane's name that stands already is the lane launched before a restart (or dropped and
+    tidied since): it is left be, and nothing is written.
+    """
+    repository = Path(seen.launch.repository)
+    folder = places.journals_dir(repository)
+    if (folder / seen.launch.place / places.JOURNAL).exists():
+        return False
+    return journal_first(seen, folder, board=False, existing=lambda _: False)
 
 
 def launch_asked(asked: launch_words.LaunchAsked) -> Made:

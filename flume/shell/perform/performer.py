@@ -34,7 +34,10 @@ from flume.core.actions import (
     KeepBranch,
     KeepPlace,
     Land,
+    LaunchLane,
     MakeWorktree,
+    MergeLanes,
+    OrderLane,
     RemoveWorktree,
     Report,
     RunSetup,
@@ -56,7 +59,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell.declared import command
-from flume.shell.perform import gates
+from flume.shell.perform import gates, lanes
 from flume.shell.process import Ran
 from flume.shell.tools import git
 
@@ -173,6 +176,17 @@ class Performer:
                 return []
             case JudgeGate():
                 return [gates.read_gate(action, self.now)]
+            case LaunchLane():
+                return lanes.launch(action, self.now())
+            case OrderLane():
+                return lanes.order(action, self.now())
+            case MergeLanes():
+                problem = not_in_place(place, Path(action.path), refusing="nothing is merged")
+                if problem is not None:
+                    return self._failed(ActionName.MERGE_LANES, problem)
+                return lanes.merge(
+                    action, Path(place.launch.repository), self.now(), pass_fds=self.pass_fds
+                )
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:
@@ -384,15 +398,18 @@ def _resolved(trees: dict[Path, BranchName | None]) -> dict[Path, BranchName | N
     return {path.resolve(): branch for path, branch in trees.items()}
 
 
-def not_in_place(place: Place, path: Path) -> str | None:
+def not_in_place(
+    place: Place, path: Path, *, refusing: str = "no agent starts there"
+) -> str | None:
     """Why ``path`` is not the place's worktree on its branch; None when it is.
 
     START-ONLY-IN-PLACE, checked just before every start: a folder whose worktree was deleted
     resolves to the main repository (places sit inside it), where an agent would work on the
-    base. The start fails with the reason, and the core stops the stage short on it.
+    base. The start fails with the reason, and the core stops the stage short on it. A parallel
+    block's merge is checked so too (``refusing`` says what is not done there).
     """
     name = place.launch.place
-    way_out = f"no agent starts there; flume drop {name}, then flume tidy"
+    way_out = f"{refusing}; flume drop {name}, then flume tidy"
     if not path.is_dir():
         return f"the worktree {path} is gone: {way_out}"
     top = git.toplevel(path)
@@ -407,9 +424,9 @@ def not_in_place(place: Place, path: Path) -> str | None:
     head = git.run(path, "symbolic-ref", "--quiet", "HEAD")
     on = head.out.strip() if head.ok else "a detached head"
     if on != f"refs/heads/{place.branch}":
-        return f"{path} is on {on}, not on its branch {place.branch}: no agent starts there"
+        return f"{path} is on {on}, not on its branch {place.branch}: {refusing}"
     if git.resolve(repository, place.branch) is None:
-        return f"the branch {place.branch} is gone (see flume status): no agent starts there"
+        return f"the branch {place.branch} is gone (see flume status): {refusing}"
     return None
 
 
@@ -454,9 +471,9 @@ def remove_board(place: Place) -> None:
     """R10: the place's board goes with its worktree: flume's own notes, kept while the place is.
 
     Only a folder named as flume makes boards (``<repository>/places/.boards/<place>``) is
-    removed.
+    removed, and only by the place that made it: a lane shares its run's board, which stays.
     """
-    if not place.board:
+    if not place.board or place.launch.parent is not None:
         return
     board = Path(place.board)
     if board == gates.board_of(place.path, place.launch.place):

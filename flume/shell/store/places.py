@@ -12,7 +12,7 @@ import contextlib
 import fcntl
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -257,6 +257,24 @@ def command(path: Path, seen: Observation, settings: Settings) -> Decision:
     """
     with locked(path) as held:
         place = replay(settings, held.read().observations)
+        decision = step(settings, place, seen)
+        held.append(seen)
+    return decision
+
+
+def command_if(
+    path: Path, seen: Observation, settings: Settings, wanted: Callable[[Place], bool]
+) -> Decision | None:
+    """:func:`command`, only when ``wanted(place)`` holds of the place as the journal has it now.
+
+    Judged in the same hold of the lock as the check and the append: what a run orders its
+    lane (:class:`~flume.core.actions.OrderLane`) is given only if the lane has not had it
+    already, whoever wrote last. None when not wanted: nothing is journaled.
+    """
+    with locked(path) as held:
+        place = replay(settings, held.read().observations)
+        if not wanted(place):
+            return None
         decision = step(settings, place, seen)
         held.append(seen)
     return decision

@@ -42,10 +42,11 @@ from flume.core.ids import Instant
 from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
+    LaneEnded,
     Observation,
     Tick,
 )
-from flume.core.place import Life, Place, evolve
+from flume.core.place import Fanned, LaneState, Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
@@ -141,6 +142,7 @@ class Supervisor:
                 _log.exception("observing with %s failed", type(observer).__name__)
         self.stats.last_tick_subprocesses = process.count.processes() - runs
         self.stats.last_tick_herdr_requests = process.count.requests["herdr"] - asked
+        self._lanes_ended(now)
         self._deadlines(now)
         self._read_all()
         self._dispatch()
@@ -258,6 +260,45 @@ class Supervisor:
             each.fresh = False
         if batch:
             each.batches.append(tuple(batch))
+
+    def _lanes_ended(self, now: Instant) -> None:
+        """Tell each run whose lanes run which of them ended: ``LaneEnded``, in its journal.
+
+        A run learns of its lanes only from its own journal (its replay depends on it alone),
+        so what the lanes' journals show is journaled there: a lane finished (its branch's
+        block done), or ended unfinished (dropped, or tidied since), once its agent is seen gone:
+        no lane's agent can commit to a branch being merged, nor outlive its turn under the
+        block's cap. Each lane is the place its run named, launched by that run.
+        """
+        lanes = {
+            (each.place.launch.repository, each.place.launch.place): each.place
+            for each in self.followed.values()
+            if each.place is not None and not each.problem and each.place.launch.parent
+        }
+        for each in self.followed.values():
+            run = each.place
+            if (
+                run is None
+                or each.problem
+                or each.foreign
+                or run.life is not Life.ACTIVE
+                or not isinstance(run.stage.phase, Fanned)
+            ):
+                continue
+            for lane in run.lanes.values():
+                found = lanes.get((run.launch.repository, lane.place))
+                if (
+                    lane.state is not LaneState.RUNNING
+                    or found is None
+                    or found.launch.parent != run.launch.place
+                    or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
+                    or found.agent is not None
+                ):
+                    continue
+                finished = found.life is Life.FINISHED
+                self._append(
+                    each, LaneEnded(at=now, lane=lane.lane, finished=finished, head=found.head)
+                )
 
     def _deadlines(self, now: Instant) -> None:
         """Journal a tick for each place whose deadlines it moves; others cost nothing."""

@@ -264,6 +264,38 @@ def is_ancestor(repository: Path, older: Sha, newer: Sha) -> bool:
     return run(repository, "merge-base", "--is-ancestor", older, newer).ok
 
 
+#: Who makes a merge commit where the repository names nobody (no ``user.email``).
+FLUME_IDENTITY = ("-c", "user.name=flume", "-c", "user.email=flume@localhost")
+
+
+def merge(
+    worktree: Path, branch: BranchName, message: str, *, pass_fds: tuple[int, ...] = ()
+) -> Ran:
+    """``git merge --no-ff --no-edit -m MESSAGE BRANCH`` in ``worktree``: always a merge commit.
+
+    Made by the repository's (or the environment's) identity; by flume's where the repository
+    configures no ``user.email``, so a merge never stops on git asking who it is.
+    """
+    named = run(worktree, "config", "--get", "user.email").ok
+    who = () if named else FLUME_IDENTITY
+    return run(
+        worktree,
+        *(*who, "merge", "--no-ff", "--no-edit", "-m", message, branch),
+        pass_fds=pass_fds,
+    )
+
+
+def merging(worktree: Path) -> bool:
+    """A merge is under way in ``worktree`` (``MERGE_HEAD`` exists): it stopped on conflicts."""
+    return run(worktree, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok
+
+
+def unmerged(worktree: Path) -> tuple[str, ...]:
+    """The files a merge left unmerged in ``worktree`` (``git diff --diff-filter=U``), in order."""
+    ran = run(worktree, "diff", "--name-only", "--diff-filter=U")
+    return tuple(line for line in ran.out.splitlines() if line)
+
+
 def checked_out(repository: Path, branch: BranchName) -> bool:
     """Some worktree of the repository has ``branch`` checked out."""
     return branch in worktree_paths(repository).values()

@@ -1,0 +1,298 @@
+"""Parallel blocks run end to end: lanes, places of their own, joined and merged; git and tmux.
+
+A kind plans, fans out into two slices, each a lane (``wf--<name>+<lane>`` on ``wf/<name>+<lane>``,
+cut from the run's head, its base the run's branch), then checks. flume's test agent runs every
+step. Each test follows the run's and its lanes' journals through the real supervisor, and reads
+what the rules decided over them, as ``flume events`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from flume.core.actions import Event, LaunchLane, Report
+from flume.core.ids import Instant
+from flume.core.observations import (
+    AgentExited,
+    AgentStarted,
+    LaneEnded,
+    Launched,
+    MergeConflicted,
+    ResolveAsked,
+)
+from flume.core.place import Life, PauseCause, Paused
+from flume.core.settings import Settings
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.shell.supervisor import client
+from flume.shell.tools import git
+from tests.integration.agents_kit import (
+    agent_repository,
+    decided,
+    observations,
+    place_of,
+    script,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process, run_git
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
+
+def _kind(*, join: str = "all", merge: str = "merge", cap: int = 2) -> str:
+    """Plan, two slices side by side (each a commit), then a check that commits too."""
+    return f"""\
+[kind]
+name = "wf"
+body = ["plan", "slices", "check"]
+
+[step.plan]
+prompt = "Plan $brief; commit PLAN.md."
+gate = "commit"
+
+[parallel.slices]
+branches = ["slice-a", "slice-b"]
+join = "{join}"
+merge = "{merge}"
+cap = {cap}
+
+[step.slice-a]
+prompt = "Build slice a of PLAN.md; commit."
+gate = "commit"
+
+[step.slice-b]
+prompt = "Build slice b of PLAN.md; commit."
+gate = "commit"
+
+[step.check]
+prompt = "Check both slices are in; commit CHECKED.md."
+gate = "commit"
+"""
+
+
+def _turn(match: str, path: str, text: str, message: str) -> str:
+    steps = f'{{write = {{path = "{path}", text = "{text}"}}}}, {{commit = "{message}"}}'
+    return f'[[turn]]\nmatch = "{match}"\nsteps = [{steps}]\n'
+
+
+PLAN = _turn(":plan:1", "PLAN.md", "a and b\\n", "Plan the slices")
+CHECK = _turn(":check:1", "CHECKED.md", "both\\n", "Check the slices")
+#: Each slice writes a file of its own.
+SLICES = _turn(":slice-a:1", "a.md", "slice a\\n", "Build slice a") + _turn(
+    ":slice-b:1", "b.md", "slice b\\n", "Build slice b"
+)
+#: Both slices write the same line of one file: their merges conflict.
+CLASHING = _turn(":slice-a:1", "shared.md", "from a\\n", "Slice a's line") + _turn(
+    ":slice-b:1", "shared.md", "from b\\n", "Slice b's line"
+)
+
+
+def _launch(tmp_path: Path, repo: Path, kind_text: str, script_text: str, name: str) -> Path:
+    """Launch the kind ``kind_text`` carries, run by the test agent; the run's journal."""
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(kind_text, encoding="utf-8")
+    agent_script = script(tmp_path, script_text)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", name,
+        "--brief", "the greeting", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return _journal(repo, f"wf--{name}")
+
+
+def _journal(repo: Path, place: str) -> Path:
+    return places.journals_dir(repo) / place / places.JOURNAL
+
+
+def _events(path: Path) -> list[tuple[Event, str]]:
+    """The events the rules reported over the journal, with their words."""
+    return [(r.event, r.text) for r in decided(path, Report) if isinstance(r, Report)]
+
+
+def _subjects(repo: Path, branch: str, *, first_parent: bool = False) -> list[str]:
+    """The branch's commits, oldest first, as their subjects (``first_parent``: its own line)."""
+    line = ("--first-parent",) if first_parent else ()
+    return run_git(repo, "log", *line, "--reverse", "--format=%s", branch).splitlines()
+
+
+def _branches(repo: Path) -> list[str]:
+    return run_git(repo, "branch", "--list", "--format=%(refname:short)").splitlines()
+
+
+def _status(repo: Path, place: str) -> dict[str, object]:
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    assert shown.returncode == 0, shown.stderr
+    (found,) = [p for p in json.loads(shown.stdout)["places"] if p["place"] == place]
+    assert isinstance(found, dict)
+    return found
+
+
+def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """WF-MERGE-ORDER and WF-TIDY-LANES through the shell: each slice in a lane, merged, tidied.
+
+    Both lanes are cut from the plan's commit, their commits reach the run's branch through
+    merge commits in declared order (a, then b), the check runs after the merge, and each lane's
+    place and branch are gone once the run goes on; the run's board is the lanes' and stays.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, _kind(), PLAN + SLICES + CHECK, "feat")
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
+    run = place_of(path)
+    assert list(run.completed) == ["plan", "slices", "check"]
+    subjects = _subjects(repo, "wf/feat", first_parent=True)
+    assert subjects == [
+        "start",
+        "Plan the slices",
+        "Merge lane slice-a (wf/feat+slice-a) into wf/feat",
+        "Merge lane slice-b (wf/feat+slice-b) into wf/feat",
+        "Check the slices",
+    ], subjects
+    # Each merge's second parent is its lane's commit.
+    for back, built in ((1, "Build slice b"), (2, "Build slice a")):
+        second = run_git(repo, "log", "-1", "--format=%s", f"wf/feat~{back}^2").strip()
+        assert second == built
+    # Each lane was launched once, cut from the plan's commit, its base the run's branch.
+    launches = [a for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    plan = run_git(repo, "rev-parse", "wf/feat~3").strip()
+    assert {(a.lane, a.start, a.launch.base) for a in launches} == {
+        ("slice-a", plan, "wf/feat"),
+        ("slice-b", plan, "wf/feat"),
+    }
+    for lane in ("slice-a", "slice-b"):
+        lane_path = _journal(repo, f"wf--feat+{lane}")
+        first = observations(lane_path)[0]
+        assert isinstance(first, Launched)
+        assert first.launch.parent == "wf--feat"
+        assert first.board == run.board
+        wait_for(lambda p=lane_path: place_of(p).life is Life.TIDIED, 30, f"{lane} to be tidied")
+        assert not (repo / "places" / f"wf--feat+{lane}").exists()
+        assert f"wf/feat+{lane}" not in _branches(repo)
+    assert (Path(run.board) / "task.md").is_file()
+    ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
+    assert sorted((seen.lane, seen.finished) for seen in ended) == [
+        ("slice-a", True),
+        ("slice-b", True),
+    ]
+    # status --json: the parallel done, each lane named with its place; the lanes' rows too.
+    tree = {view["path"]: view for view in _status(repo, "wf--feat")["tree"]}  # type: ignore[union-attr]
+    assert tree["slices"]["state"] == "done"
+    assert tree["slices/slice-a"]["lane"] == "wf--feat+slice-a"
+    assert tree["slices/slice-b"]["state"] == "finished"
+    table = flume_process("status", "--repository", str(repo))
+    assert table.returncode == 0, table.stderr
+    assert "wf--feat+slice-a" in table.stdout
+
+
+def test_a_cap_of_one_runs_one_lane_agent_at_a_time(tmp_path: Path, panes: Tmux) -> None:
+    """WF-CAP through the shell: with cap 1, slice b's lane is launched only once a's ended."""
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, _kind(cap=1), PLAN + SLICES + CHECK, "capped")
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
+    a = observations(_journal(repo, "wf--capped+slice-a"))
+    b = observations(_journal(repo, "wf--capped+slice-b"))
+    a_exited = max(seen.at for seen in a if isinstance(seen, AgentExited))
+    b_launched = b[0].at
+    b_started = min(seen.at for seen in b if isinstance(seen, AgentStarted))
+    assert a_exited <= b_started, (a_exited, b_started)
+    assert b_launched >= max(seen.at for seen in a if isinstance(seen, AgentStarted))
+    assert _subjects(repo, "wf/capped")[-1] == "Check the slices"
+
+
+def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """A conflicting merge is undone and pauses the run, naming the file; nothing is lost.
+
+    A person merges by hand in the run's worktree and resolves it (``ResolveAsked``, as ``flume
+    resolve --by-hand`` journals it): the merge goes on past what they merged, the run finishes.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, _kind(), PLAN + CLASHING + CHECK, "clash")
+
+    def paused() -> bool:
+        phase = place_of(path).stage.phase
+        return isinstance(phase, Paused) and phase.cause is PauseCause.MERGE_CONFLICT
+
+    wait_for(paused, 50, "the merge to conflict")
+    run = place_of(path)
+    phase = run.stage.phase
+    assert isinstance(phase, Paused)
+    assert "shared.md" in phase.words
+    (conflicted,) = [seen for seen in observations(path) if isinstance(seen, MergeConflicted)]
+    assert (conflicted.lane, list(conflicted.files)) == ("slice-b", ["shared.md"])
+    worktree = Path(run.path)
+    # Undone: a clean worktree holding slice a's merge; slice b's commit kept on its branch.
+    assert run_git(worktree, "status", "--porcelain") == ""
+    assert (worktree / "shared.md").read_text(encoding="utf-8") == "from a\n"
+    assert "Slice b's line" in _subjects(repo, "wf/clash+slice-b")
+    status = _status(repo, "wf--clash")
+    assert (status["phase"], status["paused"]) == ("paused", "merge-conflict")
+    # A person merges by hand, then says so.
+    ran = git.run(worktree, "merge", "--no-edit", "wf/clash+slice-b")
+    assert not ran.ok
+    (worktree / "shared.md").write_text("from a\nfrom b\n", encoding="utf-8")
+    run_git(worktree, "add", "shared.md")
+    run_git(worktree, "commit", "-q", "--no-edit")
+    places.command(path, ResolveAsked(at=Instant(time.time())), Settings())
+    client.ensure()
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 40, "the resolved run to finish")
+    assert (worktree / "shared.md").read_text(encoding="utf-8") == "from a\nfrom b\n"
+    assert _subjects(repo, "wf/clash")[-1] == "Check the slices"
+    for lane in ("slice-a", "slice-b"):
+        lane_path = _journal(repo, f"wf--clash+{lane}")
+        wait_for(lambda p=lane_path: place_of(p).life is Life.TIDIED, 30, f"{lane} to be tidied")
+        assert f"wf/clash+{lane}" not in _branches(repo)
+
+
+def test_a_first_join_picks_the_first_lane_and_drops_the_other_keeping_its_commits(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """WF-JOIN-FIRST with pick: the first lane to finish is merged; the other is dropped.
+
+    Slice b commits, then its turn waits on a file the test never writes before the end: a's
+    lane finishes first, is merged alone, and b is dropped (its agent ended); its tidy removes
+    its place and keeps its branch, whose commit the run's branch lacks.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    release = tmp_path / "release"
+    waits = f'while [ ! -f "{release}" ]; do sleep 0.05; done'
+    held_b = (
+        '[[turn]]\nmatch = ":slice-b:1"\nsteps = [{write = {path = "b.md", text = "slice b\\n"}}, '
+        f'{{commit = "Build slice b"}}, {{run = ["sh", "-c", {json.dumps(waits)}]}}]\n'
+    )
+    fast_a = _turn(":slice-a:1", "a.md", "slice a\\n", "Build slice a")
+    kind = _kind(join="first", merge="pick")
+    try:
+        path = _launch(tmp_path, repo, kind, PLAN + fast_a + held_b + CHECK, "pick")
+        wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
+        subjects = _subjects(repo, "wf/pick")
+        assert "Merge lane slice-a (wf/pick+slice-a) into wf/pick" in subjects
+        assert not any("slice b" in subject for subject in subjects), subjects
+        b_path = _journal(repo, "wf--pick+slice-b")
+        wait_for(lambda: place_of(b_path).life is Life.TIDIED, 30, "slice b's lane to be tidied")
+    finally:
+        release.write_text("", encoding="utf-8")
+    events = _events(b_path)
+    assert (Event.DROPPED, "wf--pick+slice-b dropped") in events
+    kept = [text for event, text in events if event is Event.KEPT]
+    assert any("wf/pick+slice-b holds 1 commit wf/pick lacks" in text for text in kept), kept
+    assert "wf/pick+slice-b" in _branches(repo)
+    assert not (repo / "places" / "wf--pick+slice-b").exists()
+    a_path = _journal(repo, "wf--pick+slice-a")
+    wait_for(lambda: place_of(a_path).life is Life.TIDIED, 30, "slice a's lane to be tidied")
+    assert "wf/pick+slice-a" not in _branches(repo)
+    ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
+    assert [(seen.lane, seen.finished) for seen in ended] == [("slice-a", True)]
