@@ -728,6 +728,19 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         place, ended = _end_agent(place, words)
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *ended, *short)
+    if (
+        seen.action is ActionName.MERGE_LANES
+        and place.life is Life.ACTIVE
+        and isinstance(place.stage.phase, Merging)
+    ):
+        # WF-NO-SILENT-WAIT: a merge git would not even start (a file in the way, the worktree
+        # gone) waits on a person, named, as a conflict does; resolve merges again.
+        paused = Paused(
+            cause=PauseCause.MERGE_CONFLICT,
+            words=f"merging the lanes into {place.branch} failed: {seen.output}".rstrip(),
+        )
+        place, pausing = pause_stage(place, paused)
+        return place, (report, *pausing)
     if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
         checks = ChecksFailed(at=seen.at, reason="the lander failed", output=seen.output)
         return on_checks_failed(place, checks, seen.at)

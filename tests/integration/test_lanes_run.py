@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,12 +128,18 @@ def _branches(repo: Path) -> list[str]:
     return run_git(repo, "branch", "--list", "--format=%(refname:short)").splitlines()
 
 
-def _status(repo: Path, place: str) -> dict[str, object]:
+def _status(repo: Path, place: str) -> dict[str, Any]:
+    """The place's status, as ``flume status --json`` prints it."""
     shown = flume_process("status", "--json", "--repository", str(repo))
     assert shown.returncode == 0, shown.stderr
     (found,) = [p for p in json.loads(shown.stdout)["places"] if p["place"] == place]
     assert isinstance(found, dict)
     return found
+
+
+def _tidied(path: Path) -> Callable[[], bool]:
+    """Whether the lane of journal ``path`` is tidied, asked each time."""
+    return lambda: place_of(path).life is Life.TIDIED
 
 
 def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
@@ -174,7 +182,7 @@ def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
         assert isinstance(first, Launched)
         assert first.launch.parent == "wf--feat"
         assert first.board == run.board
-        wait_for(lambda p=lane_path: place_of(p).life is Life.TIDIED, 30, f"{lane} to be tidied")
+        wait_for(_tidied(lane_path), 30, f"{lane} to be tidied")
         assert not (repo / "places" / f"wf--feat+{lane}").exists()
         assert f"wf/feat+{lane}" not in _branches(repo)
     assert (Path(run.board) / "task.md").is_file()
@@ -184,7 +192,7 @@ def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
         ("slice-b", True),
     ]
     # status --json: the parallel done, each lane named with its place; the lanes' rows too.
-    tree = {view["path"]: view for view in _status(repo, "wf--feat")["tree"]}  # type: ignore[union-attr]
+    tree = {view["path"]: view for view in _status(repo, "wf--feat")["tree"]}
     assert tree["slices"]["state"] == "done"
     assert tree["slices/slice-a"]["lane"] == "wf--feat+slice-a"
     assert tree["slices/slice-b"]["state"] == "finished"
@@ -252,7 +260,7 @@ def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
     assert _subjects(repo, "wf/clash")[-1] == "Check the slices"
     for lane in ("slice-a", "slice-b"):
         lane_path = _journal(repo, f"wf--clash+{lane}")
-        wait_for(lambda p=lane_path: place_of(p).life is Life.TIDIED, 30, f"{lane} to be tidied")
+        wait_for(_tidied(lane_path), 30, f"{lane} to be tidied")
         assert f"wf/clash+{lane}" not in _branches(repo)
 
 

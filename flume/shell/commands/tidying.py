@@ -36,6 +36,7 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
+from flume.core.lanes import parallel_of
 from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
@@ -43,7 +44,7 @@ from flume.core.observations import (
     TidyAsked,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place, TidyNotWanted
+from flume.core.place import LaneState, Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
@@ -275,8 +276,70 @@ def archive(found: places.Found) -> None:
             now = replay(Settings(), journal.read(found.journal).observations)
         except (OSError, journal.JournalError, UsageError):
             return
-        if now.life is Life.TIDIED and now.launch == place.launch:
+        if (
+            now.life is Life.TIDIED
+            and now.launch == place.launch
+            and not _run_waits_on(found.journal, now)
+        ):
             launcher.archive(found.journal.parent.parent, found.journal.parent)
+
+
+def _run_holding(path: Path, lane: Place, states: set[LaneState]) -> Place | None:
+    """The run of the lane ``lane`` (journal ``path``), when it holds the lane in ``states``.
+
+    None for a place that is no lane, a run gone or unreadable, or one past the lane: a run
+    that is no longer active, or no longer at the parallel block the lane is of.
+    """
+    parent = lane.launch.parent
+    if parent is None:
+        return None
+    try:
+        read = journal.read(path.parent.parent / parent / places.JOURNAL)
+        run = replay(Settings(), read.observations)
+    except (OSError, journal.JournalError, UsageError):
+        return None
+    held = run.lanes.get(lane.launch.lane)
+    if (
+        run.life is Life.ACTIVE
+        and parallel_of(run) is not None
+        and held is not None
+        and held.place == lane.launch.place
+        and held.state in states
+    ):
+        return run
+    return None
+
+
+def _run_waits_on(path: Path, lane: Place) -> bool:
+    """``lane`` is a lane its run has not yet been told ended: its journal stays till it is.
+
+    The run learns of it from the lane's journal alone (the supervisor reads it there): set
+    aside first, the run would wait on it for ever, and a restart launch it again.
+    """
+    return _run_holding(path, lane, {LaneState.RUNNING}) is not None
+
+
+def _lane_of_a_run(found: places.Found, place: Place) -> TidyOutcome | None:
+    """Kept, when the place is a lane its run still holds: the run tidies it once merged.
+
+    WF-TIDY-LANES: a finished lane's branch is merged into its run's first; tidied before, its
+    branch would be kept (its run's branch lacks it yet), and left once merged.
+    """
+    if place.life is not Life.FINISHED:
+        return None
+    run = _run_holding(found.journal, place, {LaneState.RUNNING, LaneState.FINISHED})
+    if run is None:
+        return None
+    reason = (
+        f"a lane of {run.launch.place}, which merges it and then tidies it: kept "
+        f"(flume drop {place.launch.place} to abandon it)"
+    )
+    return TidyOutcome(
+        place=_name(place),
+        repository=place.launch.repository,
+        state=TidyResult.KEPT,
+        kept=(Kept(what=place.path, reason=reason),),
+    )
 
 
 def sweep_staging(repository: Path, now: float) -> list[str]:
@@ -316,7 +379,8 @@ def standings(found: list[places.Found], settings: Settings) -> Iterator[Standin
     """Each readable place in ``found``, in order, as :func:`plans` and :func:`tidy` both see it.
 
     Tidied earlier: reported as its journal shows. Launched by another host: kept, for its
-    supervisor alone tidies it (HOST-OWNS-PLACE). Else this host's to tidy.
+    supervisor alone tidies it (HOST-OWNS-PLACE). A finished lane its run has yet to merge:
+    kept, for its run tidies it (WF-TIDY-LANES). Else this host's to tidy.
     """
     here = places.host_id()
     for each in found:
@@ -326,8 +390,8 @@ def standings(found: list[places.Found], settings: Settings) -> Iterator[Standin
         if place.life is Life.TIDIED:
             yield Standing(found=each, place=place, said=tidied_before(each, settings), tidied=True)
         else:
-            theirs = _other_host(place, here)
-            yield Standing(found=each, place=place, said=theirs, tidied=False)
+            said = _other_host(place, here) or _lane_of_a_run(each, place)
+            yield Standing(found=each, place=place, said=said, tidied=False)
 
 
 def plans(found: list[places.Found], *, force: bool, settings: Settings) -> list[TidyOutcome]:

@@ -295,7 +295,8 @@ class Supervisor:
                     or found.agent is not None
                 ):
                     continue
-                finished = found.life is Life.FINISHED
+                # A lane a person tidied once it finished (flume tidy) finished all the same.
+                finished = found.life is not Life.DROPPED and found.stage.key in found.completed
                 self._append(
                     each, LaneEnded(at=now, lane=lane.lane, finished=finished, head=found.head)
                 )
