@@ -324,13 +324,6 @@ BAD = {
         ":14:",
         "gives no tests command",
     ),
-    "parallel_not_run": (
-        HEAD.replace('["review"]', '["both"]')
-        + '[workflow.parallel.both]\nbranches = ["a", "b"]\n\n'
-        '[workflow.step.a]\nprompt = "x"\n\n[workflow.step.b]\nprompt = "y"\n',
-        ":1:",
-        "parallel both",
-    ),
     "workflow_not_a_table": (
         'workflow = 3\n[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n',
         ":1:",

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from flume.core.kinds import parallels
+from flume.core.observations import Launched
+from flume.core.settings import Settings
 from flume.shell.declared import kinds
+from flume.shell.store import places
+from flume.shell.store.journal import read as read_journal
 from tests.integration.places_kit import flume, repository, world_of
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
@@ -354,46 +359,53 @@ def test_uncapped_figures_are_said_to_have_no_cap(tmp_path: Path) -> None:
     assert re.search(r"turns\s+no cap\n", text.stdout)
 
 
-def test_the_example_launch_is_refused_until_flume_runs_lanes(tmp_path: Path) -> None:
-    """The sound example, launched: exit 2, nothing made, pointing at --plan; its slices."""
-    repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
-    kind_file = tmp_path / "feature.toml"
+def _launched_with_lanes(repo: Path, place: str, parallel: str) -> None:
+    """The place's journal starts with its launch, its kind holding the parallel block."""
+    (journal,) = [
+        found.journal
+        for found in places.places_of(repo, Settings())
+        if found.journal.parent.name == place
+    ]
+    first = read_journal(journal).observations[0]
+    assert isinstance(first, Launched)
+    assert parallel in parallels(first.kind.body)
+
+
+def test_the_example_launch_is_journaled_now_that_flume_runs_lanes(
+    host: Path, woken: list[str]
+) -> None:
+    """The sound example, launched: journaled, its slices in its kind; the supervisor woken."""
+    repo = repository(host / "repo", files={".flume.toml": TESTS_DECLARED})
+    kind_file = host / "feature.toml"
     kind_file.write_text(EXAMPLE, encoding="utf-8")
-    before = world_of(repo)
     ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
                 "x", "--brief", "Build it.", "--agent", "test")  # fmt: skip
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    assert "kind feature is checked and sound" in ran.stderr
-    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
-    assert "flume launch --plan" in ran.stderr
-    assert world_of(repo) == before
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    _launched_with_lanes(repo, "feature--x", "slices")
+    assert woken == ["wake"]
 
 
-def test_a_kind_with_a_parallel_block_is_refused(tmp_path: Path) -> None:
-    """A kind whose body fans out into lanes is refused, the block named: lanes are not run yet.
-
-    Nothing is made; its plan (``--plan``) is what this flume offers for it.
-    """
-    repo = repository(tmp_path / "repo")
-    kind_file = tmp_path / "fan.toml"
+def test_a_kind_with_a_parallel_block_is_launched(host: Path, woken: list[str]) -> None:
+    """A kind whose body fans out into lanes is launched as any kind is (its lanes, later)."""
+    repo = repository(host / "repo")
+    kind_file = host / "fan.toml"
     kind_file.write_text(
         '[kind]\nname = "fan"\nbody = ["both"]\n[parallel.both]\nbranches = ["a", "b"]\n'
         '[step.a]\nprompt = "Do a of $brief."\ngate = "commit"\n'
         '[step.b]\nprompt = "Do b of $brief."\ngate = "commit"\n',
         encoding="utf-8",
     )
-    before = world_of(repo)
     ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
                 "x", "--brief", "Build it.", "--agent", "test", "--panes", "print")  # fmt: skip
-    assert ran.returncode == 2
-    assert "does not run parallel blocks (lanes) yet; it uses parallel both" in ran.stderr
-    assert world_of(repo) == before
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    _launched_with_lanes(repo, "fan--x", "both")
+    assert woken == ["wake"]
 
 
-def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
-    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, its launch refused.
+def test_a_repository_declares_a_workflow_by_its_file(host: Path, woken: list[str]) -> None:
+    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, and launched by it.
 
-    Nothing is made; the older [[kinds]] beside it keep their meaning.
+    The plans make nothing; the older [[kinds]] beside it keep their meaning.
     """
     config = (
         TESTS_DECLARED
@@ -401,9 +413,7 @@ def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
         + '[[kinds]]\nname = "review"\n[[kinds.stages]]\nname = "read"\n'
         + 'prompt = "Review $brief."\ndeliverable = "report:review.md"\n'
     )
-    repo = repository(
-        tmp_path / "repo", files={".flume.toml": config, "flume/feature.toml": EXAMPLE}
-    )
+    repo = repository(host / "repo", files={".flume.toml": config, "flume/feature.toml": EXAMPLE})
     before = world_of(repo)
     planned = flume("launch", "--plan", "--json", "--repository", str(repo), "--kind",
                     "feature", "--name", "x")  # fmt: skip
@@ -413,11 +423,12 @@ def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
                    "--name", "x")  # fmt: skip
     assert review.returncode == 0, review.stderr
     assert json.loads(review.stdout)["steps"] == [{"path": "read", "runs": 1}]
+    assert world_of(repo) == before
     ran = flume("launch", "--repository", str(repo), "--kind", "feature", "--name", "x",
                 "--brief", "Build it.", "--agent", "test")  # fmt: skip
-    assert ran.returncode == 2
-    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
-    assert world_of(repo) == before
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    _launched_with_lanes(repo, "feature--x", "slices")
+    assert woken == ["wake"]
 
 
 def test_a_bad_workflow_named_by_the_config_names_its_own_file_and_line(tmp_path: Path) -> None:
