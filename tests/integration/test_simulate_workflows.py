@@ -50,15 +50,45 @@ def started(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def test_every_workflow_family_flume_runs_ships() -> None:
-    """A scenario for each rule family one lane runs; none for join or merge (no Parallel yet)."""
-    assert [path.stem for path in WORKFLOWS] == [
+    """A scenario for each rule family: loop, gate, budget, join, merge conflict, kill."""
+    assert sorted(path.stem for path in WORKFLOWS) == [
         "workflow-approval",
         "workflow-budget",
         "workflow-gate",
+        "workflow-join",
         "workflow-kill-resume",
-        "workflow-loop-max",
         "workflow-loop",
+        "workflow-loop-max",
+        "workflow-merge-conflict",
     ]
+
+
+def test_the_join_merges_both_lanes_in_declared_order_and_tidies_them() -> None:
+    """slice-b finishes first; the merge takes a then b; both lanes are asked to tidy."""
+    rows = rows_of("workflow-join")
+    assert named(rows, "lane-launched") == [
+        "lane slice-a launched: sliced--greeting+slice-a on sliced/greeting+slice-a",
+        "lane slice-b launched: sliced--greeting+slice-b on sliced/greeting+slice-b",
+    ]
+    assert named(rows, "lane-ended") == [
+        "lane slice-b finished at b2b2b2b",
+        "lane slice-a finished at c3c3c3c",
+    ]
+    assert named(rows, "merged") == [
+        "lanes merged into sliced/greeting: slice-a, slice-b; its head is d4d4d4d"
+    ]
+
+
+def test_a_merge_conflict_pauses_named_and_by_hand_finishes() -> None:
+    """The conflict names lane, file and both ways on; resolved by hand, the merge goes on."""
+    rows = rows_of("workflow-merge-conflict")
+    (paused,) = named(rows, "paused")
+    assert "merge-conflict" in paused
+    assert "greeting.txt" in paused
+    assert "flume resolve sliced--clash --by-hand" in paused
+    assert "flume resolve sliced--clash --agent" in paused
+    assert named(rows, "resumed") == ["sliced--clash resumed at slices: merged by hand"]
+    assert named(rows, "finished") == ["sliced--clash finished"]
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda path: path.stem)
@@ -323,6 +353,13 @@ BAD = {
         HEAD + '[workflow.step.review]\nprompt = "x"\ngate = "tests"\n',
         ":14:",
         "gives no tests command",
+    ),
+    "first_with_merge": (
+        HEAD.replace('["review"]', '["both"]')
+        + '[workflow.parallel.both]\nbranches = ["a", "b"]\njoin = "first"\n\n'
+        '[workflow.step.a]\nprompt = "x"\n\n[workflow.step.b]\nprompt = "y"\n',
+        ":12:",
+        'with join = "first" use merge = "pick" or "none"',
     ),
     "workflow_not_a_table": (
         'workflow = 3\n[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n',
