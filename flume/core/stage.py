@@ -732,6 +732,7 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         seen.action is ActionName.MERGE_LANES
         and place.life is Life.ACTIVE
         and isinstance(place.stage.phase, Merging)
+        and not place.stage.resolving
     ):
         # WF-NO-SILENT-WAIT: a merge git would not even start (a file in the way, the worktree
         # gone) waits on a person, named, as a conflict does; resolve merges again.
