@@ -99,17 +99,24 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not isinstance(place.stage.phase, Queued)
     ):
         return place, ()
-    if any(
+    if place.stage.attempt > 1 and any(
         lane in place.lanes and place.lanes[lane].state is not LaneState.WAITING
         for lane in lane_names(parallel)
     ):
-        # Its lanes ran already: a merge step stopped short and was retried; merge again.
+        # Its lanes ran already: a merge step stopped short and was retried; merge again. (A
+        # loop's next pass enters the block anew, at attempt 1: its lanes run again, below.)
         place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
         return place, (merge_action(place),)
     run = attrs.evolve(
         place.stage, phase=Fanned(since=now), started_at=now, start_head=place.head, turns=0
     )
-    place = evolve(place, stage=run, lanes=pmap(_runs(place, parallel)), entry=place.head)
+    place = evolve(
+        place,
+        stage=run,
+        lanes=pmap(_runs(place, parallel)),
+        entry=place.head,
+        finished_lanes=pvector(),
+    )
     most = parallel.cap or len(parallel.branches)
     report = Report(
         event=Event.STAGE_STARTED,

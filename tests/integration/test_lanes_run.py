@@ -202,18 +202,24 @@ def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
 
 
 def test_a_cap_of_one_runs_one_lane_agent_at_a_time(tmp_path: Path, panes: Tmux) -> None:
-    """WF-CAP through the shell: with cap 1, slice b's lane is launched only once a's ended."""
+    """WF-CAP through the shell: with cap 1, slice b's lane is launched only once a's agent is gone.
+
+    Each lane's agent lives from its start to its exit, as its journal holds them: the two
+    spans never overlap, and b's lane is journaled after a's agent exited.
+    """
     del panes
     repo = agent_repository(tmp_path)
     path = _launch(tmp_path, repo, _kind(cap=1), PLAN + SLICES + CHECK, "capped")
     wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
     a = observations(_journal(repo, "wf--capped+slice-a"))
     b = observations(_journal(repo, "wf--capped+slice-b"))
+    a_started = min(seen.at for seen in a if isinstance(seen, AgentStarted))
     a_exited = max(seen.at for seen in a if isinstance(seen, AgentExited))
     b_launched = b[0].at
     b_started = min(seen.at for seen in b if isinstance(seen, AgentStarted))
-    assert a_exited <= b_started, (a_exited, b_started)
-    assert b_launched >= max(seen.at for seen in a if isinstance(seen, AgentStarted))
+    assert a_started < a_exited <= b_launched <= b_started, (a_exited, b_launched, b_started)
+    launches = [a.lane for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    assert launches == ["slice-a", "slice-b"]
     assert _subjects(repo, "wf/capped")[-1] == "Check the slices"
 
 
@@ -304,3 +310,67 @@ def test_a_first_join_picks_the_first_lane_and_drops_the_other_keeping_its_commi
     assert "wf/pick+slice-a" not in _branches(repo)
     ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
     assert [(seen.lane, seen.finished) for seen in ended] == [("slice-a", True)]
+
+
+LOOPED = """\
+[kind]
+name = "wf"
+body = ["rounds"]
+
+[loop.rounds]
+body = ["slices", "review"]
+until = "review"
+max = 2
+
+[parallel.slices]
+branches = ["slice-a"]
+
+[step.slice-a]
+prompt = "Build slice a; commit."
+gate = "commit"
+
+[step.review]
+prompt = "Review pass $pass. Write $verdict: done, or revise."
+gate = "verdict"
+"""
+
+#: Each pass's slice adds a line of its own; pass 1's review says revise, pass 2's done.
+LOOPED_SCRIPT = """
+[[turn]]
+match = ":slice-a:1"
+steps = [{run = ["sh", "-c", "echo $$ >> a.md"]}, {commit = "Build slice a"}]
+
+[[turn]]
+match = ":rounds@1/review:1"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "revise"}'}}]
+
+[[turn]]
+match = ":rounds@2/review:1"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "done"}'}}]
+"""
+
+
+def test_a_loop_around_a_parallel_runs_its_lanes_again_on_each_pass(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """Pass 2 enters the block again: its lane, named as pass 1's, is launched anew.
+
+    Pass 1's lane, tidied, gives its name up (its journal set aside); pass 2's is cut from the
+    run's head after pass 1's review, and told ended from its own journal, never pass 1's.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, LOOPED, LOOPED_SCRIPT, "loop")
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
+    merges = [s for s in _subjects(repo, "wf/loop", first_parent=True) if s.startswith("Merge")]
+    assert merges == ["Merge lane slice-a (wf/loop+slice-a) into wf/loop"] * 2
+    ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
+    assert [(seen.lane, seen.finished) for seen in ended] == [("slice-a", True)] * 2
+    assert ended[0].head != ended[1].head
+    launches = [a for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    assert len({a.start for a in launches}) == 2
+    (set_aside,) = (places.journals_dir(repo) / ".tidied").iterdir()
+    assert set_aside.name.startswith("wf--loop+slice-a.")
+    lane = _journal(repo, "wf--loop+slice-a")
+    wait_for(_tidied(lane), 30, "pass 2's lane to be tidied")
+    assert place_of(lane).start == launches[-1].start

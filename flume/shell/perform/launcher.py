@@ -405,13 +405,23 @@ def launch_lane(seen: Launched) -> bool:
     The lane's journal starts as a ``flume launch``'s does (:func:`journal_first`), beside its
     run's, but its board is its run's, made already: neither written nor removed. A journal of
     the lane's name that stands already is the lane launched before a restart (or dropped and
-    tidied since): it is left be, and nothing is written.
+    tidied since): it is left be, and nothing is written. Only a lane of an earlier pass of a
+    loop around the block (tidied, and cut from another head) gives its name up: its journal
+    is set aside, as a tidied place's is for a launch of its name.
     """
-    repository = Path(seen.launch.repository)
-    folder = places.journals_dir(repository)
-    if (folder / seen.launch.place / places.JOURNAL).exists():
-        return False
-    return journal_first(seen, folder, board=False, existing=lambda _: False)
+    folder = places.journals_dir(Path(seen.launch.repository))
+
+    def earlier_pass(target: Path) -> bool:
+        try:
+            lane = replay(Settings(), journal.read(target / places.JOURNAL).observations)
+        except (journal.JournalError, UsageError, OSError):
+            return False
+        if lane.life is not Life.TIDIED or lane.start == seen.start:
+            return False
+        archive(folder, target)
+        return True
+
+    return journal_first(seen, folder, board=False, existing=earlier_pass)
 
 
 def launch_asked(asked: launch_words.LaunchAsked) -> Made:

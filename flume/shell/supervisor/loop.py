@@ -268,7 +268,8 @@ class Supervisor:
         so what the lanes' journals show is journaled there: a lane finished (its branch's
         block done), or ended unfinished (dropped, or tidied since), once its agent is seen gone:
         no lane's agent can commit to a branch being merged, nor outlive its turn under the
-        block's cap. Each lane is the place its run named, launched by that run.
+        block's cap. Each lane is the place its run named, launched by that run and cut from
+        its head at this entry of the block (a loop around the block enters it again).
         """
         lanes = {
             (each.place.launch.repository, each.place.launch.place): each.place
@@ -291,6 +292,7 @@ class Supervisor:
                     lane.state is not LaneState.RUNNING
                     or found is None
                     or found.launch.parent != run.launch.place
+                    or found.start != run.entry
                     or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
                     or found.agent is not None
                 ):
