@@ -227,9 +227,8 @@ def launch_asked(asked: LaunchAsked) -> Launched:
 def plan_launch(asked: LaunchAsked) -> dict[str, Any]:
     """The worst case a launch's kind's caps allow (``flume launch --plan``), as JSON-ready data.
 
-    Checked as :func:`launch_asked` checks (a bad kind file raises :class:`UsageError`), except
-    that a kind this flume cannot run yet passes; nothing is started, made or journaled. A figure
-    no cap bounds is None.
+    Checked as :func:`launch_asked` checks (a bad kind file raises :class:`UsageError`), its
+    brief unread; nothing is started, made or journaled. A figure no cap bounds is None.
     """
     from flume.shell.perform import launcher
 

@@ -2,7 +2,7 @@
 
 Issue 13, must-show 9: each hostile file exits 2, names its file and line, and creates nothing
 (no branch, worktree, journal, registry entry or place). The example (examples/kinds/feature.toml)
-is checked and planned with ``--plan``, and its launch refused until flume runs workflows.
+is checked and planned with ``--plan``, and launched.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from flume.core.kinds import lane_names, parallels
+from flume.core.observations import Launched
 from flume.shell.declared import kinds
+from flume.shell.store import journal
 from tests.integration.places_kit import flume, repository, world_of
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
@@ -354,46 +357,31 @@ def test_uncapped_figures_are_said_to_have_no_cap(tmp_path: Path) -> None:
     assert re.search(r"turns\s+no cap\n", text.stdout)
 
 
-def test_the_example_launch_is_refused_until_flume_runs_lanes(tmp_path: Path) -> None:
-    """The sound example, launched: exit 2, nothing made, pointing at --plan; its slices."""
-    repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
-    kind_file = tmp_path / "feature.toml"
-    kind_file.write_text(EXAMPLE, encoding="utf-8")
-    before = world_of(repo)
-    ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
-                "x", "--brief", "Build it.", "--agent", "test")  # fmt: skip
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    assert "kind feature is checked and sound" in ran.stderr
-    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
-    assert "flume launch --plan" in ran.stderr
-    assert world_of(repo) == before
+def test_the_example_is_launched_its_parallel_in_its_body(host: Path, woken: list[str]) -> None:
+    """The sound example, launched: journaled whole, its parallel a stage of the run's.
 
-
-def test_a_kind_with_a_parallel_block_is_refused(tmp_path: Path) -> None:
-    """A kind whose body fans out into lanes is refused, the block named: lanes are not run yet.
-
-    Nothing is made; its plan (``--plan``) is what this flume offers for it.
+    The launch is checked as before; what it journals is the kind the file declares, the
+    parallel's lanes in it (the supervisor, woken, runs them; here it is not started).
     """
-    repo = repository(tmp_path / "repo")
-    kind_file = tmp_path / "fan.toml"
-    kind_file.write_text(
-        '[kind]\nname = "fan"\nbody = ["both"]\n[parallel.both]\nbranches = ["a", "b"]\n'
-        '[step.a]\nprompt = "Do a of $brief."\ngate = "commit"\n'
-        '[step.b]\nprompt = "Do b of $brief."\ngate = "commit"\n',
-        encoding="utf-8",
-    )
-    before = world_of(repo)
+    repo = repository(host / "repo", files={".flume.toml": TESTS_DECLARED})
+    kind_file = host / "feature.toml"
+    kind_file.write_text(EXAMPLE, encoding="utf-8")
     ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
-                "x", "--brief", "Build it.", "--agent", "test", "--panes", "print")  # fmt: skip
-    assert ran.returncode == 2
-    assert "does not run parallel blocks (lanes) yet; it uses parallel both" in ran.stderr
-    assert world_of(repo) == before
+                "x", "--brief", "Build it.", "--agent", "test", "--json")  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    made = json.loads(ran.stdout)
+    assert (made["place"], made["branch"]) == ("feature--x", "feature/x")
+    (launched,) = journal.read(Path(made["journal"])).observations
+    assert isinstance(launched, Launched)
+    (slices,) = parallels(launched.kind.body).values()
+    assert lane_names(slices) == ("slice-a", "slice-b")
+    assert woken == ["wake"]
 
 
 def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
-    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, its launch refused.
+    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, making nothing.
 
-    Nothing is made; the older [[kinds]] beside it keep their meaning.
+    The older [[kinds]] beside it keep their meaning.
     """
     config = (
         TESTS_DECLARED
@@ -413,10 +401,6 @@ def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
                    "--name", "x")  # fmt: skip
     assert review.returncode == 0, review.stderr
     assert json.loads(review.stdout)["steps"] == [{"path": "read", "runs": 1}]
-    ran = flume("launch", "--repository", str(repo), "--kind", "feature", "--name", "x",
-                "--brief", "Build it.", "--agent", "test")  # fmt: skip
-    assert ran.returncode == 2
-    assert "does not run parallel blocks (lanes) yet; it uses parallel slices" in ran.stderr
     assert world_of(repo) == before
 
 
