@@ -21,6 +21,7 @@ from flume.core.ids import (
     Instant,
     KindName,
     Marker,
+    PlaceName,
     SessionId,
     Sha,
     StageName,
@@ -59,8 +60,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Fanned,
     Judging,
     Life,
+    Merging,
     PauseCause,
     Paused,
     Place,
@@ -413,6 +416,21 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         turns=st.none() | st.integers(min_value=1, max_value=10),
         tokens=st.none() | st.integers(min_value=1, max_value=10**6),
     ),
+    obs.ResolveAsked: st.builds(obs.ResolveAsked, at=instants, agent=st.booleans()),
+    obs.LaneEnded: st.builds(
+        obs.LaneEnded,
+        at=instants,
+        lane=st.sampled_from(["slice-a", "slice-b", "other"]),
+        finished=st.booleans(),
+        head=st.none() | shas,
+    ),
+    obs.LanesMerged: st.builds(obs.LanesMerged, at=instants, head=shas),
+    obs.MergeConflicted: st.builds(
+        obs.MergeConflicted,
+        at=instants,
+        lane=st.sampled_from(["slice-a", "slice-b"]),
+        files=st.lists(texts, max_size=2).map(pvector),
+    ),
     obs.GateRead: st.builds(
         obs.GateRead,
         at=instants,
@@ -478,6 +496,8 @@ phases: st.SearchStrategy[StagePhase] = st.one_of(
     st.builds(Delivered, at=instants),
     st.builds(Short, cause=st.sampled_from(list(ShortCause)), words=texts),
     st.builds(Judging, session=sessions, since=instants),
+    st.builds(Fanned, since=instants),
+    st.builds(Merging, since=instants),
     st.builds(
         Paused,
         cause=st.sampled_from(list(PauseCause)),
@@ -679,6 +699,39 @@ ACTIONS: dict[type[Any], st.SearchStrategy[Any]] = {
     ),
     act.ArchiveVerdict: st.builds(
         act.ArchiveVerdict, board=paths, stage=stage_names, archive_as=stage_names
+    ),
+    act.LaunchLane: st.builds(
+        act.LaunchLane,
+        repository=st.just(REPOSITORY),
+        parent=st.just(PlaceName("feature--x")),
+        lane=st.just("slice-a"),
+        launch=st.just(
+            Launch(
+                repository=REPOSITORY,
+                kind=KindName("feature"),
+                name=WorkName("x+slice-a"),
+                brief="Mend it.",
+                base=BranchName("feature/x"),
+                parent=PlaceName("feature--x"),
+                lane="slice-a",
+            )
+        ),
+        kind=st.just(BUILTIN_KINDS[KindName("fix")]),
+        start=st.none() | shas,
+        board=paths,
+    ),
+    act.OrderLane: st.builds(
+        act.OrderLane,
+        repository=st.just(REPOSITORY),
+        place=st.just(PlaceName("feature--x+slice-a")),
+        order=st.sampled_from(list(act.LaneOrder)),
+    ),
+    act.MergeLanes: st.builds(
+        act.MergeLanes,
+        path=paths,
+        branch=branches,
+        lanes=st.lists(st.sampled_from(["slice-a", "slice-b"]), max_size=2).map(pvector),
+        branches=st.lists(branches, max_size=2).map(pvector),
     ),
     act.JudgeGate: st.builds(
         act.JudgeGate,

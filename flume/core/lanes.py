@@ -29,6 +29,8 @@ The rules:
 
 from __future__ import annotations
 
+from typing import assert_never
+
 import attrs
 from pyrsistent import pmap, pset, pvector
 
@@ -52,6 +54,7 @@ from flume.core.place import (
     Queued,
     accepts,
     evolve,
+    lanes_in_order,
     merge_action,
     resolve_command,
 )
@@ -66,10 +69,11 @@ def parallel_of(place: Place) -> Parallel | None:
 def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
     """Each lane of ``parallel``, waiting, with the place and branch it will have."""
     found: dict[str, LaneRun] = {}
-    for lane in lane_names(parallel):
+    for index, lane in enumerate(lane_names(parallel)):
         work = lane_work_name(place.launch.name, lane)
         found[lane] = LaneRun(
             lane=lane,
+            index=index,
             place=place_name(place.kind.name, work),
             branch=place_branch(place.kind, work),
         )
@@ -95,6 +99,13 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not isinstance(place.stage.phase, Queued)
     ):
         return place, ()
+    if any(
+        lane in place.lanes and place.lanes[lane].state is not LaneState.WAITING
+        for lane in lane_names(parallel)
+    ):
+        # Its lanes ran already: a merge step stopped short and was retried; merge again.
+        place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
+        return place, (merge_action(place),)
     run = attrs.evolve(
         place.stage, phase=Fanned(since=now), started_at=now, start_head=place.head, turns=0
     )
@@ -248,6 +259,8 @@ def _joined(place: Place, parallel: Parallel) -> Outcome:
             chosen = list(place.finished_lanes[:1])
         case Merge.NONE:
             chosen = []
+        case _:
+            assert_never(parallel.merge)
     place = evolve(place, merging=pvector(chosen))
     if not chosen:
         return _merged(place, place.head)
@@ -256,11 +269,22 @@ def _joined(place: Place, parallel: Parallel) -> Outcome:
     return place, (merge_action(place),)
 
 
+def _merging(place: Place) -> bool:
+    """The run asked flume to merge its lanes (not an agent resolving a conflict)."""
+    return (
+        place.life is Life.ACTIVE
+        and isinstance(place.stage.phase, Merging)
+        and not place.stage.resolving
+    )
+
+
 def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
     """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block."""
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Merging):
+    if not _merging(place):
         return place, ()
-    return _merged(place, seen.head)
+    # The merge moved the run's branch: the next step's commits count from here, not from
+    # the head before it (its start_head), whenever the branch's own look reports it.
+    return _merged(evolve(place, head=seen.head), seen.head)
 
 
 def _merged(place: Place, head: object) -> Outcome:
@@ -280,14 +304,14 @@ def tidy_orders(place: Place) -> tuple[Action, ...]:
     """WF-TIDY-LANES: tidy each lane that finished (tidy keeps a branch not merged, named)."""
     return tuple(
         _order(place, run, LaneOrder.TIDY)
-        for run in place.lanes.values()
+        for run in lanes_in_order(place)
         if run.state is LaneState.FINISHED
     )
 
 
 def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
     """A lane's merge conflicted and was undone: the run pauses, naming the lane and files."""
-    if place.life is not Life.ACTIVE or not isinstance(place.stage.phase, Merging):
+    if not _merging(place):
         return place, ()
     run = place.lanes.get(seen.lane)
     branch = run.branch if run is not None else seen.lane
@@ -304,8 +328,9 @@ def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
 def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
     """A person resolved a merge conflict: merged by hand, the merge goes on; else an agent's.
 
-    ``--agent`` queues the block's merge step: a fresh agent in the run's worktree is told to
-    merge the lanes in order, its gate a commit; once it passes, the merge is asked again.
+    ``--agent``: the merge is the block's merge step's (``resolving``): a fresh agent in the
+    run's worktree is told to merge the lanes in order, its gate a commit; once it passes, flume
+    merges again, passing over what the agent merged.
     """
     phase = place.stage.phase
     if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
@@ -328,11 +353,13 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
         text=f"{place.launch.place} resumed at {place.stage.key}: {how}",
         stage=place.stage.name,
     )
+    merging = attrs.evolve(place.stage, phase=Merging(since=place.now))
     if seen.agent:
+        # The merge step's agent starts once free (flume.core.stage.start_when_free); its
+        # commit asks the merge again (flume.core.stage.finish_stage).
         run = attrs.evolve(
-            place.stage,
+            merging,
             attempt=place.stage.attempt + 1,
-            phase=Queued(),
             resolving=True,
             words=phase.words,
             sends=0,
@@ -343,7 +370,6 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
             nudged_at=None,
         )
         return evolve(place, stage=run), (report,)
-    merging = attrs.evolve(place.stage, phase=Merging(since=place.now))
     place = evolve(place, stage=merging)
     return place, (report, merge_action(place))
 
@@ -352,7 +378,8 @@ def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
     """A dropped run drops its running lanes (their agents end; tidy keeps their commits)."""
     orders: list[Action] = []
     lanes = place.lanes
-    for lane, run in place.lanes.items():
+    for run in lanes_in_order(place):
+        lane = run.lane
         if run.state is LaneState.RUNNING:
             orders.append(_order(place, run, LaneOrder.DROP))
             lanes = lanes.set(lane, attrs.evolve(run, state=LaneState.ENDED))
@@ -370,14 +397,14 @@ def pending(place: Place) -> tuple[Action, ...]:
     if place.life is Life.ACTIVE and parallel is not None and isinstance(place.stage.phase, Fanned):
         found.extend(
             launch_lane(place, parallel, run.lane)
-            for run in place.lanes.values()
+            for run in lanes_in_order(place)
             if run.state is LaneState.RUNNING
         )
-    if place.life is Life.ACTIVE and isinstance(place.stage.phase, Merging):
+    if _merging(place):
         found.append(merge_action(place))
     found.extend(
         _order(place, run, LaneOrder.DROP)
-        for run in place.lanes.values()
+        for run in lanes_in_order(place)
         if run.state is LaneState.ENDED
     )
     if parallel is None or place.life is not Life.ACTIVE:

@@ -421,6 +421,8 @@ class LaneRun:
     lane: str
     place: PlaceName
     branch: BranchName
+    #: Its branch's place in the block's declared order, from 0.
+    index: int = 0
     state: LaneState = LaneState.WAITING
     #: Its branch's head when it finished.
     head: Sha | None = None
@@ -626,6 +628,11 @@ def want_tidy(tidy: Tidy) -> Tidy:
     if isinstance(tidy, TidyNotWanted):
         return TidyWanted()
     return tidy
+
+
+def lanes_in_order(place: Place) -> list[LaneRun]:
+    """The current parallel block's lanes, in declared order."""
+    return sorted(place.lanes.values(), key=lambda run: run.index)
 
 
 def current_step(place: Place) -> Step:

@@ -878,6 +878,15 @@ def pause_stage(place: Place, paused: Paused) -> Outcome:
     return place, (*ended, report)
 
 
+def _startable(place: Place) -> bool:
+    """The stage is queued for an agent: a step's, or a parallel's merge step, to resolve."""
+    if place.stage.resolving:
+        return isinstance(place.stage.phase, Merging)
+    return isinstance(place.stage.phase, Queued) and place.stage.name not in parallels(
+        place.kind.body
+    )
+
+
 def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
@@ -891,8 +900,7 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or place.branch_gone
         or not place.ready
         or place.agent is not None
-        or not isinstance(place.stage.phase, Queued)
-        or (place.stage.name in parallels(place.kind.body) and not place.stage.resolving)
+        or not _startable(place)
     ):
         return place, ()
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)

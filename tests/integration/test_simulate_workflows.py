@@ -1,8 +1,8 @@
 """``flume simulate`` on the workflow scenarios flume ships: each shows what its description says.
 
-One scenario a rule family flume runs in one lane: a loop left on done, a loop at max paused,
-gates judged at a turn's end, a budget that pauses, an approval, and kill and resume. (Join and
-merge conflicts, a parallel's, have no scenario shipped yet.)
+One scenario a rule family: a loop left on done, a loop at max paused, gates judged at a turn's
+end, a budget that pauses, an approval, a parallel's join and its merge conflict, and kill and
+resume.
 """
 
 from __future__ import annotations
@@ -50,15 +50,48 @@ def started(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def test_every_workflow_family_flume_runs_ships() -> None:
-    """A scenario for each rule family one lane runs; none yet for a parallel's join or merge."""
-    assert [path.stem for path in WORKFLOWS] == [
+    """A scenario for each rule family: loop, gate, budget, join, merge conflict, kill."""
+    assert sorted(path.stem for path in WORKFLOWS) == [
         "workflow-approval",
         "workflow-budget",
         "workflow-gate",
+        "workflow-join",
         "workflow-kill-resume",
-        "workflow-loop-max",
         "workflow-loop",
+        "workflow-loop-max",
+        "workflow-merge-conflict",
     ]
+
+
+def test_the_join_merges_both_lanes_in_declared_order_and_tidies_them() -> None:
+    """slice-b finishes first; the merge takes a then b; both lanes are asked to tidy."""
+    rows = rows_of("workflow-join")
+    assert named(rows, "lane-launched") == [
+        "lane slice-a launched: sliced--greeting+slice-a on sliced/greeting+slice-a",
+        "lane slice-b launched: sliced--greeting+slice-b on sliced/greeting+slice-b",
+    ]
+    assert named(rows, "lane-ended") == [
+        "lane slice-b finished at b2b2b2b",
+        "lane slice-a finished at c3c3c3c",
+    ]
+    assert named(rows, "merged") == [
+        "lanes merged into sliced/greeting: slice-a, slice-b; its head is d4d4d4d"
+    ]
+
+
+def test_a_merge_conflict_pauses_named_and_by_hand_finishes() -> None:
+    """The conflict names lane, file and both ways on; resolved by hand, the merge goes on."""
+    rows = rows_of("workflow-merge-conflict")
+    (paused,) = named(rows, "paused")
+    assert "merge-conflict" in paused
+    assert "greeting.txt" in paused
+    assert "flume resolve sliced--clash --by-hand" in paused
+    assert "flume resolve sliced--clash --agent" in paused
+    (conflict,) = named(rows, "merge-conflict")
+    assert conflict in paused
+    assert "greeting.txt; the merge was undone" in conflict
+    assert named(rows, "resumed") == ["sliced--clash resumed at slices: merged by hand"]
+    assert named(rows, "finished") == ["sliced--clash finished"]
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda path: path.stem)
@@ -299,96 +332,6 @@ def test_a_tests_gate_runs_the_launch_s_command_and_its_failure_is_told(tmp_path
     assert [a["type"] for a in actions(rows)].count("SendTell") == 1
 
 
-#: A parallel of two lanes: both finish, the merge conflicts, a person resolves it by hand.
-FANNED = """\
-[launch]
-repository = "/r"
-kind = "fan"
-name = "x"
-base = "main"
-brief = "b"
-
-[workflow.kind]
-name = "fan"
-body = ["both", "after"]
-
-[workflow.parallel.both]
-branches = ["a", "b"]
-
-[workflow.step.a]
-prompt = "Do a."
-gate = "commit"
-
-[workflow.step.b]
-prompt = "Do b."
-gate = "commit"
-
-[workflow.step.after]
-prompt = "Check."
-gate = "commit"
-
-[[seen]]
-at = 1.0
-type = "WorktreeMade"
-path = "/r/places/fan--x"
-branch = "fan/x"
-head = "a1a1a1a"
-
-[[seen]]
-at = 2.0
-type = "LaneEnded"
-lane = "b"
-finished = true
-head = "b2b2b2b"
-
-[[seen]]
-at = 3.0
-type = "LaneEnded"
-lane = "a"
-finished = true
-head = "c3c3c3c"
-
-[[seen]]
-at = 4.0
-type = "MergeConflicted"
-lane = "b"
-files = ["greet.py"]
-
-[[seen]]
-at = 5.0
-type = "ResolveAsked"
-
-[[seen]]
-at = 6.0
-type = "LanesMerged"
-head = "d4d4d4d"
-"""
-
-
-def test_a_parallel_fans_out_merges_in_order_and_pauses_on_a_conflict(tmp_path: Path) -> None:
-    """Lanes launched in order, merged in declared order, a conflict paused until resolved.
-
-    The lanes' own places are not simulated: their ends and the merge are the scenario's facts.
-    """
-    path = tmp_path / "fanned.toml"
-    path.write_text(FANNED, encoding="utf-8")
-    rows = rows_of(str(path))
-    launched = [a["lane"] for a in actions(rows) if a["type"] == "LaunchLane"]
-    assert launched == ["a", "b"]
-    merges = [a for a in actions(rows) if a["type"] == "MergeLanes"]
-    assert [merge["lanes"] for merge in merges] == [["a", "b"], ["a", "b"]]
-    (conflict,) = named(rows, "merge-conflict")
-    assert "merging lane b (fan/x+b) into fan/x conflicted in greet.py" in conflict
-    (paused,) = named(rows, "paused")
-    assert "flume resolve fan--x --by-hand" in paused
-    assert named(rows, "resumed") == ["fan--x resumed at both: merged by hand"]
-    (merged,) = named(rows, "merged")
-    assert merged == "lanes merged into fan/x: a, b; its head is d4d4d4d"
-    tidied = [a["place"] for a in actions(rows) if a["type"] == "OrderLane"]
-    assert sorted(tidied) == ["fan--x+a", "fan--x+b"]
-    assert started(rows)[-1] == "after starts (attempt 1)"
-
-
 HEAD = (
     '[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n\n'
     '[workflow.kind]\nname = "wf"\nbody = ["review"]\n\n'
@@ -413,6 +356,13 @@ BAD = {
         HEAD + '[workflow.step.review]\nprompt = "x"\ngate = "tests"\n',
         ":14:",
         "gives no tests command",
+    ),
+    "first_with_merge": (
+        HEAD.replace('["review"]', '["both"]')
+        + '[workflow.parallel.both]\nbranches = ["a", "b"]\njoin = "first"\n\n'
+        '[workflow.step.a]\nprompt = "x"\n\n[workflow.step.b]\nprompt = "y"\n',
+        ":12:",
+        'with join = "first" use merge = "pick" or "none"',
     ),
     "workflow_not_a_table": (
         'workflow = 3\n[launch]\nrepository="/r"\nkind="wf"\nname="x"\nbase="main"\nbrief="b"\n',

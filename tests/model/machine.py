@@ -36,8 +36,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Fanned,
     Judging,
     Life,
+    Merging,
     Paused,
     Queued,
     Short,
@@ -76,6 +78,8 @@ PHASE_WORDS: dict[type, str] = {
     Short: "short",
     Judging: "judging",
     Paused: "paused",
+    Fanned: "lanes",
+    Merging: "merging",
 }
 
 

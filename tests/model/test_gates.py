@@ -247,20 +247,22 @@ def test_a_step_names_its_own_agent_and_model() -> None:
     assert agent_for(world.place, attrs.evolve(same, agent=plain)) == AgentSettings()
 
 
-def test_the_walk_refuses_lanes_and_finds_any_step_s_first_run() -> None:
-    """One lane cannot enter a Parallel; position_of finds a step in a loop, a lane, or nowhere."""
+def test_the_walk_stands_at_a_parallel_and_finds_any_step_s_first_run() -> None:
+    """A run enters a Parallel as one position, its lanes running its branches, and leaves it.
+
+    position_of finds a step in a loop, a lane, a parallel by name, or nowhere.
+    """
     a = Step(name=StageName("a"), prompt="a", deliverable=Commit())
     fan = Parallel(name=BlockName("fan"), branches=pvector([a]))
-    with pytest.raises(NotImplementedError):
-        first(fan)
-    with pytest.raises(NotImplementedError):
-        advance(fan, Position(step=StageName("a")), done=False)
+    assert first(fan) == Position(step=StageName("fan"))
+    assert advance(fan, Position(step=StageName("fan")), done=False).position is None
     body = reviewed().body
     looped = Position(
         step=StageName("fix"), passes=(Pass(loop=BlockName("review-loop"), number=1),)
     )
     assert position_of(body, StageName("fix")) == looped
     assert position_of(fan, StageName("a")) == Position(step=StageName("a"))
+    assert position_of(fan, StageName("fan")) == Position(step=StageName("fan"))
     assert position_of(body, StageName("nowhere")) is None
 
 

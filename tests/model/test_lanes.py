@@ -1,34 +1,38 @@
-"""A parallel block's lanes over random runs: caps, joins, the merge's order, one writer, tidy.
+"""A parallel block's lanes: capped, joined all or first, merged in order, tidied, restarted.
 
-The machine drives the real ``step`` for a run whose body is one parallel block (two to four
-lanes, any cap, each join with each merge a kind may declare) and a step after it. It plays the
-shell and the lanes: a running lane finishes or is dropped, the merge succeeds or conflicts, a
-person resolves by hand, asks an agent where none is wanted, or drops the run, in any order.
-The lanes' own places are not run: a lane is where the run says it is, and its end is the
-``LaneEnded`` the supervisor would journal into the run's journal. Each invariant holds one of
-the rules :mod:`flume.core.lanes` keeps.
+The run is the FakeWorld's place; each lane is a place of its own, which the world stands in
+for (``FakeLane``): launched, it runs until the machine finishes or drops it, and the world
+tells the run so (``LaneEnded``), as the supervisor does when it reads the lane's journal. The
+world merges as git would (a lane drawn to conflict conflicts until merged by hand or by the
+merge step's agent), and restarts the shell: the run replayed from its journal, its pending
+actions performed again.
 """
 
 from __future__ import annotations
 
-import hypothesis.strategies as st
+from collections import Counter
+
+import attrs
+import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pyrsistent import pvector
 
-from flume.core.actions import Action, LaneOrder, LaunchLane, MergeLanes, OrderLane, StartAgent
+from flume.core.actions import Event, LaneOrder, LaunchLane, MergeLanes, OrderLane, StartAgent
 from flume.core.errors import UsageError
-from flume.core.ids import BlockName, BranchName, Instant, KindName, Sha, StageName, WorkName
-from flume.core.kinds import Commit, Join, Kind, Merge, Parallel, Sequence, Step, check_kind
-from flume.core.launch import AgentSettings, Launch
+from flume.core.ids import BlockName, KindName, Sha, StageName
+from flume.core.kinds import Commit, Join, Kind, Merge, Parallel, Sequence, Step
+from flume.core.lanes import launch_lane
+from flume.core.launch import check_launch
 from flume.core.observations import (
+    AgentExited,
     DropAsked,
     LaneEnded,
     LanesMerged,
-    Launched,
     MergeConflicted,
-    Observation,
     ResolveAsked,
-    WorktreeMade,
+    RetryAsked,
 )
 from flume.core.place import (
     Fanned,
@@ -37,291 +41,564 @@ from flume.core.place import (
     Merging,
     PauseCause,
     Paused,
-    Place,
+    Short,
+    current_step,
+    evolve,
 )
 from flume.core.settings import Settings
-from flume.core.step import step
+from flume.core.stage import _block_step
+from flume.core.status import status
+from flume.core.step import pending, replay, step
+from tests.model.world import FakeWorld
 
 S = Settings()
-NAMES = ("lane-a", "lane-b", "lane-c", "lane-d")
-#: Each join with each merge a kind may declare (a first join merges no more than one lane).
-WAYS = [
-    (Join.ALL, Merge.MERGE),
-    (Join.ALL, Merge.PICK),
-    (Join.ALL, Merge.NONE),
-    (Join.FIRST, Merge.PICK),
-    (Join.FIRST, Merge.NONE),
-]
+LANES = ("slice-a", "slice-b", "slice-c")
 
 
-def fanning(count: int, cap: int | None, join: Join, merge: Merge) -> Kind:
-    """A run of one parallel block of ``count`` commit-gated lanes, then a step after it."""
-    lanes = [
-        Step(name=StageName(name), prompt=f"Build {name} of $brief.", deliverable=Commit())
-        for name in NAMES[:count]
+def sliced(
+    *, join: Join = Join.ALL, merge: Merge = Merge.MERGE, cap: int | None = None, after: bool = True
+) -> Kind:
+    """Three slices in a parallel (each a commit), then a step after it, if ``after``."""
+    slices = Parallel(
+        name=BlockName("slices"),
+        branches=pvector(
+            Step(name=StageName(lane), prompt=f"Build {lane}; commit.", deliverable=Commit())
+            for lane in LANES
+        ),
+        join=join,
+        merge=merge,
+        cap=cap,
+    )
+    then = [Step(name=StageName("after"), prompt="Check it; commit.", deliverable=Commit())]
+    return Kind(
+        name=KindName("feature"),
+        prefix="feature",
+        body=Sequence(blocks=pvector([slices, *(then if after else [])])),
+    )
+
+
+def world_of(kind: Kind) -> FakeWorld:
+    """A world that launched ``kind``; its worktree made, its lanes launched."""
+    world = FakeWorld(settings=S, kind=kind)
+    assert world.launch() is None
+    return world
+
+
+def end_lane(world: FakeWorld, lane: str, *, finished: bool) -> None:
+    """The lane's place finishes (a commit on its branch) or is dropped; the run is told."""
+    found = world.lanes[lane]
+    head = world.git.commit(found.branch, world.now) if finished else world.git.head(found.branch)
+    found.life = "finished" if finished else "dropped"
+    world.now += 1
+    assert (
+        world.feed(LaneEnded(at=world.instant(), lane=lane, finished=finished, head=head)) is None
+    )
+
+
+def run_after(world: FakeWorld) -> None:
+    """The step after the parallel: delivered, a commit, its turn's end."""
+    assert world.deliver()
+    assert world.commit() is None
+    assert world.end_turn() is None
+
+
+def orders(world: FakeWorld, order: LaneOrder) -> list[str]:
+    """The lanes given ``order``, in the order given."""
+    return [
+        action.place.rpartition("+")[2]
+        for action in world.actions
+        if isinstance(action, OrderLane) and action.order is order
     ]
-    fan = Parallel(name=BlockName("fan"), branches=pvector(lanes), join=join, merge=merge, cap=cap)
-    after = Step(name=StageName("after"), prompt="Check $brief.", deliverable=Commit())
-    kind = Kind(name=KindName("wide"), prefix="wide", body=Sequence(blocks=pvector([fan, after])))
-    check_kind(kind)
-    return kind
+
+
+# --- examples, one per rule ---------------------------------------------------------------------
+
+
+def test_lanes_fan_out_from_the_run_s_head_each_a_place_of_its_own() -> None:
+    """The parallel's lanes are launched as ``<name>+<lane>`` on the run's branch's head."""
+    world = world_of(sliced())
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Fanned)
+    launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert [a.lane for a in launched] == list(LANES)
+    first = launched[0]
+    assert first.launch.name == "x+slice-a"
+    assert first.launch.place == "feature--x+slice-a"
+    assert first.launch.base == place.branch
+    assert first.launch.parent == place.launch.place
+    assert first.start == place.entry == world.git.head(place.branch)
+    assert first.board == place.board
+    assert first.kind.body == sliced().body.blocks[0].branches[0]  # type: ignore[union-attr]
+    assert place.agent is None
+    view = status(place)
+    assert view.phase == "lanes"
+    lanes = [block for block in view.tree if block.block == "lane"]
+    assert [(b.path, b.state, b.lane) for b in lanes] == [
+        (f"slices/{lane}", "running", f"feature--x+{lane}") for lane in LANES
+    ]
+
+
+def test_a_cap_launches_lanes_in_order_as_running_ones_end() -> None:
+    """WF-CAP: cap 1 runs one lane at a time, in declared order."""
+    world = world_of(sliced(cap=1))
+    assert list(world.lanes) == ["slice-a"]
+    end_lane(world, "slice-a", finished=True)
+    assert list(world.lanes) == ["slice-a", "slice-b"]
+    end_lane(world, "slice-b", finished=True)
+    assert list(world.lanes) == list(LANES)
+
+
+def test_join_all_merges_every_lane_in_declared_order_then_goes_on() -> None:
+    """WF-JOIN-ALL, WF-MERGE-ORDER, WF-TIDY-LANES: all merged, in declared order.
+
+    Whatever finished first, the merge takes the lanes in declared order; each merged lane is
+    tidied; the next step's commit counts from the merged head.
+    """
+    world = world_of(sliced())
+    for lane in reversed(LANES):
+        end_lane(world, lane, finished=True)
+    assert world.merges == [LANES]
+    place = world.place
+    assert place is not None
+    assert place.stage.name == "after"
+    assert place.head == world.git.head(place.branch)
+    assert orders(world, LaneOrder.TIDY) == list(LANES)
+    lane_commits = {world.git.head(world.lanes[lane].branch) for lane in LANES}
+    assert lane_commits <= set(world.git.branches[place.branch])
+    started = [a for a in world.actions if isinstance(a, StartAgent)]
+    assert [a.stage for a in started] == ["after"]
+    run_after(world)
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+    tree = {block.path: block.state for block in status(world.place).tree}
+    assert tree["slices"] == "done"
+    assert tree["slices/slice-b"] == "finished"
+
+
+def test_join_first_picks_the_first_to_finish_and_drops_the_rest() -> None:
+    """WF-JOIN-FIRST: the first lane to finish is merged (pick), the rest are dropped.
+
+    The running ones are ordered dropped, the waiting one is never launched; tidy is asked of
+    the picked lane and not of the dropped.
+    """
+    world = world_of(sliced(join=Join.FIRST, merge=Merge.PICK, cap=2))
+    assert list(world.lanes) == ["slice-a", "slice-b"]
+    end_lane(world, "slice-b", finished=True)
+    assert world.merges == [("slice-b",)]
+    assert orders(world, LaneOrder.DROP) == ["slice-a"]
+    assert "slice-c" not in world.lanes
+    assert orders(world, LaneOrder.TIDY) == ["slice-b"]
+    assert world.place is not None
+    assert world.place.stage.name == "after"
+
+
+def test_merge_none_merges_nothing_and_tidy_keeps_the_lanes_branches() -> None:
+    """WF-MERGE-ORDER: none merges no lane; the lanes are tidied, whose tidy keeps commits."""
+    world = world_of(sliced(merge=Merge.NONE, after=False))
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.merges == []
+    assert orders(world, LaneOrder.TIDY) == list(LANES)
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+
+
+def test_a_lane_dropped_under_join_all_pauses_the_run_named() -> None:
+    """WF-JOIN-ALL: a lane ended unfinished pauses the run; only a drop resolves it."""
+    world = world_of(sliced())
+    end_lane(world, "slice-a", finished=False)
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.LANE_DROPPED
+    assert status(place).resolve == "flume drop feature--x"
+    refused = world.feed(ResolveAsked(at=world.instant()))
+    assert isinstance(refused, UsageError)
+    assert world.feed(DropAsked(at=world.instant())) is None
+    assert sorted(orders(world, LaneOrder.DROP)) == ["slice-b", "slice-c"]
+
+
+def test_a_conflict_pauses_naming_its_files_and_by_hand_goes_on() -> None:
+    """A merge that conflicts pauses merge-conflict, naming the lane and its files.
+
+    Resolved by hand, the merge is asked again (the shell passes over what is merged).
+    """
+    world = world_of(sliced())
+    world.conflicting.add("slice-b")
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    place = world.place
+    assert place is not None
+    phase = place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.MERGE_CONFLICT
+    assert "slice-b" in phase.words
+    assert "a.txt" in phase.words
+    assert "--by-hand" in (status(place).resolve or "")
+    assert orders(world, LaneOrder.TIDY) == []
+    # A person merges slice-b by hand in the run's worktree, then says so.
+    world.conflicting.discard("slice-b")
+    assert world.feed(ResolveAsked(at=world.instant())) is None
+    assert world.merges == [LANES, LANES]
+    assert world.place is not None
+    assert world.place.stage.name == "after"
+
+
+def test_resolved_by_an_agent_its_merge_step_runs_then_the_merge_again() -> None:
+    """``--agent``: the merge step's agent runs, then the merge is asked again.
+
+    It starts in the run's worktree, told the lanes' branches in order and why; its commit
+    asks the merge again.
+    """
+    world = world_of(sliced())
+    world.conflicting.add("slice-a")
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    place = world.place
+    assert place is not None
+    assert place.stage.resolving
+    assert isinstance(place.stage.phase, Merging) is False  # its agent was started
+    start = next(a for a in reversed(world.actions) if isinstance(a, StartAgent))
+    assert start.stage == "slices"
+    step = current_step(place)
+    assert isinstance(step.deliverable, Commit)
+    assert "feature/x+slice-a, feature/x+slice-b, feature/x+slice-c" in step.prompt
+    assert "conflicted in a.txt" in step.prompt
+    world.conflicting.discard("slice-a")
+    run_after(world)
+    assert world.merges == [LANES, LANES]
+    assert world.place is not None
+    assert world.place.stage.name == "after"
+
+
+def test_a_restart_launches_no_lane_twice_and_merges_again() -> None:
+    """RESTART-PENDING: replayed, the run asks again what it may not have seen done.
+
+    Fanned out, its running lanes' launches (the shell launches none twice); merging, the merge.
+    """
+    world = world_of(sliced(cap=2))
+    again = replay(S, world.journal)
+    assert again == world.place
+    assert [a.lane for a in pending(again) if isinstance(a, LaunchLane)] == ["slice-a", "slice-b"]
+    world.conflicting.add("slice-a")
+    for lane in LANES[:2]:
+        end_lane(world, lane, finished=True)
+    end_lane(world, "slice-c", finished=True)
+    merging = attrs.evolve(world.place.stage, phase=Merging(since=world.instant()))  # type: ignore[union-attr]
+    assert [type(a) for a in pending(attrs.evolve(world.place, stage=merging))] == [  # type: ignore[misc]
+        MergeLanes,
+    ]
+
+
+def test_a_dropped_run_drops_its_running_lanes() -> None:
+    """A dropped run's lanes are dropped with it: no lane works on for nothing."""
+    world = world_of(sliced(cap=2))
+    end_lane(world, "slice-a", finished=True)
+    assert world.feed(DropAsked(at=world.instant())) is None
+    assert orders(world, LaneOrder.DROP) == ["slice-b", "slice-c"]
+
+
+def test_a_lane_launch_carries_only_the_waits_of_its_own_steps() -> None:
+    """A lane's launch keeps the caller's words-to-wait for its own steps, none of the run's."""
+    world = world_of(sliced())
+    place = world.place
+    assert place is not None
+    parallel = sliced().body.blocks[0]  # type: ignore[union-attr]
+    assert isinstance(parallel, Parallel)
+    waits = attrs.evolve(place.launch, waits=place.launch.waits.add(StageName("slice-a")))
+    launched = launch_lane(attrs.evolve(place, launch=waits), parallel, "slice-a")
+    assert set(launched.launch.waits) == {"slice-a"}
+    assert set(launch_lane(place, parallel, "slice-b").launch.waits) == set()
+
+
+# --- the machine --------------------------------------------------------------------------------
 
 
 class LanesMachine(RuleBasedStateMachine):
-    """One run fanning out into its lanes, the lanes and the people doing anything they may."""
+    """A run's parallel block against lanes that finish, drop, conflict, and shells that die."""
 
-    place: Place
+    world: FakeWorld
 
     @initialize(
-        count=st.integers(min_value=2, max_value=4),
-        cap=st.none() | st.integers(min_value=1, max_value=4),
-        way=st.sampled_from(WAYS),
+        join=st.sampled_from(list(Join)),
+        merge=st.sampled_from(list(Merge)),
+        cap=st.none() | st.integers(min_value=1, max_value=3),
+        conflicting=st.sets(st.sampled_from(LANES), max_size=2),
     )
-    def launch(self, count: int, cap: int | None, way: tuple[Join, Merge]) -> None:
-        """The run is launched and its worktree made: its parallel fans out at once."""
-        self.join, self.merge = way
-        self.cap = cap or count
-        self.names = NAMES[:count]
-        self.now = 0.0
-        self.actions: list[Action] = []
-        #: The lanes running when the run was dropped, and when the first join was met.
-        self.running_at_drop: set[str] | None = None
-        self.running_at_join: set[str] | None = None
-        #: The lanes that finished, in the order they did.
+    def launch(self, join: Join, merge: Merge, cap: int | None, conflicting: set[str]) -> None:
+        """Launch the kind with its join, merge and cap drawn (first never with merge)."""
+        if join is Join.FIRST and merge is Merge.MERGE:
+            merge = Merge.PICK
+        self.kind = sliced(join=join, merge=merge, cap=cap)
+        self.join, self.merge, self.cap = join, merge, cap or len(LANES)
+        self.world = world_of(self.kind)
+        self.world.conflicting = set(conflicting)
         self.finished: list[str] = []
-        #: The most lanes seen running at once.
-        self.most_running = 0
-        kind = fanning(count, cap, self.join, self.merge)
-        launch = Launch(
-            repository="/src/app",
-            kind=kind.name,
-            name=WorkName("x"),
-            brief="Build both.",
-            base=BranchName("main"),
-            agent=AgentSettings(),
-        )
-        board = f"/src/app/places/.boards/{launch.place}"
-        self._feed(Launched(at=self._instant(), launch=launch, kind=kind, board=board))
-        made = WorktreeMade(
-            at=self._instant(), path=self.place.path, branch=self.place.branch, head=Sha("c0")
-        )
-        self._feed(made)
-        assert isinstance(self.place.stage.phase, Fanned)
-
-    # --- driving ----------------------------------------------------------------------------
-
-    def _instant(self) -> Instant:
-        self.now += 1
-        return Instant(self.now)
-
-    def _feed(self, seen: Observation) -> None:
-        before = getattr(self, "place", None)
-        decision = step(S, before, seen)
-        self.place = decision.place
-        self.actions.extend(decision.actions)
-        self.most_running = max(self.most_running, self._count(LaneState.RUNNING))
-
-    def _refused(self, seen: Observation) -> bool:
-        """Feed ``seen``; True when the core refused it (and then nothing changed)."""
-        before = self.place
-        try:
-            self._feed(seen)
-        except UsageError:
-            assert self.place is before
-            return True
-        return False
-
-    def _count(self, state: LaneState) -> int:
-        return sum(1 for run in self.place.lanes.values() if run.state is state)
 
     def _running(self) -> list[str]:
-        return [lane for lane, run in self.place.lanes.items() if run.state is LaneState.RUNNING]
+        return [lane for lane, found in self.world.lanes.items() if found.life == "running"]
 
-    def _fanned(self) -> bool:
-        return self.place.life is Life.ACTIVE and isinstance(self.place.stage.phase, Fanned)
+    def _at_block(self) -> bool:
+        place = self.world.place
+        return place is not None and place.life is Life.ACTIVE and place.stage.name == "slices"
 
-    def _merging(self) -> bool:
-        return self.place.life is Life.ACTIVE and isinstance(self.place.stage.phase, Merging)
-
-    def _orders(self, order: LaneOrder) -> set[str]:
-        return {
-            action.place
-            for action in self.actions
-            if isinstance(action, OrderLane) and action.order is order
-        }
-
-    # --- the lanes, the merge and the people --------------------------------------------------
-
-    @precondition(lambda self: self._fanned() and self._running())
-    @rule(data=st.data(), finished=st.booleans())
-    def a_lane_ends(self, data: st.DataObject, *, finished: bool) -> None:
-        """A running lane finishes its branch (its head), or ends unfinished (dropped)."""
+    @precondition(lambda self: self._running())
+    @rule(data=st.data())
+    def a_lane_finishes(self, data: st.DataObject) -> None:
+        """A running lane's place finishes its branch (a commit), and the run hears of it."""
         lane = data.draw(st.sampled_from(self._running()))
-        if finished and self.join is Join.FIRST and not self.finished:
-            self.running_at_join = set(self._running())
-        if finished:
-            self.finished.append(lane)
-        head = Sha(f"{lane}-head") if finished else None
-        self._feed(LaneEnded(at=self._instant(), lane=lane, finished=finished, head=head))
+        self.finished.append(lane)
+        end_lane(self.world, lane, finished=True)
 
-    @precondition(lambda self: self._merging())
-    @rule(conflicts=st.booleans())
-    def the_merge_ends(self, *, conflicts: bool) -> None:
-        """The merge is done, the run's branch at its new head; or its first lane conflicted."""
-        if conflicts:
-            lane = self.place.merging[0]
-            seen: Observation = MergeConflicted(
-                at=self._instant(), lane=lane, files=pvector(["a.txt"])
-            )
-        else:
-            seen = LanesMerged(at=self._instant(), head=Sha("merged"))
-        self._feed(seen)
+    @precondition(lambda self: self._running())
+    @rule(data=st.data())
+    def a_lane_is_dropped(self, data: st.DataObject) -> None:
+        """A person drops a running lane's place."""
+        lane = data.draw(st.sampled_from(self._running()))
+        end_lane(self.world, lane, finished=False)
 
     @rule()
-    def a_person_resolves_by_hand(self) -> None:
-        """A person resolves by hand: taken only where a merge conflict waits; else refused."""
-        phase = self.place.stage.phase
-        waits = (
-            self.place.life is Life.ACTIVE
-            and isinstance(phase, Paused)
-            and phase.cause is PauseCause.MERGE_CONFLICT
-        )
-        refused = self._refused(ResolveAsked(at=self._instant(), agent=False))
-        assert refused is not waits
-        if waits:
-            assert isinstance(self.place.stage.phase, Merging)
+    def a_person_merges_by_hand(self) -> None:
+        """A person merges in the run's worktree and says so: taken only by a paused run."""
+        place = self.world.place
+        refused = self.world.feed(ResolveAsked(at=self.world.instant()))
+        paused = place is not None and isinstance(place.stage.phase, Paused)
+        if refused is None:
+            assert paused
+        self.world.conflicting.clear()
+
+    @rule()
+    def an_agent_merges(self) -> None:
+        """A person asks for the merge step's agent, which merges and commits."""
+        if self.world.feed(ResolveAsked(at=self.world.instant(), agent=True)) is None:
+            self.world.conflicting.clear()
+            run_after(self.world)
 
     @precondition(
-        lambda self: (
-            not (
-                isinstance(self.place.stage.phase, Paused)
-                and self.place.stage.phase.cause is PauseCause.MERGE_CONFLICT
-            )
-        )
+        lambda self: self.world.place is not None and self.world.place.stage.name == "after"
     )
     @rule()
-    def a_person_asks_an_agent_to_resolve_nothing(self) -> None:
-        """A person asks an agent to resolve where no merge conflict waits: refused, unchanged."""
-        assert self._refused(ResolveAsked(at=self._instant(), agent=True))
+    def the_step_after_runs(self) -> None:
+        """The step after the block does its work: delivered, a commit, its turn's end."""
+        if self.world.live_agent() is not None:
+            run_after(self.world)
 
-    @precondition(lambda self: self.place.life is Life.ACTIVE)
     @rule()
-    def a_person_drops_the_run(self) -> None:
-        """A person drops the run, whatever its lanes are doing."""
-        self.running_at_drop = set(self._running())
-        self._feed(DropAsked(at=self._instant()))
+    def the_shell_restarts(self) -> None:
+        """SIGKILL: the run replayed from its journal, its pending actions performed again."""
+        place = replay(S, self.world.journal)
+        assert place == self.world.place
+        for action in pending(place):
+            self.world.actions.append(action)
+            for seen in self.world.perform(action):
+                self.world.feed(seen)
 
-    # --- the rules ------------------------------------------------------------------------------
-
-    @invariant()
-    def cap_bounds_the_lanes_running(self) -> None:
-        """WF-CAP: at most cap lanes run at once; the rest wait, launched in declared order.
-
-        While the block runs, a lane waits only when cap lanes run; the lanes were launched in
-        the order the block declares them.
-        """
-        assert self.most_running <= self.cap
-        launched = [action.lane for action in self.actions if isinstance(action, LaunchLane)]
-        assert launched == list(self.names[: len(launched)])
-        if self._fanned() and self._count(LaneState.WAITING):
-            assert self._count(LaneState.RUNNING) == self.cap
+    # --- what must hold ---------------------------------------------------------------------
 
     @invariant()
-    def join_all_waits_for_every_lane(self) -> None:
-        """WF-JOIN-ALL: join all merges only once every lane finished; one unfinished pauses.
-
-        A lane that ended unfinished leaves the run paused, lane-dropped, where only a drop
-        goes on.
-        """
-        if self.join is not Join.ALL:
-            return
-        if (
-            any(isinstance(action, MergeLanes) for action in self.actions)
-            or self.place.stage.name == "after"
-        ):
-            assert all(run.state is LaneState.FINISHED for run in self.place.lanes.values())
-        dropped = any(run.state is LaneState.ENDED for run in self.place.lanes.values())
-        if dropped and self.place.life is Life.ACTIVE:
-            phase = self.place.stage.phase
-            assert isinstance(phase, Paused)
-            assert phase.cause is PauseCause.LANE_DROPPED
+    def at_most_cap_lanes_run(self) -> None:
+        """WF-CAP: never more than ``cap`` lanes launched and not ended."""
+        assert len(self._running()) <= self.cap
+        place = self.world.place
+        assert place is not None
+        running = [r for r in place.lanes.values() if r.state is LaneState.RUNNING]
+        assert len(running) <= self.cap
 
     @invariant()
-    def join_first_ends_the_other_lanes(self) -> None:
-        """WF-JOIN-FIRST: the first lane to finish meets the join; the others are dropped.
+    def one_writer_per_lane(self) -> None:
+        """WF-ONE-WRITER-PER-LANE: each lane launched once; no agent in the run's worktree.
 
-        No lane runs or waits after it, and every other lane running then is ordered dropped;
-        a lane still waiting is never launched.
+        While its lanes run or are merged, the run's own worktree has no agent but the merge
+        step's, asked for by a person.
         """
-        if self.join is not Join.FIRST or self.running_at_join is None:
-            return
-        assert self._count(LaneState.RUNNING) == self._count(LaneState.WAITING) == 0
-        others = self.running_at_join - {self.finished[0]}
-        dropped = self._orders(LaneOrder.DROP)
-        assert {str(self.place.lanes[lane].place) for lane in others} <= dropped
-        assert self.finished == self.finished[:1]
-
-    @invariant()
-    def merge_takes_the_lanes_in_declared_order(self) -> None:
-        """WF-MERGE-ORDER: merge merges every finished lane in declared order, pick the first.
-
-        none merges nothing; each merge asked names the same lanes, in the same order (asked
-        again after a conflict resolved by hand).
-        """
-        merges = [action for action in self.actions if isinstance(action, MergeLanes)]
-        if self.merge is Merge.NONE:
-            assert merges == []
-            return
-        expected = (
-            [lane for lane in self.names if lane in self.finished]
-            if self.merge is Merge.MERGE
-            else self.finished[:1]
+        decided = Counter(
+            action.lane
+            for _before, _seen, decision in self.world.steps
+            for action in decision.actions
+            if isinstance(action, LaunchLane)
         )
-        for action in merges:
-            assert list(action.lanes) == expected
-            assert action.path == self.place.path
-            assert action.branch == self.place.branch
+        assert all(count == 1 for count in decided.values()), decided
+        place = self.world.place
+        assert place is not None
+        if isinstance(place.stage.phase, Fanned) or (
+            isinstance(place.stage.phase, Merging) and not place.stage.resolving
+        ):
+            assert self.world.live_agent() is None
 
     @invariant()
-    def each_lane_writes_in_a_place_of_its_own(self) -> None:
-        """WF-ONE-WRITER-PER-LANE: each lane is a place of its own; the run's has no agent then.
-
-        The lanes' places and branches are all different, none the run's; each is launched
-        as ``<name>+<lane>`` on the run's branch; no agent is started in the run's worktree
-        while its lanes run or merge.
-        """
-        runs = list(self.place.lanes.values())
-        places = {run.place for run in runs} | {self.place.launch.place}
-        branches = {run.branch for run in runs} | {self.place.branch}
-        assert len(places) == len(branches) == len(runs) + 1
-        for action in self.actions:
-            if isinstance(action, LaunchLane):
-                assert action.launch.name == f"{self.place.launch.name}+{action.lane}"
-                assert action.launch.base == self.place.branch
-        if self._fanned() or self._merging():
-            assert self.place.agent is None
-            assert not any(
-                isinstance(action, StartAgent) and action.stage == "fan" for action in self.actions
+    def joined_as_declared(self) -> None:
+        """WF-JOIN-ALL / WF-JOIN-FIRST: the block ends only once its join is met."""
+        ended = [r for r in self.world.reports_of(Event.STAGE_ENDED) if r.stage == "slices"]
+        if not ended:
+            return
+        if self.join is Join.ALL:
+            assert all(found.life == "finished" for found in self.world.lanes.values())
+            assert set(self.world.lanes) == set(LANES)
+        else:
+            # The first lane to finish met the join: no lane is launched from that step on.
+            met = next(
+                index
+                for index, (before, seen, _decision) in enumerate(self.world.steps)
+                if isinstance(seen, LaneEnded)
+                and seen.finished
+                and before is not None
+                and seen.lane in before.lanes
+                and before.lanes[seen.lane].state is LaneState.RUNNING
             )
+            later = [
+                action
+                for _before, _seen, decision in self.world.steps[met:]
+                for action in decision.actions
+                if isinstance(action, LaunchLane)
+            ]
+            assert later == []
 
     @invariant()
-    def lanes_are_tidied_or_dropped(self) -> None:
-        """WF-TIDY-LANES: past the block, every finished lane is tidied; a drop drops the rest.
+    def merged_in_declared_order(self) -> None:
+        """WF-MERGE-ORDER: what each merge takes, in order.
 
-        A dropped run's running lanes are ordered dropped, and none runs after.
+        ``merge``: every finished lane in declared order; ``pick``: the first; ``none``: nothing.
         """
-        if self.place.stage.name == "after" or (self.place.life is Life.FINISHED):
-            tidied = self._orders(LaneOrder.TIDY)
-            finished = {
-                str(run.place)
-                for run in self.place.lanes.values()
-                if run.state is LaneState.FINISHED
+        for merged in self.world.merges:
+            if self.merge is Merge.MERGE:
+                assert list(merged) == [lane for lane in LANES if lane in self.finished]
+            elif self.merge is Merge.PICK:
+                assert list(merged) == self.finished[:1]
+            else:
+                pytest.fail(f"merge none merged {merged}")
+
+    @invariant()
+    def lanes_tidied_once_merged(self) -> None:
+        """WF-TIDY-LANES: tidy goes to the finished lanes, all of them once the block is over.
+
+        A drop is never ordered for a lane the run knew finished.
+        """
+        tidied = set(orders(self.world, LaneOrder.TIDY))
+        assert tidied <= set(self.finished)
+        for before, _seen, decision in self.world.steps:
+            for action in decision.actions:
+                if isinstance(action, OrderLane) and action.order is LaneOrder.DROP:
+                    assert before is not None
+                    lane = before.lanes.get(action.place.rpartition("+")[2])
+                    assert lane is None or lane.state is not LaneState.FINISHED
+        place = self.world.place
+        assert place is not None
+        if place.stage.name == "after" or place.life is Life.FINISHED:
+            assert tidied == {
+                lane for lane, found in self.world.lanes.items() if found.life == "finished"
             }
-            assert finished <= tidied
-        if self.running_at_drop is not None:
-            assert self._count(LaneState.RUNNING) == 0
-            dropped = self._orders(LaneOrder.DROP)
-            assert {str(self.place.lanes[lane].place) for lane in self.running_at_drop} <= dropped
+
+    @invariant()
+    def nothing_waits_silently(self) -> None:
+        """Nothing waits silently at a parallel: finished, paused named, lanes or agent at work.
+
+        Or work owed. The rule is the workflow machine's (its invariant names it), held here too.
+        """
+        place = self.world.place
+        assert place is not None
+        if place.life is not Life.ACTIVE:
+            return
+        phase = place.stage.phase
+        if isinstance(phase, Paused):
+            view = status(place)
+            assert view.paused == phase.cause.value
+            assert (view.resolve or "").startswith("flume ")
+            return
+        if isinstance(phase, Fanned):
+            assert self._running() or pending(place), place.lanes
+            return
+        assert self.world.live_agent() is not None or pending(place), phase
 
 
-TestLanes = LanesMachine.TestCase
+TestLanesMachine = LanesMachine.TestCase
+TestLanesMachine.settings = hypothesis_settings(max_examples=200, stateful_step_count=40)
+TestLanesMachine = pytest.mark.hypothesis(TestLanesMachine)
+
+
+# --- what is ignored or refused -----------------------------------------------------------------
+
+
+def test_what_is_not_the_run_s_to_hear_changes_nothing() -> None:
+    """A lane ended twice, a lane not its own, a merge's outcome when none was asked: ignored."""
+    world = world_of(sliced(cap=1))
+    end_lane(world, "slice-a", finished=True)
+    place = world.place
+    assert place is not None
+    for seen in (
+        LaneEnded(at=world.instant(), lane="slice-a", finished=True),
+        LaneEnded(at=world.instant(), lane="nowhere", finished=True),
+        LanesMerged(at=world.instant(), head=Sha("c9999")),
+        MergeConflicted(at=world.instant(), lane="slice-a"),
+    ):
+        assert step(S, place, seen).place == evolve(place, now=place.now)
+
+
+def test_resolve_is_refused_where_nothing_conflicts() -> None:
+    """Resolve with no merge conflict waiting: refused, exit 1, nothing journaled."""
+    world = world_of(sliced())
+    refused = world.feed(ResolveAsked(at=world.instant()))
+    assert isinstance(refused, UsageError)
+    assert refused.exit_status == 1
+    assert "not paused" in str(refused)
+
+
+def test_a_first_join_whose_every_lane_ended_unfinished_pauses() -> None:
+    """WF-JOIN-FIRST: a lane dropped lets the next waiting one run; none left, the run pauses."""
+    world = world_of(sliced(join=Join.FIRST, merge=Merge.PICK, cap=2))
+    end_lane(world, "slice-a", finished=False)
+    assert list(world.lanes) == list(LANES)
+    end_lane(world, "slice-b", finished=False)
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Fanned)
+    end_lane(world, "slice-c", finished=False)
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.LANE_DROPPED
+    assert "every lane of parallel slices ended unfinished" in place.stage.phase.words
+
+
+def test_a_merge_step_that_stopped_short_is_retried_as_the_merge_again() -> None:
+    """The merge step's agent exited: retried, the block asks its merge again, not its lanes."""
+    world = world_of(sliced())
+    world.conflicting.add("slice-c")
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    agent = world.live_agent()
+    assert agent is not None
+    assert world.feed(AgentExited(at=world.instant(), session=agent.session)) is None
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Short)
+    world.conflicting.clear()
+    assert world.feed(RetryAsked(at=world.instant(), words="merge it")) is None
+    assert world.merges == [LANES, LANES]
+    assert sum(1 for a in world.actions if isinstance(a, LaunchLane)) == len(LANES)
+    assert world.place is not None
+    assert world.place.stage.name == "after"
+
+
+def test_a_lane_is_launched_only_as_its_run_names_it() -> None:
+    """A lane's launch is ``<name>+<lane>`` with its parent named; anything else is refused."""
+    world = world_of(sliced())
+    launched = next(a for a in world.actions if isinstance(a, LaunchLane))
+    check_launch(launched.launch, launched.kind)
+    for bad in (
+        attrs.evolve(launched.launch, name="x+other"),
+        attrs.evolve(launched.launch, parent=None),
+        attrs.evolve(launched.launch, name="x+slice a"),
+    ):
+        with pytest.raises(UsageError, match="name"):
+            check_launch(bad, launched.kind)
+    nested = attrs.evolve(launched.launch, name="x+outer+slice-a")
+    check_launch(nested, launched.kind)
+
+
+def test_a_name_neither_step_nor_parallel_is_a_key_error() -> None:
+    """The core asks only for blocks it took from the kind: any other name is a bug, said so."""
+    with pytest.raises(KeyError, match="has no stage nowhere"):
+        _block_step(sliced(), StageName("nowhere"))
+    assert _block_step(sliced(), StageName("slices")).name == "slices"

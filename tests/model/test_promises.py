@@ -55,8 +55,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Fanned,
     Judging,
     Life,
+    Merging,
     PauseCause,
     Paused,
     Place,
@@ -89,6 +91,8 @@ PHASES: list[StagePhase] = [
     Short(cause=ShortCause.NEEDS, words="which API?"),
     Judging(session=SESSION, since=Instant(1)),
     Paused(cause=PauseCause.APPROVAL, words="step review waits for approval"),
+    Fanned(since=Instant(1)),
+    Merging(since=Instant(1)),
 ]
 
 

@@ -28,6 +28,7 @@ from flume.core.observations import (
     NeedsSaid,
     Observation,
     ProceedAsked,
+    ResolveAsked,
     ResumeAsked,
     RetryAsked,
     StopAsked,
@@ -43,8 +44,10 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Fanned,
     Judging,
     Life,
+    Merging,
     PauseCause,
     Paused,
     Place,
@@ -128,6 +131,8 @@ PHASES: tuple[StagePhase, ...] = (
     Short(cause=ShortCause.NEEDS, words="it needs a key"),
     Judging(session=_SESSION, since=_AT),
     *(Paused(cause=cause, words=f"paused for {cause.value}") for cause in PauseCause),
+    Fanned(since=_AT),
+    Merging(since=_AT),
 )
 #: A fix launch: its second stage lands, so submit can be accepted there.
 _FIX = next(seen for seen in FIXED_LAUNCHES if seen.kind.name == "fix")
@@ -145,6 +150,7 @@ COMMANDS: tuple[Command, ...] = (
     ApproveAsked(at=Instant(9.0)),
     ResumeAsked(at=Instant(9.0)),
     BudgetRaised(at=Instant(9.0), turns=5),
+    ResolveAsked(at=Instant(9.0)),
 )
 
 

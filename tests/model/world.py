@@ -26,7 +26,11 @@ from flume.core.actions import (
     KeepBranch,
     KeepPlace,
     Land,
+    LaneOrder,
+    LaunchLane,
     MakeWorktree,
+    MergeLanes,
+    OrderLane,
     RemoveWorktree,
     Report,
     RunSetup,
@@ -63,7 +67,9 @@ from flume.core.observations import (
     BranchVanished,
     GateRead,
     Landed,
+    LanesMerged,
     Launched,
+    MergeConflicted,
     Observation,
     PromptTyped,
     PromptUnwritten,
@@ -167,6 +173,18 @@ class FakeAgent:
 
 
 @attrs.define
+class FakeLane:
+    """A lane's place as its run's world sees it: launched once, its orders, its branch."""
+
+    branch: BranchName
+    #: How many times its launch was performed (a restart performs it again: journaled once).
+    launches: int = 1
+    #: Its place's life as the lane's own rules would leave it: running, finished, dropped.
+    life: str = "running"
+    orders: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
 class FakeWorld:
     """The world around one place, and the record of all the core decided."""
 
@@ -230,6 +248,12 @@ class FakeWorld:
     tests_pass: bool = True
     #: Each gate reading the world gave: (key, attempt, what it found).
     readings: list[GateRead] = attrs.field(factory=list)
+    #: The lanes launched, by name (a parallel block's places of their own).
+    lanes: dict[str, FakeLane] = attrs.field(factory=dict)
+    #: Lanes whose merge conflicts until a person or an agent merges them.
+    conflicting: set[str] = attrs.field(factory=set)
+    #: Each merge asked: the lanes in the order asked.
+    merges: list[tuple[str, ...]] = attrs.field(factory=list)
 
     # --- driving the core ------------------------------------------------------------------
 
@@ -434,6 +458,31 @@ class FakeWorld:
                 reading = self.read_gate(action, at)
                 self.readings.append(reading)
                 return [reading]
+            case LaunchLane(lane=lane, launch=launched):
+                found = self.lanes.get(lane)
+                if found is not None:
+                    found.launches += 1
+                    return []
+                branch = BranchName(f"{self.kind.prefix}/{launched.name}")
+                self.git.branches[branch] = list(self.git.branches[launched.base])
+                self.lanes[lane] = FakeLane(branch=branch)
+                return []
+            case OrderLane(place=place, order=order):
+                lane = place.rpartition("+")[2]
+                found = self.lanes.get(lane)
+                if found is not None:
+                    found.orders.append(order.value)
+                    if order is LaneOrder.DROP and found.life == "running":
+                        # The lane's place takes the drop: its agent ends, it works no more.
+                        found.life = "dropped"
+                return []
+            case MergeLanes(branch=branch, lanes=lanes, branches=merged):
+                self.merges.append(tuple(lanes))
+                for lane, lane_branch in zip(lanes, merged, strict=True):
+                    if lane in self.conflicting:
+                        return [MergeConflicted(at=at, lane=lane, files=pvector(["a.txt"]))]
+                    self.git.land(lane_branch, branch)
+                return [LanesMerged(at=at, head=self.git.head(branch))]
             case KeepBranch() | KeepPlace() | Report():
                 return []
 
