@@ -17,7 +17,8 @@ Side by side, the four works taking turns in every round:
 - the fold: ``replay`` over the observations already in memory, workflow and fix;
 - the restart: the journal's JSON lines decoded with the shell's converter, then the fold.
 
-Only one lane: the engine does not run ``Parallel`` yet, so the issue's "3 lanes" is not in it.
+Only one lane: the kind has no ``Parallel``, so the issue's "3 lanes" is not in it (each lane is
+a place with a journal of its own, replayed as this one is).
 
 Run: ``python bench/workflow_replay.py [--observations N] [--rounds R]``. Prints every round's
 figures, then the best and the median of each, and the workflow's time over the fix's.

@@ -11,8 +11,8 @@ Bad input, or a command the place's rules refuse, raises :class:`UsageError` (th
 created or journaled then. No function here exits the process or prints.
 
 A command that journals something for the supervisor to act on (``launch``, ``tell``, ``stop``,
-``retry``, ``drop``, ``proceed``, ``approve``, ``resume``, ``raise_budgets``, ``needs``,
-``submit``) wakes the host's supervisor, starting
+``retry``, ``drop``, ``proceed``, ``approve``, ``resume``, ``raise_budgets``, ``resolve``,
+``needs``, ``submit``) wakes the host's supervisor, starting
 one when none runs, as the CLI does. ``status``, ``status_dicts`` and ``events`` only read
 journals and start nothing.
 
@@ -109,6 +109,7 @@ __all__ = [
     "proceed",
     "prompt",
     "raise_budgets",
+    "resolve",
     "resume",
     "retry",
     "scenarios",
@@ -226,9 +227,8 @@ def launch_asked(asked: LaunchAsked) -> Launched:
 def plan_launch(asked: LaunchAsked) -> dict[str, Any]:
     """The worst case a launch's kind's caps allow (``flume launch --plan``), as JSON-ready data.
 
-    Checked as :func:`launch_asked` checks (a bad kind file raises :class:`UsageError`), but
-    for its brief, which is not read; nothing is started, made or journaled. A figure no cap
-    bounds is None.
+    Checked as :func:`launch_asked` checks (a bad kind file raises :class:`UsageError`), its
+    brief unread; nothing is started, made or journaled. A figure no cap bounds is None.
     """
     from flume.shell.perform import launcher
 
@@ -566,6 +566,33 @@ def resume(place: str, *, repository: str | Path | None = None) -> str:
 
     decision = _give(place, repository, ResumeAsked(at=_now()))
     return _went_on(decision.place, "resumed")
+
+
+def resolve(place: str, *, agent: bool, repository: str | Path | None = None) -> str:
+    """Let a run paused on a merge conflict go on: merged by hand, or by an agent (``agent``).
+
+    What ``flume resolve --by-hand`` (``agent`` false) or ``--agent`` does. By hand: the person
+    merged the conflicting lane in the run's worktree and committed, and the merge goes on (a
+    lane merged already is passed over). By an agent: the parallel's merge step starts with a
+    fresh agent in the run's worktree, told to merge the lanes in order and commit; once it
+    has, the merge goes on. Refused (exit status 1, nothing journaled) when the place is not
+    paused on a merge conflict.
+    """
+    from flume.core.observations import ResolveAsked
+
+    decision = _give(place, repository, ResolveAsked(at=_now(), agent=agent))
+    name = _name(decision.place)
+    stage = decision.place.stage
+    if agent:
+        return (
+            f"{name}: an agent merges the lanes of parallel {stage.key} (attempt "
+            f"{stage.attempt}), a fresh agent in the run's worktree; the merge goes on once it "
+            "commits"
+        )
+    return (
+        f"{name}: merged by hand; the merge of the lanes of parallel {stage.key} goes on, "
+        "passing over what is merged already"
+    )
 
 
 #: The budgets ``raise_budgets`` raises, each by the option ``flume raise`` names it with.

@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "ApproveAsked": "approve",
     "ResumeAsked": "resume",
     "BudgetRaised": "raise",
+    "ResolveAsked": "resolve",
 }
 
 HEADER = """\

@@ -44,6 +44,8 @@ _PHASE_STYLES = {
     PhaseWord.SHORT: "bold red",
     PhaseWord.WAITS_WORD: "yellow",
     PhaseWord.PAUSED: "bold yellow",
+    PhaseWord.LANES: "green",
+    PhaseWord.MERGING: "cyan",
     PhaseWord.FINISHED: "cyan",
     PhaseWord.DROPPED: "dim",
     PhaseWord.TIDIED: "dim",

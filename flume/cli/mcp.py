@@ -3,8 +3,8 @@
 Theory of operation. Claude Code (and any other MCP client) starts ``flume mcp`` and talks to it
 over its stdin and stdout with the official MCP SDK's :class:`MCPServer`. Each tool is one of
 flume's commands, called through :mod:`flume.api` exactly as the CLI would run it: ``status``,
-``launch``, ``tell``, ``stop``, ``retry``, ``drop``, ``proceed``, ``approve``, ``resume`` and
-``raise_budgets``. Tools take typed arguments
+``launch``, ``tell``, ``stop``, ``retry``, ``drop``, ``proceed``, ``approve``, ``resume``,
+``raise_budgets`` and ``resolve``. Tools take typed arguments
 and answer JSON objects; nothing a caller writes reaches a shell. A request flume refuses (a
 :class:`UsageError`) comes back as a tool error naming what is wrong and how to mend it, and the
 server goes on serving.
@@ -54,8 +54,8 @@ worktree on a branch of its own, named <kind>--<name>) and runs each stage of th
 with a fresh agent, until the work lands on its base. Use launch to start work, status to follow
 places, tell to give a place's agent words, stop to end an agent that went the wrong way, retry
 to run a stopped stage again, proceed to release a stage that waits on the caller's word,
-approve, resume or raise_budgets to let a paused workflow run go on (status names which one a
-pause takes), and drop to abandon work (its branch is kept)."""
+approve, resume, raise_budgets or resolve to let a paused workflow run go on (status names which
+one a pause takes), and drop to abandon work (its branch is kept)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -399,7 +399,7 @@ def server() -> MCPServer[Any]:
 
 
 def _pause_tools(made: MCPServer[Any]) -> None:
-    """The tools that let a paused workflow run go on: approve, resume, raise_budgets."""
+    """The tools that let a paused workflow run go on: approve, resume, raise_budgets, resolve."""
 
     @made.tool()
     def approve(place: Place, repository: Repository = None) -> dict[str, str]:
@@ -445,6 +445,24 @@ def _pause_tools(made: MCPServer[Any]) -> None:
                 repository=_where(repository),
             ),
         )
+
+    @made.tool()
+    def resolve(
+        place: Place,
+        agent: Annotated[
+            bool,
+            Field(
+                description="True: a fresh agent merges the lanes and commits. False: you "
+                "merged the lane that conflicted in the run's worktree and committed (by hand)."
+            ),
+        ],
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Let a run paused on a merge conflict of its parallel's lanes go on.
+
+        Refused when the place is not paused on a merge conflict (status names its files).
+        """
+        return _said(place, lambda: api.resolve(place, agent=agent, repository=_where(repository)))
 
 
 def _said(place: str, command: Callable[[], str]) -> dict[str, str]:

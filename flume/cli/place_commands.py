@@ -1,7 +1,7 @@
 """A place's commands, for the person or tool carrying work.
 
-Launch, status, tell, stop, retry, proceed, approve, resume, raise, drop, tidy, attach, events,
-watch. Each registers on the one app (:mod:`flume.cli.base`).
+Launch, status, tell, stop, retry, proceed, approve, resume, raise, resolve, drop, tidy, attach,
+events, watch. Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
@@ -451,6 +451,51 @@ def resume(
 
     try:
         typer.echo(api.resume(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def resolve(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    by_hand: Annotated[
+        bool,
+        typer.Option(
+            "--by-hand",
+            help="You merged the lane that conflicted in the run's worktree and committed.",
+        ),
+    ] = False,
+    agent: Annotated[
+        bool,
+        typer.Option("--agent", help="A fresh agent merges the lanes in the run's worktree."),
+    ] = False,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Let a run paused on a merge conflict of its lanes go on.
+
+    Give one of --by-hand and --agent. The merge of a parallel's lanes into the run's branch
+    conflicted. --by-hand: you merged it and committed, and flume merges the rest of the lanes
+    in order. --agent: an agent merges them and commits first. flume status names the files
+    that conflicted.
+    """
+    from flume import api
+
+    if by_hand == agent:
+        given = (
+            "both --by-hand and --agent are given"
+            if by_hand
+            else "neither --by-hand nor --agent is given"
+        )
+        fail(
+            UsageError.one(
+                "resolve",
+                given,
+                "give one: --by-hand (you merged it and committed) or --agent (an agent merges it)",
+            ),
+        )
+    try:
+        typer.echo(api.resolve(place, agent=agent, repository=repository))
     except UsageError as error:
         fail(error)
 

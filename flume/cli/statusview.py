@@ -78,7 +78,9 @@ def _stage(view: View) -> str:
 
 
 def _phase(view: View) -> str:
-    return str(view["phase"]) + (f" ({view['short_cause']})" if view["short_cause"] else "")
+    """The phase, and why a stage stopped short or a run paused (as ``flume watch`` shows it)."""
+    cause = view["short_cause"] or view.get("paused")
+    return str(view["phase"]) + (f" ({cause})" if cause else "")
 
 
 def _tasks(view: View) -> str:

@@ -323,12 +323,13 @@ def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
     run = place.lanes.get(seen.lane)
     branch = run.branch if run is not None else seen.lane
     files = ", ".join(seen.files) or "files git did not name"
-    paused = Paused(
-        cause=PauseCause.MERGE_CONFLICT,
-        words=f"merging lane {seen.lane} ({branch}) into {place.branch} conflicted in {files}; "
-        "the merge was undone",
+    words = (
+        f"merging lane {seen.lane} ({branch}) into {place.branch} conflicted in {files}; "
+        "the merge was undone"
     )
-    return stage.pause_stage(place, paused)
+    report = Report(event=Event.MERGE_CONFLICT, text=words, stage=place.stage.name)
+    place, pausing = stage.pause_stage(place, Paused(cause=PauseCause.MERGE_CONFLICT, words=words))
+    return place, (report, *pausing)
 
 
 def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:

@@ -56,6 +56,33 @@ RULES: dict[str, str] = {
     "WF-NO-SILENT-WAIT": (
         "Every state has a pending action, an agent's move, a named pause, or is finished."
     ),
+    "WF-CAP": (
+        "At most cap of a parallel's lanes run at once; the rest wait, launched in declared "
+        "order as running ones end."
+    ),
+    "WF-JOIN-ALL": (
+        'join = "all" is met when every lane finished; a lane that ends unfinished (dropped) '
+        "pauses the run, lane-dropped, and only a drop remains."
+    ),
+    "WF-JOIN-FIRST": (
+        'join = "first" is met by the first lane to finish; the others are dropped (their '
+        "agents end), and those not launched never are."
+    ),
+    "WF-MERGE-ORDER": (
+        'merge = "merge" merges every finished lane in declared order, pick the first to '
+        "finish, none none, in the run's worktree with no agent live; the first lane that "
+        "conflicts pauses the run, merge-conflict, naming its files, until flume resolve "
+        "--by-hand or --agent."
+    ),
+    "WF-ONE-WRITER-PER-LANE": (
+        "Each lane is a place of its own, its worktree and branch its own, with one live agent "
+        "at most (R4 in each lane); the run's own worktree has no agent while its lanes run or "
+        "merge."
+    ),
+    "WF-TIDY-LANES": (
+        "A merged lane is tidied, its branch going with its worktree; a lane not merged is "
+        "tidied too, its branch kept and named (R10); a dropped run drops its running lanes."
+    ),
     "UNREGISTERED-ASKS": (
         "A Claude Code agent unregistered 10 s after it started is taken to ask a person."
     ),

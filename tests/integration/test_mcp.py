@@ -27,7 +27,13 @@ from flume.cli.mcp import SETTINGS, do_launch, read_words
 from flume.core.errors import UsageError
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, name_from
-from flume.core.observations import ApproveAsked, BudgetRaised, DropAsked, ResumeAsked
+from flume.core.observations import (
+    ApproveAsked,
+    BudgetRaised,
+    DropAsked,
+    ResolveAsked,
+    ResumeAsked,
+)
 from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of
 from tests.integration.places_kit import flume_process, run_git, world_of
@@ -38,8 +44,16 @@ pytestmark = pytest.mark.processes
 
 TOOLS = {
     "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "resume",
-    "raise_budgets",
+    "raise_budgets", "resolve",
 }  # fmt: skip
+
+#: The tools that let a paused run go on, each with what it is given besides the place.
+PAUSE_TOOLS: dict[str, dict[str, object]] = {
+    "approve": {},
+    "resume": {},
+    "raise_budgets": {"turns": 5},
+    "resolve": {"agent": True},
+}
 
 
 # --- the words of /flume:launch -------------------------------------------------------------
@@ -241,10 +255,8 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
         seen["after"] = answered(await session.call_tool("status", {"repository": str(repo)}))
         second = seen["second"]["place"]
         seen["retry"] = await session.call_tool("retry", {"place": second, "words": "again"})
-        for word in ("approve", "resume"):
-            seen[word] = await session.call_tool(word, {"place": second})
-        raised = {"place": second, "turns": 5}
-        seen["raise_budgets"] = await session.call_tool("raise_budgets", raised)
+        for word, arguments in PAUSE_TOOLS.items():
+            seen[word] = await session.call_tool(word, {"place": second, **arguments})
         seen["drop"] = answered(await session.call_tool("drop", {"place": second}))
         seen["dropped"] = answered(await session.call_tool("status", {"place": second}))
 
@@ -272,17 +284,20 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
     assert text_of(seen["retry"]).startswith(
         "Error executing tool retry: flume refused this in the place's present state"
     )
-    # Nothing is paused: approve, resume and raise_budgets are refused, and journal nothing.
-    for word in ("approve", "resume", "raise_budgets"):
+    # Nothing is paused: approve, resume, raise_budgets and resolve are refused, and journal
+    # nothing.
+    for word in PAUSE_TOOLS:
         assert seen[word].is_error, word
-        assert "is not paused: nothing waits on" in text_of(seen[word]), text_of(seen[word])
+        assert "is not paused: n" in text_of(seen[word]), text_of(seen[word])
+    assert "no merge conflict waits on resolve" in text_of(seen["resolve"])
+    assert tools["resolve"].input_schema["required"] == ["place", "agent"]
     assert seen["drop"]["place"] == seen["second"]["place"]
     assert "dropped" in seen["drop"]["said"]
     (dropped,) = seen["dropped"]["places"]
     assert dropped["life"] in {"dropped", "tidied"}  # the supervisor tidies a drop at once
     journal = Path(seen["second"]["journal"])
     assert sum(isinstance(each, DropAsked) for each in observations(journal)) == 1
-    refused = (ApproveAsked, ResumeAsked, BudgetRaised)
+    refused = (ApproveAsked, ResumeAsked, BudgetRaised, ResolveAsked)
     assert not any(isinstance(each, refused) for each in observations(journal))
 
 

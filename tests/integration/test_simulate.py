@@ -60,6 +60,8 @@ def test_the_scenarios_the_issues_name_ship() -> None:
         "workflow-kill-resume",
         "workflow-loop",
         "workflow-loop-max",
+        "workflow-join",
+        "workflow-merge-conflict",
     }
 
 

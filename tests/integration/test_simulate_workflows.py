@@ -1,8 +1,8 @@
 """``flume simulate`` on the workflow scenarios flume ships: each shows what its description says.
 
-One scenario a rule family flume runs in one lane: a loop left on done, a loop at max paused,
-gates judged at a turn's end, a budget that pauses, an approval, and kill and resume. (Join and
-merge conflicts need Parallel, which flume does not run yet: no scenario ships for them.)
+One scenario a rule family: a loop left on done, a loop at max paused, gates judged at a turn's
+end, a budget that pauses, an approval, a parallel's join and its merge conflict, and kill and
+resume.
 """
 
 from __future__ import annotations
@@ -87,6 +87,9 @@ def test_a_merge_conflict_pauses_named_and_by_hand_finishes() -> None:
     assert "greeting.txt" in paused
     assert "flume resolve sliced--clash --by-hand" in paused
     assert "flume resolve sliced--clash --agent" in paused
+    (conflict,) = named(rows, "merge-conflict")
+    assert conflict in paused
+    assert "greeting.txt; the merge was undone" in conflict
     assert named(rows, "resumed") == ["sliced--clash resumed at slices: merged by hand"]
     assert named(rows, "finished") == ["sliced--clash finished"]
 

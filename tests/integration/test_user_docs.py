@@ -1,5 +1,8 @@
 """What a user reads cites only what a user has: rule ids docs/rules.md explains, no team files.
 
+And what flume shows a user is explained where they look: each event in docs/events.md, each
+phase and pause in docs/status.md, each pause's command in docs/commands.md.
+
 The README, docs/ and flume's own source once cited DESIGN.md and STYLE.md, which live beside
 the team's clones, not in the repository or the package.
 """
@@ -9,7 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from flume.core.actions import Event
+from flume.core.place import PauseCause
 from flume.core.rules import RULES
+from flume.core.status import PhaseWord
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROW = re.compile(r"^\| (?:\*\*(?P<rule>R\d+)\*\*|`(?P<finer>[A-Z-]+)`) \| (?P<text>.*) \|$")
@@ -58,3 +64,25 @@ def test_nothing_a_user_reads_cites_the_teams_own_documents() -> None:
         if re.search(r"DESIGN\.md|STYLE\.md|STYLE rule|DESIGN §", path.read_text(encoding="utf-8"))
     ]
     assert citing == []
+
+
+def _page(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
+def test_every_event_phase_and_pause_is_documented() -> None:
+    """An event has its row in events.md; a phase and a pause cause are named in status.md.
+
+    Each pause cause has its row in commands.md's table of what lets it go on.
+    """
+    events, status, commands = _page("events.md"), _page("status.md"), _page("commands.md")
+    rows = {
+        name
+        for line in events.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`([a-z-]+)`", line.split(" | ")[0])
+    }
+    assert [event.value for event in Event if event.value not in rows] == []
+    assert [word.value for word in PhaseWord if f"`{word.value}`" not in status] == []
+    assert [cause.value for cause in PauseCause if f"`{cause.value}`" not in status] == []
+    assert [cause.value for cause in PauseCause if f"| `{cause.value}` |" not in commands] == []

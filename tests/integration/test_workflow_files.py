@@ -2,7 +2,7 @@
 
 Issue 13, must-show 9: each hostile file exits 2, names its file and line, and creates nothing
 (no branch, worktree, journal, registry entry or place). The example (examples/kinds/feature.toml)
-is checked and planned with ``--plan``, and its launch refused until flume runs workflows.
+is checked and planned with ``--plan``, and launched.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from flume.core.kinds import parallels
+from flume.core.kinds import lane_names, parallels
 from flume.core.observations import Launched
-from flume.core.settings import Settings
 from flume.shell.declared import kinds
-from flume.shell.store import places
-from flume.shell.store.journal import read as read_journal
+from flume.shell.store import journal
 from tests.integration.places_kit import flume, repository, world_of
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
@@ -359,53 +357,31 @@ def test_uncapped_figures_are_said_to_have_no_cap(tmp_path: Path) -> None:
     assert re.search(r"turns\s+no cap\n", text.stdout)
 
 
-def _launched_with_lanes(repo: Path, place: str, parallel: str) -> None:
-    """The place's journal starts with its launch, its kind holding the parallel block."""
-    (journal,) = [
-        found.journal
-        for found in places.places_of(repo, Settings())
-        if found.journal.parent.name == place
-    ]
-    first = read_journal(journal).observations[0]
-    assert isinstance(first, Launched)
-    assert parallel in parallels(first.kind.body)
+def test_the_example_is_launched_its_parallel_in_its_body(host: Path, woken: list[str]) -> None:
+    """The sound example, launched: journaled whole, its parallel a stage of the run's.
 
-
-def test_the_example_launch_is_journaled_now_that_flume_runs_lanes(
-    host: Path, woken: list[str]
-) -> None:
-    """The sound example, launched: journaled, its slices in its kind; the supervisor woken."""
+    The launch is checked as before; what it journals is the kind the file declares, the
+    parallel's lanes in it (the supervisor, woken, runs them; here it is not started).
+    """
     repo = repository(host / "repo", files={".flume.toml": TESTS_DECLARED})
     kind_file = host / "feature.toml"
     kind_file.write_text(EXAMPLE, encoding="utf-8")
     ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
-                "x", "--brief", "Build it.", "--agent", "test")  # fmt: skip
+                "x", "--brief", "Build it.", "--agent", "test", "--json")  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    _launched_with_lanes(repo, "feature--x", "slices")
+    made = json.loads(ran.stdout)
+    assert (made["place"], made["branch"]) == ("feature--x", "feature/x")
+    (launched,) = journal.read(Path(made["journal"])).observations
+    assert isinstance(launched, Launched)
+    (slices,) = parallels(launched.kind.body).values()
+    assert lane_names(slices) == ("slice-a", "slice-b")
     assert woken == ["wake"]
 
 
-def test_a_kind_with_a_parallel_block_is_launched(host: Path, woken: list[str]) -> None:
-    """A kind whose body fans out into lanes is launched as any kind is (its lanes, later)."""
-    repo = repository(host / "repo")
-    kind_file = host / "fan.toml"
-    kind_file.write_text(
-        '[kind]\nname = "fan"\nbody = ["both"]\n[parallel.both]\nbranches = ["a", "b"]\n'
-        '[step.a]\nprompt = "Do a of $brief."\ngate = "commit"\n'
-        '[step.b]\nprompt = "Do b of $brief."\ngate = "commit"\n',
-        encoding="utf-8",
-    )
-    ran = flume("launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name",
-                "x", "--brief", "Build it.", "--agent", "test", "--panes", "print")  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    _launched_with_lanes(repo, "fan--x", "both")
-    assert woken == ["wake"]
+def test_a_repository_declares_a_workflow_by_its_file(tmp_path: Path) -> None:
+    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, making nothing.
 
-
-def test_a_repository_declares_a_workflow_by_its_file(host: Path, woken: list[str]) -> None:
-    """``[[kinds]] file = ...`` in .flume.toml: planned by --kind, and launched by it.
-
-    The plans make nothing; the older [[kinds]] beside it keep their meaning.
+    The older [[kinds]] beside it keep their meaning.
     """
     config = (
         TESTS_DECLARED
@@ -413,7 +389,9 @@ def test_a_repository_declares_a_workflow_by_its_file(host: Path, woken: list[st
         + '[[kinds]]\nname = "review"\n[[kinds.stages]]\nname = "read"\n'
         + 'prompt = "Review $brief."\ndeliverable = "report:review.md"\n'
     )
-    repo = repository(host / "repo", files={".flume.toml": config, "flume/feature.toml": EXAMPLE})
+    repo = repository(
+        tmp_path / "repo", files={".flume.toml": config, "flume/feature.toml": EXAMPLE}
+    )
     before = world_of(repo)
     planned = flume("launch", "--plan", "--json", "--repository", str(repo), "--kind",
                     "feature", "--name", "x")  # fmt: skip
@@ -424,11 +402,6 @@ def test_a_repository_declares_a_workflow_by_its_file(host: Path, woken: list[st
     assert review.returncode == 0, review.stderr
     assert json.loads(review.stdout)["steps"] == [{"path": "read", "runs": 1}]
     assert world_of(repo) == before
-    ran = flume("launch", "--repository", str(repo), "--kind", "feature", "--name", "x",
-                "--brief", "Build it.", "--agent", "test")  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    _launched_with_lanes(repo, "feature--x", "slices")
-    assert woken == ["wake"]
 
 
 def test_a_bad_workflow_named_by_the_config_names_its_own_file_and_line(tmp_path: Path) -> None:

@@ -492,7 +492,10 @@ class LanesMachine(RuleBasedStateMachine):
 
     @invariant()
     def nothing_waits_silently(self) -> None:
-        """WF-NO-SILENT-WAIT: finished, a named pause, a lane or agent at work, or owed work."""
+        """Nothing waits silently at a parallel: finished, paused named, lanes or agent at work.
+
+        Or work owed. The rule is the workflow machine's (its invariant names it), held here too.
+        """
         place = self.world.place
         assert place is not None
         if place.life is not Life.ACTIVE:

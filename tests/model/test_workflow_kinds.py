@@ -2,8 +2,8 @@
 
 The core checks a kind's tree (every block named once, a loop's until a verdict-gated step of
 its body, whole counts of at least 1, no join first with merge, plain artifact paths, at most 32
-safe lanes, known prompt fields), names what this flume cannot run yet, and computes the worst
-case the caps allow. These are checks of a declaration, as the existing kind checks are.
+safe lanes, known prompt fields), and computes the worst case the caps allow. These are checks
+of a declaration, as the existing kind checks are.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from flume.core.errors import UsageError
 from flume.core.kinds import ReportFile
 from flume.core.launch import Panes
 from flume.core.observations import Activity
-from flume.core.place import Life, Place, current_step
+from flume.core.place import LaneState, Life, Place, current_step
 from flume.core.settings import Settings
 from flume.core.status import PhaseWord, PlaceStatus, status
 from flume.shell.agents.runner import tmux_group
@@ -98,7 +99,8 @@ def in_flight(repositories: Sequence[Path] | None = None) -> list[InFlight]:
 def waits_on_caller(each: InFlight) -> bool:
     """The place waits on its caller: a word, a retry, a person's answer, or its report read.
 
-    A paused workflow run waits on a person too: approve, resume or raise lets it go on.
+    A paused workflow run waits on a person too: approve, resume, raise or resolve lets it go on
+    (or, a lane dropped, only drop). A run whose lanes run or merge waits on them, not on you.
     """
     view = each.view
     finished_report = view.life is Life.FINISHED and isinstance(
@@ -130,11 +132,21 @@ def row(each: InFlight) -> str:
         doing = f"stopped short: {view.needs or view.short_cause or 'retry or drop'}"
     elif view.phase is PhaseWord.PAUSED:
         doing = f"paused ({view.paused}): {view.resolve}"
+    elif view.phase is PhaseWord.LANES:
+        doing = f"lanes: {_lanes_said(each.place)}"
+    elif view.phase is PhaseWord.MERGING:
+        doing = "merging its lanes"
     elif view.agent is Activity.ASKING:
         doing = "asks you a question"
     else:
         doing = view.agent.value
     return fit(f"{view.place} {view.key or view.stage}#{view.attempt} {doing}{tasks}")
+
+
+def _lanes_said(place: Place) -> str:
+    """How many of the parallel's lanes wait, run, finished or ended, in that order."""
+    counts = Counter(run.state for run in place.lanes.values())
+    return ", ".join(f"{counts[state]} {state.value}" for state in LaneState if counts[state])
 
 
 def _pane_tokens(each: InFlight) -> dict[str, str | None]:

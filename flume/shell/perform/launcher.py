@@ -447,7 +447,7 @@ def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
 
     The launch is checked as a launch is (the kind file, the kind, the name, the base, the
-    agent's words), but its brief is not read.
+    agent's words); its brief is not read.
     """
     # The brief is the work, not its caps: a plan reads none.
     request = _request(
