@@ -9,7 +9,6 @@ what the rules decided over them, as ``flume events`` would.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 import pytest
 
 from flume.core.actions import Event, LaunchLane, Report
-from flume.core.ids import Instant
 from flume.core.observations import (
     AgentExited,
     AgentStarted,
@@ -27,10 +25,8 @@ from flume.core.observations import (
     ResolveAsked,
 )
 from flume.core.place import Life, PauseCause, Paused
-from flume.core.settings import Settings
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
-from flume.shell.supervisor import client
 from flume.shell.tools import git
 from tests.integration.agents_kit import (
     agent_repository,
@@ -228,8 +224,8 @@ def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
 ) -> None:
     """A conflicting merge is undone and pauses the run, naming the file; nothing is lost.
 
-    A person merges by hand in the run's worktree and resolves it (``ResolveAsked``, as ``flume
-    resolve --by-hand`` journals it): the merge goes on past what they merged, the run finishes.
+    A person merges by hand in the run's worktree and says so (``flume resolve --by-hand``): the
+    merge goes on past what they merged, and the run finishes.
     """
     del panes
     repo = agent_repository(tmp_path)
@@ -259,8 +255,10 @@ def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
     (worktree / "shared.md").write_text("from a\nfrom b\n", encoding="utf-8")
     run_git(worktree, "add", "shared.md")
     run_git(worktree, "commit", "-q", "--no-edit")
-    places.command(path, ResolveAsked(at=Instant(time.time())), Settings())
-    client.ensure()
+    resolved = flume_process("resolve", "wf--clash", "--by-hand", "--repository", str(repo))
+    assert resolved.returncode == 0, resolved.stderr
+    (asked,) = [seen for seen in observations(path) if isinstance(seen, ResolveAsked)]
+    assert not asked.agent
     wait_for(lambda: place_of(path).life is Life.FINISHED, 40, "the resolved run to finish")
     assert (worktree / "shared.md").read_text(encoding="utf-8") == "from a\nfrom b\n"
     assert _subjects(repo, "wf/clash")[-1] == "Check the slices"
