@@ -1,8 +1,8 @@
 """Parallel blocks, the shell's part, in this process: lanes launched, ended, ordered, merged.
 
-The supervisor runs tick by tick with the test's clock and echo agents (tests/integration/
-places_kit.py); the test commits in each lane's worktree as its agent would. The performers'
-own cases (a merge passed over, a conflict undone, an order given once) are met head on.
+The supervisor runs tick by tick with the test's clock and echo agents (``places_kit``); the
+test commits in each lane's worktree as its agent would. The performers' own cases (a merge
+passed over, a conflict undone, an order given once, a launch refused) are met head on.
 """
 
 from __future__ import annotations
