@@ -132,7 +132,8 @@ def merge(
         fds = (*pass_fds, held)
         for lane, branch in zip(action.lanes, action.branches, strict=True):
             if git.resolve(worktree, branch) is None:
-                return _failed(at, f"lane {lane}'s branch {branch} does not exist: nothing merged")
+                gone = f"lane {lane}'s branch {branch} does not exist: it cannot be merged"
+                return _failed(at, gone)
             if git.run(worktree, "merge-base", "--is-ancestor", branch, "HEAD").ok:
                 continue
             message = f"Merge lane {lane} ({branch}) into {action.branch}"
