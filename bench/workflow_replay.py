@@ -2,9 +2,12 @@
 
 Targets: at least 50,000 observations a second, and at most 1.3x the fix journal's time.
 
-The workflow journal is one run of a kind that plans (an ``artifact`` gate), then loops a review
-(a ``verdict`` gate) and a fix (a commit) three passes at most, within budgets; the review says
-``revise`` on passes 1 and 2 and ``done`` on pass 3, so the loop leaves before pass 3's fix. It
+The workflow is one run of a kind that plans (an ``artifact`` gate), fans out into three lanes
+(a parallel whose branches each commit, joined all and merged), then loops a review (a
+``verdict`` gate) and a fix (a commit) three passes at most, within budgets; the review says
+``revise`` on passes 1 and 2 and ``done`` on pass 3, so the loop leaves before pass 3's fix.
+Each lane is a place with a journal of its own: the workflow's journals are the run's and its
+three lanes', together as long as the fix's, and replaying the workflow replays all four. It
 is made by driving the real core observation by observation and answering each action it takes
 as the shell would (the worktree made, each agent started and ready, each prompt typed and seen
 in the transcript, each gate read, each agent ended), with every step's turn padded by an agent
@@ -16,9 +19,6 @@ Side by side, the four works taking turns in every round:
 
 - the fold: ``replay`` over the observations already in memory, workflow and fix;
 - the restart: the journal's JSON lines decoded with the shell's converter, then the fold.
-
-Only one lane: the kind has no ``Parallel``, so the issue's "3 lanes" is not in it (each lane is
-a place with a journal of its own, replayed as this one is).
 
 Run: ``python bench/workflow_replay.py [--observations N] [--rounds R]``. Prints every round's
 figures, then the best and the median of each, and the workflow's time over the fix's.
@@ -41,7 +41,9 @@ from flume.core.actions import (
     ArchiveVerdict,
     EndAgent,
     JudgeGate,
+    LaunchLane,
     MakeWorktree,
+    MergeLanes,
     RunSetup,
     SendPrompt,
     StartAgent,
@@ -56,7 +58,17 @@ from flume.core.ids import (
     StageName,
     WorkName,
 )
-from flume.core.kinds import Artifact, Budgets, Commit, Kind, Loop, Sequence, Step, Verdict
+from flume.core.kinds import (
+    Artifact,
+    Budgets,
+    Commit,
+    Kind,
+    Loop,
+    Parallel,
+    Sequence,
+    Step,
+    Verdict,
+)
 from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
@@ -67,6 +79,8 @@ from flume.core.observations import (
     Author,
     BranchHead,
     GateRead,
+    LaneEnded,
+    LanesMerged,
     Launched,
     Observation,
     PromptTyped,
@@ -86,8 +100,10 @@ TARGET = 50_000
 RATIO = 1.3
 #: The review's verdict on each pass: the loop leaves on done, pass 3's fix never runs.
 VERDICTS = {1: "revise", 2: "revise", 3: "done"}
-#: The steps the run takes: plan, then review and fix twice, then review.
-STEPS = 6
+#: The turns the workflow takes: plan, a turn in each of the three lanes, then review and fix
+#: twice, then review.
+STEPS = 9
+LANES = ("slice-a", "slice-b", "slice-c")
 
 
 def reviewed() -> Kind:
@@ -107,6 +123,18 @@ def reviewed() -> Kind:
         prompt="Plan $brief in PLAN.md.",
         deliverable=Artifact(path="PLAN.md"),
     )
+    slices = Parallel(
+        name=BlockName("slices"),
+        branches=pvector(
+            Step(
+                name=StageName(lane),
+                prompt=f"Build {lane} of PLAN.md; commit.",
+                deliverable=Commit(),
+            )
+            for lane in LANES
+        ),
+        cap=3,
+    )
     loop = Loop(
         name=BlockName("review-loop"),
         body=Sequence(blocks=pvector([review, fix])),
@@ -120,7 +148,7 @@ def reviewed() -> Kind:
     return Kind(
         name=KindName("reviewed"),
         prefix="reviewed",
-        body=Sequence(blocks=pvector([plan, loop])),
+        body=Sequence(blocks=pvector([plan, slices, loop])),
         budgets=budgets,
     )
 
@@ -138,6 +166,8 @@ class Driver:
     verdict: str | None = None
     artifact: bool = False
     commits: int = 0
+    #: The lanes the run launched, each to be carried by a driver of its own.
+    lanes: list[LaunchLane] = attrs.field(factory=list)
 
     def at(self) -> Instant:
         """The clock, moved on by half a second: one observation's instant."""
@@ -155,7 +185,7 @@ class Driver:
             for action in decision.actions:
                 queue.extend(self.answer(action))
 
-    def answer(self, action: Action) -> list[Observation]:  # noqa: PLR0911 (one arm per action)
+    def answer(self, action: Action) -> list[Observation]:  # noqa: C901, PLR0911 (one arm per action)
         """What the shell observes after performing ``action``."""
         match action:
             case MakeWorktree(path=path, branch=branch):
@@ -194,6 +224,11 @@ class Driver:
                 return [GateRead(at=self.at(), key=key, attempt=attempt, found=self.artifact)]
             case EndAgent(session=session):
                 return [AgentExited(at=self.at(), session=session)]
+            case LaunchLane():
+                self.lanes.append(action)
+                return []
+            case MergeLanes():
+                return [LanesMerged(at=self.at(), head=Sha("m1"))]
             case _:
                 return []
 
@@ -223,8 +258,12 @@ class Driver:
             self.feed(Tick(at=self.at()))
 
 
-def run(settings: Settings, busy_for: list[int]) -> Driver:
-    """The workflow's run, its ``STEPS`` turns padded by ``busy_for`` observations each."""
+def run(settings: Settings, busy_for: list[int]) -> list[Driver]:
+    """The workflow's run and its lanes, their ``STEPS`` turns padded by ``busy_for`` each.
+
+    The run plans, fans out; each lane's place is launched as the shell would journal it, runs
+    its turn and finishes, and the run is told (``LaneEnded``); the lanes merged, it reviews.
+    """
     driver = Driver(settings=settings)
     launch = Launch(
         repository="/src/app",
@@ -233,26 +272,51 @@ def run(settings: Settings, busy_for: list[int]) -> Driver:
         brief="Make the thing fast.",
         base=BranchName("main"),
     )
-    board = f"/src/app/.git/flume/{launch.place}/board"
+    board = f"/src/app/places/.boards/{launch.place}"
     driver.feed(Launched(at=driver.at(), launch=launch, kind=reviewed(), board=board))
-    for each in busy_for:
+    turns = iter(busy_for)
+    driver.turn(next(turns))
+    lanes: list[Driver] = []
+    for asked in list(driver.lanes):
+        lane = Driver(settings=settings, now=driver.now)
+        lane.feed(
+            Launched(
+                at=lane.at(), launch=asked.launch, kind=asked.kind, start=asked.start,
+                settings=asked.settings, board=asked.board,
+            )
+        )  # fmt: skip
+        lane.turn(next(turns))
+        assert lane.place is not None
+        assert lane.place.life is Life.FINISHED, f"lane {asked.lane}: {lane.place.life}"
+        driver.now = lane.now
+        ended = LaneEnded(at=driver.at(), lane=asked.lane, finished=True, head=lane.place.head)
+        driver.feed(ended)
+        lanes.append(lane)
+    for each in turns:
         driver.turn(each)
-    return driver
+    return [driver, *lanes]
 
 
-def journal(settings: Settings, size: int) -> list[Observation]:
-    """The workflow's run in ``size`` observations, its turns padded alike."""
-    bare = len(run(settings, [0] * STEPS).seen)
+def journals(settings: Settings, size: int) -> list[list[Observation]]:
+    """The run's journal and its lanes', ``size`` observations in all, their turns padded alike."""
+    bare = sum(len(each.seen) for each in run(settings, [0] * STEPS))
     padding = size - bare
     each = [padding // STEPS] * STEPS
     each[-1] += padding - sum(each)
-    driver = run(settings, each)
-    place = driver.place
+    drivers = run(settings, each)
+    place = drivers[0].place
     assert place is not None
-    assert len(driver.seen) == size, f"{len(driver.seen)} observations, not {size}"
+    total = sum(len(driver.seen) for driver in drivers)
+    assert total == size, f"{total} observations, not {size}"
     assert place.life is Life.FINISHED, f"the run should finish, not {place.life}"
     assert place.stage.key == "review-loop@3/review", "the loop should leave on pass 3's done"
-    return driver.seen
+    assert "slices" in place.completed, "the lanes should have been merged"
+    return [driver.seen for driver in drivers]
+
+
+def replay_all(settings: Settings, each: list[list[Observation]]) -> list[Place]:
+    """Every journal replayed, the run's and its lanes' (a restart reads all four)."""
+    return [replay(settings, seen) for seen in each]
 
 
 @attrs.frozen
@@ -272,29 +336,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     settings = Settings()
-    workflow = journal(settings, args.observations)
+    split = journals(settings, args.observations)
+    workflow = [observation for each in split for observation in each]
     fix = fix_journal(args.observations)
-    workflow_lines = [encode(observation) for observation in workflow]
+    split_lines = [[encode(observation) for observation in each] for each in split]
+    workflow_lines = [line for each in split_lines for line in each]
     fix_lines = [encode(observation) for observation in fix]
-    ended = replay(settings, workflow)
-    assert replay(settings, [decode(line) for line in workflow_lines]) == ended
+    ended = replay_all(settings, split)
+    decoded = [[decode(line) for line in each] for each in split_lines]
+    assert replay_all(settings, decoded) == ended
     kinds: dict[str, int] = {}
     for observation in workflow:
         name = type(observation).__name__
         kinds[name] = kinds.get(name, 0) + 1
     print(
-        f"workflow journal: {len(workflow)} observations, "
+        f"workflow journals (the run's and {len(split) - 1} lanes'): "
+        f"{' + '.join(str(len(each)) for each in split)} = {len(workflow)} observations, "
         f"{sum(map(len, workflow_lines)) / 1e6:.1f} MB of JSON lines; "
         f"fix journal: {len(fix)} observations, {sum(map(len, fix_lines)) / 1e6:.1f} MB"
     )
     print("workflow's observations: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     works = [
-        Work("workflow fold", len(workflow), lambda: replay(settings, workflow)),
+        Work("workflow fold", len(workflow), lambda: replay_all(settings, split)),
         Work("fix fold", len(fix), lambda: replay(settings, fix)),
         Work(
             "workflow restart",
             len(workflow),
-            lambda: replay(settings, [decode(line) for line in workflow_lines]),
+            lambda: replay_all(settings, [[decode(line) for line in each] for each in split_lines]),
         ),
         Work(
             "fix restart", len(fix), lambda: replay(settings, [decode(line) for line in fix_lines])

@@ -159,6 +159,8 @@ def test_a_review_loop_leaves_on_done_and_the_fix_after_it_never_runs(
     assert tidied.returncode == 0, tidied.stderr
     wait_for(lambda: not Path(place.path).exists(), 30, "tidy to remove the place")
     assert not board.exists()
+    # The last board gone, no empty .boards is left in places/, where it would read as a place.
+    assert not board.parent.exists()
     assert "wf/loop" in run_git(repo, "branch", "--list", "wf/loop")
 
 

@@ -14,6 +14,7 @@ process gets an argument list.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable
@@ -471,10 +472,13 @@ def remove_board(place: Place) -> None:
     """R10: the place's board goes with its worktree: flume's own notes, kept while the place is.
 
     Only a folder named as flume makes boards (``<repository>/places/.boards/<place>``) is
-    removed, and only by the place that made it: a lane shares its run's board, which stays.
+    removed (a lane's board is its run's: it goes with the run), and ``.boards`` with it once
+    it holds no other place's: an empty folder left in ``places/`` would read as a place.
     """
     if not place.board or place.launch.parent is not None:
         return
     board = Path(place.board)
     if board == gates.board_of(place.path, place.launch.place):
         shutil.rmtree(board, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            board.parent.rmdir()
