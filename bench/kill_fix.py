@@ -8,9 +8,14 @@ never two agents for one attempt nor two live at once, the worktree made once.
 ``--kind fix``: code commits, submit lands through the embedded lander, tidy removes the place;
 its commit must be on main. ``--kind workflow``: examples/kinds/reviewed.toml, a plan behind an
 artifact gate, a review loop revised on pass 1 and done on pass 2 (pass 2's fix never runs),
-a sign-off the trial approves; pass 1's verdict must be in the review's history.
+a sign-off the trial approves; pass 1's verdict must be in the review's history. ``--kind
+lanes``: examples/kinds/slices.toml, a plan, two commit-gated lanes side by side (each a place
+with a journal of its own; the kill point counts every journal's lines together), merged in
+order, then the same review loop; both lanes' commits must be in the run's branch, each lane
+launched and its worktree made once, and tidied after the merge. Every promise is counted place
+by place: two lanes' agents live at once, never two in one place.
 
-    .venv/bin/python bench/kill_fix.py [--kind fix|workflow] [--trials 100] [--seed 1]
+    .venv/bin/python bench/kill_fix.py [--kind fix|workflow|lanes] [--trials 100] [--seed 1]
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from common import private_host
 
 from tests.integration import fix_trials
 
-KINDS = {"fix": fix_trials.FIX, "workflow": fix_trials.WORKFLOW}
+KINDS = {"fix": fix_trials.FIX, "workflow": fix_trials.WORKFLOW, "lanes": fix_trials.LANES}
 
 
 def main() -> None:
@@ -63,8 +68,9 @@ def main() -> None:
         f"{len(trials)} {arguments.kind} trials: {kept} completed with every promise kept; "
         f"finished {sum(t.finished for t in trials)}/{len(trials)}; "
         f"max sends received per marker {max(t.most_sends for t in trials)}; "
-        f"max agents live at once {max(t.most_agents for t in trials)}; "
-        f"worktrees made per run {sorted({t.worktrees for t in trials})}; "
+        f"max agents live at once in one place {max(t.most_agents for t in trials)} "
+        f"({max(t.most_panes for t in trials)} in all); "
+        f"worktrees made per place {sorted({n for t in trials for n in t.worktrees})}; "
         f"median {statistics.median(t.seconds for t in trials):.1f}s a trial; "
         f"{sum(t.retyped > 0 for t in trials)} killed between deciding a send and typing it"
     )

@@ -10,14 +10,23 @@ them (every input the test agent's terminal submitted, lost ones too). Live agen
 twice over too: replaying the journal (no agent started while another is live), and sampling
 the tmux server's live panes through the trial.
 
-Two kinds are carried: ``FIX`` (code commits, submit lands through the embedded lander, tidy
-removes the place) and ``WORKFLOW`` (examples/kinds/reviewed.toml: a plan behind an artifact
-gate, a review loop whose review says revise on pass 1 and done on pass 2, and a sign-off the
-trial approves with ``flume approve`` when it pauses for it).
+Three kinds are carried: ``FIX`` (code commits, submit lands through the embedded lander, tidy
+removes the place), ``WORKFLOW`` (examples/kinds/reviewed.toml: a plan behind an artifact gate, a
+review loop whose review says revise on pass 1 and done on pass 2, and a sign-off the trial
+approves with ``flume approve`` when it pauses for it) and ``LANES`` (examples/kinds/slices.toml:
+a plan, two commit-gated lanes side by side, merged in order, then the same review loop).
+
+A run with lanes is three places, each with a journal of its own: the run and a lane a slice.
+Every promise is a place's, so each is counted place by place: the sends of each place's prompts,
+the agents live at once in each (the journal's replay, and the live panes of its tmux window:
+two lanes' agents live side by side, never two in one lane), the worktree each made. The kill
+point counts the lines of every journal of the run, its lanes' with its own, so that a kill
+falls as often while the lanes work (their journals grow, the run's waits) as before or after.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -29,8 +38,15 @@ from pathlib import Path
 
 import attrs
 
-from flume.core.actions import Event, Report, SendPrompt
-from flume.core.observations import AgentStarted, ApproveAsked, Observation, WorktreeMade
+from flume.core.actions import Event, LaunchLane, Report, SendPrompt
+from flume.core.ids import BranchName
+from flume.core.observations import (
+    AgentStarted,
+    ApproveAsked,
+    Launched,
+    Observation,
+    WorktreeMade,
+)
 from flume.core.place import Life, PauseCause, Paused, Place
 from flume.core.settings import Settings
 from flume.core.step import step
@@ -99,6 +115,55 @@ WORKFLOW_MARKERS = (
 )
 
 
+#: The example with lanes, run as shipped: a plan, two slices in lanes of their own, a review loop.
+SLICES = Path(__file__).resolve().parents[2] / "examples" / "kinds" / "slices.toml"
+#: Each lane commits a file of its own (their merges never conflict); then the review loop as
+#: WORKFLOW's: pass 1's review says revise and its fix commits, pass 2's says done.
+LANES_SCRIPT = """
+[[turn]]
+match = ":plan:1]"
+steps = [{write = {path = "PLAN.md", text = "a: a.md; b: b.md\\n"}}]
+
+[[turn]]
+match = ":slice-a:1]"
+steps = [{write = {path = "a.md", text = "slice a\\n"}}, {commit = "Build slice a"}]
+
+[[turn]]
+match = ":slice-b:1]"
+steps = [{write = {path = "b.md", text = "slice b\\n"}}, {commit = "Build slice b"}]
+
+[[turn]]
+match = ":review-loop@1/review:1]"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "revise"}'}}]
+
+[[turn]]
+match = ":review-loop@1/fix:1]"
+steps = [{write = {path = "fix-1.md", text = "mended\\n"}}, {commit = "Mend the findings"}]
+
+[[turn]]
+match = ":review-loop@2/review:1]"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "done"}'}}]
+
+[[turn]]
+match = ":review-loop@2/fix:1]"
+steps = [{write = {path = "fix-2.md", text = "never\\n"}}, {commit = "A fix after done"}]
+"""
+#: The run's place and its lanes', as slices.toml launched with ``--name k`` names them.
+LANES_RUN = "slices--k"
+LANE_PLACES = {"slice-a": "slices--k+slice-a", "slice-b": "slices--k+slice-b"}
+#: Each place's prompts, by marker past the place's name.
+LANES_MARKERS = {
+    LANES_RUN: {
+        "plan:1",
+        "review-loop@1/review:1",
+        "review-loop@1/fix:1",
+        "review-loop@2/review:1",
+    },
+    LANE_PLACES["slice-a"]: {"slice-a:1"},
+    LANE_PLACES["slice-b"]: {"slice-b:1"},
+}
+
+
 @attrs.frozen(kw_only=True)
 class Kind:
     """What a trial launches, how far its run goes, and what it must show at the end."""
@@ -116,6 +181,8 @@ class Kind:
     answer: Callable[[Path, Path], None] = lambda _repo, _path: None
     #: Every promise of the kind's end the run broke: (repo, journal) -> problems.
     ends: Callable[[Path, Path], list[str]] = lambda _repo, _path: []
+    #: The places of the run besides its own, as ``<kind>--<name>+<lane>``: its lanes.
+    lanes: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -130,10 +197,13 @@ class Trial:
     retyped: int = 0
     #: The most sends of one marker's prompt the agents received.
     most_sends: int = 0
-    #: The most live agents at once: in the journal's replay, and in the tmux panes sampled.
+    #: The most live agents at once in one place: in its journal's replay, and in the live
+    #: panes of its tmux window sampled.
     most_agents: int = 0
-    #: The worktrees made for the place (WorktreeMade lines).
-    worktrees: int = 0
+    #: The most live agents at once in the trial's tmux server, every place's together.
+    most_panes: int = 0
+    #: The worktrees made for each place (WorktreeMade lines), by place.
+    worktrees: tuple[int, ...] = ()
     finished: bool = False
 
 
@@ -190,7 +260,25 @@ def _workflow_ends(repo: Path, path: Path) -> list[str]:
     sent = {str(a.marker).split(":", 2)[2] for a in prompts}
     if sent != set(WORKFLOW_MARKERS):
         problems.append(f"prompts sent: {sorted(sent)}")
-    board = Path(place.board)
+    problems.extend(_verdicts(Path(place.board)))
+    log = git.run(repo, "log", "--format=%s", place.branch).out.splitlines()
+    if "Mend the findings" not in log or "A fix after done" in log:
+        problems.append(f"the branch's commits: {log}")
+    problems.extend(_worktrees_left(repo))
+    return problems
+
+
+#: The gates the review loop's run passes, in order: the loop left on done at pass 2.
+LOOP_GATES = [
+    "the gate of plan passed",
+    "the gate of review-loop@1/review passed (verdict: revise)",
+    "the gate of review-loop@2/review passed (verdict: done)",
+]
+
+
+def _verdicts(board: Path) -> list[str]:
+    """Each verdict read its attempt's: pass 1's revise archived, pass 2's done the latest."""
+    problems: list[str] = []
     history = board / "review" / "history"
     archived = sorted(history.iterdir()) if history.is_dir() else []
     verdicts = [json.loads(p.read_text(encoding="utf-8")).get("result") for p in archived]
@@ -199,13 +287,111 @@ def _workflow_ends(repo: Path, path: Path) -> list[str]:
     latest = board / "review" / "verdict.json"
     if not latest.is_file() or json.loads(latest.read_text(encoding="utf-8"))["result"] != "done":
         problems.append("the review's verdict is not pass 2's done")
-    log = git.run(repo, "log", "--format=%s", place.branch).out.splitlines()
-    if "Mend the findings" not in log or "A fix after done" in log:
-        problems.append(f"the branch's commits: {log}")
+    return problems
+
+
+def _worktrees_left(repo: Path) -> list[str]:
+    """The repository's worktrees at the end: its own and the run's, none else (lanes tidied)."""
     listed = git.run(repo, "worktree", "list", "--porcelain").out
     worktrees = [line for line in listed.splitlines() if line.startswith("worktree ")]
     if len(worktrees) != 2:
-        problems.append(f"git worktree list holds {len(worktrees)} worktrees, not main and one")
+        return [f"git worktree list holds {len(worktrees)} worktrees, not main and one"]
+    return []
+
+
+def _lanes_launch(folder: Path, repo: Path, script_path: Path) -> Path:
+    del folder
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(SLICES), "--name", "k",
+        "--brief", "the greeting", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / LANES_RUN / places.JOURNAL
+
+
+def _lanes_tidied(repo: Path) -> bool:
+    """Every lane's place is tidied (its run ordered it once the lanes were merged)."""
+    folder = places.journals_dir(repo)
+    paths = [folder / lane / places.JOURNAL for lane in LANE_PLACES.values()]
+    return all(path.is_file() and place_of(path).life is Life.TIDIED for path in paths)
+
+
+def _lanes_ends(repo: Path, path: Path) -> list[str]:
+    """Both lanes merged in order and tidied, each launched once; the loop left on done at pass 2.
+
+    The run's rules launched each lane once and were told each finished once; each place sent
+    its own prompts; the run's branch holds each lane's commit through its merge, a's before b's,
+    and pass 1's fix, never pass 2's.
+    """
+    problems: list[str] = []
+    try:
+        wait_for(lambda: _lanes_tidied(repo), 30, "the lanes to be tidied after the merge")
+    except AssertionError as error:
+        problems.append(str(error))
+    place = place_of(path)
+    reports = [r for r in decided(path, Report) if isinstance(r, Report)]
+    passed = [r.text for r in reports if r.event is Event.GATE_PASSED]
+    if passed != LOOP_GATES:
+        problems.append(f"gates passed: {passed}")
+    if any(r.event in {Event.LOOP_MAX, Event.GATE_FAILED} for r in reports):
+        problems.append("a gate failed or the loop ran out of passes")
+    ended = sorted(r.text.split(" at ")[0] for r in reports if r.event is Event.LANE_ENDED)
+    if ended != [f"lane {lane} finished" for lane in LANE_PLACES]:
+        problems.append(f"lanes ended, as the run was told: {ended}")
+    launches = [a.lane for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    if sorted(launches) != sorted(LANE_PLACES):
+        problems.append(f"lanes launched by the run's rules: {launches}")
+    problems.extend(_verdicts(Path(place.board)))
+    folder = places.journals_dir(repo)
+    for name, markers in LANES_MARKERS.items():
+        journaled = folder / name / places.JOURNAL
+        prompts = decided(journaled, SendPrompt) if journaled.is_file() else []
+        sent = {str(a.marker).split(":", 2)[2] for a in prompts if isinstance(a, SendPrompt)}
+        if sent != markers:
+            problems.append(f"{name}'s prompts sent: {sorted(sent)}")
+    first = git.run(repo, "log", "--first-parent", "--reverse", "--format=%s", place.branch)
+    merges = [line for line in first.out.splitlines() if line.startswith("Merge lane")]
+    if merges != [f"Merge lane {lane} (slices/k+{lane}) into slices/k" for lane in LANE_PLACES]:
+        problems.append(f"the run's merges: {merges}")
+    log = git.run(repo, "log", "--format=%s", place.branch).out.splitlines()
+    wanted = {"Build slice a", "Build slice b", "Mend the findings"}
+    if not wanted <= set(log) or "A fix after done" in log:
+        problems.append(f"the branch's commits: {log}")
+    problems.extend(_lanes_made_once(repo, place))
+    problems.extend(_worktrees_left(repo))
+    return problems
+
+
+def _lanes_made_once(repo: Path, run: Place) -> list[str]:
+    """Each lane launched once, cut from the run's entry, and tidied: its place and branch gone.
+
+    Launched once: one ``Launched`` in its journal, naming its run; no journal of its name set
+    aside; and the supervisor's log says it journaled the lane once at most (a kill can fall
+    between the line and the log's).
+    """
+    problems: list[str] = []
+    folder = places.journals_dir(repo)
+    set_aside = folder / ".tidied"
+    aside = sorted(p.name for p in set_aside.iterdir()) if set_aside.is_dir() else []
+    if aside:
+        problems.append(f"journals set aside: {aside}")
+    log = client.log_path()
+    said = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    for lane, name in LANE_PLACES.items():
+        path = folder / name / places.JOURNAL
+        seen = observations(path) if path.is_file() else []
+        launched = [each for each in seen if isinstance(each, Launched)]
+        if len(launched) != 1 or launched[0].launch.parent != LANES_RUN:
+            problems.append(f"{name}: {len(launched)} launches journaled")
+        elif launched[0].start != run.entry:
+            problems.append(f"{name} was cut from {launched[0].start}, not {run.entry}")
+        if said.count(f"lane {name} of {LANES_RUN} launched") > 1:
+            problems.append(f"{name}: journaled more than once, as the supervisor's log says")
+        if (repo / "places" / name).exists():
+            problems.append(f"{name}'s worktree is left")
+        if git.resolve(repo, BranchName(f"slices/k+{lane}")) is not None:
+            problems.append(f"{name}'s branch is left")
     return problems
 
 
@@ -228,33 +414,64 @@ WORKFLOW = Kind(
     answer=_approve_when_asked,
     ends=_workflow_ends,
 )
+LANES = Kind(
+    name="lanes",
+    launch=_lanes_launch,
+    script=LANES_SCRIPT,
+    lines=115,
+    done=lambda place: place.life is Life.FINISHED,
+    waiting="the run with lanes to finish",
+    ends=_lanes_ends,
+    lanes=tuple(LANE_PLACES.values()),
+)
 
 
 class _PaneCount:
-    """The most live panes the trial's tmux server held at once, sampled in a thread."""
+    """The most live panes the trial's tmux server held at once, sampled in a thread.
+
+    Counted in all, and window by window: an agent's window is named after its place (its
+    ``tidy_name``), so the most in one window is the most agents live at once in one place.
+    """
 
     def __init__(self, socket: Path) -> None:
         self._tmux = Tmux(socket)
         self._stop = threading.Event()
         self.most = 0
+        self.most_in_one = 0
+        self.window = ""
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
         while not self._stop.wait(0.05):
-            panes = self._tmux.panes() or {}
-            self.most = max(self.most, sum(not pane.dead for pane in panes.values()))
+            panes = (self._tmux.panes() or {}).values()
+            live = [pane.window_name for pane in panes if not pane.dead]
+            self.most = max(self.most, len(live))
+            for window, count in collections.Counter(live).items():
+                if count > self.most_in_one:
+                    self.most_in_one, self.window = count, window
 
-    def stop(self) -> int:
+    def stop(self) -> tuple[int, int]:
+        """Stop sampling: the most live panes in all, and in one window."""
         self._stop.set()
         self._thread.join()
-        return self.most
+        return self.most, self.most_in_one
 
 
 def _daemon_pid() -> int | None:
     lock = places.state_dir() / "supervisor.lock"
     text = lock.read_text().strip() if lock.exists() else ""
     return int(text) if text.isdigit() else None
+
+
+def _journals(path: Path, kind: Kind) -> list[Path]:
+    """The journals of the run: its own, then its lanes' (those not launched yet too)."""
+    return [path, *(path.parent.parent / lane / places.JOURNAL for lane in kind.lanes)]
+
+
+def _lines(paths: list[Path]) -> int:
+    """The lines the journals hold, together (a lane not launched yet holds none)."""
+    return sum(len(observations(each)) for each in paths if each.is_file())
 
 
 def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
@@ -269,12 +486,13 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
     head = f"inputs = {json.dumps(str(inputs))}\n" + ("lose = 1\n" if lost_first else "")
     panes = _PaneCount(folder / "tmux.sock")
     path = kind.launch(folder, repo, script(folder, head + kind.script))
+    paths = _journals(path, kind)
     kill_at = rng.randint(1, kind.lines)
     problems: list[str] = []
 
     def reached() -> bool:
         kind.answer(repo, path)
-        return len(observations(path)) >= kill_at or kind.done(place_of(path))
+        return _lines(paths) >= kill_at or kind.done(place_of(path))
 
     try:
         wait_for(reached, 60, f"{kill_at} journal lines")
@@ -293,55 +511,84 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         wait_for(done, 120, kind.waiting)
     except AssertionError as error:
         problems.append(str(error))
-        problems.append(_where(path))
+        problems.extend(_where(each) for each in paths if each.is_file())
+    try:
+        finished = kind.done(place_of(path))
+        # The kind's end may wait on what follows its run's (the lanes' tidy): sampled still.
+        problems.extend(kind.ends(repo, path))
     finally:
-        most_panes = panes.stop()
-    seen = observations(path)
-    most_sends, sending = _sends(path, inputs)
-    most_agents, agents = _agents(seen)
-    problems.extend(sending + agents)
-    if most_panes > 1:
-        problems.append(f"{most_panes} agents' panes live at once")
-    worktrees = sum(isinstance(each, WorktreeMade) for each in seen)
-    if worktrees != 1:
-        problems.append(f"the worktree was made {worktrees} times")
-    finished = kind.done(place_of(path))
-    problems.extend(kind.ends(repo, path))
-    retyped = [
-        r
-        for r in decided(path, Report)
-        if isinstance(r, Report) and r.event is Event.PROMPT_RETYPED
-    ]
+        most_panes, most_in_one = panes.stop()
+    if most_in_one > 1:
+        problems.append(f"{most_in_one} agents' panes live at once in {panes.window}")
+    most_sends, sending = _sends(paths, inputs)
+    problems.extend(sending)
+    most_agents, worktrees, retyped, each_place = _places(paths)
+    problems.extend(each_place)
     return Trial(
         kill_at=kill_at,
         lost_first=lost_first,
         seconds=time.monotonic() - started,
         problems=tuple(problems),
-        retyped=len(retyped),
+        retyped=retyped,
         most_sends=most_sends,
-        most_agents=max(most_agents, most_panes),
+        most_agents=max(most_agents, most_in_one),
+        most_panes=most_panes,
         worktrees=worktrees,
         finished=finished,
     )
 
 
+def _places(paths: list[Path]) -> tuple[int, tuple[int, ...], int, list[str]]:
+    """Each place's promises, from its journal, and every one broken.
+
+    Returned with them: the most agents live at once in one place, the worktrees each place
+    made, and the sends a kill left decided and untyped, typed after the restart.
+    """
+    problems: list[str] = []
+    most_agents = 0
+    worktrees: list[int] = []
+    retyped = 0
+    for each in paths:
+        if not each.is_file():
+            problems.append(f"{each.parent.name} has no journal: never launched")
+            continue
+        seen = observations(each)
+        most, agents = _agents(seen)
+        most_agents = max(most_agents, most)
+        problems.extend(f"{each.parent.name}: {problem}" for problem in agents)
+        made = sum(isinstance(line, WorktreeMade) for line in seen)
+        worktrees.append(made)
+        if made != 1:
+            problems.append(f"{each.parent.name}'s worktree was made {made} times")
+        retyped += sum(
+            isinstance(r, Report) and r.event is Event.PROMPT_RETYPED for r in decided(each, Report)
+        )
+    return most_agents, tuple(worktrees), retyped, problems
+
+
 def _where(path: Path) -> str:
-    """Where a run that did not complete stands: its life, stage, phase and sends."""
+    """Where a place that did not complete stands: its life, stage, phase and sends."""
     place = place_of(path)
     stage = place.stage
     return (
-        f"it stands {place.life.value}, stage {stage.key}#{stage.attempt}, "
+        f"{path.parent.name} stands {place.life.value}, stage {stage.key}#{stage.attempt}, "
         f"{stage.sends} sends, {stage.phase!r}"
     )
 
 
-def _sends(path: Path, inputs: Path) -> tuple[int, list[str]]:
-    """The most sends of one prompt the agents received; every send promise broken."""
+def _sends(paths: list[Path], inputs: Path) -> tuple[int, list[str]]:
+    """The most sends of one prompt the agents received; every send promise broken.
+
+    A marker names its place (``flume:<place>:<step>:<attempt>``), so each is one place's.
+    """
     problems: list[str] = []
     sends: dict[str, set[int]] = {}
-    for action in decided(path, SendPrompt):
-        assert isinstance(action, SendPrompt)
-        sends.setdefault(action.marker, set()).add(action.send)
+    for path in paths:
+        if not path.is_file():
+            continue
+        for action in decided(path, SendPrompt):
+            assert isinstance(action, SendPrompt)
+            sends.setdefault(action.marker, set()).add(action.send)
     problems.extend(
         f"{marker}: {len(numbers)} sends of the prompt decided"
         for marker, numbers in sends.items()

@@ -5,8 +5,11 @@ once the journal holds a random number of lines, starts it again, and checks tha
 completes and every promise held: no prompt sent more than twice nor delivered twice, never two
 agents for one attempt nor two live at once, the worktree made once. A fix must land and be
 tidied, its commit on main; a workflow (examples/kinds/reviewed.toml) must finish with its review
-loop left on done at pass 2, pass 1's revise in the review's history. 20 trials of a fix and 10
-of a workflow under CI (bench/kill_fix.py runs 100 of either), 5 of each elsewhere.
+loop left on done at pass 2, pass 1's revise in the review's history; a run with lanes
+(examples/kinds/slices.toml) must finish so too, both lanes' commits merged into its branch in
+order, each lane launched once and tidied, every promise held place by place (the run and each
+lane). 20 trials of a fix, 10 of a workflow and 5 of lanes under CI (bench/kill_fix.py runs 100
+of any), 5, 5 and 3 elsewhere.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ pytestmark = pytest.mark.processes
 TRIALS = 20 if os.environ.get("CI") == "true" else 5
 #: A workflow's trial runs five agents where a fix runs two: half as many keep CI's time.
 WORKFLOW_TRIALS = 10 if os.environ.get("CI") == "true" else 5
+#: A run with lanes runs six agents in three places, two at once: fewer again.
+LANES_TRIALS = 5 if os.environ.get("CI") == "true" else 3
 
 
 def _trial(monkeypatch: pytest.MonkeyPatch, seed: int, kind: fix_trials.Kind) -> None:
@@ -66,3 +71,18 @@ def test_a_workflow_finishes_after_a_sigkill_at_a_random_point(
     """
     del host
     _trial(monkeypatch, seed, fix_trials.WORKFLOW)
+
+
+@pytest.mark.parametrize("seed", range(LANES_TRIALS))
+def test_a_run_with_lanes_finishes_after_a_sigkill_at_a_random_point(
+    host: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """L1 through a parallel block: the kill falls anywhere in the run's and its lanes' journals.
+
+    The run finishes, both lanes' commits merged into its branch in declared order, its review
+    loop left on done at pass 2; each lane launched (journaled) once, its worktree made once,
+    and tidied after the merge; in each place (the run, each lane) no prompt sent over twice nor
+    delivered twice, and never two agents live at once, though the two lanes' run side by side.
+    """
+    del host
+    _trial(monkeypatch, seed, fix_trials.LANES)
