@@ -7,6 +7,9 @@ passed over, a conflict undone, an order given once, a launch refused) are met h
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -259,6 +262,41 @@ def test_a_conflict_is_undone_named_and_passed_over_once_merged_by_hand(host: Pa
     run_git(repo, "commit", "-q", "-am", "merged by hand")
     head = Sha(run_git(repo, "rev-parse", "HEAD").strip())
     assert lanes.merge(_merge(repo), repo, Instant(2)) == [LanesMerged(at=Instant(2), head=head)]
+
+
+def test_a_merge_a_kill_cut_short_after_its_commit_is_passed_over_and_the_next_merged(
+    host: Path,
+) -> None:
+    """A supervisor killed mid-merge: its git merge, orphaned, commits, then dies writing to it.
+
+    Git moves the branch before it prints what it merged; the pipe's reader is gone, so the
+    print kills it (SIGPIPE) before it clears its merge state (MERGE_HEAD, MERGE_MSG). Asked
+    again after the restart, the merge passes over a's, held by the head, clears what a's left,
+    and merges b: no merge refused over a's state, read as a conflict naming no file.
+    """
+    repo = _lanes_repository(host)
+    _commit_on(repo, "lane-a", "a.md", "a\n")
+    _commit_on(repo, "lane-b", "b.md", "b\n")
+    # Git as the supervisor ran it, its output a pipe whose reader (the supervisor) is dead.
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        argv = ["git", "merge", "--no-ff", "--no-edit", "-m", "Merge lane a (lane-a) into run"]
+        cut = subprocess.run(  # noqa: S603 (git, with our own arguments)
+            [*argv, "lane-a"], cwd=repo, stdout=writer, stderr=writer, check=False
+        )
+    finally:
+        os.close(writer)
+    assert cut.returncode == -signal.SIGPIPE
+    assert git.merging(repo)
+    assert run_git(repo, "log", "-1", "--format=%s", "run").strip() == argv[-1]
+    (merged,) = lanes.merge(_merge(repo), repo, Instant(1))
+    head = Sha(run_git(repo, "rev-parse", "HEAD").strip())
+    assert merged == LanesMerged(at=Instant(1), head=head)
+    subjects = run_git(repo, "log", "--first-parent", "--format=%s", "run").splitlines()
+    assert subjects[:2] == ["Merge lane b (lane-b) into run", "Merge lane a (lane-a) into run"]
+    assert not git.merging(repo)
+    assert run_git(repo, "status", "--porcelain") == ""
 
 
 def test_a_merge_git_refuses_is_a_failure_with_its_words_and_changes_nothing(host: Path) -> None:

@@ -10,7 +10,8 @@ no agent in it, each lane's branch in the order asked, under the repository's la
 (the lanes' base is the run's branch, which the merge moves).
 
 Each is safe to perform twice (RESTART-PENDING): a lane whose journal exists is not launched
-again, an order a lane has had is not given again, and a branch already merged is passed over.
+again, an order a lane has had is not given again, and a branch already merged is passed over
+(the state a merge cut short after its commit left is cleared first).
 """
 
 from __future__ import annotations
@@ -126,32 +127,65 @@ def merge(
     over. A merge that conflicts is aborted, leaving the worktree as it was, and reported with
     its files; one git refuses to start (a file in the way) is a failure, with git's words.
     The caller checked that ``action.path`` is the run's worktree on its branch.
+
+    A merge a kill cut short after its commit left its state behind: the supervisor killed,
+    its ``git merge`` goes on, moves the branch, then dies printing what it merged to the dead
+    supervisor's pipe (SIGPIPE), before it clears ``MERGE_HEAD``. The head holds that merge, so
+    its state is cleared first (:func:`_concluded`): else git would refuse the next lane's
+    merge, read as a conflict naming no file, or make the next agent's commit a merge.
     """
     worktree = Path(action.path)
     with base_lock(repository) as held:
         fds = (*pass_fds, held)
-        for lane, branch in zip(action.lanes, action.branches, strict=True):
-            if git.resolve(worktree, branch) is None:
-                gone = f"lane {lane}'s branch {branch} does not exist: it cannot be merged"
-                return _failed(at, gone)
-            if git.run(worktree, "merge-base", "--is-ancestor", branch, "HEAD").ok:
-                continue
-            message = f"Merge lane {lane} ({branch}) into {action.branch}"
-            ran = git.merge(worktree, branch, message, pass_fds=fds)
-            if ran.ok:
-                continue
-            if not git.merging(worktree):
-                return _failed(at, f"git merge of lane {lane} ({branch}) refused", ran)
-            files = git.unmerged(worktree)
-            aborted = git.run(worktree, "merge", "--abort", pass_fds=fds)
-            if not aborted.ok:
-                what = f"merging lane {lane} ({branch}) conflicted, and git merge --abort failed"
-                return _failed(at, what, aborted)
-            return [MergeConflicted(at=at, lane=lane, files=pvector(files))]
+        stopped = _concluded(worktree, at, fds) or _merge_each(action, worktree, at, fds)
+        if stopped:
+            return stopped
         head = git.run(worktree, "rev-parse", "HEAD")
     if not head.ok:
         return _failed(at, "git cannot say the merged branch's head", head)
     return [LanesMerged(at=at, head=Sha(head.out.strip()))]
+
+
+def _concluded(worktree: Path, at: Instant, fds: tuple[int, ...]) -> list[Observation]:
+    """Clear the state of a merge the head holds already (``git merge --quit``); [] once clear.
+
+    ``MERGE_HEAD`` held by ``HEAD`` is a merge committed, its state left by a git killed before
+    it cleared it: the index and the worktree are the commit's, so only the state goes. A merge
+    under way (``MERGE_HEAD`` not in ``HEAD``: a person's, say) is left as it is.
+    """
+    if not git.merging(worktree):
+        return []
+    if not git.run(worktree, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD").ok:
+        return []
+    cleared = git.run(worktree, "merge", "--quit", pass_fds=fds)
+    if cleared.ok:
+        return []
+    return _failed(at, "the state a merge committed before a restart left was not cleared", cleared)
+
+
+def _merge_each(
+    action: MergeLanes, worktree: Path, at: Instant, fds: tuple[int, ...]
+) -> list[Observation]:
+    """Merge each lane not merged yet, in order: [] once all are; else why it stopped."""
+    for lane, branch in zip(action.lanes, action.branches, strict=True):
+        if git.resolve(worktree, branch) is None:
+            gone = f"lane {lane}'s branch {branch} does not exist: it cannot be merged"
+            return _failed(at, gone)
+        if git.run(worktree, "merge-base", "--is-ancestor", branch, "HEAD").ok:
+            continue
+        message = f"Merge lane {lane} ({branch}) into {action.branch}"
+        ran = git.merge(worktree, branch, message, pass_fds=fds)
+        if ran.ok:
+            continue
+        if not git.merging(worktree):
+            return _failed(at, f"git merge of lane {lane} ({branch}) refused", ran)
+        files = git.unmerged(worktree)
+        aborted = git.run(worktree, "merge", "--abort", pass_fds=fds)
+        if not aborted.ok:
+            what = f"merging lane {lane} ({branch}) conflicted, and git merge --abort failed"
+            return _failed(at, what, aborted)
+        return [MergeConflicted(at=at, lane=lane, files=pvector(files))]
+    return []
 
 
 def _failed(at: Instant, what: str, ran: Ran | None = None) -> list[Observation]:
