@@ -321,8 +321,8 @@ def _lanes_ends(repo: Path, path: Path) -> list[str]:
     """Both lanes merged in order and tidied, each launched once; the loop left on done at pass 2.
 
     The run's rules launched each lane once and were told each finished once; each place sent
-    its own prompts; the run's branch holds each lane's commit through its merge, a's before b's,
-    and pass 1's fix, never pass 2's.
+    its own prompts; the run's branch holds each lane's commit through its merge, a's before b's
+    (its only merges), and pass 1's fix, never pass 2's.
     """
     problems: list[str] = []
     try:
@@ -350,10 +350,12 @@ def _lanes_ends(repo: Path, path: Path) -> list[str]:
         sent = {str(a.marker).split(":", 2)[2] for a in prompts if isinstance(a, SendPrompt)}
         if sent != markers:
             problems.append(f"{name}'s prompts sent: {sorted(sent)}")
-    first = git.run(repo, "log", "--first-parent", "--reverse", "--format=%s", place.branch)
-    merges = [line for line in first.out.splitlines() if line.startswith("Merge lane")]
-    if merges != [f"Merge lane {lane} (slices/k+{lane}) into slices/k" for lane in LANE_PLACES]:
-        problems.append(f"the run's merges: {merges}")
+    # Its only merge commits are the lanes', in order: no later commit made a merge by a merge
+    # state a kill left behind.
+    merges = git.run(repo, "log", "--merges", "--reverse", "--format=%s", place.branch)
+    merged = merges.out.splitlines()
+    if merged != [f"Merge lane {lane} (slices/k+{lane}) into slices/k" for lane in LANE_PLACES]:
+        problems.append(f"the run's merge commits: {merged}")
     log = git.run(repo, "log", "--format=%s", place.branch).out.splitlines()
     wanted = {"Build slice a", "Build slice b", "Mend the findings"}
     if not wanted <= set(log) or "A fix after done" in log:
