@@ -146,12 +146,18 @@ def flume_round(repo: Path, kind_file: Path, name: str) -> tuple[list[float], li
 
 
 def drop(repo: Path, name: str) -> None:
-    """Drop the run (its lanes with it); wait until their worktrees are gone."""
-    _flume("drop", f"lanes--{name}", "--repository", str(repo), cwd=repo.parent)
-    gone = [repo / "places" / f"lanes--{name}"] + [
-        repo / "places" / f"lanes--{name}+l{number}" for number in range(1, LANES + 1)
-    ]
-    _wait(lambda: not any(path.exists() for path in gone), 120, f"{name}'s worktrees to go")
+    """Drop the run's lanes, then the run; wait until their worktrees are gone.
+
+    The lanes first: dropped with their run, a lane whose tidy comes after the run's has lost
+    its base (the run's branch, deleted by the run's tidy), and git cannot say what its branch
+    holds: its worktree is left, and the round after would not start from the same repository.
+    """
+    lanes = [f"lanes--{name}+l{number}" for number in range(1, LANES + 1)]
+    for each in (lanes, [f"lanes--{name}"]):
+        for place in each:
+            _flume("drop", place, "--repository", str(repo), cwd=repo.parent)
+        paths = [repo / "places" / place for place in each]
+        _wait(lambda paths=paths: not any(path.exists() for path in paths), 120, "worktrees to go")
 
 
 def _bare_argv(repo: Path, label: str, *, parallel: bool) -> list[str]:
@@ -250,7 +256,8 @@ def main() -> None:
             env=command_environment(),
             cwd=home,
         )
-        shutil.rmtree(home, ignore_errors=True)
+    # Kept when the bench fails, to be looked at: its journals say why.
+    shutil.rmtree(home, ignore_errors=True)
     report(timed, journaled, each_lane, failures)
 
 

@@ -109,7 +109,8 @@ def main() -> None:
             assert reply is not None
             share = (cpu_seconds(pid) - before[side]) / elapsed * 100
             print(
-                f"{labels[side]}: {reply.places} places followed, {reply.ticks} ticks so far; "
+                f"{labels[side]}: supervisor {pid}, {reply.places} places followed, "
+                f"{reply.ticks} ticks so far; "
                 f"idle CPU {share:.2f}% of a core; resident memory {rss_mb(pid):.1f} MB"
             )
         seen: dict[str, list[int]] = {side: [] for side in hosts}
