@@ -151,10 +151,10 @@ raw, ms, in the order timed (3 rounds):
 LANES_SUPERVISOR = """\
 8 fix places: made and idle after 1.9s
 1 run of 8 lanes (9 places): made and idle after 2.1s
-8 fix places: supervisor 101, 8 places followed, 69 ticks so far; idle CPU 1.40% of a core; resident memory \
-36.3 MB
-1 run of 8 lanes (9 places): supervisor 102, 9 places followed, 62 ticks so far; idle CPU 1.55% of a core; \
-resident memory 36.5 MB
+8 fix places: supervisor 101, 8 places followed, 69 ticks so far; idle CPU 1.40% of a core; \
+resident memory 36.3 MB
+1 run of 8 lanes (9 places): supervisor 102, 9 places followed, 62 ticks so far; \
+idle CPU 1.55% of a core; resident memory 36.5 MB
 8 fix places: git+tmux processes a tick, 8 ticks sampled: 2 2 2 2 2 2 2 2
 1 run of 8 lanes (9 places): git+tmux processes a tick, 8 ticks sampled: 3 3 3 3 3 3 3 3
 processes a tick, 1 run of 8 lanes (9 places) vs 8 fix places: 3 vs 2: NOT equal
