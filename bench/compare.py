@@ -125,11 +125,11 @@ BENCHES: dict[str, Bench] = {
                 rf"^flume, fan-out to 4 lanes made: .*median {NUMBER} ms",
             ),
             _ms(
-                "4 lanes launched (journals written), median (wall)",
+                "4 lanes journaled, median (wall)",
                 rf"^  of which the 4 lanes launched .*median {NUMBER} ms",
             ),
             _ms(
-                "4 git worktree add one after another, median (wall)",
+                "4 git worktree add in turn, median (wall)",
                 rf"^4 x git worktree add -b, one after another: .*median {NUMBER} ms",
             ),
             Figure("lanes made / bare, median", "x", rf"^lanes ratio \(median/median\): {NUMBER}x"),
@@ -365,7 +365,7 @@ def _number(value: float) -> str:
 def table(rows: list[Row]) -> str:
     """The side-by-side table, one figure a line."""
     header = (
-        f"{'bench':<11}{'figure':<48}{'unit':>7}  {'before median [range]':>26}  "
+        f"{'bench':<17}{'figure':<48}{'unit':>7}  {'before median [range]':>26}  "
         f"{'after median [range]':>26}  {'after/before':>12}  verdict"
     )
     lines = [header, "-" * len(header)]
@@ -378,7 +378,7 @@ def table(rows: list[Row]) -> str:
             f"{_number(each.after_median)} [{_number(each.after_low)}-{_number(each.after_high)}]"
         )
         lines.append(
-            f"{each.bench:<11}{each.figure:<48}{each.unit:>7}  {before:>26}  {after:>26}  "
+            f"{each.bench:<17}{each.figure:<48}{each.unit:>7}  {before:>26}  {after:>26}  "
             f"{each.ratio:>11.2f}x  {each.verdict}"
         )
     return "\n".join(lines)

@@ -165,8 +165,8 @@ def test_the_lanes_benches_figures_are_read_from_their_text() -> None:
     """Issue 13's lanes benches: each figure is the number printed beside its words."""
     assert compare.parse(compare.BENCHES["lanes"], LANES) == {
         "fan-out to 4 lanes made, median (wall)": 830.0,
-        "4 lanes launched (journals written), median (wall)": 75.0,
-        "4 git worktree add one after another, median (wall)": 1040.0,
+        "4 lanes journaled, median (wall)": 75.0,
+        "4 git worktree add in turn, median (wall)": 1040.0,
         "lanes made / bare, median": 0.8,
     }
     assert compare.parse(compare.BENCHES["lanes_supervisor"], LANES_SUPERVISOR) == {
