@@ -17,14 +17,14 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from flume.core.actions import Event, LaneOrder, LaunchLane, MergeLanes, OrderLane, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
 from flume.core.judging import program_of, unregistered_asks
-from flume.core.kinds import Commit, Join, Kind, Merge, Parallel, Sequence, Step
-from flume.core.lanes import launch_lane
+from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
+from flume.core.lanes import fan_when_free, launch_lane
 from flume.core.launch import check_launch
 from flume.core.observations import (
     AgentExited,
@@ -42,6 +42,7 @@ from flume.core.place import (
     Merging,
     PauseCause,
     Paused,
+    Queued,
     Short,
     current_step,
     evolve,
@@ -57,7 +58,12 @@ LANES = ("slice-a", "slice-b", "slice-c")
 
 
 def sliced(
-    *, join: Join = Join.ALL, merge: Merge = Merge.MERGE, cap: int | None = None, after: bool = True
+    *,
+    join: Join = Join.ALL,
+    merge: Merge = Merge.MERGE,
+    cap: int | None = None,
+    after: bool = True,
+    budgets: Budgets | None = None,
 ) -> Kind:
     """Three slices in a parallel (each a commit), then a step after it, if ``after``."""
     slices = Parallel(
@@ -75,6 +81,7 @@ def sliced(
         name=KindName("feature"),
         prefix="feature",
         body=Sequence(blocks=pvector([slices, *(then if after else [])])),
+        budgets=budgets or Budgets(),
     )
 
 
@@ -624,3 +631,50 @@ def test_a_name_neither_step_nor_parallel_is_a_key_error() -> None:
     with pytest.raises(KeyError, match="has no stage nowhere"):
         _block_step(sliced(), StageName("nowhere"))
     assert _block_step(sliced(), StageName("slices")).name == "slices"
+
+
+def test_a_lane_spends_of_its_run_s_budgets() -> None:
+    """WF-BUDGET-PAUSES across lanes: a lane spends of what its run has left.
+
+    What it spent is the run's once it ends; over budget, the step after the block pauses
+    before it starts.
+    """
+    world = world_of(sliced(budgets=Budgets(turns=5, tokens=1000)))
+    launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert {(a.kind.budgets.turns, a.kind.budgets.tokens) for a in launched} == {(5, 1000)}
+    for lane in LANES:
+        found = world.lanes[lane]
+        head = world.git.commit(found.branch, world.now)
+        found.life = "finished"
+        ended = LaneEnded(
+            at=world.instant(), lane=lane, finished=True, head=head, turns=2, tokens=100
+        )
+        assert world.feed(ended) is None
+    place = world.place
+    assert place is not None
+    assert (place.spent.turns, place.spent.tokens) == (6, 300)
+    assert place.stage.name == "after"
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.BUDGET
+    assert not any(isinstance(a, StartAgent) for a in world.actions)
+
+
+def test_a_block_entered_over_budget_launches_no_lane() -> None:
+    """WF-BUDGET-PAUSES: a run whose budget is spent pauses at the block; raised, it fans out."""
+    world = FakeWorld(settings=S, kind=sliced(budgets=Budgets(turns=1)))
+    assert world.launch() is None
+    place = world.place
+    assert place is not None
+    spent = attrs.evolve(place.spent, turns=1)
+    queued = attrs.evolve(place.stage, phase=Queued())
+    over = evolve(place, spent=spent, stage=queued, lanes=pmap())
+    paused, actions = fan_when_free(S, over, place.now)
+    assert isinstance(paused.stage.phase, Paused)
+    assert paused.stage.phase.cause is PauseCause.BUDGET
+    assert not any(isinstance(a, LaunchLane) for a in actions)
+    left = launch_lane(
+        evolve(place, spent=attrs.evolve(place.spent, turns=0)),
+        sliced().body.blocks[0],  # type: ignore[union-attr, arg-type]
+        "slice-a",
+    )
+    assert left.kind.budgets.turns == 1
