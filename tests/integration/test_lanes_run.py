@@ -268,6 +268,51 @@ def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
         assert f"wf/clash+{lane}" not in _branches(repo)
 
 
+#: The merge step's agent (``flume resolve --agent``): slice b's merge conflicts, so it writes
+#: both lines and commits the merge (git's own message, as ``git commit --no-edit`` would).
+MERGER = """
+[[turn]]
+match = "Merge these branches"
+steps = [
+  {run = ["git", "merge", "--no-ff", "--no-edit", "wf/byagent+slice-b"]},
+  {write = {path = "shared.md", text = "from a\\nfrom b\\n"}},
+  {run = ["git", "add", "shared.md"]},
+  {run = ["git", "commit", "-q", "--no-edit"]},
+]
+"""
+
+
+def test_a_merge_conflict_resolved_by_an_agent_finishes_the_run(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """``flume resolve --agent``: the merge step's agent merges in the run's worktree, commits.
+
+    Its agent is the launch's program, watched as any agent is (the parallel's stage names no
+    step of the kind's); its commit asks the merge again, which passes over what it merged, and
+    the run finishes, both lanes tidied.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, _kind(), PLAN + CLASHING + MERGER + CHECK, "byagent")
+
+    def paused() -> bool:
+        phase = place_of(path).stage.phase
+        return isinstance(phase, Paused) and phase.cause is PauseCause.MERGE_CONFLICT
+
+    wait_for(paused, 50, "the merge to conflict")
+    resolved = flume_process("resolve", "wf--byagent", "--agent", "--repository", str(repo))
+    assert resolved.returncode == 0, resolved.stderr
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the resolved run to finish")
+    worktree = Path(place_of(path).path)
+    assert (worktree / "shared.md").read_text(encoding="utf-8") == "from a\nfrom b\n"
+    subjects = _subjects(repo, "wf/byagent", first_parent=True)
+    merged = "Merge branch 'wf/byagent+slice-b' into wf/byagent"
+    assert subjects[-2:] == [merged, "Check the slices"]
+    for lane in ("slice-a", "slice-b"):
+        wait_for(_tidied(_journal(repo, f"wf--byagent+{lane}")), 30, f"{lane} to be tidied")
+        assert f"wf/byagent+{lane}" not in _branches(repo)
+
+
 def test_a_first_join_picks_the_first_lane_and_drops_the_other_keeping_its_commits(
     tmp_path: Path, panes: Tmux
 ) -> None:

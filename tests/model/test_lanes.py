@@ -22,6 +22,7 @@ from pyrsistent import pmap, pvector
 from flume.core.actions import Event, LaneOrder, LaunchLane, MergeLanes, OrderLane, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
+from flume.core.judging import program_of, unregistered_asks
 from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
 from flume.core.lanes import fan_when_free, launch_lane
 from flume.core.launch import check_launch
@@ -278,6 +279,27 @@ def test_resolved_by_an_agent_its_merge_step_runs_then_the_merge_again() -> None
     assert world.merges == [LANES, LANES]
     assert world.place is not None
     assert world.place.stage.name == "after"
+
+
+def test_the_merge_step_s_agent_is_read_as_the_launch_s_program() -> None:
+    """The merge step names no agent of its own: its agent is the launch's program.
+
+    The supervisor asks which program a live agent runs before it reads its transcript, hooks
+    and screen (``program_of``); the parallel's stage is no step of the kind's, and is answered
+    all the same, before the agent starts and while it lives.
+    """
+    world = world_of(sliced())
+    world.conflicting.add("slice-a")
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    place = world.place
+    assert place is not None
+    assert program_of(evolve(place, agent=None)) is place.launch.agent.agent
+    assert place.agent is not None
+    assert place.agent.stage == "slices"
+    assert program_of(place) is place.launch.agent.agent
+    assert not unregistered_asks(place, registered=True, now=world.instant())
 
 
 def test_a_restart_launches_no_lane_twice_and_merges_again() -> None:
