@@ -417,3 +417,68 @@ def test_a_loop_around_a_parallel_runs_its_lanes_again_on_each_pass(
     lane = _journal(repo, "wf--loop+slice-a")
     wait_for(_tidied(lane), 30, "pass 2's lane to be tidied")
     assert place_of(lane).start == launches[-1].start
+
+
+#: The parallel first: the run has no commit of its own, so its drop deletes its branch.
+FANNED_FIRST = """\
+[kind]
+name = "wf"
+body = ["slices"]
+
+[parallel.slices]
+branches = ["slice-a", "slice-b"]
+
+[step.slice-a]
+prompt = "Build slice a; commit."
+gate = "commit"
+
+[step.slice-b]
+prompt = "Build slice b; commit."
+gate = "commit"
+"""
+
+
+def test_a_run_dropped_mid_lanes_leaves_no_lane_behind_and_keeps_their_commits(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """A run dropped while its lanes work drops them, and each is tidied, its base gone.
+
+    The run's branch, their base, went first (it held nothing of its own): a lane's commits
+    past its entry are kept, named, and a lane with none goes whole. (Its tidy could not
+    compare it with a base gone, and left its worktree for ever.)
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    release = tmp_path / "release"
+    waits = f'while [ ! -f "{release}" ]; do sleep 0.05; done'
+    held_a = (
+        '[[turn]]\nmatch = ":slice-a:1"\nsteps = [{write = {path = "a.md", text = "slice a\\n"}}, '
+        f'{{commit = "Build slice a"}}, {{run = ["sh", "-c", {json.dumps(waits)}]}}]\n'
+    )
+    held_b = (
+        f'[[turn]]\nmatch = ":slice-b:1"\nsteps = [{{run = ["sh", "-c", {json.dumps(waits)}]}}]\n'
+    )
+    try:
+        path = _launch(tmp_path, repo, FANNED_FIRST, held_a + held_b, "gone")
+        a_path, b_path = _journal(repo, "wf--gone+slice-a"), _journal(repo, "wf--gone+slice-b")
+        wait_for(
+            lambda: (
+                "wf/gone+slice-a" in _branches(repo)
+                and git.resolve(repo, "wf/gone+slice-a") != git.resolve(repo, "wf/gone")
+            ),
+            30,
+            "slice a's commit",
+        )
+        wait_for(lambda: b_path.exists() and place_of(b_path).agent is not None, 30, "b's agent")
+        dropped = flume_process("drop", "wf--gone", "--repository", str(repo))
+        assert dropped.returncode == 0, dropped.stderr
+        for each in (path, a_path, b_path):
+            wait_for(lambda each=each: place_of(each).life is Life.TIDIED, 60, f"{each} tidied")
+    finally:
+        release.write_text("", encoding="utf-8")
+    assert "wf/gone" not in _branches(repo)
+    assert "wf/gone+slice-a" in _branches(repo)
+    assert "wf/gone+slice-b" not in _branches(repo)
+    assert not any((repo / "places").glob("wf--gone*"))
+    kept = [text for event, text in _events(a_path) if event is Event.KEPT]
+    assert any("wf/gone+slice-a holds 1 commit" in text for text in kept), kept
