@@ -402,14 +402,21 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
 
 
 def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
-    """A dropped run drops its running lanes (their agents end; tidy keeps their commits)."""
+    """A dropped run drops its running lanes and tidies those that finished, unmerged.
+
+    The running ones' agents end; tidy keeps every lane's commits, named, and leaves no
+    worktree behind.
+    """
     orders: list[Action] = []
     lanes = place.lanes
+    at_block = parallel_of(place) is not None
     for run in lanes_in_order(place):
         lane = run.lane
         if run.state is LaneState.RUNNING:
             orders.append(_order(place, run, LaneOrder.DROP))
             lanes = lanes.set(lane, attrs.evolve(run, state=LaneState.ENDED))
+        elif run.state is LaneState.FINISHED and at_block:
+            orders.append(_order(place, run, LaneOrder.TIDY))
     return evolve(place, lanes=lanes), tuple(orders)
 
 

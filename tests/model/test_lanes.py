@@ -322,11 +322,15 @@ def test_a_restart_launches_no_lane_twice_and_merges_again() -> None:
 
 
 def test_a_dropped_run_drops_its_running_lanes() -> None:
-    """A dropped run's lanes are dropped with it: no lane works on for nothing."""
+    """A dropped run's lanes are dropped with it: no lane works on for nothing.
+
+    One that finished, unmerged, is tidied (its tidy keeps its commits, named).
+    """
     world = world_of(sliced(cap=2))
     end_lane(world, "slice-a", finished=True)
     assert world.feed(DropAsked(at=world.instant())) is None
     assert orders(world, LaneOrder.DROP) == ["slice-b", "slice-c"]
+    assert orders(world, LaneOrder.TIDY) == ["slice-a"]
 
 
 def test_a_lane_launch_carries_only_the_waits_of_its_own_steps() -> None:
