@@ -195,6 +195,17 @@ def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
     table = flume_process("status", "--repository", str(repo))
     assert table.returncode == 0, table.stderr
     assert "wf--feat+slice-a" in table.stdout
+    # The run's journal, run again by flume simulate, tells what flume events told of it.
+    told = flume_process("events", "wf--feat", "--repository", str(repo)).stdout.splitlines()
+    traced = [
+        line.strip().removeprefix("-> Report ")
+        for line in flume_process("simulate", "--journal", str(path)).stdout.splitlines()
+        if line.strip().startswith("-> Report ")
+    ]
+    assert len(told) == len(traced) > 0
+    for line, report in zip(told, traced, strict=True):
+        assert line.endswith(report.splitlines()[0]), (line, report)
+    assert any(" merged: lanes merged into wf/feat: slice-a, slice-b" in line for line in told)
 
 
 def test_a_cap_of_one_runs_one_lane_agent_at_a_time(tmp_path: Path, panes: Tmux) -> None:
