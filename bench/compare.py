@@ -116,6 +116,27 @@ BENCHES: dict[str, Bench] = {
             "flume launch command exits, median (wall)",
         ),
     ),
+    "lanes": Bench(
+        script="lanes.py",
+        arguments=("--rounds", "3", "--files", "300"),
+        figures=(
+            _ms(
+                "fan-out to 4 lanes made, median (wall)",
+                rf"^flume, fan-out to 4 lanes made: .*median {NUMBER} ms",
+            ),
+            _ms(
+                "4 lanes journaled, median (wall)",
+                rf"^  of which the 4 lanes launched .*median {NUMBER} ms",
+            ),
+            _ms(
+                "4 git worktree add in turn, median (wall)",
+                rf"^4 x git worktree add -b, one after another: .*median {NUMBER} ms",
+            ),
+            Figure("lanes made / bare, median", "x", rf"^lanes ratio \(median/median\): {NUMBER}x"),
+        ),
+        # None on the CPU clock: the supervisor, a daemon the bench does not wait for, makes the
+        # lanes, and their instants are its journal's.
+    ),
     "status": Bench(
         script="status.py",
         arguments=("--rounds", "5", "--places", "50"),
@@ -178,6 +199,27 @@ BENCHES: dict[str, Bench] = {
                 "N places: made and idle after (wall)",
                 "s",
                 rf"^(?!1 )\d+ place\(s\): made and idle after {NUMBER}s",
+            ),
+        ),
+    ),
+    "lanes_supervisor": Bench(
+        script="lanes_supervisor.py",
+        arguments=("--seconds", "5", "--samples", "5"),
+        figures=(
+            Figure(
+                "8 fix places: processes a tick",
+                "n",
+                rf"^processes a tick, .* vs \d+ fix places: \d+ vs {NUMBER}:",
+            ),
+            Figure(
+                "1 run of 8 lanes: processes a tick",
+                "n",
+                rf"^processes a tick, 1 run of \d+ lanes .*: {NUMBER} vs",
+            ),
+            Figure(
+                "1 run of 8 lanes: supervisor idle CPU (CPU)",
+                "% core",
+                rf"^1 run of \d+ lanes .*idle CPU {NUMBER}%",
             ),
         ),
     ),
@@ -323,7 +365,7 @@ def _number(value: float) -> str:
 def table(rows: list[Row]) -> str:
     """The side-by-side table, one figure a line."""
     header = (
-        f"{'bench':<11}{'figure':<48}{'unit':>7}  {'before median [range]':>26}  "
+        f"{'bench':<17}{'figure':<48}{'unit':>7}  {'before median [range]':>26}  "
         f"{'after median [range]':>26}  {'after/before':>12}  verdict"
     )
     lines = [header, "-" * len(header)]
@@ -336,7 +378,7 @@ def table(rows: list[Row]) -> str:
             f"{_number(each.after_median)} [{_number(each.after_low)}-{_number(each.after_high)}]"
         )
         lines.append(
-            f"{each.bench:<11}{each.figure:<48}{each.unit:>7}  {before:>26}  {after:>26}  "
+            f"{each.bench:<17}{each.figure:<48}{each.unit:>7}  {before:>26}  {after:>26}  "
             f"{each.ratio:>11.2f}x  {each.verdict}"
         )
     return "\n".join(lines)

@@ -133,6 +133,49 @@ def test_this_trees_launch_prints_what_the_tree_before_printed() -> None:
     )
 
 
+LANES = """\
+repository: 300 files, 61 commits, built in 1.6s
+flume, fan-out to 4 lanes made: best 826 ms, median 830 ms
+  of which the 4 lanes launched (the last lane's journal written): best 73 ms, median 75 ms
+4 x git worktree add -b, one after another: best 1033 ms, median 1040 ms
+4 x git -c checkout.workers=0 worktree add -b, one after another: best 1052 ms, median 1060 ms
+4 x git worktree add -b, side by side: best 1325 ms, median 1330 ms
+  of which 0 of 12 adds failed (git's race between adds at once)
+lanes ratio (median/median): 0.80x; best/best 0.80x; target at most 1.5x: met
+  against flume's own checkout one after another (median/median): 0.78x; against side by side: \
+0.62x
+raw, ms, in the order timed (3 rounds):
+  flume: 826 830 900
+"""
+
+LANES_SUPERVISOR = """\
+8 fix places: made and idle after 1.9s
+1 run of 8 lanes (9 places): made and idle after 2.1s
+8 fix places: supervisor 101, 8 places followed, 69 ticks so far; idle CPU 1.40% of a core; \
+resident memory 36.3 MB
+1 run of 8 lanes (9 places): supervisor 102, 9 places followed, 62 ticks so far; \
+idle CPU 1.55% of a core; resident memory 36.5 MB
+8 fix places: git+tmux processes a tick, 8 ticks sampled: 2 2 2 2 2 2 2 2
+1 run of 8 lanes (9 places): git+tmux processes a tick, 8 ticks sampled: 3 3 3 3 3 3 3 3
+processes a tick, 1 run of 8 lanes (9 places) vs 8 fix places: 3 vs 2: NOT equal
+"""
+
+
+def test_the_lanes_benches_figures_are_read_from_their_text() -> None:
+    """Issue 13's lanes benches: each figure is the number printed beside its words."""
+    assert compare.parse(compare.BENCHES["lanes"], LANES) == {
+        "fan-out to 4 lanes made, median (wall)": 830.0,
+        "4 lanes journaled, median (wall)": 75.0,
+        "4 git worktree add in turn, median (wall)": 1040.0,
+        "lanes made / bare, median": 0.8,
+    }
+    assert compare.parse(compare.BENCHES["lanes_supervisor"], LANES_SUPERVISOR) == {
+        "8 fix places: processes a tick": 2.0,
+        "1 run of 8 lanes: processes a tick": 3.0,
+        "1 run of 8 lanes: supervisor idle CPU (CPU)": 1.55,
+    }
+
+
 def test_a_figure_missing_from_the_text_is_an_error_not_a_zero() -> None:
     """A bench whose text no longer holds a figure stops the comparison."""
     with pytest.raises(ValueError, match="restart"):

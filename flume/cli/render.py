@@ -242,7 +242,8 @@ def waiting_lines(views: list[PlaceStatus]) -> Iterator[str]:
 def event_text(event: PlaceEvent) -> str:
     """``flume events`` for a person: one line an event, its time local; long words cut."""
     when = datetime.fromtimestamp(event.at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
-    stage = f"{event.stage}#{event.attempt}" if event.stage and event.attempt else event.stage
+    named = event.key or event.stage
+    stage = f"{named}#{event.attempt}" if named and event.attempt else named
     lines = event.text.strip().splitlines() or [""]
     more = f" (+{len(lines) - 1} lines; --json has them all)" if len(lines) > 1 else ""
     return f"{when} {event.place} {stage or '-'} {event.event.value}: {lines[0]}{more}".rstrip()

@@ -329,7 +329,11 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     Hooks and the live-session registry are more precise and override this when they report.
     A person's message or a tool's result starts or goes on with a turn; the agent asking a
     person waits on them; a line that ends the turn (an interrupt's note too: no Stop hook fires
-    for it, reference §4) waits for input; any other line of the agent's is a turn running.
+    for it, reference §4) waits for input; any other line of the agent's is a turn running,
+    except while it asks a person: the only line of its own it writes then is the tool call
+    that opened the dialog, read after the hook that said so (a line's instant is when it was
+    read). Only the tool's result (the person answered), a person's message or the turn's end
+    moves an asking agent on.
     """
     if entry.author in {Author.PERSON, Author.TOOL}:
         return Activity.WORKING
@@ -338,5 +342,5 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     if entry.ends_turn:
         return Activity.WAITING
     if entry.author is Author.AGENT:
-        return Activity.WORKING
+        return Activity.ASKING if known is Activity.ASKING else Activity.WORKING
     return known

@@ -24,9 +24,8 @@ import attrs
 
 from flume.core.choices import AgentName, Panes
 from flume.core.ids import Instant
-from flume.core.kinds import stage_named
 from flume.core.observations import Activity
-from flume.core.place import Agent, AwaitingInput, Place
+from flume.core.place import Agent, AwaitingInput, Place, step_of
 from flume.core.settings import (
     OUTPUT_SLACK_SECONDS,
     PRINT_CONFIRM_SECONDS,
@@ -60,10 +59,11 @@ def program_of(place: Place) -> AgentName:
     """The program the place's live agent (else its stage's) runs: its step's own, or the launch's.
 
     A Codex review in a Claude Code launch is Codex: its transcript, screen and registry are read
-    as Codex's, and no rule for Claude Code applies to it.
+    as Codex's, and no rule for Claude Code applies to it. The agent ``flume resolve --agent``
+    starts runs a parallel's merge step, which names no agent: the launch's.
     """
     stage = place.agent.stage if place.agent is not None else place.stage.name
-    own = stage_named(place.kind, stage).agent
+    own = step_of(place, stage).agent
     return own.agent if own is not None else place.launch.agent.agent
 
 

@@ -107,6 +107,11 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         # loop's next pass enters the block anew, at attempt 1: its lanes run again, below.)
         place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
         return place, (merge_action(place),)
+    spent = budget.spent_budget(place.budgets, place.spent, 0, now)
+    if spent is not None:
+        # WF-BUDGET-PAUSES: over a budget, no lane is launched; the block waits, queued.
+        paused = Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent", spent=spent)
+        return stage.pause_stage(place, paused)
     run = attrs.evolve(
         place.stage, phase=Fanned(since=now), started_at=now, start_head=place.head, turns=0
     )
@@ -159,6 +164,16 @@ def _launch_more(place: Place, parallel: Parallel) -> Outcome:
 def launch_lane(place: Place, parallel: Parallel, lane: str) -> LaunchLane:
     """The launch of ``lane``: the run's own, named ``<name>+<lane>``, based on the run's branch."""
     kind = lane_kind(place.kind, parallel, lane)
+    # A lane may spend at most what its run has left: its spend is the run's once it ends.
+    budgets = place.budgets
+    kind = attrs.evolve(
+        kind,
+        budgets=attrs.evolve(
+            budgets,
+            turns=None if budgets.turns is None else max(1, budgets.turns - place.spent.turns),
+            tokens=None if budgets.tokens is None else max(1, budgets.tokens - place.spent.tokens),
+        ),
+    )
     names = {step.name for step in steps(kind.body)}
     launch = attrs.evolve(
         place.launch,
@@ -202,7 +217,12 @@ def on_lane_ended(place: Place, seen: LaneEnded) -> Outcome:
         return place, ()
     state = LaneState.FINISHED if seen.finished else LaneState.ENDED
     ended = attrs.evolve(run, state=state, head=seen.head)
-    place = evolve(place, lanes=place.lanes.set(seen.lane, ended))
+    spent = attrs.evolve(
+        place.spent,
+        turns=place.spent.turns + seen.turns,
+        tokens=place.spent.tokens + seen.tokens,
+    )
+    place = evolve(place, lanes=place.lanes.set(seen.lane, ended), spent=spent)
     if seen.finished:
         place = evolve(place, finished_lanes=place.finished_lanes.append(seen.lane))
     how = f"finished at {seen.head}" if seen.finished else "ended unfinished"
@@ -382,14 +402,21 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
 
 
 def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
-    """A dropped run drops its running lanes (their agents end; tidy keeps their commits)."""
+    """A dropped run drops its running lanes and tidies those that finished, unmerged.
+
+    The running ones' agents end; tidy keeps every lane's commits, named, and leaves no
+    worktree behind.
+    """
     orders: list[Action] = []
     lanes = place.lanes
+    at_block = parallel_of(place) is not None
     for run in lanes_in_order(place):
         lane = run.lane
         if run.state is LaneState.RUNNING:
             orders.append(_order(place, run, LaneOrder.DROP))
             lanes = lanes.set(lane, attrs.evolve(run, state=LaneState.ENDED))
+        elif run.state is LaneState.FINISHED and at_block:
+            orders.append(_order(place, run, LaneOrder.TIDY))
     return evolve(place, lanes=lanes), tuple(orders)
 
 

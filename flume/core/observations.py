@@ -327,6 +327,9 @@ class LaneEnded:
     finished: bool
     #: The lane's branch's head when it ended.
     head: Sha | None = None
+    #: What the lane spent of its budgets: counted into the run's (WF-BUDGET-PAUSES).
+    turns: int = 0
+    tokens: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -642,8 +642,17 @@ def current_step(place: Place) -> Step:
     is the merge step, which an agent runs only when a person asks one to resolve a merge that
     conflicted (``flume resolve --agent``): merge the lanes in order, and commit.
     """
+    return step_of(place, place.stage.name)
+
+
+def step_of(place: Place, stage: StageName) -> Step:
+    """The step the place's stage ``stage`` runs: the kind's, or else its parallel's merge step.
+
+    Asked of a live agent's stage too (which program it runs): an agent started by ``flume
+    resolve --agent`` runs the merge step, which names no stage of the kind.
+    """
     try:
-        return stage_named(place.kind, place.stage.name)
+        return stage_named(place.kind, stage)
     except KeyError:
         return merge_step(place)
 

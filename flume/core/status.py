@@ -158,7 +158,8 @@ class PlaceStatus:
     turns_spent: int | None = None
     tokens_spent: int | None = None
     maxed: PVector[str] = attrs.field(factory=pvector)
-    #: The kind's tree, each named block's state (format 2; a workflow's place only).
+    #: The kind's tree, each named block's state (a workflow's place only: a new field, so the
+    #: status format stays 1, whose fields every place still carries).
     tree: PVector[BlockView] = attrs.field(factory=pvector)
 
 

@@ -195,6 +195,17 @@ def test_two_lanes_run_side_by_side_and_merge_into_the_run_in_declared_order(
     table = flume_process("status", "--repository", str(repo))
     assert table.returncode == 0, table.stderr
     assert "wf--feat+slice-a" in table.stdout
+    # The run's journal, run again by flume simulate, tells what flume events told of it.
+    told = flume_process("events", "wf--feat", "--repository", str(repo)).stdout.splitlines()
+    traced = [
+        line.strip().removeprefix("-> Report ")
+        for line in flume_process("simulate", "--journal", str(path)).stdout.splitlines()
+        if line.strip().startswith("-> Report ")
+    ]
+    assert len(told) == len(traced) > 0
+    for line, report in zip(told, traced, strict=True):
+        assert line.endswith(report.splitlines()[0]), (line, report)
+    assert any(" merged: lanes merged into wf/feat: slice-a, slice-b" in line for line in told)
 
 
 def test_a_cap_of_one_runs_one_lane_agent_at_a_time(tmp_path: Path, panes: Tmux) -> None:
@@ -266,6 +277,51 @@ def test_a_merge_conflict_pauses_naming_the_file_and_a_person_resolves_it(
         lane_path = _journal(repo, f"wf--clash+{lane}")
         wait_for(_tidied(lane_path), 30, f"{lane} to be tidied")
         assert f"wf/clash+{lane}" not in _branches(repo)
+
+
+#: The merge step's agent (``flume resolve --agent``): slice b's merge conflicts, so it writes
+#: both lines and commits the merge (git's own message, as ``git commit --no-edit`` would).
+MERGER = """
+[[turn]]
+match = "Merge these branches"
+steps = [
+  {run = ["git", "merge", "--no-ff", "--no-edit", "wf/byagent+slice-b"]},
+  {write = {path = "shared.md", text = "from a\\nfrom b\\n"}},
+  {run = ["git", "add", "shared.md"]},
+  {run = ["git", "commit", "-q", "--no-edit"]},
+]
+"""
+
+
+def test_a_merge_conflict_resolved_by_an_agent_finishes_the_run(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """``flume resolve --agent``: the merge step's agent merges in the run's worktree, commits.
+
+    Its agent is the launch's program, watched as any agent is (the parallel's stage names no
+    step of the kind's); its commit asks the merge again, which passes over what it merged, and
+    the run finishes, both lanes tidied.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = _launch(tmp_path, repo, _kind(), PLAN + CLASHING + MERGER + CHECK, "byagent")
+
+    def paused() -> bool:
+        phase = place_of(path).stage.phase
+        return isinstance(phase, Paused) and phase.cause is PauseCause.MERGE_CONFLICT
+
+    wait_for(paused, 50, "the merge to conflict")
+    resolved = flume_process("resolve", "wf--byagent", "--agent", "--repository", str(repo))
+    assert resolved.returncode == 0, resolved.stderr
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the resolved run to finish")
+    worktree = Path(place_of(path).path)
+    assert (worktree / "shared.md").read_text(encoding="utf-8") == "from a\nfrom b\n"
+    subjects = _subjects(repo, "wf/byagent", first_parent=True)
+    merged = "Merge branch 'wf/byagent+slice-b' into wf/byagent"
+    assert subjects[-2:] == [merged, "Check the slices"]
+    for lane in ("slice-a", "slice-b"):
+        wait_for(_tidied(_journal(repo, f"wf--byagent+{lane}")), 30, f"{lane} to be tidied")
+        assert f"wf/byagent+{lane}" not in _branches(repo)
 
 
 def test_a_first_join_picks_the_first_lane_and_drops_the_other_keeping_its_commits(
@@ -372,3 +428,68 @@ def test_a_loop_around_a_parallel_runs_its_lanes_again_on_each_pass(
     lane = _journal(repo, "wf--loop+slice-a")
     wait_for(_tidied(lane), 30, "pass 2's lane to be tidied")
     assert place_of(lane).start == launches[-1].start
+
+
+#: The parallel first: the run has no commit of its own, so its drop deletes its branch.
+FANNED_FIRST = """\
+[kind]
+name = "wf"
+body = ["slices"]
+
+[parallel.slices]
+branches = ["slice-a", "slice-b"]
+
+[step.slice-a]
+prompt = "Build slice a; commit."
+gate = "commit"
+
+[step.slice-b]
+prompt = "Build slice b; commit."
+gate = "commit"
+"""
+
+
+def test_a_run_dropped_mid_lanes_leaves_no_lane_behind_and_keeps_their_commits(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """A run dropped while its lanes work drops them, and each is tidied, its base gone.
+
+    The run's branch, their base, went first (it held nothing of its own): a lane's commits
+    past its entry are kept, named, and a lane with none goes whole. (Its tidy could not
+    compare it with a base gone, and left its worktree for ever.)
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    release = tmp_path / "release"
+    waits = f'while [ ! -f "{release}" ]; do sleep 0.05; done'
+    held_a = (
+        '[[turn]]\nmatch = ":slice-a:1"\nsteps = [{write = {path = "a.md", text = "slice a\\n"}}, '
+        f'{{commit = "Build slice a"}}, {{run = ["sh", "-c", {json.dumps(waits)}]}}]\n'
+    )
+    held_b = (
+        f'[[turn]]\nmatch = ":slice-b:1"\nsteps = [{{run = ["sh", "-c", {json.dumps(waits)}]}}]\n'
+    )
+    try:
+        path = _launch(tmp_path, repo, FANNED_FIRST, held_a + held_b, "gone")
+        a_path, b_path = _journal(repo, "wf--gone+slice-a"), _journal(repo, "wf--gone+slice-b")
+        wait_for(
+            lambda: (
+                "wf/gone+slice-a" in _branches(repo)
+                and git.resolve(repo, "wf/gone+slice-a") != git.resolve(repo, "wf/gone")
+            ),
+            30,
+            "slice a's commit",
+        )
+        wait_for(lambda: b_path.exists() and place_of(b_path).agent is not None, 30, "b's agent")
+        dropped = flume_process("drop", "wf--gone", "--repository", str(repo))
+        assert dropped.returncode == 0, dropped.stderr
+        for each in (path, a_path, b_path):
+            wait_for(lambda each=each: place_of(each).life is Life.TIDIED, 60, f"{each} tidied")
+    finally:
+        release.write_text("", encoding="utf-8")
+    assert "wf/gone" not in _branches(repo)
+    assert "wf/gone+slice-a" in _branches(repo)
+    assert "wf/gone+slice-b" not in _branches(repo)
+    assert not any((repo / "places").glob("wf--gone*"))
+    kept = [text for event, text in _events(a_path) if event is Event.KEPT]
+    assert any("wf/gone+slice-a holds 1 commit" in text for text in kept), kept

@@ -113,6 +113,34 @@ def test_a_failed_pane_listing_is_never_read_as_every_agent_gone(tmp_path: Path)
     assert not any(isinstance(obs, AgentExited) for _each, obs in seen)
 
 
+def test_one_place_s_fault_does_not_blind_the_watch_to_the_others(
+    tmp_path: Path, panes: Tmux, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A place whose watching raises is logged and passed over; the next is watched the same.
+
+    (A KeyError from one place's kind once stopped every live agent on the host being watched,
+    tick after tick.)
+    """
+    followed = [_followed(tmp_path, number) for number in range(3)]
+    broken = followed[1].place
+    assert broken is not None
+    assert broken.agent is not None
+    watch = Watch(panes)
+    own = Watch._agent
+
+    def failing(self: Watch, place: Place, *args: object) -> object:
+        if place is broken:
+            message = "kind fix has no stage nowhere"
+            raise KeyError(message)
+        return own(self, place, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Watch, "_agent", failing)
+    seen = list(watch.observe(followed, Instant(10)))
+    exited = {obs.session for _each, obs in seen if isinstance(obs, AgentExited)}
+    others = {each.place.agent.session for each in followed if each.place and each.place.agent}
+    assert exited == others - {broken.agent.session}
+
+
 def test_no_server_lists_no_panes(tmp_path: Path) -> None:
     """A socket with no server behind it is an empty listing, not a failure."""
     assert Tmux(tmp_path / "absent.sock").panes() == {}

@@ -145,6 +145,18 @@ def test_a_review_loop_leaves_on_done_and_the_fix_after_it_never_runs(
     ]
     assert _events(path)[-1] == (Event.FINISHED, "wf--loop finished")
     assert not any(event is Event.GATE_FAILED for event, _ in _events(path))
+    # flume events says which pass each event is of: its key, beside the stage's name.
+    shown = flume_process("events", "wf--loop", "--repository", str(repo), "--json")
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    delivered = [(row["stage"], row["key"]) for row in rows if row["event"] == "prompt-delivered"]
+    assert delivered == [
+        ("review", "review-loop@1/review"),
+        ("fix", "review-loop@1/fix"),
+        ("review", "review-loop@2/review"),
+    ]
+    printed = flume_process("events", "wf--loop", "--repository", str(repo)).stdout
+    assert " review-loop@2/review#1 prompt-delivered" in printed
     # Pass 1's revise was moved aside before pass 2's review could be judged on it.
     (archived,) = (board / "review" / "history").iterdir()
     assert json.loads(archived.read_text(encoding="utf-8"))["result"] == "revise"

@@ -91,6 +91,9 @@ def test_send_prompt_refuses_a_third_send() -> None:
         ),
         ({"author": Author.AGENT, "ends_turn": True}, Activity.WORKING, Activity.WAITING),
         ({"author": Author.AGENT}, Activity.WAITING, Activity.WORKING),
+        # The tool call that opened a permission dialog, read after the hook said it asks.
+        ({"author": Author.AGENT}, Activity.ASKING, Activity.ASKING),
+        ({"author": Author.TOOL}, Activity.ASKING, Activity.WORKING),
         ({"author": Author.TOOL}, Activity.WAITING, Activity.WORKING),
         ({"author": Author.PERSON}, Activity.WAITING, Activity.WORKING),
     ],

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from flume.core.actions import Event, LaneOrder, LaunchLane, MergeLanes, OrderLane, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
-from flume.core.kinds import Commit, Join, Kind, Merge, Parallel, Sequence, Step
-from flume.core.lanes import launch_lane
+from flume.core.judging import program_of, unregistered_asks
+from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
+from flume.core.lanes import fan_when_free, launch_lane
 from flume.core.launch import check_launch
 from flume.core.observations import (
     AgentExited,
@@ -41,6 +42,7 @@ from flume.core.place import (
     Merging,
     PauseCause,
     Paused,
+    Queued,
     Short,
     current_step,
     evolve,
@@ -56,7 +58,12 @@ LANES = ("slice-a", "slice-b", "slice-c")
 
 
 def sliced(
-    *, join: Join = Join.ALL, merge: Merge = Merge.MERGE, cap: int | None = None, after: bool = True
+    *,
+    join: Join = Join.ALL,
+    merge: Merge = Merge.MERGE,
+    cap: int | None = None,
+    after: bool = True,
+    budgets: Budgets | None = None,
 ) -> Kind:
     """Three slices in a parallel (each a commit), then a step after it, if ``after``."""
     slices = Parallel(
@@ -74,6 +81,7 @@ def sliced(
         name=KindName("feature"),
         prefix="feature",
         body=Sequence(blocks=pvector([slices, *(then if after else [])])),
+        budgets=budgets or Budgets(),
     )
 
 
@@ -273,6 +281,27 @@ def test_resolved_by_an_agent_its_merge_step_runs_then_the_merge_again() -> None
     assert world.place.stage.name == "after"
 
 
+def test_the_merge_step_s_agent_is_read_as_the_launch_s_program() -> None:
+    """The merge step names no agent of its own: its agent is the launch's program.
+
+    The supervisor asks which program a live agent runs before it reads its transcript, hooks
+    and screen (``program_of``); the parallel's stage is no step of the kind's, and is answered
+    all the same, before the agent starts and while it lives.
+    """
+    world = world_of(sliced())
+    world.conflicting.add("slice-a")
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    place = world.place
+    assert place is not None
+    assert program_of(evolve(place, agent=None)) is place.launch.agent.agent
+    assert place.agent is not None
+    assert place.agent.stage == "slices"
+    assert program_of(place) is place.launch.agent.agent
+    assert not unregistered_asks(place, registered=True, now=world.instant())
+
+
 def test_a_restart_launches_no_lane_twice_and_merges_again() -> None:
     """RESTART-PENDING: replayed, the run asks again what it may not have seen done.
 
@@ -293,11 +322,15 @@ def test_a_restart_launches_no_lane_twice_and_merges_again() -> None:
 
 
 def test_a_dropped_run_drops_its_running_lanes() -> None:
-    """A dropped run's lanes are dropped with it: no lane works on for nothing."""
+    """A dropped run's lanes are dropped with it: no lane works on for nothing.
+
+    One that finished, unmerged, is tidied (its tidy keeps its commits, named).
+    """
     world = world_of(sliced(cap=2))
     end_lane(world, "slice-a", finished=True)
     assert world.feed(DropAsked(at=world.instant())) is None
     assert orders(world, LaneOrder.DROP) == ["slice-b", "slice-c"]
+    assert orders(world, LaneOrder.TIDY) == ["slice-a"]
 
 
 def test_a_lane_launch_carries_only_the_waits_of_its_own_steps() -> None:
@@ -602,3 +635,50 @@ def test_a_name_neither_step_nor_parallel_is_a_key_error() -> None:
     with pytest.raises(KeyError, match="has no stage nowhere"):
         _block_step(sliced(), StageName("nowhere"))
     assert _block_step(sliced(), StageName("slices")).name == "slices"
+
+
+def test_a_lane_spends_of_its_run_s_budgets() -> None:
+    """WF-BUDGET-PAUSES across lanes: a lane spends of what its run has left.
+
+    What it spent is the run's once it ends; over budget, the step after the block pauses
+    before it starts.
+    """
+    world = world_of(sliced(budgets=Budgets(turns=5, tokens=1000)))
+    launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert {(a.kind.budgets.turns, a.kind.budgets.tokens) for a in launched} == {(5, 1000)}
+    for lane in LANES:
+        found = world.lanes[lane]
+        head = world.git.commit(found.branch, world.now)
+        found.life = "finished"
+        ended = LaneEnded(
+            at=world.instant(), lane=lane, finished=True, head=head, turns=2, tokens=100
+        )
+        assert world.feed(ended) is None
+    place = world.place
+    assert place is not None
+    assert (place.spent.turns, place.spent.tokens) == (6, 300)
+    assert place.stage.name == "after"
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.BUDGET
+    assert not any(isinstance(a, StartAgent) for a in world.actions)
+
+
+def test_a_block_entered_over_budget_launches_no_lane() -> None:
+    """WF-BUDGET-PAUSES: a run whose budget is spent pauses at the block; raised, it fans out."""
+    world = FakeWorld(settings=S, kind=sliced(budgets=Budgets(turns=1)))
+    assert world.launch() is None
+    place = world.place
+    assert place is not None
+    spent = attrs.evolve(place.spent, turns=1)
+    queued = attrs.evolve(place.stage, phase=Queued())
+    over = evolve(place, spent=spent, stage=queued, lanes=pmap())
+    paused, actions = fan_when_free(S, over, place.now)
+    assert isinstance(paused.stage.phase, Paused)
+    assert paused.stage.phase.cause is PauseCause.BUDGET
+    assert not any(isinstance(a, LaunchLane) for a in actions)
+    left = launch_lane(
+        evolve(place, spent=attrs.evolve(place.spent, turns=0)),
+        sliced().body.blocks[0],  # type: ignore[union-attr, arg-type]
+        "slice-a",
+    )
+    assert left.kind.budgets.turns == 1

@@ -49,7 +49,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
 from flume.shell.perform import launcher
-from flume.shell.perform.performer import branch_facts, worktree_facts
+from flume.shell.perform.performer import branch_facts, lane_entry, worktree_facts
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
 
@@ -99,7 +99,8 @@ def dry_run(place: Place, *, force: bool) -> TidyOutcome:
     if place.life not in {Life.FINISHED, Life.DROPPED}:
         return _in_flight(place)
     worktree = worktree_facts(repository, Path(place.path), place.branch)
-    branch = branch_facts(repository, place.branch, place.launch.base)
+    since = lane_entry(repository, place)
+    branch = branch_facts(repository, place.branch, place.launch.base, since=since)
     if branch is None:
         reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
         kept = (Kept(what=place.branch, reason=reason),)

@@ -177,7 +177,10 @@ class Watch:
                 if settled and printed.is_printed(agent.pane):
                     for seen in self._printed_send(place, agent, now):
                         yield each, seen
-            except OSError:
+            except Exception:  # noqa: BLE001 (one place's fault must not blind the others)
+                # Logged and passed over: the next place's agent is watched this tick all the
+                # same (a fault raised here once stopped every live agent on the host being
+                # watched, tick after tick).
                 _log.exception("watching %s failed", agent.session)
                 continue
             # Everything yielded is journaled: the offsets may move past it now.

@@ -333,7 +333,8 @@ class Performer:
         """R10: what tidy decides on: the worktree as git sees it, the branch against its base."""
         repository = Path(place.launch.repository)
         worktree = worktree_facts(repository, Path(action.path), action.branch)
-        branch = branch_facts(repository, action.branch, action.base)
+        since = lane_entry(repository, place)
+        branch = branch_facts(repository, action.branch, action.base, since=since)
         if branch is None:
             what = f"git cannot compare {action.branch} with {action.base}; nothing removed"
             return self._failed(ActionName.GATHER_TIDY_FACTS, what)
@@ -366,7 +367,8 @@ class Performer:
             what = f"{action.branch} is checked out in a worktree: kept"
             return self._failed(ActionName.DELETE_BRANCH, what)
         if git.resolve(repository, action.branch) is not None:
-            lacks = git.lacks(repository, action.branch, action.base)
+            since = lane_entry(repository, place)
+            lacks = git.lacks(repository, action.branch, action.base, since=since)
             if lacks != 0:
                 what = f"{action.branch} holds commits {action.base} lacks now: kept"
                 return self._failed(ActionName.DELETE_BRANCH, what)
@@ -378,6 +380,20 @@ class Performer:
         if git.resolve(repository, action.branch) is not None:
             return self._failed(ActionName.DELETE_BRANCH, f"{action.branch} is still there")
         return [BranchDeleted(at=self.now(), branch=action.branch)]
+
+
+def lane_entry(repository: Path, place: Place) -> Sha | None:
+    """A lane's entry commit when its base is gone, for tidy to count its commits past; else None.
+
+    A lane's base is its run's branch, which the run's own tidy may delete first (a run dropped
+    with nothing of its own). Then the commit the lane was cut from stands for it: a lane's
+    commits past it are held nowhere else, and are kept, named; a lane with none goes.
+    """
+    if place.launch.parent is None or place.start is None:
+        return None
+    if git.resolve(repository, place.launch.base) is not None:
+        return None
+    return place.start
 
 
 _WORKTREE_LOCKS: dict[str, threading.Lock] = {}
@@ -457,12 +473,17 @@ def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
     )
 
 
-def branch_facts(repository: Path, branch: BranchName, base: BranchName) -> BranchFacts | None:
-    """The branch against its base; None when git cannot count what the base lacks."""
+def branch_facts(
+    repository: Path, branch: BranchName, base: BranchName, *, since: Sha | None = None
+) -> BranchFacts | None:
+    """The branch against its base; None when git cannot count what the base lacks.
+
+    ``since``: counted past that commit instead (a lane whose base is gone, :func:`lane_entry`).
+    """
     head = git.resolve(repository, branch)
     if head is None:
         return BranchFacts(name=branch, exists=False, base=base)
-    lacks = git.lacks(repository, branch, base)
+    lacks = git.lacks(repository, branch, base, since=since)
     if lacks is None:
         return None
     return BranchFacts(name=branch, exists=True, base=base, head=head, base_lacks=lacks)

@@ -103,9 +103,13 @@ class PlaceEvent:
     event: Event
     text: str
     journal: str
+    #: The attempt's place in a workflow's tree (``review-loop@2/review``) when it is not the
+    #: stage's name: which pass of a loop the event is of.
+    key: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The event as JSON-ready data, the form documented in docs/events.md."""
+        keyed = {} if self.key is None else {"key": self.key}
         return {
             "format": EVENTS_FORMAT,
             "cursor": str(self.cursor),
@@ -117,6 +121,7 @@ class PlaceEvent:
             "mark": self.mark,
             "stage": self.stage,
             "attempt": self.attempt,
+            **keyed,
             "event": self.event.value,
             "text": self.text,
             "journal": self.journal,
@@ -147,6 +152,7 @@ def events_of(
             event=report.event,
             text=report.text,
             journal=str(followed.journal),
+            key=_key(before, after, report),
         )
 
 
@@ -158,6 +164,14 @@ def _attempt(before: Place | None, after: Place, report: Report) -> int | None:
         return after.stage.attempt
     if before is not None and before.stage.name == report.stage:
         return before.stage.attempt
+    return None
+
+
+def _key(before: Place | None, after: Place, report: Report) -> str | None:
+    """The key of the attempt a report is about, when a loop makes it more than the stage's name."""
+    for place in (after, before):
+        if place is not None and report.stage is not None and place.stage.name == report.stage:
+            return place.stage.key if place.stage.key != place.stage.name else None
     return None
 
 

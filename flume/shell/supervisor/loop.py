@@ -299,9 +299,15 @@ class Supervisor:
                     continue
                 # A lane a person tidied once it finished (flume tidy) finished all the same.
                 finished = found.life is not Life.DROPPED and found.stage.key in found.completed
-                self._append(
-                    each, LaneEnded(at=now, lane=lane.lane, finished=finished, head=found.head)
+                ended = LaneEnded(
+                    at=now,
+                    lane=lane.lane,
+                    finished=finished,
+                    head=found.head,
+                    turns=found.spent.turns,
+                    tokens=found.spent.tokens,
                 )
+                self._append(each, ended)
 
     def _deadlines(self, now: Instant) -> None:
         """Journal a tick for each place whose deadlines it moves; others cost nothing."""

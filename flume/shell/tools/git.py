@@ -301,13 +301,17 @@ def checked_out(repository: Path, branch: BranchName) -> bool:
     return branch in worktree_paths(repository).values()
 
 
-def lacks(repository: Path, branch: BranchName, base: BranchName) -> int | None:
+def lacks(
+    repository: Path, branch: BranchName, base: BranchName, *, since: Sha | None = None
+) -> int | None:
     """How many commits of ``branch`` its ``base`` lacks: ``git rev-list --count base..branch``.
 
-    None when git cannot say (the base is gone, say): never taken as zero, which would let
-    tidy delete the branch.
+    ``since``: counted past that commit instead of the base (a lane whose base is gone). None
+    when git cannot say (the base is gone, say): never taken as zero, which would let tidy
+    delete the branch.
     """
-    ran = run(repository, "rev-list", "--count", f"refs/heads/{base}..refs/heads/{branch}", "--")
+    held = since if since is not None else f"refs/heads/{base}"
+    ran = run(repository, "rev-list", "--count", f"{held}..refs/heads/{branch}", "--")
     return int(ran.out.strip()) if ran.ok else None
 
 
