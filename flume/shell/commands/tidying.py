@@ -99,8 +99,8 @@ def dry_run(place: Place, *, force: bool) -> TidyOutcome:
     if place.life not in {Life.FINISHED, Life.DROPPED}:
         return _in_flight(place)
     worktree = worktree_facts(repository, Path(place.path), place.branch)
-    since = lane_entry(repository, place)
-    branch = branch_facts(repository, place.branch, place.launch.base, since=since)
+    entry = lane_entry(place)
+    branch = branch_facts(repository, place.branch, place.launch.base, entry=entry)
     if branch is None:
         reason = f"git cannot compare {place.branch} with {place.launch.base}: kept"
         kept = (Kept(what=place.branch, reason=reason),)

@@ -333,8 +333,8 @@ class Performer:
         """R10: what tidy decides on: the worktree as git sees it, the branch against its base."""
         repository = Path(place.launch.repository)
         worktree = worktree_facts(repository, Path(action.path), action.branch)
-        since = lane_entry(repository, place)
-        branch = branch_facts(repository, action.branch, action.base, since=since)
+        entry = lane_entry(place)
+        branch = branch_facts(repository, action.branch, action.base, entry=entry)
         if branch is None:
             what = f"git cannot compare {action.branch} with {action.base}; nothing removed"
             return self._failed(ActionName.GATHER_TIDY_FACTS, what)
@@ -367,8 +367,7 @@ class Performer:
             what = f"{action.branch} is checked out in a worktree: kept"
             return self._failed(ActionName.DELETE_BRANCH, what)
         if git.resolve(repository, action.branch) is not None:
-            since = lane_entry(repository, place)
-            lacks = git.lacks(repository, action.branch, action.base, since=since)
+            lacks = base_lacks(repository, action.branch, action.base, lane_entry(place))
             if lacks != 0:
                 what = f"{action.branch} holds commits {action.base} lacks now: kept"
                 return self._failed(ActionName.DELETE_BRANCH, what)
@@ -382,18 +381,25 @@ class Performer:
         return [BranchDeleted(at=self.now(), branch=action.branch)]
 
 
-def lane_entry(repository: Path, place: Place) -> Sha | None:
-    """A lane's entry commit when its base is gone, for tidy to count its commits past; else None.
+def lane_entry(place: Place) -> Sha | None:
+    """A lane's entry commit, the one it was cut from; None for a place that is no lane."""
+    return place.start if place.launch.parent is not None else None
 
-    A lane's base is its run's branch, which the run's own tidy may delete first (a run dropped
-    with nothing of its own). Then the commit the lane was cut from stands for it: a lane's
-    commits past it are held nowhere else, and are kept, named; a lane with none goes.
+
+def base_lacks(
+    repository: Path, branch: BranchName, base: BranchName, entry: Sha | None
+) -> int | None:
+    """How many of ``branch``'s commits its base lacks; a lane's, past its entry once it is gone.
+
+    A lane's base is its run's branch, which the run's own tidy may delete, before this look or
+    during it (a run dropped with nothing of its own). Then the commit the lane was cut from
+    stands for it: a lane's commits past it are held nowhere else, and are kept, named; a lane
+    with none goes. None when git cannot say.
     """
-    if place.launch.parent is None or place.start is None:
-        return None
-    if git.resolve(repository, place.launch.base) is not None:
-        return None
-    return place.start
+    lacks = git.lacks(repository, branch, base)
+    if lacks is None and entry is not None and git.resolve(repository, base) is None:
+        return git.lacks(repository, branch, base, since=entry)
+    return lacks
 
 
 _WORKTREE_LOCKS: dict[str, threading.Lock] = {}
@@ -474,16 +480,16 @@ def worktree_facts(repository: Path, path: Path, branch: str) -> WorktreeFacts:
 
 
 def branch_facts(
-    repository: Path, branch: BranchName, base: BranchName, *, since: Sha | None = None
+    repository: Path, branch: BranchName, base: BranchName, *, entry: Sha | None = None
 ) -> BranchFacts | None:
     """The branch against its base; None when git cannot count what the base lacks.
 
-    ``since``: counted past that commit instead (a lane whose base is gone, :func:`lane_entry`).
+    ``entry``: a lane's entry commit, counted past once its base is gone (:func:`base_lacks`).
     """
     head = git.resolve(repository, branch)
     if head is None:
         return BranchFacts(name=branch, exists=False, base=base)
-    lacks = git.lacks(repository, branch, base, since=since)
+    lacks = base_lacks(repository, branch, base, entry)
     if lacks is None:
         return None
     return BranchFacts(name=branch, exists=True, base=base, head=head, base_lacks=lacks)
