@@ -2,16 +2,15 @@
 
 A launch made, a status survey, the supervisor's state, a scenario simulated.
 
-A module of their own, loaded by the functions that return them: an agent's command refused
-outside any place loads no attrs (bench/cli.py; tests/integration/test_cli_imports.py).
+A module of their own, loaded by the functions that return them, and named tuples, not attrs
+classes: an agent's command refused outside any place, and a launch handed to the supervisor,
+load no attrs (bench/cli.py, bench/launch.py; tests/integration/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import attrs
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from flume.core.errors import Problem
@@ -22,8 +21,7 @@ if TYPE_CHECKING:
     from flume.shell.supervisor.protocol import DaemonReport
 
 
-@attrs.frozen(kw_only=True)
-class Launched:
+class Launched(NamedTuple):
     """A launch journaled: the place's id and where it lives (``flume launch --json``)."""
 
     #: ``<kind>--<name>``: how every other function names the place.
@@ -63,8 +61,7 @@ class Launched:
         ).as_dict()
 
 
-@attrs.frozen(kw_only=True)
-class Survey:
+class Survey(NamedTuple):
     """What ``flume status`` read: the places, and the journals it could not read whole."""
 
     places: tuple[PlaceStatus, ...]
@@ -76,8 +73,7 @@ class Survey:
     repositories: tuple[Path, ...]
 
 
-@attrs.frozen(kw_only=True)
-class DaemonStatus:
+class DaemonStatus(NamedTuple):
     """What ``flume daemon status`` says of the host's supervisor."""
 
     #: The pid of the process holding the host's supervisor lock; None when none runs.
@@ -90,8 +86,7 @@ class DaemonStatus:
     problem: Problem | None
 
 
-@attrs.frozen(kw_only=True)
-class Simulated:
+class Simulated(NamedTuple):
     """A scenario run through flume's rules, with no I/O (``flume simulate``)."""
 
     path: str

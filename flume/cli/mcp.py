@@ -227,7 +227,7 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
     )
     for tried in made_names(base_name, NAME_TRIES):
         try:
-            launched = api.launch_asked(attrs.evolve(asked, name=tried))
+            launched = api.launch_asked(asked.evolve(name=tried))
         except UsageError as error:
             if made_name and all(problem.field == "name" for problem in error.problems):
                 taken = error.problems

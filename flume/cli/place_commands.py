@@ -245,11 +245,9 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         agent_args=agent_arg or (),
         panes=panes,
     )
-    import attrs
-
     if plan:
         # The brief is the work, not its caps: a plan reads none (and never stdin).
-        _plan(attrs.evolve(asked, brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
+        _plan(asked.evolve(brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
         return
     try:
         if kind_file is None:
@@ -257,7 +255,7 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
             # this process would load to launch costs more than the launch. A kind file is read
             # here.
             asked.checked()
-            asked = attrs.evolve(asked, brief=_brief(brief, brief_file))
+            asked = asked.evolve(brief=_brief(brief, brief_file))
             made = api.hand_over(asked)
             if made is not None:
                 _show_launched(made.as_dict(), as_json=as_json)

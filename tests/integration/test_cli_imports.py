@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flume.shell.store import places
 from flume.shell.supervisor import client
 from tests.integration.test_status import place, repository
 
@@ -129,3 +130,23 @@ def test_status_answered_by_the_running_supervisor_decodes_no_place(host: Path) 
         assert not converter_built
         for heavy in (*HEAVY, "attrs", "flume.core.place", "flume.core.status"):
             assert heavy not in modules, f"flume {' '.join(argv)} imported {heavy}"
+
+
+def test_a_launch_handed_to_the_running_supervisor_loads_no_attrs(host: Path) -> None:
+    """``flume launch`` handed over builds its words and waits: no attrs, rules, git or journal.
+
+    attrs alone was a tenth of the command's start-up, end to end against a bare
+    ``git worktree add`` (bench/launch.py).
+    """
+    repo = repository(host / "repo")
+    assert client.ensure(wait=30.0) is not None
+    argv = ("launch", "--repository", str(repo), "--kind", "fix", "--name", "quick")
+    modules, converter_built = loaded(
+        *argv, "--brief", "Mend it.", "--agent", "test", "--panes", "print"
+    )
+    assert "flume.shell.supervisor.handover" in modules  # it handed the launch over
+    assert not converter_built
+    for heavy in (*HEAVY, "attrs", "flume.core.place", "flume.shell.tools.git"):
+        assert heavy not in modules, f"flume launch imported {heavy}"
+    journal = places.journals_dir(repo) / "fix--quick" / places.JOURNAL
+    assert journal.is_file()  # and the supervisor launched it

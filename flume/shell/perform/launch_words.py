@@ -3,7 +3,8 @@
 Apart from :mod:`flume.shell.perform.launcher`, which checks them first among the rest, so that the
 CLI can build a launch and check a kind named, the agent and the panes at once, loading neither
 git nor the core's rules, before it reads the brief (from stdin, perhaps) and hands the launch to
-the supervisor.
+the supervisor. Its records are plain classes, not attrs ones: ``flume launch`` handed to the
+supervisor loads no attrs, a tenth of its start-up (bench/launch.py).
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-import attrs
+from typing import Any, NamedTuple, TypeVar
 
 from flume.core.choices import AgentName, Panes
 from flume.core.errors import UsageError
@@ -72,31 +71,101 @@ WORDS: dict[str, tuple[type, ...]] = {
 }
 
 
-@attrs.frozen(kw_only=True)
 class LaunchAsked:
     """A launch as its caller words it: :func:`flume.api.launch`'s arguments, carried once.
 
     The CLI, the MCP server and the API build it; :func:`flume.shell.perform.launcher.launch_asked`
     checks and journals it; a command hands it to the supervisor as JSON (:meth:`words`,
     :meth:`from_words`). ``brief`` may be a function returning the brief, called once the kind
-    file, the agent and the panes are read (the CLI reads stdin so).
+    file, the agent and the panes are read (the CLI reads stdin so). Immutable: :meth:`evolve`
+    makes a changed copy.
     """
 
-    repository: Path = attrs.field(converter=Path)
+    __slots__ = (
+        "agent",
+        "agent_args",
+        "base",
+        "brief",
+        "kind",
+        "kind_file",
+        "mark",
+        "model",
+        "name",
+        "panes",
+        "repository",
+        "waits",
+    )
+    repository: Path
     name: str
     brief: str | Callable[[], str]
-    kind: str | None = None
+    kind: str | None
     #: A TOML file with a ``[kind]`` table: a kind this launch carries.
-    kind_file: Path | None = attrs.field(default=None, converter=_optional_path)
-    base: str | None = None
-    mark: str | None = None
+    kind_file: Path | None
+    base: str | None
+    mark: str | None
     #: Stages that wait on the caller's word.
-    waits: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    agent: str = AgentName.CLAUDE.value
-    model: str | None = None
+    waits: tuple[str, ...]
+    agent: str
+    model: str | None
     #: Arguments for the agent's command line, in order.
-    agent_args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    panes: str = Panes.TMUX.value
+    agent_args: tuple[str, ...]
+    panes: str
+
+    def __init__(  # noqa: PLR0913 (the launch's words, each a keyword)
+        self,
+        *,
+        repository: str | Path,
+        name: str,
+        brief: str | Callable[[], str],
+        kind: str | None = None,
+        kind_file: str | Path | None = None,
+        base: str | None = None,
+        mark: str | None = None,
+        waits: str | Sequence[str] = (),
+        agent: str = AgentName.CLAUDE.value,
+        model: str | None = None,
+        agent_args: str | Sequence[str] = (),
+        panes: str = Panes.TMUX.value,
+    ) -> None:
+        fields = {
+            "repository": Path(repository),
+            "name": name,
+            "brief": brief,
+            "kind": kind,
+            "kind_file": _optional_path(kind_file),
+            "base": base,
+            "mark": mark,
+            "waits": _strings(waits),
+            "agent": agent,
+            "model": model,
+            "agent_args": _strings(agent_args),
+            "panes": panes,
+        }
+        for field, value in fields.items():
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, field: str, value: object) -> None:
+        message = f"a LaunchAsked is immutable: evolve() makes a copy with {field} changed"
+        raise AttributeError(message)
+
+    def _fields(self) -> dict[str, Any]:
+        return {field: getattr(self, field) for field in self.__slots__}
+
+    def evolve(self, **changes: Any) -> LaunchAsked:  # noqa: ANN401 (any field's value)
+        """A copy with ``changes``, converted as the constructor converts them."""
+        return LaunchAsked(**{**self._fields(), **changes})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LaunchAsked):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._fields().values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{field}={value!r}" for field, value in self._fields().items())
+        return f"LaunchAsked({shown})"
 
     def checked(self) -> tuple[AgentName, Panes]:
         """:func:`checked` for this launch, its kind file not yet read."""
@@ -144,8 +213,7 @@ class LaunchAsked:
         return cls(**words)
 
 
-@attrs.frozen(kw_only=True)
-class Made:
+class Made(NamedTuple):
     """A launch journaled: the place's id and where it lives."""
 
     place: PlaceName

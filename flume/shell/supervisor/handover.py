@@ -14,9 +14,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from flume.core.errors import Problem
 from flume.shell.perform.launch_words import LaunchAsked
@@ -33,28 +31,24 @@ LAUNCH_SECONDS = 120.0
 _SLACK_SECONDS = 0.5
 
 
-@attrs.frozen
-class Taken:
+class Taken(NamedTuple):
     """The supervisor took the launch: what came of it follows."""
 
 
-@attrs.frozen
-class LaunchMade:
+class LaunchMade(NamedTuple):
     """The launch was journaled; ``document`` is ``flume launch --json``'s, printed as it is."""
 
     document: Mapping[str, Any]
 
 
-@attrs.frozen
-class LaunchRefused:
+class LaunchRefused(NamedTuple):
     """Bad input made nothing: the command's own problems and exit status."""
 
     problems: tuple[Problem, ...]
     exit_status: int
 
 
-@attrs.frozen
-class LaunchCrashed:
+class LaunchCrashed(NamedTuple):
     """The supervisor's launch crashed: its traceback."""
 
     output: str
