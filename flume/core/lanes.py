@@ -29,6 +29,7 @@ The rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import assert_never
 
 import attrs
@@ -37,7 +38,7 @@ from pyrsistent import pmap, pset, pvector
 from flume.core import budget, stage
 from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
 from flume.core.errors import refused
-from flume.core.ids import Instant
+from flume.core.ids import Instant, PlaceName
 from flume.core.kinds import Join, Merge, Parallel, lane_kind, lane_names, parallels, steps
 from flume.core.launch import lane_work_name, place_branch, place_name
 from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
@@ -52,6 +53,7 @@ from flume.core.place import (
     Paused,
     Place,
     Queued,
+    TidyNotWanted,
     accepts,
     evolve,
     lanes_in_order,
@@ -418,6 +420,61 @@ def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
         elif run.state is LaneState.FINISHED and at_block:
             orders.append(_order(place, run, LaneOrder.TIDY))
     return evolve(place, lanes=lanes), tuple(orders)
+
+
+def takes_order(order: LaneOrder, lane: Place) -> bool:
+    """The lane takes ``order`` now: its rules accept it, and it has not had it already.
+
+    A drop is for a lane not dropped (or tidied) yet; a finished lane is dropped too (a first
+    join's other lane that finished as the first did), so that its tidy keeps its commits. A
+    tidy is for a finished or dropped lane with no tidy wanted or under way.
+    """
+    match order:
+        case LaneOrder.DROP:
+            return lane.life in {Life.MAKING, Life.ACTIVE, Life.FINISHED} and lane.landed_at is None
+        case LaneOrder.TIDY:
+            return lane.life in {Life.FINISHED, Life.DROPPED} and isinstance(
+                lane.tidy, TidyNotWanted
+            )
+        case _:
+            assert_never(order)
+
+
+def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> list[LaneEnded]:
+    """What the run is to be told of its running lanes, from the lanes' places as they stand.
+
+    A lane ended once its place finished its branch's block, or was dropped (or tidied), and
+    its agent is seen gone: no lane's agent can commit to a branch being merged, nor outlive
+    its turn under the block's cap. Only the place the run named, launched by that run and cut
+    from its head at this entry of the block (a loop around the block enters it again). A lane
+    a person tidied once it finished finished all the same. What it spent goes with it.
+    """
+    if run.life is not Life.ACTIVE or not isinstance(run.stage.phase, Fanned):
+        return []
+    told: list[LaneEnded] = []
+    for lane in lanes_in_order(run):
+        found = lanes.get(lane.place)
+        if (
+            lane.state is not LaneState.RUNNING
+            or found is None
+            or found.launch.parent != run.launch.place
+            or found.start != run.entry
+            or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
+            or found.agent is not None
+        ):
+            continue
+        finished = found.life is not Life.DROPPED and found.stage.key in found.completed
+        told.append(
+            LaneEnded(
+                at=now,
+                lane=lane.lane,
+                finished=finished,
+                head=found.head,
+                turns=found.spent.turns,
+                tokens=found.spent.tokens,
+            )
+        )
+    return told
 
 
 def pending(place: Place) -> tuple[Action, ...]:

@@ -24,13 +24,14 @@ from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
 from flume.core.judging import program_of, unregistered_asks
 from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
-from flume.core.lanes import fan_when_free, launch_lane
+from flume.core.lanes import fan_when_free, lanes_ended, launch_lane, takes_order
 from flume.core.launch import check_launch
 from flume.core.observations import (
     AgentExited,
     DropAsked,
     LaneEnded,
     LanesMerged,
+    Launched,
     MergeConflicted,
     ResolveAsked,
     RetryAsked,
@@ -42,6 +43,7 @@ from flume.core.place import (
     Merging,
     PauseCause,
     Paused,
+    Place,
     Queued,
     Short,
     current_step,
@@ -682,3 +684,43 @@ def test_a_block_entered_over_budget_launches_no_lane() -> None:
         "slice-a",
     )
     assert left.kind.budgets.turns == 1
+
+
+def test_a_run_is_told_of_a_lane_once_its_place_ended_and_its_agent_is_gone() -> None:
+    """lanes_ended: a lane finished or dropped is told; another entry's or none, not.
+
+    A lane tidied once it finished finished all the same; a run not fanned out hears nothing.
+    """
+    world = world_of(sliced(cap=2))
+    run = world.place
+    assert run is not None
+    launched = {a.lane: a for a in world.actions if isinstance(a, LaunchLane)}
+
+    def lane_place(lane: str) -> Place:
+        asked = launched[lane]
+        seen = Launched(at=world.instant(), launch=asked.launch, kind=asked.kind, start=asked.start)
+        return step(S, None, seen).place
+
+    a, b = lane_place("slice-a"), lane_place("slice-b")
+    done = evolve(a, life=Life.FINISHED, completed=a.completed.append(StageName(a.stage.key)))
+    dropped = evolve(b, life=Life.DROPPED)
+    lanes = {done.launch.place: done, dropped.launch.place: dropped}
+    told = lanes_ended(run, lanes, world.instant())
+    assert [(e.lane, e.finished) for e in told] == [("slice-a", True), ("slice-b", False)]
+    tidied = evolve(done, life=Life.TIDIED)
+    assert lanes_ended(run, {tidied.launch.place: tidied}, world.instant())[0].finished
+    elsewhere = evolve(done, start=Sha("c9999"))
+    assert lanes_ended(run, {elsewhere.launch.place: elsewhere}, world.instant()) == []
+    assert lanes_ended(run, {}, world.instant()) == []
+    assert lanes_ended(evolve(run, life=Life.DROPPED), lanes, world.instant()) == []
+
+
+def test_a_lane_takes_an_order_once() -> None:
+    """takes_order: a drop for a lane not dropped; a tidy for one finished, none wanted yet."""
+    world = world_of(sliced())
+    place = world.place
+    assert place is not None
+    assert takes_order(LaneOrder.DROP, evolve(place, life=Life.ACTIVE))
+    assert not takes_order(LaneOrder.DROP, evolve(place, life=Life.DROPPED))
+    assert takes_order(LaneOrder.TIDY, evolve(place, life=Life.FINISHED))
+    assert not takes_order(LaneOrder.TIDY, evolve(place, life=Life.ACTIVE))

@@ -24,6 +24,7 @@ from pyrsistent import pvector
 from flume.core.actions import ActionName, LaneOrder, LaunchLane, MergeLanes, OrderLane
 from flume.core.errors import UsageError
 from flume.core.ids import Instant, Sha
+from flume.core.lanes import takes_order
 from flume.core.observations import (
     ActionFailed,
     DropAsked,
@@ -34,7 +35,6 @@ from flume.core.observations import (
     Observation,
     TidyAsked,
 )
-from flume.core.place import Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.perform import launcher
@@ -81,22 +81,6 @@ def launch(action: LaunchLane, at: Instant) -> list[Observation]:
     return []
 
 
-def _takes(order: LaneOrder, lane: Place) -> bool:
-    """The lane takes ``order`` now: its rules accept it, and it has not had it already.
-
-    A drop is for a lane not dropped (or tidied) yet; a finished lane is dropped too (a first
-    join's other lane that finished as the first did), so that its tidy keeps its commits. A
-    tidy is for a finished or dropped lane with no tidy wanted or under way.
-    """
-    match order:
-        case LaneOrder.DROP:
-            return lane.life in {Life.MAKING, Life.ACTIVE, Life.FINISHED} and lane.landed_at is None
-        case LaneOrder.TIDY:
-            return lane.life in {Life.FINISHED, Life.DROPPED} and isinstance(
-                lane.tidy, TidyNotWanted
-            )
-
-
 def order(action: OrderLane, at: Instant) -> list[Observation]:
     """Give the lane place the command its run orders (``flume drop`` or ``flume tidy``'s).
 
@@ -109,7 +93,9 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
         return []
     seen = DropAsked(at=at) if action.order is LaneOrder.DROP else TidyAsked(at=at)
     try:
-        given = places.command_if(path, seen, Settings(), lambda lane: _takes(action.order, lane))
+        given = places.command_if(
+            path, seen, Settings(), lambda lane: takes_order(action.order, lane)
+        )
     except (UsageError, journal.JournalError, OSError) as error:
         _log.warning("lane %s was not given %s: %s", action.place, action.order.value, error)
         return []

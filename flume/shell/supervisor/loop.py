@@ -38,15 +38,15 @@ import attrs
 
 from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
-from flume.core.ids import Instant
+from flume.core.ids import Instant, PlaceName
+from flume.core.lanes import lanes_ended
 from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
-    LaneEnded,
     Observation,
     Tick,
 )
-from flume.core.place import Fanned, LaneState, Life, Place, evolve
+from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
@@ -271,42 +271,16 @@ class Supervisor:
         block's cap. Each lane is the place its run named, launched by that run and cut from
         its head at this entry of the block (a loop around the block enters it again).
         """
-        lanes = {
-            (each.place.launch.repository, each.place.launch.place): each.place
-            for each in self.followed.values()
-            if each.place is not None and not each.problem and each.place.launch.parent
-        }
+        lanes: dict[str, dict[PlaceName, Place]] = {}
+        for each in self.followed.values():
+            if each.place is not None and not each.problem and each.place.launch.parent:
+                found = lanes.setdefault(each.place.launch.repository, {})
+                found[each.place.launch.place] = each.place
         for each in self.followed.values():
             run = each.place
-            if (
-                run is None
-                or each.problem
-                or each.foreign
-                or run.life is not Life.ACTIVE
-                or not isinstance(run.stage.phase, Fanned)
-            ):
+            if run is None or each.problem or each.foreign:
                 continue
-            for lane in run.lanes.values():
-                found = lanes.get((run.launch.repository, lane.place))
-                if (
-                    lane.state is not LaneState.RUNNING
-                    or found is None
-                    or found.launch.parent != run.launch.place
-                    or found.start != run.entry
-                    or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
-                    or found.agent is not None
-                ):
-                    continue
-                # A lane a person tidied once it finished (flume tidy) finished all the same.
-                finished = found.life is not Life.DROPPED and found.stage.key in found.completed
-                ended = LaneEnded(
-                    at=now,
-                    lane=lane.lane,
-                    finished=finished,
-                    head=found.head,
-                    turns=found.spent.turns,
-                    tokens=found.spent.tokens,
-                )
+            for ended in lanes_ended(run, lanes.get(run.launch.repository, {}), now):
                 self._append(each, ended)
 
     def _deadlines(self, now: Instant) -> None:
