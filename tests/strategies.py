@@ -557,6 +557,7 @@ _AGENTS = st.none() | st.builds(
     activity=st.sampled_from(list(obs.Activity)),
     activity_since=instants,
     last_output_at=instants,
+    said_at=instants,
     ending=st.booleans(),
 )
 _TELLS = st.builds(

@@ -198,11 +198,12 @@ def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
 def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:
     """WF-STALL-NUDGES-ONCE: an agent silent mid-turn is nudged once, then the run pauses.
 
-    Silent: working (not waiting, not asking a person), its pane showing nothing new and its
-    state unchanged for ``stall_seconds``. The nudge is typed at once, a tell flume gives (the
-    agent is mid-turn: it takes it when it can); silent as long again after it, the agent is
-    ended and the run pauses ``stalled``. Only a workflow's places: a kind of stages keeps its
-    agents' time its own.
+    Silent: working (not waiting, not asking a person), with no line in its transcript and no
+    word from its hooks for ``stall_seconds``. Its pane does not count: Claude Code's spinner
+    renews it the whole time the agent waits on a model that never answers. The nudge is typed
+    at once, a tell flume gives (the agent is mid-turn: it takes it when it can); silent as long
+    again after it, the agent is ended and the run pauses ``stalled``. Only a workflow's places:
+    a kind of stages keeps its agents' time its own.
     """
     del settings
     agent = place.agent
@@ -217,7 +218,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
     ):
         return place, ()
     stall = place.settings.stall_seconds
-    last = max(agent.activity_since, agent.last_output_at, run.started_at)
+    last = max(agent.said_at, run.started_at)
     if run.nudged_at is None:
         # A tell of the caller's in flight is typed already: the nudge waits for its end.
         if now - last < stall or place.sending is not None:
@@ -226,7 +227,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         nudge = Tell(
             number=number,
             text=(
-                f"flume has seen nothing from you for {stall / 60:.0f} minutes. Go on with your "
+                f"flume has seen nothing from you for {_span(stall)}. Go on with your "
                 "step; if you are stuck, say so with flume needs."
             ),
             asked_at=now,
@@ -252,6 +253,13 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         again=True,
     )
     return stage.pause_stage(place, paused)
+
+
+def _span(seconds: float) -> str:
+    """A stall window in words: ``10 minutes`` from two minutes on, ``45 seconds`` below."""
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
 
 
 def judge_gate(place: Place) -> JudgeGate:

@@ -396,7 +396,12 @@ class Agent:
     activity: Activity
     #: When the agent last changed what it does.
     activity_since: Instant
+    #: When its pane last showed output (tmux's or herdr's word): the quiet clock (R7).
     last_output_at: Instant
+    #: When the agent itself last said anything: a line of its transcript or a hook's report.
+    #: Not its pane, which a spinner renews while the agent waits on a model that never
+    #: answers: the stall clock (WF-STALL-NUDGES-ONCE).
+    said_at: Instant
     #: ``EndAgent`` was asked for; no new agent starts until it is observed gone.
     ending: bool = False
     #: Its transcript held its prompt, typed: ``prompt-delivered`` was reported for it.
@@ -798,9 +803,10 @@ def is_quiet(place: Place) -> bool:
 
 def with_activity(agent: Agent, activity: Activity, at: Instant) -> Agent:
     """The agent doing ``activity``; the instant it began is kept while it goes on."""
+    said_at = Instant(max(agent.said_at, at))
     if activity is agent.activity:
-        return agent
-    return attrs.evolve(agent, activity=activity, activity_since=at)
+        return agent if said_at == agent.said_at else attrs.evolve(agent, said_at=said_at)
+    return attrs.evolve(agent, activity=activity, activity_since=at, said_at=said_at)
 
 
 #: What a rule returns: the place after it, and the actions it decided, in order.

@@ -284,6 +284,7 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
             activity=Activity.UNKNOWN,
             activity_since=seen.at,
             last_output_at=seen.at,
+            said_at=seen.at,
         )
         stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
         return evolve(place, agent=agent, stage=stage), ()
@@ -316,15 +317,17 @@ def on_transcript(place: Place, seen: TranscriptEntry) -> Outcome:
     inferred = delivery.infer_activity(seen, agent.activity)
     activity = inferred if seen.at >= agent.activity_since else agent.activity
     latest = Instant(max(agent.last_output_at, seen.at))
+    said = Instant(max(agent.said_at, seen.at))
     if activity is not agent.activity:
         agent = attrs.evolve(
             agent,
             activity=activity,
             activity_since=seen.at,
             last_output_at=latest,
+            said_at=said,
         )
-    elif latest != agent.last_output_at:
-        agent = attrs.evolve(agent, last_output_at=latest)
+    elif latest != agent.last_output_at or said != agent.said_at:
+        agent = attrs.evolve(agent, last_output_at=latest, said_at=said)
     if agent is not place.agent:
         place = evolve(place, agent=agent)
     place, delivered = delivery.on_prompt_line(place, seen)

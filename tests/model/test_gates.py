@@ -30,7 +30,15 @@ from flume.core.kinds import (
     Verdict,
 )
 from flume.core.launch import AgentSettings
-from flume.core.observations import GateRead, ResumeAsked, Tick, TurnEnded
+from flume.core.observations import (
+    Activity,
+    AgentStateSeen,
+    GateRead,
+    PaneOutput,
+    ResumeAsked,
+    Tick,
+    TurnEnded,
+)
 from flume.core.place import Judging, Life, PauseCause, Paused, Starting, Working
 from flume.core.settings import Settings
 from flume.core.stage import agent_for
@@ -176,25 +184,61 @@ def test_unreported_usage_is_named_beside_a_tokens_budget() -> None:
 
 
 def test_a_silent_agent_that_speaks_after_its_nudge_is_not_paused_yet() -> None:
-    """Nudged, then output before the window ends again: the run goes on, no pause."""
+    """Nudged, then a word from its hooks before the window ends again: the run goes on."""
     world = world_of(reviewed())
     assert world.deliver()
     agent = world.live_agent()
     assert agent is not None
-    from flume.core.observations import Activity, AgentStateSeen, PaneOutput  # noqa: PLC0415
-
     world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
     world.now += S.stall_seconds
     world.feed(Tick(at=world.instant()))
     assert len(world.reports_of(Event.NUDGED)) == 1
     world.now += S.stall_seconds / 2
-    world.feed(
-        PaneOutput(at=world.instant(), session=agent.session, last_output_at=world.instant())
-    )
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
     world.now += S.stall_seconds / 2 + 1
     world.feed(Tick(at=world.instant()))
     assert world.place is not None
     assert isinstance(world.place.stage.phase, Working)
+    assert len(world.reports_of(Event.NUDGED)) == 1
+
+
+def test_a_pane_that_keeps_moving_does_not_hide_a_stall() -> None:
+    """A spinner renews the pane every second, the agent says nothing: nudged, then stalled.
+
+    Claude Code waiting on a model that never answers: its pane moves, its transcript and
+    hooks are still. The stall clock reads only what the agent says.
+    """
+    world = world_of(reviewed())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    end = world.now + 2 * S.stall_seconds
+    while world.now < end:
+        world.now += 60
+        world.feed(
+            PaneOutput(at=world.instant(), session=agent.session, last_output_at=world.instant())
+        )
+        world.feed(Tick(at=world.instant()))
+    assert len(world.reports_of(Event.NUDGED)) == 1
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.STALLED
+
+
+def test_a_short_stall_window_is_told_in_seconds() -> None:
+    """``[timing] stall = 20``: frozen at launch, the nudge comes at 20 s and says so."""
+    world = FakeWorld(settings=Settings(stall_seconds=20.0), kind=reviewed())
+    assert world.launch() is None
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    world.now += 20
+    world.feed(Tick(at=world.instant()))
+    (nudge,) = [a for a in world.actions if isinstance(a, SendTell)]
+    assert "flume has seen nothing from you for 20 seconds." in nudge.text
 
 
 def test_a_loop_last_in_the_body_pauses_at_max_and_resume_finishes() -> None:
@@ -330,8 +374,6 @@ def test_a_lost_re_prompt_or_an_unread_turn_end_is_judged_once_the_agent_waits()
     assert world.deliver()
     agent = world.live_agent()
     assert agent is not None
-    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
-
     world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WAITING))
     world.now += S.confirm_seconds - 1
     world.feed(Tick(at=world.instant()))
@@ -405,8 +447,6 @@ def test_time_short_or_paused_is_not_active_and_a_retry_resumes_the_clock() -> N
 
 def test_a_resumed_attempt_is_nudged_afresh() -> None:
     """Stalled, resumed: the new attempt's silent agent is nudged before it is paused again."""
-    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
-
     world = world_of(reviewed())
 
     def silent() -> None:
@@ -481,8 +521,6 @@ def test_a_workflow_commit_step_ends_with_its_turn_not_on_quiet() -> None:
 
     agent = held.live_agent()
     assert agent is not None
-    from flume.core.observations import Activity, AgentStateSeen  # noqa: PLC0415
-
     held.feed(AgentStateSeen(at=held.instant(), session=agent.session, activity=Activity.WORKING))
     held.feed(Told(at=held.instant(), text="also the docs"))
     held.end_turn()

@@ -169,6 +169,7 @@ def _willing(phase: StagePhase) -> Place:
         activity=Activity.WAITING,
         activity_since=_AT,
         last_output_at=_AT,
+        said_at=_AT,
     )
     stage = attrs.evolve(launched_place.stage, name=lands.name, phase=phase)
     return evolve(
