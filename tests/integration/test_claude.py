@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from flume.core.observations import Activity, TurnEnded, Usage
-from flume.core.place import Life, Short, ShortCause
+from flume.core.actions import Event, Report, SendTell
+from flume.core.ids import Instant
+from flume.core.observations import Activity, PaneOutput, TurnEnded, Usage
+from flume.core.place import Life, PauseCause, Paused, Place, Short, ShortCause
+from flume.core.settings import Settings
+from flume.core.step import step
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
@@ -345,3 +349,75 @@ def test_claude_carries_a_change_through_its_stages_to_an_archived_landing(
     assert not (repo / "openspec" / "changes" / "hello").exists()
     place = place_of(journal_path)
     assert list(place.completed) == ["construct", "code", "verify", "submit"]
+
+
+STALL_KIND = """\
+[kind]
+name = "wf"
+body = ["review"]
+
+[step.review]
+prompt = "Review $brief. Write $verdict: done, or revise with findings."
+gate = "verdict"
+"""
+
+
+def test_claude_waiting_on_a_model_that_never_answers_is_nudged_once_then_paused_stalled(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """WF-STALL-NUDGES-ONCE with the real agent, ``[timing] stall = 8``.
+
+    The model holds its answer to the review's prompt for two minutes: Claude Code's spinner
+    keeps its pane moving, its transcript and hooks say nothing. At 8 s it is nudged once
+    (typed mid-turn); 8 s later the run pauses ``stalled`` and the agent is ended. Resumed, a
+    fresh agent writes the verdict and the run finishes.
+    """
+    del panes
+    repo = agent_repository(tmp_path, TIMING.replace("confirm = 4", "confirm = 15") + "stall = 8\n")
+    seed_home(claude, trusted=[repo], api_key=KEY)
+    kind_file = tmp_path / "wf.toml"
+    kind_file.write_text(STALL_KIND, encoding="utf-8")
+    verdict = repo / "places" / ".boards" / "wf--hang" / "review" / "verdict.json"
+    write = f"printf '%s' '{{\"result\": \"done\"}}' > {verdict} && echo wrote-verdict"
+    model.script = (
+        Reply(when="flume:wf--hang:review:1", text="Reviewing.", delay=120.0),
+        Reply(when="flume:wf--hang:review:2", tool=Tool("Bash", {"command": write})),
+        Reply(when="wrote-verdict", text="The verdict is written: done."),
+    )
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "hang",
+        "--brief", "the greeting", "--agent", "claude",
+        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "wf--hang" / places.JOURNAL
+
+    def paused() -> Paused | None:
+        phase = place_of(journal_path).stage.phase
+        return phase if isinstance(phase, Paused) else None
+
+    wait_for(paused, 120, "the run to pause")
+    stalled = paused()
+    assert stalled is not None
+    assert stalled.cause is PauseCause.STALLED, stalled
+    # Fold the journal: one nudge, typed; the pane kept moving between it and the pause.
+    nudged: Instant | None = None
+    moved_after_nudge = False
+    place: Place | None = None
+    for seen in observations(journal_path):
+        decision = step(Settings(), place, seen)
+        place = decision.place
+        for action in decision.actions:
+            if isinstance(action, Report) and action.event is Event.NUDGED:
+                assert nudged is None, "nudged twice"
+                nudged = seen.at
+            if isinstance(action, SendTell):
+                assert "flume has seen nothing from you for 8 seconds." in action.text
+        if nudged is not None and isinstance(seen, PaneOutput):
+            moved_after_nudge |= seen.last_output_at > nudged
+    assert nudged is not None, "never nudged"
+    assert moved_after_nudge, "the pane showed nothing after the nudge: no spinner to ignore"
+    wait_for(lambda: place_of(journal_path).agent is None, 30, "the stalled agent's end")
+    resumed = flume_process("resume", "wf--hang", "--repository", str(repo))
+    assert resumed.returncode == 0, resumed.stderr
+    wait_for(lambda: place_of(journal_path).life is Life.FINISHED, 120, "the run to finish")

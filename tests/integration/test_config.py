@@ -117,6 +117,8 @@ def test_timing_sets_the_places_settings(tmp_path: Path) -> None:
     assert (settings.quiet_seconds, settings.confirm_seconds) == (0.5, 4.0)
     assert settings.ready_seconds == Settings().ready_seconds
     assert load(write(tmp_path, "")).settings(Settings()) == Settings()
+    workflow = load(write(tmp_path, "[timing]\nstall = 20\ntests = 90.5\n")).settings(Settings())
+    assert (workflow.stall_seconds, workflow.tests_seconds) == (20.0, 90.5)
 
 
 @pytest.mark.parametrize(
@@ -126,6 +128,7 @@ def test_timing_sets_the_places_settings(tmp_path: Path) -> None:
         ("[timing]\nconfirm = 0\n", "confirm = 0 is not a number of seconds"),
         ("[timing]\nready = true\n", "ready = True is not a number of seconds"),
         ("[timing]\nready = 100000\n", "ready = 100000 is not a number of seconds"),
+        ("[timing]\nstall = -1\n", "stall = -1 is not a number of seconds"),
         ("[timing]\npatience = 3\n", "[timing] has no key 'patience'"),
     ],
 )

@@ -31,6 +31,9 @@ The form (every table optional; see docs/config.md)::
     quiet = 5.0       # the agent is quiet once it waits and its pane is still this long (R7)
     confirm = 30.0    # a send not in the transcript by then counts as missing (R5)
     ready = 60.0      # an agent that never says it takes input is sent the prompt anyway
+    stall = 600.0     # a workflow step's agent saying nothing mid-turn this long is nudged,
+                      # and as long again after, the run pauses stalled
+    tests = 600.0     # a tests gate's commands may run this long, all told
 
 Nothing here decides: the file is read into a :class:`Config`; a malformed one raises
 :class:`UsageError` naming the file and the line, with how to mend it.
@@ -57,7 +60,13 @@ FILE_NAME = ".flume.toml"
 _TABLES = {"place", "land", "tests", "kinds", "prompts", "timing"}
 _PLACE_KEYS = {"setup", "copy"}
 _LAND_KEYS = {"checks", "submit"}
-_TIMING_KEYS = {"quiet": "quiet_seconds", "confirm": "confirm_seconds", "ready": "ready_seconds"}
+_TIMING_KEYS = {
+    "quiet": "quiet_seconds",
+    "confirm": "confirm_seconds",
+    "ready": "ready_seconds",
+    "stall": "stall_seconds",
+    "tests": "tests_seconds",
+}
 
 
 @attrs.frozen(kw_only=True)
