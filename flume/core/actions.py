@@ -185,7 +185,7 @@ class Event(enum.Enum):
     LOOP_MAX = "loop-max"  #: a loop ran its last pass without its until step's done
     PAUSED = "paused"  #: the run waits on a person; the text names the cause and the command
     RESUMED = "resumed"  #: a person's word (approve, resume, raise) let the run go on
-    NUDGED = "nudged"  #: a workflow step's agent showed nothing mid-turn; flume nudged it once
+    NUDGED = "nudged"  #: a workflow step's agent said nothing mid-turn; flume nudged it once
     LANE_LAUNCHED = "lane-launched"  #: a parallel block's lane was launched as a place of its own
     LANE_ENDED = "lane-ended"  #: a lane finished its branch, or ended without (dropped)
     MERGED = "merged"  #: a parallel block's finished lanes were merged into the run's branch

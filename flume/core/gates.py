@@ -240,7 +240,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         )
         report = Report(
             event=Event.NUDGED,
-            text=f"the agent of {run.key} (attempt {run.attempt}) showed nothing for "
+            text=f"the agent of {run.key} (attempt {run.attempt}) said nothing for "
             f"{stall:.0f}s mid-turn; nudged once",
             stage=run.name,
         )
@@ -249,7 +249,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         return place, ()
     paused = Paused(
         cause=PauseCause.STALLED,
-        words=f"the agent showed nothing for {stall:.0f}s after its nudge",
+        words=f"the agent said nothing for {stall:.0f}s after its nudge",
         again=True,
     )
     return stage.pause_stage(place, paused)

@@ -98,7 +98,7 @@ class PauseCause(enum.Enum):
     GATE_BLOCKED = "gate-blocked"  #: the gate did not pass, told once; or the verdict: blocked
     BUDGET = "budget"  #: a budget is spent; ``flume raise`` lets it go on
     LOOP_MAX = "loop-max"  #: a loop with ``on_max = "pause"`` ran its last pass
-    STALLED = "stalled"  #: the agent showed nothing mid-turn, nudged once, and still nothing
+    STALLED = "stalled"  #: the agent said nothing mid-turn, nudged once, and still nothing
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; ``flume resolve`` goes on
     LANE_DROPPED = "lane-dropped"  #: a lane a join needs ended unfinished; only drop remains
 
