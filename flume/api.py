@@ -355,13 +355,13 @@ def status_document(
             return answer
         if not host.remembered():
             return SurveyAnswer(
-                format=host.FORMAT, places=(), unreadable=(), torn=(), repositories=()
+                format=host.STATUS_FORMAT, places=(), unreadable=(), torn=(), repositories=()
             )
-    from flume.shell.store.codec import FORMAT, codec
+    from flume.shell.store.codec import codec
 
     found = survey(place=place, repository=repository, mark=mark)
     return SurveyAnswer(
-        format=FORMAT,
+        format=host.STATUS_FORMAT,
         places=tuple(codec().unstructure(view) for view in found.places),
         unreadable=tuple(Unreadable(journal, problem) for journal, problem in found.unreadable),
         torn=found.torn,

@@ -19,6 +19,7 @@ from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
 from flume.shell.declared.scenario import Restarted
+from flume.shell.host import STATUS_FORMAT
 from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def trace_json(rows: list[TraceRow | Restarted], *, scenario: str | None = None)
 
 
 def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
-    """``flume status --json``: format 1, documented in docs/status.md."""
+    """``flume status --json``: format 2, documented in docs/status.md."""
     return statusview.status_json(status_document(views, unreadable))
 
 
@@ -217,7 +218,7 @@ def status_document(
 ) -> dict[str, Any]:
     """What ``flume status --json`` prints, as plain data."""
     return {
-        "format": FORMAT,
+        "format": STATUS_FORMAT,
         "places": [codec().unstructure(view) for view in views],
         "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
     }

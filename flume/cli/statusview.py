@@ -36,7 +36,7 @@ View = Mapping[str, Any]
 
 
 def status_json(document: Mapping[str, Any]) -> str:
-    """``flume status --json``: format 1, documented in docs/status.md."""
+    """``flume status --json``: format 2, documented in docs/status.md."""
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 

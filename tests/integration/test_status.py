@@ -122,7 +122,17 @@ def test_no_places_yet() -> None:
     assert code == 0
     assert "no places" in out
     code, out, _err = status("--json")
-    assert json.loads(out) == {"format": 1, "places": [], "unreadable": []}
+    assert json.loads(out) == {"format": 2, "places": [], "unreadable": []}
+
+
+#: A place's fields in format 1 (docs/status.md), less ``host`` and ``fault`` (present only when
+#: another host carries the place, or something keeps its supervisor from carrying it).
+FORMAT_1_FIELDS = {
+    *("place", "name", "kind", "repository", "path", "branch", "base", "mark", "life"),
+    *("stage", "attempt", "sends", "phase", "agent", "deliverable", "deliverable_exists"),
+    *("submission", "submission_note", "tasks", "validation", "short_cause", "needs"),
+    *("waits_on_caller", "completed", "tells_held", "updated_at"),
+}
 
 
 def test_every_place_on_the_host(tmp_path: Path) -> None:
@@ -135,7 +145,7 @@ def test_every_place_on_the_host(tmp_path: Path) -> None:
     code, out, _err = status("--json")
     assert code == 0
     document = json.loads(out)
-    assert document["format"] == 1
+    assert document["format"] == 2
     rows = {row["place"]: row for row in document["places"]}
     assert set(rows) == {"fix--typo", "change--rate-limit", "question--why"}
     fix = rows["fix--typo"]
@@ -145,6 +155,8 @@ def test_every_place_on_the_host(tmp_path: Path) -> None:
     assert fix["submission"] == "none"
     assert rows["change--rate-limit"]["agent"] == "stopped"
     assert rows["question--why"]["branch"] == "sounding/why"
+    for row in rows.values():  # format 2 adds a workflow run's fields; these carry format 1's
+        assert set(row) == FORMAT_1_FIELDS, set(row) ^ FORMAT_1_FIELDS
     code, out, _err = status()
     assert code == 0
     assert "fix--typo" in out

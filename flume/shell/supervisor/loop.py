@@ -51,6 +51,7 @@ from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
 from flume.shell import environment, process
+from flume.shell.host import STATUS_FORMAT
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.port import Observer
 from flume.shell.perform import launcher
@@ -448,7 +449,7 @@ class Supervisor:
                         torn.append(str(read.journal))
         self._shown = shown
         return SurveyAnswer(
-            format=codec.FORMAT,
+            format=STATUS_FORMAT,
             places=tuple(views),
             unreadable=tuple(unreadable),
             torn=tuple(torn),
