@@ -406,7 +406,7 @@ def status(
 def status_dicts(
     *, place: str | None = None, repository: str | Path | None = None, mark: str | None = None
 ) -> list[dict[str, Any]]:
-    """:func:`status` as JSON-ready data: the ``places`` of ``flume status --json`` (format 1)."""
+    """:func:`status` as JSON-ready data: the ``places`` of ``flume status --json`` (format 2)."""
     from flume.shell.store.codec import codec
 
     views = status(place=place, repository=repository, mark=mark)
