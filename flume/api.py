@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from flume.core.ids import Instant
     from flume.core.observations import Observation
     from flume.core.place import Place
+    from flume.core.settings import Settings
     from flume.core.status import PlaceStatus
     from flume.core.step import Decision
     from flume.shell.agents.inspection import Inspection
@@ -444,6 +445,27 @@ def _given(
     return found.place, decision
 
 
+def _at_step(
+    place: str, repository: str | Path | None, step: str, settings: Settings
+) -> tuple[places.Found, str]:
+    """The place a command naming ``step`` is for, and the step to check there (STEP-NAMED).
+
+    A run standing at a parallel has no agent: a step of one of its lanes is the lane's place's
+    (:func:`flume.core.lanes.lane_for`). Otherwise the place itself, whose rules check the step.
+    """
+    from flume.core.lanes import lane_for
+    from flume.shell.store import places
+
+    where = Path(repository) if repository is not None else None
+    found = places.find(place, where, settings)
+    run = found.place
+    lane = lane_for(run, step) if run is not None else None
+    if run is None or lane is None:
+        return found, step
+    lane_place, inner = lane
+    return places.find(lane_place, Path(run.launch.repository), settings), inner
+
+
 def _followed_or_refuse(found: places.Found) -> None:
     """Refuse (exit status 1) a command for a place the host's supervisor cannot follow now.
 
@@ -472,25 +494,27 @@ def _name(place: Place) -> str:
     return place.launch.place
 
 
-def tell(place: str, text: str, *, repository: str | Path | None = None) -> str:
+def tell(place: str, text: str, *, step: str = "", repository: str | Path | None = None) -> str:
     """Tell the place's agent ``text`` (R6): held while it works, sent once it waits.
 
-    Returns what ``flume tell`` prints. Refused (exit status 1) with no live agent, while the
-    agent asks a person, or while the host's supervisor cannot follow the place's journal; bad
-    words (empty, not text, over 1 MiB) are exit status 2.
+    With ``step`` (a key or name, as ``flume status`` shows it), only while the place is at that
+    step (STEP-NAMED); a run standing at a parallel passes it to the lane it names. Returns
+    what ``flume tell`` prints. Refused (exit status 1) with no live agent, while the agent asks
+    a person, at another step, or while the host's supervisor cannot follow the place's
+    journal; bad words (empty, not text, over 1 MiB) or a malformed step are exit status 2.
     """
     from flume.core.actions import SendTell
     from flume.core.observations import Told
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
-    from flume.shell.store import places
     from flume.shell.supervisor import client
 
     words = input_checks.checked_text("tell", text)
+    named = input_checks.checked_step(step)
     settings = Settings()
-    found = places.find(place, Path(repository) if repository is not None else None, settings)
+    found, named = _at_step(place, repository, named, settings)
     _followed_or_refuse(found)
-    decision = verbs.give(found, Told(at=_now(), text=words), settings)
+    decision = verbs.give(found, Told(at=_now(), text=words, step=named), settings)
     client.ensure()
     number = decision.place.tells_given
     sent = any(
@@ -519,12 +543,24 @@ def stop(place: str, *, repository: str | Path | None = None) -> str:
     )
 
 
-def retry(place: str, *, words: str = "", repository: str | Path | None = None) -> str:
-    """Run the stage that stopped short again, with a fresh agent and ``words`` (R9)."""
+def retry(
+    place: str, *, words: str = "", step: str = "", repository: str | Path | None = None
+) -> str:
+    """Run the stage that stopped short again, with a fresh agent and ``words`` (R9).
+
+    With ``step``, only while the place is at that step, a lane's as :func:`tell` finds it.
+    """
     from flume.core.observations import RetryAsked
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs
+    from flume.shell.supervisor import client
 
     given = input_checks.checked_text("words", words, empty_ok=True)
-    decision = _give(place, repository, RetryAsked(at=_now(), words=given))
+    named = input_checks.checked_step(step)
+    settings = Settings()
+    found, named = _at_step(place, repository, named, settings)
+    decision = verbs.give(found, RetryAsked(at=_now(), words=given, step=named), settings)
+    client.ensure()
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
     return (

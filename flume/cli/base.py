@@ -29,6 +29,10 @@ PLACE_HELP = "The place, <kind>--<name>."
 
 
 REPOSITORY_HELP = "The repository, when the name is in several."
+STEP_HELP = (
+    "Only at this step: its name or key as flume status shows it (review, "
+    "review-loop@2/review); a lane's (slice-a) goes to that lane."
+)
 
 
 def fail(error: UsageError) -> NoReturn:

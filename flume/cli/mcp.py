@@ -147,6 +147,13 @@ Repository = Annotated[
     str | None,
     Field(description="The repository's path, when the place's name is in several repositories."),
 ]
+Step = Annotated[
+    str,
+    Field(
+        description="Only at this step: its name or key as status shows it (review, "
+        "review-loop@2/review); a lane's step (slice-a) goes to that lane. Empty: any step."
+    ),
+]
 Increment = Annotated[
     int | None,
     Field(description="Raise this budget by so much: a whole number of at least 1."),
@@ -360,13 +367,15 @@ def server() -> MCPServer[Any]:
     def tell(
         place: Place,
         text: Annotated[str, Field(description="What to tell the place's agent.")],
+        step: Step = "",
         repository: Repository = None,
     ) -> dict[str, str]:
         """Tell a place's agent something: held while it works, sent once it waits.
 
-        Refused, with nothing typed, when no agent is live or the agent is asking a person.
+        Refused, with nothing typed, when no agent is live, the agent is asking a person, or
+        the run is not at the step named.
         """
-        return _said(place, lambda: api.tell(place, text, repository=_where(repository)))
+        return _said(place, lambda: api.tell(place, text, step=step, repository=_where(repository)))
 
     @made.tool(annotations=ToolAnnotations(destructive_hint=True))
     def stop(place: Place, repository: Repository = None) -> dict[str, str]:
@@ -379,10 +388,14 @@ def server() -> MCPServer[Any]:
         words: Annotated[
             str, Field(description="Your words for the new attempt, put in its prompt.")
         ] = "",
+        step: Step = "",
         repository: Repository = None,
     ) -> dict[str, str]:
         """Run a stage that stopped short again, with a fresh agent and your words."""
-        return _said(place, lambda: api.retry(place, words=words, repository=_where(repository)))
+        return _said(
+            place,
+            lambda: api.retry(place, words=words, step=step, repository=_where(repository)),
+        )
 
     @made.tool()
     def proceed(place: Place, repository: Repository = None) -> dict[str, str]:

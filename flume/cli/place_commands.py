@@ -16,7 +16,15 @@ import typer
 
 # Every other import is made inside the command that uses it: a command answers at once only if
 # it loads no more than it needs (bench/cli.py; tests/integration/test_cli_imports.py).
-from flume.cli.base import PLACE_HELP, REPOSITORY_HELP, app, fail, given_words, reader_gone
+from flume.cli.base import (
+    PLACE_HELP,
+    REPOSITORY_HELP,
+    STEP_HELP,
+    app,
+    fail,
+    given_words,
+    reader_gone,
+)
 from flume.cli.usage import Command, parse_seconds
 from flume.core.choices import AgentName, Panes
 from flume.core.errors import UsageError
@@ -349,17 +357,20 @@ def tell(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
     text: Annotated[str, typer.Argument(metavar="TEXT", help="What to tell; - reads stdin.")],
     *,
+    step: Annotated[str, typer.Option(metavar="KEY", help=STEP_HELP)] = "",
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
 ) -> None:
     """Tell the place's agent something, once it waits.
 
     Held while the agent works, sent once it waits; it counts as delivered when the agent's
-    transcript holds it.
+    transcript holds it. With --step, refused unless the run is at that step; a lane's step
+    (slice-a, slices/slice-a) goes to that lane's agent.
     """
     from flume import api
 
     try:
-        typer.echo(api.tell(place, given_words(text, "tell"), repository=repository))
+        said = given_words(text, "tell")
+        typer.echo(api.tell(place, said, step=step, repository=repository))
     except UsageError as error:
         fail(error)
 
@@ -390,16 +401,19 @@ def retry(
             help="Your words for the next attempt, put in its prompt; - reads stdin.",
         ),
     ] = "",
+    step: Annotated[str, typer.Option(metavar="KEY", help=STEP_HELP)] = "",
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
 ) -> None:
     """Run a stage that stopped short again, with your words.
 
-    The stage starts over with a fresh agent; your words go into its prompt.
+    The stage starts over with a fresh agent; your words go into its prompt. With --step,
+    refused unless the run is at that step; a lane's step goes to that lane.
     """
     from flume import api
 
     try:
-        typer.echo(api.retry(place, words=given_words(words, "words"), repository=repository))
+        said = given_words(words, "words")
+        typer.echo(api.retry(place, words=said, step=step, repository=repository))
     except UsageError as error:
         fail(error)
 

@@ -68,6 +68,26 @@ def parallel_of(place: Place) -> Parallel | None:
     return parallels(place.kind.body).get(place.stage.name)
 
 
+def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
+    """STEP-NAMED: the lane a command naming step ``named`` is for, and the step it names there.
+
+    A run standing at a parallel has no agent of its own; its lanes' places have. ``slice-a``
+    (a branch's name), ``slices/slice-a`` (its path in the tree) or a key inside the branch
+    (``slices/checks@2/lint``) is for that lane's place, as the step from the branch's name on
+    (empty for the branch itself: whatever step the lane is at). None: no lane is named, or the
+    run stands at no parallel; the run's own step is then checked against ``named``.
+    """
+    if not named or parallel_of(place) is None:
+        return None
+    parts = named.split("/")
+    for index, part in enumerate(parts):
+        run = place.lanes.get(part.split("@", 1)[0])
+        if run is not None:
+            inner = "/".join(parts[index:])
+            return run.place, "" if inner == run.lane else inner
+    return None
+
+
 def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
     """Each lane of ``parallel``, waiting, with the place and branch it will have."""
     found: dict[str, LaneRun] = {}

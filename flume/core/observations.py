@@ -50,10 +50,15 @@ class Launched:
 
 @attrs.frozen(kw_only=True)
 class Told:
-    """The caller's words for the place's agent (a tell, R6)."""
+    """The caller's words for the place's agent (a tell, R6).
+
+    ``step``: the step the words are for (``flume tell --step``), its key or name; refused
+    unless the place is at it (STEP-NAMED). Empty: whatever step the place is at.
+    """
 
     at: Instant
     text: str
+    step: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,10 +70,14 @@ class StopAsked:
 
 @attrs.frozen(kw_only=True)
 class RetryAsked:
-    """The caller asked to run the short stage again with a fresh agent and these words (R9)."""
+    """The caller asked to run the short stage again with a fresh agent and these words (R9).
+
+    ``step``: the step to retry (``flume retry --step``), as :class:`Told`'s.
+    """
 
     at: Instant
     words: str = ""
+    step: str = ""
 
 
 @attrs.frozen(kw_only=True)

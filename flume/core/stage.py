@@ -514,6 +514,30 @@ def on_stop(place: Place) -> Outcome:
     return place, (*actions, *short)
 
 
+def at_step(place: Place, named: str, verb: str) -> None:
+    """STEP-NAMED: a command naming a step is for the step the place is at, or it is refused.
+
+    ``named`` is the step's key (``review-loop@2/review``: that pass only), the key without
+    its passes (``review-loop/review``, the tree's path: any pass) or its name (``review``);
+    empty names none. A tell
+    written for the review that reaches the fix, because the run moved on meanwhile, is refused
+    with nothing journaled, rather than given to an agent it was not meant for.
+    """
+    run = place.stage
+    if not named or named in {run.key, run.name, passless(run.key)}:
+        return
+    raise refused(
+        "step",
+        f"{_name(place)} is at step {run.key}, not {named}: the {verb} was for another step",
+        f"see where it is with flume status {_name(place)}, then {verb} the step it is at",
+    )
+
+
+def passless(key: str) -> str:
+    """A key without its loops' passes: ``review-loop@2/review`` is ``review-loop/review``."""
+    return "/".join(part.split("@", 1)[0] for part in key.split("/"))
+
+
 def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
     if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):

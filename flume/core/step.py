@@ -192,11 +192,13 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
     match seen:
         case Launched():
             return _launched_again(place, seen)
-        case Told(text=text):
+        case Told(text=text, step=named):
+            stage.at_step(place, named, "tell")
             return tell.on_told(place, text, place.now)
         case StopAsked():
             return stage.on_stop(place)
-        case RetryAsked(words=words):
+        case RetryAsked(words=words, step=named):
+            stage.at_step(place, named, "retry")
             return stage.on_retry(place, words)
         case DropAsked():
             place, dropped = stage.on_drop(place)

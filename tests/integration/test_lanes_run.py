@@ -23,6 +23,7 @@ from flume.core.observations import (
     Launched,
     MergeConflicted,
     ResolveAsked,
+    Told,
 )
 from flume.core.place import Life, PauseCause, Paused
 from flume.shell.panes.tmux import Tmux
@@ -493,3 +494,53 @@ def test_a_run_dropped_mid_lanes_leaves_no_lane_behind_and_keeps_their_commits(
     assert not any((repo / "places").glob("wf--gone*"))
     kept = [text for event, text in _events(a_path) if event is Event.KEPT]
     assert any("wf/gone+slice-a holds 1 commit" in text for text in kept), kept
+
+
+def test_a_tell_naming_a_lane_s_step_reaches_that_lane_and_one_for_no_step_there_is_refused(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """STEP-NAMED through the CLI: the run stands at its parallel with no agent of its own.
+
+    ``flume tell wf--feat --step slice-a`` goes to the lane's place (journaled there, not in the
+    run's journal); a step the run is not at is refused, exit 1, and a malformed key exit 2,
+    nothing journaled for either.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    slow_a = (
+        '[[turn]]\nmatch = ":slice-a:1"\nsteps = [{work = 6}, '
+        '{write = {path = "a.md", text = "slice a\\n"}}, {commit = "Build slice a"}]\n'
+    )
+    slice_b = _turn(":slice-b:1", "b.md", "slice b\\n", "Build slice b")
+    path = _launch(tmp_path, repo, _kind(), PLAN + slow_a + slice_b + CHECK, "feat")
+    lane_path = _journal(repo, "wf--feat+slice-a")
+    wait_for(
+        lambda: (
+            lane_path.exists()
+            and any(isinstance(seen, AgentStarted) for seen in observations(lane_path))
+        ),
+        50,
+        "slice a's agent to start",
+    )
+    before = len(observations(path))
+    told = flume_process(
+        "tell", "wf--feat", "--step", "slices/slice-a", "Mind the README too.",
+        "--repository", str(repo),
+    )  # fmt: skip
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.startswith("wf--feat+slice-a: tell 1 is ")
+    assert [s.text for s in observations(lane_path) if isinstance(s, Told)] == [
+        "Mind the README too."
+    ]
+    elsewhere = flume_process(
+        "tell", "wf--feat", "--step", "check", "Too soon.", "--repository", str(repo)
+    )
+    assert elsewhere.returncode == 1
+    assert "wf--feat is at step slices, not check" in elsewhere.stderr
+    malformed = flume_process(
+        "tell", "wf--feat", "--step", "Slice A;rm", "Hello.", "--repository", str(repo)
+    )
+    assert malformed.returncode == 2
+    assert "'Slice A;rm' is not a step's key" in malformed.stderr
+    assert not [s for s in observations(path)[before:] if isinstance(s, Told)]
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the run to finish")

@@ -24,7 +24,7 @@ from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
 from flume.core.judging import program_of, unregistered_asks
 from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
-from flume.core.lanes import fan_when_free, lanes_ended, launch_lane, takes_order
+from flume.core.lanes import fan_when_free, lane_for, lanes_ended, launch_lane, takes_order
 from flume.core.launch import check_launch
 from flume.core.observations import (
     AgentExited,
@@ -724,3 +724,30 @@ def test_a_lane_takes_an_order_once() -> None:
     assert not takes_order(LaneOrder.DROP, evolve(place, life=Life.DROPPED))
     assert takes_order(LaneOrder.TIDY, evolve(place, life=Life.FINISHED))
     assert not takes_order(LaneOrder.TIDY, evolve(place, life=Life.ACTIVE))
+
+
+def test_a_step_of_a_lane_is_for_the_lane_s_place() -> None:
+    """STEP-NAMED: at a parallel, a lane's name, path or a key inside it is for its place."""
+    world = world_of(sliced(after=False))
+    assert world.place is not None
+    lane = world.place.lanes["slice-a"].place
+    assert lane == "feature--x+slice-a"
+    assert lane_for(world.place, "slice-a") == (lane, "")
+    assert lane_for(world.place, "slices/slice-a") == (lane, "")
+    assert lane_for(world.place, "slices/slice-a/inner@2/check") == (
+        lane,
+        "slice-a/inner@2/check",
+    )
+    assert lane_for(world.place, "slices") is None  # the block itself: the run's own step
+    assert lane_for(world.place, "") is None
+
+
+def test_no_lane_is_named_where_the_run_stands_at_no_parallel() -> None:
+    """STEP-NAMED: past its parallel, a run routes nothing to a lane; its own step is checked."""
+    world = world_of(sliced())
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.place is not None
+    world.feed(LanesMerged(at=world.instant(), head=world.git.head("feature/x")))
+    assert world.place.stage.name == "after"
+    assert lane_for(world.place, "slice-a") is None

@@ -41,7 +41,9 @@ from flume.core.observations import (
     BudgetRaised,
     GateRead,
     ResumeAsked,
+    RetryAsked,
     Tick,
+    Told,
 )
 from flume.core.place import (
     Judging,
@@ -249,6 +251,47 @@ class WorkflowMachine(RuleBasedStateMachine):
     def person_resumes(self) -> None:
         """A person resumes (refused unless a pause resume resolves waits)."""
         self.world.feed(ResumeAsked(at=self.world.instant()))
+
+    @rule(
+        named=st.sampled_from(
+            [
+                "plan",
+                "review",
+                "fix",
+                "review-loop/review",
+                "review-loop@1/fix",
+                "review-loop@2/review",
+                "sign-off",
+                "nowhere",
+            ]
+        ),
+        retry=st.booleans(),
+    )
+    def person_names_a_step(self, named: str, retry: bool) -> None:
+        """STEP-NAMED: a tell or retry naming a step is taken only while the run is at it.
+
+        At another step it is refused for the step, with nothing journaled; at that step (by
+        key, by key without passes, or by name) it is judged as a tell or retry without one.
+        """
+        place = self.world.place
+        if place is None:
+            return
+        run = place.stage
+        at = named in {run.name, run.key, "/".join(p.split("@")[0] for p in run.key.split("/"))}
+        journaled = len(self.world.journal)
+        asked = (
+            RetryAsked(at=self.world.instant(), step=named)
+            if retry
+            else Told(at=self.world.instant(), text="mind the README", step=named)
+        )
+        refused = self.world.feed(asked)
+        if not at:
+            # Refused, for the step or for what the place's state refuses first (a tell with
+            # no live agent, a retry of a step that did not stop short).
+            assert refused is not None, (named, run.key)
+            assert len(self.world.journal) == journaled
+        else:
+            assert refused is None or [p.field for p in refused.problems] != ["step"]
 
     @rule(
         turns=st.integers(min_value=1, max_value=5), tokens=st.integers(min_value=1, max_value=50)
@@ -749,3 +792,47 @@ def test_the_tree_shows_a_loop_running_a_loop_out_of_passes_and_lanes_not_run() 
     )
     drawn = {b.path: b.state for b in status(attrs.evolve(world.place, kind=kind)).tree}
     assert (drawn["fan"], drawn["fan/a"]) == ("not run", "not run")
+
+
+def test_a_tell_for_another_step_is_refused_and_one_for_this_step_is_taken() -> None:
+    """STEP-NAMED: at review-loop@1/review, a tell for another step or pass is refused.
+
+    Refused for the step, exit status 1, with nothing journaled; by key, by key without passes,
+    or by name, it is taken.
+    """
+    world = world_of(reviewed())
+    through_plan(world)
+    assert world.deliver()
+    assert world.place is not None
+    assert world.place.stage.key == "review-loop@1/review"
+    journaled = len(world.journal)
+    for other in ("fix", "review-loop@2/review", "plan", "review-loop/fix"):
+        refused = world.feed(Told(at=world.instant(), text="mind it", step=other))
+        assert refused is not None
+        (problem,) = refused.problems
+        assert problem.field == "step"
+        assert refused.exit_status == 1
+        assert problem.what == (
+            f"reviewed--x is at step review-loop@1/review, not {other}: the tell was for "
+            "another step"
+        )
+    assert len(world.journal) == journaled
+    for same in ("review-loop@1/review", "review-loop/review", "review"):
+        assert world.feed(Told(at=world.instant(), text=f"for {same}", step=same)) is None
+    assert world.place.tells_given == 3
+
+
+def test_a_retry_for_another_step_is_refused() -> None:
+    """STEP-NAMED: a retry names the step that stopped short, or it is refused for the step."""
+    from flume.core.observations import StopAsked  # noqa: PLC0415 (the one stop here)
+
+    world = world_of(reviewed())
+    through_plan(world)
+    assert world.deliver()
+    assert world.feed(StopAsked(at=world.instant())) is None
+    refused = world.feed(RetryAsked(at=world.instant(), step="fix"))
+    assert refused is not None
+    assert [p.field for p in refused.problems] == ["step"]
+    assert world.feed(RetryAsked(at=world.instant(), step="review")) is None
+    assert world.place is not None
+    assert world.place.stage.attempt == 2

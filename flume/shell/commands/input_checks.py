@@ -9,6 +9,7 @@ journal's codec and the core's rules are loaded.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from flume.core.errors import UsageError
@@ -16,6 +17,11 @@ from flume.core.text import MAX_BRIEF_BYTES, control_character
 
 #: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
 MAX_TEXT_BYTES = MAX_BRIEF_BYTES
+#: A step's key: block names (``[a-z][a-z0-9-]*``, at most 32), each with its loop's pass
+#: (``@2``) where it has one, joined by ``/``: ``review``, ``review-loop@2/review``.
+_STEP_KEY = re.compile(
+    r"[a-z][a-z0-9-]{0,31}(@[1-9][0-9]{0,5})?(/[a-z][a-z0-9-]{0,31}(@[1-9][0-9]{0,5})?)*"
+)
 #: Where flume makes each place's worktree: ``<repository>/places/<kind>--<name>``.
 PLACES = "places"
 
@@ -57,6 +63,23 @@ def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
             "shorten it, or point to a file in the repository",
         )
     return text
+
+
+def checked_step(step: str) -> str:
+    """A ``--step KEY``, if it can name a step; else a :class:`UsageError` (exit 2).
+
+    Empty names none. Anything else is a key as ``flume status`` shows it: block names, each
+    with its loop's pass where it has one, joined by ``/`` (``review-loop@2/review``).
+    """
+    if not step or (len(step) <= 256 and _STEP_KEY.fullmatch(step)):
+        return step
+    shown = step if len(step) <= 80 else step[:77] + "..."
+    raise UsageError.one(
+        "step",
+        f"{shown!r} is not a step's key",
+        "give it as flume status shows it: a step's name (review), or its key with the loops' "
+        "passes (review-loop@2/review)",
+    )
 
 
 def decoded(field: str, data: bytes) -> str:
