@@ -92,7 +92,7 @@ def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
     """Each lane of ``parallel``, waiting, with the place and branch it will have."""
     found: dict[str, LaneRun] = {}
     for index, lane in enumerate(lane_names(parallel)):
-        work = lane_work_name(place.launch.name, lane)
+        work = lane_work_name(place.launch.name, lane, _passes(place))
         found[lane] = LaneRun(
             lane=lane,
             index=index,
@@ -100,6 +100,12 @@ def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
             branch=place_branch(place.kind, work),
         )
     return found
+
+
+def _passes(place: Place) -> tuple[int, ...]:
+    """The passes of the loops around the run's parallel, outermost first."""
+    position = place.stage.position
+    return () if position is None else tuple(each.number for each in position.passes)
 
 
 def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -199,7 +205,7 @@ def launch_lane(place: Place, parallel: Parallel, lane: str) -> LaunchLane:
     names = {step.name for step in steps(kind.body)}
     launch = attrs.evolve(
         place.launch,
-        name=lane_work_name(place.launch.name, lane),
+        name=lane_work_name(place.launch.name, lane, _passes(place)),
         base=place.branch,
         waits=pset(wait for wait in place.launch.waits if wait in names),
         mark=None,

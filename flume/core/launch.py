@@ -149,9 +149,16 @@ _NAME_CHECKS: tuple[tuple[Callable[[str], bool], Callable[[str], str]], ...] = (
 )
 
 
-def lane_work_name(name: WorkName, lane: str) -> WorkName:
-    """A lane's work name: its run's name and its own, joined by ``+``, which no name holds."""
-    return WorkName(f"{name}+{lane}")
+def lane_work_name(name: WorkName, lane: str, passes: tuple[int, ...] = ()) -> WorkName:
+    """A lane's work name: its run's name and its own, joined by ``+``, which no name holds.
+
+    ``passes``: those of the loops around its parallel, outermost first. In any pass but the
+    first they follow an ``@``, which no name holds either (``+slice-a@2``, ``+slice-a@1-2``):
+    each entry of the block has lanes of its own, so a lane branch an earlier pass kept (its
+    commits unmerged, under ``merge = "pick"`` or ``"none"``) never stands in a later one's way.
+    """
+    suffix = "" if all(number == 1 for number in passes) else "@" + "-".join(map(str, passes))
+    return WorkName(f"{name}+{lane}{suffix}")
 
 
 def name_problems(name: str) -> list[Problem]:
@@ -188,10 +195,18 @@ def _launch_name_problems(launch: Launch) -> list[Problem]:
     """The name's problems; a lane's name is its run's and its own, joined by '+'."""
     if not launch.lane:
         return name_problems(launch.name)
-    # Each part a name (a lane of a lane holds two '+'), the last the lane's own.
+    # Each part a name (a lane of a lane holds two '+'), the last the lane's own, with the
+    # passes of the loops around its parallel after an '@' when any is past its first.
     parts = launch.name.split("+")
+    last, at, passes = parts[-1].partition("@")
+    parts[-1] = last
     problems = [problem for part in parts for problem in name_problems(part)]
-    if parts[-1] != launch.lane or launch.parent is None:
+    numbers = passes.split("-")
+    passes_ok = not at or (
+        all(number.isdigit() and not number.startswith("0") for number in numbers)
+        and any(number != "1" for number in numbers)
+    )
+    if last != launch.lane or launch.parent is None or not passes_ok:
         problems.append(
             Problem(
                 field="name",

@@ -408,27 +408,54 @@ steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "done
 def test_a_loop_around_a_parallel_runs_its_lanes_again_on_each_pass(
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """Pass 2 enters the block again: its lane, named as pass 1's, is launched anew.
+    """Pass 2 enters the block again: its lane, ``+slice-a@2``, is launched anew.
 
-    Pass 1's lane, tidied, gives its name up (its journal set aside); pass 2's is cut from the
-    run's head after pass 1's review, and told ended from its own journal, never pass 1's.
+    Pass 2's lane is cut from the run's head after pass 1's review, runs, and is told ended from
+    its own journal, never pass 1's; each pass's lane is merged and tidied.
     """
     del panes
     repo = agent_repository(tmp_path)
     path = _launch(tmp_path, repo, LOOPED, LOOPED_SCRIPT, "loop")
     wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
     merges = [s for s in _subjects(repo, "wf/loop", first_parent=True) if s.startswith("Merge")]
-    assert merges == ["Merge lane slice-a (wf/loop+slice-a) into wf/loop"] * 2
+    assert merges == [
+        "Merge lane slice-a (wf/loop+slice-a) into wf/loop",
+        "Merge lane slice-a (wf/loop+slice-a@2) into wf/loop",
+    ]
     ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
     assert [(seen.lane, seen.finished) for seen in ended] == [("slice-a", True)] * 2
     assert ended[0].head != ended[1].head
     launches = [a for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    assert [a.launch.name for a in launches] == ["loop+slice-a", "loop+slice-a@2"]
     assert len({a.start for a in launches}) == 2
-    (set_aside,) = (places.journals_dir(repo) / ".tidied").iterdir()
-    assert set_aside.name.startswith("wf--loop+slice-a.")
-    lane = _journal(repo, "wf--loop+slice-a")
-    wait_for(_tidied(lane), 30, "pass 2's lane to be tidied")
-    assert place_of(lane).start == launches[-1].start
+    for place, launch in zip(("wf--loop+slice-a", "wf--loop+slice-a@2"), launches, strict=True):
+        lane = _journal(repo, place)
+        wait_for(_tidied(lane), 30, f"{place} to be tidied")
+        assert place_of(lane).start == launch.start
+
+
+def test_a_lane_branch_a_pass_kept_does_not_stand_in_the_next_pass_s_way(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """``merge = "none"`` in a loop: pass 1's lane branch is kept, and pass 2's lane still runs.
+
+    Pass 2's lane is a place of its own (``+slice-a@2``): it commits anew (its head is not pass
+    1's), and both lanes' branches, each holding a commit the run lacks, are kept by tidy.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    kind = LOOPED.replace('branches = ["slice-a"]', 'branches = ["slice-a"]\nmerge = "none"')
+    path = _launch(tmp_path, repo, kind, LOOPED_SCRIPT, "loop")
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 50, "the run to finish")
+    ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
+    assert [(seen.lane, seen.finished) for seen in ended] == [("slice-a", True)] * 2
+    assert ended[0].head != ended[1].head, "pass 2 was told of pass 1's lane"
+    for place in ("wf--loop+slice-a", "wf--loop+slice-a@2"):
+        wait_for(_tidied(_journal(repo, place)), 30, f"{place} to be tidied")
+    branches = _branches(repo)
+    assert "wf/loop+slice-a" in branches
+    assert "wf/loop+slice-a@2" in branches
+    assert _subjects(repo, "wf/loop+slice-a@2")[-1] == "Build slice a"
 
 
 #: The parallel first: the run has no commit of its own, so its drop deletes its branch.

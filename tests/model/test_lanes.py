@@ -23,7 +23,18 @@ from flume.core.actions import Event, LaneOrder, LaunchLane, MergeLanes, OrderLa
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, Sha, StageName
 from flume.core.judging import program_of, unregistered_asks
-from flume.core.kinds import Budgets, Commit, Join, Kind, Merge, Parallel, Sequence, Step
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Join,
+    Kind,
+    Loop,
+    Merge,
+    Parallel,
+    Sequence,
+    Step,
+    Verdict,
+)
 from flume.core.lanes import fan_when_free, lane_for, lanes_ended, launch_lane, takes_order
 from flume.core.launch import check_launch
 from flume.core.observations import (
@@ -630,6 +641,56 @@ def test_a_lane_is_launched_only_as_its_run_names_it() -> None:
             check_launch(bad, launched.kind)
     nested = attrs.evolve(launched.launch, name="x+outer+slice-a")
     check_launch(nested, launched.kind)
+    # A later pass of a loop around the block: its passes after an '@', one not the first.
+    for later in ("x+slice-a@2", "x+slice-a@1-2", "x+slice-a@10"):
+        check_launch(attrs.evolve(launched.launch, name=later), launched.kind)
+    for bad_pass in ("x+slice-a@", "x+slice-a@1", "x+slice-a@1-1", "x+slice-a@02", "x+slice-a@2-"):
+        with pytest.raises(UsageError, match="is launched as"):
+            check_launch(attrs.evolve(launched.launch, name=bad_pass), launched.kind)
+
+
+def test_each_pass_of_a_loop_around_a_parallel_has_lanes_of_their_own() -> None:
+    """Pass 2 enters the block anew: its lanes are ``+slice-a@2`` on branches of their own.
+
+    So a lane branch pass 1 kept (its commits unmerged under ``merge = "none"``) is never the
+    one pass 2 is told of, nor in its way.
+    """
+    block = sliced(merge=Merge.NONE, after=False).body.blocks[0]
+    review = Step(name=StageName("review"), prompt="Review. Write $verdict.", deliverable=Verdict())
+    kind = Kind(
+        name=KindName("feature"),
+        prefix="feature",
+        body=Sequence(
+            blocks=pvector(
+                [
+                    Loop(
+                        name=BlockName("rounds"),
+                        body=Sequence(blocks=pvector([block, review])),
+                        until=StageName("review"),
+                        max=2,
+                    )
+                ]
+            )
+        ),
+    )
+    world = world_of(kind)
+    first = [a.launch.name for a in world.actions if isinstance(a, LaunchLane)]
+    assert first == ["x+slice-a", "x+slice-b", "x+slice-c"]
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    assert world.place is not None
+    world.feed(LanesMerged(at=world.instant(), head=world.git.head("feature/x")))
+    assert world.place.stage.key == "rounds@1/review"
+    assert world.deliver()
+    world.write_verdict("revise")
+    world.end_turn()
+    assert world.place.stage.key == "rounds@2/slices"
+    later = [a for a in world.actions if isinstance(a, LaunchLane)][3:]
+    assert [a.launch.name for a in later] == ["x+slice-a@2", "x+slice-b@2", "x+slice-c@2"]
+    assert world.place.lanes["slice-a"].place == "feature--x+slice-a@2"
+    assert world.place.lanes["slice-a"].branch == "feature/x+slice-a@2"
+    for each in later:
+        check_launch(each.launch, each.kind)
 
 
 def test_a_name_neither_step_nor_parallel_is_a_key_error() -> None:

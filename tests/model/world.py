@@ -459,18 +459,21 @@ class FakeWorld:
                 self.readings.append(reading)
                 return [reading]
             case LaunchLane(lane=lane, launch=launched):
+                # One FakeLane a lane of the block's current entry: a later pass's lane is a
+                # place of its own (``+slice-a@2``), launched anew; the same place, once only.
                 found = self.lanes.get(lane)
-                if found is not None:
+                branch = BranchName(f"{self.kind.prefix}/{launched.name}")
+                if found is not None and found.branch == branch:
                     found.launches += 1
                     return []
-                branch = BranchName(f"{self.kind.prefix}/{launched.name}")
                 self.git.branches[branch] = list(self.git.branches[launched.base])
                 self.lanes[lane] = FakeLane(branch=branch)
                 return []
             case OrderLane(place=place, order=order):
-                lane = place.rpartition("+")[2]
-                found = self.lanes.get(lane)
-                if found is not None:
+                # ``<kind>--<name>+<lane>[@passes]``: the lane's FakeLane, if it is that place.
+                own = place.rpartition("+")[2]
+                found = self.lanes.get(own.partition("@")[0])
+                if found is not None and found.branch.rpartition("+")[2] == own:
                     found.orders.append(order.value)
                     if order is LaneOrder.DROP and found.life == "running":
                         # The lane's place takes the drop: its agent ends, it works no more.
