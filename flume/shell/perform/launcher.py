@@ -405,9 +405,9 @@ def launch_lane(seen: Launched) -> bool:
     The lane's journal starts as a ``flume launch``'s does (:func:`journal_first`), beside its
     run's, but its board is its run's, made already: neither written nor removed. A journal of
     the lane's name that stands already is the lane launched before a restart (or dropped and
-    tidied since): it is left be, and nothing is written. Only a lane of an earlier pass of a
-    loop around the block (tidied, and cut from another head) gives its name up: its journal
-    is set aside, as a tidied place's is for a launch of its name.
+    tidied since): it is left be, and nothing is written. Only a tidied lane cut from another
+    head gives its name up: its journal is set aside, as a tidied place's is for a launch of its
+    name. (A loop's later pass names its lanes anew, ``+slice-a@2``: no pass takes another's.)
     """
     folder = places.journals_dir(Path(seen.launch.repository))
 
