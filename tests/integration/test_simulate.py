@@ -62,6 +62,7 @@ def test_the_scenarios_the_issues_name_ship() -> None:
         "workflow-loop-max",
         "workflow-join",
         "workflow-merge-conflict",
+        "workflow-stall",
     }
 
 

@@ -60,6 +60,7 @@ def test_every_workflow_family_flume_runs_ships() -> None:
         "workflow-loop",
         "workflow-loop-max",
         "workflow-merge-conflict",
+        "workflow-stall",
     ]
 
 
@@ -226,6 +227,22 @@ def test_an_approval_gate_waits_for_the_word() -> None:
         "stage-ended",
         "finished",
     ]
+
+
+def test_a_silent_agent_is_nudged_once_then_paused_though_its_pane_moves() -> None:
+    """WF-STALL-NUDGES-ONCE: the pane's spinner is no word from the agent; resume finishes."""
+    rows = rows_of("workflow-stall")
+    assert named(rows, "nudged") == [
+        "the agent of review (attempt 1) said nothing for 60s mid-turn; nudged once"
+    ]
+    (paused,) = named(rows, "paused")
+    assert "(stalled): the agent said nothing for 60s after its nudge" in paused
+    steps = [row for row in rows if row["row"] == "step"]
+    at = {row["at"]: row for row in steps}
+    assert [a["type"] for a in at[65.0]["actions"]] == ["Report", "SendTell"]
+    assert at[125.0]["status"]["paused"] == "stalled"
+    assert started(rows) == ["review starts (attempt 1)", "review starts (attempt 2)"]
+    assert rows[-1]["row"] == "summary"
 
 
 def test_kill_and_resume_asks_again_only_what_is_pending_and_ends_the_same() -> None:

@@ -28,7 +28,7 @@ JOURNALS = sorted((STORED / "journals").glob("*--*.jsonl"))
 def test_every_shipped_scenario_has_a_stored_trace() -> None:
     """Each of the seventeen scenarios flume ships has its trace stored (eight are workflows)."""
     assert sorted(p.stem for p in TRACES) == sorted(p.stem for p in SCENARIOS.glob("*.toml"))
-    assert len(TRACES) == 17
+    assert len(TRACES) == 18
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.stem)
