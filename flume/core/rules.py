@@ -50,6 +50,12 @@ RULES: dict[str, str] = {
         "Over a budget no start or send is decided; the run pauses, never failed or dropped."
     ),
     "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-FINALIZE-ONCE": (
+        "Finalize pushes, then opens the PR, each once; a failure pauses, resume does what is left."
+    ),
+    "WF-PUSH-ONLY-RUN-BRANCH": (
+        "Finalize pushes only the run's branch: never forced, never the base."
+    ),
     "STEP-NAMED": ("A tell or retry naming a step is taken only while the run is at that step."),
     "WF-STALL-NUDGES-ONCE": (
         "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."

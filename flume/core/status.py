@@ -16,7 +16,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.budget import budget_words
-from flume.core.ids import BranchName, Instant, KindName, PlaceName, StageName, WorkName
+from flume.core.ids import BranchName, Instant, KindName, PlaceName, Sha, StageName, WorkName
 from flume.core.kinds import (
     Block,
     Budgets,
@@ -36,6 +36,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -70,6 +71,7 @@ class PhaseWord(enum.StrEnum):
     PAUSED = "paused"  #: the run waits on a person (approve, resume, raise, resolve)
     LANES = "lanes"  #: a parallel block's lanes run, each a place of its own
     MERGING = "merging"  #: the lanes' branches are being merged into the run's
+    FINALIZING = "finalizing"  #: the body is done: the branch is pushed, its PR opened
     FINISHED = "finished"  #: the place's last stage is done
     DROPPED = "dropped"  #: the caller abandoned the work
     TIDIED = "tidied"  #: the place's worktree is gone
@@ -158,12 +160,14 @@ class PlaceStatus:
     turns_spent: int | None = None
     tokens_spent: int | None = None
     maxed: PVector[str] = attrs.field(factory=pvector)
-    #: The kind's tree, each named block's state (a workflow's place only: a new field, so the
-    #: status format stays 1, whose fields every place still carries).
+    #: The kind's tree, each named block's state (a workflow's place only).
     tree: PVector[BlockView] = attrs.field(factory=pvector)
+    #: Finalize: the head the remote holds the run's branch at, and the pull request's address.
+    pushed: Sha | None = None
+    pr_url: str | None = None
 
 
-def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911 (one arm per phase)
+def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
     """The phase in one word."""
     match phase:
         case AwaitingWord():
@@ -188,6 +192,8 @@ def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911 (one arm 
             return PhaseWord.LANES
         case Merging():
             return PhaseWord.MERGING
+        case Finalizing():
+            return PhaseWord.FINALIZING
         case _:
             assert_never(phase)
 
@@ -269,6 +275,10 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
         view = attrs.evolve(view, maxed=place.maxed)
     if is_workflow(place.kind):
         view = attrs.evolve(view, tree=pvector(tree_of(place)))
+    if place.pushed is not None:
+        view = attrs.evolve(view, pushed=place.pushed)
+    if place.pr_opened:
+        view = attrs.evolve(view, pr_url=place.pr_url)
     return view
 
 
