@@ -90,6 +90,14 @@ RULES: dict[str, str] = {
         "A merged lane is tidied, its branch going with its worktree; a lane not merged is "
         "tidied too, its branch kept and named (R10); a dropped run drops its running lanes."
     ),
+    "VERSION-FROZEN": (
+        "A running place keeps the definition frozen at its launch: its kind is its journal's "
+        "launch's, whatever becomes of the file it was read from."
+    ),
+    "VERSION-FIRST-DIFFERENCE": (
+        "A journal folded under a changed definition names the first observation decided "
+        "differently (its actions or refusal), or says every decision is the same."
+    ),
     "UNREGISTERED-ASKS": (
         "A Claude Code agent unregistered 10 s after it started is taken to ask a person."
     ),
