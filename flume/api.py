@@ -84,7 +84,9 @@ __all__ = [
     "Unanswered",
     "UsageError",
     "Versioned",
+    "answer",
     "approve",
+    "ask",
     "attach",
     "daemon_log",
     "daemon_run",
@@ -110,6 +112,7 @@ __all__ = [
     "needs",
     "plan_launch",
     "proceed",
+    "progress",
     "prompt",
     "raise_budgets",
     "resolve",
@@ -779,6 +782,70 @@ def needs(text: str, *, cwd: str | Path | None = None) -> str:
     phase = decision.place.stage.phase
     said = phase.words if isinstance(phase, Short) else ""
     return f"flume: {_name(decision.place)} stops short: {said}"
+
+
+def progress(text: str, *, cwd: str | Path | None = None) -> str:
+    """For the agent: report progress (``flume progress``), if its step may (WF-EDGES).
+
+    The place and session as :func:`needs` finds them; returns what the command prints.
+    """
+    words = input_checks.checked_text("words", text)
+    here = _here(cwd)
+    from flume.core.observations import ProgressSaid
+
+    decision = _agent_gives(
+        here, lambda at, session: ProgressSaid(at=at, words=words, session=session)
+    )
+    return f"flume: {_name(decision.place)}: progress noted"
+
+
+def ask(question: str, options: Sequence[str] = (), *, cwd: str | Path | None = None) -> str:
+    """For the agent: ask a question (``flume ask``), if its step may (WF-EDGES).
+
+    With no lead above, the caller answers (``flume answer``); the answer comes back to the
+    agent as a message its transcript holds. Returns what the command prints: the question's
+    id and what to do meanwhile.
+    """
+    words = input_checks.checked_text("question", question)
+    offered = [input_checks.checked_text("option", each) for each in options]
+    here = _here(cwd)
+    from pyrsistent import pvector
+
+    from flume.core.observations import AskSaid
+
+    decision = _agent_gives(
+        here,
+        lambda at, session: AskSaid(
+            at=at, question=words, options=pvector(offered), session=session
+        ),
+    )
+    asked = decision.place.questions[-1]
+    return (
+        f"flume: {_name(decision.place)}: asked {asked.id}; the answer will come to you as a "
+        "message. End your turn now and wait for it; do not guess."
+    )
+
+
+def answer(place: str, question: str, text: str, *, repository: str | Path | None = None) -> str:
+    """Answer question ``question`` (``q1``) of ``place`` (``flume answer``): once, to its asker.
+
+    Refused (exit 1) when it was answered already or its asker is gone; an unknown question is
+    exit 2. The answer goes to the asker as a tell: held while it works, proven delivered.
+    """
+    from flume.core.observations import AnswerGiven
+
+    words = input_checks.checked_text("answer", text)
+    if not input_checks.QUESTION_ID.fullmatch(question):
+        raise UsageError.one(
+            "question",
+            f"{question!r} is not a question's id",
+            "give it as flume status shows it: q1, q2, ...",
+        )
+    decision = _give(place, repository, AnswerGiven(at=_now(), question=question, text=words))
+    return (
+        f"{_name(decision.place)}: question {question} answered; the answer goes to the agent "
+        "that asked, once it waits, and counts once its transcript holds it"
+    )
 
 
 def submit(*, cwd: str | Path | None = None) -> str:

@@ -30,6 +30,9 @@ VERBS: dict[str, str] = {
     "ResumeAsked": "resume",
     "BudgetRaised": "raise",
     "ResolveAsked": "resolve",
+    "ProgressSaid": "progress",
+    "AskSaid": "ask",
+    "AnswerGiven": "answer",
 }
 
 HEADER = """\

@@ -441,6 +441,19 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         obs.Pushed, at=instants, remote=st.just("origin"), branch=branches, head=st.none() | shas
     ),
     obs.PROpened: st.builds(obs.PROpened, at=instants, url=texts, output=texts),
+    obs.ProgressSaid: st.builds(
+        obs.ProgressSaid, at=instants, words=texts, session=st.none() | sessions
+    ),
+    obs.AskSaid: st.builds(
+        obs.AskSaid,
+        at=instants,
+        question=texts,
+        options=st.lists(texts, max_size=3).map(pvector),
+        session=st.none() | sessions,
+    ),
+    obs.AnswerGiven: st.builds(
+        obs.AnswerGiven, at=instants, question=st.sampled_from(["q1", "q2"]), text=texts
+    ),
     obs.MergeConflicted: st.builds(
         obs.MergeConflicted,
         at=instants,

@@ -1,4 +1,4 @@
-"""The commands an agent runs in its place (needs, submit), and the prompt it would be sent.
+"""The commands an agent runs in its place (needs, submit, progress, ask), and its prompt.
 
 Each registers on the one app (:mod:`flume.cli.base`).
 """
@@ -31,6 +31,49 @@ def needs(
 
     try:
         typer.echo(api.needs(given_words(text, "words")))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def progress(
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What you have done; - reads stdin.")],
+) -> None:
+    """For the agent: report progress, if its step may.
+
+    Its step must declare may = ["progress"]. Shown in flume status and as an event; the step
+    goes on. The place is the one the current folder is in; the agent's session is
+    $FLUME_SESSION.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.progress(given_words(text, "words")))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def ask(
+    question: Annotated[
+        str, typer.Argument(metavar="QUESTION", help="What you want to know; - reads stdin.")
+    ],
+    *,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(metavar="TEXT", help="An answer you offer; give it once for each."),
+    ] = None,
+) -> None:
+    """For the agent: ask a question, if its step may; then wait.
+
+    Its step must declare may = ["ask"]. With no lead above, the run shows itself paused
+    (question) until a person answers with flume answer; the answer comes back as a message.
+    The place and session as for needs.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.ask(given_words(question, "question"), option or ()))
     except UsageError as error:
         fail(error)
 

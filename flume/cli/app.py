@@ -24,7 +24,7 @@ AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands)
 #: The order ``flume --help`` names the commands in, then the groups.
 ORDER = (
     "simulate", "status", "launch", "drop", "tell", "stop", "retry", "proceed",
-    "approve", "resume", "raise", "resolve", "needs",
+    "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask",
     "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "watch",
     "inspect", "herdr", "daemon",
 )  # fmt: skip

@@ -412,7 +412,25 @@ def server() -> MCPServer[Any]:
 
 
 def _pause_tools(made: MCPServer[Any]) -> None:
-    """The tools that let a paused workflow run go on: approve, resume, raise_budgets, resolve."""
+    """The tools that let a paused workflow run go on: approve, resume, raise_budgets, resolve.
+
+    And answer: a question an agent asked, which the run waits on.
+    """
+
+    @made.tool()
+    def answer(
+        place: Place,
+        question: Annotated[str, Field(description="The question's id, as status names it: q1.")],
+        text: Annotated[str, Field(description="Your answer to the agent that asked.")],
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Answer a question a workflow step's agent asked (status: paused, question), once.
+
+        The answer reaches the agent that asked as a message its transcript must hold.
+        """
+        return _said(
+            place, lambda: api.answer(place, question, text, repository=_where(repository))
+        )
 
     @made.tool()
     def approve(place: Place, repository: Repository = None) -> dict[str, str]:

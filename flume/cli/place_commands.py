@@ -449,6 +449,30 @@ def approve(
 
 
 @app.command(cls=Command)
+def answer(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    question: Annotated[
+        str,
+        typer.Argument(metavar="QUESTION", help="The question's id, as flume status names it: q1."),
+    ],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Your answer; - reads stdin.")],
+    *,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Answer the question a step's agent asked, once.
+
+    flume status shows it (paused: question). Given once; it reaches the agent that asked as a
+    message, counted once its transcript holds it.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.answer(place, question, given_words(text, "answer"), repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
 def resume(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
     *,

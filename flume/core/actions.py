@@ -190,6 +190,8 @@ class Event(enum.Enum):
     LANE_ENDED = "lane-ended"  #: a lane finished its branch, or ended without (dropped)
     MERGED = "merged"  #: a parallel block's finished lanes were merged into the run's branch
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; the merge was undone
+    PROGRESS = "progress"  #: a step's agent reported progress (``flume progress``)
+    ANSWERED = "answered"  #: a question was answered; the answer goes to the asker as a tell
     PUSHED = "pushed"  #: finalize: the run's branch is on the remote at its head
     PR_OPENED = "pr-opened"  #: finalize: the pull request command ran, once; the text has its URL
 

@@ -69,6 +69,7 @@ from flume.core.place import (
     accepts,
     current_step,
     evolve,
+    open_question,
     resolve_command,
 )
 from flume.core.settings import Settings
@@ -109,12 +110,19 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         and is_workflow(place.kind)
         and not place.held
         and place.sending is None
+        and open_question(place) is None
     ):
         # A workflow's step whose deliverable exists ends with its agent's turn, not on quiet:
         # the turn's end is the agent saying it is done.
         place, ended = stage.finish_stage(place, place.now, done=False)
         return place, (report, *ended)
-    if not isinstance(phase, Working) or not judged_at_turn_end(gate):
+    if (
+        not isinstance(phase, Working)
+        or not judged_at_turn_end(gate)
+        or open_question(place) is not None
+    ):
+        # WF-ASK-DEFERS-GATE: a turn ended on a question open is the agent waiting for its
+        # answer, not saying it is done.
         place, pausing = pause_when_spent(place.settings, place, place.now)
         return place, (report, *pausing)
     if _retelling(place):
@@ -168,6 +176,7 @@ def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcom
         or place.held
         or place.sending is not None
         or not judged_at_turn_end(current_step(place).deliverable)
+        or open_question(place) is not None
     ):
         return place, ()
     since = max(agent.activity_since, agent.last_output_at, run.judged_at or run.started_at)
@@ -215,6 +224,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         or agent.activity is not Activity.WORKING
         or not isinstance(run.phase, Working)
         or not is_workflow(place.kind)
+        or open_question(place) is not None
     ):
         return place, ()
     stall = place.settings.stall_seconds

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar, assert_never
 
 import attrs
-from pyrsistent import pmap, pvector
-from pyrsistent.typing import PMap, PVector
+from pyrsistent import pmap, pset, pvector
+from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
@@ -184,6 +184,9 @@ class Step:
     waits_on_caller: bool = False
     #: The agent this step starts; None: the launch's.
     agent: StepAgent | None = None
+    #: The edges its agent may message along (WF-EDGES): ``progress``, ``ask``; a lead's also
+    #: ``notify``, ``spawn``, ``compose``.
+    may: PSet[str] = attrs.field(factory=pset)
 
     @property
     def gate(self) -> Gate:
@@ -227,6 +230,10 @@ class Parallel:
 #: The tree a kind's body is made of. Orchestrate will join here.
 Block = Step | Sequence | Loop | Parallel
 
+
+#: The edges a step may declare (``may``): any step's, then a lead's alone.
+STEP_EDGES = ("progress", "ask")
+LEAD_EDGES = ("notify", "spawn", "compose")
 
 #: The fields a finalize ``pr`` command's arguments may name, each replaced as a whole word.
 PR_FIELDS = ("base", "branch", "title", "body")
@@ -594,9 +601,23 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
                 said.append(("gate", what, _PATH_MEND))
             case _:
                 pass
+        said.extend(_edge_problems(found))
         flaws.extend(_flaw(found.name, key, where, what, mend) for key, what, mend in said)
     flaws.extend(_block_flaws(kind, seen))
     return tuple(flaws)
+
+
+def _edge_problems(found: Step) -> list[tuple[str | None, str, str]]:
+    """WF-EDGES: a step's ``may`` names only edges a step may message along."""
+    said: list[tuple[str | None, str, str]] = []
+    for edge in sorted(found.may):
+        if edge in LEAD_EDGES:
+            what = f"may {edge}: only an orchestrate block's lead may {edge}"
+            said.append(("may", what, f"leave {edge} out; a step may {', '.join(STEP_EDGES)}"))
+        elif edge not in STEP_EDGES:
+            what = f"may names an unknown edge {edge!r}"
+            said.append(("may", what, f"a step may {', '.join(STEP_EDGES)}"))
+    return said
 
 
 def _flaw(block: str, key: str | None, where: str, what: str, mend: str) -> Flaw:

@@ -62,6 +62,34 @@ class Told:
 
 
 @attrs.frozen(kw_only=True)
+class ProgressSaid:
+    """The agent reported progress (``flume progress``): journaled, shown, never a stop."""
+
+    at: Instant
+    words: str
+    session: SessionId | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AskSaid:
+    """The agent asked a question (``flume ask``), with the answers it offers, if any."""
+
+    at: Instant
+    question: str
+    options: PVector[str] = attrs.field(factory=pvector)
+    session: SessionId | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AnswerGiven:
+    """A person answered question ``question`` (``q1``) of the place (``flume answer``)."""
+
+    at: Instant
+    question: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
 class StopAsked:
     """The caller asked to end the agent that went the wrong way (R9)."""
 
@@ -610,6 +638,9 @@ Command = (
     | ResumeAsked
     | BudgetRaised
     | ResolveAsked
+    | ProgressSaid
+    | AskSaid
+    | AnswerGiven
 )
 Fact = (
     WorktreeMade
@@ -692,4 +723,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     MergeConflicted,
     Pushed,
     PROpened,
+    ProgressSaid,
+    AskSaid,
+    AnswerGiven,
 )

@@ -50,13 +50,16 @@ from flume.core.kinds import (
 from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
+    AnswerGiven,
     ApproveAsked,
+    AskSaid,
     BudgetRaised,
     ChangeSeen,
     Command,
     DropAsked,
     NeedsSaid,
     ProceedAsked,
+    ProgressSaid,
     ResolveAsked,
     ResumeAsked,
     RetryAsked,
@@ -271,6 +274,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     AwaitingInput: {
         Told: AwaitingInput,
         NeedsSaid: Short,
+        ProgressSaid: AwaitingInput,
+        AskSaid: AwaitingInput,
+        AnswerGiven: AwaitingInput,
         SubmitAsked: AwaitingInput,
         StopAsked: Short,
         DropAsked: AwaitingInput,
@@ -279,6 +285,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     Delivering: {
         Told: Delivering,
         NeedsSaid: Short,
+        ProgressSaid: Delivering,
+        AskSaid: Delivering,
+        AnswerGiven: Delivering,
         SubmitAsked: Delivering,
         StopAsked: Short,
         DropAsked: Delivering,
@@ -287,6 +296,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     Working: {
         Told: Working,
         NeedsSaid: Short,
+        ProgressSaid: Working,
+        AskSaid: Working,
+        AnswerGiven: Working,
         SubmitAsked: Working,
         StopAsked: Short,
         DropAsked: Working,
@@ -295,6 +307,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     Delivered: {
         Told: Delivered,
         NeedsSaid: Short,
+        ProgressSaid: Delivered,
+        AskSaid: Delivered,
+        AnswerGiven: Delivered,
         SubmitAsked: Delivered,
         StopAsked: Short,
         DropAsked: Delivered,
@@ -309,6 +324,9 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     Judging: {
         Told: Judging,
         NeedsSaid: Short,
+        ProgressSaid: Judging,
+        AskSaid: Judging,
+        AnswerGiven: Judging,
         SubmitAsked: Judging,
         StopAsked: Short,
         DropAsked: Judging,
@@ -453,6 +471,27 @@ class LaneRun:
 
 
 @attrs.frozen(kw_only=True)
+class Question:
+    """A question an agent asked (``flume ask``), and its answer once given (``flume answer``).
+
+    ``id``: ``q1``, ``q2``... in the order asked. The answer goes to the asker as a tell
+    (``tell``, its number): it counts as delivered only when the asker's transcript holds it
+    (WF-MESSAGE-TRANSCRIPT). Open while unanswered, or answered and not yet delivered.
+    """
+
+    id: str
+    text: str
+    options: PVector[str] = attrs.field(factory=pvector)
+    #: The step attempt that asked, and its agent's session.
+    key: str
+    attempt: int
+    session: SessionId
+    asked_at: Instant
+    answer: str | None = None
+    tell: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Tell:
     """A tell the caller gave, held until the agent waits (R6)."""
 
@@ -585,6 +624,10 @@ class Place:
     finished_lanes: PVector[str] = attrs.field(factory=pvector)
     #: The lanes the block's merge merges, in order (WF-MERGE-ORDER).
     merging: PVector[str] = attrs.field(factory=pvector)
+    #: The questions the run's agents asked, in order (``q1`` first), answered or not.
+    questions: PVector[Question] = attrs.field(factory=pvector)
+    #: The last progress an agent reported (``flume progress``), for status.
+    progress: str = ""
     #: Finalize: the head the remote was seen to hold the run's branch at (WF-FINALIZE-ONCE).
     pushed: Sha | None = None
     #: Finalize: the pull request command ran to success, once; what it said of the URL.
@@ -639,6 +682,8 @@ class PlaceChanges(TypedDict, total=False):
     entry: Sha | None
     finished_lanes: PVector[str]
     merging: PVector[str]
+    questions: PVector[Question]
+    progress: str
     pushed: Sha | None
     pr_opened: bool
     pr_url: str
@@ -720,6 +765,26 @@ def merge_action(place: Place) -> MergeLanes:
         lanes=pvector(run.lane for run in runs),
         branches=pvector(run.branch for run in runs),
     )
+
+
+def open_question(place: Place) -> Question | None:
+    """WF-ASK-DEFERS-GATE: the live agent's question still open, if any.
+
+    Open: not answered, or answered and the answer not yet in the asker's transcript (a tell
+    held or in flight). A question of an agent gone is no longer open: its asker is not there.
+    """
+    agent = place.agent
+    if agent is None or agent.ending:
+        return None
+    in_flight = {tell.number for tell in place.held}
+    if place.sending is not None:
+        in_flight.add(place.sending.tell.number)
+    for question in place.questions:
+        if question.session != agent.session:
+            continue
+        if question.answer is None or question.tell in in_flight:
+            return question
+    return None
 
 
 def finalize_action(place: Place) -> Push | OpenPR | Land | None:
@@ -861,9 +926,10 @@ def is_quiet(place: Place) -> bool:
     """The agent is quiet (R7).
 
     No agent is live; or it has waited for ``quiet_seconds`` and its pane has been still as
-    long; and no tell is held or in flight for it.
+    long; and no tell is held or in flight for it, and no question of its open (an agent
+    waiting on its answer is not done: WF-ASK-DEFERS-GATE).
     """
-    if place.held or place.sending is not None:
+    if place.held or place.sending is not None or open_question(place) is not None:
         return False
     agent = place.agent
     if agent is None:

@@ -50,6 +50,19 @@ RULES: dict[str, str] = {
         "Over a budget no start or send is decided; the run pauses, never failed or dropped."
     ),
     "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-EDGES": "No message along an edge its step does not declare (may).",
+    "WF-ASK-ONE-ANSWERER": (
+        "A question has one answerer, the nearest lead above the asker, else the caller; once."
+    ),
+    "WF-ASK-PAUSES-WITHOUT-LEAD": (
+        "A question with no lead above pauses the run, named, for the caller's answer."
+    ),
+    "WF-ASK-DEFERS-GATE": (
+        "While its question is open, the asker's gate is not judged and its stall clock stops."
+    ),
+    "WF-MESSAGE-TRANSCRIPT": (
+        "An answer counts only when the asker's transcript holds it; two sends at most."
+    ),
     "WF-FINALIZE-ONCE": (
         "Finalize pushes, then opens the PR, each once; a failure pauses, resume does what is left."
     ),

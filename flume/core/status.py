@@ -29,6 +29,7 @@ from flume.core.kinds import (
     lane_names,
 )
 from flume.core.launch import followed_by
+from flume.core.messages import answer_command, question_words
 from flume.core.observations import Activity
 from flume.core.place import (
     AwaitingInput,
@@ -50,6 +51,7 @@ from flume.core.place import (
     Working,
     current_step,
     has_deliverable,
+    open_question,
     resolve_command,
 )
 
@@ -162,6 +164,8 @@ class PlaceStatus:
     maxed: PVector[str] = attrs.field(factory=pvector)
     #: The kind's tree, each named block's state (a workflow's place only).
     tree: PVector[BlockView] = attrs.field(factory=pvector)
+    #: The last progress a step's agent reported (``flume progress``).
+    progress: str | None = None
     #: Finalize: the head the remote holds the run's branch at, and the pull request's address.
     pushed: Sha | None = None
     pr_url: str | None = None
@@ -257,6 +261,7 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
     phase = place.stage.phase
     if place.stage.key != place.stage.name:
         view = attrs.evolve(view, key=place.stage.key)
+    asked = open_question(place)
     if isinstance(phase, Paused):
         view = attrs.evolve(
             view,
@@ -264,6 +269,16 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
             paused_words=phase.words,
             resolve=resolve_command(place, phase),
         )
+    elif asked is not None and asked.answer is None:
+        # WF-ASK-PAUSES-WITHOUT-LEAD: the run waits on the caller's answer, its asker live.
+        view = attrs.evolve(
+            view,
+            paused="question",
+            paused_words=question_words(asked),
+            resolve=answer_command(place, asked),
+        )
+    if place.progress:
+        view = attrs.evolve(view, progress=place.progress)
     if place.budgets != Budgets():
         view = attrs.evolve(
             view,

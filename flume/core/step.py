@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, finalize, gates, lanes, stage, tell, tidy
+from flume.core import delivery, finalize, gates, lanes, messages, stage, tell, tidy
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -36,7 +36,9 @@ from flume.core.observations import (
     AgentReady,
     AgentStarted,
     AgentStateSeen,
+    AnswerGiven,
     ApproveAsked,
+    AskSaid,
     BranchDeleted,
     BranchHead,
     BranchVanished,
@@ -55,6 +57,7 @@ from flume.core.observations import (
     Observation,
     PaneOutput,
     ProceedAsked,
+    ProgressSaid,
     PromptTyped,
     PromptUnwritten,
     PROpened,
@@ -278,6 +281,12 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return lanes.on_lanes_merged(place, seen)
         case MergeConflicted():
             return lanes.on_merge_conflicted(place, seen)
+        case ProgressSaid():
+            return messages.on_progress(place, seen)
+        case AskSaid():
+            return messages.on_ask(place, seen)
+        case AnswerGiven():
+            return messages.on_answer(place, seen)
         case Pushed():
             return finalize.on_pushed(place, seen)
         case PROpened():

@@ -421,3 +421,65 @@ def test_claude_waiting_on_a_model_that_never_answers_is_nudged_once_then_paused
     resumed = flume_process("resume", "wf--hang", "--repository", str(repo))
     assert resumed.returncode == 0, resumed.stderr
     wait_for(lambda: place_of(journal_path).life is Life.FINISHED, 120, "the run to finish")
+
+
+ASK_KIND = """\
+[kind]
+name = "wf"
+body = ["code"]
+
+[step.code]
+prompt = "Build $brief; commit. If anything is unclear, ask with flume ask, then wait."
+gate = "commit"
+may = ["ask"]
+"""
+
+
+def test_claude_asks_the_run_pauses_named_and_the_answer_reaches_it(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """WF-ASK-PAUSES-WITHOUT-LEAD with the real agent, asking through its Bash tool.
+
+    Claude Code runs ``flume ask`` and ends its turn; the run shows itself paused, question;
+    ``flume answer`` is typed to it and its transcript holds it; it commits, the run finishes.
+    """
+    del panes
+    repo = _repo(tmp_path, claude)
+    kind_file = tmp_path / "wf.toml"
+    kind_file.write_text(ASK_KIND, encoding="utf-8")
+    model.script = (
+        Reply(
+            when="The answer to your question q1",
+            tool=Tool("Bash", {"command": COMMIT}),
+        ),
+        Reply(when="committed-it", text="Committed, as you answered."),
+        Reply(
+            when="flume:wf--asks:code:1",
+            tool=Tool("Bash", {"command": "flume ask 'Hello or Hi?' --option Hello && echo asked"}),
+        ),
+        Reply(when="asked q1", text="I asked; I wait for the answer."),
+    )
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "asks",
+        "--brief", "the greeting", "--agent", "claude",
+        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "wf--asks" / places.JOURNAL
+
+    def asked() -> bool:
+        place = place_of(journal_path)
+        return bool(place.questions) and place.agent is not None
+
+    wait_for(asked, 120, "Claude Code to ask")
+    shown = flume_process("status", "wf--asks", "--repository", str(repo))
+    assert "paused (question): q1: Hello or Hi? (options: Hello)" in shown.stdout
+    answered = flume_process(
+        "answer", "wf--asks", "q1", "Hello, please.", "--repository", str(repo)
+    )
+    assert answered.returncode == 0, answered.stderr
+    wait_for(lambda: place_of(journal_path).life is Life.FINISHED, 120, "the run to finish")
+    place = place_of(journal_path)
+    (session,) = {q.session for q in place.questions}
+    assert typed_lines(place, session, "The answer to your question q1 (Hello or Hi?)")
+    assert (Path(place.path) / "README.md").read_text() == "hello\n"

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.processes
 
 TOOLS = {
     "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "resume",
-    "raise_budgets", "resolve",
+    "raise_budgets", "resolve", "answer",
 }  # fmt: skip
 
 #: The tools that let a paused run go on, each with what it is given besides the place.
@@ -236,7 +236,7 @@ def status_json(repo: Path) -> dict[str, Any]:
     return found
 
 
-def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
+def test_the_tools_are_listed_and_a_launch_by_words_makes_places(  # noqa: PLR0915 (one session, every tool)
     tmp_path: Path, panes: Tmux
 ) -> None:
     """Ten tools; launch from the server's folder by words: kind fix, a name made unique."""
@@ -257,6 +257,9 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
         seen["retry"] = await session.call_tool("retry", {"place": second, "words": "again"})
         for word, arguments in PAUSE_TOOLS.items():
             seen[word] = await session.call_tool(word, {"place": second, **arguments})
+        seen["answer"] = await session.call_tool(
+            "answer", {"place": second, "question": "q1", "text": "yes"}
+        )
         seen["drop"] = answered(await session.call_tool("drop", {"place": second}))
         seen["dropped"] = answered(await session.call_tool("status", {"place": second}))
 
@@ -290,6 +293,9 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(
         assert seen[word].is_error, word
         assert "is not paused: n" in text_of(seen[word]), text_of(seen[word])
     assert "no merge conflict waits on resolve" in text_of(seen["resolve"])
+    # No question was asked: an answer is refused, naming what the place asked (nothing).
+    assert seen["answer"].is_error
+    assert "has no question 'q1' (its questions: none)" in text_of(seen["answer"])
     assert tools["resolve"].input_schema["required"] == ["place", "agent"]
     assert seen["drop"]["place"] == seen["second"]["place"]
     assert "dropped" in seen["drop"]["said"]

@@ -13,14 +13,17 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrsistent import pset, pvector
 
 from flume.core.errors import UsageError
 from flume.core.ids import Instant, SessionId, Sha
-from flume.core.kinds import Landing, steps
+from flume.core.kinds import Landing, Sequence, Step, steps
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
+    AnswerGiven,
     ApproveAsked,
+    AskSaid,
     BudgetRaised,
     Command,
     DropAsked,
@@ -28,6 +31,7 @@ from flume.core.observations import (
     NeedsSaid,
     Observation,
     ProceedAsked,
+    ProgressSaid,
     ResolveAsked,
     ResumeAsked,
     RetryAsked,
@@ -52,6 +56,7 @@ from flume.core.place import (
     PauseCause,
     Paused,
     Place,
+    Question,
     Queued,
     Short,
     ShortCause,
@@ -153,15 +158,29 @@ COMMANDS: tuple[Command, ...] = (
     ResumeAsked(at=Instant(9.0)),
     BudgetRaised(at=Instant(9.0), turns=5),
     ResolveAsked(at=Instant(9.0)),
+    ProgressSaid(at=Instant(9.0), words="half done", session=_SESSION),
+    AskSaid(at=Instant(9.0), question="which API?", session=_SESSION),
+    AnswerGiven(at=Instant(9.0), question="q1", text="the new one"),
 )
 
 
-def _willing(phase: StagePhase) -> Place:
+def _willing(phase: StagePhase, command: Command | None = None) -> Place:
     """A place whose every other check lets any command through: only its phase can refuse.
 
-    Active, made and ready, in its landing stage, nothing submitted, its agent live and waiting.
+    Active, made and ready, in its landing stage, nothing submitted, its agent live and waiting;
+    its steps may report progress and ask (WF-EDGES); for an answer, its agent asked ``q1``.
     """
     launched_place = step(SETTINGS, None, _FIX).place
+    kind = launched_place.kind
+    body = kind.body
+    assert isinstance(body, Sequence)
+    talking = Sequence(
+        blocks=pvector(
+            attrs.evolve(block, may=pset(["progress", "ask"])) if isinstance(block, Step) else block
+            for block in body.blocks
+        )
+    )
+    launched_place = evolve(launched_place, kind=attrs.evolve(kind, body=talking))
     lands = next(found for found in steps(_FIX.kind.body) if isinstance(found.deliverable, Landing))
     agent = Agent(
         session=_SESSION,
@@ -183,6 +202,20 @@ def _willing(phase: StagePhase) -> Place:
         stage=stage,
         agent=agent,
         now=_AT,
+        questions=pvector(
+            [
+                Question(
+                    id="q1",
+                    text="which API?",
+                    key=lands.name,
+                    attempt=1,
+                    session=_SESSION,
+                    asked_at=_AT,
+                )
+            ]
+            if isinstance(command, AnswerGiven)
+            else []
+        ),
     )
 
 
@@ -207,7 +240,7 @@ def test_each_phase_takes_each_command_as_the_table_says(
     phase: StagePhase, command: Command
 ) -> None:
     """In a place where only the phase can refuse: accepted and moved per the table, or refused."""
-    place = _willing(phase)
+    place = _willing(phase, command)
     moves_to = ACCEPTS[type(phase)].get(type(command))
     if not accepts(phase, type(command)):
         with pytest.raises(UsageError) as refusal:

@@ -22,6 +22,8 @@ MAX_TEXT_BYTES = MAX_BRIEF_BYTES
 _STEP_KEY = re.compile(
     r"[a-z][a-z0-9-]{0,31}(@[1-9][0-9]{0,5})?(/[a-z][a-z0-9-]{0,31}(@[1-9][0-9]{0,5})?)*"
 )
+#: A question's id, as ``flume status`` names it: ``q1``, ``q2``...
+QUESTION_ID = re.compile(r"q[1-9][0-9]{0,5}")
 #: Where flume makes each place's worktree: ``<repository>/places/<kind>--<name>``.
 PLACES = "places"
 

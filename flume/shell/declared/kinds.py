@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap
 
 from flume.core.choices import AgentName
@@ -248,7 +248,7 @@ def parse_document(
 BLOCK_TABLES = ("step", "loop", "parallel")
 _NEW_KIND_KEYS = {"name", "prefix", "body", "budgets", "finalize"}
 _FINALIZE_KEYS = ("push", "pr", "land")
-_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller"}
+_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "may"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
 _PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
 _BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
@@ -585,12 +585,21 @@ class _Reader:
                 "'waits_on_caller' is not true or false",
                 "write true or false",
             )
+        may = data.get("may", [])
+        if not isinstance(may, list) or not all(isinstance(edge, str) for edge in may):
+            raise self.error(
+                name,
+                "may",
+                "'may' is not a list of edges",
+                'write may = ["progress", "ask"]',
+            )
         return Step(
             name=StageName(name),
             prompt=self.text(found, "prompt"),
             deliverable=gate,
             waits_on_caller=waits,
             agent=self.agent(found),
+            may=pset(may),
         )
 
     def agent(self, found: _Declared) -> StepAgent | None:

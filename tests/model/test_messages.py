@@ -1,0 +1,361 @@
+"""Messages along declared edges: progress, a question with no lead above, and its answer.
+
+The run's first step may report progress and ask; its second may neither. The FakeWorld's agents
+run ``flume progress`` and ``flume ask`` (commands with their session), a person answers
+(``flume answer``), and the answer reaches the asker as a tell its transcript must hold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from pyrsistent import pset, pvector
+
+from flume.core.actions import Event, JudgeGate, SendTell
+from flume.core.errors import UsageError
+from flume.core.ids import KindName, SessionId, StageName
+from flume.core.kinds import Commit, Kind, Sequence, Step, Verdict, check_kind
+from flume.core.observations import (
+    AnswerGiven,
+    AskSaid,
+    ProgressSaid,
+    ResumeAsked,
+    Tick,
+)
+from flume.core.place import Life, open_question
+from flume.core.settings import Settings
+from flume.core.status import status
+from flume.core.step import pending, replay
+from tests.model.world import FakeWorld
+
+S = Settings()
+
+
+def talking(*, may: frozenset[str] = frozenset({"progress", "ask"})) -> Kind:
+    """Code (a commit; it may ``may``), then a review (a verdict; it may nothing)."""
+    code = Step(
+        name=StageName("code"),
+        prompt="Build $brief; commit.",
+        deliverable=Commit(),
+        may=pset(may),
+    )
+    review = Step(name=StageName("review"), prompt="Review. Write $verdict.", deliverable=Verdict())
+    return Kind(name=KindName("talk"), prefix="talk", body=Sequence(blocks=pvector([code, review])))
+
+
+def world_of(kind: Kind) -> FakeWorld:
+    """A world that launched ``kind``; its first step's agent started."""
+    world = FakeWorld(settings=S, kind=kind)
+    assert world.launch() is None
+    return world
+
+
+def ask(world: FakeWorld, question: str = "Which API?", *options: str) -> UsageError | None:
+    """The live agent runs ``flume ask``."""
+    agent = world.live_agent()
+    assert agent is not None
+    seen = AskSaid(
+        at=world.instant(), question=question, options=pvector(options), session=agent.session
+    )
+    return world.feed(seen)
+
+
+def test_a_question_pauses_named_its_gate_waits_and_the_answer_reaches_the_asker() -> None:
+    """WF-ASK-PAUSES-WITHOUT-LEAD, WF-ASK-DEFERS-GATE, WF-MESSAGE-TRANSCRIPT in one run."""
+    world = world_of(talking())
+    assert world.deliver()
+    assert ask(world, "Which API?", "old", "new") is None
+    assert world.place is not None
+    view = status(world.place)
+    assert (view.paused, view.paused_words, view.resolve) == (
+        "question",
+        "q1: Which API? (options: old, new)",
+        'flume answer talk--x q1 "..."',
+    )
+    (paused,) = world.reports_of(Event.PAUSED)
+    assert paused.text == (
+        "talk--x paused at code (question): q1: Which API? (options: old, new); "
+        'flume answer talk--x q1 "..."'
+    )
+    # The agent commits and its turn ends waiting for the answer: the step does not end.
+    assert world.commit() is None
+    assert world.end_turn() is None
+    world.now += S.quiet_seconds + S.stall_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place.stage.name == "code"
+    assert world.live_agent() is not None
+    assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="The new one.")) is None
+    (answer,) = [a for a in world.actions if isinstance(a, SendTell)]
+    assert "The answer to your question q1 (Which API?):\n\nThe new one." in answer.text
+    assert status(world.place).paused is None  # answered: no longer waiting on the caller
+    assert open_question(world.place) is not None  # but open until its transcript holds it
+    assert world.deliver()
+    assert open_question(world.place) is None
+    assert world.end_turn() is None
+    world.now += S.quiet_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place.stage.name == "review"
+
+
+def test_progress_is_shown_and_an_edge_not_declared_is_refused() -> None:
+    """WF-EDGES: progress where declared is shown; ask where it is not is refused, unjournaled."""
+    world = world_of(talking(may=frozenset({"progress"})))
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    said = ProgressSaid(at=world.instant(), words="half of it built", session=agent.session)
+    assert world.feed(said) is None
+    assert world.place is not None
+    assert status(world.place).progress == "half of it built"
+    assert [r.text for r in world.reports_of(Event.PROGRESS)] == ["code: half of it built"]
+    journaled = len(world.journal)
+    refused = ask(world)
+    assert refused is not None
+    assert refused.exit_status == 1
+    assert "step code of talk--x may not ask: its may is [progress]" in str(refused)
+    assert len(world.journal) == journaled
+
+
+def test_answers_are_given_once_to_a_question_that_exists() -> None:
+    """WF-ASK-ONE-ANSWERER: an unknown id is bad input (2); a second answer is refused (1)."""
+    world = world_of(talking())
+    assert world.deliver()
+    assert ask(world) is None
+    unknown = world.feed(AnswerGiven(at=world.instant(), question="q7", text="yes"))
+    assert unknown is not None
+    assert unknown.exit_status == 2
+    assert "has no question 'q7' (its questions: q1)" in str(unknown)
+    assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="yes")) is None
+    again = world.feed(AnswerGiven(at=world.instant(), question="q1", text="no"))
+    assert again is not None
+    assert again.exit_status == 1
+    assert "answered already" in str(again)
+
+
+def test_a_second_question_waits_for_the_first_and_bad_questions_are_refused() -> None:
+    """One question open at a time; an empty question, or empty options, are refused."""
+    world = world_of(talking())
+    assert world.deliver()
+    empty = ask(world, "  ")
+    assert empty is not None
+    assert "the question is empty" in str(empty)
+    blank = ask(world, "Which?", "a", " ")
+    assert blank is not None
+    assert "options, none empty" in str(blank)
+    assert ask(world) is None
+    second = ask(world, "And then?")
+    assert second is not None
+    assert "has a question open already" in str(second)
+
+
+def test_an_answer_to_an_asker_gone_is_refused() -> None:
+    """The asker's agent ended (stopped, then retried): its question closes unanswered.
+
+    The retry's fresh agent is not the asker: the answer is refused (tell it instead), and the
+    new agent may ask afresh.
+    """
+    from flume.core.observations import RetryAsked, StopAsked  # noqa: PLC0415 (here alone)
+
+    world = world_of(talking())
+    assert world.deliver()
+    assert ask(world) is None
+    assert world.feed(StopAsked(at=world.instant())) is None
+    stopped = world.feed(AnswerGiven(at=world.instant(), question="q1", text="x"))
+    assert stopped is not None
+    assert stopped.exit_status == 1
+    assert "nothing waits on an answer" in str(stopped)
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    assert world.deliver()
+    assert world.place is not None
+    assert open_question(world.place) is None
+    gone = world.feed(AnswerGiven(at=world.instant(), question="q1", text="x"))
+    assert gone is not None
+    assert "the agent that asked q1 of talk--x is gone" in str(gone)
+    assert ask(world, "Again?") is None
+    assert [q.id for q in world.place.questions] == ["q1", "q2"]
+
+
+def test_words_and_sessions_that_cannot_count_are_refused() -> None:
+    """An empty answer or note, a session not the live agent's, progress with no step running."""
+    world = world_of(talking())
+    assert world.deliver()
+    assert ask(world) is None
+    empty = world.feed(AnswerGiven(at=world.instant(), question="q1", text="  "))
+    assert empty is not None
+    assert "the answer is empty" in str(empty)
+    agent = world.live_agent()
+    assert agent is not None
+    blank = world.feed(ProgressSaid(at=world.instant(), words=" ", session=agent.session))
+    assert blank is not None
+    assert "the words are empty" in str(blank)
+    other = world.feed(ProgressSaid(at=world.instant(), words="x", session=SessionId("s-other")))
+    assert other is not None
+    assert "session s-other is not the live agent of talk--x" in str(other)
+    from flume.core.observations import StopAsked  # noqa: PLC0415 (here alone)
+
+    assert world.feed(StopAsked(at=world.instant())) is None
+    idle = world.feed(ProgressSaid(at=world.instant(), words="x", session=agent.session))
+    assert idle is not None
+    assert "no step of talk--x is running" in str(idle)
+    late = world.feed(AskSaid(at=world.instant(), question="Still there?", session=agent.session))
+    assert late is not None
+    assert "no step of talk--x is running" in str(late)
+
+
+@pytest.mark.parametrize(
+    ("may", "says"),
+    [
+        (frozenset({"spawn"}), "only an orchestrate block's lead may spawn"),
+        (frozenset({"shout"}), "may names an unknown edge 'shout'"),
+    ],
+)
+def test_an_edge_a_step_cannot_have_is_refused(may: frozenset[str], says: str) -> None:
+    """Bad input: a lead's edge on a step, or an edge that does not exist."""
+    with pytest.raises(UsageError, match=says):
+        check_kind(talking(may=may))
+
+
+# --- the machine --------------------------------------------------------------------------------
+
+
+class MessagesMachine(RuleBasedStateMachine):
+    """Agents report, ask and take their answers; a person answers; the shell restarts."""
+
+    world: FakeWorld
+
+    @initialize()
+    def launch(self) -> None:
+        """Launch the kind whose first step may progress and ask."""
+        self.world = world_of(talking())
+
+    @rule()
+    def agent_takes_input(self) -> None:
+        """The live agent waits; its transcript holds the last thing sent to it."""
+        self.world.deliver()
+
+    @rule(words=st.sampled_from(["half done", "", "tests pass"]))
+    def agent_reports(self, words: str) -> None:
+        """The live agent runs ``flume progress``."""
+        agent = self.world.live_agent()
+        if agent is not None:
+            self.world.feed(
+                ProgressSaid(at=self.world.instant(), words=words, session=agent.session)
+            )
+
+    @rule(question=st.sampled_from(["Which API?", "Keep the flag?"]))
+    def agent_asks(self, question: str) -> None:
+        """The live agent runs ``flume ask``."""
+        if self.world.live_agent() is not None:
+            ask(self.world, question)
+
+    @rule(number=st.integers(min_value=1, max_value=3))
+    def person_answers(self, number: int) -> None:
+        """A person answers question ``q<number>`` (refused unless it is open and unanswered)."""
+        self.world.feed(AnswerGiven(at=self.world.instant(), question=f"q{number}", text="yes"))
+
+    @rule()
+    def agent_commits_and_ends_its_turn(self) -> None:
+        """The live agent commits (a review writes its verdict) and its turn ends."""
+        place = self.world.place
+        if place is None or self.world.live_agent() is None:
+            return
+        if place.stage.name == "review":
+            self.world.write_verdict("done")
+        else:
+            self.world.commit()
+        self.world.end_turn()
+
+    @rule(seconds=st.sampled_from([1.0, 6.0, 601.0]))
+    def time_passes(self, seconds: float) -> None:
+        """The clock moves; the supervisor's tick looks (a stall window may pass)."""
+        self.world.now += seconds
+        self.world.feed(Tick(at=self.world.instant()))
+
+    @rule()
+    def person_resumes(self) -> None:
+        """A person resumes (refused unless a pause resume resolves waits)."""
+        self.world.feed(ResumeAsked(at=self.world.instant()))
+
+    @rule()
+    def the_shell_restarts(self) -> None:
+        """SIGKILL: the run replayed from its journal, its pending actions performed again."""
+        place = replay(S, self.world.journal)
+        assert place == self.world.place
+        for action in pending(place):
+            self.world.actions.append(action)
+            for seen in self.world.perform(action):
+                self.world.feed(seen)
+
+    @invariant()
+    def only_along_declared_edges(self) -> None:
+        """WF-EDGES: progress and questions are taken only from a step that declares them."""
+        for before, seen, _decision in self.world.steps:
+            if isinstance(seen, ProgressSaid | AskSaid):
+                assert before is not None
+                edge = "progress" if isinstance(seen, ProgressSaid) else "ask"
+                (found,) = [s for s in before.kind.body.blocks if s.name == before.stage.name]  # type: ignore[union-attr]
+                assert edge in found.may  # type: ignore[union-attr]
+
+    @invariant()
+    def one_answer_from_the_caller(self) -> None:
+        """WF-ASK-ONE-ANSWERER: each question answered once at most, by the caller (no lead)."""
+        answered = Counter(
+            seen.question for _b, seen, _d in self.world.steps if isinstance(seen, AnswerGiven)
+        )
+        assert all(count == 1 for count in answered.values()), answered
+
+    @invariant()
+    def question_named_while_unanswered(self) -> None:
+        """WF-ASK-PAUSES-WITHOUT-LEAD: an unanswered question shows the run paused, named."""
+        place = self.world.place
+        assert place is not None
+        asked = open_question(place)
+        if asked is not None and asked.answer is None and place.life is Life.ACTIVE:
+            view = status(place)
+            if view.paused == "question":
+                assert view.resolve == f'flume answer talk--x {asked.id} "..."'
+            else:
+                assert view.phase == "paused"  # a pause of its own (a budget) names itself
+
+    @invariant()
+    def no_judging_while_asking(self) -> None:
+        """WF-ASK-DEFERS-GATE: no gate read and no nudge decided while a question is open."""
+        for before, _seen, decision in self.world.steps:
+            if before is None or open_question(before) is None:
+                continue
+            if open_question(decision.place) is None:
+                continue  # this step closed it (delivered, or its asker gone)
+            for action in decision.actions:
+                assert not isinstance(action, JudgeGate), action
+                assert getattr(action, "event", None) is not Event.NUDGED
+
+    @invariant()
+    def answers_proven_in_the_transcript(self) -> None:
+        """WF-MESSAGE-TRANSCRIPT: an answer closes its question only once delivered, 2 sends."""
+        sends = Counter(a.number for a in self.world.actions if isinstance(a, SendTell))
+        sends_by_number: dict[int, set[int]] = {}
+        for action in self.world.actions:
+            if isinstance(action, SendTell):
+                sends_by_number.setdefault(action.number, set()).add(action.send)
+        assert all(max(each) <= 2 for each in sends_by_number.values()), sends
+        place = self.world.place
+        assert place is not None
+        delivered = {
+            int(r.text.split("tell ")[1].split()[0])
+            for r in self.world.reports_of(Event.TELL_DELIVERED)
+        }
+        for question in place.questions:
+            if question.tell is not None and question.tell not in delivered:
+                agent = place.agent
+                gone = agent is None or agent.session != question.session or agent.ending
+                assert gone or open_question(place) == question
+
+
+TestMessagesMachine = MessagesMachine.TestCase
+TestMessagesMachine.settings = hypothesis_settings(
+    max_examples=80, stateful_step_count=30, deadline=None
+)
