@@ -190,6 +190,7 @@ class Event(enum.Enum):
     LANE_ENDED = "lane-ended"  #: a lane finished its branch, or ended without (dropped)
     MERGED = "merged"  #: a parallel block's finished lanes were merged into the run's branch
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; the merge was undone
+    TRANSCRIPT = "transcript"  #: an attempt's agent wrote its transcript: the text names the file
 
 
 @attrs.frozen(kw_only=True)

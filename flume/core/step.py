@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, gates, lanes, stage, tell, tidy
+from flume.core import delivery, gates, lanes, stage, tell, tidy, transcripts
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -68,6 +68,7 @@ from flume.core.observations import (
     TidyFactsSeen,
     Told,
     TranscriptEntry,
+    TranscriptFound,
     TranscriptUnreadable,
     TurnEnded,
     Usage,
@@ -187,7 +188,7 @@ def _launched_again(place: Place, seen: Launched) -> Outcome:
     )
 
 
-def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, PLR0912 (one arm per observation type)
+def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, PLR0912, PLR0915 (one arm per observation type)
     """Hand ``seen`` to the rule that owns it; every observation type has exactly one arm."""
     match seen:
         case Launched():
@@ -233,6 +234,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_transcript(place, seen)
         case TranscriptUnreadable():
             return _unreadable(place, seen)
+        case TranscriptFound():
+            return transcripts.on_transcript_found(place, seen)
         case PaneOutput():
             return stage.on_pane_output(place, seen)
         case AgentExited():
