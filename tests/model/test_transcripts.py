@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule
 from pyrsistent import pvector
 
 from flume.core.actions import Event, Report
 from flume.core.choices import AgentName
-from flume.core.ids import Instant, SessionId
+from flume.core.errors import UsageError
+from flume.core.ids import Instant, SessionId, StageName
 from flume.core.observations import (
     AgentExited,
     AgentStarted,
@@ -18,11 +22,11 @@ from flume.core.observations import (
     TidyAsked,
     TranscriptFound,
 )
-from flume.core.place import Place
+from flume.core.place import Attempt, Place, evolve
 from flume.core.status import TranscriptView, status
 from flume.core.step import step
-from flume.core.transcripts import current_transcript, wants_transcript
-from tests.model.test_rules import S, run, started, working
+from flume.core.transcripts import chosen, current_transcript, wants_transcript
+from tests.model.test_rules import S, made, run, started, working
 from tests.model.test_stop_short import StopShortMachine
 
 
@@ -171,6 +175,7 @@ def test_every_attempt_is_kept_past_its_agent_a_retry_and_a_drop() -> None:
     place = step(S, place, NeedsSaid(at=Instant(6), words="a key", session=SessionId("s1"))).place
     place = step(S, place, AgentExited(at=Instant(7), session=SessionId("s1"))).place
     place = step(S, place, RetryAsked(at=Instant(8), words="here it is")).place
+    assert current_transcript(place) is None  # no agent started for the second attempt yet
     place = step(S, place, started(at=9, attempt=2, session="s2")).place
     assert current_transcript(place) is None  # the second attempt wrote none yet
     place, _ = _found(place, session="s2")
@@ -181,3 +186,72 @@ def test_every_attempt_is_kept_past_its_agent_a_retry_and_a_drop() -> None:
     assert status(place).transcript == _path("s2")
     dropped = run().place  # a place with no agent has no attempts
     assert list(dropped.attempts) == []
+
+
+def _attempt(key: str, attempt: int, session: str) -> Attempt:
+    """An attempt of the step at ``key``, its agent's transcript found."""
+    return Attempt(
+        key=key,
+        stage=StageName(key.rsplit("/", 1)[-1]),
+        attempt=attempt,
+        agent=AgentName.CODEX,
+        session=SessionId(session),
+        started_at=Instant(1),
+        transcript=_path(session),
+    )
+
+
+#: A run's attempts: a step before a loop, two passes of the loop's review, one retried.
+RUN = (
+    _attempt("code", 1, "a"),
+    _attempt("loop@1/code", 1, "b"),
+    _attempt("loop@2/code", 1, "c"),
+    _attempt("loop@2/code", 2, "d"),
+)
+
+
+@pytest.mark.parametrize(
+    ("step", "number", "sessions"),
+    [
+        ("", None, "abcd"),
+        ("code", None, "abcd"),
+        ("loop@2/code", None, "cd"),
+        ("loop/code", None, "bcd"),
+        ("loop", None, "bcd"),
+        ("loop@1", None, "b"),
+        ("code", 1, "abc"),
+        ("loop@2/code", 2, "d"),
+    ],
+)
+def test_a_step_s_key_or_name_chooses_its_attempts(
+    step: str, number: int | None, sessions: str
+) -> None:
+    """A key picks its pass, a name or a path every pass, a loop its passes; --attempt one."""
+    place = evolve(working(), attempts=pvector(RUN))
+    assert [a.session for a in chosen(place, step, number)] == list(sessions)
+
+
+@pytest.mark.parametrize(
+    ("step", "number", "status", "says"),
+    [
+        ("", 2, 2, "no step is named"),
+        ("review", None, 2, "has no step review; name one of its steps (code, submit)"),
+        ("loop@2/code", 3, 2, "has no attempt 3 in fix--typo: its attempts are 1, 2"),
+        ("submit", None, 1, "no agent has run submit in fix--typo yet"),
+    ],
+)
+def test_what_names_no_attempt_is_refused(
+    step: str, number: int | None, status: int, says: str
+) -> None:
+    """An unknown step or attempt is bad input (2); a step not yet run has nothing (1)."""
+    place = evolve(working(), attempts=pvector(RUN))
+    with pytest.raises(UsageError, match=re.escape(says)) as raised:
+        chosen(place, step, number)
+    assert raised.value.exit_status == status
+
+
+def test_a_place_no_agent_ran_in_has_nothing_to_show() -> None:
+    """Before any agent started, there is no attempt to show: refused, exit status 1."""
+    with pytest.raises(UsageError, match="no agent has run in fix--typo yet") as raised:
+        chosen(run(made()).place)
+    assert raised.value.exit_status == 1
