@@ -740,7 +740,7 @@ def transcript(
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/commands.md).")] = False,
 ) -> None:
-    """Show each attempt's conversation, read from its agent's own transcript.
+    """Replay each attempt's chat from its agent's own transcript.
 
     Per attempt: its step key, agent, session and transcript, then each prompt typed, the
     agent's text, and each tool call and its result on one line. A tidied place is shown too.
