@@ -38,7 +38,7 @@ from flume.shell.commands import input_checks
 if TYPE_CHECKING:
     import threading
 
-    from flume.api_records import DaemonStatus, Launched, Simulated, Survey
+    from flume.api_records import DaemonStatus, Launched, Simulated, Survey, Versioned
     from flume.core.ids import Instant
     from flume.core.observations import Observation
     from flume.core.place import Place
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from flume.shell.perform.launch_words import LaunchAsked
     from flume.shell.store import places
     from flume.shell.store.events import Cursor, EventStream, PlaceEvent
+    from flume.shell.store.journal import Read
     from flume.shell.supervisor.client import START_SECONDS as DAEMON_START_SECONDS
     from flume.shell.supervisor.handover import Unanswered
     from flume.shell.supervisor.protocol import Answered, DaemonReport, SurveyAnswer
@@ -84,6 +85,7 @@ __all__ = [
     "TidyOutcome",
     "Unanswered",
     "UsageError",
+    "Versioned",
     "approve",
     "attach",
     "daemon_log",
@@ -118,6 +120,7 @@ __all__ = [
     "scenarios",
     "simulate",
     "simulate_journal",
+    "simulate_versions",
     "status",
     "status_dicts",
     "status_document",
@@ -136,6 +139,7 @@ _LATER = {
     "DaemonStatus": ("flume.api_records", "DaemonStatus"),
     "Launched": ("flume.api_records", "Launched"),
     "Simulated": ("flume.api_records", "Simulated"),
+    "Versioned": ("flume.api_records", "Versioned"),
     "Survey": ("flume.api_records", "Survey"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
     "HerdrClient": ("flume.shell.panes.herdr", "Client"),
@@ -1185,9 +1189,20 @@ def simulate_journal(path: str | Path) -> Simulated:
     from flume.api_records import Simulated
     from flume.core.settings import Settings
     from flume.core.step import trace
-    from flume.shell.store import journal
 
     where = Path(path)
+    read = _journal_read(where)
+    return Simulated(
+        path=str(where),
+        description="a journal, read again",
+        rows=tuple(trace(Settings(), read.observations)),
+    )
+
+
+def _journal_read(where: Path) -> Read:
+    """A journal read whole for a simulation, or :class:`UsageError` naming it."""
+    from flume.shell.store import journal
+
     try:
         read = journal.read(where)
     except (OSError, journal.JournalError) as error:
@@ -1198,10 +1213,62 @@ def simulate_journal(path: str | Path) -> Simulated:
         ) from error
     if not read.observations:
         raise UsageError.one(str(where), "holds no launch", "name a place's journal")
-    return Simulated(
-        path=str(where),
-        description="a journal, read again",
-        rows=tuple(trace(Settings(), read.observations)),
+    return read
+
+
+def simulate_versions(path: str | Path, kind_file: str | Path) -> Versioned:
+    """A journal folded under its own definition and the one ``kind_file`` declares, compared.
+
+    ``flume simulate --journal J --kind-file NEW``: the kind file is read as ``flume launch
+    --kind-file`` reads it, with the same checks, and checked against the journal's launch as a
+    launch would be (its waits name its stages; a tests gate needs the tests command the launch
+    froze). The journal is then folded twice, step by step, once as journaled and once with the
+    file's kind in its launch (:func:`flume.core.versions.compare`), up to the first observation
+    decided differently. A file or journal at fault raises :class:`UsageError` naming it.
+    """
+    from flume.api_records import Versioned
+    from flume.core.launch import check_launch
+    from flume.core.observations import Launched as LaunchSeen
+    from flume.core.settings import Settings
+    from flume.core.versions import compare, relaunched
+    from flume.shell.declared.kinds import read_kind_file
+
+    where, file = Path(path), Path(kind_file)
+    declared = read_kind_file(file)
+    read = _journal_read(where)
+    launched = read.observations[0]
+    if not isinstance(launched, LaunchSeen):
+        raise UsageError.one(str(where), "does not start with its launch", "name a place's journal")
+    try:
+        changed = relaunched(launched, declared.kind)
+        check_launch(changed.launch, changed.kind)
+    except UsageError as error:
+        raise UsageError(
+            tuple(
+                problem._replace(field=f"{file}: {problem.field} (against {where})")
+                for problem in error.problems
+            )
+        ) from error
+    if declared.tests_gates and not launched.tests:
+        raise UsageError(
+            tuple(
+                Problem(
+                    field=at,
+                    what=f"step {name} is gated on tests, and the journal's launch froze no "
+                    "tests command",
+                    mend="gate the step otherwise: the place would have no tests to run",
+                )
+                for name, at in sorted(declared.tests_gates.items())
+            )
+        )
+    return Versioned(
+        journal=str(where),
+        kind_file=str(file),
+        journal_kind=launched.kind.name,
+        file_kind=declared.kind.name,
+        lane=launched.launch.lane if launched.launch.parent is not None else "",
+        whole=not read.torn and not read.mended,
+        comparison=compare(Settings(), read.observations, declared.kind),
     )
 
 

@@ -1,6 +1,7 @@
 """The records :mod:`flume.api` returns, which it re-exports (docs/api.md).
 
-A launch made, a status survey, the supervisor's state, a scenario simulated.
+A launch made, a status survey, the supervisor's state, a scenario simulated, a journal compared
+under a changed definition.
 
 A module of their own, loaded by the functions that return them, and named tuples, not attrs
 classes: an agent's command refused outside any place, and a launch handed to the supervisor,
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from flume.core.errors import Problem
     from flume.core.status import PlaceStatus
     from flume.core.step import TraceRow
+    from flume.core.versions import Comparison
     from flume.shell.declared.scenario import Restarted
     from flume.shell.perform.launch_words import Made
     from flume.shell.supervisor.protocol import DaemonReport
@@ -94,3 +96,20 @@ class Simulated(NamedTuple):
     #: Each step: what was seen, the place's state, the actions decided; and each restart of the
     #: supervisor the scenario names, with what it performs again.
     rows: tuple[TraceRow | Restarted, ...]
+
+
+class Versioned(NamedTuple):
+    """A journal folded under its own definition and a changed one (``simulate --kind-file``)."""
+
+    #: The journal, as given.
+    journal: str
+    #: The changed definition's kind file, as given.
+    kind_file: str
+    #: The journal's kind, as its launch carried it, and the name the kind file declares.
+    journal_kind: str
+    file_kind: str
+    #: Whether the journal's place is a lane of a parallel (compared with the file's lane block).
+    lane: str
+    #: No torn or mended lines were left out: an observation's number is its journal line.
+    whole: bool
+    comparison: Comparison

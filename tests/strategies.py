@@ -36,6 +36,7 @@ from flume.core.kinds import (
     ChangeWritten,
     Commit,
     Deliverable,
+    Finalize,
     Gate,
     Join,
     Kind,
@@ -61,6 +62,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -190,11 +192,21 @@ def workflow_kinds(draw: st.DrawFn) -> Kind:
             tokens=_counts,
         )
     )
+    finalize = draw(
+        st.none()
+        | st.builds(
+            Finalize,
+            push=st.just("origin"),
+            pr=st.sampled_from([pvector(), pvector(["gh", "pr", "create", "--head", "{branch}"])]),
+        )
+        | st.just(Finalize(land=True))
+    )
     return Kind(
         name=KindName("feature"),
         prefix="feature",
         body=Sequence(blocks=pvector(inner(0))),
         budgets=budgets,
+        finalize=finalize,
     )
 
 
@@ -426,6 +438,10 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         head=st.none() | shas,
     ),
     obs.LanesMerged: st.builds(obs.LanesMerged, at=instants, head=shas),
+    obs.Pushed: st.builds(
+        obs.Pushed, at=instants, remote=st.just("origin"), branch=branches, head=st.none() | shas
+    ),
+    obs.PROpened: st.builds(obs.PROpened, at=instants, url=texts, output=texts),
     obs.MergeConflicted: st.builds(
         obs.MergeConflicted,
         at=instants,
@@ -499,6 +515,7 @@ phases: st.SearchStrategy[StagePhase] = st.one_of(
     st.builds(Judging, session=sessions, since=instants),
     st.builds(Fanned, since=instants),
     st.builds(Merging, since=instants),
+    st.builds(Finalizing, since=instants),
     st.builds(
         Paused,
         cause=st.sampled_from(list(PauseCause)),
@@ -734,6 +751,19 @@ ACTIONS: dict[type[Any], st.SearchStrategy[Any]] = {
         branch=branches,
         lanes=st.lists(st.sampled_from(["slice-a", "slice-b"]), max_size=2).map(pvector),
         branches=st.lists(branches, max_size=2).map(pvector),
+    ),
+    act.Push: st.builds(
+        act.Push, path=paths, remote=st.just("origin"), branch=branches, head=st.none() | shas
+    ),
+    act.OpenPR: st.builds(
+        act.OpenPR,
+        path=paths,
+        argv=st.just(pvector(["gh", "pr", "create", "--title", "{title}"])),
+        base=branches,
+        branch=branches,
+        title=texts,
+        board=paths,
+        attempt=st.integers(min_value=1, max_value=3),
     ),
     act.JudgeGate: st.builds(
         act.JudgeGate,

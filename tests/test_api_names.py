@@ -34,6 +34,7 @@ LATER = {
     "Survey": ("flume.api_records", "Survey"),
     "TidyOutcome": ("flume.shell.commands.tidying", "TidyOutcome"),
     "Unanswered": ("flume.shell.supervisor.handover", "Unanswered"),
+    "Versioned": ("flume.api_records", "Versioned"),
 }
 
 

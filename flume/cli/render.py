@@ -13,16 +13,19 @@ import attrs
 from attrs import AttrsInstance
 
 from flume.cli import statusview
-from flume.core.actions import Action, Report, SendPrompt, SendTell, StartAgent
+from flume.core.actions import ACTION_TYPES, Action, Report, SendPrompt, SendTell, StartAgent
+from flume.core.errors import Problem
 from flume.core.observations import Launched, Observation
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
+from flume.core.versions import Decided
 from flume.shell.declared.scenario import Restarted
 from flume.shell.host import STATUS_FORMAT
 from flume.shell.store.codec import FORMAT, codec
 
 if TYPE_CHECKING:
+    from flume.api_records import Versioned
     from flume.shell.commands.tidying import TidyOutcome
     from flume.shell.commands.transcripts import AttemptChat
     from flume.shell.store.events import PlaceEvent
@@ -315,3 +318,143 @@ def tidy_text(outcomes: list[TidyOutcome], *, dry_run: bool) -> Iterator[str]:
             yield f"  kept {kept.what}: {kept.reason}"
         for failed in outcome.failed:
             yield f"  failed: {failed}"
+
+
+# --- a journal under a changed definition (simulate --journal J --kind-file NEW) ----------
+
+#: Instants before 2001 are a scenario's seconds from its launch, not a journal's clock.
+_SINCE_2001 = 978_307_200
+#: How much of a long text either side of where two texts part is shown.
+_AROUND = 30
+
+
+def _when(at: float) -> str:
+    """An observation's instant: the local time of a journal's, the seconds of a scenario's."""
+    if at < _SINCE_2001:
+        return f"{at:g} s"
+    local = datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return f"{local} ({at:.3f})"
+
+
+def _value(value: object) -> str:
+    """One side of a difference, in a line: a record described, text quoted, nothing named."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, ACTION_TYPES):
+        return describe(value)
+    return _short(value)
+
+
+def _parted(one: str, other: str) -> tuple[str, str]:
+    """Two texts shown around where they part, so a change past the first words is seen."""
+    common = next(
+        (index for index, (a, b) in enumerate(zip(one, other, strict=False)) if a != b),
+        min(len(one), len(other)),
+    )
+    start = max(0, common - _AROUND)
+
+    def cut(text: str) -> str:
+        shown = text[start : common + 2 * _AROUND]
+        before = "…" if start else ""
+        after = "…" if common + 2 * _AROUND < len(text) else ""
+        return before + json.dumps(shown, ensure_ascii=False) + after
+
+    return cut(one), cut(other)
+
+
+def _decided_lines(decided: Decided) -> Iterator[str]:
+    for problem in decided.refused:
+        yield f"    refused: {problem.render()}"
+    for action in decided.actions:
+        yield f"    -> {describe(action)}"
+    if not decided.refused and not decided.actions:
+        yield "    (nothing)"
+
+
+def versions_text(versioned: Versioned) -> Iterator[str]:
+    """``simulate --kind-file`` for a person: "same", or the first decision that differs."""
+    compared = versioned.comparison
+    yield f"journal: {versioned.journal}"
+    yield f"compared with: {versioned.kind_file} (kind {versioned.file_kind})"
+    if versioned.file_kind != versioned.journal_kind:
+        yield (
+            f"  the names differ: the journal's kind is {versioned.journal_kind}, the file "
+            f"declares {versioned.file_kind}; the file's kind is folded under the journal's name"
+        )
+    if versioned.lane:
+        yield (
+            f"  the journal is lane {versioned.lane}'s: the file's block for {versioned.lane} is "
+            "folded, under the lane's budgets as launched"
+        )
+    first = compared.first
+    if first is None:
+        yield f"same: {compared.observations} observations, every decision the same"
+        return
+    number = first.index + 1
+    line = f" (journal line {number})" if versioned.whole else ""
+    yield (
+        f"differs at observation {number} of {compared.observations}{line}, "
+        f"at {_when(first.seen.at)}:"
+    )
+    yield f"  seen: {describe(first.seen)}"
+    yield "  the journal's definition decided:"
+    yield from _decided_lines(first.journaled)
+    yield f"  {versioned.kind_file} decides:"
+    yield from _decided_lines(first.changed)
+    yield "  where they differ (the journal's | the file's):"
+    for difference in first.differences:
+        one, other = difference.journaled, difference.changed
+        if isinstance(one, str) and isinstance(other, str):
+            shown = _parted(one, other)
+        else:
+            shown = (_value(one), _value(other))
+        yield f"    {difference.path}: {shown[0]} | {shown[1]}"
+
+
+def _plain(value: object) -> object:
+    """A value of a difference as JSON data: an action or observation with its type."""
+    if isinstance(value, ACTION_TYPES):
+        return codec().unstructure(value, Action)
+    if isinstance(value, Problem):
+        return value._asdict()
+    return codec().unstructure(value)
+
+
+def _decided_json(decided: Decided) -> dict[str, Any]:
+    return {
+        "actions": [codec().unstructure(action, Action) for action in decided.actions],
+        "refused": [problem._asdict() for problem in decided.refused],
+    }
+
+
+def versions_json(versioned: Versioned) -> str:
+    """``simulate --kind-file --json``: one JSON object a journal (docs/scenarios.md)."""
+    compared = versioned.comparison
+    first = compared.first
+    found: dict[str, Any] | None = None
+    if first is not None:
+        found = {
+            "observation": first.index + 1,
+            "line": first.index + 1 if versioned.whole else None,
+            "at": first.seen.at,
+            "seen": codec().unstructure(first.seen, Observation),
+            "journal": _decided_json(first.journaled),
+            "file": _decided_json(first.changed),
+            "differences": [
+                {"path": each.path, "journal": _plain(each.journaled), "file": _plain(each.changed)}
+                for each in first.differences
+            ],
+        }
+    document = {
+        "format": FORMAT,
+        "row": "versions",
+        "journal": versioned.journal,
+        "kind_file": versioned.kind_file,
+        "journal_kind": versioned.journal_kind,
+        "file_kind": versioned.file_kind,
+        "lane": versioned.lane or None,
+        "observations": compared.observations,
+        "same": first is None,
+        "first": found,
+    }
+    return json.dumps(document, ensure_ascii=False)

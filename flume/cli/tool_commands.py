@@ -50,6 +50,15 @@ def simulate(
             "events flume events shows); may be given more than once.",
         ),
     ] = None,
+    kind_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="A changed definition (a kind file, as flume launch --kind-file reads it): "
+            "each --journal is folded under its own kind and this one, and the first decision "
+            "that differs is named, or 'same' said.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print the traces as JSON lines."),
@@ -70,11 +79,16 @@ def simulate(
     Several scenarios run one after another, each its own trace. With --json, one stream: each
     trace's steps, then its summary, which names its scenario. A malformed scenario prints
     nothing and exits with status 2. --journal runs a place's journal instead (after the
-    scenarios, if any are named), as the supervisor and flume events read it.
+    scenarios, if any are named), as the supervisor and flume events read it. With --kind-file,
+    each journal is folded twice, under the definition its launch froze and under the file's,
+    and the first observation decided differently is named, or "same" said.
     """
     from flume import api
     from flume.cli import render
 
+    if kind_file is not None:
+        _compare_versions(given, journals, kind_file, as_json=as_json)
+        return
     if not given and not journals:
         fail(
             UsageError.one(
@@ -98,6 +112,36 @@ def simulate(
                 head.append(f"  {one.description}")
             lines = iter([*([""] if number else []), *head, "", *render.trace_text(rows)])
         for line in lines:
+            typer.echo(line)
+
+
+def _compare_versions(
+    given: list[str] | None, journals: list[Path] | None, kind_file: Path, *, as_json: bool
+) -> None:
+    """``simulate --journal J --kind-file NEW``: each journal's decisions under NEW, compared."""
+    from flume import api
+    from flume.cli import render
+
+    if given or not journals:
+        fail(
+            UsageError.one(
+                "--kind-file",
+                "compares a place's journal under a changed definition"
+                + (", not a scenario" if given else ", and no --journal is given"),
+                "give --journal JOURNAL (and no scenario) with --kind-file",
+            )
+        )
+    try:
+        compared = [api.simulate_versions(path, kind_file) for path in journals]
+    except UsageError as error:
+        fail(error)
+    for number, versioned in enumerate(compared):
+        if as_json:
+            typer.echo(render.versions_json(versioned))
+            continue
+        if number:
+            typer.echo("")
+        for line in render.versions_text(versioned):
             typer.echo(line)
 
 

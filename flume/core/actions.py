@@ -190,6 +190,8 @@ class Event(enum.Enum):
     LANE_ENDED = "lane-ended"  #: a lane finished its branch, or ended without (dropped)
     MERGED = "merged"  #: a parallel block's finished lanes were merged into the run's branch
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; the merge was undone
+    PUSHED = "pushed"  #: finalize: the run's branch is on the remote at its head
+    PR_OPENED = "pr-opened"  #: finalize: the pull request command ran, once; the text has its URL
     TRANSCRIPT = "transcript"  #: an attempt's agent wrote its transcript: the text names the file
 
 
@@ -291,6 +293,41 @@ class MergeLanes:
     branches: PVector[BranchName]
 
 
+@attrs.frozen(kw_only=True)
+class Push:
+    """Push the run's ``branch`` to ``remote`` as it stands at ``head``: that branch alone.
+
+    Never forced, never the base (WF-PUSH-ONLY-RUN-BRANCH). Run in the run's worktree
+    ``path``. A remote that holds ``head`` already is reported pushed without pushing again.
+    """
+
+    path: str
+    remote: str
+    branch: BranchName
+    head: Sha | None
+
+
+@attrs.frozen(kw_only=True)
+class OpenPR:
+    """Run the kind's pull request command once (WF-FINALIZE-ONCE), in the worktree ``path``.
+
+    ``argv`` with ``{base}``, ``{branch}``, ``{title}`` and ``{body}`` replaced; the body is a
+    file the shell writes from the board: ``task.md``, each of ``handoffs``' ``handoff.md`` (in
+    the order the steps ran) and the last verdict, ``verdict``'s. ``attempt`` counts the tries
+    a person asked for: a try started before a restart is waited for, never run again.
+    """
+
+    path: str
+    argv: PVector[str]
+    base: BranchName
+    branch: BranchName
+    title: str
+    board: str
+    handoffs: PVector[StageName] = attrs.field(factory=pvector)
+    verdict: StageName | None = None
+    attempt: int = 1
+
+
 Action = (
     MakeWorktree
     | RunSetup
@@ -310,6 +347,8 @@ Action = (
     | LaunchLane
     | OrderLane
     | MergeLanes
+    | Push
+    | OpenPR
 )
 
 ACTION_TYPES: tuple[type[Action], ...] = (
@@ -331,6 +370,8 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     LaunchLane,
     OrderLane,
     MergeLanes,
+    Push,
+    OpenPR,
 )
 
 
@@ -358,6 +399,8 @@ class ActionName(enum.Enum):
     LAUNCH_LANE = "LaunchLane"
     ORDER_LANE = "OrderLane"
     MERGE_LANES = "MergeLanes"
+    PUSH = "Push"
+    OPEN_PR = "OpenPR"
 
     @classmethod
     def of(cls, action: Action) -> ActionName:

@@ -228,6 +228,27 @@ class Parallel:
 Block = Step | Sequence | Loop | Parallel
 
 
+#: The fields a finalize ``pr`` command's arguments may name, each replaced as a whole word.
+PR_FIELDS = ("base", "branch", "title", "body")
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class Finalize:
+    """What a workflow run does once its body is done: push its branch, then open a PR.
+
+    ``push``: the remote the run's branch is pushed to (only that branch, never forced, never
+    the base: WF-PUSH-ONLY-RUN-BRANCH); empty: none. ``pr``: the command that opens a pull
+    request, an argument list run with no shell, ``{base}``, ``{branch}``, ``{title}`` and
+    ``{body}`` (a file holding the PR's body) replaced in it; empty: none. Or ``land``: the
+    run's branch lands on its base through the landers (``[land]`` in .flume.toml).
+    """
+
+    push: str = ""
+    pr: PVector[str] = attrs.field(factory=pvector)
+    #: Land the run's branch on its base with the landers, as a fix's submit stage does.
+    land: bool = False
+
+
 @attrs.frozen(kw_only=True, cache_hash=True)
 class Kind:
     """A kind of work: the branch prefix its places use, the blocks it runs, its budgets."""
@@ -236,6 +257,8 @@ class Kind:
     prefix: str
     body: Block
     budgets: Budgets = Budgets()
+    #: What the run does once its body is done (WF-FINALIZE-ONCE); None: it finishes there.
+    finalize: Finalize | None = None
 
 
 _T = TypeVar("_T")
@@ -455,6 +478,68 @@ class Flaw:
     problem: Problem
 
 
+#: A remote's name as ``git remote`` takes it: no option, no space, no path trickery.
+_SAFE_REMOTE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_PR_FIELD = re.compile(r"\{([A-Za-z_]*)\}")
+
+
+def _finalize_flaws(kind: Kind) -> list[Flaw]:
+    """A finalize whose remote is no remote's name, or whose PR command cannot be run."""
+    plan = kind.finalize
+    if plan is None:
+        return []
+    said: list[tuple[str, str, str]] = []
+    if plan.push and (not _SAFE_REMOTE.fullmatch(plan.push) or ".." in plan.push):
+        said.append(
+            ("push", f"{plan.push!r} is not a remote's name", "name a remote, such as origin")
+        )
+    if plan.pr:
+        if not plan.push:
+            said.append(
+                (
+                    "pr",
+                    "a pull request needs the run's branch pushed first, and no push is set",
+                    'add push = "<remote>" beside pr',
+                )
+            )
+        unknown = sorted(
+            {
+                field
+                for argument in plan.pr
+                for field in _PR_FIELD.findall(argument)
+                if field not in PR_FIELDS
+            }
+        )
+        if unknown:
+            said.append(
+                (
+                    "pr",
+                    f"the pr command names an unknown field {{{unknown[0]}}}",
+                    f"use {', '.join('{' + field + '}' for field in PR_FIELDS)}",
+                )
+            )
+    if plan.land and (plan.push or plan.pr):
+        said.append(
+            (
+                "land",
+                "finalize both lands the branch and pushes it",
+                "keep land = true, or push and pr: the landers land on the base, a PR asks for it",
+            )
+        )
+    if not plan.push and not plan.pr and not plan.land:
+        said.append(
+            ("finalize", "finalize sets nothing to do", 'set push = "<remote>", or land = true')
+        )
+    return [
+        Flaw(
+            block=None,
+            key="finalize",
+            problem=Problem(field=f"kind {kind.name}: finalize {key}", what=what, mend=mend),
+        )
+        for key, what, mend in said
+    ]
+
+
 def check_kind(kind: Kind) -> None:
     """Raise a :class:`UsageError` naming every problem in a kind's declaration."""
     flaws = kind_flaws(kind)
@@ -478,6 +563,7 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
         )
         flaws.append(Flaw(block=None, key="prefix", problem=problem))
     flaws.extend(_budget_flaws(kind))
+    flaws.extend(_finalize_flaws(kind))
     order = steps(kind.body)
     if not order:
         problem = Problem(
@@ -652,11 +738,12 @@ def judged_at_turn_end(gate: Gate) -> bool:
 
 @by_identity
 def is_workflow(kind: Kind) -> bool:
-    """The kind uses what only workflows have: a loop, a workflow gate, budgets, a step's agent.
+    """The kind uses what only workflows have: loops, workflow gates, budgets, finalize...
 
+    That is: a loop or parallel, a workflow gate, budgets, a step's own agent, or a finalize.
     A kind of Steps gated by the five deliverables, with no budgets, runs as it always did.
     """
-    if kind.budgets != Budgets():
+    if kind.budgets != Budgets() or kind.finalize is not None:
         return True
     if any(not isinstance(block, Step | Sequence) for block in blocks_of(kind.body)):
         return True

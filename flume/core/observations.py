@@ -342,6 +342,26 @@ class LaneEnded:
 
 
 @attrs.frozen(kw_only=True)
+class Pushed:
+    """Finalize: ``remote`` holds the run's ``branch`` at ``head`` (pushed, or found so)."""
+
+    at: Instant
+    remote: str
+    branch: BranchName
+    head: Sha | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PROpened:
+    """Finalize: the pull request command ran to success; ``url``: the address it printed."""
+
+    at: Instant
+    url: str = ""
+    #: The end of what it printed.
+    output: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class LanesMerged:
     """Every lane asked for is merged into the run's branch, now at ``head``."""
 
@@ -637,6 +657,8 @@ Fact = (
     | LaneEnded
     | LanesMerged
     | MergeConflicted
+    | Pushed
+    | PROpened
 )
 Observation = Command | Fact
 
@@ -684,5 +706,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     LaneEnded,
     LanesMerged,
     MergeConflicted,
+    Pushed,
+    PROpened,
     TranscriptFound,
 )

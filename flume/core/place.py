@@ -28,7 +28,7 @@ import attrs
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from flume.core.actions import Action, MergeLanes
+from flume.core.actions import Action, Land, MergeLanes, OpenPR, Push
 from flume.core.budget import Spent
 from flume.core.choices import AgentName
 from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName
@@ -46,6 +46,7 @@ from flume.core.kinds import (
     TasksTicked,
     Verdict,
     stage_named,
+    steps,
 )
 from flume.core.launch import Launch
 from flume.core.observations import (
@@ -102,6 +103,7 @@ class PauseCause(enum.Enum):
     STALLED = "stalled"  #: the agent said nothing mid-turn, nudged once, and still nothing
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; ``flume resolve`` goes on
     LANE_DROPPED = "lane-dropped"  #: a lane a join needs ended unfinished; only drop remains
+    FINALIZE_FAILED = "finalize-failed"  #: the push or the PR command failed; mend, then resume
 
 
 @attrs.frozen(kw_only=True)
@@ -202,6 +204,16 @@ class Merging:
 
 
 @attrs.frozen(kw_only=True)
+class Finalizing:
+    """The body is done: the run's branch is being pushed, or its pull request opened.
+
+    No agent lives in the run meanwhile; it finishes once each finalize act is observed done.
+    """
+
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
 class Short:
     """The stage stopped short; it waits for a retry or a drop (R8)."""
 
@@ -222,6 +234,7 @@ StagePhase = (
     | Paused
     | Fanned
     | Merging
+    | Finalizing
 )
 
 # Why each entry holds. Drop and tidy are the caller's in every phase; the place's life decides
@@ -319,6 +332,10 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         DropAsked: Merging,
         TidyAsked: Merging,
     },
+    Finalizing: {
+        DropAsked: Finalizing,
+        TidyAsked: Finalizing,
+    },
 }
 
 #: WF-NO-SILENT-WAIT: of the commands a paused stage accepts (:data:`ACCEPTS`), which each cause
@@ -334,6 +351,8 @@ PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     # Resolved by hand, the merge goes on; by an agent, a merge step is queued first.
     PauseCause.MERGE_CONFLICT: frozenset({ResolveAsked}),
     PauseCause.LANE_DROPPED: frozenset(),
+    # Resumed once the remote or the PR command is mended: only what is not done runs again.
+    PauseCause.FINALIZE_FAILED: frozenset({ResumeAsked}),
 }
 
 
@@ -589,6 +608,13 @@ class Place:
     finished_lanes: PVector[str] = attrs.field(factory=pvector)
     #: The lanes the block's merge merges, in order (WF-MERGE-ORDER).
     merging: PVector[str] = attrs.field(factory=pvector)
+    #: Finalize: the head the remote was seen to hold the run's branch at (WF-FINALIZE-ONCE).
+    pushed: Sha | None = None
+    #: Finalize: the pull request command ran to success, once; what it said of the URL.
+    pr_opened: bool = False
+    pr_url: str = ""
+    #: Finalize: how many times it failed and paused; the next try is one more.
+    finalize_failures: int = 0
     #: Every agent started, in order, with where its transcript is (TRANSCRIPT-KEPT).
     attempts: PVector[Attempt] = attrs.field(factory=pvector)
 
@@ -638,6 +664,10 @@ class PlaceChanges(TypedDict, total=False):
     entry: Sha | None
     finished_lanes: PVector[str]
     merging: PVector[str]
+    pushed: Sha | None
+    pr_opened: bool
+    pr_url: str
+    finalize_failures: int
     attempts: PVector[Attempt]
 
 
@@ -718,6 +748,48 @@ def merge_action(place: Place) -> MergeLanes:
     )
 
 
+def finalize_action(place: Place) -> Push | OpenPR | Land | None:
+    """WF-FINALIZE-ONCE: the kind's next finalize act not yet observed done; None: none left.
+
+    The push first (once the remote holds the branch's head it is done), then the pull
+    request (once it ran to success it is done). WF-PUSH-ONLY-RUN-BRANCH: the push names the
+    run's own branch, nothing else.
+    """
+    plan = place.kind.finalize
+    if plan is None:
+        return None
+    if plan.land:
+        if place.landed_at is not None:
+            return None
+        return Land(path=place.path, branch=place.branch, base=place.launch.base, start=place.start)
+    if plan.push and (place.pushed is None or place.pushed != place.head):
+        return Push(path=place.path, remote=plan.push, branch=place.branch, head=place.head)
+    if plan.pr and not place.pr_opened:
+        ran = list(steps(place.kind.body))
+        verdicts = [found.name for found in ran if isinstance(found.deliverable, Verdict)]
+        return OpenPR(
+            path=place.path,
+            argv=plan.pr,
+            base=place.launch.base,
+            branch=place.branch,
+            title=_title(place.launch.brief),
+            board=place.board,
+            handoffs=pvector(found.name for found in ran),
+            verdict=verdicts[-1] if verdicts else None,
+            attempt=place.finalize_failures + 1,
+        )
+    return None
+
+
+def _title(brief: str) -> str:
+    """A pull request's title: the brief's first line that says something, cut to 72 characters.
+
+    A launch's brief always has one (an empty brief is refused at launch).
+    """
+    first = next((line.strip() for line in brief.splitlines() if line.strip()), "")
+    return first if len(first) <= 72 else first[:71].rstrip() + "…"
+
+
 #: The option of ``flume raise`` that raises each budget.
 _RAISE_OPTIONS = {
     "turns": "--turns",
@@ -747,6 +819,8 @@ def resolve_command(place: Place, paused: Paused) -> str:
             )
         case PauseCause.LANE_DROPPED:
             return f"flume drop {name}"
+        case PauseCause.FINALIZE_FAILED:
+            return f"flume resume {name} (once the remote or the pull request command is mended)"
         case _:
             assert_never(cause)
 

@@ -54,6 +54,12 @@ RULES: dict[str, str] = {
         "Over a budget no start or send is decided; the run pauses, never failed or dropped."
     ),
     "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-FINALIZE-ONCE": (
+        "Finalize pushes, then opens the PR, each once; a failure pauses, resume does what is left."
+    ),
+    "WF-PUSH-ONLY-RUN-BRANCH": (
+        "Finalize pushes only the run's branch: never forced, never the base."
+    ),
     "STEP-NAMED": ("A tell or retry naming a step is taken only while the run is at that step."),
     "WF-STALL-NUDGES-ONCE": (
         "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."
@@ -87,6 +93,14 @@ RULES: dict[str, str] = {
     "WF-TIDY-LANES": (
         "A merged lane is tidied, its branch going with its worktree; a lane not merged is "
         "tidied too, its branch kept and named (R10); a dropped run drops its running lanes."
+    ),
+    "VERSION-FROZEN": (
+        "A running place keeps the definition frozen at its launch: its kind is its journal's "
+        "launch's, whatever becomes of the file it was read from."
+    ),
+    "VERSION-FIRST-DIFFERENCE": (
+        "A journal folded under a changed definition names the first observation decided "
+        "differently (its actions or refusal), or says every decision is the same."
     ),
     "UNREGISTERED-ASKS": (
         "A Claude Code agent unregistered 10 s after it started is taken to ask a person."

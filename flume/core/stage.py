@@ -78,6 +78,7 @@ from flume.core.place import (
     AwaitingWord,
     Delivered,
     Delivering,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -96,6 +97,7 @@ from flume.core.place import (
     accepts,
     current_step,
     evolve,
+    finalize_action,
     has_deliverable,
     is_live,
     is_quiet,
@@ -458,11 +460,20 @@ def on_report(place: Place, seen: ReportSeen) -> Outcome:
 
 def on_landed(place: Place, seen: Landed) -> Outcome:
     """The base holds the branch's work; it counts while a stage that lands is working."""
+    finalizing = isinstance(place.stage.phase, Finalizing) and place.submission in {
+        Submission.SUBMITTED,
+        Submission.BLOCKED,
+    }
     if (
         place.landed_at is not None
         or place.life is not Life.ACTIVE
-        or not isinstance(current_step(place).deliverable, Landing)
-        or not isinstance(place.stage.phase, Working)
+        or not (
+            finalizing
+            or (
+                isinstance(current_step(place).deliverable, Landing)
+                and isinstance(place.stage.phase, Working)
+            )
+        )
     ):
         return place, ()
     place = evolve(
@@ -477,6 +488,10 @@ def on_landed(place: Place, seen: Landed) -> Outcome:
         text=f"{place.branch} landed on {place.launch.base} at {seen.base_sha}",
         stage=place.stage.name,
     )
+    if finalizing:
+        # Finalize's land is its last act: the run finishes, and tidy is wanted.
+        place, finished = finish_place(place)
+        return place, (report, *finished)
     return place, (report,)
 
 
@@ -676,6 +691,16 @@ def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
         submission_note=seen.reason,
     )
     report = Report(event=Event.CHECKS_FAILED, text=seen.reason, stage=place.stage.name)
+    if isinstance(place.stage.phase, Finalizing):
+        # Finalize's land, with no agent to mend it: a person's, named; resumed, it lands again.
+        paused = Paused(
+            cause=PauseCause.FINALIZE_FAILED,
+            words=f"landing failed: {seen.reason}\n{seen.output}".rstrip(),
+            finish=True,
+        )
+        place = evolve(place, finalize_failures=place.finalize_failures + 1)
+        place, pausing = pause_stage(place, paused)
+        return place, (report, *pausing)
     # Only a tell the rules would take goes back: a printed agent's terminal is not flume's to
     # type into, and one asking a person must not have its question answered (R6).
     if (
@@ -726,7 +751,7 @@ def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
     if (
         place.life is not Life.ACTIVE
         or place.submission is not Submission.BLOCKED
-        or not isinstance(place.stage.phase, Working)
+        or not isinstance(place.stage.phase, Working | Finalizing)
         or retry_at is None
         or now < retry_at
     ):
@@ -770,6 +795,22 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
             cause=PauseCause.MERGE_CONFLICT,
             words=f"merging the lanes into {place.branch} failed: {seen.output}".rstrip(),
         )
+        place, pausing = pause_stage(place, paused)
+        return place, (report, *pausing)
+    if (
+        seen.action in {ActionName.PUSH, ActionName.OPEN_PR}
+        and place.life is Life.ACTIVE
+        and isinstance(place.stage.phase, Finalizing)
+    ):
+        # WF-FINALIZE-ONCE: a push or PR command that failed waits on a person, with its words;
+        # resumed, only what is not done is asked for again.
+        what = "pushing" if seen.action is ActionName.PUSH else "the pull request command"
+        paused = Paused(
+            cause=PauseCause.FINALIZE_FAILED,
+            words=f"{what} failed: {seen.output}".rstrip(),
+            finish=True,
+        )
+        place = evolve(place, finalize_failures=place.finalize_failures + 1)
         place, pausing = pause_stage(place, paused)
         return place, (report, *pausing)
     if seen.action is ActionName.LAND and place.submission is Submission.SUBMITTED:
@@ -896,7 +937,18 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
 
 
 def finish_place(place: Place) -> Outcome:
-    """The last stage passed: the place is finished (landed: tidy is wanted)."""
+    """The last stage passed: the place is finished (landed: tidy is wanted).
+
+    A kind that finalizes finishes only once each finalize act is observed done: until then
+    it stands ``Finalizing`` and asks for the next (:func:`flume.core.place.finalize_action`).
+    """
+    act = finalize_action(place)
+    if act is not None:
+        place = evolve(place, stage=attrs.evolve(place.stage, phase=Finalizing(since=place.now)))
+        if isinstance(act, Land):
+            # ``land = true``: submitted as a submit stage's work is, with no agent to mend it.
+            place = evolve(place, submission=Submission.SUBMITTED, submission_note="")
+        return place, (act,)
     place = evolve(place, life=Life.FINISHED)
     finished = Report(event=Event.FINISHED, text=f"{_name(place)} finished", stage=place.stage.name)
     if place.landed_at is None:

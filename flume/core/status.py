@@ -24,6 +24,7 @@ from flume.core.ids import (
     KindName,
     PlaceName,
     SessionId,
+    Sha,
     StageName,
     WorkName,
 )
@@ -46,6 +47,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -81,6 +83,7 @@ class PhaseWord(enum.StrEnum):
     PAUSED = "paused"  #: the run waits on a person (approve, resume, raise, resolve)
     LANES = "lanes"  #: a parallel block's lanes run, each a place of its own
     MERGING = "merging"  #: the lanes' branches are being merged into the run's
+    FINALIZING = "finalizing"  #: the body is done: the branch is pushed, its PR opened
     FINISHED = "finished"  #: the place's last stage is done
     DROPPED = "dropped"  #: the caller abandoned the work
     TIDIED = "tidied"  #: the place's worktree is gone
@@ -185,16 +188,18 @@ class PlaceStatus:
     turns_spent: int | None = None
     tokens_spent: int | None = None
     maxed: PVector[str] = attrs.field(factory=pvector)
-    #: The kind's tree, each named block's state (a workflow's place only: a new field, so the
-    #: status format stays 1, whose fields every place still carries).
+    #: The kind's tree, each named block's state (a workflow's place only).
     tree: PVector[BlockView] = attrs.field(factory=pvector)
+    #: Finalize: the head the remote holds the run's branch at, and the pull request's address.
+    pushed: Sha | None = None
+    pr_url: str | None = None
     #: The current attempt's transcript, once found; every attempt's whose was found, in the
     #: order their agents started (absent until one is: an old journal's status is unchanged).
     transcript: str | None = None
     transcripts: PVector[TranscriptView] = attrs.field(factory=pvector)
 
 
-def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911 (one arm per phase)
+def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
     """The phase in one word."""
     match phase:
         case AwaitingWord():
@@ -219,6 +224,8 @@ def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911 (one arm 
             return PhaseWord.LANES
         case Merging():
             return PhaseWord.MERGING
+        case Finalizing():
+            return PhaseWord.FINALIZING
         case _:
             assert_never(phase)
 
@@ -322,6 +329,10 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
         view = attrs.evolve(view, maxed=place.maxed)
     if is_workflow(place.kind):
         view = attrs.evolve(view, tree=pvector(tree_of(place)))
+    if place.pushed is not None:
+        view = attrs.evolve(view, pushed=place.pushed)
+    if place.pr_opened:
+        view = attrs.evolve(view, pr_url=place.pr_url)
     return view
 
 

@@ -17,12 +17,13 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, gates, lanes, stage, tell, tidy, transcripts
+from flume.core import delivery, finalize, gates, lanes, stage, tell, tidy, transcripts
 from flume.core.actions import (
     Action,
     EndAgent,
     Event,
     GatherTidyFacts,
+    Land,
     Report,
     StartAgent,
 )
@@ -56,6 +57,8 @@ from flume.core.observations import (
     ProceedAsked,
     PromptTyped,
     PromptUnwritten,
+    PROpened,
+    Pushed,
     ReportSeen,
     ResolveAsked,
     ResumeAsked,
@@ -77,6 +80,7 @@ from flume.core.observations import (
     WorktreeRemoved,
 )
 from flume.core.place import (
+    Finalizing,
     Judging,
     Life,
     Outcome,
@@ -87,6 +91,7 @@ from flume.core.place import (
     TidyGathering,
     current_step,
     evolve,
+    finalize_action,
 )
 from flume.core.settings import Settings
 
@@ -276,6 +281,10 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return lanes.on_lanes_merged(place, seen)
         case MergeConflicted():
             return lanes.on_merge_conflicted(place, seen)
+        case Pushed():
+            return finalize.on_pushed(place, seen)
+        case PROpened():
+            return finalize.on_pr_opened(place, seen)
         case BudgetRaised():
             return gates.on_raise(place, seen)
         case GateRead():
@@ -359,6 +368,15 @@ def pending(place: Place) -> tuple[Action, ...]:
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
     found.extend(lanes.pending(place))
+    act = finalize_action(place)
+    # Finalize's land is pending as a submission is, above: once.
+    if (
+        place.life is Life.ACTIVE
+        and isinstance(phase, Finalizing)
+        and act is not None
+        and not isinstance(act, Land)
+    ):
+        found.append(act)
     if isinstance(place.tidy, TidyGathering):
         found.append(
             GatherTidyFacts(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
+from flume.core import budget
 from flume.core.actions import Event, Report, SendTell
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
@@ -95,6 +96,7 @@ def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
         or agent.ending
         or agent.activity is not Activity.WAITING
         or not isinstance(place.stage.phase, Working | Delivered | Short)
+        or _over_budget(place, now)
     ):
         return place, ()
     tell = place.held[0]
@@ -104,6 +106,15 @@ def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
         sending=TellSending(tell=tell, sends=1, sent_at=now),
     )
     return place, (send_tell(place, tell, 1),)
+
+
+def _over_budget(place: Place, now: Instant) -> bool:
+    """WF-BUDGET-PAUSES: a run over a budget sends nothing more, a tell no more than a prompt.
+
+    Its stage, its gate met, ends as it would (its held tells dropped, named); one short of its
+    gate is paused first (:func:`flume.core.gates.pause_when_spent`).
+    """
+    return budget.spent_budget(place.budgets, place.spent, place.stage.turns, now) is not None
 
 
 def send_tell(place: Place, tell: Tell, send: int) -> SendTell:
@@ -147,7 +158,11 @@ def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
     if sending is None or now - sending.sent_at < settings.confirm_seconds:
         return place, ()
     if sending.sends < MAX_SENDS and is_live(place):
-        if place.agent is None or place.agent.activity is not Activity.WAITING:
+        if (
+            place.agent is None
+            or place.agent.activity is not Activity.WAITING
+            or _over_budget(place, now)
+        ):
             return place, ()
         again = TellSending(tell=sending.tell, sends=sending.sends + 1, sent_at=now)
         return evolve(place, sending=again), (send_tell(place, sending.tell, again.sends),)

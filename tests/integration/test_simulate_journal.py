@@ -12,17 +12,22 @@ write on the board.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyrsistent import pvector
 
+from flume.core.actions import Action, SendPrompt
 from flume.core.ids import BlockName, Instant, KindName, StageName
 from flume.core.kinds import Approval, Commit, Kind, Loop, Sequence, Step, Verdict
+from flume.core.kinds import steps as kind_steps
 from flume.core.observations import Launched, TurnEnded, Usage
 from flume.core.place import Paused, Working
 from flume.core.settings import Settings
+from flume.core.step import trace
+from flume.shell.declared import scenario
 from flume.shell.perform import launcher
 from flume.shell.store import journal
 from tests.integration.places_kit import Harness, commit, flume, repository
@@ -212,3 +217,198 @@ def test_a_journal_that_cannot_be_read_is_named_and_exit_2(tmp_path: Path) -> No
     ran = flume("simulate")
     assert ran.returncode == 2
     assert "names no scenario and no journal" in ran.stderr
+
+
+# --- a journal under a changed definition: simulate --journal J --kind-file NEW ---------------
+
+#: A workflow the repository declares in a kind file of its own (``[[kinds]] file = ...``).
+PLAN_BUILD = """\
+[kind]
+name = "wf"
+body = ["plan", "build"]
+
+[step.plan]
+prompt = "Plan $brief; commit PLAN.md."
+gate = "commit"
+
+[step.build]
+prompt = "Build what PLAN.md says; commit."
+gate = "commit"
+"""
+EDITED = PLAN_BUILD.replace("Build what PLAN.md says;", "Build what PLAN.md says, with tests;")
+
+
+def _versions(path: Path, kind_file: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return flume("simulate", "--journal", str(path), "--kind-file", str(kind_file), *more)
+
+
+def trace_actions(path: Path, index: int) -> tuple[Action, ...]:
+    """The actions decided at the journal's ``index``-th observation."""
+    row = list(trace(Settings(), journal.read(path).observations))[index]
+    assert row.decision is not None
+    return row.decision.actions
+
+
+def _sent_build_at(path: Path) -> int:
+    """The index of the observation whose step sent build its prompt."""
+    rows = list(trace(Settings(), journal.read(path).observations))
+    return next(
+        index
+        for index, row in enumerate(rows)
+        if row.decision is not None
+        and any(isinstance(a, SendPrompt) and a.stage == "build" for a in row.decision.actions)
+    )
+
+
+def test_a_running_place_keeps_its_definition_and_simulate_names_what_an_edit_changes(
+    host: Path, harness: Harness, tmp_path: Path
+) -> None:
+    """VERSION-FROZEN through the shell, and must-show 7 of issue 14.
+
+    The repository's kind file is edited while its place runs plan: build is still prompted
+    with the words the place was launched with. ``flume simulate --journal`` against the edited
+    file names the step that sent build its prompt, the prompt's text the difference; against
+    the file as it was at launch, "same".
+    """
+    repo = repository(
+        host / "repo",
+        files={".flume.toml": '[[kinds]]\nfile = "flume/wf.toml"\n', "flume/wf.toml": PLAN_BUILD},
+    )
+    request = launcher.Request(repository=repo, kind="wf", name="frozen", brief="the greeting")
+    path = launcher.launch(request, Settings(), harness.clock).journal
+    harness.settle()
+    place = harness.place(path)
+    assert (place.stage.name, type(place.stage.phase)) == ("plan", Working)
+    kind_file = repo / "flume" / "wf.toml"
+    kind_file.write_text(EDITED, encoding="utf-8")
+    commit(Path(place.path), "PLAN.md", "a plan\n")
+    _turn_ends(harness, path)
+    harness.pass_time(Settings().quiet_seconds + 1)
+    place = harness.place(path)
+    assert (place.stage.name, type(place.stage.phase)) == ("build", Working)
+    (launched, *_rest) = journal.read(path).observations
+    assert isinstance(launched, Launched)
+    assert place.kind == launched.kind
+    (build,) = [
+        step.prompt for step in kind_steps(place.kind.body) if step.name == StageName("build")
+    ]
+    assert build == "Build what PLAN.md says; commit."
+    sent = _sent_build_at(path)
+    (prompt,) = [
+        action
+        for action in trace_actions(path, sent)
+        if isinstance(action, SendPrompt) and action.stage == "build"
+    ]
+    assert prompt.text.startswith("Build what PLAN.md says; commit.")
+
+    ran = _versions(path, kind_file)
+    assert ran.returncode == 0, ran.stderr
+    count = len(journal.read(path).observations)
+    assert f"differs at observation {sent + 1} of {count} (journal line {sent + 1})" in ran.stdout
+    assert "the names differ" not in ran.stdout
+    differ = ran.stdout.split("where they differ (the journal's | the file's):\n")[1]
+    (line,) = differ.splitlines()
+    assert line.strip().startswith("actions[")
+    assert '"Build what PLAN.md says; commit.' in line
+    assert '"Build what PLAN.md says, with tests; commit.' in line
+
+    shown = _versions(path, kind_file, "--json")
+    assert shown.returncode == 0, shown.stderr
+    (document,) = [json.loads(each) for each in shown.stdout.splitlines()]
+    assert (document["row"], document["same"], document["observations"]) == (
+        "versions",
+        False,
+        count,
+    )
+    first = document["first"]
+    assert (first["observation"], first["line"]) == (sent + 1, sent + 1)
+    assert [each["path"].split(".")[-1] for each in first["differences"]] == ["text"]
+    assert first["journal"]["actions"][0]["type"] == "SendPrompt"
+
+    before = tmp_path / "as-launched.toml"
+    before.write_text(PLAN_BUILD, encoding="utf-8")
+    ran = _versions(path, before)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[-1] == f"same: {count} observations, every decision the same"
+    shown = _versions(path, before, "--json")
+    assert json.loads(shown.stdout)["same"] is True
+    assert json.loads(shown.stdout)["first"] is None
+
+
+def test_a_kind_of_stages_named_otherwise_is_compared_under_the_journal_s_name(
+    host: Path, harness: Harness, tmp_path: Path
+) -> None:
+    """A fix's journal against a kind file of stages named mend: allowed, the names said to differ.
+
+    Its prefix is fix's, so the launch is decided alike; its one stage, not fix's, starts first.
+    """
+    repo = repository(host / "repo")
+    request = launcher.Request(repository=repo, kind="fix", name="plain", brief="Mend it.")
+    path = launcher.launch(request, Settings(), harness.clock).journal
+    carry_to_landing(harness, path)
+    mend = tmp_path / "mend.toml"
+    mend.write_text(
+        '[kind]\nname = "mend"\nprefix = "fix"\n[[kind.stages]]\nname = "mend"\n'
+        'prompt = "Mend $brief."\ndeliverable = "landing"\n',
+        encoding="utf-8",
+    )
+    ran = _versions(path, mend)
+    assert ran.returncode == 0, ran.stderr
+    assert "compared with: " + str(mend) + " (kind mend)" in ran.stdout
+    assert "the names differ: the journal's kind is fix, the file declares mend" in ran.stdout
+    assert "differs at observation " in ran.stdout
+    assert "differs at observation 1 " not in ran.stdout
+    document = json.loads(_versions(path, mend, "--json").stdout)
+    assert (document["journal_kind"], document["file_kind"]) == ("fix", "mend")
+
+
+def test_a_bad_kind_file_or_journal_is_named_and_exit_2(host: Path, tmp_path: Path) -> None:
+    """Exit 2, the fault named (a file's line where it has one), nothing printed.
+
+    A kind file missing, not TOML, or a bad workflow; a tests gate the journal's launch froze no
+    command for; a journal missing; no journal, or a scenario beside it.
+    """
+    del host
+    journal_path = tmp_path / "journal.jsonl"
+    sc = scenario.load(scenario.find("workflow-loop"))
+    journal.create(journal_path, sc.observations[0])
+    for seen in sc.observations[1:]:
+        journal.append(journal_path, seen)
+    good = tmp_path / "good.toml"
+    text = (scenario.SHIPPED / "workflow-loop.toml").read_text(encoding="utf-8")
+    good.write_text(
+        text[text.index("[workflow.kind]") : text.index("# flume made")].replace("workflow.", ""),
+        encoding="utf-8",
+    )
+    assert "same: " in _versions(journal_path, good).stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[kind]\nname = "reviewed"\nbody = = 3\n', encoding="utf-8")
+    capped = tmp_path / "capped.toml"
+    capped.write_text(good.read_text(encoding="utf-8").replace("max = 3", "max = 0"))
+    cap_line = capped.read_text(encoding="utf-8").splitlines().index("max = 0") + 1
+    tests_gated = tmp_path / "tests.toml"
+    tests_gated.write_text(
+        good.read_text(encoding="utf-8").replace('gate = "commit"', 'gate = "tests"'),
+        encoding="utf-8",
+    )
+    cases = [
+        (
+            _versions(journal_path, tmp_path / "none.toml"),
+            f"{tmp_path / 'none.toml'}: cannot be read",
+        ),
+        (_versions(journal_path, bad), f"{bad}:3: is not valid TOML"),
+        (_versions(journal_path, capped), f"{capped}:{cap_line}: "),
+        (_versions(tmp_path / "no.jsonl", good), "no.jsonl: cannot be read as a journal"),
+        (_versions(journal_path, tests_gated), "gated on tests, and the journal's launch froze"),
+        (flume("simulate", "--kind-file", str(good)), "no --journal is given"),
+        (
+            flume(
+                "simulate", "fix-clean", "--journal", str(journal_path), "--kind-file", str(good)
+            ),
+            "not a scenario",
+        ),
+    ]
+    for ran, says in cases:
+        assert ran.returncode == 2, (says, ran.stdout, ran.stderr)
+        assert ran.stdout == ""
+        assert says in ran.stderr, (says, ran.stderr)

@@ -18,13 +18,14 @@ import pytest
 from flume.core.actions import Event, Report, SendPrompt, SendTell
 from flume.core.ids import SessionId
 from flume.core.observations import ApproveAsked, Launched
-from flume.core.place import Judging, Life, PauseCause, Paused
+from flume.core.place import AwaitingWord, Judging, Life, PauseCause, Paused
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.agents import claude, codex, scripted
 from flume.shell.panes.tmux import Tmux
 from flume.shell.perform import launcher
 from flume.shell.store import places
+from flume.testing import scenario
 from tests.integration.agents_kit import (
     TIMING,
     agent_repository,
@@ -394,3 +395,91 @@ def test_a_long_tests_gate_never_holds_another_places_supervision(
         release.write_text("", encoding="utf-8")
     passed = [text for event, text in _events(held) if event is Event.GATE_PASSED]
     assert passed == ["the gate of build passed"]
+
+
+PLAN_BUILD = """\
+[kind]
+name = "wf"
+body = ["plan", "build"]
+
+[step.plan]
+prompt = "Plan $brief: write PLAN.md; commit."
+gate = "commit"
+
+[step.build]
+prompt = "Build what PLAN.md says; commit."
+gate = "commit"
+"""
+EDITED_BUILD = PLAN_BUILD.replace(
+    "Build what PLAN.md says;", "Build what PLAN.md says, with tests;"
+)
+
+#: Each step writes its file and commits.
+PLAN_BUILD_SCRIPT = """
+[[turn]]
+match = ":plan:1"
+steps = [{write = {path = "PLAN.md", text = "a plan\\n"}}, {commit = "Plan the greeting"}]
+
+[[turn]]
+match = ":build:1"
+steps = [{write = {path = "built.md", text = "built\\n"}}, {commit = "Build the greeting"}]
+"""
+
+
+def test_a_running_place_keeps_the_definition_it_launched_with(tmp_path: Path, panes: Tmux) -> None:
+    """VERSION-FROZEN end to end, and issue 14's must-show 7 on a real run's journal.
+
+    The repository declares wf in its own kind file. Its place runs plan, then waits on the
+    caller's word before build (``--wait build``); meanwhile the file is edited (build's
+    prompt reworded). Told to proceed, build is prompted with the words of the launch, and the
+    run finishes. ``flume simulate --journal`` against the edited file names the step that sent
+    build its prompt; against the file as it was, "same".
+    """
+    del panes
+    repo = scenario.make_repository(
+        tmp_path / "repo",
+        {
+            ".flume.toml": TIMING + '[[kinds]]\nfile = "flume/wf.toml"\n',
+            "flume/wf.toml": PLAN_BUILD,
+            "README.md": "hullo\n",
+        },
+    )
+    agent_script = script(tmp_path, PLAN_BUILD_SCRIPT)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind", "wf", "--name", "frozen",
+        "--brief", "the greeting", "--wait", "build", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    path = places.journals_dir(repo) / "wf--frozen" / places.JOURNAL
+
+    def waits_for_build() -> bool:
+        place = place_of(path)
+        return place.stage.name == "build" and isinstance(place.stage.phase, AwaitingWord)
+
+    wait_for(waits_for_build, 60, "build to wait on the caller's word")
+    kind_file = repo / "flume" / "wf.toml"
+    kind_file.write_text(EDITED_BUILD, encoding="utf-8")
+    proceeded = flume_process("proceed", "wf--frozen", "--repository", str(repo))
+    assert proceeded.returncode == 0, proceeded.stderr
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
+    prompts = [a for a in decided(path, SendPrompt) if isinstance(a, SendPrompt)]
+    (build,) = {a.text for a in prompts if a.stage == "build"}
+    assert build.startswith("Build what PLAN.md says; commit.")
+    assert "with tests" not in build
+    log = run_git(repo, "log", "--format=%s", "wf/frozen")
+    assert "Build the greeting" in log
+
+    compared = flume_process("simulate", "--journal", str(path), "--kind-file", str(kind_file))
+    assert compared.returncode == 0, compared.stderr
+    assert "differs at observation " in compared.stdout
+    assert "-> SendPrompt stage build#1" in compared.stdout
+    (line,) = compared.stdout.split("(the journal's | the file's):\n")[1].splitlines()
+    assert '"Build what PLAN.md says; commit.' in line
+    assert '"Build what PLAN.md says, with tests; commit.' in line
+    as_launched = tmp_path / "as-launched.toml"
+    as_launched.write_text(PLAN_BUILD, encoding="utf-8")
+    same = flume_process("simulate", "--journal", str(path), "--kind-file", str(as_launched))
+    assert same.returncode == 0, same.stderr
+    count = len(observations(path))
+    assert same.stdout.splitlines()[-1] == f"same: {count} observations, every decision the same"

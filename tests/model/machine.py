@@ -37,6 +37,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -80,6 +81,7 @@ PHASE_WORDS: dict[type, str] = {
     Paused: "paused",
     Fanned: "lanes",
     Merging: "merging",
+    Finalizing: "finalizing",
 }
 
 

@@ -56,6 +56,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -93,6 +94,7 @@ PHASES: list[StagePhase] = [
     Paused(cause=PauseCause.APPROVAL, words="step review waits for approval"),
     Fanned(since=Instant(1)),
     Merging(since=Instant(1)),
+    Finalizing(since=Instant(1)),
 ]
 
 

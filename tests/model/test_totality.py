@@ -45,6 +45,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Fanned,
+    Finalizing,
     Judging,
     Life,
     Merging,
@@ -133,6 +134,7 @@ PHASES: tuple[StagePhase, ...] = (
     *(Paused(cause=cause, words=f"paused for {cause.value}") for cause in PauseCause),
     Fanned(since=_AT),
     Merging(since=_AT),
+    Finalizing(since=_AT),
 )
 #: A fix launch: its second stage lands, so submit can be accepted there.
 _FIX = next(seen for seen in FIXED_LAUNCHES if seen.kind.name == "fix")

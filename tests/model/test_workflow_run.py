@@ -40,6 +40,7 @@ from flume.core.observations import (
     ApproveAsked,
     BudgetRaised,
     GateRead,
+    Launched,
     ResumeAsked,
     RetryAsked,
     Tick,
@@ -56,6 +57,7 @@ from flume.core.place import (
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import pending, step
+from flume.core.versions import compare
 from flume.core.workflow import Pass, Position, advance, first, key
 from tests.model.world import FakeWorld
 
@@ -63,7 +65,11 @@ S = Settings()
 
 
 def reviewed(
-    *, most: int = 3, on_max: OnMax = OnMax.CONTINUE, budgets: Budgets | None = None
+    *,
+    most: int = 3,
+    on_max: OnMax = OnMax.CONTINUE,
+    budgets: Budgets | None = None,
+    fix_prompt: str = "Mend the findings in $board/review/verdict.json; commit.",
 ) -> Kind:
     """Plan (an artifact), a review loop (review's verdict, fix's commit), then an approval."""
     review = Step(
@@ -73,7 +79,7 @@ def reviewed(
     )
     fix = Step(
         name=StageName("fix"),
-        prompt="Mend the findings in $board/review/verdict.json; commit.",
+        prompt=fix_prompt,
         deliverable=Commit(),
     )
     return Kind(
@@ -162,6 +168,10 @@ class WorkflowMachine(RuleBasedStateMachine):
         """Launch the kind, with its loop's max and budgets drawn."""
         budgets = Budgets(turns=turns, tokens=tokens)
         self.world = world_of(reviewed(most=most, on_max=on_max, budgets=budgets))
+        #: The same kind, its fix prompt reworded, as a person might edit its file mid-run.
+        self.edited = reviewed(
+            most=most, on_max=on_max, budgets=budgets, fix_prompt="Mend every finding; commit."
+        )
         self.most = most
         self.writers: dict[StageName, tuple[str, int]] = {}
         self.done_passes: set[int] = set()
@@ -303,7 +313,41 @@ class WorkflowMachine(RuleBasedStateMachine):
         if refused is None:
             self.raised_under.append(index)
 
+    @rule()
+    def definition_edited(self) -> None:
+        """VERSION-FIRST-DIFFERENCE: the journal under an edited fix prompt, compared.
+
+        Under its own kind every decision is the same; under a kind whose fix prompt is edited,
+        the first that differs is the first step that sent fix its prompt (the prompt's text
+        alone differs), and none differs while fix was never prompted.
+        """
+        journal = self.world.journal
+        launched = journal[0]
+        assert isinstance(launched, Launched)
+        assert compare(S, journal, launched.kind).first is None
+        found = compare(S, journal, self.edited).first
+        sent = [
+            index
+            for index, (_before, _seen, decision) in enumerate(self.world.steps)
+            if any(isinstance(a, SendPrompt) and a.stage == "fix" for a in decision.actions)
+        ]
+        if not sent:
+            assert found is None
+            return
+        assert found is not None
+        assert found.index == sent[0]
+        assert found.differences
+        assert all(each.path.endswith(".text") for each in found.differences), found
+
     # --- invariants --------------------------------------------------------------------------
+
+    @invariant()
+    def kind_frozen_at_launch(self) -> None:
+        """VERSION-FROZEN: the place runs the kind its launch carried, step after step."""
+        launched = self.world.journal[0]
+        assert isinstance(launched, Launched)
+        assert self.world.place is not None
+        assert self.world.place.kind == launched.kind
 
     @invariant()
     def no_pass_past_max(self) -> None:

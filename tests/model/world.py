@@ -30,7 +30,9 @@ from flume.core.actions import (
     LaunchLane,
     MakeWorktree,
     MergeLanes,
+    OpenPR,
     OrderLane,
+    Push,
     RemoveWorktree,
     Report,
     RunSetup,
@@ -73,6 +75,8 @@ from flume.core.observations import (
     Observation,
     PromptTyped,
     PromptUnwritten,
+    PROpened,
+    Pushed,
     ReportSeen,
     SetupFinished,
     SubmitAsked,
@@ -254,6 +258,13 @@ class FakeWorld:
     conflicting: set[str] = attrs.field(factory=set)
     #: Each merge asked: the lanes in the order asked.
     merges: list[tuple[str, ...]] = attrs.field(factory=list)
+    #: Finalize's remote: its branches' heads; whether it answers; each push that moved it.
+    remote: dict[BranchName, Sha] = attrs.field(factory=dict)
+    remote_up: bool = True
+    pushes: list[tuple[BranchName, Sha | None]] = attrs.field(factory=list)
+    #: Finalize's PR command: whether it succeeds; each try it was run for, and its result.
+    pr_ok: bool = True
+    pr_runs: dict[int, bool] = attrs.field(factory=dict)
 
     # --- driving the core ------------------------------------------------------------------
 
@@ -486,6 +497,23 @@ class FakeWorld:
                         return [MergeConflicted(at=at, lane=lane, files=pvector(["a.txt"]))]
                     self.git.land(lane_branch, branch)
                 return [LanesMerged(at=at, head=self.git.head(branch))]
+            case Push(remote=remote, branch=branch, head=head):
+                # Looked at first: a remote holding the head is pushed already.
+                if self.remote_up and head is not None and self.remote.get(branch) == head:
+                    return [Pushed(at=at, remote=remote, branch=branch, head=head)]
+                if not self.remote_up or head is None:
+                    said = f"fatal: {remote} does not appear to be a git repository"
+                    return [ActionFailed(at=at, action=ActionName.PUSH, output=said)]
+                self.remote[branch] = head
+                self.pushes.append((branch, head))
+                return [Pushed(at=at, remote=remote, branch=branch, head=head)]
+            case OpenPR(attempt=attempt):
+                # A try started already (before a restart) is waited for, never run again.
+                if attempt not in self.pr_runs:
+                    self.pr_runs[attempt] = self.pr_ok
+                if self.pr_runs[attempt]:
+                    return [PROpened(at=at, url=f"https://example.test/pr/{attempt}")]
+                return [ActionFailed(at=at, action=ActionName.OPEN_PR, output="gh: no auth")]
             case KeepBranch() | KeepPlace() | Report():
                 return []
 

@@ -60,6 +60,7 @@ from flume.core.kinds import (
     Budgets,
     ChangeWritten,
     Commit,
+    Finalize,
     Gate,
     Join,
     Kind,
@@ -245,7 +246,8 @@ def parse_document(
 
 #: The tables of named blocks, by the word a file names them with.
 BLOCK_TABLES = ("step", "loop", "parallel")
-_NEW_KIND_KEYS = {"name", "prefix", "body", "budgets"}
+_NEW_KIND_KEYS = {"name", "prefix", "body", "budgets", "finalize"}
+_FINALIZE_KEYS = ("push", "pr", "land")
 _STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
 _PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
@@ -350,7 +352,10 @@ class _Reader:
                 f"block {unused[0]} is declared but no body or branches name it",
                 f"name {unused[0]} where it runs, or delete its table",
             )
-        built = Kind(name=KindName(name), prefix=prefix, body=body, budgets=budgets)
+        finalize = self.finalize(kind["finalize"]) if "finalize" in kind else None
+        built = Kind(
+            name=KindName(name), prefix=prefix, body=body, budgets=budgets, finalize=finalize
+        )
         flaws = kind_flaws(built)
         if flaws:
             raise UsageError(
@@ -392,6 +397,46 @@ class _Reader:
                         "give each block its own name",
                     )
                 self.declared[name] = _Declared(table=table, name=name, data=data, line=line)
+
+    def finalize(self, value: object) -> Finalize:
+        """``finalize = { push = "origin", pr = [...] }`` or ``{ land = true }``, checked."""
+        if not isinstance(value, dict):
+            raise self.error(
+                None,
+                "finalize",
+                "finalize is not a table",
+                'write finalize = { push = "origin" } or [kind.finalize]',
+            )
+        unknown = sorted(set(value) - set(_FINALIZE_KEYS))
+        if unknown:
+            raise self.error(
+                None,
+                "finalize",
+                f"finalize has no {unknown[0]!r}",
+                f"finalize takes {', '.join(_FINALIZE_KEYS)}",
+            )
+        push = value.get("push", "")
+        if not isinstance(push, str):
+            raise self.error(
+                None, "finalize", f"finalize push = {push!r} is not text", 'write push = "origin"'
+            )
+        pr = value.get("pr", [])
+        if not isinstance(pr, list) or not all(isinstance(each, str) and each for each in pr):
+            raise self.error(
+                None,
+                "finalize",
+                "finalize pr is not a list of strings",
+                'write pr = ["gh", "pr", "create", "--head", "{branch}", ...], no shell',
+            )
+        land = value.get("land", False)
+        if not isinstance(land, bool):
+            raise self.error(
+                None,
+                "finalize",
+                f"finalize land = {land!r} is not true or false",
+                "write land = true",
+            )
+        return Finalize(push=push, pr=pvector(pr), land=land)
 
     def budgets(self, value: object) -> Budgets:
         if not isinstance(value, dict):

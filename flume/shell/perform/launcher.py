@@ -200,6 +200,13 @@ def _checked(
             f"the base branch {base!r} does not exist in {repository}",
             "name an existing branch (git branch --list shows them)",
         )
+    remote = kind.finalize.push if kind.finalize is not None else ""
+    if remote and not git.run(repository, "remote", "get-url", "--", remote).ok:
+        raise _problem(
+            "finalize",
+            f"the kind pushes to the remote {remote!r}, which {repository} lacks",
+            f"add it (git remote add {remote} URL), or push elsewhere",
+        )
     seen = Launched(
         at=Instant(clock()),
         launch=launch,

@@ -38,7 +38,9 @@ from flume.core.actions import (
     LaunchLane,
     MakeWorktree,
     MergeLanes,
+    OpenPR,
     OrderLane,
+    Push,
     RemoveWorktree,
     Report,
     RunSetup,
@@ -60,7 +62,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Place
 from flume.shell.declared import command
-from flume.shell.perform import gates, lanes
+from flume.shell.perform import finalize, gates, lanes
 from flume.shell.process import Ran
 from flume.shell.tools import git
 
@@ -188,6 +190,10 @@ class Performer:
                 return lanes.merge(
                     action, Path(place.launch.repository), self.now(), pass_fds=self.pass_fds
                 )
+            case Push():
+                return finalize.push(action, self.now())
+            case OpenPR():
+                return finalize.open_pr(action, place.launch.place, self.now())
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:
