@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from flume.shell.commands.herdr_plugin import Context as HerdrContext
     from flume.shell.commands.herdr_plugin import HerdrRequest, InFlight
     from flume.shell.commands.tidying import TidyOutcome
+    from flume.shell.commands.transcripts import AttemptChat
     from flume.shell.commands.verbs import Prompt
     from flume.shell.panes.herdr import Client as HerdrClient
     from flume.shell.panes.herdr import HerdrError
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DAEMON_START_SECONDS",
     "Attaching",
+    "AttemptChat",
     "Cursor",
     "DaemonStatus",
     "HerdrClient",
@@ -130,11 +132,13 @@ __all__ = [
     "survey",
     "tell",
     "tidy",
+    "transcript",
 ]
 
 #: Names re-exported from modules loaded on first use: name -> (module, its name there).
 _LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
+    "AttemptChat": ("flume.shell.commands.transcripts", "AttemptChat"),
     "DaemonStatus": ("flume.api_records", "DaemonStatus"),
     "Launched": ("flume.api_records", "Launched"),
     "Simulated": ("flume.api_records", "Simulated"),
@@ -891,6 +895,33 @@ def prompt(  # noqa: PLR0913 (each is one thing a launch names)
         repository=Path(repository) if repository is not None else None,
     )
     return verbs.prompt(wanted, _folder(cwd), Settings())
+
+
+# --- transcripts ---------------------------------------------------------------------------
+
+
+def transcript(
+    place: str,
+    step: str = "",
+    *,
+    attempt: int | None = None,
+    repository: str | Path | None = None,
+) -> list[AttemptChat]:
+    """Each chosen attempt of the place and its conversation (``flume transcript``).
+
+    ``step`` is a step's key or name as ``flume status`` shows it (``review-loop@2/review``,
+    ``review``), or a loop's; empty: every attempt. ``attempt`` picks one number (with a step).
+    A place tidied is found too (its journal set aside). Each :class:`AttemptChat` names its
+    key, attempt, agent, session and transcript, and holds its ``lines`` (each a ``part``:
+    prompt, text, tool or result, and its ``text``), or says why it could not be read
+    (``missing``). Raises :class:`UsageError` (exit status 2) for an unknown place, step or
+    attempt, and (exit status 1) when no agent ran there yet. Reads; writes and starts nothing.
+    """
+    from flume.core.settings import Settings
+    from flume.shell.commands.transcripts import transcripts
+
+    where = Path(repository) if repository is not None else None
+    return transcripts(place, where, Settings(), step=step, attempt=attempt)
 
 
 # --- tidy and attach -----------------------------------------------------------------------

@@ -375,6 +375,7 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         session=sessions,
         count=st.integers(min_value=1, max_value=5),
     ),
+    obs.TranscriptFound: st.builds(obs.TranscriptFound, at=instants, session=sessions, path=paths),
     obs.PaneOutput: st.builds(
         obs.PaneOutput, at=instants, session=sessions, last_output_at=instants
     ),

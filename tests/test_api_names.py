@@ -15,6 +15,7 @@ from flume import api
 #: Each name loaded on first use: its module, and its name there.
 LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
+    "AttemptChat": ("flume.shell.commands.transcripts", "AttemptChat"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
     "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
     "DaemonStatus": ("flume.api_records", "DaemonStatus"),

@@ -4,7 +4,7 @@ Theory of operation. Claude Code (and any other MCP client) starts ``flume mcp``
 over its stdin and stdout with the official MCP SDK's :class:`MCPServer`. Each tool is one of
 flume's commands, called through :mod:`flume.api` exactly as the CLI would run it: ``status``,
 ``launch``, ``tell``, ``stop``, ``retry``, ``drop``, ``proceed``, ``approve``, ``resume``,
-``raise_budgets`` and ``resolve``. Tools take typed arguments
+``raise_budgets``, ``resolve`` and ``transcript``. Tools take typed arguments
 and answer JSON objects; nothing a caller writes reaches a shell. A request flume refuses (a
 :class:`UsageError`) comes back as a tool error naming what is wrong and how to mend it, and the
 server goes on serving.
@@ -55,7 +55,8 @@ with a fresh agent, until the work lands on its base. Use launch to start work, 
 places, tell to give a place's agent words, stop to end an agent that went the wrong way, retry
 to run a stopped stage again, proceed to release a stage that waits on the caller's word,
 approve, resume, raise_budgets or resolve to let a paused workflow run go on (status names which
-one a pause takes), and drop to abandon work (its branch is kept)."""
+one a pause takes), drop to abandon work (its branch is kept), and transcript to read again what
+each attempt's agent was told and did."""
 
 
 @attrs.frozen(kw_only=True)
@@ -408,7 +409,39 @@ def server() -> MCPServer[Any]:
         return _said(place, lambda: api.drop(place, repository=_where(repository)))
 
     _pause_tools(made)
+    _transcript_tool(made)
     return made
+
+
+def _transcript_tool(made: MCPServer[Any]) -> None:
+    """The tool that replays each attempt's chat (``flume transcript``)."""
+
+    @made.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def transcript(
+        place: Place,
+        step: Annotated[
+            str,
+            Field(
+                description="Only this step: its key as status shows it "
+                "(review-loop@2/review), its name (every pass) or a loop's. Empty: every attempt."
+            ),
+        ] = "",
+        attempt: Annotated[
+            int | None, Field(description="Only the step's attempt of this number (from 1).")
+        ] = None,
+        repository: Repository = None,
+    ) -> dict[str, Any]:
+        """Replay a place's conversations: each attempt's, read from its agent's own transcript.
+
+        Answers {"place", "attempts": [...]}, each with its key, attempt, agent, session,
+        transcript path, and its lines, each a part (prompt, text, tool, result) and its text;
+        or, in missing, why it could not be read. A tidied place is found too.
+        """
+        try:
+            chats = api.transcript(place, step, attempt=attempt, repository=_where(repository))
+        except UsageError as error:
+            raise failure(error) from error
+        return {"place": place, "attempts": [chat.as_dict() for chat in chats]}
 
 
 def _pause_tools(made: MCPServer[Any]) -> None:

@@ -1,7 +1,7 @@
 """A place's commands, for the person or tool carrying work.
 
 Launch, status, tell, stop, retry, proceed, approve, resume, raise, resolve, drop, tidy, attach,
-events, watch. Each registers on the one app (:mod:`flume.cli.base`).
+events, transcript, watch. Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
@@ -741,6 +741,56 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
         return
     except BrokenPipeError:
         reader_gone()
+
+
+@app.command(cls=Command)
+def transcript(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    step: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="STEP-KEY",
+            help=(
+                "Only this step: its key as flume status shows it (review-loop@2/review), its "
+                "name (every pass), or a loop's (default: every attempt)."
+            ),
+        ),
+    ] = None,
+    *,
+    attempt: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Only the step's attempt N (retries count up from 1)."),
+    ] = None,
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/commands.md).")] = False,
+) -> None:
+    """Replay each attempt's chat from its agent's own transcript.
+
+    Per attempt: its step key, agent, session and transcript, then each prompt typed, the
+    agent's text, and each tool call and its result on one line. A tidied place is shown too.
+    Exits 1 when no chosen attempt's transcript could be read (each says why).
+    """
+    from flume import api
+    from flume.cli import render
+
+    try:
+        chats = api.transcript(place, step or "", attempt=attempt, repository=repository)
+    except UsageError as error:
+        fail(error)
+    try:
+        if as_json:
+            typer.echo(render.transcript_json(place, chats))
+        else:
+            for line in render.transcript_text(chats):
+                typer.echo(line)
+    except BrokenPipeError:
+        reader_gone()
+        return
+    for chat in chats:
+        if chat.missing is not None:
+            typer.echo(f"flume: {place} {chat.key}#{chat.attempt}: {chat.missing}", err=True)
+    if all(chat.missing is not None for chat in chats):
+        raise typer.Exit(1)
 
 
 @app.command(cls=Command)

@@ -27,6 +27,7 @@ from flume.shell.store.codec import FORMAT, codec
 if TYPE_CHECKING:
     from flume.api_records import Versioned
     from flume.shell.commands.tidying import TidyOutcome
+    from flume.shell.commands.transcripts import AttemptChat
     from flume.shell.store.events import PlaceEvent
 
 _LONG = 72
@@ -251,6 +252,44 @@ def event_text(event: PlaceEvent) -> str:
     lines = event.text.strip().splitlines() or [""]
     more = f" (+{len(lines) - 1} lines; --json has them all)" if len(lines) > 1 else ""
     return f"{when} {event.place} {stage or '-'} {event.event.value}: {lines[0]}{more}".rstrip()
+
+
+#: Each part of a conversation's label, as wide as the widest, so that its text lines up.
+_PART_WIDTH = len("prompt")
+
+
+def transcript_text(chats: list[AttemptChat]) -> Iterator[str]:
+    """``flume transcript`` for a person: a header per attempt, then its conversation.
+
+    Each line of a part is labelled with the part (prompt, text, tool, result), so a reader's
+    eye, and grep, find each prompt and each tool call; an attempt not read says why.
+    """
+    for index, chat in enumerate(chats):
+        if index:
+            yield ""
+        yield f"== {chat.place} {chat.key}#{chat.attempt} ({chat.agent}, session {chat.session})"
+        yield f"   transcript: {chat.transcript or '(none found)'}"
+        if chat.missing is not None:
+            yield f"   not shown: {chat.missing}"
+            continue
+        if chat.unreadable:
+            yield f"   {chat.unreadable} line(s) could not be read and were skipped"
+        for line in chat.lines:
+            label = line.part.value.ljust(_PART_WIDTH)
+            for number, text in enumerate(line.text.splitlines() or [""]):
+                yield f"{label if number == 0 else ' ' * _PART_WIDTH} | {text}".rstrip()
+
+
+def transcript_json(place: str, chats: list[AttemptChat]) -> str:
+    """``flume transcript --json``: format 1, documented in docs/commands.md."""
+    from flume.shell.commands.transcripts import TRANSCRIPT_FORMAT
+
+    document = {
+        "format": TRANSCRIPT_FORMAT,
+        "place": place,
+        "attempts": [chat.as_dict() for chat in chats],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
 
 
 def tidy_json(outcomes: list[TidyOutcome], *, dry_run: bool) -> str:

@@ -194,6 +194,7 @@ class Event(enum.Enum):
     ANSWERED = "answered"  #: a question was answered; the answer goes to the asker as a tell
     PUSHED = "pushed"  #: finalize: the run's branch is on the remote at its head
     PR_OPENED = "pr-opened"  #: finalize: the pull request command ran, once; the text has its URL
+    TRANSCRIPT = "transcript"  #: an attempt's agent wrote its transcript: the text names the file
 
 
 @attrs.frozen(kw_only=True)

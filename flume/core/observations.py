@@ -435,6 +435,21 @@ class TurnEnded:
 
 
 @attrs.frozen(kw_only=True)
+class TranscriptFound:
+    """The shell found the agent's transcript at ``path``: where the agent keeps its chat.
+
+    Reported once the agent of ``session`` wrote it (Claude Code and Codex write theirs on the
+    first prompt), so that which file holds each attempt's conversation is in the journal and a
+    replay knows it (TRANSCRIPT-KEPT). The file is the agent's own: flume reads it, never
+    writes or removes it.
+    """
+
+    at: Instant
+    session: SessionId
+    path: str
+
+
+@attrs.frozen(kw_only=True)
 class TranscriptUnreadable:
     """Lines of the agent's transcript that could not be read; skipped and counted."""
 
@@ -653,6 +668,7 @@ Fact = (
     | AgentStateSeen
     | TranscriptEntry
     | TranscriptUnreadable
+    | TranscriptFound
     | TurnEnded
     | PaneOutput
     | AgentExited
@@ -726,4 +742,5 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ProgressSaid,
     AskSaid,
     AnswerGiven,
+    TranscriptFound,
 )

@@ -30,6 +30,7 @@ from pyrsistent.typing import PMap, PVector
 
 from flume.core.actions import Action, Land, MergeLanes, OpenPR, Push
 from flume.core.budget import Spent
+from flume.core.choices import AgentName
 from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName
 from flume.core.kinds import (
     Approval,
@@ -447,6 +448,28 @@ class Agent:
     key: str = ""
 
 
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """One agent flume started for a stage attempt, and where its chat is kept (TRANSCRIPT-KEPT).
+
+    Kept for the place's whole life, past the agent's end, a drop and a tidy: the seed wants
+    "each step attempt's chat ... preserved and replayable forever". The chat itself stays in
+    the agent's own file (``transcript``), which flume only reads.
+    """
+
+    #: The attempt's address in the tree (``review-loop@2/review``); a step's name if no loop.
+    key: str
+    stage: StageName
+    attempt: int
+    #: The program the agent ran (a step may name another than the launch's).
+    agent: AgentName
+    session: SessionId
+    #: When the agent was started.
+    started_at: Instant
+    #: The agent's transcript, once the shell found it (``TranscriptFound``); None before.
+    transcript: str | None = None
+
+
 class LaneState(enum.Enum):
     """Where one lane of the current parallel block stands, as its run knows it."""
 
@@ -635,6 +658,8 @@ class Place:
     pr_url: str = ""
     #: Finalize: how many times it failed and paused; the next try is one more.
     finalize_failures: int = 0
+    #: Every agent started, in order, with where its transcript is (TRANSCRIPT-KEPT).
+    attempts: PVector[Attempt] = attrs.field(factory=pvector)
 
 
 class PlaceChanges(TypedDict, total=False):
@@ -688,6 +713,7 @@ class PlaceChanges(TypedDict, total=False):
     pr_opened: bool
     pr_url: str
     finalize_failures: int
+    attempts: PVector[Attempt]
 
 
 def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:

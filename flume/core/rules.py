@@ -39,6 +39,10 @@ RULES: dict[str, str] = {
     "TURN-ENDED-ONLY-REPORTED": (
         "A turn's end is reported with the tokens its agent used; only a workflow gate acts on it."
     ),
+    "TRANSCRIPT-KEPT": (
+        "Each agent started is an attempt kept for the place's life, "
+        "with its transcript once found."
+    ),
     "WF-LOOP-CAP": "A loop's body runs at most max passes; then loop-max, and on (or a pause).",
     "WF-LOOP-EXITS-ON-DONE": "The until step's verdict done leaves the loop at once.",
     "WF-GATE-REPROMPT-ONCE": (

@@ -29,7 +29,7 @@ from __future__ import annotations
 import attrs
 from pyrsistent import pvector
 
-from flume.core import budget, delivery, tell, workflow
+from flume.core import budget, delivery, tell, transcripts, workflow
 from flume.core.actions import (
     Action,
     ActionName,
@@ -269,7 +269,10 @@ def _short(place: Place, cause: ShortCause, words: str) -> Outcome:
 
 
 def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
-    """R4: the agent asked for is now live; any other agent is ended at once."""
+    """R4: the agent asked for is now live; any other agent is ended at once.
+
+    The agent taken is one of the place's attempts, kept with its transcript (TRANSCRIPT-KEPT).
+    """
     phase = place.stage.phase
     if (
         isinstance(phase, Starting)
@@ -289,7 +292,7 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
             said_at=seen.at,
         )
         stage = attrs.evolve(place.stage, phase=AwaitingInput(session=seen.session, since=seen.at))
-        return evolve(place, agent=agent, stage=stage), ()
+        return transcripts.begun(evolve(place, agent=agent, stage=stage), agent), ()
     if place.agent is not None and place.agent.session == seen.session:
         return place, ()
     end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")

@@ -1,7 +1,8 @@
 """R11 status: what ``flume status --json`` says of a place, as a pure projection of its state.
 
 Theory of operation: nothing here decides; it reads the place. "flume keeps only the live state
-of the places it runs": the view holds no history beyond the stages completed.
+of the places it runs": the view holds no history beyond the stages completed, and where each
+attempt's chat is kept (TRANSCRIPT-KEPT: the seed wants every attempt's chat replayable).
 
 Rule ids: R11.
 """
@@ -16,7 +17,17 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.budget import budget_words
-from flume.core.ids import BranchName, Instant, KindName, PlaceName, Sha, StageName, WorkName
+from flume.core.choices import AgentName
+from flume.core.ids import (
+    BranchName,
+    Instant,
+    KindName,
+    PlaceName,
+    SessionId,
+    Sha,
+    StageName,
+    WorkName,
+)
 from flume.core.kinds import (
     Block,
     Budgets,
@@ -54,6 +65,7 @@ from flume.core.place import (
     open_question,
     resolve_command,
 )
+from flume.core.transcripts import current_transcript, found
 
 
 class PhaseWord(enum.StrEnum):
@@ -106,6 +118,22 @@ class BlockView:
     gate: str | None = None
     #: A lane's place (``<kind>--<name>+<lane>``), where its branch's block runs.
     lane: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TranscriptView:
+    """One attempt whose agent's transcript flume found, as status shows it (TRANSCRIPT-KEPT).
+
+    ``key``: the attempt's place in the tree (``review-loop@2/review``; a step's name if no
+    loop); ``agent``: the program it ran; ``path``: its transcript, the agent's own file.
+    """
+
+    key: str
+    stage: StageName
+    attempt: int
+    agent: AgentName
+    session: SessionId
+    path: str
 
 
 @attrs.frozen(kw_only=True)
@@ -169,6 +197,10 @@ class PlaceStatus:
     #: Finalize: the head the remote holds the run's branch at, and the pull request's address.
     pushed: Sha | None = None
     pr_url: str | None = None
+    #: The current attempt's transcript, once found; every attempt's whose was found, in the
+    #: order their agents started (absent until one is: an old journal's status is unchanged).
+    transcript: str | None = None
+    transcripts: PVector[TranscriptView] = attrs.field(factory=pvector)
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
@@ -253,7 +285,29 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         updated_at=place.now,
         host=owner.state if owner is not None and not followed_by(place.launch, here) else None,
     )
-    return _with_workflow(view, place)
+    return _with_transcripts(_with_workflow(view, place), place)
+
+
+def _with_transcripts(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """TRANSCRIPT-KEPT: the transcripts found, the current attempt's and every attempt's."""
+    kept = found(place)
+    if not kept:
+        return view
+    return attrs.evolve(
+        view,
+        transcript=current_transcript(place),
+        transcripts=pvector(
+            TranscriptView(
+                key=attempt.key,
+                stage=attempt.stage,
+                attempt=attempt.attempt,
+                agent=attempt.agent,
+                session=attempt.session,
+                path=attempt.transcript or "",
+            )
+            for attempt in kept
+        ),
+    )
 
 
 def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:

@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, finalize, gates, lanes, messages, stage, tell, tidy
+from flume.core import delivery, finalize, gates, lanes, messages, stage, tell, tidy, transcripts
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -74,6 +74,7 @@ from flume.core.observations import (
     TidyFactsSeen,
     Told,
     TranscriptEntry,
+    TranscriptFound,
     TranscriptUnreadable,
     TurnEnded,
     Usage,
@@ -241,6 +242,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_transcript(place, seen)
         case TranscriptUnreadable():
             return _unreadable(place, seen)
+        case TranscriptFound():
+            return transcripts.on_transcript_found(place, seen)
         case PaneOutput():
             return stage.on_pane_output(place, seen)
         case AgentExited():

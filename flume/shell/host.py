@@ -14,8 +14,9 @@ from pathlib import Path
 #: bumped on any change a reader must know about.
 FORMAT = 1
 #: The version of ``flume status --json`` (and the supervisor's survey, its source). Format 2
-#: is format 1 with a workflow run's fields and phases added (docs/status.md): a place of a
-#: kind of stages carries format 1's fields alone, so a reader of format 1 reads it unchanged.
+#: is format 1 with a workflow run's fields and phases added, and every place's transcripts once
+#: found (docs/status.md): a place of a kind of stages carries format 1's fields alone besides
+#: those, so a reader of format 1 reads it unchanged.
 STATUS_FORMAT = 2
 
 

@@ -10,6 +10,7 @@ these tests skip with a loud reason; under scripts/test, which installs them, th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -299,6 +300,28 @@ def test_claude_carries_a_fix_to_its_landing_and_tidy(
     assert "Say hello" in run_git(repo, "log", "--format=%s", "main")
     assert (repo / "README.md").read_text() == "hello\n"
     assert run_git(repo, "branch", "--list", "fix/landed") == ""
+    # Each attempt's chat is kept: both transcripts in Claude Code's home outlive the tidy (and
+    # the journal set aside by flume tidy), and are replayed from there (TRANSCRIPT-KEPT).
+    assert flume_process("tidy", "--repository", str(repo)).returncode == 0
+    shown = flume_process("transcript", "fix--landed", "--repository", str(repo), "--json")
+    assert shown.returncode == 0, shown.stderr
+    attempts = json.loads(shown.stdout)["attempts"]
+    assert [(a["key"], a["attempt"], a["agent"]) for a in attempts] == [
+        ("code", 1, "claude"),
+        ("submit", 1, "claude"),
+    ]
+    for attempt in attempts:
+        path = Path(attempt["transcript"])
+        assert path.is_file()
+        assert path.is_relative_to(claude / ".claude" / "projects")
+        assert path.name == f"{attempt['session']}.jsonl"
+        parts = [(line["part"], line["text"]) for line in attempt["lines"]]
+        assert parts[0][0] == "prompt"
+        assert f"flume:fix--landed:{attempt['key']}:1" in parts[0][1]
+        assert any(part == "tool" and text.startswith("Bash: ") for part, text in parts)
+    assert ("text", "Committed the fix.") in [
+        (line["part"], line["text"]) for line in attempts[0]["lines"]
+    ]
 
 
 PLAN = (

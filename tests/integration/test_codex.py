@@ -143,6 +143,18 @@ def test_codex_takes_the_prompt_and_its_commit_ends_the_stage(
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
     calls = [body for body in model.requests if "exec_command" in json.dumps(body.get("tools"))]
     assert calls, "Codex offered no exec_command tool"
+    # The attempt's rollout is journaled and replayed as Codex's (TRANSCRIPT-KEPT).
+    shown = flume_process("transcript", "fix--cx", "code", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (attempt,) = json.loads(shown.stdout)["attempts"]
+    assert attempt["agent"] == "codex"
+    assert Path(attempt["transcript"]).is_relative_to(codex / ".codex" / "sessions")
+    parts = [(line["part"], line["text"]) for line in attempt["lines"]]
+    prompts = [text for part, text in parts if part == "prompt"]
+    assert len(prompts) == 1
+    assert f"[{_marker('cx')}]" in prompts[0]
+    assert any(part == "tool" and text.startswith("exec_command: printf") for part, text in parts)
+    assert ("text", "Committed the fix.") in parts
 
 
 def test_the_journal_holds_the_tokens_the_scripted_model_reported(

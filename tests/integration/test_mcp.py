@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, TextContent
 
 from flume.cli.mcp import SETTINGS, do_launch, read_words
 from flume.core.errors import UsageError
+from flume.core.ids import Instant, SessionId
 from flume.core.launch import name_problems
 from flume.core.naming import NAME_LENGTH, name_from
 from flume.core.observations import (
@@ -33,10 +34,12 @@ from flume.core.observations import (
     DropAsked,
     ResolveAsked,
     ResumeAsked,
+    TranscriptFound,
 )
 from flume.shell.panes.tmux import Tmux
 from tests.integration.agents_kit import agent_repository, observations, place_of
 from tests.integration.places_kit import flume_process, run_git, world_of
+from tests.integration.test_status import append, place, repository
 
 #: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
 #: see: outside scripts/test's coverage gate, run in its second pass.
@@ -44,7 +47,7 @@ pytestmark = pytest.mark.processes
 
 TOOLS = {
     "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "resume",
-    "raise_budgets", "resolve", "answer",
+    "raise_budgets", "resolve", "answer", "transcript",
 }  # fmt: skip
 
 #: The tools that let a paused run go on, each with what it is given besides the place.
@@ -239,7 +242,7 @@ def status_json(repo: Path) -> dict[str, Any]:
 def test_the_tools_are_listed_and_a_launch_by_words_makes_places(  # noqa: PLR0915 (one session, every tool)
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """Ten tools; launch from the server's folder by words: kind fix, a name made unique."""
+    """Its tools; launch from the server's folder by words: kind fix, a name made unique."""
     del panes
     repo = agent_repository(tmp_path)
     brief = "The greeting says hullo; make it hello."
@@ -297,6 +300,7 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(  # noqa: PLR09
     assert seen["answer"].is_error
     assert "has no question 'q1' (its questions: none)" in text_of(seen["answer"])
     assert tools["resolve"].input_schema["required"] == ["place", "agent"]
+    assert tools["transcript"].input_schema["required"] == ["place"]
     assert seen["drop"]["place"] == seen["second"]["place"]
     assert "dropped" in seen["drop"]["said"]
     (dropped,) = seen["dropped"]["places"]
@@ -353,3 +357,33 @@ def test_bad_input_is_a_tool_error_that_says_how_to_mend_it_and_creates_nothing(
     assert "--turns is 0, not a whole number of at least 1" in said["raise by 0"]
     assert seen["status"] == {"places": []}
     assert world_of(repo) == before
+
+
+def test_the_transcript_tool_replays_an_attempt_and_names_bad_input(host: Path) -> None:
+    """The transcript tool answers each attempt as flume transcript --json; a bad step is named."""
+    tmp_path = host
+    repo = repository(tmp_path / "repo")
+    path = place(repo, "fix", "a")
+    chat = tmp_path / "s1.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Mend it."}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Mended."}]}},
+    ]
+    chat.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    append(path, TranscriptFound(at=Instant(4), session=SessionId("s1"), path=str(chat)))
+    seen: dict[str, Any] = {}
+
+    async def talk(session: ClientSession) -> None:
+        seen["read"] = answered(await session.call_tool("transcript", {"place": "fix--a"}))
+        seen["bad"] = await session.call_tool("transcript", {"place": "fix--a", "step": "nope"})
+
+    over_stdio(repo, talk)
+    (attempt,) = seen["read"]["attempts"]
+    assert (attempt["key"], attempt["attempt"], attempt["transcript"]) == ("code", 1, str(chat))
+    assert [(line["part"], line["text"]) for line in attempt["lines"]] == [
+        ("prompt", "Mend it."),
+        ("text", "Mended."),
+    ]
+    assert seen["bad"].is_error
+    assert "flume found bad input" in text_of(seen["bad"])
+    assert "has no step nope; name one of its steps (code, submit)" in text_of(seen["bad"])

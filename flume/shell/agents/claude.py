@@ -27,7 +27,8 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
-from flume.shell.agents import claude_lines
+from flume.shell.agents import chat, claude_lines
+from flume.shell.agents.chat import Chat
 from flume.shell.agents.port import agents_dir
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
@@ -230,3 +231,8 @@ def screen(capture: Callable[[], str | None]) -> Activity | None:
     """Before Claude Code registers: its workspace trust dialog asks a person."""
     shown = capture() or ""
     return Activity.ASKING if any(words in shown for words in TRUST_WORDS) else None
+
+
+def conversation(path: Path) -> Chat:
+    """Claude Code's conversation in its transcript (:mod:`~flume.shell.agents.chat`)."""
+    return chat.read_claude(path)

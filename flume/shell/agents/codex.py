@@ -22,7 +22,8 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
-from flume.shell.agents import codex_lines
+from flume.shell.agents import chat, codex_lines
+from flume.shell.agents.chat import Chat
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.tools import locate
@@ -158,3 +159,8 @@ def read_from(
 ) -> Tail:
     """Codex's rollout lines appended after byte ``offset``."""
     return codex_lines.read_from(path, offset, session=session, at=at, turn=turn)
+
+
+def conversation(path: Path) -> Chat:
+    """Codex's conversation in its rollout (:mod:`~flume.shell.agents.chat`)."""
+    return chat.read_codex(path)

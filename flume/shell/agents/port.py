@@ -20,6 +20,7 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell.agents.chat import Chat
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
@@ -81,5 +82,12 @@ class AgentPort(Protocol):
 
         Their usage is added to ``turn``, the turn open at ``offset`` (a new one when not
         given); the tail's turns are those they close.
+        """
+        ...
+
+    def conversation(self, path: Path) -> Chat:
+        """The conversation in the transcript ``path``, read whole (``flume transcript``).
+
+        ``OSError`` when the file cannot be read.
         """
         ...

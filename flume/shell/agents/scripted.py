@@ -18,7 +18,8 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
-from flume.shell.agents import claude
+from flume.shell.agents import chat, claude
+from flume.shell.agents.chat import Chat
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
@@ -93,3 +94,8 @@ def read_from(
 ) -> Tail:
     """Its transcript is Claude Code's, line for line."""
     return claude.read_from(path, offset, session=session, at=at, turn=turn)
+
+
+def conversation(path: Path) -> Chat:
+    """Its transcript is Claude Code's: read as Claude Code's conversation."""
+    return chat.read_claude(path)

@@ -7,6 +7,8 @@ what was appended to the agent's transcript and hook file since the offsets it s
 cost of a tick grows with the bytes that changed, not with the number of places or the size of
 transcripts (P3, P4). It reports facts and decides nothing:
 
+- where the agent's transcript is, once found, while the place does not hold it yet (its
+  attempt keeps it: TRANSCRIPT-KEPT);
 - every new transcript line (a torn last line waits for the next tick), and lines it could not
   read, counted (R5: only the transcript proves a prompt was taken);
 - each turn's end, with the usage its lines reported, summed across ticks by the session's
@@ -51,9 +53,11 @@ from flume.core.observations import (
     PromptTyped,
     PromptUnwritten,
     TranscriptEntry,
+    TranscriptFound,
     TranscriptUnreadable,
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
+from flume.core.transcripts import wants_transcript
 from flume.shell.agents import of
 from flume.shell.agents.port import AgentPort, agents_dir
 from flume.shell.agents.runner import live_sessions
@@ -289,6 +293,10 @@ class Watch:
             state.rollout = kind.find_transcript(place, session, claimed)
         if state.rollout is None:
             return  # not written yet: the agent writes it on its first prompt
+        if wants_transcript(place, session):
+            # Journaled while the place lacks it (TRANSCRIPT-KEPT): once, and again only if a
+            # supervisor died before its line was written, which the rules take as once.
+            yield TranscriptFound(at=now, session=session, path=state.rollout)
         # The turn is read on from a copy: the session's own is replaced only once the lines are
         # read, and saved with their offset once what they made is journaled.
         turn = Turn(open=state.turn.open, usages=dict(state.turn.usages))
