@@ -184,6 +184,10 @@ class Step:
     waits_on_caller: bool = False
     #: The agent this step starts; None: the launch's.
     agent: StepAgent | None = None
+    #: The seed's Step is "one sandboxed agent": true, its agent's commands write only its
+    #: worktree, its board and what git needs to commit there (docs/config.md, "Sandboxed
+    #: steps"); the shell picks how, by the agent.
+    sandbox: bool = False
 
     @property
     def gate(self) -> Gate:

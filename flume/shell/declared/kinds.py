@@ -25,6 +25,7 @@ so the file reads top-down::
     prompt = "Plan $brief in PLAN.md."
     gate = "artifact:PLAN.md"    # the deliverables above, or verdict (the default),
                                  # artifact:<path>, tests, approval
+    sandbox = true               # optional: its agent writes only its worktree and board
     [loop.review-loop]
     body = ["review", "fix"]
     until = "review"             # a verdict-gated step of the loop
@@ -246,7 +247,7 @@ def parse_document(
 #: The tables of named blocks, by the word a file names them with.
 BLOCK_TABLES = ("step", "loop", "parallel")
 _NEW_KIND_KEYS = {"name", "prefix", "body", "budgets"}
-_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller"}
+_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "sandbox"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
 _PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
 _BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
@@ -540,12 +541,22 @@ class _Reader:
                 "'waits_on_caller' is not true or false",
                 "write true or false",
             )
+        sandbox = data.get("sandbox", False)
+        if not isinstance(sandbox, bool):
+            raise self.error(
+                name,
+                "sandbox",
+                f"sandbox = {sandbox!r} is not true or false",
+                "write sandbox = true to keep the step's agent to its worktree and board, "
+                "or leave it out",
+            )
         return Step(
             name=StageName(name),
             prompt=self.text(found, "prompt"),
             deliverable=gate,
             waits_on_caller=waits,
             agent=self.agent(found),
+            sandbox=sandbox,
         )
 
     def agent(self, found: _Declared) -> StepAgent | None:
