@@ -459,7 +459,8 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
 
     Its Bash commands run in Claude Code's own sandbox: a file beside the repository and one in
     the main worktree are refused ("Read-only file system"), and its Write tool's file outside is
-    refused by flume's guard. Its board note and its commit are kept; the commit ends the step.
+    refused by flume's guard. Its board note and its commit are kept; the commit ends the step;
+    moving the base to it with git is refused.
     """
     del panes
     shared.sandbox_programs()
@@ -477,10 +478,17 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
         Reply(when="rc2=", tool=Tool("Write", {"file_path": str(written), "content": "out\n"})),
         Reply(
             when="is sandboxed",
-            tool=Tool("Bash", {"command": f"echo a note > {board}/notes.md && {COMMIT}"}),
+            tool=Tool(
+                "Bash",
+                {
+                    "command": f"echo a note > {board}/notes.md && {COMMIT}; "
+                    "git update-ref refs/heads/main HEAD; echo moved=$?"
+                },
+            ),
         ),
-        Reply(when="committed-it", text="Committed the fix."),
+        Reply(when="moved=", text="Committed the fix."),
     )
+    base = run_git(repo, "rev-parse", "main").strip()
     kind_file = tmp_path / "sb.toml"
     kind_file.write_text(SANDBOXED, encoding="utf-8")
     ran = flume_process(
@@ -499,6 +507,8 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     assert "Read-only file system" in results[1], results
     assert "flume: this step is sandboxed" in results[2], results
     assert "committed-it" in results[3], results
+    assert "moved=128" in results[3], results
+    assert run_git(repo, "rev-parse", "main").strip() == base
     assert not beside.exists()
     assert not (repo / "escaped.md").exists()
     assert not written.exists()
