@@ -4,18 +4,22 @@ Two things flume's tests use are others' files, kept out of the repository: real
 transcripts (the corpus, ``shared/corpus/claude-code/``) and the schema herdr publishes
 (``shared/reference/herdr-api.schema.json``), read from a ``shared/`` folder laid beside the clone
 (or where ``FLUME_SHARED`` says). The pinned real agents (Claude Code, Codex, OpenSpec) are
-installed into ``.node/`` by scripts/install-agents, which needs npm.
+installed into ``.node/`` by scripts/install-agents, which needs npm. Sandboxed steps need
+Debian's ``bubblewrap`` (and ``socat``, for Claude Code's sandbox), which scripts/test installs
+where it runs as root.
 
 Without them, the tests that need them are skipped, each with one line naming what is missing.
 Where a run promises them, it says so, and then a missing one is a failure: ``.ci/run`` exports
 ``FLUME_REQUIRE_SHARED=1`` (CI lays ``shared/`` beside the clone), and scripts/test exports
-``FLUME_REQUIRE_AGENTS=1`` once it has installed the agents itself. ``CI`` alone requires
+``FLUME_REQUIRE_AGENTS=1`` once it has installed the agents itself, and
+``FLUME_REQUIRE_SANDBOX=1`` once bubblewrap and socat are there. ``CI`` alone requires
 neither: a contributor's clone run by any CI service has no ``shared/``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,6 +34,8 @@ CORPUS = SHARED / "corpus" / "claude-code"
 REQUIRE_SHARED = "FLUME_REQUIRE_SHARED"
 #: Set to 1 where the run installed the pinned agents (scripts/test).
 REQUIRE_AGENTS = "FLUME_REQUIRE_AGENTS"
+#: Set to 1 where the run installed bubblewrap and socat, which sandboxed steps need (scripts/test).
+REQUIRE_SANDBOX = "FLUME_REQUIRE_SANDBOX"
 
 
 def required(variable: str) -> bool:
@@ -53,3 +59,14 @@ def corpus() -> Path:
         "(lay shared/ beside the clone, or set FLUME_SHARED)",
         REQUIRE_SHARED,
     )
+
+
+def sandbox_programs() -> None:
+    """What sandboxed steps need is here (bwrap, socat); else a skip, or a failure if required."""
+    lacking_ones = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
+    if lacking_ones:
+        lacking(
+            f"NOT TESTED IN A SANDBOX: {' and '.join(lacking_ones)} not installed "
+            "(apt-get install bubblewrap socat)",
+            REQUIRE_SANDBOX,
+        )

@@ -57,6 +57,9 @@ class StartAgent:
     stage: StageName
     attempt: int
     agent: AgentSettings
+    #: The step is sandboxed: its agent may write only its worktree, its board and what git
+    #: needs to commit there, and is not started at all where that cannot be held.
+    sandbox: bool = False
 
 
 @attrs.frozen(kw_only=True)

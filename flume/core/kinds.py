@@ -187,6 +187,10 @@ class Step:
     #: The edges its agent may message along (WF-EDGES): ``progress``, ``ask``; a lead's also
     #: ``notify``, ``spawn``, ``compose``.
     may: PSet[str] = attrs.field(factory=pset)
+    #: The seed's Step is "one sandboxed agent": true, its agent's commands write only its
+    #: worktree, its board and what git needs to commit there (docs/config.md, "Sandboxed
+    #: steps"); the shell picks how, by the agent.
+    sandbox: bool = False
 
     @property
     def gate(self) -> Gate:

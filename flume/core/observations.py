@@ -40,7 +40,7 @@ class Launched:
     #: The thresholds the place lives by, frozen at launch so that its replay depends on its
     #: journal alone. None: the settings ``step`` was called with at launch.
     settings: Settings | None = None
-    #: The place's blackboard, ``<git-common-dir>/flume/<place>/board`` (a workflow's steps
+    #: The place's blackboard, ``<repository>/places/.boards/<place>`` (a workflow's steps
     #: write their handoffs and verdicts there); empty in a launch journaled before boards.
     board: str = ""
     #: What a ``tests`` gate runs, each an argv, frozen at launch: ``[tests] command``, else

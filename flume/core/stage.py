@@ -1015,6 +1015,7 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         stage=stage.name,
         attempt=stage.attempt,
         agent=agent_for(place, step),
+        sandbox=step.sandbox,
     )
     report = Report(
         event=Event.STAGE_STARTED,

@@ -368,6 +368,7 @@ def pending(place: Place) -> tuple[Action, ...]:
                 stage=place.stage.name,
                 attempt=place.stage.attempt,
                 agent=stage.agent_for(place, current_step(place)),
+                sandbox=current_step(place).sandbox,
             ),
         )
     if place.life is Life.ACTIVE and isinstance(phase, Judging):

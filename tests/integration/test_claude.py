@@ -26,6 +26,7 @@ from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.testing.claude import CLAUDE_CODE_VERSION, claude_binary, claude_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
+from tests import shared
 from tests.integration.agents_kit import (
     TIMING,
     agent_doing,
@@ -506,3 +507,94 @@ def test_claude_asks_the_run_pauses_named_and_the_answer_reaches_it(
     (session,) = {q.session for q in place.questions}
     assert typed_lines(place, session, "The answer to your question q1 (Hello or Hi?)")
     assert (Path(place.path) / "README.md").read_text() == "hello\n"
+
+
+SANDBOXED = """\
+[kind]
+name = "sb"
+body = ["code"]
+
+[step.code]
+prompt = "Mend $brief; commit."
+gate = "commit"
+sandbox = true
+"""
+
+
+def _results(place: Place, session: str) -> list[str]:
+    """The text of every tool result in a session's transcript, in order."""
+    found: list[str] = []
+    for line in transcript_lines(place, session):
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            found.extend(
+                json.dumps(block.get("content"))
+                for block in content
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+            )
+    return found
+
+
+def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """A sandboxed step of the real Claude Code: writes outside refused, its own committed.
+
+    Its Bash commands run in Claude Code's own sandbox: a file beside the repository and one in
+    the main worktree are refused ("Read-only file system"), and its Write tool's file outside is
+    refused by flume's guard. Its board note and its commit are kept; the commit ends the step;
+    moving the base to it with git is refused.
+    """
+    del panes
+    shared.sandbox_programs()
+    repo = _repo(tmp_path, claude)
+    beside, written = tmp_path / "beside.md", repo / "written.md"
+    board = repo / "places" / ".boards" / "sb--cs"
+    model.script = (
+        Reply(
+            when="flume:sb--cs:code:1",
+            tool=Tool("Bash", {"command": f"echo out > {beside}; echo rc1=$?"}),
+        ),
+        Reply(
+            when="rc1=", tool=Tool("Bash", {"command": "echo out > ../../escaped.md; echo rc2=$?"})
+        ),
+        Reply(when="rc2=", tool=Tool("Write", {"file_path": str(written), "content": "out\n"})),
+        Reply(
+            when="is sandboxed",
+            tool=Tool(
+                "Bash",
+                {
+                    "command": f"echo a note > {board}/notes.md && {COMMIT}; "
+                    "git update-ref refs/heads/main HEAD; echo moved=$?"
+                },
+            ),
+        ),
+        Reply(when="moved=", text="Committed the fix."),
+    )
+    base = run_git(repo, "rev-parse", "main").strip()
+    kind_file = tmp_path / "sb.toml"
+    kind_file.write_text(SANDBOXED, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "cs",
+        "--brief", "the greeting", "--agent", "claude",
+        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
+    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
+
+    place = place_of(journal_path)
+    (session,) = sessions_started(journal_path)
+    results = _results(place, session)
+    assert "Read-only file system" in results[0], results
+    assert "Read-only file system" in results[1], results
+    assert "flume: this step is sandboxed" in results[2], results
+    assert "committed-it" in results[3], results
+    assert "moved=128" in results[3], results
+    assert run_git(repo, "rev-parse", "main").strip() == base
+    assert not beside.exists()
+    assert not (repo / "escaped.md").exists()
+    assert not written.exists()
+    assert (board / "notes.md").read_text() == "a note\n"
+    assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"

@@ -210,6 +210,11 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
         "agent = {",
         "is not an agent flume starts",
     ),
+    "sandbox-not-a-boolean": (
+        _swap('gate = "tests"', 'gate = "tests"\nsandbox = "yes"'),
+        'sandbox = "yes"',
+        "sandbox = 'yes' is not true or false",
+    ),
     "body-empty": (
         _swap('body = ["plan", "slices", "review-loop"]', "body = []"),
         "body = []",

@@ -51,8 +51,16 @@ from tests.model.world import FakeWorld
 S = Settings()
 
 
-def _one(gate: object, budgets: Budgets | None = None, agent: StepAgent | None = None) -> Kind:
-    only = Step(name=StageName("only"), prompt="Do $brief.", deliverable=gate, agent=agent)  # type: ignore[arg-type]
+def _one(
+    gate: object,
+    budgets: Budgets | None = None,
+    agent: StepAgent | None = None,
+    *,
+    sandbox: bool = False,
+) -> Kind:
+    only = Step(
+        name=StageName("only"), prompt="Do $brief.", deliverable=gate, agent=agent, sandbox=sandbox
+    )  # type: ignore[arg-type]
     return Kind(
         name=KindName("one"),
         prefix="one",
@@ -289,6 +297,25 @@ def test_a_step_names_its_own_agent_and_model() -> None:
     assert agent_for(world.place, same) == AgentSettings(model="haiku")
     plain = StepAgent(agent=AgentName.CLAUDE)
     assert agent_for(world.place, attrs.evolve(same, agent=plain)) == AgentSettings()
+
+
+def test_a_sandboxed_step_s_agent_is_started_sandboxed_and_others_are_not() -> None:
+    """The seed's Step is "one sandboxed agent": a step's sandbox goes with its agent's start."""
+    world = world_of(_one(Commit(), sandbox=True))
+    (start,) = [a for a in world.actions if isinstance(a, StartAgent)]
+    assert start.sandbox
+    assert world.place is not None
+    # A restart between the start's line and the agent's: the start asked again is sandboxed.
+    starting = attrs.evolve(
+        world.place,
+        agent=None,
+        stage=attrs.evolve(world.place.stage, phase=Starting(since=Instant(1))),
+    )
+    (restarted,) = [a for a in pending(starting) if isinstance(a, StartAgent)]
+    assert restarted.sandbox
+    plain = world_of(_one(Commit()))
+    (start,) = [a for a in plain.actions if isinstance(a, StartAgent)]
+    assert not start.sandbox
 
 
 def test_the_walk_stands_at_a_parallel_and_finds_any_step_s_first_run() -> None:

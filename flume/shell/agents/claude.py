@@ -3,11 +3,13 @@
 Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
 prompt (``HOME/projects/SLUG/SESSION.jsonl``, :func:`transcript_path`), and hooks installed for
 the run only (``--settings``), each appending what Claude Code says to a file flume reads
-(``hookrecord.py``, :func:`hooks_path`). Its home is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``; its
-live-session registry is ``HOME/sessions/*.json`` (reference/claude-code.md §1, §4). Before it
-registers, a workspace trust dialog on its screen is a person being asked (§5, §8). Its lines
-are read by :mod:`~flume.shell.agents.claude_lines`. flume's test agent writes the same files
-in a home of its own (:mod:`~flume.shell.agents.scripted`), and is read by what is here.
+(``hookrecord.py``, :func:`hooks_path`). A sandboxed step's run gets Claude Code's own
+sandbox in the same settings (:func:`sandbox_settings`). Its home is ``$CLAUDE_CONFIG_DIR`` or
+``~/.claude``; its live-session registry is ``HOME/sessions/*.json`` (reference/claude-code.md
+§1, §4). Before it registers, a workspace trust dialog on its screen is a person being asked
+(§5, §8). Its lines are read by :mod:`~flume.shell.agents.claude_lines`. flume's test agent
+writes the same files in a home of its own (:mod:`~flume.shell.agents.scripted`), and is read by
+what is here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from flume.core.place import Place
 from flume.shell.agents import chat, claude_lines
 from flume.shell.agents.chat import Chat
 from flume.shell.agents.port import agents_dir
+from flume.shell.agents.sandbox import Fence
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.tools import locate
@@ -54,6 +57,13 @@ TRUST_WORDS = ("trust the files in this folder", "Do you trust", "trust this fol
 _SLUG_LIMIT = 200
 #: The hook recorder, run by Claude Code for each hook call.
 _RECORDER = Path(__file__).with_name("hookrecord.py")
+#: A sandboxed step's guard on Claude Code's file tools, run before each of their calls.
+_FENCE_HOOK = Path(__file__).with_name("fencehook.py")
+#: Claude Code's tools that write files from its own process, outside its sandbox's reach.
+FILE_TOOLS = "Write|Edit|MultiEdit|NotebookEdit"
+#: What Claude Code's sandbox needs on Linux besides itself (seen with 2.1.332: without either,
+#: ``failIfUnavailable`` makes it refuse to start, naming the one missing).
+SANDBOX_PROGRAMS = (("bwrap", "bubblewrap"), ("socat", "socat"))
 
 
 def home() -> Path:
@@ -77,21 +87,75 @@ def hooks_path(session: str) -> Path:
     return agents_dir() / f"{session}.hooks.jsonl"
 
 
-def hook_settings(session: str) -> str:
-    """The ``--settings`` JSON that installs flume's hooks for this run only."""
+def hook_settings(session: str, fence: Fence | None = None) -> str:
+    """The ``--settings`` JSON that installs flume's hooks for this run only.
+
+    With a ``fence``, the run is a sandboxed step's: its Bash commands run in Claude Code's
+    sandbox (:func:`sandbox_settings`), and a guard refuses its file tools' writes outside.
+    """
     command = shlex.join([sys.executable, "-I", str(_RECORDER), str(hooks_path(session))])
     handler = {"type": "command", "command": command, "timeout": 10}
-    hooks = {event: [{"hooks": [handler]}] for event in HOOK_EVENTS}
-    return json.dumps({"hooks": hooks}, separators=(",", ":"))
+    hooks: dict[str, list[dict[str, object]]] = {
+        event: [{"hooks": [handler]}] for event in HOOK_EVENTS
+    }
+    settings: dict[str, object] = {"hooks": hooks}
+    if fence is not None:
+        allowed = [fence.worktree] if fence.board is None else [fence.worktree, fence.board]
+        guard = shlex.join([sys.executable, "-I", str(_FENCE_HOOK), *map(str, allowed)])
+        guarding = {"type": "command", "command": guard, "timeout": 10}
+        hooks["PreToolUse"].append({"matcher": FILE_TOOLS, "hooks": [guarding]})
+        settings["sandbox"] = sandbox_settings(fence)
+    return json.dumps(settings, separators=(",", ":"))
 
 
-def command(place: Place, session: SessionId, model: str | None) -> list[str]:
+def sandbox_settings(fence: Fence) -> dict[str, object]:
+    """Claude Code's ``sandbox`` settings for a sandboxed step (docs/config.md, reference §9).
+
+    Its Bash commands run in bubblewrap, writing only the working directory (the worktree) and
+    the folders added (the board), and, seen with 2.1.332 in a linked worktree, the
+    repository's git folder but its config and hooks, which commits need; flume adds its own
+    folder for the place and keeps the fence's files read-only. It never starts without its
+    sandbox (``failIfUnavailable``), never runs a command outside it
+    (``allowUnsandboxedCommands`` false: a command asking for that runs sandboxed still), and
+    runs sandboxed commands without asking a person (``autoAllowBashIfSandboxed``).
+    """
+    allowed = [str(path) for path in fence.writable if path != fence.worktree]
+    return {
+        "enabled": True,
+        "failIfUnavailable": True,
+        "autoAllowBashIfSandboxed": True,
+        "allowUnsandboxedCommands": False,
+        "filesystem": {
+            "allowWrite": allowed,
+            # Only files that exist: a path denied that does not exist is made unreadable
+            # (seen with 2.1.332: a missing packed-refs denied stopped every git command).
+            "denyWrite": [str(path) for path in fence.kept if path.exists()],
+        },
+    }
+
+
+def sandbox_missing() -> tuple[str, str] | None:
+    """What Claude Code's sandbox needs here and lacks (bubblewrap, socat), and how to mend it."""
+    lacking = [package for name, package in SANDBOX_PROGRAMS if not locate.found(name)]
+    if not lacking:
+        return None
+    return (
+        f"Claude Code's sandbox needs {' and '.join(lacking)}, not installed here (not on PATH)",
+        f"install them (Debian and Ubuntu: apt-get install {' '.join(lacking)})",
+    )
+
+
+def command(
+    place: Place, session: SessionId, model: str | None, fence: Fence | None = None
+) -> list[str]:
     """Claude Code's command line: its session id, flume's hooks, the place's board, the model.
 
     The board (``<repository>/places/.boards/<place>``) is outside the worktree, so it is
     named with ``--add-dir`` (reference/claude-code.md §3): a step writes its verdict there.
+    With a ``fence`` its sandbox is on (:func:`hook_settings`).
     """
-    argv = [program(), "--session-id", session, "--settings", hook_settings(session)]
+    settings = hook_settings(session, fence)
+    argv = [program(), "--session-id", session, "--settings", settings]
     if place.board:
         argv += ["--add-dir", place.board]
     if model:

@@ -24,9 +24,11 @@ from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents import chat, codex_lines
 from flume.shell.agents.chat import Chat
+from flume.shell.agents.port import agents_dir
+from flume.shell.agents.sandbox import Fence, wrapped
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
-from flume.shell.tools import locate
+from flume.shell.tools import bubblewrap, locate
 
 #: The variable that names Codex's program in place of ``codex`` on PATH.
 VARIABLE = "FLUME_CODEX"
@@ -64,8 +66,17 @@ def missing() -> tuple[str, str] | None:
     return locate.missing_named(program(), VARIABLE, "codex")
 
 
-def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (Codex names its own session)
-    """Codex's command line: started in the place, with the model if named."""
+def command(
+    place: Place,
+    session: SessionId,
+    model: str | None,
+    fence: Fence | None = None,
+) -> list[str]:
+    """Codex's command line: started in the place, with the model if named.
+
+    With a ``fence`` (a sandboxed step) Codex runs inside bubblewrap, writing its home besides
+    (``$CODEX_HOME``: its sessions, its logs); the session id names its temporary folder only.
+    """
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
     argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
@@ -74,7 +85,16 @@ def command(place: Place, session: SessionId, model: str | None) -> list[str]:  
         argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
-    return argv
+    return (
+        argv
+        if fence is None
+        else wrapped(argv, fence, own=(home(),), scratch=agents_dir() / f"{session}.tmp")
+    )
+
+
+def sandbox_missing() -> tuple[str, str] | None:
+    """A sandboxed step's Codex runs inside bubblewrap: missing, when it is."""
+    return bubblewrap.missing()
 
 
 def prepare(session: SessionId) -> None:

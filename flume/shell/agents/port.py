@@ -21,6 +21,7 @@ from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents.chat import Chat
+from flume.shell.agents.sandbox import Fence
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
@@ -42,8 +43,17 @@ class AgentPort(Protocol):
         """The agent's program, when it is not found here: what is wrong and how to mend it."""
         ...
 
-    def command(self, place: Place, session: SessionId, model: str | None) -> list[str]:
-        """The agent's command line for the session (the launch's own flags follow it)."""
+    def command(
+        self, place: Place, session: SessionId, model: str | None, fence: Fence | None = None
+    ) -> list[str]:
+        """The agent's command line for the session (the launch's own flags follow it).
+
+        With a ``fence``, a sandboxed step's: its commands write only inside the fence.
+        """
+        ...
+
+    def sandbox_missing(self) -> tuple[str, str] | None:
+        """What a sandboxed step's agent needs here and lacks, and how to mend it; None if none."""
         ...
 
     def prepare(self, session: SessionId) -> None:

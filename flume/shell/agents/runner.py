@@ -42,6 +42,7 @@ from flume.core.observations import (
 from flume.core.place import Place
 from flume.shell.agents import KNOWN, of
 from flume.shell.agents.port import agents_dir
+from flume.shell.agents.sandbox import Fence, fence_of
 from flume.shell.panes import printed
 from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer, typed_mark
@@ -76,10 +77,33 @@ def session_for(place: Place, stage: str, attempt: int) -> SessionId:
     return SessionId(str(uuid.uuid5(_NAMESPACE, key)))
 
 
-def command(place: Place, action: StartAgent, session: SessionId) -> list[str]:
-    """The agent's command line, from its module and the launch's flags; never through a shell."""
+def command(
+    place: Place, action: StartAgent, session: SessionId, fence: Fence | None = None
+) -> list[str]:
+    """The agent's command line, from its module and the launch's flags; never through a shell.
+
+    With a ``fence`` (a sandboxed step's), the module holds its agent inside it.
+    """
     settings = action.agent
-    return [*of(settings.agent).command(place, session, settings.model), *settings.flags]
+    return [*of(settings.agent).command(place, session, settings.model, fence), *settings.flags]
+
+
+def fenced(place: Place, action: StartAgent) -> tuple[Fence | None, str]:
+    """A sandboxed step's fence, or why it cannot be held here (then the agent never starts).
+
+    Not sandboxed: no fence, nothing wrong. "A sandboxed step must not silently run
+    unsandboxed": what its agent's sandbox lacks (bubblewrap, socat) is said, and nothing runs.
+    """
+    if not action.sandbox:
+        return None, ""
+    lacking = of(action.agent.agent).sandbox_missing()
+    if lacking is not None:
+        what, mend = lacking
+        return None, f"the step is sandboxed, but {what}; {mend}, then retry the stage"
+    fence = fence_of(place)
+    if fence is None:
+        return None, f"the step is sandboxed, but git cannot say where {place.path}'s git is"
+    return fence, ""
 
 
 def marks(place: Place, session: SessionId) -> dict[str, str]:
@@ -144,12 +168,15 @@ class Agents:
         for pane in panes.values():
             if pane.session == session:
                 return [self._started(at, action, session, pane.id)]
-        argv = command(place, action, session)
-        # The launch checked this; the program may have gone since (or PATH changed).
         agent = of(action.agent.agent)
+        # The launch checked these; the programs may have gone since (or PATH changed).
         if (missing := agent.missing()) is not None:
             what, mend = missing
-            return self._failed(at, argv, f"{what}; {mend}, then retry the stage")
+            return self._failed(at, [agent.program()], f"{what}; {mend}, then retry the stage")
+        fence, unfenced = fenced(place, action)
+        if unfenced:
+            return self._failed(at, [agent.program()], unfenced)
+        argv = command(place, action, session, fence)
         agent.prepare(session)
         if not Path(place.path).is_dir():
             return self._failed(at, argv, f"the place {place.path} is not there")
@@ -178,8 +205,12 @@ class Agents:
 
         Its pane runs the agent's own command, shown to the person who runs it: no first
         program reads a private file there, so the environment holds only marks and PATH.
+        A sandboxed step's command holds its sandbox, as in a pane.
         """
-        argv = command(place, action, session)
+        fence, unfenced = fenced(place, action)
+        if unfenced:
+            return self._failed(at, [of(action.agent.agent).program()], unfenced)
+        argv = command(place, action, session, fence)
         shown = marks(place, session) | {"PATH": search_path()}
         ran = self.printed.start(
             group=tmux_group(place.launch.repository),

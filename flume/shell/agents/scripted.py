@@ -20,9 +20,12 @@ from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents import chat, claude
 from flume.shell.agents.chat import Chat
+from flume.shell.agents.port import agents_dir
+from flume.shell.agents.sandbox import Fence, wrapped
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
+from flume.shell.tools import bubblewrap
 
 #: The test agent's module, run as ``python -m MODULE``.
 MODULE = "flume.testing.agent"
@@ -45,15 +48,30 @@ def missing() -> None:
     """The test agent's program is the interpreter running flume: never missing."""
 
 
-def command(place: Place, session: SessionId, model: str | None) -> list[str]:  # noqa: ARG001 (the test agent takes no model)
+def command(
+    place: Place,
+    session: SessionId,
+    model: str | None,  # noqa: ARG001 (the test agent takes no model)
+    fence: Fence | None = None,
+) -> list[str]:
     """The test agent's command line: its module, the session id, its home and the board.
 
     The board is added as Claude Code's is (``--add-dir``): a script writes ``$board/...`` there.
+    With a ``fence`` (a sandboxed step) it runs inside bubblewrap, writing its home besides.
     """
     argv = [program(), "-m", MODULE, "--session-id", session, "--home", str(home())]
     if place.board:
         argv += ["--add-dir", place.board]
-    return argv
+    return (
+        argv
+        if fence is None
+        else wrapped(argv, fence, own=(home(),), scratch=agents_dir() / f"{session}.tmp")
+    )
+
+
+def sandbox_missing() -> tuple[str, str] | None:
+    """A sandboxed step's test agent runs inside bubblewrap: missing, when it is."""
+    return bubblewrap.missing()
 
 
 def prepare(session: SessionId) -> None:

@@ -25,6 +25,7 @@ so the file reads top-down::
     prompt = "Plan $brief in PLAN.md."
     gate = "artifact:PLAN.md"    # the deliverables above, or verdict (the default),
                                  # artifact:<path>, tests, approval
+    sandbox = true               # optional: its agent writes only its worktree and board
     [loop.review-loop]
     body = ["review", "fix"]
     until = "review"             # a verdict-gated step of the loop
@@ -248,7 +249,7 @@ def parse_document(
 BLOCK_TABLES = ("step", "loop", "parallel")
 _NEW_KIND_KEYS = {"name", "prefix", "body", "budgets", "finalize"}
 _FINALIZE_KEYS = ("push", "pr", "land")
-_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "may"}
+_STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "may", "sandbox"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
 _PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
 _BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
@@ -593,6 +594,15 @@ class _Reader:
                 "'may' is not a list of edges",
                 'write may = ["progress", "ask"]',
             )
+        sandbox = data.get("sandbox", False)
+        if not isinstance(sandbox, bool):
+            raise self.error(
+                name,
+                "sandbox",
+                f"sandbox = {sandbox!r} is not true or false",
+                "write sandbox = true to keep the step's agent to its worktree and board, "
+                "or leave it out",
+            )
         return Step(
             name=StageName(name),
             prompt=self.text(found, "prompt"),
@@ -600,6 +610,7 @@ class _Reader:
             waits_on_caller=waits,
             agent=self.agent(found),
             may=pset(may),
+            sandbox=sandbox,
         )
 
     def agent(self, found: _Declared) -> StepAgent | None:

@@ -169,6 +169,23 @@ def _check_tests_declared(request: Request, declared: config.Config, kind: Kind)
         )
 
 
+def _check_sandboxes(request: Request, kind: Kind) -> None:
+    """A sandboxed step's agent can be held in its sandbox here, or the launch is refused.
+
+    "A sandboxed step must not silently run unsandboxed": what its agent's sandbox needs
+    (bubblewrap; socat besides for Claude Code's) is checked before anything is made. The start
+    of each agent checks again, and a step whose sandbox went missing since stops short, named.
+    """
+    for found in steps(kind.body):
+        if not found.sandbox:
+            continue
+        program = found.agent.agent if found.agent is not None else request.agent.agent
+        lacking = agents.of(program).sandbox_missing()
+        if lacking is not None:
+            what, mend = lacking
+            raise _problem("sandbox", f"step {found.name} is sandboxed, but {what}", mend)
+
+
 def _checked(
     request: Request, settings: Settings, clock: Callable[[], float]
 ) -> tuple[Launched, Path]:
@@ -193,6 +210,7 @@ def _checked(
     ) or locate.missing_panes(request.agent.panes)
     if missing is not None:
         raise _problem("agent", *missing)
+    _check_sandboxes(request, kind)
     start = listed.resolve(launch.base)
     if start is None:
         raise _problem(

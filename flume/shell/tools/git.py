@@ -135,6 +135,18 @@ def where(path: Path) -> Where | None:
     )
 
 
+def git_dirs(path: Path) -> tuple[Path, Path] | None:
+    """The git directory of ``path``'s worktree and the repository's common one; None if none.
+
+    A linked worktree's git directory is its admin folder, ``<common>/worktrees/<id>``.
+    """
+    ran = run(path, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
+    said = ran.out.splitlines()
+    if not ran.ok or len(said) != 2:
+        return None
+    return Path(said[0]), Path(said[1])
+
+
 def main_worktree(repository: Path) -> Path:
     """The main worktree of the repository ``repository`` belongs to.
 

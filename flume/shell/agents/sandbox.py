@@ -1,0 +1,98 @@
+"""What a sandboxed step's agent may write, found for its place (docs/config.md, "Sandboxed steps").
+
+The seed's Step is "one sandboxed agent": a step that says ``sandbox = true`` runs an agent whose
+commands write only its worktree and its board, and what git needs to commit there. Each agent's
+module holds the fence its own way: Claude Code through its own sandbox settings
+(:mod:`~flume.shell.agents.claude`), the others inside bubblewrap
+(:mod:`flume.shell.tools.bubblewrap`). This module only finds the fence, one ``git rev-parse``.
+
+What git needs to commit in a linked worktree, and nothing more of the repository's git folder:
+its objects, its refs and their logs (the branch's ref and reflog are there), and the
+worktree's own admin folder (its HEAD, index, logs). Its config and hooks stay read-only: a
+hook written there would run later outside any sandbox. The main worktree's HEAD and index and
+the base's ref and reflog are kept read-only inside those (:attr:`Fence.kept`), so a sandboxed
+agent cannot move the branch its work lands on, as a loose ref (a base packed in
+``packed-refs`` gets no such file, and is not kept). flume's own folder for the place
+(``<common>/flume/<place>``) is writable too: ``flume needs`` and ``flume submit``, run by the
+agent, journal there.
+
+An agent inside bubblewrap (:func:`wrapped`) may write its own folders besides (its home, where
+its transcript and registry are) and a temporary folder of its own, ``TMPDIR``, in flume's
+agents folder (``<session>.tmp``): the rest of ``/tmp`` is read-only to it, as everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+from flume.core.place import Place
+from flume.shell.tools import bubblewrap, git
+
+
+@attrs.frozen(kw_only=True)
+class Fence:
+    """The folders a sandboxed agent may write, and the files inside them it may not."""
+
+    #: The place's worktree: the agent's work.
+    worktree: Path
+    #: The place's board (``places/.boards/<place>``); None in a place made before boards.
+    board: Path | None
+    #: flume's folder for the place, where its journal is (``flume needs`` writes there).
+    records: Path
+    #: What git needs to commit in the worktree: objects, refs, logs, the worktree's admin folder.
+    git: tuple[Path, ...]
+    #: Inside those, kept read-only: the worktree's ``.git`` file, its admin folder's links
+    #: back, the main worktree's HEAD and index, the base's ref and reflog.
+    kept: tuple[Path, ...]
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """Every folder the agent may write."""
+        board = () if self.board is None else (self.board,)
+        return (self.worktree, *board, self.records, *self.git)
+
+
+def fence_of(place: Place) -> Fence | None:
+    """The fence of the place's sandboxed agent; None when git cannot say where its folders are."""
+    worktree = Path(place.path)
+    dirs = git.git_dirs(worktree)
+    if dirs is None:
+        return None
+    admin, common = dirs
+    base = place.launch.base
+    return Fence(
+        worktree=worktree,
+        board=Path(place.board) if place.board else None,
+        records=common / "flume" / place.launch.place,
+        git=(common / "objects", common / "refs", common / "logs", admin),
+        kept=(
+            worktree / ".git",
+            admin / "gitdir",
+            admin / "commondir",
+            admin / "config.worktree",
+            common / "HEAD",
+            common / "index",
+            common / "refs" / "heads" / base,
+            common / "logs" / "refs" / "heads" / base,
+        ),
+    )
+
+
+def wrapped(argv: list[str], fence: Fence, *, own: Iterable[Path], scratch: Path) -> list[str]:
+    """``argv`` inside bubblewrap, writing only the fence and the agent's ``own`` folders.
+
+    The agent's own folders are made first (a folder that does not exist cannot be bound), and
+    so is ``scratch``, its temporary folder (``TMPDIR`` inside).
+    """
+    for folder in (*own, scratch):
+        folder.mkdir(parents=True, exist_ok=True)
+    return bubblewrap.wrap(
+        argv,
+        cwd=fence.worktree,
+        writable=(*fence.writable, *own, scratch),
+        readonly=fence.kept,
+        env={"TMPDIR": str(scratch)},
+    )

@@ -1,0 +1,169 @@
+"""Sandboxed steps run by flume's test agent inside bubblewrap: real git, real tmux, real bwrap.
+
+A step that says ``sandbox = true`` runs its agent with the disk read-only but its worktree, its
+board and what git needs to commit there (docs/config.md, "Sandboxed steps"). The test agent's
+script tries to write outside them and inside them; what it wrote, and what it was refused,
+are read from the disk, git and its own transcript. Where bubblewrap is not installed these
+tests skip, saying so; under scripts/test, which installs it, they fail instead. Claude Code's
+own sandbox is tested in test_claude.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flume.core.place import Short, ShortCause
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from tests import shared
+from tests.integration.agents_kit import (
+    agent_repository,
+    place_of,
+    script,
+    sessions_started,
+    stopped_short,
+    transcript_lines,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process, run_git, world_of
+
+#: flume runs here in processes of its own (the daemon, agents in tmux): the second pass.
+pytestmark = pytest.mark.processes
+
+KIND = """\
+[kind]
+name = "sb"
+body = ["code"]
+
+[step.code]
+prompt = "Mend $brief; commit."
+gate = "commit"
+sandbox = true
+"""
+
+
+@pytest.fixture
+def bubblewrap() -> None:
+    """The test needs bwrap: it skips without it (fails, where scripts/test installed it)."""
+    shared.sandbox_programs()
+
+
+def _launch(tmp_path: Path, repo: Path, agent_script: str, name: str) -> Path:
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(KIND, encoding="utf-8")
+    script_path = script(tmp_path, agent_script)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", name,
+        "--brief", "the greeting", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"sb--{name}" / places.JOURNAL
+
+
+def _tool_results(journal: Path) -> list[str]:
+    """The text of every tool result in the code step's agent's transcript, in order."""
+    place = place_of(journal)
+    (session,) = sessions_started(journal)
+    found: list[str] = []
+    for line in transcript_lines(place, session):
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            found.extend(
+                str(block.get("content"))
+                for block in content
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+            )
+    return found
+
+
+def test_a_sandboxed_step_writes_its_worktree_and_board_and_nothing_else(
+    tmp_path: Path, panes: Tmux, bubblewrap: None
+) -> None:
+    """A sandboxed step's agent is refused writes outside; its own writes are kept and committed.
+
+    It writes a file beside the repository and one in the main worktree (``../../escaped.md``):
+    each is refused ("Read-only file system") and neither is on the disk. Its board note and
+    its commit on its own branch are kept, and the commit passes the step's gate; moving the
+    base to that commit with git is refused, and the base has not moved.
+    """
+    del panes, bubblewrap
+    repo = agent_repository(tmp_path)
+    base = run_git(repo, "rev-parse", "main").strip()
+    beside = tmp_path / "beside.md"
+    agent_script = f"""
+[[turn]]
+match = ":code:1"
+steps = [
+  {{run = ["sh", "-c", "echo out > {beside}"]}},
+  {{write = {{path = "../../escaped.md", text = "out\\n"}}}},
+  {{write = {{path = "$board/notes.md", text = "a note\\n"}}}},
+  {{write = {{path = "mended.md", text = "mended\\n"}}}},
+  {{commit = "Mend the greeting, sandboxed"}},
+  {{run = ["git", "update-ref", "refs/heads/main", "HEAD"]}},
+]
+"""
+    journal = _launch(tmp_path, repo, agent_script, "fenced")
+    wait_for(lambda: "code" in place_of(journal).completed, 60, "the sandboxed step to commit")
+
+    wait_for(lambda: len(_tool_results(journal)) == 6, 30, "the agent's last command")
+    place = place_of(journal)
+    results = _tool_results(journal)
+    assert "Read-only file system" in results[0], results
+    assert "Read-only file system" in results[1], results
+    assert "File created" in results[2], results
+    assert "refs/heads/main" in results[-1], results
+    assert "Read-only file system" in results[-1], results
+    assert not beside.exists()
+    assert not (repo / "escaped.md").exists()
+    assert run_git(repo, "rev-parse", "main").strip() == base
+    assert (Path(place.board) / "notes.md").read_text() == "a note\n"
+    assert (
+        run_git(repo, "log", "-1", "--format=%s", place.branch).strip()
+        == "Mend the greeting, sandboxed"
+    )
+    assert run_git(repo, "show", f"{place.branch}:mended.md") == "mended\n"
+
+
+def test_flume_needs_reaches_the_place_from_inside_the_sandbox(
+    tmp_path: Path, panes: Tmux, bubblewrap: None
+) -> None:
+    """R8 in a sandbox: the agent's ``flume needs`` journals through its fence; it stops short."""
+    del panes, bubblewrap
+    repo = agent_repository(tmp_path)
+    agent_script = """
+[[turn]]
+match = ":code:1"
+steps = [{run = ["flume", "needs", "the staging key"]}]
+"""
+    journal = _launch(tmp_path, repo, agent_script, "needy")
+    wait_for(stopped_short(journal, ShortCause.NEEDS), 60, "the stage to stop short")
+    phase = place_of(journal).stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words == "the staging key"
+
+
+def test_a_sandboxed_step_is_refused_at_launch_without_bubblewrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never silently unsandboxed: with no bwrap on PATH the launch is refused, nothing made."""
+    repo = agent_repository(tmp_path)
+    before = world_of(repo)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for name in ("git", "tmux"):
+        (bare / name).symlink_to(Path("/usr/bin", name))
+    monkeypatch.setenv("PATH", str(bare))
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(KIND, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "bare",
+        "--brief", "the greeting", "--agent", "test",
+    )  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    assert "step code is sandboxed, but bubblewrap (bwrap) is not installed" in ran.stderr
+    assert "apt-get install bubblewrap" in ran.stderr
+    assert world_of(repo) == before
