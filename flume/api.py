@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -755,17 +756,31 @@ def _here(cwd: str | Path | None) -> Path:
     return here
 
 
-def _agent_gives(here: Path, seen: Callable[[Instant, Any], Observation]) -> Decision:
-    """Journal the agent's command for the place ``here`` is in, and wake the supervisor."""
-    from flume.core.settings import Settings
+def _agent_command(here: Path, kind: str, words: str = "", options: Sequence[str] = ()) -> str:
+    """Carry the agent's command out for the place ``here`` is in; what it prints.
+
+    Outside a sandbox it is journaled here, through the place's rules, and the supervisor is
+    woken. Inside one (``$FLUME_INBOX`` names its inbox) the journal is not the agent's to
+    write: the command goes through its inbox, and the supervisor carries it out the same way
+    and answers (:mod:`flume.shell.store.inbox`); its answer is printed, or raised.
+    """
     from flume.shell.commands import verbs
+    from flume.shell.store import inbox
     from flume.shell.supervisor import client
+
+    request = inbox.Request(
+        kind=kind, session=verbs.session_of(), words=words, options=tuple(options)
+    )
+    sandboxed = os.environ.get(inbox.VARIABLE, "")
+    if sandboxed:
+        return inbox.through(Path(sandboxed), request, wake=lambda: client.wake(timeout=1.0))
+    from flume.core.settings import Settings
 
     settings = Settings()
     found = verbs.place_here(here, settings)
-    decision = verbs.give(found, seen(_now(), verbs.session_of()), settings)
+    said = inbox.carry_out(found, request, _now(), settings)
     client.ensure()
-    return decision
+    return said
 
 
 def needs(text: str, *, cwd: str | Path | None = None) -> str:
@@ -776,16 +791,7 @@ def needs(text: str, *, cwd: str | Path | None = None) -> str:
     are refused before the rules, git or the journal are loaded.
     """
     words = input_checks.checked_text("words", text)
-    here = _here(cwd)
-    from flume.core.observations import NeedsSaid
-    from flume.core.place import Short
-
-    decision = _agent_gives(
-        here, lambda at, session: NeedsSaid(at=at, words=words, session=session)
-    )
-    phase = decision.place.stage.phase
-    said = phase.words if isinstance(phase, Short) else ""
-    return f"flume: {_name(decision.place)} stops short: {said}"
+    return _agent_command(_here(cwd), "needs", words)
 
 
 def progress(text: str, *, cwd: str | Path | None = None) -> str:
@@ -794,13 +800,7 @@ def progress(text: str, *, cwd: str | Path | None = None) -> str:
     The place and session as :func:`needs` finds them; returns what the command prints.
     """
     words = input_checks.checked_text("words", text)
-    here = _here(cwd)
-    from flume.core.observations import ProgressSaid
-
-    decision = _agent_gives(
-        here, lambda at, session: ProgressSaid(at=at, words=words, session=session)
-    )
-    return f"flume: {_name(decision.place)}: progress noted"
+    return _agent_command(_here(cwd), "progress", words)
 
 
 def ask(question: str, options: Sequence[str] = (), *, cwd: str | Path | None = None) -> str:
@@ -812,22 +812,7 @@ def ask(question: str, options: Sequence[str] = (), *, cwd: str | Path | None = 
     """
     words = input_checks.checked_text("question", question)
     offered = [input_checks.checked_text("option", each) for each in options]
-    here = _here(cwd)
-    from pyrsistent import pvector
-
-    from flume.core.observations import AskSaid
-
-    decision = _agent_gives(
-        here,
-        lambda at, session: AskSaid(
-            at=at, question=words, options=pvector(offered), session=session
-        ),
-    )
-    asked = decision.place.questions[-1]
-    return (
-        f"flume: {_name(decision.place)}: asked {asked.id}; the answer will come to you as a "
-        "message. End your turn now and wait for it; do not guess."
-    )
+    return _agent_command(_here(cwd), "ask", words, offered)
 
 
 def answer(place: str, question: str, text: str, *, repository: str | Path | None = None) -> str:
@@ -857,15 +842,7 @@ def submit(*, cwd: str | Path | None = None) -> str:
 
     The place and session as :func:`needs` finds them; returns what the command prints.
     """
-    here = _here(cwd)
-    from flume.core.observations import SubmitAsked
-
-    decision = _agent_gives(here, lambda at, session: SubmitAsked(at=at, session=session))
-    place = decision.place
-    return (
-        f"flume: {_name(place)} submitted: {place.branch} is handed to the lander for "
-        f"{place.launch.base}; if its checks fail, their output comes back to you"
-    )
+    return _agent_command(_here(cwd), "submit")
 
 
 def prompt(  # noqa: PLR0913 (each is one thing a launch names)

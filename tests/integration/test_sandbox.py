@@ -10,6 +10,7 @@ own sandbox is tested in test_claude.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from flume.shell.store import places
 from tests import shared
 from tests.integration.agents_kit import (
     agent_repository,
+    observations,
     place_of,
     script,
     sessions_started,
@@ -144,6 +146,83 @@ steps = [{run = ["flume", "needs", "the staging key"]}]
     phase = place_of(journal).stage.phase
     assert isinstance(phase, Short)
     assert phase.words == "the staging key"
+
+
+MESSAGING = KIND.replace('gate = "commit"', 'gate = "commit"\nmay = ["progress"]')
+
+
+def test_a_sandboxed_agent_cannot_write_its_journal_and_its_commands_go_through_its_inbox(
+    tmp_path: Path, panes: Tmux, bubblewrap: None
+) -> None:
+    """Its journal is read-only to it; its commands reach the place through the supervisor.
+
+    Appending a line to its journal, or moving the journal's folder's file, is refused.
+    ``flume progress`` prints what it prints outside a sandbox, and ``flume ask`` (an edge the
+    step lacks) is refused with the same words and exit status; each is journaled, or not, by
+    the rules. Requests it forges in its inbox, for a command it may not send or for another
+    session, are refused and journal nothing; the progress request sent again is not carried
+    out again.
+    """
+    del panes, bubblewrap
+    repo = agent_repository(tmp_path)
+    journal = places.journals_dir(repo) / "sb--inbox" / places.JOURNAL
+    request = '{"kind": "%s", "words": "halfway", "session": "%s"}'
+    forged = (
+        'cd "$FLUME_INBOX" && for sent in *.answer; do '
+        f'printf \'{request}\' progress "$FLUME_SESSION" > "${{sent%.answer}}.json"; done && '
+        f"printf '{request}' approve \"$FLUME_SESSION\" > {'a' * 32}.json && "
+        f"printf '{request}' needs other > {'b' * 32}.json && echo forged"
+    )
+    agent_script = f"""
+[[turn]]
+match = ":code:1"
+steps = [
+  {{run = ["sh", "-c", "echo '{{}}' >> {journal}; echo rc=$?"]}},
+  {{run = ["sh", "-c", "mv {journal} {journal}.moved; echo rc=$?"]}},
+  {{run = ["flume", "progress", "halfway"]}},
+  {{run = ["flume", "ask", "Hello or Hi?"]}},
+  {{run = ["sh", "-c", {json.dumps(forged)}]}},
+  {{run = ["flume", "needs", "the staging key"]}},
+]
+"""
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(MESSAGING, encoding="utf-8")
+    script_path = script(tmp_path, agent_script)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "inbox",
+        "--brief", "the greeting", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    wait_for(stopped_short(journal, ShortCause.NEEDS), 60, "the stage to stop short")
+    wait_for(lambda: len(_tool_results(journal)) == 6, 30, "the agent's last command")
+
+    results = _tool_results(journal)
+    for refused_write in results[:2]:
+        assert "Read-only file system" in refused_write, results
+        assert "rc=0" not in refused_write, results
+    assert results[2].strip() == "flume: sb--inbox: progress noted", results
+    assert results[3] == (
+        "Exit code 1\nflume: ask: step code of sb--inbox may not ask: its may is [progress]; "
+        'declare may = ["ask"] on the step to let its agent ask\n'
+    ), results
+    assert "forged" in results[4], results
+    assert results[5].strip() == "flume: sb--inbox stops short: the staging key", results
+    seen = [type(each).__name__ for each in observations(journal)]
+    assert seen.count("ProgressSaid") == 1, seen
+    assert seen.count("NeedsSaid") == 1, seen
+    assert "AskSaid" not in seen, seen
+    assert not journal.with_name(journal.name + ".moved").exists()
+    (session,) = sessions_started(journal)
+    inbox = places.state_dir() / "agents" / f"{session}.inbox"
+    answered = [inbox / f"{name * 32}.answer" for name in ("a", "b")]
+    wait_for(lambda: all(path.exists() for path in answered), 30, "the forged requests' answers")
+    refused = {name: json.loads((inbox / f"{name * 32}.answer").read_text()) for name in ("a", "b")}
+    assert refused["a"]["status"] == 2, refused
+    assert "'approve' is not a command" in str(refused["a"]["problems"]), refused
+    assert refused["b"]["status"] == 2, refused
+    assert "names the session other" in str(refused["b"]["problems"]), refused
+    assert not list(inbox.glob("*.json")), list(inbox.iterdir())
 
 
 def test_a_sandboxed_step_is_refused_at_launch_without_bubblewrap(

@@ -113,9 +113,9 @@ def sandbox_settings(fence: Fence) -> dict[str, object]:
 
     Its Bash commands run in bubblewrap, writing only the working directory (the worktree) and
     the folders added (the board), and, seen with 2.1.332 in a linked worktree, the
-    repository's git folder but its config and hooks, which commits need; flume adds its own
-    folder for the place and keeps the fence's files read-only. It never starts without its
-    sandbox (``failIfUnavailable``), never runs a command outside it
+    repository's git folder but its config and hooks, which commits need; flume adds the
+    agent's inbox and keeps the fence's files and its place's journal folder read-only. It
+    never starts without its sandbox (``failIfUnavailable``), never runs a command outside it
     (``allowUnsandboxedCommands`` false: a command asking for that runs sandboxed still), and
     runs sandboxed commands without asking a person (``autoAllowBashIfSandboxed``).
     """
@@ -129,7 +129,9 @@ def sandbox_settings(fence: Fence) -> dict[str, object]:
             "allowWrite": allowed,
             # Only files that exist: a path denied that does not exist is made unreadable
             # (seen with 2.1.332: a missing packed-refs denied stopped every git command).
-            "denyWrite": [str(path) for path in fence.kept if path.exists()],
+            # The journal's folder too: its sandbox lets commands write the repository's git
+            # folder, which holds it; the agent's commands to flume go through its inbox.
+            "denyWrite": [str(path) for path in (*fence.kept, fence.records) if path.exists()],
         },
     }
 

@@ -40,7 +40,7 @@ from flume.core.observations import (
     PromptTyped,
 )
 from flume.core.place import Place
-from flume.shell.agents import KNOWN, of
+from flume.shell.agents import KNOWN, of, sandbox
 from flume.shell.agents.port import agents_dir
 from flume.shell.agents.sandbox import Fence, fence_of
 from flume.shell.panes import printed
@@ -48,6 +48,7 @@ from flume.shell.panes.herdr import Herdr
 from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.printed import Printed
 from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
+from flume.shell.store import inbox
 from flume.shell.tools import locate
 
 #: Fixed, so that one stage attempt always names the same session.
@@ -100,7 +101,8 @@ def fenced(place: Place, action: StartAgent) -> tuple[Fence | None, str]:
     if lacking is not None:
         what, mend = lacking
         return None, f"the step is sandboxed, but {what}; {mend}, then retry the stage"
-    fence = fence_of(place)
+    session = session_for(place, action.stage, action.attempt)
+    fence = fence_of(place, inbox.folder(agents_dir(), session))
     if fence is None:
         return None, f"the step is sandboxed, but git cannot say where {place.path}'s git is"
     return fence, ""
@@ -184,7 +186,8 @@ class Agents:
         # reads and removes: no secret and no caller's argument on a command line.
         exec_file = agents_dir() / f"{session}.exec.json"
         keep = list(_HERDR_KEEPS) if action.agent.panes is Panes.HERDR else []
-        write_private(exec_file, {"argv": argv, "env": environment(place, session), "keep": keep})
+        env = environment(place, session) | (sandbox.environment(fence) if fence else {})
+        write_private(exec_file, {"argv": argv, "env": env, "keep": keep})
         ran = server.start(
             group=tmux_group(place.launch.repository),
             window=place.launch.place,
@@ -212,6 +215,7 @@ class Agents:
             return self._failed(at, [of(action.agent.agent).program()], unfenced)
         argv = command(place, action, session, fence)
         shown = marks(place, session) | {"PATH": search_path()}
+        shown |= sandbox.environment(fence) if fence else {}
         ran = self.printed.start(
             group=tmux_group(place.launch.repository),
             window=place.launch.place,

@@ -13,8 +13,10 @@ hook written there would run later outside any sandbox. The main worktree's HEAD
 the base's ref and reflog are kept read-only inside those (:attr:`Fence.kept`), so a sandboxed
 agent cannot move the branch its work lands on, as a loose ref (a base packed in
 ``packed-refs`` gets no such file, and is not kept). flume's own folder for the place
-(``<common>/flume/<place>``) is writable too: ``flume needs`` and ``flume submit``, run by the
-agent, journal there.
+(``<common>/flume/<place>``, its journal) is not the agent's to write: a line it wrote there
+would be taken as the caller's or the supervisor's. Its ``flume needs``, ``progress``, ``ask``
+and ``submit`` go through an inbox of its own instead (:attr:`Fence.inbox`,
+:mod:`flume.shell.store.inbox`), which the supervisor reads and answers.
 
 An agent inside bubblewrap (:func:`wrapped`) may write its own folders besides (its home, where
 its transcript and registry are) and a temporary folder of its own, ``TMPDIR``, in flume's
@@ -29,6 +31,7 @@ from pathlib import Path
 import attrs
 
 from flume.core.place import Place
+from flume.shell.store.inbox import VARIABLE as INBOX_VARIABLE
 from flume.shell.tools import bubblewrap, git
 
 
@@ -40,8 +43,10 @@ class Fence:
     worktree: Path
     #: The place's board (``places/.boards/<place>``); None in a place made before boards.
     board: Path | None
-    #: flume's folder for the place, where its journal is (``flume needs`` writes there).
+    #: flume's folder for the place, where its journal is: read-only to the agent.
     records: Path
+    #: The agent's inbox, where its commands to flume go (``$FLUME_INBOX`` inside).
+    inbox: Path
     #: What git needs to commit in the worktree: objects, refs, logs, the worktree's admin folder.
     git: tuple[Path, ...]
     #: Inside those, kept read-only: the worktree's ``.git`` file, its admin folder's links
@@ -52,21 +57,26 @@ class Fence:
     def writable(self) -> tuple[Path, ...]:
         """Every folder the agent may write."""
         board = () if self.board is None else (self.board,)
-        return (self.worktree, *board, self.records, *self.git)
+        return (self.worktree, *board, self.inbox, *self.git)
 
 
-def fence_of(place: Place) -> Fence | None:
-    """The fence of the place's sandboxed agent; None when git cannot say where its folders are."""
+def fence_of(place: Place, inbox: Path) -> Fence | None:
+    """The fence of the place's sandboxed agent, its inbox ``inbox`` (made here).
+
+    None when git cannot say where its folders are.
+    """
     worktree = Path(place.path)
     dirs = git.git_dirs(worktree)
     if dirs is None:
         return None
     admin, common = dirs
     base = place.launch.base
+    inbox.mkdir(parents=True, exist_ok=True)
     return Fence(
         worktree=worktree,
         board=Path(place.board) if place.board else None,
         records=common / "flume" / place.launch.place,
+        inbox=inbox,
         git=(common / "objects", common / "refs", common / "logs", admin),
         kept=(
             worktree / ".git",
@@ -79,6 +89,11 @@ def fence_of(place: Place) -> Fence | None:
             common / "logs" / "refs" / "heads" / base,
         ),
     )
+
+
+def environment(fence: Fence) -> dict[str, str]:
+    """What a fenced agent's environment holds besides its own: where its inbox is."""
+    return {INBOX_VARIABLE: str(fence.inbox)}
 
 
 def wrapped(argv: list[str], fence: Fence, *, own: Iterable[Path], scratch: Path) -> list[str]:
@@ -94,5 +109,5 @@ def wrapped(argv: list[str], fence: Fence, *, own: Iterable[Path], scratch: Path
         cwd=fence.worktree,
         writable=(*fence.writable, *own, scratch),
         readonly=fence.kept,
-        env={"TMPDIR": str(scratch)},
+        env={"TMPDIR": str(scratch), **environment(fence)},
     )

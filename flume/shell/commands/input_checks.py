@@ -13,10 +13,12 @@ import re
 from pathlib import Path
 
 from flume.core.errors import UsageError
-from flume.core.text import MAX_BRIEF_BYTES, control_character
 
-#: What a caller's words may weigh, in UTF-8 bytes: the brief's limit.
-MAX_TEXT_BYTES = MAX_BRIEF_BYTES
+# Re-exported: the caller's words are checked where they were always found. In the core, so
+# that the supervisor checks a sandboxed agent's words the same way (flume.shell.store.inbox).
+from flume.core.text import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414
+from flume.core.text import checked_text as checked_text  # noqa: PLC0414
+
 #: A step's key: block names (``[a-z][a-z0-9-]*``, at most 32), each with its loop's pass
 #: (``@2``) where it has one, joined by ``/``: ``review``, ``review-loop@2/review``.
 _STEP_KEY = re.compile(
@@ -26,45 +28,6 @@ _STEP_KEY = re.compile(
 QUESTION_ID = re.compile(r"q[1-9][0-9]{0,5}")
 #: Where flume makes each place's worktree: ``<repository>/places/<kind>--<name>``.
 PLACES = "places"
-
-
-def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
-    """The caller's words, if they can be carried; else a :class:`UsageError` (exit 2).
-
-    Words go into the journal and, pasted literally, into an agent's input: they must be text
-    (no lone surrogates, which is what undecodable bytes become), hold no NUL or other control
-    character but tab and line breaks (an ESC could end the paste and type keys), and weigh at
-    most 1 MiB. Empty words (or only white space) are refused unless ``empty_ok``.
-    """
-    if not empty_ok and not text.strip():
-        raise UsageError.one(field, f"the {field} is empty", f"give the {field} as text")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as error:
-        raise UsageError.one(
-            field,
-            f"the {field} is not UTF-8 text (it holds bytes that are not characters)",
-            f"give the {field} as UTF-8 text",
-        ) from error
-    if "\0" in text:
-        raise UsageError.one(
-            field, f"the {field} holds a NUL character", "leave out the NUL (\\0) bytes"
-        )
-    control = control_character(text)
-    if control is not None:
-        raise UsageError.one(
-            field,
-            f"the {field} holds the control character {control}, which the agent would take "
-            "as a key, not text",
-            "leave it out; tabs and line breaks are fine",
-        )
-    if size > MAX_TEXT_BYTES:
-        raise UsageError.one(
-            field,
-            f"the {field} is {size} bytes, over the limit of {MAX_TEXT_BYTES} (1 MiB)",
-            "shorten it, or point to a file in the repository",
-        )
-    return text
 
 
 def checked_step(step: str) -> str:

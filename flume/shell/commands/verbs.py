@@ -38,7 +38,6 @@ from flume.shell.commands.input_checks import decoded as decoded  # noqa: PLC041
 from flume.shell.commands.input_checks import outside
 from flume.shell.declared import config
 from flume.shell.store import places
-from flume.shell.store.journal import JournalError, write_fault
 from flume.shell.tools import git
 
 #: The environment variable that names the session of the agent running a command.
@@ -57,40 +56,10 @@ def session_of(environment: Mapping[str, str] | None = None) -> SessionId | None
 def give(found: places.Found, seen: Observation, settings: Settings) -> Decision:
     """Journal the command ``seen`` for the place ``found``, if its rules accept it.
 
-    Raises :class:`UsageError`: the core's refusal (nothing journaled), or, with exit status 1,
-    a journal that cannot be read (nothing journaled either: nobody would act on it) or written
-    (naming the path and the system's words).
+    :func:`flume.shell.store.places.give`: the supervisor carries a sandboxed agent's commands
+    out through the same path (:mod:`flume.shell.store.inbox`).
     """
-    if found.place is None:
-        raise UsageError.one(
-            "place",
-            f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
-            "mend or move the journal; flume status lists the journals it cannot read",
-            exit_status=1,
-        )
-    try:
-        return places.command(found.journal, seen, settings)
-    except JournalError as error:
-        raise UsageError.one(
-            "place",
-            f"the journal {found.journal} cannot be read: {error}",
-            "mend or move the journal; flume status lists the journals it cannot read",
-            exit_status=1,
-        ) from error
-    except FileNotFoundError as error:
-        # Tidied and set aside between finding it and journaling.
-        raise UsageError.one(
-            "place",
-            f"the place's journal {found.journal} is gone (its place was tidied)",
-            "run flume status to list the places there are",
-        ) from error
-    except OSError as error:
-        raise UsageError.one(
-            "place",
-            write_fault(found.journal, error),
-            "free space, or make the journal's folder writable, then run it again",
-            exit_status=1,
-        ) from error
+    return places.give(found, seen, settings)
 
 
 def place_here(cwd: Path, settings: Settings) -> places.Found:

@@ -28,7 +28,7 @@ from flume.core.step import Decision, replay, step
 from flume.shell.host import registry_path as registry_path  # noqa: PLC0414
 from flume.shell.host import remembered as remembered  # noqa: PLC0414
 from flume.shell.host import state_dir as state_dir  # noqa: PLC0414
-from flume.shell.store.journal import JournalError, locked, read
+from flume.shell.store.journal import JournalError, locked, read, write_fault
 from flume.shell.tools import git
 
 JOURNAL = "journal.jsonl"
@@ -260,6 +260,45 @@ def command(path: Path, seen: Observation, settings: Settings) -> Decision:
         decision = step(settings, place, seen)
         held.append(seen)
     return decision
+
+
+def give(found: Found, seen: Observation, settings: Settings) -> Decision:
+    """Journal the command ``seen`` for the place ``found``, if its rules accept it.
+
+    Raises :class:`UsageError`: the core's refusal (nothing journaled), or, with exit status 1,
+    a journal that cannot be read (nothing journaled either: nobody would act on it) or written
+    (naming the path and the system's words).
+    """
+    if found.place is None:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {found.problem or 'unreadable'}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
+        )
+    try:
+        return command(found.journal, seen, settings)
+    except JournalError as error:
+        raise UsageError.one(
+            "place",
+            f"the journal {found.journal} cannot be read: {error}",
+            "mend or move the journal; flume status lists the journals it cannot read",
+            exit_status=1,
+        ) from error
+    except FileNotFoundError as error:
+        # Tidied and set aside between finding it and journaling.
+        raise UsageError.one(
+            "place",
+            f"the place's journal {found.journal} is gone (its place was tidied)",
+            "run flume status to list the places there are",
+        ) from error
+    except OSError as error:
+        raise UsageError.one(
+            "place",
+            write_fault(found.journal, error),
+            "free space, or make the journal's folder writable, then run it again",
+            exit_status=1,
+        ) from error
 
 
 def command_if(

@@ -33,6 +33,7 @@ from flume.shell import process
 from flume.shell.agents.runner import Agents
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.changes import Changes
+from flume.shell.observe.inboxes import Inboxes
 from flume.shell.observe.landings import Landings
 from flume.shell.observe.port import Observer
 from flume.shell.observe.reports import Reports
@@ -115,11 +116,12 @@ def _stopped_since(asked_after: int | None) -> bool:
     return asked_after is not None and client.stops() > asked_after
 
 
-def observers(tmux: PaneServer, herdr: PaneServer) -> tuple[Observer, ...]:
+def observers(tmux: PaneServer, herdr: PaneServer, settings: Settings) -> tuple[Observer, ...]:
     """The supervisor's batch observers, every one, in the order each tick asks them.
 
     Branch heads first; the agents' watch on the same pane servers the performer starts agents
-    in; then landings, OpenSpec changes and report files.
+    in; then landings, OpenSpec changes and report files; last, sandboxed agents' commands
+    from their inboxes (carried out through the rules, with ``settings``).
     """
     return (
         BranchHeads(),
@@ -127,6 +129,7 @@ def observers(tmux: PaneServer, herdr: PaneServer) -> tuple[Observer, ...]:
         Landings(),
         Changes(openspec.binary()),
         Reports(),
+        Inboxes(settings),
     )
 
 
@@ -182,7 +185,10 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         pass_fds=(descriptor,),
     )
     supervisor = Supervisor(
-        settings, performer=performer, observers=observers(server, herdr_server), wake=wake
+        settings,
+        performer=performer,
+        observers=observers(server, herdr_server, settings),
+        wake=wake,
     )
     stopping = False
 
