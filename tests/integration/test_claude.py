@@ -518,6 +518,7 @@ body = ["code"]
 prompt = "Mend $brief; commit."
 gate = "commit"
 sandbox = true
+may = ["progress"]
 """
 
 
@@ -551,6 +552,7 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     repo = _repo(tmp_path, claude)
     beside, written = tmp_path / "beside.md", repo / "written.md"
     board = repo / "places" / ".boards" / "sb--cs"
+    journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
     model.script = (
         Reply(
             when="flume:sb--cs:code:1",
@@ -570,7 +572,17 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
                 },
             ),
         ),
-        Reply(when="moved=", text="Committed the fix."),
+        Reply(
+            when="moved=",
+            tool=Tool(
+                "Bash",
+                {
+                    "command": f"echo '{{}}' >> {journal_path}; echo journaled=$?; "
+                    "flume progress 'committed'; echo progress=$?"
+                },
+            ),
+        ),
+        Reply(when="progress=", text="Committed the fix."),
     )
     base = run_git(repo, "rev-parse", "main").strip()
     kind_file = tmp_path / "sb.toml"
@@ -581,7 +593,6 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
         *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
     wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
 
     place = place_of(journal_path)
@@ -592,6 +603,11 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     assert "flume: this step is sandboxed" in results[2], results
     assert "committed-it" in results[3], results
     assert "moved=128" in results[3], results
+    assert "Read-only file system" in results[4], results
+    assert "journaled=0" not in results[4], results
+    assert "flume: sb--cs: progress noted" in results[4], results
+    assert "progress=0" in results[4], results
+    assert [type(each).__name__ for each in observations(journal_path)].count("ProgressSaid") == 1
     assert run_git(repo, "rev-parse", "main").strip() == base
     assert not beside.exists()
     assert not (repo / "escaped.md").exists()
