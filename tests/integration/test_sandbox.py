@@ -130,6 +130,76 @@ steps = [
     assert run_git(repo, "show", f"{place.branch}:mended.md") == "mended\n"
 
 
+def test_a_sandboxed_agent_moves_only_its_own_branch(
+    tmp_path: Path, panes: Tmux, bubblewrap: None
+) -> None:
+    """Git's refs: only the branch's own folder is writable, and the base beside it is kept.
+
+    The base, ``sb/base``, is kept only in ``packed-refs`` and sits beside the step's branch
+    (``sb/refs``). Renaming the refs' folders (the trick that bypassed a kept file: ``mv
+    refs/heads refs/old``, then a new ``refs/heads/main``), renaming the branch's own folder,
+    writing ``packed-refs``, making another branch or a tag, and moving the base to its commit
+    are each refused; the agent's commit on its own branch is kept, and no ref but its branch
+    moved.
+    """
+    del panes, bubblewrap
+    repo = agent_repository(tmp_path)
+    run_git(repo, "branch", "sb/base", "main")
+    run_git(repo, "pack-refs", "--all")
+    before = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    git_dir = run_git(repo, "rev-parse", "--absolute-git-dir").strip()
+    tries = [
+        "mv refs/heads refs/old",
+        "mv refs refs-old",
+        "mv logs/refs logs/old",
+        "mv refs/heads/sb refs/heads/sb-old",
+        "echo x > refs/heads/main",
+        "echo x >> packed-refs",
+        "git update-ref refs/heads/other $mine",
+        "git update-ref refs/tags/v1 $mine",
+        "git update-ref refs/heads/sb/base $mine",
+        "mv refs/heads/sb/base refs/heads/sb/base-old",
+        "rm -f logs/refs/heads/sb/base",
+    ]
+    steps = "\n".join(
+        f'  {{run = ["sh", "-c", {json.dumps(f"mine=$(git rev-parse HEAD) && cd {git_dir} && {each}; echo rc=$?")}]}},'
+        for each in tries
+    )
+    agent_script = f"""
+[[turn]]
+match = ":code:1"
+steps = [
+  {{write = {{path = "mended.md", text = "mended\\n"}}}},
+  {{commit = "Mend the greeting, on its own branch"}},
+{steps}
+]
+"""
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(KIND, encoding="utf-8")
+    script_path = script(tmp_path, agent_script)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "refs",
+        "--brief", "the greeting", "--agent", "test", "--base", "sb/base",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal = places.journals_dir(repo) / "sb--refs" / places.JOURNAL
+    wait_for(lambda: "code" in place_of(journal).completed, 60, "the sandboxed step to commit")
+    wait_for(lambda: len(_tool_results(journal)) == len(tries) + 2, 30, "its last command")
+
+    place = place_of(journal)
+    assert place.branch == "sb/refs"
+    results = _tool_results(journal)
+    for tried, said in zip(tries, results[2:], strict=True):
+        assert "rc=0" not in said, (tried, said)
+        assert "Read-only file system" in said or "Device or resource busy" in said, (tried, said)
+    after = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    moved = set(after.splitlines()) - set(before.splitlines())
+    assert {line.split()[0] for line in moved} == {"refs/heads/sb/refs"}, (before, after)
+    assert not Path(git_dir, "refs", "old").exists()
+    assert run_git(repo, "show", f"{place.branch}:mended.md") == "mended\n"
+
+
 def test_flume_needs_reaches_the_place_from_inside_the_sandbox(
     tmp_path: Path, panes: Tmux, bubblewrap: None
 ) -> None:

@@ -70,25 +70,58 @@ def fence_of(place: Place, inbox: Path) -> Fence | None:
     if dirs is None:
         return None
     admin, common = dirs
-    base = place.launch.base
     inbox.mkdir(parents=True, exist_ok=True)
+    # The branch's own folders of refs and reflogs, made if missing: each is bound on its own,
+    # a mount point the agent cannot rename; the folders above them stay read-only.
+    heads, logs = common / "refs" / "heads", common / "logs" / "refs" / "heads"
+    own = tuple((root / place.branch).parent for root in (heads, logs))
+    for folder in own:
+        folder.mkdir(parents=True, exist_ok=True)
     return Fence(
         worktree=worktree,
         board=Path(place.board) if place.board else None,
         records=common / "flume" / place.launch.place,
         inbox=inbox,
-        git=(common / "objects", common / "refs", common / "logs", admin),
+        git=(common / "objects", *own, admin),
         kept=(
             worktree / ".git",
             admin / "gitdir",
             admin / "commondir",
             admin / "config.worktree",
-            common / "HEAD",
-            common / "index",
-            common / "refs" / "heads" / base,
-            common / "logs" / "refs" / "heads" / base,
+            *_base_kept(worktree, place.launch.base, ((heads, own[0]), (logs, own[1]))),
         ),
     )
+
+
+def _base_kept(worktree: Path, base: str, owned: tuple[tuple[Path, Path], ...]) -> list[Path]:
+    """What keeps the base's ref and reflog as they are when they lie in the branch's folders.
+
+    ``owned`` pairs the folder of branch refs (and that of their reflogs) with the branch's own
+    folder in it. A base beside the branch (a lane's, ``feature/greet`` beside
+    ``feature/greet+slice-a``) is in a folder the agent may write: the first thing on the way
+    to it there (its file, or the folder holding it) is kept read-only, a mount point the agent
+    cannot rename or remove. A base kept only in ``packed-refs`` has no file there, and a loose
+    one the agent wrote would hide it: its ref is written loose first, as git itself would,
+    naming the same commit (and its reflog made, empty), so that there is a file to keep. A
+    base elsewhere needs nothing: its folder is read-only, as ``packed-refs`` is.
+    """
+    kept: list[Path] = []
+    for root, folder in owned:
+        path = root / base
+        if not path.is_relative_to(folder) or path == folder:
+            continue
+        if not path.exists():
+            if root.parts[-3:] == ("logs", "refs", "heads"):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+            else:
+                named = git.run(worktree, "rev-parse", "--verify", "-q", f"refs/heads/{base}")
+                if not named.ok:
+                    continue  # no such base: nothing to keep
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(named.out.strip() + "\n", encoding="ascii")
+        kept.append(folder / path.relative_to(folder).parts[0])
+    return kept
 
 
 def environment(fence: Fence) -> dict[str, str]:
