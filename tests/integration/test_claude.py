@@ -614,3 +614,82 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     assert not written.exists()
     assert (board / "notes.md").read_text() == "a note\n"
     assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"
+
+
+#: What a sandboxed agent tries on git's refs: each must be refused (run in the common folder).
+REF_TRIES = (
+    "mv refs/heads refs/old",
+    "mv refs refs-old",
+    "mv logs/refs logs/old",
+    "mv refs/heads/sb refs/heads/sb-old",
+    "echo x > refs/heads/main",
+    "echo x > refs/heads/other",
+    "echo x >> packed-refs",
+    "git update-ref refs/heads/other $mine",
+    "git update-ref refs/tags/v1 $mine",
+    "git update-ref refs/heads/sb/base $mine",
+    "mv refs/heads/sb/base refs/heads/sb/base-old",
+    "rm -f logs/refs/heads/sb/base",
+)
+
+
+def test_a_sandboxed_step_of_claude_moves_only_its_own_branch(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """Claude Code's sandbox: git's refs are read-only but the branch's own folder.
+
+    The base ``sb/base`` is kept only in ``packed-refs``, beside the step's branch ``sb/rf``.
+    ``main`` is packed too, and ``other`` is loose. Renaming the refs' folders, writing
+    ``packed-refs``, moving ``other``, making a tag, and moving the base (or hiding it under a
+    loose ref) are each refused; its commit on its own branch lands, and no other ref moved.
+    What Claude Code's lists cannot say: a new loose ref beside ``heads``' other entries (a new
+    branch, or one hiding a packed ``main`` that is not the base) is not refused (docs/config.md).
+    """
+    del panes
+    shared.sandbox_programs()
+    repo = _repo(tmp_path, claude)
+    run_git(repo, "branch", "sb/base", "main")
+    run_git(repo, "pack-refs", "--all")
+    run_git(repo, "branch", "other", "main")
+    before = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    git_dir = run_git(repo, "rev-parse", "--absolute-git-dir").strip()
+    tries = "; ".join(
+        f"(cd {git_dir} && {each}); echo try{number}=$?" for number, each in enumerate(REF_TRIES)
+    )
+    model.script = (
+        Reply(
+            when="flume:sb--rf:code:1",
+            tool=Tool("Bash", {"command": f"{COMMIT}; mine=$(git rev-parse HEAD); {tries}"}),
+        ),
+        Reply(when="try0=", text="Committed the fix."),
+    )
+    kind_file = tmp_path / "sb.toml"
+    kind_file.write_text(SANDBOXED, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "rf",
+        "--brief", "the greeting", "--agent", "claude", "--base", "sb/base",
+        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "sb--rf" / places.JOURNAL
+
+    def ran_tries() -> bool:
+        started = sessions_started(journal_path)
+        return bool(started) and bool(_results(place_of(journal_path), next(iter(started))))
+
+    wait_for(ran_tries, 60, "the agent's command")
+    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
+
+    place = place_of(journal_path)
+    (session,) = sessions_started(journal_path)
+    (said,) = _results(place, session)
+    assert "committed-it" in said, said
+    for number, tried in enumerate(REF_TRIES):
+        if tried != "echo x > refs/heads/main":  # a packed ref not the base: see above
+            assert f"try{number}=0" not in said, (tried, said)
+    Path(git_dir, "refs", "heads", "main").unlink(missing_ok=True)  # what it could write
+    after = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    moved = set(after.splitlines()) - set(before.splitlines())
+    assert {line.split()[0] for line in moved} == {"refs/heads/sb/rf"}, (before, after)
+    assert not Path(git_dir, "refs", "old").exists()
+    assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"

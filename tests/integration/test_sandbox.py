@@ -161,10 +161,8 @@ def test_a_sandboxed_agent_moves_only_its_own_branch(
         "mv refs/heads/sb/base refs/heads/sb/base-old",
         "rm -f logs/refs/heads/sb/base",
     ]
-    steps = "\n".join(
-        f'  {{run = ["sh", "-c", {json.dumps(f"mine=$(git rev-parse HEAD) && cd {git_dir} && {each}; echo rc=$?")}]}},'
-        for each in tries
-    )
+    shell = [f"mine=$(git rev-parse HEAD) && cd {git_dir} && {each}; echo rc=$?" for each in tries]
+    steps = "\n".join(f'  {{run = ["sh", "-c", {json.dumps(each)}]}},' for each in shell)
     agent_script = f"""
 [[turn]]
 match = ":code:1"

@@ -131,9 +131,33 @@ def sandbox_settings(fence: Fence) -> dict[str, object]:
             # (seen with 2.1.332: a missing packed-refs denied stopped every git command).
             # The journal's folder too: its sandbox lets commands write the repository's git
             # folder, which holds it; the agent's commands to flume go through its inbox.
-            "denyWrite": [str(path) for path in (*fence.kept, fence.records) if path.exists()],
+            "denyWrite": [
+                str(path)
+                for path in (*_other_refs(fence), *fence.kept, fence.records)
+                if path.exists()
+            ],
         },
     }
+
+
+def _other_refs(fence: Fence) -> list[Path]:
+    """Every ref, reflog and folder of them on the way to the branch's own, and ``packed-refs``.
+
+    Claude Code's sandbox lets a command write a linked worktree's whole git folder, and a
+    folder denied is denied with all it holds, even a folder inside it that is allowed (seen
+    with 2.1.332: denying ``refs`` and allowing ``refs/heads/<prefix>`` refused the commit).
+    So what is around the branch's own folders is denied, one entry at a time: in ``refs``
+    all but ``heads``, in ``refs/heads`` all but the branch's folder, and so on; the same in
+    ``logs``. A ref made later beside them (a new branch or tag) is not denied.
+    """
+    found = [fence.common / "packed-refs"]
+    for root, own in ((fence.common / "refs", fence.own[0]), (fence.common / "logs", fence.own[1])):
+        folder = root
+        for part in own.relative_to(root).parts:
+            with contextlib.suppress(OSError):
+                found.extend(entry for entry in folder.iterdir() if entry.name != part)
+            folder = folder / part
+    return found
 
 
 def sandbox_missing() -> tuple[str, str] | None:

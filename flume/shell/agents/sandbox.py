@@ -25,6 +25,7 @@ agents folder (``<session>.tmp``): the rest of ``/tmp`` is read-only to it, as e
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -49,6 +50,11 @@ class Fence:
     inbox: Path
     #: What git needs to commit in the worktree: objects, refs, logs, the worktree's admin folder.
     git: tuple[Path, ...]
+    #: The repository's git folder, shared by its worktrees.
+    common: Path
+    #: The branch's own folders of refs and of reflogs (``refs/heads/<prefix>``,
+    #: ``logs/refs/heads/<prefix>``): of git's refs, only these are writable.
+    own: tuple[Path, Path]
     #: Inside those, kept read-only: the worktree's ``.git`` file, its admin folder's links
     #: back, the main worktree's HEAD and index, the base's ref and reflog.
     kept: tuple[Path, ...]
@@ -83,6 +89,8 @@ def fence_of(place: Place, inbox: Path) -> Fence | None:
         records=common / "flume" / place.launch.place,
         inbox=inbox,
         git=(common / "objects", *own, admin),
+        common=common,
+        own=(own[0], own[1]),
         kept=(
             worktree / ".git",
             admin / "gitdir",
@@ -94,22 +102,23 @@ def fence_of(place: Place, inbox: Path) -> Fence | None:
 
 
 def _base_kept(worktree: Path, base: str, owned: tuple[tuple[Path, Path], ...]) -> list[Path]:
-    """What keeps the base's ref and reflog as they are when they lie in the branch's folders.
+    """What keeps the base's ref and reflog as they are: their files, or what holds them.
 
     ``owned`` pairs the folder of branch refs (and that of their reflogs) with the branch's own
-    folder in it. A base beside the branch (a lane's, ``feature/greet`` beside
-    ``feature/greet+slice-a``) is in a folder the agent may write: the first thing on the way
-    to it there (its file, or the folder holding it) is kept read-only, a mount point the agent
-    cannot rename or remove. A base kept only in ``packed-refs`` has no file there, and a loose
-    one the agent wrote would hide it: its ref is written loose first, as git itself would,
-    naming the same commit (and its reflog made, empty), so that there is a file to keep. A
-    base elsewhere needs nothing: its folder is read-only, as ``packed-refs`` is.
+    folder in it. A base kept only in ``packed-refs`` has no file of its own, and a loose one
+    the agent wrote would hide it: its ref is written loose first, as git itself would, naming
+    the same commit (and its reflog made, empty), so that there is a file to keep. A base
+    beside the branch (a lane's, ``feature/greet`` beside ``feature/greet+slice-a``) is in a
+    folder the agent may write: the first thing on the way to it there (its file, or the
+    folder holding it) is kept read-only, a mount point the agent cannot rename or remove.
+    Elsewhere its file is kept (for bubblewrap its folder is read-only already; Claude Code's
+    sandbox is told to deny it).
     """
     kept: list[Path] = []
     for root, folder in owned:
         path = root / base
-        if not path.is_relative_to(folder) or path == folder:
-            continue
+        if path == folder:
+            continue  # git cannot hold both: the branch's folder is no ref
         if not path.exists():
             if root.parts[-3:] == ("logs", "refs", "heads"):
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,10 +127,25 @@ def _base_kept(worktree: Path, base: str, owned: tuple[tuple[Path, Path], ...]) 
                 named = git.run(worktree, "rev-parse", "--verify", "-q", f"refs/heads/{base}")
                 if not named.ok:
                     continue  # no such base: nothing to keep
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(named.out.strip() + "\n", encoding="ascii")
-        kept.append(folder / path.relative_to(folder).parts[0])
+                if not _write_ref(path, named.out.strip()):
+                    continue  # git holds its lock: it is writing the ref itself
+        inside = path.is_relative_to(folder)
+        kept.append(folder / path.relative_to(folder).parts[0] if inside else path)
     return kept
+
+
+def _write_ref(path: Path, commit: str) -> bool:
+    """Write a loose ref as git does, under its lock (``<ref>.lock``); False if it is held."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f"{path.name}.lock")
+    try:
+        handle = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(handle, "w", encoding="ascii") as file:
+        file.write(commit + "\n")
+    lock.replace(path)
+    return True
 
 
 def environment(fence: Fence) -> dict[str, str]:
