@@ -552,6 +552,7 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     repo = _repo(tmp_path, claude)
     beside, written = tmp_path / "beside.md", repo / "written.md"
     board = repo / "places" / ".boards" / "sb--cs"
+    mcp = repo / "places" / "sb--cs" / ".mcp.json"
     journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
     model.script = (
         Reply(
@@ -562,6 +563,16 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
             when="rc1=", tool=Tool("Bash", {"command": "echo out > ../../escaped.md; echo rc2=$?"})
         ),
         Reply(when="rc2=", tool=Tool("Write", {"file_path": str(written), "content": "out\n"})),
+        Reply(
+            when="is kept from the agent",
+            tool=Tool(
+                "Bash",
+                {
+                    "command": f"echo '{{}}' >> {journal_path}; echo journaled=$?; "
+                    "flume progress 'committed'; echo progress=$?"
+                },
+            ),
+        ),
         Reply(
             when="is sandboxed",
             tool=Tool(
@@ -574,13 +585,7 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
         ),
         Reply(
             when="moved=",
-            tool=Tool(
-                "Bash",
-                {
-                    "command": f"echo '{{}}' >> {journal_path}; echo journaled=$?; "
-                    "flume progress 'committed'; echo progress=$?"
-                },
-            ),
+            tool=Tool("Write", {"file_path": str(mcp), "content": "{}\n"}),
         ),
         Reply(when="progress=", text="Committed the fix."),
     )
@@ -603,10 +608,13 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
     assert "flume: this step is sandboxed" in results[2], results
     assert "committed-it" in results[3], results
     assert "moved=128" in results[3], results
-    assert "Read-only file system" in results[4], results
-    assert "journaled=0" not in results[4], results
-    assert "flume: sb--cs: progress noted" in results[4], results
-    assert "progress=0" in results[4], results
+    assert "flume: this step is sandboxed: " in results[4], results
+    assert "is kept from the agent" in results[4], results
+    assert not mcp.exists()
+    assert "Read-only file system" in results[5], results
+    assert "journaled=0" not in results[5], results
+    assert "flume: sb--cs: progress noted" in results[5], results
+    assert "progress=0" in results[5], results
     assert [type(each).__name__ for each in observations(journal_path)].count("ProgressSaid") == 1
     assert run_git(repo, "rev-parse", "main").strip() == base
     assert not beside.exists()
