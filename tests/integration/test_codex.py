@@ -24,6 +24,7 @@ from flume.shell.store import places
 from flume.shell.store.transcript_words import words_of
 from flume.testing.codex import CODEX_VERSION, codex_binary, codex_env, seed_home
 from flume.testing.model import Reply, ScriptedModel, Tool
+from tests import shared
 from tests.integration.agents_kit import (
     TIMING,
     agent_doing,
@@ -36,7 +37,7 @@ from tests.integration.agents_kit import (
     stopped_short,
     wait_for,
 )
-from tests.integration.places_kit import flume_process
+from tests.integration.places_kit import flume_process, run_git
 
 #: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
 #: see: outside scripts/test's coverage gate, run in its second pass.
@@ -296,3 +297,69 @@ def test_a_step_of_its_own_agent_runs_that_agent_and_is_read_as_it(
         if isinstance(seen, TurnEnded) and seen.session == review
     ]
     assert ends, "the test agent's turn end was never read"
+
+
+SANDBOXED = """\
+[kind]
+name = "sb"
+body = ["code"]
+
+[step.code]
+prompt = "Mend $brief; commit."
+gate = "commit"
+sandbox = true
+"""
+
+
+def test_a_sandboxed_codex_keeps_its_config_and_login(
+    tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """A sandboxed step's Codex in bubblewrap: its own home's settings are read-only to it.
+
+    Its commands try to append to ``config.toml`` (a ``notify`` command the next unsandboxed
+    Codex would run), to rename it and put another in its place, to write ``auth.json`` and a
+    global ``AGENTS.md``: each is refused or lost with the sandbox, and the real files are as
+    they were. Its rollout is kept where flume reads it, and its commit ends the step.
+    """
+    del panes
+    shared.sandbox_programs()
+    repo = _repo(tmp_path, codex, model)
+    home = codex / ".codex"
+    (home / "auth.json").write_text("{}\n", encoding="utf-8")
+    config = (home / "config.toml").read_text(encoding="utf-8")
+    tries = "; ".join(
+        f"({each}); echo try{number}=$?"
+        for number, each in enumerate(
+            (
+                f'echo \'notify = ["touch", "/tmp/x"]\' >> {home}/config.toml',
+                f"mv {home}/config.toml {home}/old.toml",
+                f"echo x > {home}/auth.json",
+                f"echo x > {home}/AGENTS.md",
+            )
+        )
+    )
+    model.script = (
+        Reply(
+            when="flume:sb--cx:code:1",
+            tool=Tool("exec_command", {"cmd": f"{tries}; {COMMIT}"}),
+        ),
+        Reply(when="committed-it", text="Committed the fix."),
+    )
+    kind_file = tmp_path / "sb.toml"
+    kind_file.write_text(SANDBOXED, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "cx",
+        "--brief", "the greeting", "--agent", "codex",
+        *(f"--agent-arg={flag}" for flag in FLAGS),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journal_path = places.journals_dir(repo) / "sb--cx" / places.JOURNAL
+    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
+
+    place = place_of(journal_path)
+    assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"
+    assert (home / "config.toml").read_text(encoding="utf-8") == config
+    assert not (home / "old.toml").exists()
+    assert (home / "auth.json").read_text(encoding="utf-8") == "{}\n"
+    assert not (home / "AGENTS.md").exists()
+    assert list((home / "sessions").glob("*/*/*/rollout-*.jsonl"))

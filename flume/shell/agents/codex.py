@@ -46,6 +46,13 @@ _CHOICE = re.compile(COMPOSER + r"\s*\d+\. ")
 #: trust dialog, whose default answer the Enter after a paste would give (seen with 0.171.0:
 #: the dialog drew 0.4 s after the splash's composer).
 READY_WORDS = ("for agents",)
+#: What a sandboxed Codex writes in its real home: its rollouts (flume reads them) and its logs.
+WRITTEN = ("sessions", "log")
+#: What a sandboxed Codex reads of its real home, read-only: its settings, login, instructions
+#: and rules (and profiles, ``<name>.config.toml``).
+KEPT = frozenset(
+    {"config.toml", "auth.json", "AGENTS.md", "AGENTS.override.md", "rules", "prompts"}
+)
 #: Seconds a rollout's own start may read before the stage's (clocks read a moment apart).
 _CLOCK_SLACK = 1.0
 
@@ -74,8 +81,14 @@ def command(
 ) -> list[str]:
     """Codex's command line: started in the place, with the model if named.
 
-    With a ``fence`` (a sandboxed step) Codex runs inside bubblewrap, writing its home besides
-    (``$CODEX_HOME``: its sessions, its logs); the session id names its temporary folder only.
+    With a ``fence`` (a sandboxed step) Codex runs inside bubblewrap. Its home
+    (``$CODEX_HOME``) is not its to write: its ``config.toml`` names commands the next Codex
+    runs unsandboxed (``notify``, MCP servers), its ``auth.json`` its login. Where it sees its
+    home it writes a folder of its own for the session instead (``<session>.codex-home`` in
+    flume's agents folder: its databases, history, snapshots, dropped with it), over which are
+    bound, from the real home, what flume reads and Codex logs (:data:`WRITTEN`, writable) and
+    what configures it (:data:`KEPT`, read-only, each a mount point that cannot be renamed or
+    replaced). The session id names its temporary folder and that home.
     """
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
@@ -85,11 +98,24 @@ def command(
         argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
-    return (
-        argv
-        if fence is None
-        else wrapped(argv, fence, own=(home(),), scratch=agents_dir() / f"{session}.tmp")
+    if fence is None:
+        return argv
+    folder = home()
+    return wrapped(
+        argv,
+        fence,
+        own=tuple(folder / name for name in WRITTEN),
+        scratch=agents_dir() / f"{session}.tmp",
+        covered=((folder, agents_dir() / f"{session}.codex-home"),),
+        kept=tuple(path for path in folder.iterdir() if _kept(path.name))
+        if folder.is_dir()
+        else (),
     )
+
+
+def _kept(name: str) -> bool:
+    """Whether a sandboxed Codex reads this entry of its home as it is, read-only."""
+    return name in KEPT or name.endswith(".config.toml")
 
 
 def sandbox_missing() -> tuple[str, str] | None:

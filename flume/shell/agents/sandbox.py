@@ -153,18 +153,29 @@ def environment(fence: Fence) -> dict[str, str]:
     return {INBOX_VARIABLE: str(fence.inbox)}
 
 
-def wrapped(argv: list[str], fence: Fence, *, own: Iterable[Path], scratch: Path) -> list[str]:
+def wrapped(  # noqa: PLR0913 (each is one thing the agent may write, or keeps)
+    argv: list[str],
+    fence: Fence,
+    *,
+    own: Iterable[Path],
+    scratch: Path,
+    covered: Iterable[tuple[Path, Path]] = (),
+    kept: Iterable[Path] = (),
+) -> list[str]:
     """``argv`` inside bubblewrap, writing only the fence and the agent's ``own`` folders.
 
     The agent's own folders are made first (a folder that does not exist cannot be bound), and
-    so is ``scratch``, its temporary folder (``TMPDIR`` inside).
+    so is ``scratch``, its temporary folder (``TMPDIR`` inside). ``covered`` are (folder,
+    stand-in) pairs: the agent writes the stand-in where it sees the folder (its home, whose
+    settings are kept), and ``kept`` are files of the real folders it reads there, read-only.
     """
-    for folder in (*own, scratch):
+    for folder in (*own, scratch, *(stand_in for _folder, stand_in in covered)):
         folder.mkdir(parents=True, exist_ok=True)
     return bubblewrap.wrap(
         argv,
         cwd=fence.worktree,
         writable=(*fence.writable, *own, scratch),
-        readonly=fence.kept,
+        readonly=(*fence.kept, *kept),
         env={"TMPDIR": str(scratch), **environment(fence)},
+        covered=covered,
     )

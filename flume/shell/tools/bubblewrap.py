@@ -33,25 +33,31 @@ def missing() -> tuple[str, str] | None:
     return (f"bubblewrap ({PROGRAM}) is not installed here (not on PATH)", INSTALL)
 
 
-def wrap(
+def wrap(  # noqa: PLR0913 (each is one kind of bind)
     argv: Iterable[str],
     *,
     cwd: Path,
     writable: Iterable[Path],
     readonly: Iterable[Path] = (),
     env: dict[str, str] | None = None,
+    covered: Iterable[tuple[Path, Path]] = (),
 ) -> list[str]:
     """``argv`` run by ``bwrap`` in ``cwd``: everything read-only but ``writable``.
 
     ``readonly`` are paths inside ``writable`` ones kept read-only again; ``env`` is set inside.
-    A path that does not exist is left out (it cannot be bound): a folder not yet made stays
+    ``covered`` are (folder, stand-in) pairs: inside, the folder is the stand-in, writable, and
+    what ``writable`` and ``readonly`` name in it is bound from the real folder over it. A path
+    that does not exist is left out (it cannot be bound): a folder not yet made stays
     unwritable, as everything else.
     """
     wrapped = [PROGRAM, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for path in _existing(writable):
-        wrapped += ["--bind", path, path]
-    for path in _existing(readonly):
-        wrapped += ["--ro-bind", path, path]
+    binds = [(str(folder), str(stand_in), "--bind") for folder, stand_in in covered]
+    binds += [(path, path, "--bind") for path in _existing(writable)]
+    binds += [(path, path, "--ro-bind") for path in _existing(readonly)]
+    # Shallowest first (a bind then never hides a deeper one); at one depth, a stand-in first,
+    # then writable, then read-only.
+    for place, source, how in sorted(binds, key=lambda bind: bind[0].count("/")):
+        wrapped += [how, source, place]
     for name, value in (env or {}).items():
         wrapped += ["--setenv", name, value]
     return [*wrapped, "--die-with-parent", "--chdir", str(cwd), "--", *argv]
