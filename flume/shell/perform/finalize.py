@@ -9,14 +9,17 @@ no ``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote
 (gone, or its branch moved on) is a failure in git's own words.
 
 ``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a
-supervisor killed mid-command. Each try has files of its own in flume's state folder, named by
-the place and the try: ``.started`` is written (with the argument list) before the command
-starts; the command runs in a session of its own under a small runner that writes its output
-to ``.out`` and, when it ends, its exit status to ``.status``. A supervisor killed meanwhile
+supervisor killed mid-command. Each try has files of its own in the place's journal folder
+(so another repository's place of the same name, or this name launched again after tidy set
+the old journal aside, never finds them): ``.started`` is written, with the argument list,
+before the command starts, and the runner's process id and start time are added once it has;
+the command runs in a session of its own under a small runner that writes its output to
+``.out`` and, when it ends, its exit status to ``.status``. A supervisor killed meanwhile
 leaves the command running; the next finds ``.started``, waits for ``.status`` and reports it:
-it never starts the command again. A ``.started`` whose runner is gone with no ``.status``
-(the machine went down) is a failure that says the command may have run: a person looks, then
-``flume resume`` makes a new try. Nothing a caller writes reaches a shell: the command is the
+it never starts the command again. A ``.started`` whose runner is gone (or was never noted)
+with no ``.status`` (the machine went down, or the kill fell between the two writes) is a
+failure that says the command may have run: a person looks, then ``flume resume`` makes a new
+try. Nothing a caller writes reaches a shell: the command is the
 kind's declared argument list; ``{base}``, ``{branch}``, ``{title}`` and ``{body}`` are
 replaced inside arguments, ``{body}`` by a file written from the board.
 """
@@ -24,7 +27,6 @@ replaced inside arguments, ``{body}`` by a file written from the board.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -36,7 +38,6 @@ from pathlib import Path
 from flume.core.actions import ActionName, OpenPR, Push
 from flume.core.ids import Instant
 from flume.core.observations import ActionFailed, Observation, PROpened, Pushed
-from flume.shell.store.places import state_dir
 from flume.shell.tools import git
 
 #: What a PR command's output keeps in the journal: its last 4 KiB.
@@ -75,9 +76,12 @@ def push(action: Push, at: Instant) -> list[Observation]:
     return [Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)]
 
 
-def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
-    """Run the PR command once for this try; its URL, or the failure in its own words."""
-    files = _try_files(place, action.attempt)
+def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
+    """Run the PR command once for this try; its URL, or the failure in its own words.
+
+    ``folder``: the place's journal folder, where the try's files are kept.
+    """
+    files = folder / f"pr-{action.attempt}"
     started, status, out = (files.with_suffix(suffix) for suffix in (".started", ".status", ".out"))
     if not started.exists():
         body = _write_body(action)
@@ -92,10 +96,12 @@ def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
             for argument in action.argv
         ]
         files.parent.mkdir(parents=True, exist_ok=True)
+        # Written before the command starts: a kill between the two is a try that may have run.
+        _write(started, json.dumps({"argv": argv}))
         pid = _start(argv, Path(action.path), status, out)
         if pid is None:
             return _failed(ActionName.OPEN_PR, at, f"{argv[0]}: cannot run it")
-        _write(started, json.dumps({"argv": argv, "pid": pid}))
+        _write(started, json.dumps({"argv": argv, "pid": pid, "since": _start_time(pid)}))
     code = _wait(started, status)
     said = _tail(out)
     if code is None:
@@ -110,12 +116,6 @@ def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
         return _failed(ActionName.OPEN_PR, at, f"exit {code}: {said}".rstrip())
     urls = _URL.findall(said)
     return [PROpened(at=at, url=urls[-1] if urls else "", output=said)]
-
-
-def _try_files(place: str, attempt: int) -> Path:
-    """Where one try of a place's PR command keeps its files (a suffix names each)."""
-    digest = hashlib.sha256(place.encode()).hexdigest()[:24]
-    return state_dir() / "finalize" / f"{digest}-{attempt}.pr"
 
 
 def _start(argv: list[str], cwd: Path, status: Path, out: Path) -> int | None:
@@ -147,18 +147,19 @@ _STARTED: dict[int, subprocess.Popen[bytes]] = {}
 def _wait(started: Path, status: Path) -> int | None:
     """The try's exit status once its runner ends; None: it ended unsaid, or ran too long."""
     try:
-        pid = int(json.loads(started.read_text(encoding="utf-8"))["pid"])
+        noted = json.loads(started.read_text(encoding="utf-8"))
+        pid, since = int(noted["pid"]), noted.get("since")
     except (OSError, ValueError, KeyError, TypeError):
-        pid = 0
+        pid, since = 0, None
     deadline = time.monotonic() + PR_SECONDS
     own = _STARTED.pop(pid, None)
     if own is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             own.wait(timeout=PR_SECONDS)
-    while not status.exists() and _alive(pid) and time.monotonic() < deadline:
+    while not status.exists() and _alive(pid, since) and time.monotonic() < deadline:
         time.sleep(0.05)  # another supervisor's runner: no handle to wait on, so look again
     if not status.exists():
-        if _alive(pid):
+        if _alive(pid, since):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, 9)
         return None
@@ -168,7 +169,18 @@ def _wait(started: Path, status: Path) -> int | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started, in the kernel's ticks since boot (None where unknown)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    # The command name, field 2, is in parentheses and may hold spaces: count after it.
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _alive(pid: int, since: str | None) -> bool:
+    """The runner ``pid`` still runs: the same process, not another given its id since."""
     if pid <= 0:
         return False
     try:
@@ -176,8 +188,8 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return since is None or _start_time(pid) == since
 
 
 def _write_body(action: OpenPR) -> Path:
