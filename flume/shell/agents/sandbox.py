@@ -7,20 +7,24 @@ module holds the fence its own way: Claude Code through its own sandbox settings
 (:mod:`flume.shell.tools.bubblewrap`). This module only finds the fence, one ``git rev-parse``.
 
 What git needs to commit in a linked worktree, and nothing more of the repository's git folder:
-its objects, its refs and their logs (the branch's ref and reflog are there), and the
-worktree's own admin folder (its HEAD, index, logs). Its config and hooks stay read-only: a
-hook written there would run later outside any sandbox. The main worktree's HEAD and index and
-the base's ref and reflog are kept read-only inside those (:attr:`Fence.kept`), so a sandboxed
-agent cannot move the branch its work lands on, as a loose ref (a base packed in
-``packed-refs`` gets no such file, and is not kept). flume's own folder for the place
-(``<common>/flume/<place>``, its journal) is not the agent's to write: a line it wrote there
-would be taken as the caller's or the supervisor's. Its ``flume needs``, ``progress``, ``ask``
-and ``submit`` go through an inbox of its own instead (:attr:`Fence.inbox`,
+its objects, the worktree's own admin folder (its HEAD, index, logs), and of its refs only the
+branch's own folders, ``refs/heads/<prefix>`` and ``logs/refs/heads/<prefix>`` (made if missing),
+each bound alone, a mount point the agent cannot rename: ``refs``, ``logs/refs`` and
+``packed-refs`` around them stay read-only (renaming ``refs/heads`` once got round a kept
+file). Its config and hooks stay read-only: a hook written there would run later outside any
+sandbox. The base's ref and reflog are kept read-only (:attr:`Fence.kept`), so a sandboxed agent
+cannot move the branch its work lands on, even beside its branch in its folder; a base only in
+``packed-refs`` is written loose first, so that there is a file to keep. flume's own folder for
+the place (``<common>/flume/<place>``, its journal) is not the agent's to write: a line it wrote
+there would be taken as the caller's or the supervisor's. Its ``flume needs``, ``progress``,
+``ask`` and ``submit`` go through an inbox of its own instead (:attr:`Fence.inbox`,
 :mod:`flume.shell.store.inbox`), which the supervisor reads and answers.
 
-An agent inside bubblewrap (:func:`wrapped`) may write its own folders besides (its home, where
-its transcript and registry are) and a temporary folder of its own, ``TMPDIR``, in flume's
-agents folder (``<session>.tmp``): the rest of ``/tmp`` is read-only to it, as everything else.
+An agent inside bubblewrap (:func:`wrapped`) may write its own folders besides (the test
+agent's home, where its transcript and registry are; Codex's sessions and logs, its home's
+settings read-only over a stand-in of its own) and a temporary folder of its own, ``TMPDIR``,
+in flume's agents folder (``<session>.tmp``): the rest of ``/tmp`` is read-only to it, as
+everything else.
 """
 
 from __future__ import annotations
