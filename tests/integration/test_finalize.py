@@ -3,7 +3,9 @@
 flume's test agent runs the one step (it commits); the kind then pushes the run's branch to a
 bare repository on local disk (a real ``git push``) and runs a PR command that is a real program
 of the test: it records its argument list and the body file it was given, and prints a URL. No
-network. One test kills the supervisor while the PR command runs and shows it never runs twice.
+network. One test kills the supervisor while the PR command runs and shows it never runs twice;
+two start the PR command's runner as a supervisor killed before naming it in ``.started`` would
+leave it, and show it never runs the command.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from pyrsistent import pvector
 
 from flume.core.actions import Event, OpenPR, Push, Report
+from flume.core.ids import BranchName, Instant
+from flume.core.observations import PROpened
 from flume.core.place import Life, PauseCause, Paused
 from flume.shell import process
 from flume.shell.panes.tmux import Tmux
+from flume.shell.perform import finalize
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
@@ -200,3 +206,69 @@ def test_a_push_to_a_remote_the_repository_lacks_is_refused_at_launch(tmp_path: 
     assert "the remote 'upstream'" in ran.stderr
     assert not (repo / "places").exists()
     assert not places.journals_dir(repo).exists() or not any(places.journals_dir(repo).iterdir())
+
+
+def _orphan(tmp_path: Path, record: Path) -> tuple[OpenPR, int]:
+    """A PR try, and its runner started as a supervisor killed before writing ``.started`` left it.
+
+    The runner is started by the performer's own ``_start``, its ``.started`` never written: the
+    window between the two that a SIGKILL can fall in. Its pid.
+    """
+    program = tmp_path / "pr.py"
+    program.write_text(PR_PROGRAM, encoding="utf-8")
+    board = tmp_path / "board"
+    board.mkdir()
+    body = board / "pr-body.md"
+    body.write_text("a body\n", encoding="utf-8")
+    argv = [sys.executable, str(program), str(record), "-", "--body-file"]
+    action = OpenPR(
+        path=str(tmp_path),
+        argv=pvector([*argv, "{body}"]),
+        base=BranchName("main"),
+        branch=BranchName("wf/ship"),
+        title="Say hello",
+        board=str(board),
+    )
+    files = finalize._try_files("wf--ship", action.attempt)
+    files.parent.mkdir(parents=True, exist_ok=True)
+    started, status, out = (files.with_suffix(s) for s in (".started", ".status", ".out"))
+    pid = finalize._start([*argv, str(body)], tmp_path, started, status, out)
+    assert pid is not None
+    return action, pid
+
+
+def _reaped(pid: int) -> int | None:
+    """The runner's exit status, once it ends (it is this process's child)."""
+    return finalize._STARTED.pop(pid).wait(timeout=30)
+
+
+def test_a_runner_its_killed_supervisor_never_named_never_runs_the_pr_command(
+    host: Path,
+) -> None:
+    """WF-FINALIZE-ONCE: SIGKILL between starting the runner and writing ``.started``.
+
+    The next supervisor finds no ``.started`` and starts the try's runner, naming it; the first
+    runner, not named, ends without running the command: it ran once.
+    """
+    record = host / "pr-runs.jsonl"
+    action, orphan = _orphan(host, record)
+    (opened,) = finalize.open_pr(action, "wf--ship", Instant(0.0))
+    assert isinstance(opened, PROpened), opened
+    assert opened.url == "https://example.test/acme/app/pull/7"
+    assert _reaped(orphan) == 0
+    assert len(_runs(record)) == 1
+
+
+def test_a_runner_never_named_gives_up_unrun(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner whose ``.started`` never comes (no supervisor came back) ends, having run nothing.
+
+    No ``.status`` either: the next supervisor, finding no ``.started``, starts the one try.
+    """
+    monkeypatch.setattr(finalize, "CLAIM_SECONDS", 0.2)
+    record = host / "pr-runs.jsonl"
+    action, orphan = _orphan(host, record)
+    assert _reaped(orphan) == 0
+    assert _runs(record) == []
+    files = finalize._try_files("wf--ship", action.attempt)
+    assert not files.with_suffix(".status").exists()
+    assert not files.with_suffix(".started").exists()

@@ -8,17 +8,20 @@ pushes exactly that head to the run's own branch on the remote (``<head>:refs/he
 no ``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses
 (gone, or its branch moved on) is a failure in git's own words.
 
-``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a
-supervisor killed mid-command. Each try has files of its own in flume's state folder, named by
-the place and the try: ``.started`` is written (with the argument list) before the command
-starts; the command runs in a session of its own under a small runner that writes its output
-to ``.out`` and, when it ends, its exit status to ``.status``. A supervisor killed meanwhile
-leaves the command running; the next finds ``.started``, waits for ``.status`` and reports it:
-it never starts the command again. A ``.started`` whose runner is gone with no ``.status``
-(the machine went down) is a failure that says the command may have run: a person looks, then
-``flume resume`` makes a new try. Nothing a caller writes reaches a shell: the command is the
-kind's declared argument list; ``{base}``, ``{branch}``, ``{title}`` and ``{body}`` are
-replaced inside arguments, ``{body}`` by a file written from the board.
+``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a supervisor
+killed mid-command. Each try has files of its own in flume's state folder, named by the place and
+the try. The command runs in a session of its own under a small runner that writes its output to
+``.out`` and, when it ends, its exit status to ``.status``; the runner starts it only once
+``.started`` names the runner's own pid (with the argument list), which the supervisor writes as
+soon as the runner is started. So a supervisor killed between starting a runner and writing
+``.started`` leaves a runner that never starts the command (it gives up, or finds another runner
+named), and the next supervisor, finding no ``.started``, starts the one try; a supervisor killed
+once ``.started`` is written leaves the command running, and the next finds ``.started``, waits for
+``.status`` and reports it: it never starts the command again. A ``.started`` whose runner is gone
+with no ``.status`` (the machine went down) is a failure that says the command may have run: a
+person looks, then ``flume resume`` makes a new try. Nothing a caller writes reaches a shell: the
+command is the kind's declared argument list; ``{base}``, ``{branch}``, ``{title}`` and ``{body}``
+are replaced inside arguments, ``{body}`` by a file written from the board.
 """
 
 from __future__ import annotations
@@ -43,10 +46,24 @@ from flume.shell.tools import git
 MAX_OUTPUT = 4 * 1024
 #: How long a PR command may run before it is ended and counted failed.
 PR_SECONDS = 600.0
-#: The runner: the command, its output to the file it was given, its status written at its end.
+#: How long a runner waits to be named in its try's ``.started`` before it gives up, unrun.
+CLAIM_SECONDS = 30.0
+#: The runner: once its try's ``.started`` names it, the command, its output to the file it was
+#: given, its status written at its end. Named by no ``.started`` (its supervisor was killed
+#: before writing it, and the next named a runner of its own), it ends without running anything.
 _RUNNER = """
-import os, subprocess, sys
-status, argv = sys.argv[1], sys.argv[2:]
+import json, os, subprocess, sys, time
+wait, started, status, argv = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+deadline = time.monotonic() + wait
+named = None
+while named is None and time.monotonic() < deadline:
+    try:
+        with open(started, encoding="utf-8") as claim:
+            named = json.load(claim).get("pid")
+    except (OSError, ValueError, AttributeError):
+        time.sleep(0.01)
+if named != os.getpid():
+    sys.exit(0)
 try:
     code = subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
 except OSError as error:
@@ -92,7 +109,7 @@ def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
             for argument in action.argv
         ]
         files.parent.mkdir(parents=True, exist_ok=True)
-        pid = _start(argv, Path(action.path), status, out)
+        pid = _start(argv, Path(action.path), started, status, out)
         if pid is None:
             return _failed(ActionName.OPEN_PR, at, f"{argv[0]}: cannot run it")
         _write(started, json.dumps({"argv": argv, "pid": pid}))
@@ -118,12 +135,16 @@ def _try_files(place: str, attempt: int) -> Path:
     return state_dir() / "finalize" / f"{digest}-{attempt}.pr"
 
 
-def _start(argv: list[str], cwd: Path, status: Path, out: Path) -> int | None:
-    """The runner started in a session of its own (a supervisor's death does not end it)."""
+def _start(argv: list[str], cwd: Path, started: Path, status: Path, out: Path) -> int | None:
+    """The runner started in a session of its own (a supervisor's death does not end it).
+
+    It waits to be named in ``started`` (the caller writes it next) before running anything.
+    """
+    runner = [sys.executable, "-c", _RUNNER, str(CLAIM_SECONDS), str(started), str(status)]
     with out.open("wb") as output:
         try:
             process = subprocess.Popen(  # noqa: S603 (the kind's own declaration, as argv)
-                [sys.executable, "-c", _RUNNER, str(status), *argv],
+                [*runner, *argv],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
