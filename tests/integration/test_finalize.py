@@ -5,7 +5,8 @@ bare repository on local disk (a real ``git push``) and runs a PR command that i
 of the test: it records its argument list and the body file it was given, and prints a URL. No
 network. One test kills the supervisor while the PR command runs and shows it never runs twice;
 two start the PR command's runner as a supervisor killed before naming it in ``.started`` would
-leave it, and show it never runs the command.
+leave it, and show it never runs the command; one races a push with a killed supervisor's push
+still running, held in origin's pre-receive hook.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from pyrsistent import pvector
 
 from flume.core.actions import Event, OpenPR, Push, Report
-from flume.core.ids import BranchName, Instant
-from flume.core.observations import PROpened
+from flume.core.ids import BranchName, Instant, Sha
+from flume.core.observations import Observation, PROpened, Pushed
 from flume.core.place import Life, PauseCause, Paused
 from flume.shell import process
 from flume.shell.panes.tmux import Tmux
@@ -272,3 +275,50 @@ def test_a_runner_never_named_gives_up_unrun(host: Path, monkeypatch: pytest.Mon
     files = finalize._try_files("wf--ship", action.attempt)
     assert not files.with_suffix(".status").exists()
     assert not files.with_suffix(".started").exists()
+
+
+#: origin's pre-receive hook: each push is counted in as it enters, then held until the test
+#: writes its go file (go-1 for the first push to enter, go-2 for the second).
+HOLD = """\
+#!/bin/sh
+n=$(ls "$GATE" | grep -c entered)
+n=$((n + 1))
+touch "$GATE/entered-$n"
+while [ ! -e "$GATE/go-$n" ]; do sleep 0.02; done
+"""
+
+
+def test_a_push_that_loses_the_race_to_a_killed_supervisor_s_push_is_pushed(
+    host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WF-FINALIZE-ONCE: a killed supervisor's push still running when the next one pushes.
+
+    Both hold in origin's hook; the first lands the branch, so the second's ref update fails;
+    the remote then holds the head, so it is reported pushed, not a failure that pauses the run.
+    """
+    repo, origin, _kind, _record = _setup(host)
+    gate = host / "gate"
+    gate.mkdir()
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text(HOLD, encoding="utf-8")
+    hook.chmod(0o755)
+    monkeypatch.setenv("GATE", str(gate))
+    head = run_git(repo, "rev-parse", "main").strip()
+    first = subprocess.Popen(  # noqa: S603 (git, the killed supervisor's push)
+        ["git", "push", "--porcelain", "--", "origin", f"{head}:refs/heads/wf/ship"],  # noqa: S607
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for((gate / "entered-1").exists, 30, "the first push to reach origin's hook")
+    action = Push(path=str(repo), remote="origin", branch=BranchName("wf/ship"), head=Sha(head))
+    seen: list[Observation] = []
+    second = threading.Thread(target=lambda: seen.extend(finalize.push(action, Instant(0.0))))
+    second.start()
+    wait_for((gate / "entered-2").exists, 30, "the second push to reach origin's hook")
+    (gate / "go-1").touch()
+    assert first.wait(timeout=30) == 0
+    (gate / "go-2").touch()
+    second.join(timeout=30)
+    assert seen == [Pushed(at=Instant(0.0), remote="origin", branch=action.branch, head=Sha(head))]
+    assert run_git(origin, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/wf/ship"]

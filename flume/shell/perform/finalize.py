@@ -6,7 +6,9 @@ Theory of operation. The core asks for one finalize act at a time (:mod:`flume.c
 branch at the head the core named, it is reported pushed and nothing is pushed. Otherwise git
 pushes exactly that head to the run's own branch on the remote (``<head>:refs/heads/<branch>``):
 no ``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses
-(gone, or its branch moved on) is a failure in git's own words.
+(gone, or its branch moved on) is a failure in git's own words, unless the remote is then seen
+holding the head: a killed supervisor's push, still running when the next looked, got there
+first (a slow remote outlives a restart), and the branch is pushed.
 
 ``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a supervisor
 killed mid-command. Each try has files of its own in flume's state folder, named by the place and
@@ -82,14 +84,26 @@ def push(action: Push, at: Instant) -> list[Observation]:
     ref = f"refs/heads/{action.branch}"
     if action.head is None:
         return _failed(ActionName.PUSH, at, f"{action.branch} has no commit to push")
-    listed = git.run(where, "ls-remote", "--", action.remote, ref)
-    if listed.ok and listed.out.split("\t", 1)[0].strip() == action.head:
-        return [Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)]
+    pushed: list[Observation] = [
+        Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)
+    ]
+    if _holds(where, action.remote, ref, action.head):
+        return pushed
     ran = git.run(where, "push", "--porcelain", "--", action.remote, f"{action.head}:{ref}")
     if not ran.ok:
+        if _holds(where, action.remote, ref, action.head):
+            # Another push of this head won the race: a killed supervisor's, still running
+            # when this one looked (a slow remote outlives a restart). Done, not failed.
+            return pushed
         said = (ran.err.strip() or ran.out.strip()) or f"git push exited {ran.status}"
         return _failed(ActionName.PUSH, at, f"git push to {action.remote}: {said}")
-    return [Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)]
+    return pushed
+
+
+def _holds(where: Path, remote: str, ref: str, head: str) -> bool:
+    """The remote holds ``ref`` at ``head``, as ``git ls-remote`` sees it now."""
+    listed = git.run(where, "ls-remote", "--", remote, ref)
+    return listed.ok and listed.out.split("\t", 1)[0].strip() == head
 
 
 def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
