@@ -69,6 +69,8 @@ def main() -> None:
         said = "; ".join(trial.problems) or "completed, every promise kept"
         loss = "lost first input" if trial.lost_first else "no loss"
         window = "; a send decided, untyped, typed after the restart" if trial.retyped else ""
+        if kind.commands is not None:
+            window += f"; the run {trial.stood} at the kill point"
         if trial.killed_mid_command:
             window += "; killed while the PR command ran"
         print(
@@ -81,7 +83,8 @@ def main() -> None:
         commands = (
             f"PR command runs per trial max {max(t.command_runs for t in trials)} "
             f"(min {min(t.command_runs for t in trials)}); "
-            f"{sum(t.killed_mid_command for t in trials)} killed while the PR command ran; "
+            f"{sum(t.killed_mid_command for t in trials)} killed while the PR command ran, "
+            f"{sum(t.stood.startswith('finalizing') for t in trials)} at a line while finalizing; "
         )
     print(
         f"{len(trials)} {arguments.kind} trials: {kept} completed with every promise kept; "

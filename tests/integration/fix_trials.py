@@ -51,9 +51,9 @@ from flume.core.observations import (
     Observation,
     WorktreeMade,
 )
-from flume.core.place import Life, PauseCause, Paused, Place
+from flume.core.place import Finalizing, Life, PauseCause, Paused, Place
 from flume.core.settings import Settings
-from flume.core.step import step
+from flume.core.step import replay, step
 from flume.shell import process
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
@@ -246,6 +246,9 @@ class Trial:
     #: The runs of the kind's command (its ``commands``), and whether the kill fell while one ran.
     command_runs: int = 0
     killed_mid_command: bool = False
+    #: Where the run stood at its journal's kill point (its first ``kill_at`` lines): finished,
+    #: finalizing (pushed or not), or its phase's name.
+    stood: str = ""
 
 
 def _fix_launch(folder: Path, repo: Path, script_path: Path) -> Path:
@@ -687,7 +690,22 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         finished=finished,
         command_runs=len(runs),
         killed_mid_command=mid_command,
+        stood=_stood(path, kill_at),
     )
+
+
+def _stood(path: Path, lines: int) -> str:
+    """Where the run stood once its journal held ``lines`` lines (its own, not its lanes')."""
+    seen = observations(path)[:lines] if path.is_file() else []
+    if not seen:
+        return "unlaunched"
+    place = replay(Settings(), seen)
+    phase = place.stage.phase
+    if place.life is not Life.ACTIVE:
+        return place.life.value
+    if isinstance(phase, Finalizing):
+        return "finalizing, pushed" if place.pushed is not None else "finalizing"
+    return type(phase).__name__.lower()
 
 
 def _places(paths: list[Path]) -> tuple[int, tuple[int, ...], int, list[str]]:
