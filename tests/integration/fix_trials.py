@@ -565,7 +565,9 @@ FINALIZE = Kind(
     name="finalize",
     launch=_finalize_launch,
     script=FINALIZE_SCRIPT,
-    lines=20,
+    #: 23 lines a run, 27 when the agent loses its first input: the last two Pushed and
+    #: PROpened, the PR command running between them.
+    lines=27,
     done=lambda place: place.life is Life.FINISHED,
     waiting="the run to push, open its pull request and finish",
     ends=_finalize_ends,
