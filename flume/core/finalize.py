@@ -26,7 +26,7 @@ def _finalizing(place: Place) -> bool:
 
 def on_pushed(place: Place, seen: Pushed) -> Outcome:
     """WF-FINALIZE-ONCE: the remote holds the run's branch at its head; the next act, or done."""
-    if not _finalizing(place) or seen.branch != place.branch:
+    if not _finalizing(place) or seen.branch != place.branch or place.pushed == seen.head:
         return place, ()
     place = evolve(place, pushed=seen.head)
     pushed = Report(

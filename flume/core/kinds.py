@@ -355,9 +355,13 @@ def lane_names(parallel: Parallel) -> tuple[str, ...]:
 
 
 def lane_kind(kind: Kind, parallel: Parallel, lane: str) -> Kind:
-    """The kind a lane's place runs: the run's kind, its body the lane's branch's block."""
+    """The kind a lane's place runs: the run's kind, its body the lane's branch's block.
+
+    Without the run's finalize: a lane's work ends merged into its run, which alone pushes,
+    opens the pull request or lands (WF-PUSH-ONLY-RUN-BRANCH).
+    """
     branch = next(each for each in parallel.branches if block_name(each) == lane)
-    return attrs.evolve(kind, body=branch)
+    return attrs.evolve(kind, body=branch, finalize=None)
 
 
 def first_stage(kind: Kind) -> Step:

@@ -195,18 +195,14 @@ def _launch_name_problems(launch: Launch) -> list[Problem]:
     """The name's problems; a lane's name is its run's and its own, joined by '+'."""
     if not launch.lane:
         return name_problems(launch.name)
-    # Each part a name (a lane of a lane holds two '+'), the last the lane's own, with the
-    # passes of the loops around its parallel after an '@' when any is past its first.
+    # Each part a name (a lane of a lane holds two '+'), the last the lane's own; a lane's part
+    # may carry the passes of the loops around its parallel after an '@', when any is past
+    # its first (an outer lane's too, for a lane of a lane in a later pass).
     parts = launch.name.split("+")
-    last, at, passes = parts[-1].partition("@")
-    parts[-1] = last
-    problems = [problem for part in parts for problem in name_problems(part)]
-    numbers = passes.split("-")
-    passes_ok = not at or (
-        all(number.isdigit() and not number.startswith("0") for number in numbers)
-        and any(number != "1" for number in numbers)
-    )
-    if last != launch.lane or launch.parent is None or not passes_ok:
+    names = [part.partition("@")[0] for part in parts]
+    problems = [problem for name in names for problem in name_problems(name)]
+    passes_ok = all(_passes_ok(part) for part in parts[1:]) and "@" not in parts[0]
+    if names[-1] != launch.lane or launch.parent is None or not passes_ok:
         problems.append(
             Problem(
                 field="name",
@@ -215,6 +211,17 @@ def _launch_name_problems(launch: Launch) -> list[Problem]:
             ),
         )
     return problems
+
+
+def _passes_ok(part: str) -> bool:
+    """A lane's part: its name alone, or ``name@2``, ``name@1-3``: passes, one past its first."""
+    _name, at, passes = part.partition("@")
+    if not at:
+        return True
+    numbers = passes.split("-")
+    return all(number.isdigit() and not number.startswith("0") for number in numbers) and any(
+        number != "1" for number in numbers
+    )
 
 
 def check_launch(launch: Launch, kind: Kind) -> None:

@@ -45,7 +45,18 @@ from flume.core.actions import (
 from flume.core.budget import Spent
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, SessionId, StageName
-from flume.core.kinds import Commit, Kind, Landing, Step, Verdict, parallels, stage_named, steps
+from flume.core.kinds import (
+    Commit,
+    Kind,
+    Landing,
+    Step,
+    Verdict,
+    block_name,
+    blocks_of,
+    parallels,
+    stage_named,
+    steps,
+)
 from flume.core.launch import AgentSettings, Panes, check_launch, place_branch, place_path
 from flume.core.observations import (
     ActionFailed,
@@ -544,6 +555,14 @@ def at_step(place: Place, named: str, verb: str) -> None:
     run = place.stage
     if not named or named in {run.key, run.name, passless(run.key)}:
         return
+    known = {block_name(block) for block in blocks_of(place.kind.body)}
+    if any(part.partition("@")[0] not in known for part in named.split("/")):
+        names = ", ".join(sorted(found.name for found in steps(place.kind.body)))
+        raise UsageError.one(
+            "step",
+            f"{_name(place)}'s kind {place.kind.name} has no step {named!r}",
+            f"name one of its steps ({names}), or its key as flume status shows it",
+        )
     raise refused(
         "step",
         f"{_name(place)} is at step {run.key}, not {named}: the {verb} was for another step",

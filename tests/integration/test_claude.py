@@ -101,6 +101,23 @@ COMMIT = (
 )
 
 
+def _launch_kind(tmp_path: Path, repo: Path, kind_text: str, place: str) -> Path:
+    """Launch the workflow kind ``kind_text`` as ``place`` (``<kind>--<name>``) on Claude.
+
+    Its file is written in ``tmp_path``; the place's journal is returned.
+    """
+    name = place.split("--", 1)[1]
+    kind_file = tmp_path / f"{name}.toml"
+    kind_file.write_text(kind_text, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", name,
+        "--brief", "the greeting", "--agent", "claude",
+        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / place / places.JOURNAL
+
+
 def _marker(name: str) -> str:
     return f"flume:fix--{name}:code:1"
 
@@ -399,8 +416,6 @@ def test_claude_waiting_on_a_model_that_never_answers_is_nudged_once_then_paused
     del panes
     repo = agent_repository(tmp_path, TIMING.replace("confirm = 4", "confirm = 15") + "stall = 8\n")
     seed_home(claude, trusted=[repo], api_key=KEY)
-    kind_file = tmp_path / "wf.toml"
-    kind_file.write_text(STALL_KIND, encoding="utf-8")
     verdict = repo / "places" / ".boards" / "wf--hang" / "review" / "verdict.json"
     write = f"printf '%s' '{{\"result\": \"done\"}}' > {verdict} && echo wrote-verdict"
     model.script = (
@@ -408,13 +423,7 @@ def test_claude_waiting_on_a_model_that_never_answers_is_nudged_once_then_paused
         Reply(when="flume:wf--hang:review:2", tool=Tool("Bash", {"command": write})),
         Reply(when="wrote-verdict", text="The verdict is written: done."),
     )
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "hang",
-        "--brief", "the greeting", "--agent", "claude",
-        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    journal_path = places.journals_dir(repo) / "wf--hang" / places.JOURNAL
+    journal_path = _launch_kind(tmp_path, repo, STALL_KIND, "wf--hang")
 
     def paused() -> Paused | None:
         phase = place_of(journal_path).stage.phase
@@ -469,8 +478,6 @@ def test_claude_asks_the_run_pauses_named_and_the_answer_reaches_it(
     """
     del panes
     repo = _repo(tmp_path, claude)
-    kind_file = tmp_path / "wf.toml"
-    kind_file.write_text(ASK_KIND, encoding="utf-8")
     model.script = (
         Reply(
             when="The answer to your question q1",
@@ -483,13 +490,7 @@ def test_claude_asks_the_run_pauses_named_and_the_answer_reaches_it(
         ),
         Reply(when="asked q1", text="I asked; I wait for the answer."),
     )
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "asks",
-        "--brief", "the greeting", "--agent", "claude",
-        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    journal_path = places.journals_dir(repo) / "wf--asks" / places.JOURNAL
+    journal_path = _launch_kind(tmp_path, repo, ASK_KIND, "wf--asks")
 
     def asked() -> bool:
         place = place_of(journal_path)
@@ -573,15 +574,7 @@ def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
         Reply(when="moved=", text="Committed the fix."),
     )
     base = run_git(repo, "rev-parse", "main").strip()
-    kind_file = tmp_path / "sb.toml"
-    kind_file.write_text(SANDBOXED, encoding="utf-8")
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "cs",
-        "--brief", "the greeting", "--agent", "claude",
-        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
+    journal_path = _launch_kind(tmp_path, repo, SANDBOXED, "sb--cs")
     wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
 
     place = place_of(journal_path)

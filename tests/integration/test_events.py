@@ -57,6 +57,9 @@ TOLERATED = {"prompt-missing", "prompt-retyped"}
 #: Events besides the life's order: an agent's turn ends with its tokens, and a stage's agent
 #: may be ended before its turn's end is read (test_turns.py holds them to the tokens).
 TURNS = {"turn-ended"}
+#: Once a stage attempt, when flume finds its agent's transcript: before or after its prompt's
+#: delivery, as the agent writes its file (held to once an attempt below).
+TRANSCRIPTS = {"transcript"}
 
 
 def tolerated(event: dict[str, object]) -> bool:
@@ -65,7 +68,7 @@ def tolerated(event: dict[str, object]) -> bool:
     Never a failed EndAgent: ending the last agent of a tmux server is an ended agent, whatever
     tmux answers as the server exits.
     """
-    return event["event"] in TOLERATED | TURNS
+    return event["event"] in TOLERATED | TURNS | TRANSCRIPTS
 
 
 def test_events_follow_shows_a_fixs_whole_life_in_order(tmp_path: Path, panes: Tmux) -> None:
@@ -104,6 +107,10 @@ def test_events_follow_shows_a_fixs_whole_life_in_order(tmp_path: Path, panes: T
     assert [each for each in life if each != delivered] == [
         each for each in FIX_LIFE if each != delivered
     ], followed
+    assert [each["stage"] for each in followed if each["event"] == "transcript"] == [
+        "code",
+        "submit",
+    ]
     assert {each["place"] for each in followed} == {"fix--greet"}
     turns = [each for each in followed if each["event"] in TURNS]
     assert any(each["stage"] == "code" for each in turns), followed

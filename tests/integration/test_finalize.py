@@ -211,11 +211,12 @@ def test_a_push_to_a_remote_the_repository_lacks_is_refused_at_launch(tmp_path: 
     assert not places.journals_dir(repo).exists() or not any(places.journals_dir(repo).iterdir())
 
 
-def _orphan(tmp_path: Path, record: Path) -> tuple[OpenPR, int]:
-    """A PR try, and its runner started as a supervisor killed before writing ``.started`` left it.
+def _orphan(tmp_path: Path, record: Path) -> tuple[OpenPR, Path, int]:
+    """A PR try, and its runner as a supervisor killed before naming it in ``.started`` left it.
 
-    The runner is started by the performer's own ``_start``, its ``.started`` never written: the
-    window between the two that a SIGKILL can fall in. Its pid.
+    ``.started`` is written with the argument list alone and the runner started by the
+    performer's own ``_start``, never named: the window between the two writes that a SIGKILL
+    can fall in. The try, the folder of its files (the place's journal folder), the runner's pid.
     """
     program = tmp_path / "pr.py"
     program.write_text(PR_PROGRAM, encoding="utf-8")
@@ -232,12 +233,14 @@ def _orphan(tmp_path: Path, record: Path) -> tuple[OpenPR, int]:
         title="Say hello",
         board=str(board),
     )
-    files = finalize._try_files("wf--ship", action.attempt)
-    files.parent.mkdir(parents=True, exist_ok=True)
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    files = folder / f"pr-{action.attempt}"
     started, status, out = (files.with_suffix(s) for s in (".started", ".status", ".out"))
+    started.write_text(json.dumps({"argv": [*argv, str(body)]}), encoding="utf-8")
     pid = finalize._start([*argv, str(body)], tmp_path, started, status, out)
     assert pid is not None
-    return action, pid
+    return action, folder, pid
 
 
 def _reaped(pid: int) -> int | None:
@@ -248,14 +251,15 @@ def _reaped(pid: int) -> int | None:
 def test_a_runner_its_killed_supervisor_never_named_never_runs_the_pr_command(
     host: Path,
 ) -> None:
-    """WF-FINALIZE-ONCE: SIGKILL between starting the runner and writing ``.started``.
+    """WF-FINALIZE-ONCE: SIGKILL between starting the runner and naming it in ``.started``.
 
-    The next supervisor finds no ``.started`` and starts the try's runner, naming it; the first
-    runner, not named, ends without running the command: it ran once.
+    The next supervisor finds ``.started`` naming no runner, starts the try afresh and names its
+    runner; the first runner, not named, ends without running the command: it ran once, and the
+    run goes on (not a try that may have run, which would pause it).
     """
     record = host / "pr-runs.jsonl"
-    action, orphan = _orphan(host, record)
-    (opened,) = finalize.open_pr(action, "wf--ship", Instant(0.0))
+    action, folder, orphan = _orphan(host, record)
+    (opened,) = finalize.open_pr(action, folder, Instant(0.0))
     assert isinstance(opened, PROpened), opened
     assert opened.url == "https://example.test/acme/app/pull/7"
     assert _reaped(orphan) == 0
@@ -263,18 +267,17 @@ def test_a_runner_its_killed_supervisor_never_named_never_runs_the_pr_command(
 
 
 def test_a_runner_never_named_gives_up_unrun(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A runner whose ``.started`` never comes (no supervisor came back) ends, having run nothing.
+    """A runner never named (no supervisor came back) gives up, having run nothing.
 
-    No ``.status`` either: the next supervisor, finding no ``.started``, starts the one try.
+    No ``.status`` either: the next supervisor, finding ``.started`` naming no runner, starts the
+    one try.
     """
     monkeypatch.setattr(finalize, "CLAIM_SECONDS", 0.2)
     record = host / "pr-runs.jsonl"
-    action, orphan = _orphan(host, record)
+    action, folder, orphan = _orphan(host, record)
     assert _reaped(orphan) == 0
     assert _runs(record) == []
-    files = finalize._try_files("wf--ship", action.attempt)
-    assert not files.with_suffix(".status").exists()
-    assert not files.with_suffix(".started").exists()
+    assert not (folder / f"pr-{action.attempt}.status").exists()
 
 
 #: origin's pre-receive hook: each push is counted in as it enters, then held until the test

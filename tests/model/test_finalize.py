@@ -9,6 +9,7 @@ journal, its pending actions performed again.
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -186,6 +187,34 @@ def test_a_finalize_word_out_of_its_time_changes_nothing() -> None:
     assert world.place.pr_url == "https://example.test/pr/1"
 
 
+def test_a_lane_does_not_finalize_its_run_does() -> None:
+    """WF-PUSH-ONLY-RUN-BRANCH: a lane's kind has no finalize; its place finishes, no push."""
+    from flume.core.actions import LaunchLane  # noqa: PLC0415 (here alone)
+    from flume.core.observations import Launched  # noqa: PLC0415
+    from flume.core.step import step  # noqa: PLC0415
+    from tests.model.test_lanes import sliced  # noqa: PLC0415
+
+    kind = attrs.evolve(sliced(), finalize=Finalize(push="origin", pr=PR))
+    world = FakeWorld(settings=S, kind=kind)
+    assert world.launch() is None
+    launches = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert launches
+    for launched in launches:
+        assert launched.kind.finalize is None
+        lane = step(
+            S,
+            None,
+            Launched(
+                at=world.instant(),
+                launch=launched.launch,
+                kind=launched.kind,
+                start=launched.start,
+                board=launched.board,
+            ),
+        ).place
+        assert lane.kind.finalize is None
+
+
 @pytest.mark.parametrize(
     ("finalize", "says"),
     [
@@ -250,12 +279,7 @@ class FinalizeMachine(RuleBasedStateMachine):
     @rule()
     def the_shell_restarts(self) -> None:
         """SIGKILL: the run replayed from its journal, its pending actions performed again."""
-        place = replay(S, self.world.journal)
-        assert place == self.world.place
-        for action in pending(place):
-            self.world.actions.append(action)
-            for seen in self.world.perform(action):
-                self.world.feed(seen)
+        self.world.restart()
 
     @invariant()
     def each_act_once(self) -> None:

@@ -434,12 +434,7 @@ class LanesMachine(RuleBasedStateMachine):
     @rule()
     def the_shell_restarts(self) -> None:
         """SIGKILL: the run replayed from its journal, its pending actions performed again."""
-        place = replay(S, self.world.journal)
-        assert place == self.world.place
-        for action in pending(place):
-            self.world.actions.append(action)
-            for seen in self.world.perform(action):
-                self.world.feed(seen)
+        self.world.restart()
 
     # --- what must hold ---------------------------------------------------------------------
 
@@ -642,9 +637,16 @@ def test_a_lane_is_launched_only_as_its_run_names_it() -> None:
     nested = attrs.evolve(launched.launch, name="x+outer+slice-a")
     check_launch(nested, launched.kind)
     # A later pass of a loop around the block: its passes after an '@', one not the first.
-    for later in ("x+slice-a@2", "x+slice-a@1-2", "x+slice-a@10"):
+    for later in ("x+slice-a@2", "x+slice-a@1-2", "x+slice-a@10", "x+outer@2+slice-a"):
         check_launch(attrs.evolve(launched.launch, name=later), launched.kind)
-    for bad_pass in ("x+slice-a@", "x+slice-a@1", "x+slice-a@1-1", "x+slice-a@02", "x+slice-a@2-"):
+    for bad_pass in (
+        "x+slice-a@",
+        "x+slice-a@1",
+        "x+slice-a@1-1",
+        "x+slice-a@02",
+        "x+slice-a@2-",
+        "x@2+slice-a",
+    ):
         with pytest.raises(UsageError, match="is launched as"):
             check_launch(attrs.evolve(launched.launch, name=bad_pass), launched.kind)
 

@@ -29,7 +29,6 @@ from flume.core.observations import (
 from flume.core.place import Life, open_question
 from flume.core.settings import Settings
 from flume.core.status import status
-from flume.core.step import pending, replay
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -283,12 +282,7 @@ class MessagesMachine(RuleBasedStateMachine):
     @rule()
     def the_shell_restarts(self) -> None:
         """SIGKILL: the run replayed from its journal, its pending actions performed again."""
-        place = replay(S, self.world.journal)
-        assert place == self.world.place
-        for action in pending(place):
-            self.world.actions.append(action)
-            for seen in self.world.perform(action):
-                self.world.feed(seen)
+        self.world.restart()
 
     @invariant()
     def only_along_declared_edges(self) -> None:

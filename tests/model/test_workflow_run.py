@@ -861,6 +861,10 @@ def test_a_tell_for_another_step_is_refused_and_one_for_this_step_is_taken() -> 
             "another step"
         )
     assert len(world.journal) == journaled
+    unknown = world.feed(Told(at=world.instant(), text="mind it", step="reveiw"))
+    assert unknown is not None
+    assert unknown.exit_status == 2
+    assert "kind reviewed has no step 'reveiw'" in str(unknown)
     for same in ("review-loop@1/review", "review-loop/review", "review"):
         assert world.feed(Told(at=world.instant(), text=f"for {same}", step=same)) is None
     assert world.place.tells_given == 3

@@ -92,7 +92,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Delivering, Life, Place, current_step
 from flume.core.settings import Settings
-from flume.core.step import Decision, step
+from flume.core.step import Decision, pending, replay, step
 
 REPOSITORY = "/src/app"
 BASE = BranchName("main")
@@ -302,6 +302,19 @@ class FakeWorld:
         self.place = decision.place
         self.journal.append(seen)
         return None
+
+    def restart(self) -> None:
+        """SIGKILL and start again: the place replayed from its journal, its pending performed.
+
+        The replay must be the place the world followed (RESTART-PENDING reads the journal
+        alone); what each pending action then observes is fed as the shell would.
+        """
+        place = replay(self.settings, self.journal)
+        assert place == self.place
+        for action in pending(place):
+            self.actions.append(action)
+            for seen in self.perform(action):
+                self.feed(seen)
 
     def instant(self) -> Instant:
         """The world's clock as an observation's ``at``."""

@@ -4,32 +4,33 @@ Theory of operation. The core asks for one finalize act at a time (:mod:`flume.c
 
 ``Push`` is observed before it acts: when ``git ls-remote`` finds the remote holding the run's
 branch at the head the core named, it is reported pushed and nothing is pushed. Otherwise git
-pushes exactly that head to the run's own branch on the remote (``<head>:refs/heads/<branch>``):
-no ``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses
-(gone, or its branch moved on) is a failure in git's own words, unless the remote is then seen
-holding the head: a killed supervisor's push, still running when the next looked, got there
-first (a slow remote outlives a restart), and the branch is pushed.
+pushes exactly that head to the run's own branch on the remote (``<head>:refs/heads/<branch>``): no
+``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses (gone,
+or its branch moved on) is a failure in git's own words, unless the remote is then seen holding the
+head: a killed supervisor's push, still running when the next looked, got there first (a slow
+remote outlives a restart), and the branch is pushed.
 
 ``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a supervisor
-killed mid-command. Each try has files of its own in flume's state folder, named by the place and
-the try. The command runs in a session of its own under a small runner that writes its output to
-``.out`` and, when it ends, its exit status to ``.status``; the runner starts it only once
-``.started`` names the runner's own pid (with the argument list), which the supervisor writes as
-soon as the runner is started. So a supervisor killed between starting a runner and writing
-``.started`` leaves a runner that never starts the command (it gives up, or finds another runner
-named), and the next supervisor, finding no ``.started``, starts the one try; a supervisor killed
-once ``.started`` is written leaves the command running, and the next finds ``.started``, waits for
-``.status`` and reports it: it never starts the command again. A ``.started`` whose runner is gone
-with no ``.status`` (the machine went down) is a failure that says the command may have run: a
-person looks, then ``flume resume`` makes a new try. Nothing a caller writes reaches a shell: the
-command is the kind's declared argument list; ``{base}``, ``{branch}``, ``{title}`` and ``{body}``
-are replaced inside arguments, ``{body}`` by a file written from the board.
+killed mid-command. Each try has files of its own in the place's journal folder (so another
+repository's place of the same name, or this name launched again after tidy set the old journal
+aside, never finds them): ``.started`` is written, with the argument list, before the command
+starts, and the runner's process id and start time are added once the runner is started; the
+command runs in a session of its own under that runner, which writes its output to ``.out`` and,
+when it ends, its exit status to ``.status``. The runner starts the command only once ``.started``
+names it: a supervisor killed between the two writes leaves a runner that never does (it gives up,
+or finds another runner named), so the next, finding ``.started`` naming no runner, starts the try
+afresh and names its own runner. A supervisor killed once the runner is named leaves the command
+running; the next finds ``.started``, waits for ``.status`` and reports it: it never starts the
+command again. A named runner gone with no ``.status`` (the machine went down) is a failure that
+says the command may have run: a person looks, then ``flume resume`` makes a new try. Nothing a
+caller writes reaches a shell: the command is the kind's declared argument list; ``{base}``,
+``{branch}``, ``{title}`` and ``{body}`` are replaced inside arguments, ``{body}`` by a file
+written from the board.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -41,7 +42,6 @@ from pathlib import Path
 from flume.core.actions import ActionName, OpenPR, Push
 from flume.core.ids import Instant
 from flume.core.observations import ActionFailed, Observation, PROpened, Pushed
-from flume.shell.store.places import state_dir
 from flume.shell.tools import git
 
 #: What a PR command's output keeps in the journal: its last 4 KiB.
@@ -52,7 +52,7 @@ PR_SECONDS = 600.0
 CLAIM_SECONDS = 30.0
 #: The runner: once its try's ``.started`` names it, the command, its output to the file it was
 #: given, its status written at its end. Named by no ``.started`` (its supervisor was killed
-#: before writing it, and the next named a runner of its own), it ends without running anything.
+#: before naming it, and the next named a runner of its own), it ends without running anything.
 _RUNNER = """
 import json, os, subprocess, sys, time
 wait, started, status, argv = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -63,6 +63,8 @@ while named is None and time.monotonic() < deadline:
         with open(started, encoding="utf-8") as claim:
             named = json.load(claim).get("pid")
     except (OSError, ValueError, AttributeError):
+        pass
+    if named is None:
         time.sleep(0.01)
 if named != os.getpid():
     sys.exit(0)
@@ -106,11 +108,16 @@ def _holds(where: Path, remote: str, ref: str, head: str) -> bool:
     return listed.ok and listed.out.split("\t", 1)[0].strip() == head
 
 
-def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
-    """Run the PR command once for this try; its URL, or the failure in its own words."""
-    files = _try_files(place, action.attempt)
+def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
+    """Run the PR command once for this try; its URL, or the failure in its own words.
+
+    ``folder``: the place's journal folder, where the try's files are kept.
+    """
+    files = folder / f"pr-{action.attempt}"
     started, status, out = (files.with_suffix(suffix) for suffix in (".started", ".status", ".out"))
-    if not started.exists():
+    if _runner(started) is None:
+        # No try started, or one whose supervisor was killed before naming its runner: that
+        # runner never runs the command, so this try starts afresh and names its own.
         body = _write_body(action)
         names = {
             "base": action.base,
@@ -123,10 +130,12 @@ def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
             for argument in action.argv
         ]
         files.parent.mkdir(parents=True, exist_ok=True)
+        # Written before the command starts, which its runner does only once named here.
+        _write(started, json.dumps({"argv": argv}))
         pid = _start(argv, Path(action.path), started, status, out)
         if pid is None:
             return _failed(ActionName.OPEN_PR, at, f"{argv[0]}: cannot run it")
-        _write(started, json.dumps({"argv": argv, "pid": pid}))
+        _write(started, json.dumps({"argv": argv, "pid": pid, "since": _start_time(pid)}))
     code = _wait(started, status)
     said = _tail(out)
     if code is None:
@@ -143,10 +152,13 @@ def open_pr(action: OpenPR, place: str, at: Instant) -> list[Observation]:
     return [PROpened(at=at, url=urls[-1] if urls else "", output=said)]
 
 
-def _try_files(place: str, attempt: int) -> Path:
-    """Where one try of a place's PR command keeps its files (a suffix names each)."""
-    digest = hashlib.sha256(place.encode()).hexdigest()[:24]
-    return state_dir() / "finalize" / f"{digest}-{attempt}.pr"
+def _runner(started: Path) -> int | None:
+    """The runner the try's ``.started`` names; None: no try started, or its runner not named."""
+    try:
+        pid = json.loads(started.read_text(encoding="utf-8"))["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if isinstance(pid, int) else None
 
 
 def _start(argv: list[str], cwd: Path, started: Path, status: Path, out: Path) -> int | None:
@@ -182,18 +194,19 @@ _STARTED: dict[int, subprocess.Popen[bytes]] = {}
 def _wait(started: Path, status: Path) -> int | None:
     """The try's exit status once its runner ends; None: it ended unsaid, or ran too long."""
     try:
-        pid = int(json.loads(started.read_text(encoding="utf-8"))["pid"])
+        noted = json.loads(started.read_text(encoding="utf-8"))
+        pid, since = int(noted["pid"]), noted.get("since")
     except (OSError, ValueError, KeyError, TypeError):
-        pid = 0
+        pid, since = 0, None
     deadline = time.monotonic() + PR_SECONDS
     own = _STARTED.pop(pid, None)
     if own is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             own.wait(timeout=PR_SECONDS)
-    while not status.exists() and _alive(pid) and time.monotonic() < deadline:
+    while not status.exists() and _alive(pid, since) and time.monotonic() < deadline:
         time.sleep(0.05)  # another supervisor's runner: no handle to wait on, so look again
     if not status.exists():
-        if _alive(pid):
+        if _alive(pid, since):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, 9)
         return None
@@ -203,7 +216,18 @@ def _wait(started: Path, status: Path) -> int | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started, in the kernel's ticks since boot (None where unknown)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    # The command name, field 2, is in parentheses and may hold spaces: count after it.
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _alive(pid: int, since: str | None) -> bool:
+    """The runner ``pid`` still runs: the same process, not another given its id since."""
     if pid <= 0:
         return False
     try:
@@ -211,8 +235,8 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return since is None or _start_time(pid) == since
 
 
 def _write_body(action: OpenPR) -> Path:

@@ -64,6 +64,7 @@ from flume.core.place import Place
 from flume.shell.declared import command
 from flume.shell.perform import finalize, gates, lanes
 from flume.shell.process import Ran
+from flume.shell.store.places import journals_dir
 from flume.shell.tools import git
 
 #: What a setup's output keeps in the journal: its last 64 KiB.
@@ -193,7 +194,8 @@ class Performer:
             case Push():
                 return finalize.push(action, self.now())
             case OpenPR():
-                return finalize.open_pr(action, place.launch.place, self.now())
+                folder = journals_dir(Path(place.launch.repository)) / place.launch.place
+                return finalize.open_pr(action, folder, self.now())
             case KeepBranch() | KeepPlace() | Report():
                 return []
             case _:
