@@ -13,9 +13,14 @@ lanes``: examples/kinds/slices.toml, a plan, two commit-gated lanes side by side
 with a journal of its own; the kill point counts every journal's lines together), merged in
 order, then the same review loop; both lanes' commits must be in the run's branch, each lane
 launched and its worktree made once, and tidied after the merge. Every promise is counted place
-by place: two lanes' agents live at once, never two in one place.
+by place: two lanes' agents live at once, never two in one place. ``--kind finalize``: one
+commit-gated step, then the kind's finalize (WF-FINALIZE-ONCE): the run's branch pushed to a bare
+origin on local disk and a PR command that is a real program, recording each run and taking
+0.4 s, so that some kills land while it runs; it must have run once, origin must hold the run's
+branch alone at the run's head, and ``flume status`` must show the URL it printed.
 
-    .venv/bin/python bench/kill_fix.py [--kind fix|workflow|lanes] [--trials 100] [--seed 1]
+    .venv/bin/python bench/kill_fix.py [--kind fix|workflow|lanes|finalize] [--trials 100]
+        [--seed 1]
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ from common import private_host
 
 from tests.integration import fix_trials
 
-KINDS = {"fix": fix_trials.FIX, "workflow": fix_trials.WORKFLOW, "lanes": fix_trials.LANES}
+KINDS = {
+    "fix": fix_trials.FIX,
+    "workflow": fix_trials.WORKFLOW,
+    "lanes": fix_trials.LANES,
+    "finalize": fix_trials.FINALIZE,
+}
 
 
 def main() -> None:
@@ -59,11 +69,23 @@ def main() -> None:
         said = "; ".join(trial.problems) or "completed, every promise kept"
         loss = "lost first input" if trial.lost_first else "no loss"
         window = "; a send decided, untyped, typed after the restart" if trial.retyped else ""
+        if kind.commands is not None:
+            window += f"; the run {trial.stood} at the kill point"
+        if trial.killed_mid_command:
+            window += "; killed while the PR command ran"
         print(
             f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}{window}",
             flush=True,
         )
     kept = sum(not trial.problems for trial in trials)
+    commands = ""
+    if kind.commands is not None:
+        commands = (
+            f"PR command runs per trial max {max(t.command_runs for t in trials)} "
+            f"(min {min(t.command_runs for t in trials)}); "
+            f"{sum(t.killed_mid_command for t in trials)} killed while the PR command ran, "
+            f"{sum(t.stood.startswith('finalizing') for t in trials)} at a line while finalizing; "
+        )
     print(
         f"{len(trials)} {arguments.kind} trials: {kept} completed with every promise kept; "
         f"finished {sum(t.finished for t in trials)}/{len(trials)}; "
@@ -71,6 +93,7 @@ def main() -> None:
         f"max agents live at once in one place {max(t.most_agents for t in trials)} "
         f"({max(t.most_panes for t in trials)} in all); "
         f"worktrees made per place {sorted({n for t in trials for n in t.worktrees})}; "
+        f"{commands}"
         f"median {statistics.median(t.seconds for t in trials):.1f}s a trial; "
         f"{sum(t.retyped > 0 for t in trials)} killed between deciding a send and typing it"
     )

@@ -10,11 +10,14 @@ them (every input the test agent's terminal submitted, lost ones too). Live agen
 twice over too: replaying the journal (no agent started while another is live), and sampling
 the tmux server's live panes through the trial.
 
-Three kinds are carried: ``FIX`` (code commits, submit lands through the embedded lander, tidy
+Four kinds are carried: ``FIX`` (code commits, submit lands through the embedded lander, tidy
 removes the place), ``WORKFLOW`` (examples/kinds/reviewed.toml: a plan behind an artifact gate, a
 review loop whose review says revise on pass 1 and done on pass 2, and a sign-off the trial
-approves with ``flume approve`` when it pauses for it) and ``LANES`` (examples/kinds/slices.toml:
-a plan, two commit-gated lanes side by side, merged in order, then the same review loop).
+approves with ``flume approve`` when it pauses for it), ``LANES`` (examples/kinds/slices.toml:
+a plan, two commit-gated lanes side by side, merged in order, then the same review loop) and
+``FINALIZE`` (one commit-gated step, then the kind's finalize: the run's branch pushed to a bare
+``origin`` on local disk, and a pull request command that is a real program of the trial, which
+records each run and takes a moment, so that kills land while it runs: WF-FINALIZE-ONCE).
 
 A run with lanes is three places, each with a journal of its own: the run and a lane a slice.
 Every promise is a place's, so each is counted place by place: the sends of each place's prompts,
@@ -31,6 +34,7 @@ import json
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -38,7 +42,7 @@ from pathlib import Path
 
 import attrs
 
-from flume.core.actions import Event, LaunchLane, Report, SendPrompt
+from flume.core.actions import Event, LaunchLane, OpenPR, Report, SendPrompt
 from flume.core.ids import BranchName
 from flume.core.observations import (
     AgentStarted,
@@ -47,9 +51,9 @@ from flume.core.observations import (
     Observation,
     WorktreeMade,
 )
-from flume.core.place import Life, PauseCause, Paused, Place
+from flume.core.place import Finalizing, Life, PauseCause, Paused, Place
 from flume.core.settings import Settings
-from flume.core.step import step
+from flume.core.step import replay, step
 from flume.shell import process
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
@@ -164,6 +168,37 @@ LANES_MARKERS = {
 }
 
 
+#: The pull request command of FINALIZE's kind, run by flume with no shell: it writes a line
+#: (its arguments, when it started) to the record file it is given at its start, takes a moment
+#: (so that a kill lands while it runs as often as a journal line's kill point allows), writes
+#: when it ended to the record's ``.ended`` file, and prints the pull request's URL.
+PR_PROGRAM = """\
+import json, sys, time
+record, args = sys.argv[1], sys.argv[2:]
+with open(record, "a", encoding="utf-8") as out:
+    out.write(json.dumps({"argv": args, "started": time.time()}) + "\\n")
+time.sleep(0.4)
+with open(record + ".ended", "a", encoding="utf-8") as out:
+    out.write(f"{time.time()}\\n")
+print("Creating pull request for ship/k into main")
+print("https://example.test/acme/app/pull/7")
+"""
+PR_URL = "https://example.test/acme/app/pull/7"
+#: The run's place and branch, as FINALIZE's kind launched with ``--name k`` names them.
+FINALIZE_RUN = "ship--k"
+FINALIZE_BRANCH = "ship/k"
+#: One step: the test agent writes a file and its handoff, and commits.
+FINALIZE_SCRIPT = """
+[[turn]]
+match = ":code:1]"
+steps = [
+    {write = {path = "GREETING.md", text = "hello\\n"}},
+    {write = {path = "$board/code/handoff.md", text = "Said hello."}},
+    {commit = "Say hello"},
+]
+"""
+
+
 @attrs.frozen(kw_only=True)
 class Kind:
     """What a trial launches, how far its run goes, and what it must show at the end."""
@@ -183,6 +218,9 @@ class Kind:
     ends: Callable[[Path, Path], list[str]] = lambda _repo, _path: []
     #: The places of the run besides its own, as ``<kind>--<name>+<lane>``: its lanes.
     lanes: tuple[str, ...] = ()
+    #: The runs of a command the kind drives (its pull request command), from the repository:
+    #: each run's start and end (None: not ended), wall-clock seconds. None: it drives none.
+    commands: Callable[[Path], list[tuple[float, float | None]]] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -205,6 +243,12 @@ class Trial:
     #: The worktrees made for each place (WorktreeMade lines), by place.
     worktrees: tuple[int, ...] = ()
     finished: bool = False
+    #: The runs of the kind's command (its ``commands``), and whether the kill fell while one ran.
+    command_runs: int = 0
+    killed_mid_command: bool = False
+    #: Where the run stood at its journal's kill point (its first ``kill_at`` lines): finished,
+    #: finalizing (pushed or not), or its phase's name.
+    stood: str = ""
 
 
 def _fix_launch(folder: Path, repo: Path, script_path: Path) -> Path:
@@ -397,6 +441,95 @@ def _lanes_made_once(repo: Path, run: Place) -> list[str]:
     return problems
 
 
+def _finalize_files(repo: Path) -> tuple[Path, Path, Path]:
+    """FINALIZE's bare origin, PR program and record file, beside the trial's repository."""
+    folder = repo.parent
+    return folder / "origin.git", folder / "pr.py", folder / "pr-runs.jsonl"
+
+
+def _finalize_launch(folder: Path, repo: Path, script_path: Path) -> Path:
+    """A bare origin, the PR program and a one-step kind that finalizes through them; launched."""
+    origin, program, record = _finalize_files(repo)
+    assert git.run(folder, "init", "-q", "--bare", str(origin)).ok
+    assert git.run(repo, "remote", "add", "origin", str(origin)).ok
+    program.write_text(PR_PROGRAM, encoding="utf-8")
+    argv = [
+        sys.executable, str(program), str(record), "--base", "{base}", "--head", "{branch}",
+        "--title", "{title}", "--body-file", "{body}",
+    ]  # fmt: skip
+    kind = folder / "ship.toml"
+    kind.write_text(
+        f"""\
+[kind]
+name = "ship"
+body = ["code"]
+finalize = {{ push = "origin", pr = {json.dumps(argv)} }}
+
+[step.code]
+prompt = "Build $brief; commit."
+gate = "commit"
+""",
+        encoding="utf-8",
+    )
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "k",
+        "--brief", "Say hello\nin GREETING.md", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / FINALIZE_RUN / places.JOURNAL
+
+
+def _pr_runs(repo: Path) -> list[tuple[float, float | None]]:
+    """Each run of the PR program: when it started, and when it ended (None: not yet)."""
+    _origin, _program, record = _finalize_files(repo)
+    ended_file = record.with_name(record.name + ".ended")
+    started = record.read_text(encoding="utf-8").splitlines() if record.is_file() else []
+    ended = ended_file.read_text(encoding="utf-8").splitlines() if ended_file.is_file() else []
+    runs: list[tuple[float, float | None]] = []
+    for number, line in enumerate(started):
+        end = float(ended[number]) if number < len(ended) else None
+        runs.append((float(json.loads(line)["started"]), end))
+    return runs
+
+
+def _finalize_ends(repo: Path, path: Path) -> list[str]:
+    """WF-FINALIZE-ONCE, WF-PUSH-ONLY-RUN-BRANCH: one push, one PR command run, its URL shown.
+
+    Origin holds the run's branch alone, at the run's head (the base never pushed); the PR
+    program ran once, given the run's base, branch and title; the rules asked for the PR once
+    (never a second try: no finalize failed) and told of one push and one pull request opened;
+    ``flume status`` shows the URL the program printed.
+    """
+    problems: list[str] = []
+    origin, _program, record = _finalize_files(repo)
+    place = place_of(path)
+    heads = git.run(origin, "for-each-ref", "--format=%(refname) %(objectname)").out.splitlines()
+    tip = git.resolve(repo, BranchName(FINALIZE_BRANCH))
+    if heads != [f"refs/heads/{FINALIZE_BRANCH} {place.head}"] or tip != place.head:
+        problems.append(f"origin holds {heads}; the run's head {place.head}, its branch {tip}")
+    runs = record.read_text(encoding="utf-8").splitlines() if record.is_file() else []
+    if len(runs) != 1:
+        problems.append(f"the PR command ran {len(runs)} times")
+    for line in runs:
+        argv = json.loads(line)["argv"]
+        if argv[:6] != ["--base", "main", "--head", FINALIZE_BRANCH, "--title", "Say hello"]:
+            problems.append(f"the PR command was given {argv}")
+    reports = [r for r in decided(path, Report) if isinstance(r, Report)]
+    told = [r.event for r in reports if r.event in {Event.PUSHED, Event.PR_OPENED}]
+    if told != [Event.PUSHED, Event.PR_OPENED]:
+        problems.append(f"finalize's reports: {[event.value for event in told]}")
+    tries = [a.attempt for a in decided(path, OpenPR) if isinstance(a, OpenPR)]
+    if set(tries) != {1}:
+        problems.append(f"PR command tries asked: {tries}")
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    rows = json.loads(shown.stdout)["places"] if shown.returncode == 0 else []
+    urls = [row.get("pr_url") for row in rows if row.get("place") == FINALIZE_RUN]
+    if urls != [PR_URL]:
+        problems.append(f"flume status shows the PR's URL as {urls} ({shown.stderr.strip()})")
+    return problems
+
+
 FIX = Kind(
     name="fix",
     launch=_fix_launch,
@@ -425,6 +558,20 @@ LANES = Kind(
     waiting="the run with lanes to finish",
     ends=_lanes_ends,
     lanes=tuple(LANE_PLACES.values()),
+)
+
+
+FINALIZE = Kind(
+    name="finalize",
+    launch=_finalize_launch,
+    script=FINALIZE_SCRIPT,
+    #: 23 lines a run, 27 when the agent loses its first input: the last two Pushed and
+    #: PROpened, the PR command running between them.
+    lines=27,
+    done=lambda place: place.life is Life.FINISHED,
+    waiting="the run to push, open its pull request and finish",
+    ends=_finalize_ends,
+    commands=_pr_runs,
 )
 
 
@@ -490,6 +637,7 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
     path = kind.launch(folder, repo, script(folder, head + kind.script))
     paths = _journals(path, kind)
     kill_at = rng.randint(1, kind.lines)
+    killed: float | None = None
     problems: list[str] = []
 
     def reached() -> bool:
@@ -501,6 +649,7 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         time.sleep(rng.uniform(0, 0.2))  # a point between lines, maybe mid-action
         pid = _daemon_pid()
         if pid is not None and process.alive(pid):
+            killed = time.time()
             os.kill(pid, signal.SIGKILL)
             wait_for(lambda: not process.alive(pid), 10, "the supervisor to die")
         if client.ensure(wait=30) is None:
@@ -526,6 +675,10 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
     problems.extend(sending)
     most_agents, worktrees, retyped, each_place = _places(paths)
     problems.extend(each_place)
+    runs = kind.commands(repo) if kind.commands is not None else []
+    mid_command = killed is not None and any(
+        start <= killed and (end is None or killed <= end) for start, end in runs
+    )
     return Trial(
         kill_at=kill_at,
         lost_first=lost_first,
@@ -537,7 +690,24 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         most_panes=most_panes,
         worktrees=worktrees,
         finished=finished,
+        command_runs=len(runs),
+        killed_mid_command=mid_command,
+        stood=_stood(path, kill_at),
     )
+
+
+def _stood(path: Path, lines: int) -> str:
+    """Where the run stood once its journal held ``lines`` lines (its own, not its lanes')."""
+    seen = observations(path)[:lines] if path.is_file() else []
+    if not seen:
+        return "unlaunched"
+    place = replay(Settings(), seen)
+    phase = place.stage.phase
+    if place.life is not Life.ACTIVE:
+        return place.life.value
+    if isinstance(phase, Finalizing):
+        return "finalizing, pushed" if place.pushed is not None else "finalizing"
+    return type(phase).__name__.lower()
 
 
 def _places(paths: list[Path]) -> tuple[int, tuple[int, ...], int, list[str]]:

@@ -3,7 +3,10 @@
 flume's test agent runs the one step (it commits); the kind then pushes the run's branch to a
 bare repository on local disk (a real ``git push``) and runs a PR command that is a real program
 of the test: it records its argument list and the body file it was given, and prints a URL. No
-network. One test kills the supervisor while the PR command runs and shows it never runs twice.
+network. One test kills the supervisor while the PR command runs and shows it never runs twice;
+two start the PR command's runner as a supervisor killed before naming it in ``.started`` would
+leave it, and show it never runs the command; one races a push with a killed supervisor's push
+still running, held in origin's pre-receive hook.
 """
 
 from __future__ import annotations
@@ -11,15 +14,21 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+from pyrsistent import pvector
 
 from flume.core.actions import Event, OpenPR, Push, Report
+from flume.core.ids import BranchName, Instant, Sha
+from flume.core.observations import Observation, PROpened, Pushed
 from flume.core.place import Life, PauseCause, Paused
 from flume.shell import process
 from flume.shell.panes.tmux import Tmux
+from flume.shell.perform import finalize
 from flume.shell.store import places
 from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
@@ -200,3 +209,119 @@ def test_a_push_to_a_remote_the_repository_lacks_is_refused_at_launch(tmp_path: 
     assert "the remote 'upstream'" in ran.stderr
     assert not (repo / "places").exists()
     assert not places.journals_dir(repo).exists() or not any(places.journals_dir(repo).iterdir())
+
+
+def _orphan(tmp_path: Path, record: Path) -> tuple[OpenPR, Path, int]:
+    """A PR try, and its runner as a supervisor killed before naming it in ``.started`` left it.
+
+    ``.started`` is written with the argument list alone and the runner started by the
+    performer's own ``_start``, never named: the window between the two writes that a SIGKILL
+    can fall in. The try, the folder of its files (the place's journal folder), the runner's pid.
+    """
+    program = tmp_path / "pr.py"
+    program.write_text(PR_PROGRAM, encoding="utf-8")
+    board = tmp_path / "board"
+    board.mkdir()
+    body = board / "pr-body.md"
+    body.write_text("a body\n", encoding="utf-8")
+    argv = [sys.executable, str(program), str(record), "-", "--body-file"]
+    action = OpenPR(
+        path=str(tmp_path),
+        argv=pvector([*argv, "{body}"]),
+        base=BranchName("main"),
+        branch=BranchName("wf/ship"),
+        title="Say hello",
+        board=str(board),
+    )
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    files = folder / f"pr-{action.attempt}"
+    started, status, out = (files.with_suffix(s) for s in (".started", ".status", ".out"))
+    started.write_text(json.dumps({"argv": [*argv, str(body)]}), encoding="utf-8")
+    pid = finalize._start([*argv, str(body)], tmp_path, started, status, out)
+    assert pid is not None
+    return action, folder, pid
+
+
+def _reaped(pid: int) -> int | None:
+    """The runner's exit status, once it ends (it is this process's child)."""
+    return finalize._STARTED.pop(pid).wait(timeout=30)
+
+
+def test_a_runner_its_killed_supervisor_never_named_never_runs_the_pr_command(
+    host: Path,
+) -> None:
+    """WF-FINALIZE-ONCE: SIGKILL between starting the runner and naming it in ``.started``.
+
+    The next supervisor finds ``.started`` naming no runner, starts the try afresh and names its
+    runner; the first runner, not named, ends without running the command: it ran once, and the
+    run goes on (not a try that may have run, which would pause it).
+    """
+    record = host / "pr-runs.jsonl"
+    action, folder, orphan = _orphan(host, record)
+    (opened,) = finalize.open_pr(action, folder, Instant(0.0))
+    assert isinstance(opened, PROpened), opened
+    assert opened.url == "https://example.test/acme/app/pull/7"
+    assert _reaped(orphan) == 0
+    assert len(_runs(record)) == 1
+
+
+def test_a_runner_never_named_gives_up_unrun(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner never named (no supervisor came back) gives up, having run nothing.
+
+    No ``.status`` either: the next supervisor, finding ``.started`` naming no runner, starts the
+    one try.
+    """
+    monkeypatch.setattr(finalize, "CLAIM_SECONDS", 0.2)
+    record = host / "pr-runs.jsonl"
+    action, folder, orphan = _orphan(host, record)
+    assert _reaped(orphan) == 0
+    assert _runs(record) == []
+    assert not (folder / f"pr-{action.attempt}.status").exists()
+
+
+#: origin's pre-receive hook: each push is counted in as it enters, then held until the test
+#: writes its go file (go-1 for the first push to enter, go-2 for the second).
+HOLD = """\
+#!/bin/sh
+n=$(ls "$GATE" | grep -c entered)
+n=$((n + 1))
+touch "$GATE/entered-$n"
+while [ ! -e "$GATE/go-$n" ]; do sleep 0.02; done
+"""
+
+
+def test_a_push_that_loses_the_race_to_a_killed_supervisor_s_push_is_pushed(
+    host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WF-FINALIZE-ONCE: a killed supervisor's push still running when the next one pushes.
+
+    Both hold in origin's hook; the first lands the branch, so the second's ref update fails;
+    the remote then holds the head, so it is reported pushed, not a failure that pauses the run.
+    """
+    repo, origin, _kind, _record = _setup(host)
+    gate = host / "gate"
+    gate.mkdir()
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text(HOLD, encoding="utf-8")
+    hook.chmod(0o755)
+    monkeypatch.setenv("GATE", str(gate))
+    head = run_git(repo, "rev-parse", "main").strip()
+    first = subprocess.Popen(  # noqa: S603 (git, the killed supervisor's push)
+        ["git", "push", "--porcelain", "--", "origin", f"{head}:refs/heads/wf/ship"],  # noqa: S607
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for((gate / "entered-1").exists, 30, "the first push to reach origin's hook")
+    action = Push(path=str(repo), remote="origin", branch=BranchName("wf/ship"), head=Sha(head))
+    seen: list[Observation] = []
+    second = threading.Thread(target=lambda: seen.extend(finalize.push(action, Instant(0.0))))
+    second.start()
+    wait_for((gate / "entered-2").exists, 30, "the second push to reach origin's hook")
+    (gate / "go-1").touch()
+    assert first.wait(timeout=30) == 0
+    (gate / "go-2").touch()
+    second.join(timeout=30)
+    assert seen == [Pushed(at=Instant(0.0), remote="origin", branch=action.branch, head=Sha(head))]
+    assert run_git(origin, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/wf/ship"]

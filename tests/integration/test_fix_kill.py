@@ -8,8 +8,10 @@ tidied, its commit on main; a workflow (examples/kinds/reviewed.toml) must finis
 loop left on done at pass 2, pass 1's revise in the review's history; a run with lanes
 (examples/kinds/slices.toml) must finish so too, both lanes' commits merged into its branch in
 order, each lane launched once and tidied, every promise held place by place (the run and each
-lane). 20 trials of a fix, 10 of a workflow and 5 of lanes under CI (bench/kill_fix.py runs 100
-of any), 5, 5 and 3 elsewhere.
+lane); a run that finalizes must push its branch alone to origin and run its PR command once
+(WF-FINALIZE-ONCE), a kill falling while that command runs too. 20 trials of a fix, 10 of a
+workflow, 5 of lanes and 5 of finalize under CI (bench/kill_fix.py runs 100 of any), 5, 5, 3 and
+3 elsewhere.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ TRIALS = 20 if os.environ.get("CI") == "true" else 5
 WORKFLOW_TRIALS = 10 if os.environ.get("CI") == "true" else 5
 #: A run with lanes runs six agents in three places, two at once: fewer again.
 LANES_TRIALS = 5 if os.environ.get("CI") == "true" else 3
+#: A run that finalizes runs one agent, then its push and its PR command: few keep CI's time.
+FINALIZE_TRIALS = 5 if os.environ.get("CI") == "true" else 3
 
 
 def _trial(monkeypatch: pytest.MonkeyPatch, seed: int, kind: fix_trials.Kind) -> None:
@@ -86,3 +90,17 @@ def test_a_run_with_lanes_finishes_after_a_sigkill_at_a_random_point(
     """
     del host
     _trial(monkeypatch, seed, fix_trials.LANES)
+
+
+@pytest.mark.parametrize("seed", range(FINALIZE_TRIALS))
+def test_a_run_that_finalizes_pushes_and_opens_its_pr_once_after_a_sigkill(
+    host: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """L1 and WF-FINALIZE-ONCE: the kill falls anywhere, the push and the PR command among it.
+
+    The run finishes; origin holds its branch alone, at its head (the base never pushed); its
+    PR command ran once (a kill while it ran leaves it running, and the next supervisor waits
+    for it); flume status shows the URL it printed; no prompt sent over twice, one agent live.
+    """
+    del host
+    _trial(monkeypatch, seed, fix_trials.FINALIZE)

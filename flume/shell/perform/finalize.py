@@ -4,24 +4,28 @@ Theory of operation. The core asks for one finalize act at a time (:mod:`flume.c
 
 ``Push`` is observed before it acts: when ``git ls-remote`` finds the remote holding the run's
 branch at the head the core named, it is reported pushed and nothing is pushed. Otherwise git
-pushes exactly that head to the run's own branch on the remote (``<head>:refs/heads/<branch>``):
-no ``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses
-(gone, or its branch moved on) is a failure in git's own words.
+pushes exactly that head to the run's own branch on the remote (``<head>:refs/heads/<branch>``): no
+``--force``, no other ref, never the base (WF-PUSH-ONLY-RUN-BRANCH); a remote that refuses (gone,
+or its branch moved on) is a failure in git's own words, unless the remote is then seen holding the
+head: a killed supervisor's push, still running when the next looked, got there first (a slow
+remote outlives a restart), and the branch is pushed.
 
-``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a
-supervisor killed mid-command. Each try has files of its own in the place's journal folder
-(so another repository's place of the same name, or this name launched again after tidy set
-the old journal aside, never finds them): ``.started`` is written, with the argument list,
-before the command starts, and the runner's process id and start time are added once it has;
-the command runs in a session of its own under a small runner that writes its output to
-``.out`` and, when it ends, its exit status to ``.status``. A supervisor killed meanwhile
-leaves the command running; the next finds ``.started``, waits for ``.status`` and reports it:
-it never starts the command again. A ``.started`` whose runner is gone (or was never noted)
-with no ``.status`` (the machine went down, or the kill fell between the two writes) is a
-failure that says the command may have run: a person looks, then ``flume resume`` makes a new
-try. Nothing a caller writes reaches a shell: the command is the
-kind's declared argument list; ``{base}``, ``{branch}``, ``{title}`` and ``{body}`` are
-replaced inside arguments, ``{body}`` by a file written from the board.
+``OpenPR`` runs the kind's command at most once a try (WF-FINALIZE-ONCE), even across a supervisor
+killed mid-command. Each try has files of its own in the place's journal folder (so another
+repository's place of the same name, or this name launched again after tidy set the old journal
+aside, never finds them): ``.started`` is written, with the argument list, before the command
+starts, and the runner's process id and start time are added once the runner is started; the
+command runs in a session of its own under that runner, which writes its output to ``.out`` and,
+when it ends, its exit status to ``.status``. The runner starts the command only once ``.started``
+names it: a supervisor killed between the two writes leaves a runner that never does (it gives up,
+or finds another runner named), so the next, finding ``.started`` naming no runner, starts the try
+afresh and names its own runner. A supervisor killed once the runner is named leaves the command
+running; the next finds ``.started``, waits for ``.status`` and reports it: it never starts the
+command again. A named runner gone with no ``.status`` (the machine went down) is a failure that
+says the command may have run: a person looks, then ``flume resume`` makes a new try. Nothing a
+caller writes reaches a shell: the command is the kind's declared argument list; ``{base}``,
+``{branch}``, ``{title}`` and ``{body}`` are replaced inside arguments, ``{body}`` by a file
+written from the board.
 """
 
 from __future__ import annotations
@@ -44,10 +48,26 @@ from flume.shell.tools import git
 MAX_OUTPUT = 4 * 1024
 #: How long a PR command may run before it is ended and counted failed.
 PR_SECONDS = 600.0
-#: The runner: the command, its output to the file it was given, its status written at its end.
+#: How long a runner waits to be named in its try's ``.started`` before it gives up, unrun.
+CLAIM_SECONDS = 30.0
+#: The runner: once its try's ``.started`` names it, the command, its output to the file it was
+#: given, its status written at its end. Named by no ``.started`` (its supervisor was killed
+#: before naming it, and the next named a runner of its own), it ends without running anything.
 _RUNNER = """
-import os, subprocess, sys
-status, argv = sys.argv[1], sys.argv[2:]
+import json, os, subprocess, sys, time
+wait, started, status, argv = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+deadline = time.monotonic() + wait
+named = None
+while named is None and time.monotonic() < deadline:
+    try:
+        with open(started, encoding="utf-8") as claim:
+            named = json.load(claim).get("pid")
+    except (OSError, ValueError, AttributeError):
+        pass
+    if named is None:
+        time.sleep(0.01)
+if named != os.getpid():
+    sys.exit(0)
 try:
     code = subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
 except OSError as error:
@@ -66,14 +86,26 @@ def push(action: Push, at: Instant) -> list[Observation]:
     ref = f"refs/heads/{action.branch}"
     if action.head is None:
         return _failed(ActionName.PUSH, at, f"{action.branch} has no commit to push")
-    listed = git.run(where, "ls-remote", "--", action.remote, ref)
-    if listed.ok and listed.out.split("\t", 1)[0].strip() == action.head:
-        return [Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)]
+    pushed: list[Observation] = [
+        Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)
+    ]
+    if _holds(where, action.remote, ref, action.head):
+        return pushed
     ran = git.run(where, "push", "--porcelain", "--", action.remote, f"{action.head}:{ref}")
     if not ran.ok:
+        if _holds(where, action.remote, ref, action.head):
+            # Another push of this head won the race: a killed supervisor's, still running
+            # when this one looked (a slow remote outlives a restart). Done, not failed.
+            return pushed
         said = (ran.err.strip() or ran.out.strip()) or f"git push exited {ran.status}"
         return _failed(ActionName.PUSH, at, f"git push to {action.remote}: {said}")
-    return [Pushed(at=at, remote=action.remote, branch=action.branch, head=action.head)]
+    return pushed
+
+
+def _holds(where: Path, remote: str, ref: str, head: str) -> bool:
+    """The remote holds ``ref`` at ``head``, as ``git ls-remote`` sees it now."""
+    listed = git.run(where, "ls-remote", "--", remote, ref)
+    return listed.ok and listed.out.split("\t", 1)[0].strip() == head
 
 
 def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
@@ -83,7 +115,9 @@ def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
     """
     files = folder / f"pr-{action.attempt}"
     started, status, out = (files.with_suffix(suffix) for suffix in (".started", ".status", ".out"))
-    if not started.exists():
+    if _runner(started) is None:
+        # No try started, or one whose supervisor was killed before naming its runner: that
+        # runner never runs the command, so this try starts afresh and names its own.
         body = _write_body(action)
         names = {
             "base": action.base,
@@ -96,9 +130,9 @@ def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
             for argument in action.argv
         ]
         files.parent.mkdir(parents=True, exist_ok=True)
-        # Written before the command starts: a kill between the two is a try that may have run.
+        # Written before the command starts, which its runner does only once named here.
         _write(started, json.dumps({"argv": argv}))
-        pid = _start(argv, Path(action.path), status, out)
+        pid = _start(argv, Path(action.path), started, status, out)
         if pid is None:
             return _failed(ActionName.OPEN_PR, at, f"{argv[0]}: cannot run it")
         _write(started, json.dumps({"argv": argv, "pid": pid, "since": _start_time(pid)}))
@@ -118,12 +152,25 @@ def open_pr(action: OpenPR, folder: Path, at: Instant) -> list[Observation]:
     return [PROpened(at=at, url=urls[-1] if urls else "", output=said)]
 
 
-def _start(argv: list[str], cwd: Path, status: Path, out: Path) -> int | None:
-    """The runner started in a session of its own (a supervisor's death does not end it)."""
+def _runner(started: Path) -> int | None:
+    """The runner the try's ``.started`` names; None: no try started, or its runner not named."""
+    try:
+        pid = json.loads(started.read_text(encoding="utf-8"))["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if isinstance(pid, int) else None
+
+
+def _start(argv: list[str], cwd: Path, started: Path, status: Path, out: Path) -> int | None:
+    """The runner started in a session of its own (a supervisor's death does not end it).
+
+    It waits to be named in ``started`` (the caller writes it next) before running anything.
+    """
+    runner = [sys.executable, "-c", _RUNNER, str(CLAIM_SECONDS), str(started), str(status)]
     with out.open("wb") as output:
         try:
             process = subprocess.Popen(  # noqa: S603 (the kind's own declaration, as argv)
-                [sys.executable, "-c", _RUNNER, str(status), *argv],
+                [*runner, *argv],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
