@@ -160,6 +160,16 @@ def test_a_claude_session_reads_as_its_parts(tmp_path: Path) -> None:
     )
 
 
+def test_a_last_line_whole_but_without_its_newline_is_read(tmp_path: Path) -> None:
+    """An agent's last words on a line it wrote whole, with no newline after it, are kept."""
+    path = tmp_path / "t.jsonl"
+    last = {"type": "assistant", "message": {"content": [{"type": "text", "text": "Bye."}]}}
+    path.write_text("\n".join([*_claude_lines()[:-1], json.dumps(last)]), encoding="utf-8")
+    chat = read_claude(path)
+    assert chat.lines[-1] == ChatLine(part=Part.TEXT, text="Bye.")
+    assert chat.unreadable == 1  # the "not json" line, read whole; the torn one is gone
+
+
 def test_a_codex_rollout_reads_as_its_parts(tmp_path: Path) -> None:
     """0.171's rollout: its context and the prompt's echo left out; the call, its output, text."""
     path = tmp_path / "rollout.jsonl"

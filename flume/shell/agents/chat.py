@@ -131,10 +131,15 @@ def _json(text: str | bytes) -> object:
 
 
 def _lines(path: Path) -> Iterator[bytes]:
-    """The file's whole lines; a last line without its newline is still being written."""
+    """The file's whole lines: a last line without its newline counts once it is whole JSON.
+
+    One that is not yet (still being written, or torn by a crash) is left out, not counted.
+    """
     with path.open("rb") as file:
         for line in file:
-            if line.endswith(b"\n") and line.strip():
+            if not line.strip():
+                continue
+            if line.endswith(b"\n") or _json(line) is not None:
                 yield line
 
 
