@@ -113,6 +113,7 @@ __all__ = [
     "launch",
     "launch_asked",
     "needs",
+    "notify",
     "plan_launch",
     "proceed",
     "progress",
@@ -125,6 +126,7 @@ __all__ = [
     "simulate",
     "simulate_journal",
     "simulate_versions",
+    "spawn",
     "status",
     "status_dicts",
     "status_document",
@@ -815,6 +817,33 @@ def ask(question: str, options: Sequence[str] = (), *, cwd: str | Path | None = 
     return _agent_command(_here(cwd), "ask", words, offered)
 
 
+def spawn(goal: str, agent: str | None = None, *, cwd: str | Path | None = None) -> str:
+    """For a lead: spawn a child of its orchestrate block's template (``flume spawn``).
+
+    Refused (exit 1), nothing started, past the block's ``max`` or a spent budget, or from a
+    step that is no lead or may not spawn (WF-CHILDREN-CAP, WF-EDGES). Returns what it prints.
+    """
+    from flume.core.choices import AgentName
+
+    words = input_checks.checked_text("goal", goal)
+    agents = [each.value for each in AgentName]
+    if agent is not None and agent not in agents:
+        raise UsageError.one(
+            "agent", f"{agent!r} is not an agent flume starts", f"use one of {', '.join(agents)}"
+        )
+    return _agent_command(_here(cwd), "spawn", words, [agent] if agent else [])
+
+
+def notify(to: str, text: str, *, cwd: str | Path | None = None) -> str:
+    """For a lead: words for one child (by name) or ``all`` (``flume notify``).
+
+    A running child's agent is told (proven as any tell); one waiting reads them in its prompt.
+    """
+    words = input_checks.checked_text("words", text)
+    target = input_checks.checked_text("child", to)
+    return _agent_command(_here(cwd), "notify", words, [target])
+
+
 def answer(place: str, question: str, text: str, *, repository: str | Path | None = None) -> str:
     """Answer question ``question`` (``q1``) of ``place`` (``flume answer``): once, to its asker.
 
@@ -830,10 +859,41 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
             f"{question!r} is not a question's id",
             "give it as flume status shows it: q1, q2, ...",
         )
-    decision = _give(place, repository, AnswerGiven(at=_now(), question=question, text=words))
+    seen = AnswerGiven(
+        at=_now(), question=question, text=words, by_lead=_by_lead(place, repository)
+    )
+    decision = _give(place, repository, seen)
     return (
         f"{_name(decision.place)}: question {question} answered; the answer goes to the agent "
         "that asked, once it waits, and counts once its transcript holds it"
+    )
+
+
+def _by_lead(place: str, repository: str | Path | None) -> bool:
+    """WF-ASK-ONE-ANSWERER: the command comes from the live lead of ``place``'s run.
+
+    Its session (``$FLUME_SESSION``) is the live agent of the run that launched the place, and
+    that run stands at an orchestrate block (its lead).
+    """
+    from flume.core.place import leading
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs
+    from flume.shell.store import places
+
+    session = verbs.session_of()
+    if session is None:
+        return False
+    settings = Settings()
+    where = Path(repository) if repository is not None else None
+    child = places.find(place, where, settings).place
+    if child is None or child.launch.parent is None:
+        return False
+    run = places.find(child.launch.parent, Path(child.launch.repository), settings).place
+    return (
+        run is not None
+        and run.agent is not None
+        and run.agent.session == session
+        and leading(run) is not None
     )
 
 

@@ -33,6 +33,8 @@ VERBS: dict[str, str] = {
     "ProgressSaid": "progress",
     "AskSaid": "ask",
     "AnswerGiven": "answer",
+    "SpawnSaid": "spawn",
+    "NotifySaid": "notify",
 }
 
 HEADER = """\

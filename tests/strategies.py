@@ -453,8 +453,34 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         session=st.none() | sessions,
     ),
     obs.AnswerGiven: st.builds(
-        obs.AnswerGiven, at=instants, question=st.sampled_from(["q1", "q2"]), text=texts
+        obs.AnswerGiven,
+        at=instants,
+        question=st.sampled_from(["q1", "q2"]),
+        text=texts,
+        by_lead=st.booleans(),
     ),
+    obs.SpawnSaid: st.builds(
+        obs.SpawnSaid,
+        at=instants,
+        goal=texts,
+        agent=st.none() | st.sampled_from(list(AgentName)),
+        session=st.none() | sessions,
+    ),
+    obs.NotifySaid: st.builds(
+        obs.NotifySaid,
+        at=instants,
+        to=st.sampled_from(["all", "coder-1", "slice-a", "nobody"]),
+        text=texts,
+        session=st.none() | sessions,
+    ),
+    obs.ChildNews: st.builds(
+        obs.ChildNews,
+        at=instants,
+        lane=st.sampled_from(["coder-1", "slice-a", "other"]),
+        id=st.sampled_from(["started", "q1", "paused:code#1:budget", "resumed:2"]),
+        text=texts,
+    ),
+    obs.Notified: st.builds(obs.Notified, at=instants, text=texts),
     obs.MergeConflicted: st.builds(
         obs.MergeConflicted,
         at=instants,

@@ -1,4 +1,4 @@
-"""The commands an agent runs in its place (needs, submit, progress, ask), and its prompt.
+"""The commands an agent runs in its place (needs, submit, progress, ask, spawn, notify).
 
 Each registers on the one app (:mod:`flume.cli.base`).
 """
@@ -74,6 +74,47 @@ def ask(
 
     try:
         typer.echo(api.ask(given_words(question, "question"), option or ()))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def spawn(
+    *,
+    goal: Annotated[
+        str, typer.Option(metavar="TEXT", help="What the child builds ($goal); - reads stdin.")
+    ],
+    agent: Annotated[
+        str | None, typer.Option(metavar="AGENT", help="The agent it runs, if not its step's.")
+    ] = None,
+) -> None:
+    """For a lead: spawn a child of its block's template, with its goal.
+
+    Its step must be an orchestrate block's lead that may spawn; refused past the block's max
+    or a spent budget, nothing started. News of the child comes back as messages.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.spawn(given_words(goal, "goal"), agent))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
+def notify(
+    to: Annotated[str, typer.Argument(metavar="CHILD", help="A child's name, or all.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Your words; - reads stdin.")],
+) -> None:
+    """For a lead: tell one child, or all, your words.
+
+    A running child's agent is told them as a message; one still waiting reads them in its
+    prompt. Its step must be a lead that may notify.
+    """
+    from flume import api
+
+    try:
+        typer.echo(api.notify(to, given_words(text, "words")))
     except UsageError as error:
         fail(error)
 

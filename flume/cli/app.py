@@ -24,7 +24,8 @@ AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands)
 #: The order ``flume --help`` names the commands in, then the groups.
 ORDER = (
     "simulate", "status", "launch", "drop", "tell", "stop", "retry", "proceed",
-    "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask",
+    "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
+    "notify",
     "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch",
     "inspect", "herdr", "daemon",
 )  # fmt: skip

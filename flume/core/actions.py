@@ -198,6 +198,11 @@ class Event(enum.Enum):
     PUSHED = "pushed"  #: finalize: the run's branch is on the remote at its head
     PR_OPENED = "pr-opened"  #: finalize: the pull request command ran, once; the text has its URL
     TRANSCRIPT = "transcript"  #: an attempt's agent wrote its transcript: the text names the file
+    SPAWNED = "spawned"  #: a lead spawned a child (``flume spawn``): the text names its goal
+    NOTIFIED = "notified"  #: a lead's words went to its children (``flume notify``)
+    CHILD = "child"  #: news of a child (started, asked, paused, finished) went to its lead
+    ASKED = "asked"  #: a child's question went to its lead, who answers it
+    JOINED = "joined"  #: every child of an orchestrate block is terminal; the lead is told
 
 
 @attrs.frozen(kw_only=True)
@@ -262,6 +267,19 @@ class LaunchLane:
     settings: Settings = attrs.field(factory=Settings)
     board: str = ""
     tests: PVector[PVector[str]] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
+class NotifyLane:
+    """Journal a lead's words (``flume notify``) into the child place ``place``'s journal.
+
+    The child's own rules decide: a live agent is told, one not started yet reads them in its
+    prompt. A child whose journal is gone takes nothing.
+    """
+
+    repository: str
+    place: PlaceName
+    text: str
 
 
 class LaneOrder(enum.Enum):
@@ -351,6 +369,7 @@ Action = (
     | JudgeGate
     | LaunchLane
     | OrderLane
+    | NotifyLane
     | MergeLanes
     | Push
     | OpenPR
@@ -374,6 +393,7 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     JudgeGate,
     LaunchLane,
     OrderLane,
+    NotifyLane,
     MergeLanes,
     Push,
     OpenPR,
@@ -403,6 +423,7 @@ class ActionName(enum.Enum):
     JUDGE_GATE = "JudgeGate"
     LAUNCH_LANE = "LaunchLane"
     ORDER_LANE = "OrderLane"
+    NOTIFY_LANE = "NotifyLane"
     MERGE_LANES = "MergeLanes"
     PUSH = "Push"
     OPEN_PR = "OpenPR"

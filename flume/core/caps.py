@@ -25,7 +25,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.ids import KindName
-from flume.core.kinds import Block, Kind, Loop, Parallel, Sequence, Step
+from flume.core.kinds import Block, Kind, Loop, Orchestrate, Parallel, Sequence, Step
 
 
 @attrs.frozen(kw_only=True)
@@ -90,6 +90,10 @@ def _agents(block: Block) -> int:
         case Parallel(branches=branches, cap=cap):
             hungriest = sorted((_agents(inner) for inner in branches), reverse=True)
             return sum(hungriest if cap is None else hungriest[:cap])
+        case Orchestrate(branches=branches, cap=cap, max=most, template=template):
+            hungriest = sorted((_agents(inner) for inner in branches), reverse=True)
+            hungriest += [1] * (most if template is not None else 0)
+            return 1 + sum(hungriest if cap is None else hungriest[:cap])
         case _:
             assert_never(block)
 
@@ -105,6 +109,9 @@ def _branches(block: Block) -> int:
             return _branches(body)
         case Parallel(branches=inner):
             return len(inner) + sum(_branches(each) for each in inner)
+        case Orchestrate(branches=inner, max=most, template=template):
+            spawned = most if template is not None else 0
+            return len(inner) + spawned + sum(_branches(each) for each in inner)
         case _:
             assert_never(block)
 
@@ -120,5 +127,12 @@ def _runs(block: Block, above: str, passes: int) -> list[PlannedStep]:
             return _runs(body, f"{above}{name}/", passes * most)
         case Parallel(name=name, branches=inner):
             return [found for each in inner for found in _runs(each, f"{above}{name}/", passes)]
+        case Orchestrate(name=name, lead=lead, template=template, branches=inner, max=most):
+            found = [PlannedStep(path=f"{above}{name}/{lead.name}", runs=passes)]
+            if template is not None:
+                found.append(PlannedStep(path=f"{above}{name}/{template.name}", runs=passes * most))
+            return found + [
+                each for branch in inner for each in _runs(branch, f"{above}{name}/", passes)
+            ]
         case _:
             assert_never(block)

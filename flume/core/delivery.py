@@ -85,7 +85,9 @@ def workflow_fields(place: Place) -> dict[str, str]:
     """A workflow's prompt fields: the blackboard, the step's handoff and verdict, its pass.
 
     ``$pass`` and ``$max`` are the innermost loop's pass and its most (1 and 1 outside loops);
-    ``$position`` is the attempt's key (``review-loop@2/review``).
+    ``$position`` is the attempt's key (``review-loop@2/review``). ``$goal``: an orchestrate
+    child's goal, as its lead spawned it; ``$question``: the last question the place's agents
+    asked (``flume ask``) with its answer once given, so that a retried step reads it.
     """
     board = place.board
     step = place.stage.name
@@ -99,7 +101,17 @@ def workflow_fields(place: Place) -> dict[str, str]:
         "pass": str(1 if innermost is None else innermost.number),
         "max": str(most),
         "position": place.stage.key,
+        "goal": place.launch.goal,
+        "question": _last_question(place),
     }
+
+
+def _last_question(place: Place) -> str:
+    if not place.questions:
+        return ""
+    last = place.questions[-1]
+    answer = f" (answered: {last.answer})" if last.answer is not None else " (not answered)"
+    return f"{last.text}{answer}"
 
 
 def render_prompt(place: Place) -> str:
@@ -128,6 +140,9 @@ def render_prompt(place: Place) -> str:
         **workflow_fields(place),
     }
     text = string.Template(step.prompt).substitute(fields).rstrip()
+    for note in place.notes:
+        # A lead's words that came before this agent could be told (flume.core.orchestrate).
+        text = f"{text}\n\n{note}"
     return f"{text}\n\n[{marker}]"
 
 

@@ -68,6 +68,7 @@ from flume.core.place import (
     Working,
     accepts,
     current_step,
+    deferred,
     evolve,
     open_question,
     resolve_command,
@@ -110,17 +111,13 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         and is_workflow(place.kind)
         and not place.held
         and place.sending is None
-        and open_question(place) is None
+        and not deferred(place)
     ):
         # A workflow's step whose deliverable exists ends with its agent's turn, not on quiet:
         # the turn's end is the agent saying it is done.
         place, ended = stage.finish_stage(place, place.now, done=False)
         return place, (report, *ended)
-    if (
-        not isinstance(phase, Working)
-        or not judged_at_turn_end(gate)
-        or open_question(place) is not None
-    ):
+    if not isinstance(phase, Working) or not judged_at_turn_end(gate) or deferred(place):
         # WF-ASK-DEFERS-GATE: a turn ended on a question open is the agent waiting for its
         # answer, not saying it is done.
         place, pausing = pause_when_spent(place.settings, place, place.now)
@@ -176,7 +173,7 @@ def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcom
         or place.held
         or place.sending is not None
         or not judged_at_turn_end(current_step(place).deliverable)
-        or open_question(place) is not None
+        or deferred(place)
     ):
         return place, ()
     since = max(agent.activity_since, agent.last_output_at, run.judged_at or run.started_at)

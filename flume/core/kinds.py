@@ -231,8 +231,36 @@ class Parallel:
     cap: int | None = None
 
 
-#: The tree a kind's body is made of. Orchestrate will join here.
-Block = Step | Sequence | Loop | Parallel
+@attrs.frozen(kw_only=True, cache_hash=True)
+class Orchestrate:
+    """A lead agent supervising children (:mod:`flume.core.orchestrate`).
+
+    The lead is a step of the run, its agent in the run's own worktree. Its children are lanes
+    (places of their own, as a parallel's): the static ``branches`` start at the block's entry,
+    children of the ``template`` step only when the lead runs ``flume spawn``, at most ``max``
+    of them, at most ``cap`` with a live agent at once. Once every child is terminal (``join``)
+    the finished ones are merged (``merge``) and the lead is told to write its verdict; the block
+    ends on the lead's gate. Never nested in another orchestrate block.
+    """
+
+    name: BlockName
+    lead: Step
+    #: The step each spawned child runs; None: the lead spawns none.
+    template: Step | None = None
+    #: The most children the lead may spawn.
+    max: int = 0
+    branches: PVector[Block] = attrs.field(factory=pvector)
+    join: Join = Join.ALL
+    merge: Merge = Merge.MERGE
+    #: The most children with a live agent at once; None: every one.
+    cap: int | None = None
+    #: How many child runs the lead may compose (``flume compose``), and their depth cap.
+    compose_runs: int = 0
+    compose_depth: int = 2
+
+
+#: The tree a kind's body is made of.
+Block = Step | Sequence | Loop | Parallel | Orchestrate
 
 
 #: The edges a step may declare (``may``): any step's, then a lead's alone.
@@ -315,6 +343,9 @@ def steps(block: Block) -> tuple[Step, ...]:
             return tuple(found for inner in blocks for found in steps(inner))
         case Loop(body=body):
             return steps(body)
+        case Orchestrate(lead=lead, template=template, branches=blocks):
+            own = (lead,) if template is None else (lead, template)
+            return (*own, *(found for inner in blocks for found in steps(inner)))
         case _:
             assert_never(block)
 
@@ -328,6 +359,9 @@ def blocks_of(block: Block) -> tuple[Block, ...]:
             return (block, *(found for each in inner for found in blocks_of(each)))
         case Loop(body=body):
             return (block, *blocks_of(body))
+        case Orchestrate(lead=lead, template=template, branches=inner):
+            own = (lead,) if template is None else (lead, template)
+            return (block, *own, *(found for each in inner for found in blocks_of(each)))
         case _:
             assert_never(block)
 
@@ -337,7 +371,7 @@ def block_name(block: Block) -> str | None:
     match block:
         case Sequence():
             return None
-        case Step() | Loop() | Parallel():
+        case Step() | Loop() | Parallel() | Orchestrate():
             return block.name
         case _:
             assert_never(block)
@@ -349,7 +383,29 @@ def parallels(block: Block) -> Mapping[str, Parallel]:
     return {found.name: found for found in blocks_of(block) if isinstance(found, Parallel)}
 
 
-def lane_names(parallel: Parallel) -> tuple[str, ...]:
+@by_identity
+def orchestrates(block: Block) -> Mapping[str, Orchestrate]:
+    """Every orchestrate block of a tree, by its lead step's name (where its run stands)."""
+    return {found.lead.name: found for found in blocks_of(block) if isinstance(found, Orchestrate)}
+
+
+def child_kind(kind: Kind, block: Orchestrate, lane: str, agent: AgentName | None) -> Kind:
+    """The kind a child of ``block`` runs: a static branch's block, or the template step.
+
+    A spawned child (``<template>-<n>``) runs the template, with the agent the lead named if it
+    named one. Without the run's finalize, as a lane (WF-PUSH-ONLY-RUN-BRANCH).
+    """
+    branch = next((each for each in block.branches if block_name(each) == lane), None)
+    if branch is None:
+        template = block.template
+        assert template is not None  # noqa: S101 (a spawned child's block has a template)
+        if agent is not None:
+            template = attrs.evolve(template, agent=StepAgent(agent=agent))
+        branch = template
+    return attrs.evolve(kind, body=branch, finalize=None)
+
+
+def lane_names(parallel: Parallel | Orchestrate) -> tuple[str, ...]:
     """A parallel's lanes, in declared order: each branch's block's name."""
     return tuple(block_name(branch) or "" for branch in parallel.branches)
 
@@ -408,8 +464,20 @@ def _replace_prompts(block: Block, overrides: Mapping[StageName, str]) -> Block:
         case Parallel(branches=branches):
             replaced = pvector(_replace_prompts(inner, overrides) for inner in branches)
             return attrs.evolve(block, branches=replaced)
+        case Orchestrate(lead=lead, template=template, branches=branches):
+            replaced = pvector(_replace_prompts(inner, overrides) for inner in branches)
+            return attrs.evolve(
+                block,
+                lead=_step_prompt(lead, overrides),
+                template=None if template is None else _step_prompt(template, overrides),
+                branches=replaced,
+            )
         case _:
             assert_never(block)
+
+
+def _step_prompt(step: Step, overrides: Mapping[StageName, str]) -> Step:
+    return attrs.evolve(step, prompt=overrides[step.name]) if step.name in overrides else step
 
 
 def with_prompts(kind: Kind, overrides: Mapping[StageName, str]) -> Kind:
@@ -469,7 +537,9 @@ LINEAR_FIELDS = frozenset(
 #: The fields a workflow's prompt may name besides (docs/config.md): the blackboard, the step's
 #: handoff and verdict files, the loop's pass and its max, the lane's position. Only the engine
 #: to come renders them: a kind whose prompts name them is checked and planned, not yet run.
-WORKFLOW_FIELDS = frozenset({"board", "handoff", "verdict", "pass", "max", "position"})
+WORKFLOW_FIELDS = frozenset(
+    {"board", "handoff", "verdict", "pass", "max", "position", "goal", "question"}
+)
 #: The fields a prompt template may name.
 PROMPT_FIELDS = LINEAR_FIELDS | WORKFLOW_FIELDS
 
@@ -588,6 +658,7 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
         )
         flaws.append(Flaw(block=None, key=None, problem=problem))
     seen: set[str] = set()
+    leads = set(orchestrates(kind.body))
     for index, found in enumerate(order):
         where = f"kind {kind.name}: stage {index + 1} ({found.name})"
 
@@ -609,16 +680,18 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
                 said.append(("gate", what, _PATH_MEND))
             case _:
                 pass
-        said.extend(_edge_problems(found))
+        said.extend(_edge_problems(found, lead=found.name in leads))
         flaws.extend(_flaw(found.name, key, where, what, mend) for key, what, mend in said)
     flaws.extend(_block_flaws(kind, seen))
     return tuple(flaws)
 
 
-def _edge_problems(found: Step) -> list[tuple[str | None, str, str]]:
-    """WF-EDGES: a step's ``may`` names only edges a step may message along."""
+def _edge_problems(found: Step, *, lead: bool) -> list[tuple[str | None, str, str]]:
+    """WF-EDGES: a step's ``may`` names only edges a step (or, a lead, a lead) may message along."""
     said: list[tuple[str | None, str, str]] = []
     for edge in sorted(found.may):
+        if edge in LEAD_EDGES and lead:
+            continue
         if edge in LEAD_EDGES:
             what = f"may {edge}: only an orchestrate block's lead may {edge}"
             said.append(("may", what, f"leave {edge} out; a step may {', '.join(STEP_EDGES)}"))
@@ -657,9 +730,9 @@ def _block_flaws(kind: Kind, step_names: set[str]) -> list[Flaw]:
     names = set(step_names)
     lanes = 0
     for block in blocks_of(kind.body):
-        if not isinstance(block, Loop | Parallel):
+        if not isinstance(block, Loop | Parallel | Orchestrate):
             continue
-        label = "loop" if isinstance(block, Loop) else "parallel"
+        label = {Loop: "loop", Parallel: "parallel", Orchestrate: "orchestrate"}[type(block)]
         where = f"kind {kind.name}: {label} {block.name}"
 
         said: list[tuple[str | None, str, str]] = []
@@ -671,9 +744,12 @@ def _block_flaws(kind: Kind, step_names: set[str]) -> list[Flaw]:
         names.add(block.name)
         if isinstance(block, Loop):
             said.extend(_loop_problems(block))
-        else:
+        elif isinstance(block, Parallel):
             lanes += len(block.branches)
             said.extend(_parallel_problems(block))
+        else:
+            lanes += len(block.branches) + (block.max if _is_count(block.max) else 0)
+            said.extend(_orchestrate_problems(block))
         flaws.extend(_flaw(block.name, key, where, what, mend) for key, what, mend in said)
     if lanes > MAX_LANES:
         problem = Problem(
@@ -752,6 +828,124 @@ def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
                 ),
             )
     return problems
+
+
+#: The most children an orchestrate block may spawn, and the deepest its child runs may go.
+MAX_CHILDREN = 32
+MAX_DEPTH = 2
+
+
+def _orchestrate_problems(block: Orchestrate) -> list[tuple[str, str, str]]:  # noqa: C901, PLR0912 (one check a line of the issue's list)
+    """An orchestrate block's lead, children, join, caps and compose, checked."""
+    problems: list[tuple[str, str, str]] = []
+    lead, template = block.lead, block.template
+    if not judged_at_turn_end(lead.deliverable):
+        problems.append(
+            (
+                "lead",
+                (
+                    f"the lead {lead.name}'s gate is {describe_deliverable(lead.deliverable)}, "
+                    "which is not judged when its turn ends"
+                ),
+                'give the lead gate = "verdict" (or artifact:, tests, approval)',
+            )
+        )
+    if template is None and not block.branches:
+        problems.append(
+            (
+                "children",
+                "the orchestrate block has no children: no template and no branches",
+                'set children = { template = "<step>", max = N }, or branches',
+            )
+        )
+    if template is not None:
+        if template.name == lead.name:
+            problems.append(
+                ("children", "the lead is its own children's template", "name another step")
+            )
+        if not _is_count(block.max) or block.max > MAX_CHILDREN:
+            problems.append(
+                (
+                    "children",
+                    f"children max = {block.max!r} is outside 1-{MAX_CHILDREN}",
+                    f"give the most children the lead may spawn, 1 to {MAX_CHILDREN}",
+                )
+            )
+        if "spawn" not in lead.may:
+            problems.append(
+                (
+                    "children",
+                    (
+                        "children come of a template only by flume spawn, and the lead "
+                        f"{lead.name} may not spawn"
+                    ),
+                    f'add "spawn" to [step.{lead.name}] may',
+                )
+            )
+    elif "spawn" in lead.may:
+        problems.append(
+            (
+                "children",
+                f"the lead {lead.name} may spawn, but the block names no template",
+                'set children = { template = "<step>", max = N }',
+            )
+        )
+    if block.cap is not None and not _is_count(block.cap):
+        problems.append(
+            (
+                "cap",
+                f"cap = {block.cap!r} is not a whole number of at least 1",
+                "give the most children working at once, such as 2, or leave cap out",
+            )
+        )
+    if block.join is not Join.ALL:
+        problems.append(
+            (
+                "join",
+                f'join = "{block.join.value}": an orchestrate block joins all its children',
+                'write join = "all", or leave it out',
+            )
+        )
+    if block.compose_runs < 0 or isinstance(block.compose_runs, bool):
+        problems.append(
+            ("compose", f"compose runs = {block.compose_runs!r} is below 0", "give 0 or more")
+        )
+    if not 1 <= block.compose_depth <= MAX_DEPTH:
+        problems.append(
+            (
+                "compose",
+                f"compose depth = {block.compose_depth!r}: runs nest {MAX_DEPTH} deep at most",
+                f"give depth = {MAX_DEPTH} or less",
+            )
+        )
+    if block.compose_runs and "compose" not in lead.may:
+        problems.append(
+            (
+                "compose",
+                f"compose is set, and the lead {lead.name} may not compose",
+                f'add "compose" to [step.{lead.name}] may',
+            )
+        )
+    nested = any(
+        isinstance(each, Orchestrate) for branch in block.branches for each in blocks_of(branch)
+    )
+    if nested:
+        problems.append(
+            (
+                "branches",
+                f"orchestrate {block.name} holds another orchestrate block",
+                "an orchestrate block is never nested in another: move the inner one out",
+            )
+        )
+    problems.extend(
+        each for each in _parallel_problems(_as_parallel(block)) if each[0] == "branches"
+    )
+    return problems
+
+
+def _as_parallel(block: Orchestrate) -> Parallel:
+    """An orchestrate's static branches, checked as a parallel's (names that make lanes)."""
+    return Parallel(name=block.name, branches=block.branches or pvector([block.lead]))
 
 
 def judged_at_turn_end(gate: Gate) -> bool:

@@ -35,11 +35,11 @@ from typing import assert_never
 import attrs
 from pyrsistent import pmap, pset, pvector
 
-from flume.core import budget, stage
+from flume.core import budget, orchestrate, stage
 from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
 from flume.core.errors import refused
 from flume.core.ids import Instant, PlaceName
-from flume.core.kinds import Join, Merge, Parallel, lane_kind, lane_names, parallels, steps
+from flume.core.kinds import Join, Kind, Merge, Parallel, lane_kind, lane_names, parallels, steps
 from flume.core.launch import lane_work_name, place_branch, place_name
 from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
 from flume.core.place import (
@@ -57,6 +57,7 @@ from flume.core.place import (
     accepts,
     evolve,
     lanes_in_order,
+    leading,
     merge_action,
     resolve_command,
 )
@@ -191,7 +192,13 @@ def _launch_more(place: Place, parallel: Parallel) -> Outcome:
 
 def launch_lane(place: Place, parallel: Parallel, lane: str) -> LaunchLane:
     """The launch of ``lane``: the run's own, named ``<name>+<lane>``, based on the run's branch."""
-    kind = lane_kind(place.kind, parallel, lane)
+    return lane_launch(place, lane, lane_kind(place.kind, parallel, lane))
+
+
+def lane_launch(
+    place: Place, lane: str, kind: Kind, *, goal: str = "", led: bool = False
+) -> LaunchLane:
+    """The launch of a lane (or an orchestrate's child, ``led``) running ``kind``."""
     # A lane may spend at most what its run has left: its spend is the run's once it ends.
     budgets = place.budgets
     kind = attrs.evolve(
@@ -211,6 +218,8 @@ def launch_lane(place: Place, parallel: Parallel, lane: str) -> LaunchLane:
         mark=None,
         parent=place.launch.place,
         lane=lane,
+        goal=goal,
+        led=led,
     )
     return LaunchLane(
         repository=place.launch.repository,
@@ -326,6 +335,8 @@ def _joined(place: Place, parallel: Parallel) -> Outcome:
 
 def _merging(place: Place) -> bool:
     """The run asked flume to merge its lanes (not an agent resolving a conflict)."""
+    if place.life is Life.ACTIVE and orchestrate.merging(place):
+        return True
     return (
         place.life is Life.ACTIVE
         and isinstance(place.stage.phase, Merging)
@@ -337,6 +348,11 @@ def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
     """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block."""
     if not _merging(place):
         return place, ()
+    if orchestrate.merging(place):
+        return orchestrate.on_children_merged(place, seen)
+    if leading(place) is not None:
+        # An orchestrate's merge that conflicted, resolved by hand: its lead is asked again.
+        return orchestrate.requeue_lead(evolve(place, head=seen.head))
     # The merge moved the run's branch: the next step's commits count from here, not from
     # the head before it (its start_head), whenever the branch's own look reports it.
     return _merged(evolve(place, head=seen.head), seen.head)
@@ -437,7 +453,7 @@ def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
     """
     orders: list[Action] = []
     lanes = place.lanes
-    at_block = parallel_of(place) is not None
+    at_block = parallel_of(place) is not None or bool(orchestrate.children(place))
     for run in lanes_in_order(place):
         lane = run.lane
         if run.state is LaneState.RUNNING:
@@ -475,7 +491,9 @@ def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> l
     from its head at this entry of the block (a loop around the block enters it again). A lane
     a person tidied once it finished finished all the same. What it spent goes with it.
     """
-    if run.life is not Life.ACTIVE or not isinstance(run.stage.phase, Fanned):
+    if run.life is not Life.ACTIVE or not (
+        isinstance(run.stage.phase, Fanned) or orchestrate.children(run)
+    ):
         return []
     told: list[LaneEnded] = []
     for lane in lanes_in_order(run):
@@ -510,7 +528,7 @@ def pending(place: Place) -> tuple[Action, ...]:
     has had already (dropped, tidied) is not given again.
     """
     parallel = parallel_of(place)
-    found: list[Action] = []
+    found: list[Action] = list(orchestrate.pending(place))
     if place.life is Life.ACTIVE and parallel is not None and isinstance(place.stage.phase, Fanned):
         found.extend(
             launch_lane(place, parallel, run.lane)
@@ -524,7 +542,7 @@ def pending(place: Place) -> tuple[Action, ...]:
         for run in lanes_in_order(place)
         if run.state is LaneState.ENDED
     )
-    if parallel is None or place.life is not Life.ACTIVE:
+    if (parallel is None and not orchestrate.children(place)) or place.life is not Life.ACTIVE:
         # Past the block (or the run finished): its finished lanes were asked to tidy.
         found.extend(tidy_orders(place))
     return tuple(found)

@@ -70,6 +70,10 @@ class Launch:
     parent: PlaceName | None = None
     #: A lane's name (its branch's block): the lane is named ``<run's name>+<lane>``.
     lane: str = ""
+    #: An orchestrate child's goal, as its lead spawned it (``$goal``).
+    goal: str = ""
+    #: An orchestrate block's child: its questions go to the run's lead (WF-ASK-ONE-ANSWERER).
+    led: bool = False
 
     @property
     def place(self) -> PlaceName:

@@ -4,12 +4,14 @@ Theory of operation. A step declares the edges its agent may message along (``ma
 WF-EDGES); its agent runs them in its place, found by ``$FLUME_SESSION`` as ``flume needs`` is.
 ``flume progress`` is journaled and shown in status. ``flume ask`` asks a question: with no lead
 above the asker (no orchestrate block yet holds one), the caller is the one who answers
-(WF-ASK-ONE-ANSWERER) and the run shows itself paused, ``question``, naming it and the command
-that answers it (WF-ASK-PAUSES-WITHOUT-LEAD); the asker's agent stays live, waiting. While its
-question is open, its gate is not judged at the end of a turn and its stall clock stops
-(WF-ASK-DEFERS-GATE). ``flume answer`` gives the answer once: it goes to the asker as a tell, so
-it counts only when the asker's transcript holds it, sent twice at most (WF-MESSAGE-TRANSCRIPT,
-as R6). Commands the edges or the place's state do not allow are refused, journaling nothing.
+(WF-ASK-ONE-ANSWERER; an orchestrate's child's question goes to its lead, who alone answers
+it: :mod:`flume.core.orchestrate`) and the run shows itself paused, ``question``, naming it and
+the command that answers it (WF-ASK-PAUSES-WITHOUT-LEAD); the asker's agent stays live,
+waiting. While its question is open, its gate is not judged at the end of a turn and its stall
+clock stops (WF-ASK-DEFERS-GATE). ``flume answer`` gives the answer once: it goes to the asker
+as a tell, so it counts only when the asker's transcript holds it, sent twice at most
+(WF-MESSAGE-TRANSCRIPT, as R6). Commands the edges or the place's state do not allow are
+refused, journaling nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from flume.core.place import (
 MOST_OPTIONS = 10
 
 
-def _may(place: Place, edge: str, session: object) -> None:
+def may(place: Place, edge: str, session: object) -> None:
     """WF-EDGES: refused unless the live agent's step declares ``edge``."""
     name = place.launch.place
     agent = place.agent
@@ -63,7 +65,7 @@ def on_progress(place: Place, seen: ProgressSaid) -> Outcome:
             f"no step of {place.launch.place} is running",
             "flume progress is for the agent of a running step",
         )
-    _may(place, "progress", seen.session)
+    may(place, "progress", seen.session)
     if not seen.words.strip():
         raise refused("progress", "the words are empty", "say what you have done")
     report = Report(
@@ -86,7 +88,7 @@ def on_ask(place: Place, seen: AskSaid) -> Outcome:
             f"no step of {place.launch.place} is running",
             "flume ask is for the agent of a running step",
         )
-    _may(place, "ask", seen.session)
+    may(place, "ask", seen.session)
     if not seen.question.strip():
         raise refused("ask", "the question is empty", "say what you want to know")
     if len(seen.options) > MOST_OPTIONS or any(not each.strip() for each in seen.options):
@@ -112,6 +114,14 @@ def on_ask(place: Place, seen: AskSaid) -> Outcome:
         asked_at=seen.at,
     )
     place = evolve(place, questions=place.questions.append(question))
+    if place.launch.led:
+        # WF-ASK-ONE-ANSWERER: the nearest lead answers; the run tells it (ChildNews).
+        report = Report(
+            event=Event.ASKED,
+            text=f"{question_words(question)}; it goes to the lead of {place.launch.parent}",
+            stage=place.stage.name,
+        )
+        return place, (report,)
     report = Report(
         event=Event.PAUSED,
         text=f"{place.launch.place} paused at {place.stage.key} (question): "
@@ -143,6 +153,13 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
             "answer",
             f"question {found.id} of {name} is answered already",
             "a question is answered once",
+        )
+    if place.launch.led and not seen.by_lead:
+        raise refused(
+            "answer",
+            f"question {found.id} of {name} goes to the lead of {place.launch.parent}, "
+            "the nearest lead above it",
+            "the lead answers it, from its own session",
         )
     if found is not open_question(place):
         raise refused(

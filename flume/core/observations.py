@@ -16,6 +16,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from flume.core.actions import ActionName
+from flume.core.choices import AgentName
 from flume.core.ids import BranchName, Instant, Marker, SessionId, Sha, StageName
 from flume.core.kinds import Kind
 from flume.core.launch import Launch
@@ -87,6 +88,30 @@ class AnswerGiven:
     at: Instant
     question: str
     text: str
+    #: Given by the lead of the asker's run, from its own session (WF-ASK-ONE-ANSWERER): the
+    #: shell sets it once it has seen the session is the live lead of the asker's parent.
+    by_lead: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SpawnSaid:
+    """A lead spawned a child of its block's template (``flume spawn --goal``)."""
+
+    at: Instant
+    goal: str
+    #: The agent the child runs; None: the template's.
+    agent: AgentName | None = None
+    session: SessionId | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NotifySaid:
+    """A lead's words for its child ``to`` (a child's name), or ``all`` (``flume notify``)."""
+
+    at: Instant
+    to: str
+    text: str
+    session: SessionId | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -367,6 +392,28 @@ class LaneEnded:
     #: What the lane spent of its budgets: counted into the run's (WF-BUDGET-PAUSES).
     turns: int = 0
     tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ChildNews:
+    """News of child ``lane`` of the run's orchestrate block, for its lead (once each ``id``).
+
+    The supervisor journals it into the run's journal when it reads the child's own: started,
+    asked (``q1``), progress, paused, stopped short.
+    """
+
+    at: Instant
+    lane: str
+    id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class Notified:
+    """A lead's words came to this child (``flume notify``): told, or kept for its prompt."""
+
+    at: Instant
+    text: str
 
 
 @attrs.frozen(kw_only=True)
@@ -656,6 +703,8 @@ Command = (
     | ProgressSaid
     | AskSaid
     | AnswerGiven
+    | SpawnSaid
+    | NotifySaid
 )
 Fact = (
     WorktreeMade
@@ -690,6 +739,8 @@ Fact = (
     | MergeConflicted
     | Pushed
     | PROpened
+    | ChildNews
+    | Notified
 )
 Observation = Command | Fact
 
@@ -743,4 +794,8 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     AskSaid,
     AnswerGiven,
     TranscriptFound,
+    SpawnSaid,
+    NotifySaid,
+    ChildNews,
+    Notified,
 )

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from typing import TypedDict, Unpack, assert_never
 
 import attrs
-from pyrsistent import pmap, pvector
-from pyrsistent.typing import PMap, PVector
+from pyrsistent import pmap, pset, pvector
+from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.actions import Action, Land, MergeLanes, OpenPR, Push
 from flume.core.budget import Spent
@@ -40,11 +40,13 @@ from flume.core.kinds import (
     Commit,
     Kind,
     Landing,
+    Orchestrate,
     PassingTests,
     ReportFile,
     Step,
     TasksTicked,
     Verdict,
+    orchestrates,
     stage_named,
     steps,
 )
@@ -59,11 +61,13 @@ from flume.core.observations import (
     Command,
     DropAsked,
     NeedsSaid,
+    NotifySaid,
     ProceedAsked,
     ProgressSaid,
     ResolveAsked,
     ResumeAsked,
     RetryAsked,
+    SpawnSaid,
     StopAsked,
     SubmitAsked,
     TidyAsked,
@@ -277,6 +281,8 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         NeedsSaid: Short,
         ProgressSaid: AwaitingInput,
         AskSaid: AwaitingInput,
+        SpawnSaid: AwaitingInput,
+        NotifySaid: AwaitingInput,
         AnswerGiven: AwaitingInput,
         SubmitAsked: AwaitingInput,
         StopAsked: Short,
@@ -288,6 +294,8 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         NeedsSaid: Short,
         ProgressSaid: Delivering,
         AskSaid: Delivering,
+        SpawnSaid: Delivering,
+        NotifySaid: Delivering,
         AnswerGiven: Delivering,
         SubmitAsked: Delivering,
         StopAsked: Short,
@@ -299,6 +307,8 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         NeedsSaid: Short,
         ProgressSaid: Working,
         AskSaid: Working,
+        SpawnSaid: Working,
+        NotifySaid: Working,
         AnswerGiven: Working,
         SubmitAsked: Working,
         StopAsked: Short,
@@ -310,6 +320,8 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         NeedsSaid: Short,
         ProgressSaid: Delivered,
         AskSaid: Delivered,
+        SpawnSaid: Delivered,
+        NotifySaid: Delivered,
         AnswerGiven: Delivered,
         SubmitAsked: Delivered,
         StopAsked: Short,
@@ -327,6 +339,8 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         NeedsSaid: Short,
         ProgressSaid: Judging,
         AskSaid: Judging,
+        SpawnSaid: Judging,
+        NotifySaid: Judging,
         AnswerGiven: Judging,
         SubmitAsked: Judging,
         StopAsked: Short,
@@ -491,6 +505,22 @@ class LaneRun:
     state: LaneState = LaneState.WAITING
     #: Its branch's head when it finished.
     head: Sha | None = None
+    #: A spawned child's goal (``$goal`` in its prompt), and the agent its lead named for it.
+    goal: str = ""
+    agent: AgentName | None = None
+    #: An orchestrate child's news its lead was told of, by id (once each), and the last.
+    news: PSet[str] = attrs.field(factory=pset)
+    note: str = ""
+    #: A child paused or stopped short, in words, for its run's status; empty: it is not.
+    paused: str = ""
+
+
+class JoinStage(enum.Enum):
+    """Where an orchestrate block's join stands (:mod:`flume.core.orchestrate`)."""
+
+    OPEN = "open"  #: children may still run; the lead's gate waits
+    MERGING = "merging"  #: every child is terminal; the finished ones are being merged
+    TOLD = "told"  #: merged; the lead was told to write its verdict (``join_tell``)
 
 
 @attrs.frozen(kw_only=True)
@@ -647,6 +677,15 @@ class Place:
     finished_lanes: PVector[str] = attrs.field(factory=pvector)
     #: The lanes the block's merge merges, in order (WF-MERGE-ORDER).
     merging: PVector[str] = attrs.field(factory=pvector)
+    #: The stage key whose orchestrate block the lanes above are children of; empty: none.
+    lanes_key: str = ""
+    #: Where the current orchestrate block's join stands, and the tell that told the lead.
+    join: JoinStage = JoinStage.OPEN
+    join_tell: int | None = None
+    #: The held tell that carries a lead's news of its children, which more news joins.
+    news_tell: int | None = None
+    #: A child's lead's words that came before its agent could be told: its prompt reads them.
+    notes: PVector[str] = attrs.field(factory=pvector)
     #: The questions the run's agents asked, in order (``q1`` first), answered or not.
     questions: PVector[Question] = attrs.field(factory=pvector)
     #: The last progress an agent reported (``flume progress``), for status.
@@ -707,6 +746,11 @@ class PlaceChanges(TypedDict, total=False):
     entry: Sha | None
     finished_lanes: PVector[str]
     merging: PVector[str]
+    lanes_key: str
+    join: JoinStage
+    join_tell: int | None
+    news_tell: int | None
+    notes: PVector[str]
     questions: PVector[Question]
     progress: str
     pushed: Sha | None
@@ -811,6 +855,33 @@ def open_question(place: Place) -> Question | None:
         if question.answer is None or question.tell in in_flight:
             return question
     return None
+
+
+def leading(place: Place) -> Orchestrate | None:
+    """The orchestrate block whose lead is the run's current step, if it stands at one."""
+    if place.stage.resolving:
+        return None
+    return orchestrates(place.kind.body).get(place.stage.name)
+
+
+def waits_on_children(place: Place) -> bool:
+    """WF-LEAD-WAITS-JOIN: a lead's gate waits until its children joined and it was told so.
+
+    Told: the join's tell is neither held nor in flight (the lead's transcript holds it).
+    """
+    if leading(place) is None:
+        return False
+    if place.join is not JoinStage.TOLD:
+        return True
+    waiting = {tell.number for tell in place.held}
+    if place.sending is not None:
+        waiting.add(place.sending.tell.number)
+    return place.join_tell in waiting
+
+
+def deferred(place: Place) -> bool:
+    """The live agent's gate is not judged now: a question of its open, or a lead's join."""
+    return open_question(place) is not None or waits_on_children(place)
 
 
 def finalize_action(place: Place) -> Push | OpenPR | Land | None:
@@ -955,7 +1026,7 @@ def is_quiet(place: Place) -> bool:
     long; and no tell is held or in flight for it, and no question of its open (an agent
     waiting on its answer is not done: WF-ASK-DEFERS-GATE).
     """
-    if place.held or place.sending is not None or open_question(place) is not None:
+    if place.held or place.sending is not None or deferred(place):
         return False
     agent = place.agent
     if agent is None:

@@ -32,6 +32,7 @@ from flume.core.kinds import (
     Block,
     Budgets,
     Loop,
+    Orchestrate,
     Parallel,
     Sequence,
     Step,
@@ -42,6 +43,7 @@ from flume.core.kinds import (
 from flume.core.launch import followed_by
 from flume.core.messages import answer_command, question_words
 from flume.core.observations import Activity
+from flume.core.orchestrate import children
 from flume.core.place import (
     AwaitingInput,
     AwaitingWord,
@@ -50,6 +52,7 @@ from flume.core.place import (
     Fanned,
     Finalizing,
     Judging,
+    LaneState,
     Life,
     Merging,
     Paused,
@@ -62,6 +65,7 @@ from flume.core.place import (
     Working,
     current_step,
     has_deliverable,
+    lanes_in_order,
     open_question,
     resolve_command,
 )
@@ -118,6 +122,10 @@ class BlockView:
     gate: str | None = None
     #: A lane's place (``<kind>--<name>+<lane>``), where its branch's block runs.
     lane: str | None = None
+    #: A spawned child's goal (``flume spawn --goal``).
+    goal: str | None = None
+    #: A child's last news, as its lead was told it.
+    news: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +191,8 @@ class PlaceStatus:
     key: str | None = None
     #: Why the run is paused, in words, and the command that lets it go on.
     paused: str | None = None
+    #: An orchestrate child's open question, which its lead answers (not a pause of the run).
+    asking: str | None = None
     paused_words: str | None = None
     resolve: str | None = None
     #: The budgets set, what the run spent of them, in words; the loops that ran out of passes.
@@ -288,6 +298,19 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
     return _with_transcripts(_with_workflow(view, place), place)
 
 
+def _child_paused(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """WF-CHILD-PAUSE-SURFACES: the first child paused or stopped short shows on its run."""
+    for run in children(place):
+        if run.paused and run.state is LaneState.RUNNING:
+            return attrs.evolve(
+                view,
+                paused="child-paused",
+                paused_words=f"child {run.lane} ({run.place}) {run.paused}",
+                resolve=f"see flume status {run.place}, and resolve it there",
+            )
+    return view
+
+
 def _with_transcripts(view: PlaceStatus, place: Place) -> PlaceStatus:
     """TRANSCRIPT-KEPT: the transcripts found, the current attempt's and every attempt's."""
     kept = found(place)
@@ -310,7 +333,7 @@ def _with_transcripts(view: PlaceStatus, place: Place) -> PlaceStatus:
     )
 
 
-def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
+def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:  # noqa: C901 (one field a line)
     """The fields only a workflow's place carries: none for a kind of Steps with no budgets."""
     phase = place.stage.phase
     if place.stage.key != place.stage.name:
@@ -323,6 +346,9 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
             paused_words=phase.words,
             resolve=resolve_command(place, phase),
         )
+    elif asked is not None and asked.answer is None and place.launch.led:
+        # WF-ASK-ONE-ANSWERER: the lead of its run answers it.
+        view = attrs.evolve(view, asking=question_words(asked))
     elif asked is not None and asked.answer is None:
         # WF-ASK-PAUSES-WITHOUT-LEAD: the run waits on the caller's answer, its asker live.
         view = attrs.evolve(
@@ -331,6 +357,8 @@ def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
             paused_words=question_words(asked),
             resolve=answer_command(place, asked),
         )
+    else:
+        view = _child_paused(view, place)
     if place.progress:
         view = attrs.evolve(view, progress=place.progress)
     if place.budgets != Budgets():
@@ -387,8 +415,35 @@ def _walk(place: Place, block: Block, path: str, seen: _Seen, views: list[BlockV
             _walk(place, body, f"{path}{name}/", seen, views)
         case Parallel():
             views.extend(_parallel_views(place, block, path, seen))
+        case Orchestrate():
+            views.extend(_orchestrate_views(place, block, path, seen))
         case _:
             assert_never(block)
+
+
+def _orchestrate_views(place: Place, block: Orchestrate, path: str, seen: _Seen) -> list[BlockView]:
+    """An orchestrate block, its lead, then each child: where it stands, its place, its news."""
+    done, current, _maxed = seen
+    here = bool(current) and current[-1][0] == block.lead.name
+    if here:
+        state = "running"
+    else:
+        state = "done" if any(key[-1][0] == block.lead.name for key in done) else "not run"
+    views = [BlockView(path=f"{path}{block.name}", block="orchestrate", state=state)]
+    views.append(_step_view(place, block.lead, f"{path}{block.name}/", seen))
+    shown = here or state == "done"
+    views.extend(
+        BlockView(
+            path=f"{path}{block.name}/{run.lane}",
+            block="child",
+            state=run.state.value,
+            lane=run.place,
+            goal=run.goal or None,
+            news=run.note or None,
+        )
+        for run in (lanes_in_order(place) if shown and place.lanes_key else [])
+    )
+    return views
 
 
 def _parallel_views(place: Place, parallel: Parallel, path: str, seen: _Seen) -> list[BlockView]:

@@ -17,7 +17,18 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, finalize, gates, lanes, messages, stage, tell, tidy, transcripts
+from flume.core import (
+    delivery,
+    finalize,
+    gates,
+    lanes,
+    messages,
+    orchestrate,
+    stage,
+    tell,
+    tidy,
+    transcripts,
+)
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -45,6 +56,7 @@ from flume.core.observations import (
     BudgetRaised,
     ChangeSeen,
     ChecksFailed,
+    ChildNews,
     DropAsked,
     GateRead,
     Landed,
@@ -54,6 +66,8 @@ from flume.core.observations import (
     Launched,
     MergeConflicted,
     NeedsSaid,
+    Notified,
+    NotifySaid,
     Observation,
     PaneOutput,
     ProceedAsked,
@@ -67,6 +81,7 @@ from flume.core.observations import (
     ResumeAsked,
     RetryAsked,
     SetupFinished,
+    SpawnSaid,
     StopAsked,
     SubmitAsked,
     Tick,
@@ -129,6 +144,8 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
     stage.end_when_quiet,
     stage.start_when_free,
     lanes.fan_when_free,
+    orchestrate.enter_when_started,
+    orchestrate.join_when_ready,
     stage.land_again,
     tidy.gather_when_free,
     gates.pause_when_spent,
@@ -279,6 +296,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case ResolveAsked():
             return lanes.on_resolve(place, seen)
         case LaneEnded():
+            if orchestrate.children(place):
+                return orchestrate.on_child_ended(place, seen)
             return lanes.on_lane_ended(place, seen)
         case LanesMerged():
             return lanes.on_lanes_merged(place, seen)
@@ -290,6 +309,14 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return messages.on_ask(place, seen)
         case AnswerGiven():
             return messages.on_answer(place, seen)
+        case SpawnSaid():
+            return orchestrate.on_spawn(place, seen)
+        case NotifySaid():
+            return orchestrate.on_notify(place, seen)
+        case ChildNews():
+            return orchestrate.on_child_news(place, seen)
+        case Notified():
+            return orchestrate.on_notified(place, seen)
         case Pushed():
             return finalize.on_pushed(place, seen)
         case PROpened():

@@ -26,7 +26,17 @@ from typing import assert_never
 import attrs
 
 from flume.core.ids import BlockName, StageName
-from flume.core.kinds import Block, Loop, OnMax, Parallel, Sequence, Step, parallels, steps
+from flume.core.kinds import (
+    Block,
+    Loop,
+    OnMax,
+    Orchestrate,
+    Parallel,
+    Sequence,
+    Step,
+    parallels,
+    steps,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -89,6 +99,9 @@ def first(block: Block, passes: tuple[Pass, ...] = ()) -> Position:
         case Parallel(name=name):
             # The run stands at the block itself while its lanes run (flume.core.lanes).
             return Position(step=StageName(name), passes=passes)
+        case Orchestrate(lead=lead):
+            # The run's own step is the lead; its children run in lanes (flume.core.orchestrate).
+            return Position(step=lead.name, passes=passes)
         case _:
             assert_never(block)
 
@@ -105,6 +118,8 @@ def position_of(block: Block, step: StageName, passes: tuple[Pass, ...] = ()) ->
             return next((each for each in found if each is not None), None)
         case Loop(name=name, body=body):
             return position_of(body, step, (*passes, Pass(loop=name, number=1)))
+        case Orchestrate(lead=lead):
+            return Position(step=step, passes=passes) if lead.name == step else None
         case _:
             assert_never(block)
 
@@ -146,8 +161,9 @@ def _after(block: Block, position: Position, depth: int, *, done: bool) -> Advan
                 return Advanced(position=again, maxed=went.maxed)
             ended = LoopMax(loop=name, passes=number, pause=on_max is OnMax.PAUSE)
             return Advanced(position=None, maxed=(*went.maxed, ended))
-        case Parallel():
-            # Its lanes ran its branches and were merged: the block is finished.
+        case Parallel() | Orchestrate():
+            # Its lanes ran its branches and were merged (an orchestrate's lead passed its gate
+            # after): the block is finished.
             return Advanced(position=None)
         case _:
             assert_never(block)

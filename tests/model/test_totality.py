@@ -13,11 +13,11 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyrsistent import pset, pvector
+from pyrsistent import pmap, pset, pvector
 
 from flume.core.errors import UsageError
-from flume.core.ids import Instant, SessionId, Sha
-from flume.core.kinds import Landing, Sequence, Step, steps
+from flume.core.ids import BlockName, BranchName, Instant, PlaceName, SessionId, Sha, StageName
+from flume.core.kinds import Commit, Landing, Orchestrate, Sequence, Step, steps
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
@@ -29,12 +29,14 @@ from flume.core.observations import (
     DropAsked,
     Launched,
     NeedsSaid,
+    NotifySaid,
     Observation,
     ProceedAsked,
     ProgressSaid,
     ResolveAsked,
     ResumeAsked,
     RetryAsked,
+    SpawnSaid,
     StopAsked,
     SubmitAsked,
     TidyAsked,
@@ -51,6 +53,8 @@ from flume.core.place import (
     Fanned,
     Finalizing,
     Judging,
+    LaneRun,
+    LaneState,
     Life,
     Merging,
     PauseCause,
@@ -161,7 +165,28 @@ COMMANDS: tuple[Command, ...] = (
     ProgressSaid(at=Instant(9.0), words="half done", session=_SESSION),
     AskSaid(at=Instant(9.0), question="which API?", session=_SESSION),
     AnswerGiven(at=Instant(9.0), question="q1", text="the new one"),
+    SpawnSaid(at=Instant(9.0), goal="the parser", session=_SESSION),
+    NotifySaid(at=Instant(9.0), to="all", text="use the new API", session=_SESSION),
 )
+
+
+def _leading(place: Place, lead: Step) -> Place:
+    """The place's stage ``lead`` made an orchestrate block's lead, with one child running."""
+    lead = attrs.evolve(lead, may=pset(["progress", "ask", "spawn", "notify"]))
+    child = Step(name=StageName("coder"), prompt="Build $goal.", deliverable=Commit())
+    block = Orchestrate(name=BlockName("build"), lead=lead, template=child, max=3)
+    run = LaneRun(
+        lane="coder-1",
+        place=PlaceName("fix--x+coder-1"),
+        branch=BranchName("fix/x+coder-1"),
+        state=LaneState.RUNNING,
+    )
+    return evolve(
+        place,
+        kind=attrs.evolve(place.kind, body=Sequence(blocks=pvector([block]))),
+        lanes=pmap({"coder-1": run}),
+        lanes_key=place.stage.key,
+    )
 
 
 def _willing(phase: StagePhase, command: Command | None = None) -> Place:
@@ -193,6 +218,8 @@ def _willing(phase: StagePhase, command: Command | None = None) -> Place:
         said_at=_AT,
     )
     stage = attrs.evolve(launched_place.stage, name=lands.name, phase=phase)
+    if isinstance(command, SpawnSaid | NotifySaid):
+        launched_place = _leading(evolve(launched_place, stage=stage), lands)
     return evolve(
         launched_place,
         life=Life.ACTIVE,

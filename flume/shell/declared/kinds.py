@@ -69,6 +69,7 @@ from flume.core.kinds import (
     Loop,
     Merge,
     OnMax,
+    Orchestrate,
     Parallel,
     PassingTests,
     ReportFile,
@@ -246,12 +247,13 @@ def parse_document(
 # --- The workflow form: named blocks, each declared once, read top-down -----------------------
 
 #: The tables of named blocks, by the word a file names them with.
-BLOCK_TABLES = ("step", "loop", "parallel")
+BLOCK_TABLES = ("step", "loop", "parallel", "orchestrate")
 _NEW_KIND_KEYS = {"name", "prefix", "body", "budgets", "finalize"}
 _FINALIZE_KEYS = ("push", "pr", "land")
 _STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "may", "sandbox"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
 _PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
+_ORCHESTRATE_KEYS = {"lead", "children", "branches", "join", "merge", "cap", "compose"}
 _BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
 _E = TypeVar("_E", bound=enum.StrEnum)
 
@@ -524,6 +526,8 @@ class _Reader:
                     max=self.whole(name, "max", "max", found.data.get("max")),
                     on_max=self.choice(found, "on_max", OnMax, OnMax.CONTINUE),
                 )
+            case "orchestrate":
+                return self.orchestrate(found, inner)
             case _:
                 branches = self.names(name, "branches", found.data.get("branches"))
                 cap = found.data.get("cap")
@@ -535,8 +539,82 @@ class _Reader:
                     cap=None if cap is None else self.whole(name, "cap", "cap", cap),
                 )
 
+    def orchestrate(self, found: _Declared, inner: tuple[str, ...]) -> Orchestrate:
+        """``[orchestrate.<name>]``: its lead and template (steps), children, branches, compose."""
+        name, data = found.name, found.data
+        if any(self.declared[each].table == "orchestrate" for each in inner[:-1]):
+            raise self.error(
+                name,
+                None,
+                f"orchestrate {name} is nested in another orchestrate block",
+                "an orchestrate block is never nested in another: move it out",
+            )
+        lead = self.named_step(found, "lead", self.text(found, "lead"), inner)
+        children = data.get("children", {})
+        if not isinstance(children, dict) or not set(children) <= {"template", "max"}:
+            raise self.error(
+                name,
+                "children",
+                f"children = {children!r} is not a table of template and max",
+                'write children = { template = "coder", max = 3 }',
+            )
+        template = None
+        most = 0
+        if "template" in children:
+            if not isinstance(children["template"], str):
+                raise self.error(
+                    name, "children", "children template is not a step's name", 'template = "coder"'
+                )
+            template = self.named_step(found, "children", children["template"], inner)
+            most = self.whole(name, "children", "children max", children.get("max", 1))
+        compose = data.get("compose", {})
+        if not isinstance(compose, dict) or not set(compose) <= {"runs", "depth"}:
+            raise self.error(
+                name,
+                "compose",
+                f"compose = {compose!r} is not a table of runs and depth",
+                "write compose = { runs = 1, depth = 2 }",
+            )
+        branches = data.get("branches")
+        cap = data.get("cap")
+        return Orchestrate(
+            name=BlockName(name),
+            lead=lead,
+            template=template,
+            max=most,
+            branches=pvector(
+                self.block(name, "branches", each, inner)
+                for each in ([] if branches is None else self.names(name, "branches", branches))
+            ),
+            join=self.choice(found, "join", Join, Join.ALL),
+            merge=self.choice(found, "merge", Merge, Merge.MERGE),
+            cap=None if cap is None else self.whole(name, "cap", "cap", cap),
+            compose_runs=self.whole(name, "compose", "compose runs", compose.get("runs", 0)),
+            compose_depth=self.whole(name, "compose", "compose depth", compose.get("depth", 2)),
+        )
+
+    def named_step(self, owner: _Declared, key: str, name: str, inside: tuple[str, ...]) -> Step:
+        """The step ``name``, which ``owner``'s ``key`` names: a ``[step.<name>]``, used once."""
+        found = self.declared.get(name)
+        if found is None or found.table != "step":
+            what = "is not declared" if found is None else f"is a {found.table}, not a step"
+            raise self.error(
+                owner.name,
+                key,
+                f"{key} names {name!r}, which {what}",
+                f"declare [step.{name}] and name it here",
+            )
+        block = self.block(owner.name, key, name, inside)
+        assert isinstance(block, Step)  # noqa: S101 (a [step.] table reads as a Step)
+        return block
+
     def known_keys(self, found: _Declared) -> None:
-        keys = {"step": _STEP_KEYS, "loop": _LOOP_KEYS, "parallel": _PARALLEL_KEYS}[found.table]
+        keys = {
+            "step": _STEP_KEYS,
+            "loop": _LOOP_KEYS,
+            "parallel": _PARALLEL_KEYS,
+            "orchestrate": _ORCHESTRATE_KEYS,
+        }[found.table]
         unknown = sorted(set(found.data) - keys)
         if unknown:
             raise self.error(

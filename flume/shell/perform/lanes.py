@@ -21,7 +21,14 @@ from pathlib import Path
 
 from pyrsistent import pvector
 
-from flume.core.actions import ActionName, LaneOrder, LaunchLane, MergeLanes, OrderLane
+from flume.core.actions import (
+    ActionName,
+    LaneOrder,
+    LaunchLane,
+    MergeLanes,
+    NotifyLane,
+    OrderLane,
+)
 from flume.core.errors import UsageError
 from flume.core.ids import Instant, Sha
 from flume.core.lanes import takes_order
@@ -32,9 +39,11 @@ from flume.core.observations import (
     LanesMerged,
     Launched,
     MergeConflicted,
+    Notified,
     Observation,
     TidyAsked,
 )
+from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.perform import launcher
@@ -101,6 +110,26 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
         return []
     if given is not None:
         _log.info("lane %s given %s", action.place, action.order.value)
+    return []
+
+
+def notify(action: NotifyLane, at: Instant) -> list[Observation]:
+    """Journal a lead's words into its child's journal (``Notified``), under the journal's lock.
+
+    The child's rules decide whether its live agent is told or its next prompt reads them. A
+    child with no journal, or one that ended, takes nothing; a journal that cannot be read or
+    written is logged, and the run goes on.
+    """
+    path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
+    if not path.is_file():
+        return []
+    seen = Notified(at=at, text=action.text)
+    try:
+        places.command_if(
+            path, seen, Settings(), lambda child: child.life in {Life.MAKING, Life.ACTIVE}
+        )
+    except (UsageError, journal.JournalError, OSError) as error:
+        _log.warning("child %s was not given its lead's words: %s", action.place, error)
     return []
 
 

@@ -38,6 +38,7 @@ from flume.core.actions import (
     LaunchLane,
     MakeWorktree,
     MergeLanes,
+    NotifyLane,
     OpenPR,
     OrderLane,
     Push,
@@ -184,6 +185,8 @@ class Performer:
                 return lanes.launch(action, self.now())
             case OrderLane():
                 return lanes.order(action, self.now())
+            case NotifyLane():
+                return lanes.notify(action, self.now())
             case MergeLanes():
                 problem = not_in_place(place, Path(action.path), refusing="nothing is merged")
                 if problem is not None:

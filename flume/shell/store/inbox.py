@@ -42,10 +42,19 @@ from pathlib import Path
 import attrs
 from pyrsistent import pvector
 
+from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant, SessionId
-from flume.core.observations import AskSaid, NeedsSaid, Observation, ProgressSaid, SubmitAsked
-from flume.core.place import Short
+from flume.core.observations import (
+    AskSaid,
+    NeedsSaid,
+    NotifySaid,
+    Observation,
+    ProgressSaid,
+    SpawnSaid,
+    SubmitAsked,
+)
+from flume.core.place import Short, lanes_in_order
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
@@ -54,7 +63,7 @@ from flume.shell.store import places
 #: The variable that names a sandboxed agent's inbox to the commands it runs.
 VARIABLE = "FLUME_INBOX"
 #: The commands an agent may send through its inbox; nothing else is carried out.
-KINDS = ("needs", "progress", "ask", "submit")
+KINDS = ("needs", "progress", "ask", "submit", "spawn", "notify")
 #: Seconds a command waits for the supervisor's answer before it withdraws its request.
 WAIT_SECONDS = 60.0
 #: Seconds it waits more for a request the supervisor took before that deadline.
@@ -100,6 +109,19 @@ def observation(request: Request, at: Instant) -> Observation:
         return AskSaid(at=at, question=question, options=pvector(offered), session=request.session)
     if request.kind == "submit":
         return SubmitAsked(at=at, session=request.session)
+    if request.kind == "spawn":
+        # Its one option, if any, is the agent the child runs (checked by the CLI).
+        agents = [each.value for each in AgentName]
+        if request.options and request.options[0] not in agents:
+            raise UsageError.one(
+                "agent", f"{request.options[0]!r} is not an agent", f"use one of {agents}"
+            )
+        agent = AgentName(request.options[0]) if request.options else None
+        goal = checked_text("goal", request.words)
+        return SpawnSaid(at=at, goal=goal, agent=agent, session=request.session)
+    if request.kind == "notify" and len(request.options) == 1:
+        text = checked_text("words", request.words)
+        return NotifySaid(at=at, to=request.options[0], text=text, session=request.session)
     raise UsageError.one(
         "command",
         f"{request.kind!r} is not a command an agent sends its supervisor",
@@ -116,6 +138,14 @@ def printed(kind: str, decision: Decision) -> str:
         return f"flume: {name} stops short: {phase.words if isinstance(phase, Short) else ''}"
     if kind == "progress":
         return f"flume: {name}: progress noted"
+    if kind == "spawn":
+        run = lanes_in_order(place)[-1]
+        return (
+            f"flume: {name}: spawned {run.lane} ({run.place}); news of it comes to you as "
+            "messages. Spawn the others, then end your turn and wait."
+        )
+    if kind == "notify":
+        return f"flume: {name}: your words go to the children named"
     if kind == "ask":
         return (
             f"flume: {name}: asked {place.questions[-1].id}; the answer will come to you as a "

@@ -46,6 +46,7 @@ from flume.core.observations import (
     Observation,
     Tick,
 )
+from flume.core.orchestrate import children_news
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
@@ -281,8 +282,11 @@ class Supervisor:
             run = each.place
             if run is None or each.problem or each.foreign:
                 continue
-            for ended in lanes_ended(run, lanes.get(run.launch.repository, {}), now):
+            found = lanes.get(run.launch.repository, {})
+            for ended in lanes_ended(run, found, now):
                 self._append(each, ended)
+            for news in children_news(run, found, now):
+                self._append(each, news)
 
     def _deadlines(self, now: Instant) -> None:
         """Journal a tick for each place whose deadlines it moves; others cost nothing."""

@@ -1,0 +1,533 @@
+"""Orchestrate blocks: a lead agent supervising children, each child a lane.
+
+Theory of operation. The lead is the run's own step: its agent works in the run's worktree, its
+prompt delivered and its gate judged as any step's. Its children are lanes (places of their own,
+:mod:`flume.core.lanes`): the block's static branches from its entry, children of the template
+step only when the lead runs ``flume spawn --goal``. The run learns of its children only from
+observations the shell journals into its journal: ``LaneEnded`` when one ends, ``ChildNews``
+for the rest (started, asked, progress, paused, stopped short), so its replay depends on its
+journal alone. Each piece of news goes to the lead as a tell; its lead's words go to a child
+(``flume notify``) as ``Notified`` in the child's journal.
+
+The rules:
+
+- WF-CHILDREN-CAP: the lead spawns at most ``max`` children of the template, none over a
+  spent budget; at most ``cap`` children have a live agent at once, the rest wait in order.
+  A spawn past either is refused, journaling nothing, its reason printed to the lead.
+- WF-LEAD-WAITS-JOIN: the lead's gate is not judged (at a turn's end, nor on its agent found
+  waiting), nor does its stage end on quiet, until every child is terminal, the finished ones
+  merged into the run's branch (``merge``, in order, while the lead waits), and the lead's
+  transcript holds the tell that says so. Then the block ends on the lead's gate.
+- WF-CHILD-NEWS-BATCHED: news of children reaches the lead unasked, each piece once; pieces
+  that come while one is held join it, so N pieces that come while the lead works cost one send.
+- WF-CHILD-PAUSE-SURFACES: a child paused or stopped short is news for the lead and shows on
+  the run's status, named, with the command that resolves it.
+- WF-DROP-CASCADES: a dropped run drops its running children (their agents end) and never
+  launches those that wait; tidy keeps every child's commits not merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+from pyrsistent import pmap, pvector
+
+from flume.core import budget, tell
+from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
+from flume.core.choices import AgentName
+from flume.core.errors import UsageError, refused
+from flume.core.ids import Instant, PlaceName
+from flume.core.kinds import Merge, Orchestrate, child_kind, lane_names
+from flume.core.launch import lane_work_name, place_branch, place_name
+from flume.core.observations import (
+    Activity,
+    ChildNews,
+    LaneEnded,
+    LanesMerged,
+    Notified,
+    NotifySaid,
+    SpawnSaid,
+)
+from flume.core.place import (
+    AwaitingWord,
+    JoinStage,
+    LaneRun,
+    LaneState,
+    Life,
+    Outcome,
+    Paused,
+    Place,
+    Queued,
+    Short,
+    Tell,
+    Working,
+    accepts,
+    evolve,
+    is_live,
+    lanes_in_order,
+    leading,
+    merge_action,
+    resolve_command,
+)
+from flume.core.settings import Settings
+
+#: The most characters a goal or a lead's words may hold.
+MOST_WORDS = 4000
+
+#: The prefix of a child's news id that says it paused or stopped short.
+PAUSED = "paused:"
+
+_TERMINAL = frozenset({LaneState.FINISHED, LaneState.ENDED})
+
+
+def children(place: Place) -> list[LaneRun]:
+    """The current orchestrate block's children, in order; none before its entry."""
+    if leading(place) is None or place.lanes_key != place.stage.key:
+        return []
+    return lanes_in_order(place)
+
+
+def _passes(place: Place) -> tuple[int, ...]:
+    position = place.stage.position
+    return () if position is None else tuple(each.number for each in position.passes)
+
+
+def _run(
+    place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
+) -> LaneRun:
+    work = lane_work_name(place.launch.name, lane, _passes(place))
+    return LaneRun(
+        lane=lane,
+        index=index,
+        place=place_name(place.kind.name, work),
+        branch=place_branch(place.kind, work),
+        goal=goal,
+        agent=agent,
+    )
+
+
+def _entered(place: Place, block: Orchestrate) -> Place:
+    """The block at this key, entered: its static branches wait, cut from the run's head now."""
+    if place.lanes_key == place.stage.key:
+        return place
+    runs = {lane: _run(place, lane, index) for index, lane in enumerate(lane_names(block))}
+    return evolve(
+        place,
+        lanes=pmap(runs),
+        lanes_key=place.stage.key,
+        entry=place.head,
+        finished_lanes=pvector(),
+        merging=pvector(),
+        join=JoinStage.OPEN,
+        join_tell=None,
+    )
+
+
+def enter_when_started(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """An orchestrate block is entered once its lead's stage runs: its static children start."""
+    del settings, now
+    block = leading(place)
+    if (
+        block is None
+        or place.lanes_key == place.stage.key
+        or place.life is not Life.ACTIVE
+        or not place.ready
+        or place.head is None
+        or isinstance(place.stage.phase, AwaitingWord | Queued)
+    ):
+        return place, ()
+    place = _entered(place, block)
+    return _launch_more(place, block)
+
+
+def _launch_more(place: Place, block: Orchestrate) -> Outcome:
+    """WF-CHILDREN-CAP: waiting children start, in order, while fewer than ``cap`` run."""
+    if budget.spent_budget(place.budgets, place.spent, 0, place.now) is not None:
+        return place, ()
+    running = sum(1 for run in place.lanes.values() if run.state is LaneState.RUNNING)
+    room = (block.cap or len(place.lanes)) - running
+    actions: list[Action] = []
+    for run in lanes_in_order(place):
+        if room <= 0:
+            break
+        if run.state is not LaneState.WAITING:
+            continue
+        started = attrs.evolve(run, state=LaneState.RUNNING)
+        place = evolve(place, lanes=place.lanes.set(run.lane, started))
+        room -= 1
+        actions.append(launch_child(place, block, started))
+        actions.append(
+            Report(
+                event=Event.LANE_LAUNCHED,
+                text=f"child {run.lane} launched: {run.place} on {run.branch}",
+                stage=place.stage.name,
+            )
+        )
+    return place, tuple(actions)
+
+
+def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
+    """The launch of child ``run``: the run's, named ``<name>+<child>``, based on its branch."""
+    from flume.core.lanes import lane_launch  # noqa: PLC0415 (lanes imports this module's rules)
+
+    kind = child_kind(place.kind, block, run.lane, run.agent)
+    return lane_launch(place, run.lane, kind, goal=run.goal, led=True)
+
+
+def _lead_command(
+    place: Place, edge: str, session: object, command: type[SpawnSaid | NotifySaid]
+) -> Orchestrate:
+    """The lead's command ``edge``: its block, once the edges, the agent and the run allow it."""
+    from flume.core.messages import may  # noqa: PLC0415 (messages imports the place's rules)
+
+    name = place.launch.place
+    block = leading(place)
+    if (
+        place.life is not Life.ACTIVE
+        or not accepts(place.stage.phase, command)
+        or not is_live(place)
+    ):
+        raise refused(
+            edge,
+            f"no lead of {name} is running",
+            f"flume {edge} is for the lead of a running orchestrate block",
+        )
+    if block is None:
+        raise refused(
+            edge,
+            f"step {place.stage.key} of {name} is no orchestrate block's lead",
+            f"only a lead may {edge}; a step may progress or ask",
+        )
+    may(place, edge, session)
+    return block
+
+
+def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
+    """WF-CHILDREN-CAP: a child of the template, its goal the lead's, within max and budget."""
+    block = _lead_command(place, "spawn", seen.session, SpawnSaid)
+    template = block.template
+    assert template is not None  # noqa: S101 (a lead that may spawn has a template: kinds checks)
+    goal = seen.goal.strip()
+    if not goal or len(goal) > MOST_WORDS:
+        raise refused(
+            "spawn", f"the goal is empty or over {MOST_WORDS} characters", "say what it builds"
+        )
+    if place.join is not JoinStage.OPEN and place.lanes_key == place.stage.key:
+        raise refused(
+            "spawn",
+            f"every child of {block.name} is terminal and joined",
+            "write your verdict",
+        )
+    place = _entered(place, block)
+    static = set(lane_names(block))
+    spawned = sum(1 for lane in place.lanes if lane not in static)
+    if spawned >= block.max:
+        raise refused(
+            "spawn",
+            f"{block.name} may spawn {block.max} {template.name} children at most, and "
+            f"{spawned} are spawned",
+            "give more to a child that runs (flume notify), or wait for the children you have",
+        )
+    spent = budget.spent_budget(place.budgets, place.spent, 0, place.now)
+    if spent is not None:
+        raise refused("spawn", f"the run's budget {spent} is spent", "no child starts over it")
+    lane = f"{template.name}-{spawned + 1}"
+    run = _run(place, lane, len(place.lanes), goal=goal, agent=seen.agent)
+    place = evolve(place, lanes=place.lanes.set(lane, run))
+    report = Report(
+        event=Event.SPAWNED,
+        text=f"{place.stage.key} spawned {lane} ({spawned + 1} of {block.max}): {goal}",
+        stage=place.stage.name,
+    )
+    place, launched = _launch_more(place, block)
+    return place, (report, *launched)
+
+
+def on_notify(place: Place, seen: NotifySaid) -> Outcome:
+    """A lead's words for a child, or all: one running is told, one waiting reads them first."""
+    block = _lead_command(place, "notify", seen.session, NotifySaid)
+    text = seen.text.strip()
+    if not text or len(text) > MOST_WORDS:
+        raise refused(
+            "notify", f"the words are empty or over {MOST_WORDS} characters", "say it shorter"
+        )
+    runs = children(place)
+    if seen.to != "all" and seen.to not in {run.lane for run in runs}:
+        names = ", ".join(run.lane for run in runs) or "none yet"
+        raise UsageError.one(
+            "to",
+            f"{block.name} has no child {seen.to!r} (its children: {names})",
+            "name a child, or all",
+        )
+    targets = [
+        run
+        for run in runs
+        if (seen.to in {"all", run.lane}) and run.state in {LaneState.WAITING, LaneState.RUNNING}
+    ]
+    if not targets:
+        raise refused(
+            "notify",
+            f"no child of {block.name} named {seen.to} is running or waiting",
+            "a child that ended hears nothing more",
+        )
+    words = f"Your lead says:\n\n{text}"
+    actions: list[Action] = []
+    lanes = place.lanes
+    for run in targets:
+        if run.state is LaneState.RUNNING:
+            actions.append(
+                NotifyLane(repository=place.launch.repository, place=run.place, text=words)
+            )
+        else:
+            lanes = lanes.set(run.lane, attrs.evolve(run, goal=f"{run.goal}\n\n{words}".strip()))
+    report = Report(
+        event=Event.NOTIFIED,
+        text=f"{place.stage.key} told {', '.join(run.lane for run in targets)}: {text}",
+        stage=place.stage.name,
+    )
+    return evolve(place, lanes=lanes), (report, *actions)
+
+
+def on_notified(place: Place, seen: Notified) -> Outcome:
+    """A child's lead's words: told to its live agent, or read in its prompt when it starts."""
+    if place.life not in {Life.MAKING, Life.ACTIVE}:
+        return place, ()
+    try:
+        return tell.on_told(place, seen.text, seen.at)
+    except UsageError:
+        # No agent to tell yet, or it asks a person: its next prompt reads the words.
+        return evolve(place, notes=place.notes.append(seen.text)), ()
+
+
+def _tell_lead(place: Place, text: str, now: Instant) -> Place:
+    """WF-CHILD-NEWS-BATCHED: news joins the lead's held news tell, or is held as a new one."""
+    agent = place.agent
+    if agent is None or agent.ending:
+        return place
+    last = place.held[-1] if place.held else None
+    if last is not None and last.number == place.news_tell:
+        joined = attrs.evolve(last, text=f"{last.text}\n{text}")
+        return evolve(place, held=place.held.set(len(place.held) - 1, joined))
+    number = place.tells_given + 1
+    held = Tell(number=number, text=f"News of your children:\n{text}", asked_at=now)
+    return evolve(place, held=place.held.append(held), tells_given=number, news_tell=number)
+
+
+def on_child_news(place: Place, seen: ChildNews) -> Outcome:
+    """A child's news, once each: shown on the run, and told to the lead."""
+    run = place.lanes.get(seen.lane)
+    if run is None or not children(place) or seen.id in run.news:
+        return place, ()
+    # WF-CHILD-PAUSE-SURFACES: a pause shows on the run until the child's next news.
+    paused = seen.text if seen.id.startswith(PAUSED) else ""
+    noted = attrs.evolve(run, news=run.news.add(seen.id), note=seen.text, paused=paused)
+    place = evolve(place, lanes=place.lanes.set(seen.lane, noted))
+    place = _tell_lead(place, f"- {seen.lane}: {seen.text}", seen.at)
+    report = Report(event=Event.CHILD, text=f"{seen.lane}: {seen.text}", stage=place.stage.name)
+    return place, (report,)
+
+
+def on_child_ended(place: Place, seen: LaneEnded) -> Outcome:
+    """A running child ended: its spend counted, its lead told, the next waiting one started."""
+    block = leading(place)
+    run = place.lanes.get(seen.lane)
+    if block is None or run is None or run.state is not LaneState.RUNNING or not children(place):
+        return place, ()
+    state = LaneState.FINISHED if seen.finished else LaneState.ENDED
+    how = f"finished at {seen.head}" if seen.finished else "ended unfinished (dropped)"
+    ended = attrs.evolve(run, state=state, head=seen.head, note=how, paused="")
+    spent = attrs.evolve(
+        place.spent,
+        turns=place.spent.turns + seen.turns,
+        tokens=place.spent.tokens + seen.tokens,
+    )
+    place = evolve(place, lanes=place.lanes.set(seen.lane, ended), spent=spent)
+    if seen.finished:
+        place = evolve(place, finished_lanes=place.finished_lanes.append(seen.lane))
+    place = _tell_lead(place, f"- {seen.lane}: {how}", seen.at)
+    report = Report(event=Event.LANE_ENDED, text=f"child {seen.lane} {how}", stage=place.stage.name)
+    place, launched = _launch_more(place, block)
+    return place, (report, *launched)
+
+
+def join_when_ready(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-LEAD-WAITS-JOIN: every child terminal, the lead waiting: merge, then tell the lead.
+
+    Only once the lead ended a turn (its spawns are in) and nothing is held or in flight for it:
+    the merge runs in its worktree while it waits.
+    """
+    del settings, now
+    block = leading(place)
+    agent = place.agent
+    if (
+        block is None
+        or place.life is not Life.ACTIVE
+        or place.join is not JoinStage.OPEN
+        or place.lanes_key != place.stage.key
+        or not isinstance(place.stage.phase, Working)
+        or place.stage.turns < 1
+        or agent is None
+        or agent.ending
+        or agent.activity is not Activity.WAITING
+        or place.held
+        or place.sending is not None
+        or any(run.state not in _TERMINAL for run in place.lanes.values())
+    ):
+        return place, ()
+    finished = [run.lane for run in lanes_in_order(place) if run.state is LaneState.FINISHED]
+    match block.merge:
+        case Merge.MERGE:
+            chosen = finished
+        case Merge.PICK:
+            chosen = list(place.finished_lanes[:1])
+        case _:
+            chosen = []
+    place = evolve(place, merging=pvector(chosen))
+    if not chosen:
+        return _told(place, block)
+    place = evolve(place, join=JoinStage.MERGING)
+    return place, (merge_action(place),)
+
+
+def merging(place: Place) -> bool:
+    """The run merges its orchestrate block's finished children."""
+    return leading(place) is not None and place.join is JoinStage.MERGING
+
+
+def on_children_merged(place: Place, seen: LanesMerged) -> Outcome:
+    """The finished children are merged: the lead is told to write its verdict."""
+    block = leading(place)
+    if block is None or place.join is not JoinStage.MERGING:
+        return place, ()
+    return _told(evolve(place, head=seen.head), block)
+
+
+def _told(place: Place, block: Orchestrate) -> Outcome:
+    """The join is met: the lead is told every child is terminal, and to write its verdict."""
+    runs = lanes_in_order(place)
+    said = "\n".join(f"- {run.lane}: {run.state.value}" for run in runs) or "- none was spawned"
+    merged = ", ".join(place.merging) or "none"
+    text = (
+        f"All children of {block.name} are terminal:\n{said}\n"
+        f"Merged into {place.branch}: {merged}. Write your verdict now."
+    )
+    report = Report(
+        event=Event.JOINED,
+        text=f"every child of {block.name} is terminal; merged: {merged}; the lead is told",
+        stage=place.stage.name,
+    )
+    orders = tidy_children(place)
+    if is_live(place) and place.agent is not None:
+        number = place.tells_given + 1
+        held = Tell(number=number, text=text, asked_at=place.now)
+        place = evolve(
+            place,
+            held=place.held.append(held),
+            tells_given=number,
+            join=JoinStage.TOLD,
+            join_tell=number,
+        )
+        return place, (report, *orders)
+    # No lead lives (it paused meanwhile): its next attempt is told in its prompt.
+    run = attrs.evolve(place.stage, words=text)
+    return evolve(place, join=JoinStage.TOLD, join_tell=None, stage=run), (report, *orders)
+
+
+def tidy_children(place: Place) -> tuple[Action, ...]:
+    """WF-TIDY-LANES for children: tidy each one that finished (tidy keeps what is unmerged)."""
+    from flume.core.lanes import tidy_orders  # noqa: PLC0415 (lanes imports this module's rules)
+
+    return tidy_orders(place)
+
+
+def requeue_lead(place: Place) -> Outcome:
+    """A merge resolved by hand while the lead was paused: its next attempt writes the verdict."""
+    block = leading(place)
+    assert block is not None  # noqa: S101 (asked only at an orchestrate's lead)
+    place = evolve(place, join=JoinStage.OPEN)
+    run = attrs.evolve(place.stage, phase=Queued(), attempt=place.stage.attempt + 1)
+    return _told(evolve(place, stage=run), block)
+
+
+def pending(place: Place) -> tuple[Action, ...]:
+    """RESTART-PENDING for children: launches asked and perhaps never carried out; the merge."""
+    block = leading(place)
+    if block is None or place.life is not Life.ACTIVE or not children(place):
+        return ()
+    found: list[Action] = [
+        launch_child(place, block, run)
+        for run in lanes_in_order(place)
+        if run.state is LaneState.RUNNING
+    ]
+    if place.join is JoinStage.MERGING:
+        found.append(merge_action(place))
+    return tuple(found)
+
+
+def children_news(run: Place, places: Mapping[PlaceName, Place], now: Instant) -> list[ChildNews]:
+    """What the run's lead is to hear of its running children, from their places as they stand.
+
+    Each piece once (its id): started; each gate passed; each question open (with the command
+    that answers it); the last progress; paused or stopped short (with what resolves it), and
+    going on again after. Only the places the run named, launched by it from this entry.
+    """
+    told: list[ChildNews] = []
+    for lane in children(run):
+        found = places.get(lane.place)
+        if (
+            lane.state is not LaneState.RUNNING
+            or found is None
+            or found.launch.parent != run.launch.place
+            or found.start != run.entry
+        ):
+            continue
+        told.extend(
+            ChildNews(at=now, lane=lane.lane, id=ident, text=text)
+            for ident, text in _news_of(lane, found)
+            if ident not in lane.news
+        )
+    return told
+
+
+def _news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
+    """A child's news as (id, words), in the order the lead hears it."""
+    from flume.core.messages import question_words  # noqa: PLC0415 (messages imports place rules)
+
+    news: list[tuple[str, str]] = []
+    name = child.launch.place
+    if child.attempts:
+        news.append(("started", f"started ({name})"))
+    news.extend((f"passed:{key}", f"passed the gate of {key}") for key in child.completed)
+    news.extend(
+        (
+            question.id,
+            (
+                f"asks {question_words(question)}. Answer it: "
+                f'flume answer {name} {question.id} "<your answer>"'
+            ),
+        )
+        for question in child.questions
+        if question.answer is None
+    )
+    if child.progress:
+        news.append((f"progress:{child.progress[:200]}", f"progress: {child.progress}"))
+    phase = child.stage.phase
+    stopped = f"{child.stage.key}#{child.stage.attempt}"
+    if isinstance(phase, Paused):
+        news.append(
+            (
+                f"{PAUSED}{stopped}:{phase.cause.value}",
+                f"paused ({phase.cause.value}): {phase.words}; {resolve_command(child, phase)}",
+            )
+        )
+    elif isinstance(phase, Short):
+        news.append(
+            (
+                f"{PAUSED}{stopped}:{phase.cause.value}",
+                f"stopped short ({phase.cause.value}): {phase.words}; flume retry {name}",
+            )
+        )
+    elif lane.paused:
+        news.append((f"resumed:{len(lane.news)}", "goes on again"))
+    return news
