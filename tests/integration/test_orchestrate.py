@@ -1,0 +1,160 @@
+"""An orchestrate block end to end: a lead spawns coders, answers one, and writes its verdict.
+
+flume's test agent plays the lead and each coder, running ``flume spawn``, ``flume ask`` and
+``flume answer`` through its Bash tool as Claude Code would. Through the real supervisor in
+tmux, with real git: each coder a lane of its own, merged into the run's branch in order once
+all are terminal; the lead told so, then judged on its verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flume.core.actions import Event, JudgeGate, LaunchLane, Report
+from flume.core.observations import ChildNews, LaneEnded, SpawnSaid
+from flume.core.place import Life
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from tests.integration.agents_kit import (
+    agent_repository,
+    decided,
+    observations,
+    place_of,
+    script,
+    typed_lines,
+    wait_for,
+)
+from tests.integration.places_kit import flume_process, run_git
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
+KIND = """\
+[kind]
+name = "crew"
+body = ["build"]
+
+[orchestrate.build]
+lead = "lead"
+children = { template = "coder", max = 3 }
+cap = 2
+
+[step.lead]
+prompt = "Give each slice to a coder with flume spawn --goal. Answer their questions. \
+When all are done, write $verdict."
+gate = "verdict"
+may = ["spawn", "notify"]
+
+[step.coder]
+prompt = "Build: $goal. If the plan is unclear, flume ask. Commit."
+gate = "commit"
+may = ["progress", "ask"]
+"""
+
+SCRIPT = """
+[[turn]]
+match = ":lead:1"
+steps = [
+    {run = ["flume", "spawn", "--goal", "slice a: write a.md"]},
+    {run = ["flume", "spawn", "--goal", "slice b: write b.md"]},
+    {run = ["flume", "spawn", "--goal", "slice c: write c.md"]},
+    {run = ["sh", "-c", "flume spawn --goal 'one too many' > over.txt 2>&1; echo $? >> over.txt"]},
+]
+
+[[turn]]
+match = "Build: slice a"
+steps = [{write = {path = "a.md", text = "a\\n"}}, {commit = "Slice a"}]
+
+[[turn]]
+match = "Build: slice b"
+steps = [{run = ["flume", "ask", "Hello or Hi in b.md?"]}]
+
+[[turn]]
+match = "The answer to your question q1"
+steps = [{write = {path = "b.md", text = "Hello\\n"}}, {commit = "Slice b"}]
+
+[[turn]]
+match = "Build: slice c"
+steps = [{write = {path = "c.md", text = "c\\n"}}, {commit = "Slice c"}]
+
+[[turn]]
+match = "asks q1: Hello or Hi in b.md?"
+steps = [{run = ["flume", "answer", "crew--team+coder-2", "q1", "Hello"]}]
+
+[[turn]]
+match = "All children of build are terminal"
+steps = [{write = {path = "$board/lead/verdict.json", text = '{"result": "done"}'}}]
+"""
+
+
+def _status(repo: Path, place: str) -> dict[str, Any]:
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    assert shown.returncode == 0, shown.stderr
+    (found,) = [p for p in json.loads(shown.stdout)["places"] if p["place"] == place]
+    assert isinstance(found, dict)
+    return found
+
+
+def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """WF-CHILDREN-CAP, WF-ASK-ONE-ANSWERER (the lead), WF-LEAD-WAITS-JOIN, merged in order."""
+    del panes
+    repo = agent_repository(tmp_path)
+    kind = tmp_path / "crew.toml"
+    kind.write_text(KIND, encoding="utf-8")
+    agent_script = script(tmp_path, SCRIPT)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "team",
+        "--brief", "the greetings", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    path = places.journals_dir(repo) / "crew--team" / places.JOURNAL
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
+    run = place_of(path)
+    assert list(run.completed) == ["lead"]
+    # Three spawned, the fourth refused with its reason where the lead reads it; cap 2 held.
+    spawned = [seen for seen in observations(path) if isinstance(seen, SpawnSaid)]
+    assert [seen.goal for seen in spawned] == [
+        "slice a: write a.md",
+        "slice b: write b.md",
+        "slice c: write c.md",
+    ]
+    over = (repo / "places" / "crew--team" / "over.txt").read_text()
+    assert "may spawn 3 coder children at most, and 3 are spawned" in over
+    assert over.strip().endswith("1")
+    launches = [a for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    assert [a.launch.name for a in launches] == ["team+coder-1", "team+coder-2", "team+coder-3"]
+    assert all(a.launch.led for a in launches)
+    # The question went to the lead, which answered it; the child's transcript holds it.
+    news = [seen for seen in observations(path) if isinstance(seen, ChildNews)]
+    assert any(seen.lane == "coder-2" and seen.id == "q1" for seen in news)
+    child = place_of(places.journals_dir(repo) / "crew--team+coder-2" / places.JOURNAL)
+    (question,) = child.questions
+    assert question.answer == "Hello"
+    (said,) = typed_lines(child, question.session, "The answer to your question q1")
+    assert "Hello" in str(said["message"])
+    # The lead's gate was read only once every child had ended and it was told so.
+    ended = [seen for seen in observations(path) if isinstance(seen, LaneEnded)]
+    assert sorted(seen.lane for seen in ended) == ["coder-1", "coder-2", "coder-3"]
+    assert all(seen.finished for seen in ended)
+    events = [(r.event, r.text) for r in decided(path, Report) if isinstance(r, Report)]
+    joined = next(i for i, (event, _) in enumerate(events) if event is Event.JOINED)
+    assert joined > max(i for i, (event, _) in enumerate(events) if event is Event.LANE_ENDED)
+    assert [a for a in decided(path, JudgeGate) if isinstance(a, JudgeGate)]
+    merges = run_git(repo, "log", "--first-parent", "--format=%s", "crew/team").splitlines()
+    assert [s for s in merges if s.startswith("Merge")] == [
+        "Merge lane coder-3 (crew/team+coder-3) into crew/team",
+        "Merge lane coder-2 (crew/team+coder-2) into crew/team",
+        "Merge lane coder-1 (crew/team+coder-1) into crew/team",
+    ]
+    for name in ("a.md", "b.md", "c.md"):
+        assert run_git(repo, "show", f"crew/team:{name}")
+    row = _status(repo, "crew--team")
+    assert row["life"] == "finished"
