@@ -88,7 +88,7 @@ def spawn(
         str | None, typer.Option(metavar="AGENT", help="The agent it runs, if not its step's.")
     ] = None,
 ) -> None:
-    """For a lead: spawn a child of its block's template, with its goal.
+    """For a lead: spawn a child of its block's template.
 
     Its step must be an orchestrate block's lead that may spawn; refused past the block's max
     or a spent budget, nothing started. News of the child comes back as messages.

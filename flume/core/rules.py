@@ -73,6 +73,26 @@ RULES: dict[str, str] = {
     "WF-PUSH-ONLY-RUN-BRANCH": (
         "Finalize pushes only the run's branch: never forced, never the base."
     ),
+    "WF-CHILDREN-CAP": (
+        "A lead spawns at most max children, none over a spent budget; at most cap run at once; a "
+        "refused spawn journals nothing."
+    ),
+    "WF-LEAD-WAITS-JOIN": (
+        "A lead's gate is judged only once every child is terminal, the finished merged, and its "
+        "transcript holds the join's tell."
+    ),
+    "WF-CHILD-NEWS-BATCHED": (
+        "Each piece of a child's news reaches its lead once; pieces that come while one is held "
+        "join it, one send."
+    ),
+    "WF-CHILD-PAUSE-SURFACES": (
+        "A child paused or stopped short shows on its run's status, named, with where to resolve "
+        "it."
+    ),
+    "WF-DROP-CASCADES": (
+        "A dropped run drops its running children and launches no more; tidy keeps their unmerged "
+        "commits."
+    ),
     "STEP-NAMED": ("A tell or retry naming a step is taken only while the run is at that step."),
     "WF-STALL-NUDGES-ONCE": (
         "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."

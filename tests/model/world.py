@@ -30,6 +30,7 @@ from flume.core.actions import (
     LaunchLane,
     MakeWorktree,
     MergeLanes,
+    NotifyLane,
     OpenPR,
     OrderLane,
     Push,
@@ -256,6 +257,8 @@ class FakeWorld:
     lanes: dict[str, FakeLane] = attrs.field(factory=dict)
     #: Lanes whose merge conflicts until a person or an agent merges them.
     conflicting: set[str] = attrs.field(factory=set)
+    #: Each lead's words a child's journal took: (the child's place, the words).
+    notified: list[tuple[str, str]] = attrs.field(factory=list)
     #: Each merge asked: the lanes in the order asked.
     merges: list[tuple[str, ...]] = attrs.field(factory=list)
     #: Finalize's remote: its branches' heads; whether it answers; each push that moved it.
@@ -502,6 +505,9 @@ class FakeWorld:
                     if order is LaneOrder.DROP and found.life == "running":
                         # The lane's place takes the drop: its agent ends, it works no more.
                         found.life = "dropped"
+                return []
+            case NotifyLane(place=place, text=text):
+                self.notified.append((place, text))
                 return []
             case MergeLanes(branch=branch, lanes=lanes, branches=merged):
                 self.merges.append(tuple(lanes))

@@ -1,0 +1,313 @@
+"""An orchestrate block: a lead spawning children, hearing their news, told the join, judged last.
+
+The run is the FakeWorld's place, its lead the world's agent; each child is a place of its own,
+which the world stands in for (``FakeLane``): launched, it runs until the machine ends it, and
+the world tells the run so (``LaneEnded``, ``ChildNews``), as the supervisor does when it reads
+the child's journal. The world restarts the shell at any line: the run replayed from its
+journal, its pending actions performed again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from pyrsistent import pset, pvector
+
+from flume.core.actions import Event, JudgeGate, LaneOrder, LaunchLane, NotifyLane, OrderLane
+from flume.core.errors import UsageError
+from flume.core.ids import BlockName, KindName, StageName
+from flume.core.kinds import Commit, Kind, Orchestrate, Sequence, Step, Verdict, check_kind
+from flume.core.observations import (
+    ChildNews,
+    DropAsked,
+    LaneEnded,
+    NotifySaid,
+    SpawnSaid,
+)
+from flume.core.orchestrate import PAUSED, children
+from flume.core.place import JoinStage, LaneState, Life, Place
+from flume.core.settings import Settings
+from flume.core.status import status
+from tests.model.world import FakeWorld
+
+S = Settings()
+
+
+def crew(*, most: int = 3, cap: int | None = None) -> Kind:
+    """A lead (a verdict) that may spawn coders (each a commit) and notify them."""
+    lead = Step(
+        name=StageName("lead"),
+        prompt="Spawn a coder a slice; when all are done, write $verdict.",
+        deliverable=Verdict(),
+        may=pset(["spawn", "notify"]),
+    )
+    coder = Step(
+        name=StageName("coder"),
+        prompt="Build: $goal. Commit.",
+        deliverable=Commit(),
+        may=pset(["progress", "ask"]),
+    )
+    block = Orchestrate(name=BlockName("build"), lead=lead, template=coder, max=most, cap=cap)
+    kind = Kind(name=KindName("crew"), prefix="crew", body=Sequence(blocks=pvector([block])))
+    check_kind(kind)
+    return kind
+
+
+def world_of(kind: Kind) -> FakeWorld:
+    """A world that launched ``kind``; its lead started and told its prompt."""
+    world = FakeWorld(settings=S, kind=kind)
+    assert world.launch() is None
+    assert world.deliver()
+    return world
+
+
+def spawn(world: FakeWorld, goal: str = "slice a") -> UsageError | None:
+    """The lead runs ``flume spawn --goal``."""
+    agent = world.live_agent()
+    assert agent is not None
+    return world.feed(SpawnSaid(at=world.instant(), goal=goal, session=agent.session))
+
+
+def end_child(world: FakeWorld, lane: str, *, finished: bool) -> None:
+    """The child's place finishes (a commit on its branch) or is dropped; the run is told."""
+    found = world.lanes[lane]
+    head = world.git.commit(found.branch, world.now) if finished else world.git.head(found.branch)
+    found.life = "finished" if finished else "dropped"
+    world.now += 1
+    seen = LaneEnded(at=world.instant(), lane=lane, finished=finished, head=head)
+    assert world.feed(seen) is None
+
+
+def test_spawns_past_max_are_refused_and_nothing_is_journaled() -> None:
+    """Three coders spawned, the fourth refused (exit 1), journaling and launching nothing."""
+    world = world_of(crew(most=3, cap=2))
+    for goal in ("a", "b", "c"):
+        assert spawn(world, goal) is None
+    journaled = len(world.journal)
+    refused = spawn(world, "d")
+    assert refused is not None
+    assert refused.exit_status == 1
+    assert "may spawn 3 coder children at most, and 3 are spawned" in str(refused)
+    assert len(world.journal) == journaled
+    launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert [a.lane for a in launched] == ["coder-1", "coder-2"]
+    assert all(a.launch.led and a.launch.goal for a in launched)
+    end_child(world, "coder-1", finished=True)
+    launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert [a.lane for a in launched] == ["coder-1", "coder-2", "coder-3"]
+    assert launched[-1].launch.goal == "c"
+
+
+def test_the_lead_is_judged_only_once_the_children_are_merged_and_it_was_told() -> None:
+    """The lead's turns end while a child works: no gate read; then merge, tell, verdict."""
+    world = world_of(crew(most=2))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    world.write_verdict("done")
+    assert world.end_turn() is None
+    assert not [a for a in world.actions if isinstance(a, JudgeGate)]
+    end_child(world, "coder-1", finished=True)
+    end_child(world, "coder-2", finished=True)
+    # The lead waits: each piece of news is sent as it comes, then the join is told.
+    for _ in range(2):
+        assert world.deliver()
+        assert not [a for a in world.actions if isinstance(a, JudgeGate)]
+        assert world.end_turn() is None
+    assert world.merges == [("coder-1", "coder-2")]
+    place = world.place
+    assert place is not None
+    assert place.join is JoinStage.TOLD
+    assert world.deliver()
+    told = world.live_agent()
+    assert told is not None
+    assert "All children of build are terminal" in told.sends[-1].text
+    assert world.end_turn() is None
+    assert [a.stage for a in world.actions if isinstance(a, JudgeGate)] == ["lead"]
+    assert world.place is not None
+    assert world.place.life is Life.FINISHED
+    orders = [a for a in world.actions if isinstance(a, OrderLane)]
+    assert {a.order for a in orders} == {LaneOrder.TIDY}
+
+
+def test_a_child_s_question_and_pause_reach_the_lead_and_the_run_s_status() -> None:
+    """A question's news names the answer command; a paused child shows on the run's status."""
+    world = world_of(crew(most=2))
+    assert spawn(world) is None
+    for ident, text in (
+        ("started", "started (crew--x+coder-1)"),
+        ("q1", 'asks q1: Hello? Answer it: flume answer crew--x+coder-1 q1 "<your answer>"'),
+        (f"{PAUSED}coder#1:budget", "paused (budget): budget turns spent"),
+    ):
+        assert (
+            world.feed(ChildNews(at=world.instant(), lane="coder-1", id=ident, text=text)) is None
+        )
+    assert world.place is not None
+    view = status(world.place)
+    assert view.paused == "child-paused"
+    assert (
+        view.paused_words == "child coder-1 (crew--x+coder-1) paused (budget): budget turns spent"
+    )
+    assert world.end_turn() is None
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    news = agent.sends[-1].text
+    assert news.count("coder-1:") == 3
+    assert "flume answer crew--x+coder-1 q1" in news
+
+
+def test_notify_reaches_a_running_child_and_waits_in_the_goal_of_one_not_started() -> None:
+    """A running child's journal takes the words; a waiting one's goal holds them."""
+    world = world_of(crew(most=2, cap=1))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    agent = world.live_agent()
+    assert agent is not None
+    seen = NotifySaid(at=world.instant(), to="all", text="use tabs", session=agent.session)
+    assert world.feed(seen) is None
+    (notified,) = [a for a in world.actions if isinstance(a, NotifyLane)]
+    assert notified.place == "crew--x+coder-1"
+    assert "use tabs" in notified.text
+    assert world.place is not None
+    assert "use tabs" in world.place.lanes["coder-2"].goal
+    unknown = NotifySaid(at=world.instant(), to="coder-9", text="hi", session=agent.session)
+    refused = world.feed(unknown)
+    assert refused is not None
+    assert refused.exit_status == 2
+
+
+class OrchestrateMachine(RuleBasedStateMachine):
+    """A lead and its children against news, ends, drops and shells that die."""
+
+    world: FakeWorld
+
+    @initialize(
+        most=st.integers(min_value=1, max_value=3),
+        cap=st.none() | st.integers(min_value=1, max_value=2),
+    )
+    def launch(self, most: int, cap: int | None) -> None:
+        """Launch the crew with its max and cap drawn; its lead told its prompt."""
+        self.most, self.cap = most, cap or most
+        self.world = world_of(crew(most=most, cap=cap))
+        self.dropped_at: int | None = None
+
+    def _running(self) -> list[str]:
+        return [lane for lane, found in self.world.lanes.items() if found.life == "running"]
+
+    def _place(self) -> Place:
+        assert self.world.place is not None
+        return self.world.place
+
+    @rule(goal=st.sampled_from(["slice a", "slice b"]))
+    def the_lead_spawns(self, goal: str) -> None:
+        """WF-CHILDREN-CAP: at most max spawned, none past it, a refusal journals nothing."""
+        if self.world.live_agent() is None:
+            return
+        before = len(self.world.journal)
+        spawned = len(children(self._place()))
+        refused = spawn(self.world, goal)
+        if refused is not None:
+            assert len(self.world.journal) == before
+            return
+        assert spawned < self.most
+        assert len(children(self._place())) == spawned + 1
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data(), finished=st.booleans())
+    def a_child_ends(self, data: st.DataObject, *, finished: bool) -> None:
+        """A running child finishes its branch or is dropped, and the run hears of it."""
+        end_child(self.world, data.draw(st.sampled_from(self._running())), finished=finished)
+
+    @precondition(lambda self: self._running())
+    @rule(data=st.data(), ident=st.sampled_from(["started", "q1", f"{PAUSED}coder#1:stalled"]))
+    def a_child_has_news(self, data: st.DataObject, ident: str) -> None:
+        """The supervisor journals a piece of a running child's news into the run's journal."""
+        lane = data.draw(st.sampled_from(self._running()))
+        seen = ChildNews(at=self.world.instant(), lane=lane, id=ident, text=f"{lane} {ident}")
+        assert self.world.feed(seen) is None
+
+    @rule()
+    def the_lead_takes_what_it_is_sent(self) -> None:
+        """The lead waits and its transcript holds the last thing sent to it."""
+        self.world.deliver()
+
+    @rule()
+    def the_lead_writes_done_and_ends_its_turn(self) -> None:
+        """The lead writes its verdict, then its turn ends (judged only once the join is told)."""
+        if self.world.live_agent() is not None:
+            self.world.write_verdict("done")
+        self.world.end_turn()
+
+    @rule()
+    def the_shell_restarts(self) -> None:
+        """SIGKILL: the run replayed from its journal, its pending actions performed again."""
+        self.world.restart()
+
+    @rule()
+    def the_run_is_dropped(self) -> None:
+        """A person drops the run."""
+        if self.world.feed(DropAsked(at=self.world.instant())) is None:
+            self.dropped_at = len(self.world.actions)
+
+    @invariant()
+    def children_stay_within_max_and_cap(self) -> None:
+        """Spawned children never outnumber max; no more than cap run at once."""
+        place = self._place()
+        running = sum(1 for run in place.lanes.values() if run.state is LaneState.RUNNING)
+        assert len(place.lanes) <= self.most
+        assert running <= self.cap
+        assert all(found.launches >= 1 for found in self.world.lanes.values())
+
+    @invariant()
+    def the_lead_waits_for_its_children(self) -> None:
+        """WF-LEAD-WAITS-JOIN: its gate is read only with every child terminal, and told so."""
+        for _before, _seen, decision in self.world.steps:
+            if any(isinstance(action, JudgeGate) for action in decision.actions):
+                after = decision.place
+                assert after.join is JoinStage.TOLD
+                assert all(run.state is not LaneState.RUNNING for run in after.lanes.values())
+
+    @invariant()
+    def news_goes_to_the_lead_once_in_one_tell(self) -> None:
+        """WF-CHILD-NEWS-BATCHED: each piece once; what comes while one is held joins it."""
+        place = self._place()
+        told = Counter(
+            report.text
+            for _b, _s, decision in self.world.steps
+            for report in decision.actions
+            if getattr(report, "event", None) is Event.CHILD
+        )
+        assert all(count == 1 for count in told.values())
+        news = [tell for tell in place.held if tell.text.startswith("News of your children")]
+        assert len(news) <= 1
+
+    @invariant()
+    def a_paused_child_shows_on_the_run(self) -> None:
+        """WF-CHILD-PAUSE-SURFACES: a running child's pause is the run's status, named."""
+        place = self._place()
+        paused = [run for run in children(place) if run.paused]
+        view = status(place)
+        if paused and place.life is Life.ACTIVE and view.paused is None:
+            pytest.fail(f"child {paused[0].lane} paused, and the run's status does not say so")
+        if paused and view.paused == "child-paused":
+            assert view.paused_words is not None
+            assert paused[0].lane in view.paused_words
+
+    @invariant()
+    def a_dropped_run_drops_its_children(self) -> None:
+        """WF-DROP-CASCADES: each child running at the drop is dropped; none launched after."""
+        if self.dropped_at is None:
+            return
+        after = self.world.actions[self.dropped_at :]
+        assert not [a for a in after if isinstance(a, LaunchLane)]
+        for found in self.world.lanes.values():
+            assert found.life != "running"
+
+
+TestOrchestrateMachine = OrchestrateMachine.TestCase
+TestOrchestrateMachine.settings = hypothesis_settings(max_examples=200, stateful_step_count=40)
+TestOrchestrateMachine = pytest.mark.hypothesis(TestOrchestrateMachine)
