@@ -139,7 +139,11 @@ def render_prompt(place: Place) -> str:
         ),
         **workflow_fields(place),
     }
-    text = string.Template(step.prompt).substitute(fields).rstrip()
+    template = string.Template(step.prompt)
+    text = template.substitute(fields).rstrip()
+    if words and "words" not in template.get_identifiers():
+        # A workflow's prompt need not name $words: the attempt's words come last all the same.
+        text = f"{text}\n\nFor this attempt:\n\n{words}"
     for note in place.notes:
         # A lead's words that came before this agent could be told (flume.core.orchestrate).
         text = f"{text}\n\n{note}"

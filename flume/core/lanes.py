@@ -348,11 +348,11 @@ def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
     """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block."""
     if not _merging(place):
         return place, ()
-    if orchestrate.merging(place):
-        return orchestrate.on_children_merged(place, seen)
-    if leading(place) is not None:
+    if leading(place) is not None and isinstance(place.stage.phase, Merging):
         # An orchestrate's merge that conflicted, resolved by hand: its lead is asked again.
         return orchestrate.requeue_lead(evolve(place, head=seen.head))
+    if orchestrate.merging(place):
+        return orchestrate.on_children_merged(place, seen)
     # The merge moved the run's branch: the next step's commits count from here, not from
     # the head before it (its start_head), whenever the branch's own look reports it.
     return _merged(evolve(place, head=seen.head), seen.head)

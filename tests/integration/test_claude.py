@@ -11,6 +11,7 @@ these tests skip with a loud reason; under scripts/test, which installs them, th
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -695,3 +696,113 @@ def test_a_sandboxed_step_of_claude_moves_only_its_own_branch(
     assert {line.split()[0] for line in moved} == {"refs/heads/sb/rf"}, (before, after)
     assert not Path(git_dir, "refs", "old").exists()
     assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"
+
+
+#: The PR command of the crew test: records its argv, prints a URL. Run by flume with no shell.
+CREW_PR = """\
+import json, sys
+with open(sys.argv[1], "a", encoding="utf-8") as out:
+    out.write(json.dumps(sys.argv[2:]) + "\\n")
+print("https://example.test/acme/app/pull/12")
+"""
+
+
+def _crew_kind(program: Path, record: Path) -> str:
+    """The issue's example kind, its PR command the recording program above."""
+    argv = [sys.executable, str(program), str(record), "--base", "{base}", "--head", "{branch}"]
+    text = (Path(__file__).resolve().parents[2] / "examples" / "kinds" / "crew.toml").read_text()
+    start = text.index("finalize = ")
+    end = text.index("\n", start)
+    return text[:start] + f'finalize = {{ push = "origin", pr = {json.dumps(argv)} }}' + text[end:]
+
+
+def test_claude_as_lead_and_coders_carries_the_crew_example_to_its_pull_request(
+    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
+) -> None:
+    """The issue's example by the real Claude Code: a plan, a lead and three coders, a review.
+
+    The lead spawns three coders and a fourth is refused (the reason in its transcript); one
+    coder asks, the lead answers (the child's transcript holds it); all commit and are merged;
+    the review says done; the run's branch is pushed to a bare origin and the PR command runs
+    once; status shows its URL. Every prompt and message is proven by Claude Code's transcript.
+    """
+    del panes
+    repo = _repo(tmp_path, claude)
+    origin = tmp_path / "origin.git"
+    run_git(tmp_path, "init", "-q", "--bare", str(origin))
+    run_git(repo, "remote", "add", "origin", str(origin))
+    program, record = tmp_path / "pr.py", tmp_path / "pr-runs.jsonl"
+    program.write_text(CREW_PR, encoding="utf-8")
+    board = repo / "places" / ".boards" / "crew--team"
+    spawn = " && ".join(
+        f"flume spawn --goal 'slice {each}: write {each}.md'" for each in ("a", "b", "c")
+    )
+
+    def bash(command: str) -> Tool:
+        return Tool("Bash", {"command": command})
+
+    def commit(text: str, name: str) -> Tool:
+        saved = f"printf '{text}\\n' > {name}.md && git add -A && git commit -q -m 'Slice {name}'"
+        return bash(f"{saved} && echo committed-it")
+
+    def verdict(step: str) -> Tool:
+        folder = board / step
+        written = f"""printf '{{"result": "done"}}' > {folder}/verdict.json"""
+        return bash(f"mkdir -p {folder} && {written} && echo judged-it")
+
+    over = "(flume spawn --goal 'slice d'; echo spawn-exit-$?)"
+    answer = "flume answer crew--team+coder-2 q1 Hello && echo answered-it"
+    model.script = (
+        Reply(
+            when=":crew--team:plan:1", tool=bash("printf 'a\\nb\\nc\\n' > PLAN.md && echo planned")
+        ),
+        Reply(when="planned", text="PLAN.md is written."),
+        Reply(when=":crew--team:lead:1", tool=bash(f"{spawn} && {over}")),
+        Reply(when="spawn-exit-1", text="Three coders spawned; I wait for their news."),
+        Reply(when="Build: slice a", tool=commit("a", "a")),
+        Reply(when="Build: slice c", tool=commit("c", "c")),
+        Reply(
+            when="Build: slice b", tool=bash("flume ask 'Hello or Hi in b.md?' && echo asked-it")
+        ),
+        Reply(when="asked-it", text="I asked my lead; I wait for the answer."),
+        Reply(when="The answer to your question q1", tool=commit("Hello", "b")),
+        Reply(when="committed-it", text="Committed."),
+        Reply(when="asks q1: Hello or Hi in b.md?", tool=bash(answer)),
+        Reply(when="answered-it", text="Answered; I wait."),
+        Reply(when="All children of build are terminal", tool=verdict("lead")),
+        Reply(when=":review-loop@1/review:1", tool=verdict("review")),
+        Reply(when="judged-it", text="My verdict is written."),
+    )
+    path = _launch_kind(tmp_path, repo, _crew_kind(program, record), "crew--team")
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 420, "the crew run to finish")
+    run = place_of(path)
+    assert list(run.completed) == ["plan", "lead", "review-loop@1/review"]
+    # Three spawned; the fourth refused, its reason in the lead's transcript.
+    lead = next(each for each in run.attempts if each.stage == "lead")
+    said = " ".join(str(line) for line in transcript_lines(run, lead.session))
+    assert "may spawn 3 coder children at most, and 3 are spawned" in said
+    assert "spawn-exit-1" in said
+    children = {f"crew--team+coder-{n}" for n in (1, 2, 3)}
+    journals = {name: places.journals_dir(repo) / name / places.JOURNAL for name in children}
+    asker = place_of(journals["crew--team+coder-2"])
+    (question,) = asker.questions
+    assert question.answer == "Hello"
+    assert typed_lines(asker, question.session, "The answer to your question q1")
+    assert "asks q1: Hello or Hi in b.md?" in said
+    for each in ("a", "b", "c"):
+        assert run_git(repo, "show", f"crew/team:{each}.md").strip() in {each, "Hello"}
+    # Pushed: origin holds the run's branch alone, at its head; the PR command ran once.
+    heads = run_git(origin, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    assert heads == [f"refs/heads/crew/team {run.head}"]
+    runs = record.read_text(encoding="utf-8").splitlines()
+    assert len(runs) == 1
+    assert json.loads(runs[0]) == ["--base", "main", "--head", "crew/team"]
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    (row,) = [r for r in json.loads(shown.stdout)["places"] if r["place"] == "crew--team"]
+    assert row["pr_url"] == "https://example.test/acme/app/pull/12"
+    transcripts = flume_process("transcript", "crew--team", "lead", "--repository", str(repo))
+    assert transcripts.returncode == 0, transcripts.stderr
+    assert "flume spawn" in transcripts.stdout
+    child = flume_process("transcript", "crew--team+coder-2", "--repository", str(repo))
+    assert child.returncode == 0, child.stderr
+    assert "The answer to your question q1" in child.stdout

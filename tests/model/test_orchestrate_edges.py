@@ -1,0 +1,561 @@
+"""An orchestrate block's edges: each refusal, each child's news, the joins, restarts, the kind.
+
+Example tests over the FakeWorld (the run) and the pure functions the supervisor calls with
+the children's places (:func:`flume.core.orchestrate.children_news`).
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from pyrsistent import pset, pvector
+
+from flume.core.actions import LaunchLane, MergeLanes, OrderLane
+from flume.core.caps import worst_case
+from flume.core.choices import AgentName
+from flume.core.delivery import render_prompt, workflow_fields
+from flume.core.errors import UsageError
+from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Join,
+    Kind,
+    Merge,
+    Orchestrate,
+    Sequence,
+    Step,
+    Verdict,
+    check_kind,
+    child_kind,
+    kind_flaws,
+    steps,
+    with_prompts,
+)
+from flume.core.observations import (
+    AnswerGiven,
+    AskSaid,
+    ChildNews,
+    LaneEnded,
+    Notified,
+    NotifySaid,
+    ResolveAsked,
+    SpawnSaid,
+)
+from flume.core.orchestrate import PAUSED, children, children_news, launch_child
+from flume.core.place import (
+    JoinStage,
+    Life,
+    PauseCause,
+    Paused,
+    Place,
+    Short,
+    ShortCause,
+    evolve,
+    leading,
+)
+from flume.core.settings import Settings
+from flume.core.status import status
+from flume.core.step import pending, replay, step
+from flume.core.workflow import position_of
+from tests.model.test_orchestrate import crew, end_child, spawn, world_of
+from tests.model.world import FakeWorld
+
+S = Settings()
+
+LEAD = Step(
+    name=StageName("lead"),
+    prompt="Lead; write $verdict.",
+    deliverable=Verdict(),
+    may=pset(["spawn", "notify"]),
+)
+CODER = Step(name=StageName("coder"), prompt="Build: $goal.", deliverable=Commit())
+PLAN = Step(
+    name=StageName("plan"), prompt="Plan.", deliverable=Commit(), may=pset(["progress", "ask"])
+)
+
+
+def kind_of(block: Orchestrate, *before: Step, budgets: Budgets | None = None) -> Kind:
+    return Kind(
+        name=KindName("crew"),
+        prefix="crew",
+        body=Sequence(blocks=pvector([*before, block])),
+        budgets=budgets or Budgets(),
+    )
+
+
+def lead_session(world: FakeWorld) -> SessionId:
+    agent = world.live_agent()
+    assert agent is not None
+    return agent.session
+
+
+def refusal(world: FakeWorld, seen: object) -> str:
+    refused = world.feed(seen)  # type: ignore[arg-type]
+    assert refused is not None
+    return str(refused)
+
+
+def test_spawn_and_notify_are_a_running_lead_s_alone() -> None:
+    """Not a lead, not running, an empty goal, after the join: each refused, exit 1."""
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=2)
+    world = FakeWorld(settings=S, kind=kind_of(block, PLAN))
+    assert world.launch() is None
+    assert world.deliver()
+    seen = SpawnSaid(at=world.instant(), goal="a", session=lead_session(world))
+    assert "step plan of crew--x is no orchestrate block's lead" in refusal(world, seen)
+    notify = NotifySaid(at=world.instant(), to="all", text="hi", session=lead_session(world))
+    assert "is no orchestrate block's lead" in refusal(world, notify)
+
+    waits = FakeWorld(settings=S, kind=kind_of(block), waits=frozenset({StageName("lead")}))
+    assert waits.launch() is None
+    assert "no lead of crew--x is running" in refusal(
+        waits, SpawnSaid(at=waits.instant(), goal="a")
+    )
+
+    world = world_of(crew(most=1))
+    assert "the goal is empty" in refusal(
+        world, SpawnSaid(at=world.instant(), goal="  ", session=lead_session(world))
+    )
+    assert "the words are empty" in refusal(
+        world, NotifySaid(at=world.instant(), to="all", text=" ", session=lead_session(world))
+    )
+    assert spawn(world) is None
+    end_child(world, "coder-1", finished=False)
+    said = NotifySaid(at=world.instant(), to="coder-1", text="hi", session=lead_session(world))
+    assert "no child of build named coder-1 is running or waiting" in refusal(world, said)
+    world.end_turn()
+    for _ in range(3):
+        if world.place is not None and world.place.join is JoinStage.TOLD:
+            break
+        world.deliver()
+        world.end_turn()
+    place = world.place
+    assert place is not None
+    assert place.join is JoinStage.TOLD
+    assert world.merges == []  # the one child ended unfinished: nothing to merge
+    late = SpawnSaid(at=world.instant(), goal="b", session=lead_session(world))
+    assert "every child of build is terminal and joined" in refusal(world, late)
+
+
+def test_a_spent_budget_refuses_a_spawn_and_holds_waiting_children() -> None:
+    """WF-CHILDREN-CAP with a budget: a child's spend can spend the run's; none starts over it."""
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=3, cap=1)
+    world = world_of(kind_of(block, budgets=Budgets(tokens=1000)))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    found = world.lanes["coder-1"]
+    head = world.git.commit(found.branch, world.now)
+    found.life = "finished"
+    ended = LaneEnded(at=world.instant(), lane="coder-1", finished=True, head=head, tokens=5000)
+    assert world.feed(ended) is None
+    launched = [a.lane for a in world.actions if isinstance(a, LaunchLane)]
+    assert launched == ["coder-1"]
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Paused)  # WF-BUDGET-PAUSES: the lead too
+    # Spent while the lead still works (its turn's end not yet counted): a spawn is refused.
+    lead = world_of(kind_of(block, budgets=Budgets(tokens=1000)))
+    assert lead.place is not None
+    spent = evolve(lead.place, spent=attrs.evolve(lead.place.spent, tokens=5000))
+    agent = lead.live_agent()
+    assert agent is not None
+    with pytest.raises(UsageError, match="the run's budget tokens is spent"):
+        step(S, spent, SpawnSaid(at=lead.instant(), goal="c", session=agent.session))
+
+
+def test_a_notified_child_is_told_when_live_and_reads_the_words_when_not() -> None:
+    """``Notified`` in a child: a tell to its live agent; before one, its prompt's last words."""
+    world = FakeWorld(settings=S, kind=crew(), waits=frozenset({StageName("lead")}))
+    assert world.launch() is None
+    assert world.feed(Notified(at=world.instant(), text="Your lead says:\n\nuse tabs")) is None
+    place = world.place
+    assert place is not None
+    assert list(place.notes) == ["Your lead says:\n\nuse tabs"]
+    assert "use tabs" in render_prompt(place)
+    live = world_of(crew())
+    assert live.feed(Notified(at=live.instant(), text="use spaces")) is None
+    assert live.place is not None
+    assert [tell.text for tell in live.place.held] == ["use spaces"]
+    finished = evolve(live.place, life=Life.FINISHED)
+    after = step(S, finished, Notified(at=live.instant(), text="late"))
+    assert after.place.held == finished.held
+    assert after.place.notes == finished.notes
+
+
+def test_news_with_no_lead_live_is_kept_and_repeats_or_strangers_are_passed_over() -> None:
+    """News of an unknown child, or again, changes nothing; with no lead live it is not told."""
+    world = world_of(crew())
+    assert spawn(world) is None
+    before = world.place
+    assert world.feed(ChildNews(at=world.instant(), lane="coder-9", id="started", text="x")) is None
+    assert world.place == evolve(before, now=world.place.now) if world.place else False
+    news = ChildNews(at=world.instant(), lane="coder-1", id="started", text="started")
+    assert world.feed(news) is None
+    held = world.place.held if world.place else None
+    assert world.feed(news) is None
+    assert world.place is not None
+    assert world.place.held == held
+    gone = evolve(world.place, agent=None)
+    later = ChildNews(at=world.instant(), lane="coder-1", id="progress:x", text="progress: x")
+    after = step(S, gone, later).place
+    assert after.held == gone.held
+    assert after.lanes["coder-1"].note == "progress: x"
+    stray = LaneEnded(at=world.instant(), lane="coder-9", finished=True)
+    assert step(S, world.place, stray).place.lanes == world.place.lanes
+
+
+def test_pick_merges_the_first_to_finish_and_a_lead_gone_is_told_in_its_next_prompt() -> None:
+    """``merge = "pick"``; the join met while no lead lives: its next attempt's words say it."""
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=2, merge=Merge.PICK)
+    world = world_of(kind_of(block))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    world.end_turn()
+    end_child(world, "coder-2", finished=True)
+    end_child(world, "coder-1", finished=True)
+    for _ in range(3):
+        world.deliver()
+        world.end_turn()
+    assert world.merges == [("coder-2",)]
+    place = world.place
+    assert place is not None
+    # The lead's stage paused before its join was told: the join goes to its next prompt.
+    merging = evolve(place, join=JoinStage.MERGING, agent=None, held=pvector(), sending=None)
+    merged = step(S, merging, _merged(place)).place
+    assert merged.join is JoinStage.TOLD
+    assert merged.join_tell is None
+    assert "All children of build are terminal" in merged.stage.words
+
+
+def _merged(place: Place) -> object:
+    from flume.core.observations import LanesMerged
+
+    assert place.head is not None
+    return LanesMerged(at=place.now, head=place.head)
+
+
+def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> None:
+    """A child's merge that conflicts pauses the run; resolved by hand, the lead is asked again."""
+    world = world_of(crew(most=1))
+    world.conflicting = {"coder-1"}
+    assert spawn(world) is None
+    world.end_turn()
+    end_child(world, "coder-1", finished=True)
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.MERGE_CONFLICT
+    world.conflicting.clear()
+    assert world.feed(ResolveAsked(at=world.instant())) is None
+    place = world.place
+    assert place is not None
+    assert place.join is JoinStage.TOLD
+    assert place.stage.attempt == 2
+    assert "All children of build are terminal" in place.stage.words
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    assert "All children of build are terminal" in agent.sends[-1].text
+    stale = _merged(place)
+    assert step(S, place, stale).place.join is JoinStage.TOLD  # type: ignore[arg-type]
+
+
+def test_a_restart_launches_running_children_again_and_merges_again() -> None:
+    """RESTART-PENDING: each running child's launch, and the merge under way, asked again."""
+    world = world_of(crew(most=2))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    place = world.place
+    assert place is not None
+    again = [a for a in pending(place) if isinstance(a, LaunchLane)]
+    assert [a.lane for a in again] == ["coder-1", "coder-2"]
+    merging = evolve(place, join=JoinStage.MERGING, merging=pvector(["coder-1"]))
+    assert [a for a in pending(merging) if isinstance(a, MergeLanes)]
+    world.restart()
+    assert world.lanes["coder-1"].launches == 2
+    assert replay(S, world.journal) == world.place
+
+
+def test_the_supervisor_s_news_of_children_from_their_places() -> None:
+    """Started, a gate passed, a question, progress, a pause, short, going on: each once."""
+    world = world_of(crew(most=2))
+    assert spawn(world) is None
+    run = world.place
+    assert run is not None
+    launch = next(a for a in world.actions if isinstance(a, LaunchLane))
+    child = step(S, None, _launched(launch)).place
+    child = evolve(child, start=run.entry)
+    places = {child.launch.place: child}
+    assert children_news(run, places, Instant(9.0)) == []
+    from flume.core.place import Attempt, Question
+
+    attempt = Attempt(
+        key="coder",
+        stage=StageName("coder"),
+        attempt=1,
+        agent=AgentName.TEST,
+        session=SessionId("c1"),
+        started_at=Instant(1.0),
+    )
+    question = Question(
+        id="q1",
+        text="Hi?",
+        key="coder",
+        attempt=1,
+        session=SessionId("c1"),
+        asked_at=Instant(2.0),
+    )
+    busy = evolve(
+        child,
+        attempts=pvector([attempt]),
+        completed=pvector([StageName("coder")]),
+        questions=pvector([question]),
+        progress="half",
+        stage=attrs.evolve(
+            child.stage, phase=Paused(cause=PauseCause.BUDGET, words="budget turns spent")
+        ),
+    )
+    said = children_news(run, {child.launch.place: busy}, Instant(9.0))
+    assert [news.id for news in said] == [
+        "started",
+        "passed:coder",
+        "q1",
+        "progress:half",
+        f"{PAUSED}coder#1:budget",
+    ]
+    assert 'flume answer crew--x+coder-1 q1 "<your answer>"' in said[2].text
+    for news in said:
+        assert world.feed(news) is None
+    run = world.place
+    assert run is not None
+    assert status(run).paused == "child-paused"
+    assert children_news(run, {child.launch.place: busy}, Instant(9.0)) == []
+    short = evolve(
+        busy, stage=attrs.evolve(busy.stage, phase=Short(cause=ShortCause.NEEDS, words="a key"))
+    )
+    (stopped,) = children_news(run, {child.launch.place: short}, Instant(9.0))
+    assert stopped.text == "stopped short (needs): a key; flume retry crew--x+coder-1"
+    going = evolve(busy, stage=attrs.evolve(busy.stage, phase=child.stage.phase))
+    (resumed,) = children_news(run, {child.launch.place: going}, Instant(9.0))
+    assert resumed.id.startswith("resumed:")
+    assert world.feed(resumed) is None
+    assert world.place is not None
+    assert status(world.place).paused is None
+    other = evolve(busy, start=None)
+    assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
+
+
+def _launched(action: LaunchLane) -> object:
+    from flume.core.observations import Launched
+
+    return Launched(at=Instant(0.0), launch=action.launch, kind=action.kind, board="/b")
+
+
+def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> None:
+    """WF-ASK-ONE-ANSWERER with a lead: no pause of the child; a caller's answer is refused."""
+    world = world_of(crew())
+    assert spawn(world) is None
+    launch = next(a for a in world.actions if isinstance(a, LaunchLane))
+    child = FakeWorld(settings=S, kind=launch.kind)
+    child.place = step(S, None, _launched(launch)).place  # type: ignore[arg-type]
+    child.journal.append(_launched(launch))  # type: ignore[arg-type]
+    assert child.place is not None
+    assert child.place.launch.led
+    assert "Build: " in render_prompt(evolve(child.place, life=Life.ACTIVE))
+    session = SessionId("s-child")
+    from flume.core.observations import Activity
+    from flume.core.place import Agent
+    from flume.core.place import Working as WorkingPhase
+
+    agent = Agent(
+        session=session,
+        stage=StageName("coder"),
+        attempt=1,
+        pane="%1",
+        activity=Activity.WORKING,
+        activity_since=Instant(0.0),
+        last_output_at=Instant(0.0),
+        said_at=Instant(0.0),
+    )
+    working = evolve(
+        child.place,
+        life=Life.ACTIVE,
+        made=True,
+        ready=True,
+        agent=agent,
+        stage=attrs.evolve(child.place.stage, phase=WorkingPhase(session=session)),
+    )
+    working = evolve(working, kind=attrs.evolve(working.kind, body=_may_ask(working.kind)))
+    asked = step(S, working, AskSaid(at=Instant(1.0), question="Hi?", session=session))
+    (report,) = [a for a in asked.actions if getattr(a, "event", None) is not None][:1]
+    assert "goes to the lead of crew--x" in report.text  # type: ignore[union-attr]
+    view = status(asked.place)
+    assert view.paused is None
+    assert view.asking == "q1: Hi?"
+    with pytest.raises(UsageError, match="goes to the lead of crew--x"):
+        step(S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    answered = step(
+        S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello", by_lead=True)
+    )
+    assert answered.place.questions[0].answer == "Hello"
+    assert workflow_fields(answered.place)["question"] == "Hi? (answered: Hello)"
+    assert workflow_fields(asked.place)["question"] == "Hi? (not answered)"
+
+
+def _may_ask(kind: Kind) -> Step:
+    (only,) = steps(kind.body)
+    return attrs.evolve(only, may=pset(["ask", "progress"]))
+
+
+def test_static_branches_start_at_entry_and_a_named_agent_runs_a_spawned_child() -> None:
+    """Static children start with the lead; ``--agent`` names the spawned child's agent."""
+    docs = Step(name=StageName("docs"), prompt="Write the docs.", deliverable=Commit())
+    block = Orchestrate(
+        name=BlockName("build"), lead=LEAD, template=CODER, max=1, branches=pvector([docs])
+    )
+    kind = kind_of(block)
+    check_kind(kind)
+    world = world_of(kind)
+    assert [a.lane for a in world.actions if isinstance(a, LaunchLane)] == ["docs"]
+    seen = SpawnSaid(
+        at=world.instant(), goal="a", agent=AgentName.CODEX, session=lead_session(world)
+    )
+    assert world.feed(seen) is None
+    spawned = [a for a in world.actions if isinstance(a, LaunchLane)][-1]
+    assert spawned.lane == "coder-1"
+    (coder,) = steps(spawned.kind.body)
+    assert coder.agent is not None
+    assert coder.agent.agent is AgentName.CODEX
+    assert child_kind(kind, block, "docs", None).body == docs
+    place = world.place
+    assert place is not None
+    assert launch_child(place, block, place.lanes["docs"]).launch.goal == ""
+    views = [view for view in status(place).tree]
+    assert [(v.block, v.path) for v in views] == [
+        ("orchestrate", "build"),
+        ("step", "build/lead"),
+        ("child", "build/docs"),
+        ("child", "build/coder-1"),
+    ]
+    assert position_of(kind.body, StageName("coder")) is None
+    planned = worst_case(kind)
+    assert [each.path for each in planned.steps] == ["build/lead", "build/coder", "build/docs"]
+    assert planned.agents_at_once == 3
+    assert planned.lanes == 3
+
+
+def test_an_orchestrate_s_prompts_may_be_replaced_and_a_done_block_shows_done() -> None:
+    """A repository's prompt overrides reach the lead and the template; status after the block."""
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1)
+    after = Step(name=StageName("after"), prompt="After.", deliverable=Commit())
+    kind = kind_of(block)
+    kind = attrs.evolve(kind, body=Sequence(blocks=pvector([block, after])))
+    replaced = with_prompts(
+        kind, {StageName("lead"): "Lead anew; $verdict.", StageName("coder"): "Code $goal."}
+    )
+    lead, coder, _after = steps(replaced.body)
+    assert (lead.prompt, coder.prompt) == ("Lead anew; $verdict.", "Code $goal.")
+    bare = attrs.evolve(
+        block,
+        lead=attrs.evolve(LEAD, may=pset(["notify"])),
+        template=None,
+        branches=pvector([attrs.evolve(CODER, name=StageName("docs"))]),
+        max=0,
+    )
+    assert attrs.evolve(with_prompts(kind_of(bare), {StageName("lead"): "L $verdict"})).body
+    world = world_of(kind)
+    world.write_verdict("done")
+    world.end_turn()
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    place = world.place
+    assert place is not None
+    assert list(place.completed) == ["lead"]
+    assert leading(place) is None
+    states = {view.path: view.state for view in status(place).tree}
+    assert states["build"] == "done"
+    assert not children(place)
+    assert not [a for a in world.actions if isinstance(a, OrderLane)]
+
+
+BAD = [
+    (
+        attrs.evolve(Orchestrate(name=BlockName("build"), lead=LEAD), lead=CODER),
+        "is not judged when its turn ends",
+    ),
+    (Orchestrate(name=BlockName("build"), lead=attrs.evolve(LEAD, may=pset())), "no children"),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, template=LEAD, max=1),
+        "the lead is its own children's template",
+    ),
+    (Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=33), "outside 1-32"),
+    (
+        Orchestrate(
+            name=BlockName("build"), lead=attrs.evolve(LEAD, may=pset()), template=CODER, max=1
+        ),
+        "may not spawn",
+    ),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, branches=pvector([CODER])),
+        "names no template",
+    ),
+    (Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, cap=0), "cap = 0"),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, join=Join.FIRST),
+        "joins all its children",
+    ),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, compose_runs=-1),
+        "below 0",
+    ),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, compose_depth=3),
+        "runs nest 2 deep at most",
+    ),
+    (
+        Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, compose_runs=1),
+        "may not compose",
+    ),
+    (
+        Orchestrate(
+            name=BlockName("build"),
+            lead=LEAD,
+            template=CODER,
+            max=1,
+            branches=pvector(
+                [
+                    Orchestrate(
+                        name=BlockName("inner"),
+                        lead=attrs.evolve(LEAD, name=StageName("inner-lead"), may=pset()),
+                        branches=pvector([attrs.evolve(CODER, name=StageName("docs"))]),
+                    )
+                ]
+            ),
+        ),
+        "holds another orchestrate block",
+    ),
+]
+
+
+@pytest.mark.parametrize(("block", "says"), BAD, ids=lambda each: str(each)[:20])
+def test_a_bad_orchestrate_block_is_named(block: Orchestrate, says: str) -> None:
+    """Bad input: each flaw named with the block and key it lies in."""
+    flaws = kind_flaws(kind_of(block))
+    assert any(says in flaw.problem.what for flaw in flaws), [f.problem.what for f in flaws]
+    assert all(flaw.block in {"build", "lead", "coder", None} or flaw.block for flaw in flaws)
+
+
+def test_lead_edges_outside_a_lead_are_refused_and_a_lead_may_name_them() -> None:
+    """WF-EDGES in a kind: spawn on a step that is no lead is a flaw; on a lead it is not."""
+    plain = attrs.evolve(PLAN, may=pset(["spawn"]))
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1)
+    flaws = kind_flaws(kind_of(block, plain))
+    assert [flaw.problem.what for flaw in flaws] == [
+        "may spawn: only an orchestrate block's lead may spawn"
+    ]
+    check_kind(kind_of(block))
