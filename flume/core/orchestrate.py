@@ -396,10 +396,9 @@ def merging(place: Place) -> bool:
 
 
 def on_children_merged(place: Place, seen: LanesMerged) -> Outcome:
-    """The finished children are merged: the lead is told to write its verdict."""
+    """The finished children are merged (:func:`merging` held): the lead is told its verdict."""
     block = leading(place)
-    if block is None or place.join is not JoinStage.MERGING:
-        return place, ()
+    assert block is not None  # noqa: S101 (asked only while merging at an orchestrate)
     return _told(evolve(place, head=seen.head), block)
 
 

@@ -10,7 +10,7 @@ import attrs
 import pytest
 from pyrsistent import pset, pvector
 
-from flume.core.actions import LaunchLane, MergeLanes, OrderLane
+from flume.core.actions import LaunchLane, MergeLanes, OrderLane, Report
 from flume.core.caps import worst_case
 from flume.core.choices import AgentName
 from flume.core.delivery import render_prompt, workflow_fields
@@ -33,10 +33,13 @@ from flume.core.kinds import (
     with_prompts,
 )
 from flume.core.observations import (
+    Activity,
     AnswerGiven,
     AskSaid,
     ChildNews,
     LaneEnded,
+    LanesMerged,
+    Launched,
     Notified,
     NotifySaid,
     ResolveAsked,
@@ -44,13 +47,17 @@ from flume.core.observations import (
 )
 from flume.core.orchestrate import PAUSED, children, children_news, launch_child
 from flume.core.place import (
+    Agent,
+    Attempt,
     JoinStage,
     Life,
     PauseCause,
     Paused,
     Place,
+    Question,
     Short,
     ShortCause,
+    Working,
     evolve,
     leading,
 )
@@ -76,6 +83,7 @@ PLAN = Step(
 
 
 def kind_of(block: Orchestrate, *before: Step, budgets: Budgets | None = None) -> Kind:
+    """A kind of ``before``'s steps, then ``block``."""
     return Kind(
         name=KindName("crew"),
         prefix="crew",
@@ -85,13 +93,15 @@ def kind_of(block: Orchestrate, *before: Step, budgets: Budgets | None = None) -
 
 
 def lead_session(world: FakeWorld) -> SessionId:
+    """The live lead's session."""
     agent = world.live_agent()
     assert agent is not None
     return agent.session
 
 
 def refusal(world: FakeWorld, seen: object) -> str:
-    refused = world.feed(seen)  # type: ignore[arg-type]
+    """What the rules said refusing ``seen``, which they must refuse."""
+    refused = world.feed(seen)
     assert refused is not None
     return str(refused)
 
@@ -228,9 +238,7 @@ def test_pick_merges_the_first_to_finish_and_a_lead_gone_is_told_in_its_next_pro
     assert "All children of build are terminal" in merged.stage.words
 
 
-def _merged(place: Place) -> object:
-    from flume.core.observations import LanesMerged
-
+def _merged(place: Place) -> LanesMerged:
     assert place.head is not None
     return LanesMerged(at=place.now, head=place.head)
 
@@ -261,7 +269,7 @@ def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> N
     assert agent is not None
     assert "All children of build are terminal" in agent.sends[-1].text
     stale = _merged(place)
-    assert step(S, place, stale).place.join is JoinStage.TOLD  # type: ignore[arg-type]
+    assert step(S, place, stale).place.join is JoinStage.TOLD
 
 
 def test_a_restart_launches_running_children_again_and_merges_again() -> None:
@@ -291,8 +299,6 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     child = evolve(child, start=run.entry)
     places = {child.launch.place: child}
     assert children_news(run, places, Instant(9.0)) == []
-    from flume.core.place import Attempt, Question
-
     attempt = Attempt(
         key="coder",
         stage=StageName("coder"),
@@ -349,9 +355,7 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
 
 
-def _launched(action: LaunchLane) -> object:
-    from flume.core.observations import Launched
-
+def _launched(action: LaunchLane) -> Launched:
     return Launched(at=Instant(0.0), launch=action.launch, kind=action.kind, board="/b")
 
 
@@ -361,16 +365,12 @@ def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> 
     assert spawn(world) is None
     launch = next(a for a in world.actions if isinstance(a, LaunchLane))
     child = FakeWorld(settings=S, kind=launch.kind)
-    child.place = step(S, None, _launched(launch)).place  # type: ignore[arg-type]
-    child.journal.append(_launched(launch))  # type: ignore[arg-type]
+    child.place = step(S, None, _launched(launch)).place
+    child.journal.append(_launched(launch))
     assert child.place is not None
     assert child.place.launch.led
     assert "Build: " in render_prompt(evolve(child.place, life=Life.ACTIVE))
     session = SessionId("s-child")
-    from flume.core.observations import Activity
-    from flume.core.place import Agent
-    from flume.core.place import Working as WorkingPhase
-
     agent = Agent(
         session=session,
         stage=StageName("coder"),
@@ -387,12 +387,12 @@ def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> 
         made=True,
         ready=True,
         agent=agent,
-        stage=attrs.evolve(child.place.stage, phase=WorkingPhase(session=session)),
+        stage=attrs.evolve(child.place.stage, phase=Working(session=session)),
     )
     working = evolve(working, kind=attrs.evolve(working.kind, body=_may_ask(working.kind)))
     asked = step(S, working, AskSaid(at=Instant(1.0), question="Hi?", session=session))
-    (report,) = [a for a in asked.actions if getattr(a, "event", None) is not None][:1]
-    assert "goes to the lead of crew--x" in report.text  # type: ignore[union-attr]
+    (report,) = [a for a in asked.actions if isinstance(a, Report)][:1]
+    assert "goes to the lead of crew--x" in report.text
     view = status(asked.place)
     assert view.paused is None
     assert view.asking == "q1: Hi?"
@@ -434,7 +434,7 @@ def test_static_branches_start_at_entry_and_a_named_agent_runs_a_spawned_child()
     place = world.place
     assert place is not None
     assert launch_child(place, block, place.lanes["docs"]).launch.goal == ""
-    views = [view for view in status(place).tree]
+    views = list(status(place).tree)
     assert [(v.block, v.path) for v in views] == [
         ("orchestrate", "build"),
         ("step", "build/lead"),
@@ -559,3 +559,26 @@ def test_lead_edges_outside_a_lead_are_refused_and_a_lead_may_name_them() -> Non
         "may spawn: only an orchestrate block's lead may spawn"
     ]
     check_kind(kind_of(block))
+
+
+def test_merge_none_merges_nothing_and_a_lead_without_a_template_plans_its_branches() -> None:
+    """``merge = "none"``: the lead is told at once; the worst case of static children only."""
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=1, merge=Merge.NONE)
+    world = world_of(kind_of(block))
+    assert spawn(world) is None
+    world.end_turn()
+    end_child(world, "coder-1", finished=True)
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    assert world.place is not None
+    assert world.place.join is JoinStage.TOLD
+    assert world.merges == []
+    docs = attrs.evolve(CODER, name=StageName("docs"))
+    static = Orchestrate(
+        name=BlockName("build"),
+        lead=attrs.evolve(LEAD, may=pset(["notify"])),
+        branches=pvector([docs]),
+    )
+    planned = worst_case(kind_of(static))
+    assert [each.path for each in planned.steps] == ["build/lead", "build/docs"]
