@@ -158,3 +158,65 @@ def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
         assert run_git(repo, "show", f"crew/team:{name}")
     row = _status(repo, "crew--team")
     assert row["life"] == "finished"
+
+
+def test_the_run_dropped_mid_block_ends_every_child_and_keeps_their_commits(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """WF-DROP-CASCADES through the shell: the lead and both coders' agents end, their places
+    are dropped and tidied, and the coder that committed keeps its branch, named.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    kind = tmp_path / "crew.toml"
+    kind.write_text(KIND, encoding="utf-8")
+    release = tmp_path / "release"
+    waits = json.dumps(f'while [ ! -f "{release}" ]; do sleep 0.05; done')
+    held = f"""
+[[turn]]
+match = ":lead:1"
+steps = [
+    {{run = ["flume", "spawn", "--goal", "slice a"]}},
+    {{run = ["flume", "spawn", "--goal", "slice b"]}},
+]
+
+[[turn]]
+match = "Build: slice a"
+steps = [{{write = {{path = "a.md", text = "a\\n"}}}}, {{commit = "Slice a"}}, {{run = ["sh", "-c", {waits}]}}]
+
+[[turn]]
+match = "Build: slice b"
+steps = [{{run = ["sh", "-c", {waits}]}}]
+"""
+    agent_script = script(tmp_path, held)
+    journals = places.journals_dir(repo)
+    try:
+        ran = flume_process(
+            "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "gone",
+            "--brief", "the greetings", "--agent", "test",
+            "--agent-arg=--script", f"--agent-arg={agent_script}",
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        path = journals / "crew--gone" / places.JOURNAL
+        a_path = journals / "crew--gone+coder-1" / places.JOURNAL
+        b_path = journals / "crew--gone+coder-2" / places.JOURNAL
+
+        def both_working() -> bool:
+            if not (a_path.exists() and b_path.exists()):
+                return False
+            a, b = place_of(a_path), place_of(b_path)
+            return a.agent is not None and b.agent is not None and a.head != a.start
+
+        wait_for(both_working, 60, "both coders at work, a committed")
+        dropped = flume_process("drop", "crew--gone", "--repository", str(repo))
+        assert dropped.returncode == 0, dropped.stderr
+        for each in (path, a_path, b_path):
+            wait_for(lambda each=each: place_of(each).life is Life.TIDIED, 60, f"{each} tidied")
+    finally:
+        release.write_text("", encoding="utf-8")
+    for each in (path, a_path, b_path):
+        assert place_of(each).agent is None
+    branches = run_git(repo, "branch", "--list", "--format=%(refname:short)").splitlines()
+    assert "crew/gone+coder-1" in branches  # its commit is kept
+    assert "crew/gone+coder-2" not in branches  # nothing of its own
+    assert not any((repo / "places").glob("crew--gone*"))
