@@ -163,8 +163,10 @@ def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
 def test_the_run_dropped_mid_block_ends_every_child_and_keeps_their_commits(
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """WF-DROP-CASCADES through the shell: the lead and both coders' agents end, their places
-    are dropped and tidied, and the coder that committed keeps its branch, named.
+    """WF-DROP-CASCADES through the shell: no agent of the run or its children lives on.
+
+    The lead and both coders' agents end, their places are dropped and tidied, and the coder
+    that committed keeps its branch, named.
     """
     del panes
     repo = agent_repository(tmp_path)
@@ -182,7 +184,11 @@ steps = [
 
 [[turn]]
 match = "Build: slice a"
-steps = [{{write = {{path = "a.md", text = "a\\n"}}}}, {{commit = "Slice a"}}, {{run = ["sh", "-c", {waits}]}}]
+steps = [
+    {{write = {{path = "a.md", text = "a\\n"}}}},
+    {{commit = "Slice a"}},
+    {{run = ["sh", "-c", {waits}]}},
+]
 
 [[turn]]
 match = "Build: slice b"
