@@ -44,6 +44,7 @@ KINDS = {
     "workflow": fix_trials.WORKFLOW,
     "lanes": fix_trials.LANES,
     "finalize": fix_trials.FINALIZE,
+    "crew": fix_trials.CREW_KIND,
 }
 
 

@@ -575,6 +575,139 @@ FINALIZE = Kind(
 )
 
 
+#: The issue's example, run as shipped but for its PR command (the recording program above):
+#: a plan, a lead that spawns three coders (one asks, the lead answers), a review, a push to a
+#: bare origin and the PR command.
+CREW = Path(__file__).resolve().parents[2] / "examples" / "kinds" / "crew.toml"
+CREW_RUN = "crew--k"
+CREW_BRANCH = "crew/k"
+CREW_CHILDREN = {f"coder-{n}": f"crew--k+coder-{n}" for n in (1, 2, 3)}
+CREW_SCRIPT = """
+[[turn]]
+match = ":plan:1]"
+steps = [{write = {path = "PLAN.md", text = "a\\nb\\nc\\n"}}]
+
+[[turn]]
+match = ":lead:1]"
+steps = [
+    {run = ["flume", "spawn", "--goal", "slice a"]},
+    {run = ["flume", "spawn", "--goal", "slice b"]},
+    {run = ["flume", "spawn", "--goal", "slice c"]},
+]
+
+[[turn]]
+match = "Build: slice a."
+steps = [{write = {path = "a.md", text = "a\\n"}}, {commit = "Slice a"}]
+
+[[turn]]
+match = "Build: slice b."
+steps = [{run = ["flume", "ask", "Hello or Hi?"]}]
+
+[[turn]]
+match = "The answer to your question q1"
+steps = [{write = {path = "b.md", text = "Hello\\n"}}, {commit = "Slice b"}]
+
+[[turn]]
+match = "Build: slice c."
+steps = [{write = {path = "c.md", text = "c\\n"}}, {commit = "Slice c"}]
+
+[[turn]]
+match = "asks q1: Hello or Hi?"
+steps = [{run = ["flume", "answer", "crew--k+coder-2", "q1", "Hello"]}]
+
+[[turn]]
+match = "All children of build are terminal"
+steps = [{write = {path = "$board/lead/verdict.json", text = '{"result": "done"}'}}]
+
+[[turn]]
+match = ":review-loop@1/review:1]"
+steps = [{write = {path = "$board/review/verdict.json", text = '{"result": "done"}'}}]
+"""
+
+
+def _crew_launch(folder: Path, repo: Path, script_path: Path) -> Path:
+    """A bare origin, the PR program, and the crew example finalizing through them; launched."""
+    origin, program, record = _finalize_files(repo)
+    assert git.run(folder, "init", "-q", "--bare", str(origin)).ok
+    assert git.run(repo, "remote", "add", "origin", str(origin)).ok
+    program.write_text(PR_PROGRAM, encoding="utf-8")
+    argv = [
+        sys.executable, str(program), str(record), "--base", "{base}", "--head", "{branch}",
+        "--title", "{title}", "--body-file", "{body}",
+    ]  # fmt: skip
+    text = CREW.read_text(encoding="utf-8")
+    start = text.index("finalize = ")
+    end = text.index("\n", start)
+    kind = folder / "crew.toml"
+    kind.write_text(
+        text[:start] + f'finalize = {{ push = "origin", pr = {json.dumps(argv)} }}' + text[end:],
+        encoding="utf-8",
+    )
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "k",
+        "--brief", "Say hello", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={script_path}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / CREW_RUN / places.JOURNAL
+
+
+def _crew_ends(repo: Path, path: Path) -> list[str]:
+    """Every child launched once and merged in order; one answer; one push and one PR run."""
+    problems: list[str] = []
+    origin, _program, record = _finalize_files(repo)
+    place = place_of(path)
+    heads = git.run(origin, "for-each-ref", "--format=%(refname) %(objectname)").out.splitlines()
+    if heads != [f"refs/heads/{CREW_BRANCH} {place.head}"]:
+        problems.append(f"origin holds {heads}; the run's head {place.head}")
+    runs = record.read_text(encoding="utf-8").splitlines() if record.is_file() else []
+    if len(runs) != 1:
+        problems.append(f"the PR command ran {len(runs)} times")
+    launches = [a.lane for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
+    if sorted(set(launches)) != sorted(CREW_CHILDREN):
+        problems.append(f"children launched by the run's rules: {launches}")
+    merges = git.run(repo, "log", "--merges", "--reverse", "--format=%s", place.branch)
+    wanted = [
+        f"Merge lane {lane} ({CREW_BRANCH}+{lane}) into {CREW_BRANCH}" for lane in CREW_CHILDREN
+    ]
+    if merges.out.splitlines() != wanted:
+        problems.append(f"the run's merge commits: {merges.out.splitlines()}")
+    folder = places.journals_dir(repo)
+    log = client.log_path()
+    said = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    for name in CREW_CHILDREN.values():
+        child = folder / name / places.JOURNAL
+        seen = observations(child) if child.is_file() else []
+        launched = [each for each in seen if isinstance(each, Launched)]
+        if len(launched) != 1 or launched[0].launch.parent != CREW_RUN:
+            problems.append(f"{name}: {len(launched)} launches journaled")
+        if said.count(f"lane {name} of {CREW_RUN} launched") > 1:
+            problems.append(f"{name}: journaled more than once, as the supervisor's log says")
+    asker = folder / CREW_CHILDREN["coder-2"] / places.JOURNAL
+    questions = place_of(asker).questions if asker.is_file() else ()
+    if [q.answer for q in questions] != ["Hello"]:
+        problems.append(f"coder-2's questions: {[(q.id, q.answer) for q in questions]}")
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    rows = json.loads(shown.stdout)["places"] if shown.returncode == 0 else []
+    urls = [row.get("pr_url") for row in rows if row.get("place") == CREW_RUN]
+    if urls != [PR_URL]:
+        problems.append(f"flume status shows the PR's URL as {urls}")
+    return problems
+
+
+CREW_KIND = Kind(
+    name="crew",
+    launch=_crew_launch,
+    script=CREW_SCRIPT,
+    lines=210,
+    done=lambda place: place.life is Life.FINISHED,
+    waiting="the crew run to push, open its pull request and finish",
+    ends=_crew_ends,
+    lanes=tuple(CREW_CHILDREN.values()),
+    commands=_pr_runs,
+)
+
+
 class _PaneCount:
     """The most live panes the trial's tmux server held at once, sampled in a thread.
 
