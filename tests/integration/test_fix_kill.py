@@ -9,9 +9,10 @@ loop left on done at pass 2, pass 1's revise in the review's history; a run with
 (examples/kinds/slices.toml) must finish so too, both lanes' commits merged into its branch in
 order, each lane launched once and tidied, every promise held place by place (the run and each
 lane); a run that finalizes must push its branch alone to origin and run its PR command once
-(WF-FINALIZE-ONCE), a kill falling while that command runs too. 20 trials of a fix, 10 of a
-workflow, 5 of lanes and 5 of finalize under CI (bench/kill_fix.py runs 100 of any), 5, 5, 3 and
-3 elsewhere.
+(WF-FINALIZE-ONCE), a kill falling while that command runs too; the crew example
+(examples/kinds/crew.toml: a lead, three children, a question) must finish so too, each child
+launched once. 20 trials of a fix, 10 of a workflow, 5 of lanes, 5 of finalize and 3 of the crew
+under CI (bench/kill_fix.py runs 100 of any), 5, 5, 3, 3 and 2 elsewhere.
 """
 
 from __future__ import annotations
@@ -104,3 +105,20 @@ def test_a_run_that_finalizes_pushes_and_opens_its_pr_once_after_a_sigkill(
     """
     del host
     _trial(monkeypatch, seed, fix_trials.FINALIZE)
+
+
+#: The crew example runs seven agents in four places, four at once: three trials keep CI's time.
+CREW_TRIALS = 3 if os.environ.get("CI") == "true" else 2
+
+
+@pytest.mark.parametrize("seed", range(CREW_TRIALS))
+def test_the_crew_example_finishes_once_after_a_sigkill(
+    host: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """L1 through an orchestrate block: a lead, three children, a question, a PR.
+
+    The run finishes; each child was launched once and merged in order; the question was
+    answered once; origin holds the run's branch alone and the PR command ran once.
+    """
+    del host
+    _trial(monkeypatch, seed, fix_trials.CREW_KIND)
