@@ -91,6 +91,7 @@ __all__ = [
     "approve",
     "ask",
     "attach",
+    "compose",
     "daemon_log",
     "daemon_run",
     "daemon_start",
@@ -832,6 +833,36 @@ def spawn(goal: str, agent: str | None = None, *, cwd: str | Path | None = None)
             "agent", f"{agent!r} is not an agent flume starts", f"use one of {', '.join(agents)}"
         )
     return _agent_command(_here(cwd), "spawn", words, [agent] if agent else [])
+
+
+def compose(
+    file: str | Path,
+    turns: int,
+    tokens: int,
+    *,
+    base: bool = False,
+    cwd: str | Path | None = None,
+) -> str:
+    """For a lead: compose a child run of the fragment ``file`` (``flume compose``).
+
+    The fragment is a kind file (its ``[kind]`` and blocks), read and checked here: a bad one
+    is exit 2, naming its line. The run reserves ``turns`` and ``tokens`` of its budgets for it
+    (WF-BUDGET-RESERVE); refused, exit 1, at depth 3 or past the block's ``compose`` runs
+    (WF-DEPTH-CAP), or where the run's budgets cannot spare the slice.
+    """
+    from flume.shell.declared import kinds
+
+    here = _here(cwd)
+    path = Path(file) if Path(file).is_absolute() else here / file
+    kinds.read_kind_file(path)
+    for what, count in (("turns", turns), ("tokens", tokens)):
+        if count < 1:
+            raise UsageError.one(
+                what, f"--{what} {count} is below 1", f"give the {what} the run may spend"
+            )
+    text = path.read_text(encoding="utf-8")
+    options = [str(path), str(turns), str(tokens), "base" if base else "head"]
+    return _agent_command(here, "compose", text, options)
 
 
 def notify(to: str, text: str, *, cwd: str | Path | None = None) -> str:

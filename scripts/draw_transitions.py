@@ -35,6 +35,7 @@ VERBS: dict[str, str] = {
     "AnswerGiven": "answer",
     "SpawnSaid": "spawn",
     "NotifySaid": "notify",
+    "ComposeSaid": "compose",
 }
 
 HEADER = """\

@@ -481,6 +481,21 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         text=texts,
     ),
     obs.Notified: st.builds(obs.Notified, at=instants, text=texts),
+    obs.ComposeSaid: st.builds(
+        obs.ComposeSaid,
+        at=instants,
+        kind=st.just(
+            Kind(
+                name=KindName("docs"),
+                prefix="docs",
+                body=Step(name=StageName("write"), prompt="Write.", deliverable=Commit()),
+            )
+        ),
+        turns=st.integers(min_value=0, max_value=20),
+        tokens=st.integers(min_value=0, max_value=10**6),
+        base=st.booleans(),
+        session=st.none() | sessions,
+    ),
     obs.MergeConflicted: st.builds(
         obs.MergeConflicted,
         at=instants,

@@ -102,6 +102,32 @@ def spawn(
 
 
 @app.command(cls=Command)
+def compose(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="The fragment: a kind file.")],
+    *,
+    turns: Annotated[int, typer.Option(metavar="N", help="Turns reserved for it.")],
+    tokens: Annotated[int, typer.Option(metavar="M", help="Tokens reserved for it.")],
+    start: Annotated[
+        str, typer.Option("--from", metavar="head|base", help="Where it is cut from.")
+    ] = "head",
+) -> None:
+    """For a lead: start a child run of a workflow fragment.
+
+    The run reserves its slice of turns and tokens, released for what it really spent when it
+    ends; refused at depth 3, past the block's compose runs, or where the budgets cannot spare
+    the slice. It is merged with the block's children.
+    """
+    from flume import api
+
+    if start not in {"head", "base"}:
+        fail(UsageError.one("--from", f"{start!r} is neither head nor base", "--from head"))
+    try:
+        typer.echo(api.compose(file, turns, tokens, base=start == "base"))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(cls=Command)
 def notify(
     to: Annotated[str, typer.Argument(metavar="CHILD", help="A child's name, or all.")],
     text: Annotated[str, typer.Argument(metavar="TEXT", help="Your words; - reads stdin.")],

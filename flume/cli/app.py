@@ -25,7 +25,7 @@ AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands)
 ORDER = (
     "simulate", "status", "launch", "drop", "tell", "stop", "retry", "proceed",
     "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
-    "notify",
+    "notify", "compose",
     "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch",
     "inspect", "herdr", "daemon",
 )  # fmt: skip

@@ -203,6 +203,7 @@ class Event(enum.Enum):
     CHILD = "child"  #: news of a child (started, asked, paused, finished) went to its lead
     ASKED = "asked"  #: a child's question went to its lead, who answers it
     JOINED = "joined"  #: every child of an orchestrate block is terminal; the lead is told
+    COMPOSED = "composed"  #: a lead composed a child run (``flume compose``), its slice reserved
 
 
 @attrs.frozen(kw_only=True)

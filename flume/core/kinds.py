@@ -850,12 +850,12 @@ def _orchestrate_problems(block: Orchestrate) -> list[tuple[str, str, str]]:  # 
                 'give the lead gate = "verdict" (or artifact:, tests, approval)',
             )
         )
-    if template is None and not block.branches:
+    if template is None and not block.branches and not block.compose_runs:
         problems.append(
             (
                 "children",
-                "the orchestrate block has no children: no template and no branches",
-                'set children = { template = "<step>", max = N }, or branches',
+                "the orchestrate block has no children: no template, branches or compose",
+                'set children = { template = "<step>", max = N }, branches, or compose',
             )
         )
     if template is not None:

@@ -502,7 +502,7 @@ def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> l
             lane.state is not LaneState.RUNNING
             or found is None
             or found.launch.parent != run.launch.place
-            or found.start != run.entry
+            or found.start != (run.start if lane.from_base else run.entry)
             or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
             or found.agent is not None
         ):

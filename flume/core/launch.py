@@ -74,6 +74,8 @@ class Launch:
     goal: str = ""
     #: An orchestrate block's child: its questions go to the run's lead (WF-ASK-ONE-ANSWERER).
     led: bool = False
+    #: How deep the run is: 1 a caller's launch (and its lanes), 2 a run a lead composed.
+    depth: int = 1
 
     @property
     def place(self) -> PlaceName:

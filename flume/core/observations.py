@@ -115,6 +115,22 @@ class NotifySaid:
 
 
 @attrs.frozen(kw_only=True)
+class ComposeSaid:
+    """A lead composed a child run (``flume compose FILE``): ``kind`` read from the file.
+
+    Its budget slice, ``turns`` and ``tokens``, is reserved from the run's ledger; ``base``:
+    the child is cut from the run's base rather than its head.
+    """
+
+    at: Instant
+    kind: Kind
+    turns: int
+    tokens: int
+    base: bool = False
+    session: SessionId | None = None
+
+
+@attrs.frozen(kw_only=True)
 class StopAsked:
     """The caller asked to end the agent that went the wrong way (R9)."""
 
@@ -705,6 +721,7 @@ Command = (
     | AnswerGiven
     | SpawnSaid
     | NotifySaid
+    | ComposeSaid
 )
 Fact = (
     WorktreeMade
@@ -796,6 +813,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     TranscriptFound,
     SpawnSaid,
     NotifySaid,
+    ComposeSaid,
     ChildNews,
     Notified,
 )

@@ -24,6 +24,13 @@ The rules:
   the run's status, named, with the command that resolves it.
 - WF-DROP-CASCADES: a dropped run drops its running children (their agents end) and never
   launches those that wait; tidy keeps every child's commits not merged.
+- WF-DEPTH-CAP: ``flume compose`` starts a child run, a place of its own running the lead's
+  fragment, one level deeper; runs nest 2 deep at most (the block's ``compose`` depth, never
+  over 2): a fragment whose lead may compose is refused, and its budgets never exceed its slice.
+- WF-BUDGET-RESERVE: a composed run's slice (``--turns``, ``--tokens``) is reserved from the
+  run's budgets when it is composed (counted as spent; refused unless it fits with room left)
+  and released for what the child run really spent when it ends: reserved + spent stays within
+  each cap at every instant, the child run held to its slice.
 """
 
 from __future__ import annotations
@@ -38,11 +45,12 @@ from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
 from flume.core.choices import AgentName
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, PlaceName
-from flume.core.kinds import Merge, Orchestrate, child_kind, lane_names
+from flume.core.kinds import MAX_DEPTH, Merge, Orchestrate, blocks_of, child_kind, lane_names
 from flume.core.launch import lane_work_name, place_branch, place_name
 from flume.core.observations import (
     Activity,
     ChildNews,
+    ComposeSaid,
     LaneEnded,
     LanesMerged,
     Notified,
@@ -168,15 +176,34 @@ def _launch_more(place: Place, block: Orchestrate) -> Outcome:
 
 
 def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
-    """The launch of child ``run``: the run's, named ``<name>+<child>``, based on its branch."""
+    """The launch of child ``run``: the run's, named ``<name>+<child>``, based on its branch.
+
+    A composed run runs its fragment, named as the run's kind (its place and branch the run's
+    name and its own), one level deeper, its budgets the slice reserved for it (no wider than
+    the fragment's own), cut from the run's head or base.
+    """
     from flume.core.lanes import lane_launch  # noqa: PLC0415 (lanes imports this module's rules)
 
-    kind = child_kind(place.kind, block, run.lane, run.agent)
-    return lane_launch(place, run.lane, kind, goal=run.goal, led=True)
+    if run.kind is None:
+        kind = child_kind(place.kind, block, run.lane, run.agent)
+        return lane_launch(place, run.lane, kind, goal=run.goal, led=True)
+    own = run.kind.budgets
+    budgets = attrs.evolve(
+        own,
+        turns=min(own.turns or run.reserved_turns, run.reserved_turns),
+        tokens=min(own.tokens or run.reserved_tokens, run.reserved_tokens),
+    )
+    kind = attrs.evolve(
+        run.kind, name=place.kind.name, prefix=place.kind.prefix, finalize=None, budgets=budgets
+    )
+    launch = lane_launch(place, run.lane, kind, goal=run.goal, led=True)
+    deeper = attrs.evolve(launch.launch, depth=place.launch.depth + 1)
+    start = place.start if run.from_base else place.entry
+    return attrs.evolve(launch, launch=deeper, kind=kind, start=start)
 
 
 def _lead_command(
-    place: Place, edge: str, session: object, command: type[SpawnSaid | NotifySaid]
+    place: Place, edge: str, session: object, command: type[SpawnSaid | NotifySaid | ComposeSaid]
 ) -> Orchestrate:
     """The lead's command ``edge``: its block, once the edges, the agent and the run allow it."""
     from flume.core.messages import may  # noqa: PLC0415 (messages imports the place's rules)
@@ -242,6 +269,84 @@ def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
     )
     place, launched = _launch_more(place, block)
     return place, (report, *launched)
+
+
+def on_compose(place: Place, seen: ComposeSaid) -> Outcome:
+    """WF-DEPTH-CAP, WF-BUDGET-RESERVE: a child run of the lead's fragment, its slice reserved."""
+    block = _lead_command(place, "compose", seen.session, ComposeSaid)
+    name = place.launch.place
+    depth = place.launch.depth + 1
+    deepest = min(block.compose_depth, MAX_DEPTH)
+    if depth > deepest:
+        raise refused(
+            "compose",
+            f"a run composed by {name} would be at depth {depth}, and runs nest {deepest} deep "
+            "at most",
+            "do the work here, or spawn a child of the block's template",
+        )
+    if place.join is not JoinStage.OPEN and place.lanes_key == place.stage.key:
+        raise refused(
+            "compose", f"every child of {block.name} is terminal and joined", "write your verdict"
+        )
+    place = _entered(place, block)
+    composed = sum(1 for run in place.lanes.values() if run.kind is not None)
+    if composed >= block.compose_runs:
+        raise refused(
+            "compose",
+            f"{block.name} may compose {block.compose_runs} runs, and {composed} are composed",
+            "spawn a child of the block's template instead",
+        )
+    fragment = seen.kind
+    if any(
+        isinstance(each, Orchestrate) and each.compose_runs for each in blocks_of(fragment.body)
+    ):
+        raise refused(
+            "compose",
+            f"the fragment {fragment.name} lets its lead compose, which would nest runs "
+            f"{depth + 1} deep",
+            "leave compose out of the fragment's orchestrate block",
+        )
+    if seen.turns < 1 or seen.tokens < 1:
+        raise refused("compose", "a slice is at least 1 turn and 1 token", "give --turns, --tokens")
+    _reserve(place, seen.turns, seen.tokens)
+    lane = f"run-{composed + 1}"
+    run = attrs.evolve(
+        _run(place, lane, len(place.lanes), goal=place.launch.brief),
+        kind=fragment,
+        reserved_turns=seen.turns,
+        reserved_tokens=seen.tokens,
+        from_base=seen.base,
+    )
+    spent = attrs.evolve(
+        place.spent,
+        turns=place.spent.turns + seen.turns,
+        tokens=place.spent.tokens + seen.tokens,
+    )
+    place = evolve(place, lanes=place.lanes.set(lane, run), spent=spent)
+    report = Report(
+        event=Event.COMPOSED,
+        text=f"{place.stage.key} composed {lane} ({fragment.name}, depth {depth}), reserving "
+        f"{seen.turns} turns and {seen.tokens} tokens",
+        stage=place.stage.name,
+    )
+    place, launched = _launch_more(place, block)
+    return place, (report, *launched)
+
+
+def _reserve(place: Place, turns: int, tokens: int) -> None:
+    """WF-BUDGET-RESERVE: the slice fits what the run has not spent nor reserved, with room."""
+    budgets, spent = place.budgets, place.spent
+    for what, cap, used, asked in (
+        ("turns", budgets.turns, spent.turns, turns),
+        ("tokens", budgets.tokens, spent.tokens, tokens),
+    ):
+        if cap is not None and used + asked >= cap:
+            raise refused(
+                "compose",
+                f"the run cannot reserve {asked} {what}: {used} of its {cap} are spent or "
+                "reserved already",
+                f"ask for fewer {what}, or raise the run's budget (flume raise)",
+            )
 
 
 def on_notify(place: Place, seen: NotifySaid) -> Outcome:
@@ -337,10 +442,11 @@ def on_child_ended(place: Place, seen: LaneEnded) -> Outcome:
     state = LaneState.FINISHED if seen.finished else LaneState.ENDED
     how = f"finished at {seen.head}" if seen.finished else "ended unfinished (dropped)"
     ended = attrs.evolve(run, state=state, head=seen.head, note=how, paused="")
+    # WF-BUDGET-RESERVE: a composed run's slice, counted as spent, is released for its spend.
     spent = attrs.evolve(
         place.spent,
-        turns=place.spent.turns + seen.turns,
-        tokens=place.spent.tokens + seen.tokens,
+        turns=place.spent.turns + seen.turns - run.reserved_turns,
+        tokens=place.spent.tokens + seen.tokens - run.reserved_tokens,
     )
     place = evolve(place, lanes=place.lanes.set(seen.lane, ended), spent=spent)
     if seen.finished:
@@ -478,7 +584,7 @@ def children_news(run: Place, places: Mapping[PlaceName, Place], now: Instant) -
             lane.state is not LaneState.RUNNING
             or found is None
             or found.launch.parent != run.launch.place
-            or found.start != run.entry
+            or found.start != (run.start if lane.from_base else run.entry)
         ):
             continue
         told.extend(
@@ -500,7 +606,7 @@ def _news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
     news.extend((f"passed:{key}", f"passed the gate of {key}") for key in child.completed)
     news.extend(
         (
-            question.id,
+            question.id if not question.lost else f"{question.id}#{question.lost + 1}",
             (
                 f"asks {question_words(question)}. Answer it: "
                 f'flume answer {name} {question.id} "<your answer>"'

@@ -59,6 +59,7 @@ from flume.core.observations import (
     BudgetRaised,
     ChangeSeen,
     Command,
+    ComposeSaid,
     DropAsked,
     NeedsSaid,
     NotifySaid,
@@ -283,6 +284,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         AskSaid: AwaitingInput,
         SpawnSaid: AwaitingInput,
         NotifySaid: AwaitingInput,
+        ComposeSaid: AwaitingInput,
         AnswerGiven: AwaitingInput,
         SubmitAsked: AwaitingInput,
         StopAsked: Short,
@@ -296,6 +298,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         AskSaid: Delivering,
         SpawnSaid: Delivering,
         NotifySaid: Delivering,
+        ComposeSaid: Delivering,
         AnswerGiven: Delivering,
         SubmitAsked: Delivering,
         StopAsked: Short,
@@ -309,6 +312,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         AskSaid: Working,
         SpawnSaid: Working,
         NotifySaid: Working,
+        ComposeSaid: Working,
         AnswerGiven: Working,
         SubmitAsked: Working,
         StopAsked: Short,
@@ -322,6 +326,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         AskSaid: Delivered,
         SpawnSaid: Delivered,
         NotifySaid: Delivered,
+        ComposeSaid: Delivered,
         AnswerGiven: Delivered,
         SubmitAsked: Delivered,
         StopAsked: Short,
@@ -341,6 +346,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
         AskSaid: Judging,
         SpawnSaid: Judging,
         NotifySaid: Judging,
+        ComposeSaid: Judging,
         AnswerGiven: Judging,
         SubmitAsked: Judging,
         StopAsked: Short,
@@ -513,6 +519,13 @@ class LaneRun:
     note: str = ""
     #: A child paused or stopped short, in words, for its run's status; empty: it is not.
     paused: str = ""
+    #: A child run a lead composed (``flume compose``): its kind, and the slice of the run's
+    #: budgets reserved for it (counted in the run's spend until it ends: WF-BUDGET-RESERVE).
+    kind: Kind | None = None
+    reserved_turns: int = 0
+    reserved_tokens: int = 0
+    #: A composed run cut from the run's base, not its head.
+    from_base: bool = False
 
 
 class JoinStage(enum.Enum):
@@ -542,6 +555,8 @@ class Question:
     asked_at: Instant
     answer: str | None = None
     tell: int | None = None
+    #: How many times its answer was sent and never reached the asker (it is open again).
+    lost: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -93,6 +93,14 @@ RULES: dict[str, str] = {
         "A dropped run drops its running children and launches no more; tidy keeps their unmerged "
         "commits."
     ),
+    "WF-DEPTH-CAP": (
+        "Runs nest 2 deep at most: a compose past the block's depth, or of a fragment whose lead "
+        "may compose, is refused."
+    ),
+    "WF-BUDGET-RESERVE": (
+        "A composed run's slice is reserved from what its run has left, counted as spent until it "
+        "ends, then replaced by its real spend, never more."
+    ),
     "STEP-NAMED": ("A tell or retry naming a step is taken only while the run is at that step."),
     "WF-STALL-NUDGES-ONCE": (
         "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."

@@ -435,7 +435,7 @@ def _orchestrate_views(place: Place, block: Orchestrate, path: str, seen: _Seen)
     views.extend(
         BlockView(
             path=f"{path}{block.name}/{run.lane}",
-            block="child",
+            block="child" if run.kind is None else "run",
             state=run.state.value,
             lane=run.place,
             goal=run.goal or None,

@@ -57,6 +57,7 @@ from flume.core.observations import (
     ChangeSeen,
     ChecksFailed,
     ChildNews,
+    ComposeSaid,
     DropAsked,
     GateRead,
     Landed,
@@ -313,6 +314,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return orchestrate.on_spawn(place, seen)
         case NotifySaid():
             return orchestrate.on_notify(place, seen)
+        case ComposeSaid():
+            return orchestrate.on_compose(place, seen)
         case ChildNews():
             return orchestrate.on_child_news(place, seen)
         case Notified():

@@ -12,6 +12,7 @@ Rule ids: R6, TELL-HELD-WHILE-WORKING, TELL-REFUSED, TELL-NEVER-MOVES-STAGE.
 
 from __future__ import annotations
 
+import attrs
 from pyrsistent import pvector
 
 from flume.core import budget
@@ -174,7 +175,19 @@ def check_deadline(settings: Settings, place: Place, now: Instant) -> Outcome:
         ),
         stage=place.stage.name,
     )
-    return evolve(place, sending=None), (report,)
+    return _reopen(evolve(place, sending=None), sending.tell.number), (report,)
+
+
+def _reopen(place: Place, number: int) -> Place:
+    """WF-MESSAGE-TRANSCRIPT: an answer whose tell was lost leaves its question open, unanswered.
+
+    Its asker never read it, so it may be answered again (its answerer told anew).
+    """
+    for index, question in enumerate(place.questions):
+        if question.tell == number:
+            reopened = attrs.evolve(question, answer=None, tell=None, lost=question.lost + 1)
+            return evolve(place, questions=place.questions.set(index, reopened))
+    return place
 
 
 def drop_all(place: Place, why: str) -> Outcome:

@@ -226,3 +226,148 @@ steps = [{{run = ["sh", "-c", {waits}]}}]
     assert "crew/gone+coder-1" in branches  # its commit is kept
     assert "crew/gone+coder-2" not in branches  # nothing of its own
     assert not any((repo / "places").glob("crew--gone*"))
+
+
+COMPOSING = """\
+[kind]
+name = "crew"
+body = ["build"]
+budgets = { turns = 40, tokens = 1000000 }
+
+[orchestrate.build]
+lead = "lead"
+compose = { runs = 1, depth = 2 }
+branches = ["notes"]
+
+[step.lead]
+prompt = "Compose a run for the docs, then write $verdict once all are done."
+gate = "verdict"
+may = ["compose"]
+
+[step.notes]
+prompt = "Write NOTES.md; commit."
+gate = "commit"
+"""
+
+FRAGMENT = """\
+[kind]
+name = "docs"
+body = ["write"]
+
+[step.write]
+prompt = "Write DOCS.md for $brief; commit."
+gate = "commit"
+"""
+
+#: A fragment whose lead may compose: a third level, refused.
+DEEPER = """\
+[kind]
+name = "deeper"
+body = ["inner"]
+
+[orchestrate.inner]
+lead = "boss"
+compose = { runs = 1 }
+branches = ["leaf"]
+
+[step.boss]
+prompt = "Compose again; write $verdict."
+gate = "verdict"
+may = ["compose"]
+
+[step.leaf]
+prompt = "A leaf; commit."
+gate = "commit"
+"""
+
+
+def test_a_lead_composes_a_child_run_its_slice_reserved_then_released(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """WF-DEPTH-CAP, WF-BUDGET-RESERVE through the CLI: a child run with a journal of its own.
+
+    The lead composes ``docs`` with 10 turns: the run's spend holds the slice at once; the child
+    run (depth 2, its budgets the slice) commits and is merged; once it ended, the run's spend
+    holds what it really spent instead. A second compose (past ``runs``) and a fragment that
+    would compose again (a third level) are refused, exit 1, nothing journaled.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    kind = tmp_path / "crew.toml"
+    kind.write_text(COMPOSING, encoding="utf-8")
+    (tmp_path / "docs.toml").write_text(FRAGMENT, encoding="utf-8")
+    (tmp_path / "deeper.toml").write_text(DEEPER, encoding="utf-8")
+    (tmp_path / "bad.toml").write_text("[kind]\nname = 'bad'\nbody = ['nothing']\n", "utf-8")
+    docs, deeper, bad = (str(tmp_path / f"{n}.toml") for n in ("docs", "deeper", "bad"))
+    record = tmp_path / "said.txt"
+
+    def tried(*argv: str) -> str:
+        """A step running ``argv``, what it said and its exit status kept in ``record``."""
+        line = f"{' '.join(argv)} >> {record} 2>&1; echo exit-$? >> {record}"
+        return f"{{run = {json.dumps(['sh', '-c', line])}}}"
+
+    lead = ",\n    ".join(
+        [
+            tried("flume", "compose", bad, "--turns", "5", "--tokens", "100"),
+            tried("flume", "compose", deeper, "--turns", "5", "--tokens", "100"),
+            tried("flume", "compose", docs, "--turns", "10", "--tokens", "5000"),
+            tried("flume", "compose", docs, "--turns", "5", "--tokens", "100"),
+        ]
+    )
+    turns = f"""
+[[turn]]
+match = ":lead:1"
+steps = [
+    {lead},
+]
+
+[[turn]]
+match = ":notes:1"
+steps = [{{write = {{path = "NOTES.md", text = "n\\n"}}}}, {{commit = "Notes"}}]
+
+[[turn]]
+match = "Write DOCS.md"
+steps = [{{work = 1}}, {{write = {{path = "DOCS.md", text = "d\\n"}}}}, {{commit = "Docs"}}]
+
+[[turn]]
+match = "All children of build are terminal"
+steps = [{{write = {{path = "$board/lead/verdict.json", text = '{{"result": "done"}}'}}}}]
+"""
+    agent_script = script(tmp_path, turns)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "team",
+        "--brief", "the greetings", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    journals = places.journals_dir(repo)
+    path = journals / "crew--team" / places.JOURNAL
+    child_path = journals / "crew--team+run-1" / places.JOURNAL
+    wait_for(child_path.exists, 60, "the child run's journal")
+    reserved = place_of(path)
+    assert reserved.lanes["run-1"].reserved_turns == 10
+    assert reserved.spent.turns >= 10  # the slice, reserved at once
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
+    said = record.read_text(encoding="utf-8")
+    assert "bad.toml:3" in said  # bad input: the file and line named, and exit 2
+    assert "exit-2" in said
+    assert "would nest runs 3 deep" in said
+    assert "may compose 1 runs, and 1 are composed" in said
+    assert said.count("exit-1") == 2
+    assert said.count("exit-0") == 1
+    composed = [seen for seen in observations(path) if type(seen).__name__ == "ComposeSaid"]
+    assert len(composed) == 1  # the refused ones journaled nothing
+    child = place_of(child_path)
+    assert child.launch.depth == 2
+    assert child.launch.parent == "crew--team"
+    assert child.kind.budgets.turns == 10
+    run = place_of(path)
+    lead_turns = sum(1 for s in observations(path) if type(s).__name__ == "TurnEnded")
+    assert run.spent.turns == lead_turns + child.spent.turns + 1  # the notes child's one turn
+    assert run.spent.turns < 10 + lead_turns
+    merges = run_git(repo, "log", "--first-parent", "--format=%s", "crew/team").splitlines()
+    assert [s for s in merges if s.startswith("Merge")] == [
+        "Merge lane run-1 (crew/team+run-1) into crew/team",
+        "Merge lane notes (crew/team+notes) into crew/team",
+    ]
+    assert run_git(repo, "show", "crew/team:DOCS.md") == "d\n"

@@ -20,16 +20,26 @@ from pyrsistent import pset, pvector
 from flume.core.actions import Event, JudgeGate, LaneOrder, LaunchLane, NotifyLane, OrderLane
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, StageName
-from flume.core.kinds import Commit, Kind, Orchestrate, Sequence, Step, Verdict, check_kind
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Kind,
+    Orchestrate,
+    Sequence,
+    Step,
+    Verdict,
+    check_kind,
+)
 from flume.core.observations import (
     ChildNews,
+    ComposeSaid,
     DropAsked,
     LaneEnded,
     NotifySaid,
     SpawnSaid,
 )
-from flume.core.orchestrate import PAUSED, children
-from flume.core.place import JoinStage, LaneState, Life, Place
+from flume.core.orchestrate import PAUSED, children, launch_child
+from flume.core.place import JoinStage, LaneState, Life, Place, leading
 from flume.core.settings import Settings
 from flume.core.status import status
 from tests.model.world import FakeWorld
@@ -37,13 +47,15 @@ from tests.model.world import FakeWorld
 S = Settings()
 
 
-def crew(*, most: int = 3, cap: int | None = None) -> Kind:
-    """A lead (a verdict) that may spawn coders (each a commit) and notify them."""
+def crew(
+    *, most: int = 3, cap: int | None = None, runs: int = 0, budgets: Budgets | None = None
+) -> Kind:
+    """A lead (a verdict) that may spawn coders (each a commit), notify them, compose ``runs``."""
     lead = Step(
         name=StageName("lead"),
         prompt="Spawn a coder a slice; when all are done, write $verdict.",
         deliverable=Verdict(),
-        may=pset(["spawn", "notify"]),
+        may=pset(["spawn", "notify", *(["compose"] if runs else [])]),
     )
     coder = Step(
         name=StageName("coder"),
@@ -51,10 +63,27 @@ def crew(*, most: int = 3, cap: int | None = None) -> Kind:
         deliverable=Commit(),
         may=pset(["progress", "ask"]),
     )
-    block = Orchestrate(name=BlockName("build"), lead=lead, template=coder, max=most, cap=cap)
-    kind = Kind(name=KindName("crew"), prefix="crew", body=Sequence(blocks=pvector([block])))
+    block = Orchestrate(
+        name=BlockName("build"), lead=lead, template=coder, max=most, cap=cap, compose_runs=runs
+    )
+    kind = Kind(
+        name=KindName("crew"),
+        prefix="crew",
+        body=Sequence(blocks=pvector([block])),
+        budgets=budgets or Budgets(),
+    )
     check_kind(kind)
     return kind
+
+
+#: A fragment a lead composes: one step, a commit.
+DOCS = Kind(
+    name=KindName("docs"),
+    prefix="docs",
+    body=Sequence(
+        blocks=pvector([Step(name=StageName("write"), prompt="Write.", deliverable=Commit())])
+    ),
+)
 
 
 def world_of(kind: Kind) -> FakeWorld:
@@ -188,11 +217,13 @@ class OrchestrateMachine(RuleBasedStateMachine):
     @initialize(
         most=st.integers(min_value=1, max_value=3),
         cap=st.none() | st.integers(min_value=1, max_value=2),
+        runs=st.integers(min_value=0, max_value=2),
     )
-    def launch(self, most: int, cap: int | None) -> None:
-        """Launch the crew with its max and cap drawn; its lead told its prompt."""
-        self.most, self.cap = most, cap or most
-        self.world = world_of(crew(most=most, cap=cap))
+    def launch(self, most: int, cap: int | None, runs: int) -> None:
+        """Launch the crew with its max, cap and compose runs drawn; its lead told its prompt."""
+        self.most, self.cap, self.runs = most, cap or most + runs, runs
+        self.budgets = Budgets(turns=30, tokens=10_000)
+        self.world = world_of(crew(most=most, cap=cap, runs=runs, budgets=self.budgets))
         self.dropped_at: int | None = None
 
     def _running(self) -> list[str]:
@@ -217,10 +248,56 @@ class OrchestrateMachine(RuleBasedStateMachine):
         assert len(children(self._place())) == spawned + 1
 
     @precondition(lambda self: self._running())
-    @rule(data=st.data(), finished=st.booleans())
-    def a_child_ends(self, data: st.DataObject, *, finished: bool) -> None:
-        """A running child finishes its branch or is dropped, and the run hears of it."""
-        end_child(self.world, data.draw(st.sampled_from(self._running())), finished=finished)
+    @rule(data=st.data(), finished=st.booleans(), turns=st.integers(min_value=0, max_value=12))
+    def a_child_ends(self, data: st.DataObject, *, finished: bool, turns: int) -> None:
+        """A running child finishes its branch or is dropped, having spent ``turns``.
+
+        A composed run spends no more than its slice (its own budgets are the slice).
+        """
+        lane = data.draw(st.sampled_from(self._running()))
+        run = self._place().lanes[lane]
+        spent = min(turns, run.reserved_turns) if run.kind is not None else turns
+        found = self.world.lanes[lane]
+        head = (
+            self.world.git.commit(found.branch, self.world.now)
+            if finished
+            else self.world.git.head(found.branch)
+        )
+        found.life = "finished" if finished else "dropped"
+        self.world.now += 1
+        seen = LaneEnded(
+            at=self.world.instant(), lane=lane, finished=finished, head=head, turns=spent
+        )
+        assert self.world.feed(seen) is None
+
+    @rule(turns=st.integers(min_value=1, max_value=25), deeper=st.booleans())
+    def the_lead_composes(self, turns: int, deeper: bool) -> None:
+        """WF-DEPTH-CAP: a run at depth 2 never composes, nor one past its block's runs.
+
+        A fragment whose own lead may compose (``deeper``) is refused: a third level. A refused
+        compose journals nothing.
+        """
+        agent = self.world.live_agent()
+        if agent is None:
+            return
+        before = len(self.world.journal)
+        composed = sum(1 for run in self._place().lanes.values() if run.kind is not None)
+        fragment = crew(runs=1) if deeper else DOCS
+        seen = ComposeSaid(
+            at=self.world.instant(), kind=fragment, turns=turns, tokens=100, session=agent.session
+        )
+        refused = self.world.feed(seen)
+        if refused is not None:
+            assert len(self.world.journal) == before
+            return
+        assert not deeper
+        assert composed < self.runs
+        place = self._place()
+        run = place.lanes[f"run-{composed + 1}"]
+        assert run.kind is fragment
+        block = leading(place)
+        assert block is not None
+        assert launch_child(place, block, run).launch.depth == 2
 
     @precondition(lambda self: self._running())
     @rule(data=st.data(), ident=st.sampled_from(["started", "q1", f"{PAUSED}coder#1:stalled"]))
@@ -254,11 +331,32 @@ class OrchestrateMachine(RuleBasedStateMachine):
             self.dropped_at = len(self.world.actions)
 
     @invariant()
+    def reserved_and_spent_stay_within_the_caps(self) -> None:
+        """WF-BUDGET-RESERVE: a slice taken only from what is left, counted as spent till it ends.
+
+        The reservation is counted as spent while its child run runs, and released for what it
+        really spent (never more than its slice) once it ends.
+        """
+        place = self._place()
+        reserved = sum(
+            run.reserved_turns
+            for run in place.lanes.values()
+            if run.kind is not None and run.state is LaneState.RUNNING
+        )
+        assert reserved <= place.spent.turns
+        for before, seen, decision in self.world.steps:
+            if isinstance(seen, ComposeSaid) and before is not None:
+                # Taken only where it fits what the run had left, with room for the lead.
+                assert place.budgets.turns is not None
+                assert before.spent.turns + seen.turns < place.budgets.turns
+                assert decision.place.spent.turns == before.spent.turns + seen.turns
+
+    @invariant()
     def children_stay_within_max_and_cap(self) -> None:
         """Spawned children never outnumber max; no more than cap run at once."""
         place = self._place()
         running = sum(1 for run in place.lanes.values() if run.state is LaneState.RUNNING)
-        assert len(place.lanes) <= self.most
+        assert len(place.lanes) <= self.most + self.runs
         assert running <= self.cap
         assert all(found.launches >= 1 for found in self.world.lanes.values())
 

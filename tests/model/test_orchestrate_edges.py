@@ -37,6 +37,7 @@ from flume.core.observations import (
     AnswerGiven,
     AskSaid,
     ChildNews,
+    ComposeSaid,
     LaneEnded,
     LanesMerged,
     Launched,
@@ -582,3 +583,96 @@ def test_merge_none_merges_nothing_and_a_lead_without_a_template_plans_its_branc
     )
     planned = worst_case(kind_of(static))
     assert [each.path for each in planned.steps] == ["build/lead", "build/docs"]
+
+
+def compose(world: FakeWorld, kind: Kind, turns: int = 5, *, base: bool = False) -> str | None:
+    """The lead runs ``flume compose``: the refusal's words, or None."""
+    seen = ComposeSaid(
+        at=world.instant(),
+        kind=kind,
+        turns=turns,
+        tokens=100,
+        base=base,
+        session=lead_session(world),
+    )
+    refused = world.feed(seen)
+    return None if refused is None else str(refused)
+
+
+DOCS = Kind(
+    name=KindName("docs"),
+    prefix="docs",
+    body=Sequence(blocks=pvector([attrs.evolve(CODER, name=StageName("write"))])),
+    budgets=Budgets(turns=3),
+)
+
+
+def composing(*, runs: int = 1, depth: int = 2, budgets: Budgets | None = None) -> Kind:
+    """A lead that may compose ``runs`` child runs, ``depth`` deep, and nothing else."""
+    lead = attrs.evolve(LEAD, may=pset(["compose"]))
+    block = Orchestrate(name=BlockName("build"), lead=lead, compose_runs=runs, compose_depth=depth)
+    kind = kind_of(block, budgets=budgets or Budgets(turns=20, tokens=10_000))
+    check_kind(kind)
+    return kind
+
+
+def test_a_composed_run_is_a_child_one_level_deeper_its_slice_reserved_and_released() -> None:
+    """WF-BUDGET-RESERVE end to end in the core: reserved at once, released for real spend."""
+    world = world_of(composing(runs=2))
+    assert compose(world, DOCS, 10) is None
+    place = world.place
+    assert place is not None
+    run = place.lanes["run-1"]
+    assert (run.kind, run.reserved_turns, run.reserved_tokens) == (DOCS, 10, 100)
+    assert place.spent.turns == 10
+    (launched,) = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert launched.launch.depth == 2
+    assert launched.kind.name == "crew"
+    assert launched.kind.budgets.turns == 3  # the fragment's own, below its slice
+    assert launched.kind.budgets.tokens == 100
+    assert launched.start == place.entry
+    views = {view.path: view.block for view in status(place).tree}
+    assert views["build/run-1"] == "run"
+    found = world.lanes["run-1"]
+    head = world.git.commit(found.branch, world.now)
+    found.life = "finished"
+    seen = LaneEnded(at=world.instant(), lane="run-1", finished=True, head=head, turns=2, tokens=7)
+    assert world.feed(seen) is None
+    assert world.place is not None
+    assert (world.place.spent.turns, world.place.spent.tokens) == (2, 7)
+    assert compose(world, DOCS, 3, base=True) is None
+    assert world.place is not None
+    based = [a for a in world.actions if isinstance(a, LaunchLane)][-1]
+    assert based.start == world.place.start
+    child = evolve(step(S, None, _launched(based)).place, start=world.place.start)
+    (news,) = children_news(world.place, {child.launch.place: child}, Instant(9.0))[:1] or [None]
+    assert news is None  # not started yet: no news, and its start is the run's base
+
+
+def test_compose_is_refused_past_depth_runs_or_budget_and_for_a_deeper_fragment() -> None:
+    """WF-DEPTH-CAP: each refusal exit 1, journaling nothing."""
+    shallow = world_of(composing(depth=1))
+    assert "would be at depth 2, and runs nest 1 deep at most" in (compose(shallow, DOCS) or "")
+    world = world_of(composing())
+    deeper = kind_of(
+        Orchestrate(
+            name=BlockName("inner"),
+            lead=attrs.evolve(LEAD, may=pset(["compose"])),
+            compose_runs=1,
+        )
+    )
+    assert "would nest runs 3 deep" in (compose(world, deeper) or "")
+    assert "a slice is at least 1 turn" in (compose(world, DOCS, 0) or "")
+    assert "cannot reserve 20 turns: 0 of its 20" in (compose(world, DOCS, 20) or "")
+    assert compose(world, DOCS, 5) is None
+    assert "may compose 1 runs, and 1 are composed" in (compose(world, DOCS, 5) or "")
+    place = world.place
+    assert place is not None
+    joined = evolve(place, join=JoinStage.TOLD)
+    with pytest.raises(UsageError, match="every child of build is terminal and joined"):
+        step(S, joined, ComposeSaid(at=Instant(9.0), kind=DOCS, turns=1, tokens=1,
+                                    session=lead_session(world)))  # fmt: skip
+    at_depth_two = evolve(place, launch=attrs.evolve(place.launch, depth=2))
+    with pytest.raises(UsageError, match="would be at depth 3"):
+        step(S, at_depth_two, ComposeSaid(at=Instant(9.0), kind=DOCS, turns=1, tokens=1,
+                                          session=lead_session(world)))  # fmt: skip

@@ -16,8 +16,17 @@ from hypothesis import strategies as st
 from pyrsistent import pmap, pset, pvector
 
 from flume.core.errors import UsageError
-from flume.core.ids import BlockName, BranchName, Instant, PlaceName, SessionId, Sha, StageName
-from flume.core.kinds import Commit, Landing, Orchestrate, Sequence, Step, steps
+from flume.core.ids import (
+    BlockName,
+    BranchName,
+    Instant,
+    KindName,
+    PlaceName,
+    SessionId,
+    Sha,
+    StageName,
+)
+from flume.core.kinds import Commit, Kind, Landing, Orchestrate, Sequence, Step, steps
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
@@ -26,6 +35,7 @@ from flume.core.observations import (
     AskSaid,
     BudgetRaised,
     Command,
+    ComposeSaid,
     DropAsked,
     Launched,
     NeedsSaid,
@@ -167,14 +177,25 @@ COMMANDS: tuple[Command, ...] = (
     AnswerGiven(at=Instant(9.0), question="q1", text="the new one"),
     SpawnSaid(at=Instant(9.0), goal="the parser", session=_SESSION),
     NotifySaid(at=Instant(9.0), to="all", text="use the new API", session=_SESSION),
+    ComposeSaid(
+        at=Instant(9.0),
+        kind=Kind(
+            name=KindName("docs"),
+            prefix="docs",
+            body=Step(name=StageName("write"), prompt="Write.", deliverable=Commit()),
+        ),
+        turns=1,
+        tokens=1,
+        session=_SESSION,
+    ),
 )
 
 
 def _leading(place: Place, lead: Step) -> Place:
     """The place's stage ``lead`` made an orchestrate block's lead, with one child running."""
-    lead = attrs.evolve(lead, may=pset(["progress", "ask", "spawn", "notify"]))
+    lead = attrs.evolve(lead, may=pset(["progress", "ask", "spawn", "notify", "compose"]))
     child = Step(name=StageName("coder"), prompt="Build $goal.", deliverable=Commit())
-    block = Orchestrate(name=BlockName("build"), lead=lead, template=child, max=3)
+    block = Orchestrate(name=BlockName("build"), lead=lead, template=child, max=3, compose_runs=1)
     run = LaneRun(
         lane="coder-1",
         place=PlaceName("fix--x+coder-1"),
@@ -218,7 +239,7 @@ def _willing(phase: StagePhase, command: Command | None = None) -> Place:
         said_at=_AT,
     )
     stage = attrs.evolve(launched_place.stage, name=lands.name, phase=phase)
-    if isinstance(command, SpawnSaid | NotifySaid):
+    if isinstance(command, SpawnSaid | NotifySaid | ComposeSaid):
         launched_place = _leading(evolve(launched_place, stage=stage), lands)
     return evolve(
         launched_place,

@@ -36,6 +36,7 @@ import re
 import secrets
 import stat
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant, SessionId
 from flume.core.observations import (
     AskSaid,
+    ComposeSaid,
     NeedsSaid,
     NotifySaid,
     Observation,
@@ -63,7 +65,7 @@ from flume.shell.store import places
 #: The variable that names a sandboxed agent's inbox to the commands it runs.
 VARIABLE = "FLUME_INBOX"
 #: The commands an agent may send through its inbox; nothing else is carried out.
-KINDS = ("needs", "progress", "ask", "submit", "spawn", "notify")
+KINDS = ("needs", "progress", "ask", "submit", "spawn", "notify", "compose")
 #: Seconds a command waits for the supervisor's answer before it withdraws its request.
 WAIT_SECONDS = 60.0
 #: Seconds it waits more for a request the supervisor took before that deadline.
@@ -95,7 +97,7 @@ def folder(agents: Path, session: SessionId) -> Path:
 # --- carrying a command out: the CLI outside a sandbox, the supervisor for one inside ------
 
 
-def observation(request: Request, at: Instant) -> Observation:
+def observation(request: Request, at: Instant) -> Observation:  # noqa: PLR0911 (one a command)
     """The observation the command journals; a :class:`UsageError` for words it cannot carry."""
     if request.kind == "needs":
         return NeedsSaid(at=at, words=checked_text("words", request.words), session=request.session)
@@ -119,6 +121,8 @@ def observation(request: Request, at: Instant) -> Observation:
         agent = AgentName(request.options[0]) if request.options else None
         goal = checked_text("goal", request.words)
         return SpawnSaid(at=at, goal=goal, agent=agent, session=request.session)
+    if request.kind == "compose" and len(request.options) == 4:
+        return _composed(request, at)
     if request.kind == "notify" and len(request.options) == 1:
         text = checked_text("words", request.words)
         return NotifySaid(at=at, to=request.options[0], text=text, session=request.session)
@@ -129,7 +133,35 @@ def observation(request: Request, at: Instant) -> Observation:
     )
 
 
-def printed(kind: str, decision: Decision) -> str:
+def _composed(request: Request, at: Instant) -> ComposeSaid:
+    """``flume compose``: the fragment's TOML text, read by the command (never by path here).
+
+    Its options: the file's name (for messages), its turns, its tokens, and head or base.
+    """
+    from flume.shell.declared import kinds  # noqa: PLC0415 (only compose reads a kind file)
+
+    name, turns, tokens, start = request.options
+    text = checked_text("fragment", request.words)
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError.one(name, f"is not valid TOML: {error}", "fix the TOML there") from error
+    fragment = kinds.parse_document(Path(name), text, document).kind
+    if not (turns.isdigit() and tokens.isdigit()) or start not in {"head", "base"}:
+        raise UsageError.one(
+            "compose", "--turns and --tokens are whole numbers, --from head or base", "mend them"
+        )
+    return ComposeSaid(
+        at=at,
+        kind=fragment,
+        turns=int(turns),
+        tokens=int(tokens),
+        base=start == "base",
+        session=request.session,
+    )
+
+
+def printed(kind: str, decision: Decision) -> str:  # noqa: PLR0911 (one a command)
     """What the command prints once its observation is journaled."""
     place = decision.place
     name = place.launch.place
@@ -146,6 +178,12 @@ def printed(kind: str, decision: Decision) -> str:
         )
     if kind == "notify":
         return f"flume: {name}: your words go to the children named"
+    if kind == "compose":
+        run = lanes_in_order(place)[-1]
+        return (
+            f"flume: {name}: composed {run.lane} ({run.place}), reserving {run.reserved_turns} "
+            f"turns and {run.reserved_tokens} tokens; news of it comes to you as messages"
+        )
     if kind == "ask":
         return (
             f"flume: {name}: asked {place.questions[-1].id}; the answer will come to you as a "
