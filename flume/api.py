@@ -781,7 +781,9 @@ def _agent_command(here: Path, kind: str, words: str = "", options: Sequence[str
 
     settings = Settings()
     found = verbs.place_here(here, settings)
-    said = inbox.carry_out(found, request, _now(), settings)
+    from flume.shell.declared import kinds
+
+    said = inbox.carry_out(found, request, _now(), settings, kinds.read_fragment)
     client.ensure()
     return said
 

@@ -360,3 +360,23 @@ TestMessagesMachine = MessagesMachine.TestCase
 TestMessagesMachine.settings = hypothesis_settings(
     max_examples=80, stateful_step_count=30, deadline=None
 )
+
+
+def test_an_answer_that_never_reached_the_asker_leaves_its_question_open() -> None:
+    """WF-MESSAGE-TRANSCRIPT: sent twice and lost, the answer is undone; it may be given again."""
+    world = world_of(talking())
+    assert world.deliver()
+    assert ask(world) is None
+    assert world.end_turn() is None
+    assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="the new one")) is None
+    for _ in range(3):
+        world.now += S.confirm_seconds + 1
+        assert world.feed(Tick(at=world.instant())) is None
+    assert world.reports_of(Event.TELL_LOST)
+    place = world.place
+    assert place is not None
+    (question,) = place.questions
+    assert (question.answer, question.tell, question.lost) == (None, None, 1)
+    assert open_question(place) == question
+    assert status(place).paused == "question"
+    assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="the new one")) is None

@@ -202,6 +202,15 @@ def read_kind_file(path: Path) -> DeclaredKind:
     return parse_document(path, text, document)
 
 
+def read_fragment(name: str, text: str) -> Kind:
+    """A fragment a lead composes (``flume compose``): a kind file's text, named ``name``."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError.one(name, f"is not valid TOML: {error}", "fix the TOML there") from error
+    return parse_document(Path(name), text, document).kind
+
+
 def parse_document(
     path: Path, text: str, document: dict[str, Any], *, within: str = ""
 ) -> DeclaredKind:

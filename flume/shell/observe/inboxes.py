@@ -23,6 +23,7 @@ from flume.core.observations import Observation
 from flume.core.place import current_step
 from flume.core.settings import Settings
 from flume.shell.agents.port import agents_dir
+from flume.shell.declared import kinds
 from flume.shell.store import inbox, places
 from flume.shell.store.follower import Followed
 
@@ -68,6 +69,6 @@ class Inboxes:
         """What the command prints once journaled through the rules; or why it was refused."""
         found = places.Found(journal=each.journal, place=each.place)
         try:
-            return inbox.carry_out(found, request, now, self.settings)
+            return inbox.carry_out(found, request, now, self.settings, kinds.read_fragment)
         except UsageError as error:
             return error

@@ -36,7 +36,6 @@ import re
 import secrets
 import stat
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from pyrsistent import pvector
 from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant, SessionId
+from flume.core.kinds import Kind
 from flume.core.observations import (
     AskSaid,
     ComposeSaid,
@@ -97,7 +97,9 @@ def folder(agents: Path, session: SessionId) -> Path:
 # --- carrying a command out: the CLI outside a sandbox, the supervisor for one inside ------
 
 
-def observation(request: Request, at: Instant) -> Observation:  # noqa: PLR0911 (one a command)
+def observation(  # noqa: PLR0911 (one a command)
+    request: Request, at: Instant, read_kind: ReadKind | None = None
+) -> Observation:
     """The observation the command journals; a :class:`UsageError` for words it cannot carry."""
     if request.kind == "needs":
         return NeedsSaid(at=at, words=checked_text("words", request.words), session=request.session)
@@ -122,7 +124,7 @@ def observation(request: Request, at: Instant) -> Observation:  # noqa: PLR0911 
         goal = checked_text("goal", request.words)
         return SpawnSaid(at=at, goal=goal, agent=agent, session=request.session)
     if request.kind == "compose" and len(request.options) == 4:
-        return _composed(request, at)
+        return _composed(request, at, read_kind)
     if request.kind == "notify" and len(request.options) == 1:
         text = checked_text("words", request.words)
         return NotifySaid(at=at, to=request.options[0], text=text, session=request.session)
@@ -133,20 +135,19 @@ def observation(request: Request, at: Instant) -> Observation:  # noqa: PLR0911 
     )
 
 
-def _composed(request: Request, at: Instant) -> ComposeSaid:
+#: Reads a fragment's kind from its file's name and TOML text (``flume.shell.declared``).
+ReadKind = Callable[[str, str], Kind]
+
+
+def _composed(request: Request, at: Instant, read_kind: ReadKind | None) -> ComposeSaid:
     """``flume compose``: the fragment's TOML text, read by the command (never by path here).
 
     Its options: the file's name (for messages), its turns, its tokens, and head or base.
     """
-    from flume.shell.declared import kinds  # noqa: PLC0415 (only compose reads a kind file)
-
     name, turns, tokens, start = request.options
-    text = checked_text("fragment", request.words)
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError.one(name, f"is not valid TOML: {error}", "fix the TOML there") from error
-    fragment = kinds.parse_document(Path(name), text, document).kind
+    if read_kind is None:
+        raise UsageError.one("compose", "no reader of fragments was given", "a bug of flume's")
+    fragment = read_kind(name, checked_text("fragment", request.words))
     if not (turns.isdigit() and tokens.isdigit()) or start not in {"head", "base"}:
         raise UsageError.one(
             "compose", "--turns and --tokens are whole numbers, --from head or base", "mend them"
@@ -195,12 +196,18 @@ def printed(kind: str, decision: Decision) -> str:  # noqa: PLR0911 (one a comma
     )
 
 
-def carry_out(found: places.Found, request: Request, at: Instant, settings: Settings) -> str:
+def carry_out(
+    found: places.Found,
+    request: Request,
+    at: Instant,
+    settings: Settings,
+    read_kind: ReadKind | None = None,
+) -> str:
     """Journal the command for the place ``found`` through its rules; what it prints.
 
     Raises :class:`UsageError` as the command would: nothing is journaled then.
     """
-    decision = places.give(found, observation(request, at), settings)
+    decision = places.give(found, observation(request, at, read_kind), settings)
     return printed(request.kind, decision)
 
 
