@@ -301,6 +301,8 @@ def _workflow_lines(view: View, where: str) -> Iterator[str]:
                 f"(flume status {view['place']} --json shows them all)"
             )
         yield f"{where}: {view['resolve']} lets it go on"
+    if view.get("asking"):
+        yield f"{where}: asks its lead {view['asking']}"
     if view.get("budgets"):
         yield f"{view['place']}: budgets: {view['budgets']}"
     if view.get("maxed"):
