@@ -234,6 +234,73 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
 }
 
 
+CREW = (Path(__file__).parents[2] / "examples" / "kinds" / "crew.toml").read_text(encoding="utf-8")
+
+
+def _crew(old: str, new: str) -> str:
+    """The crew example (an orchestrate block) with ``old`` replaced by ``new``."""
+    assert old in CREW, old
+    return CREW.replace(old, new, 1)
+
+
+#: Issue 14's bad input, each in the crew example: the file and line named, exit 2.
+HOSTILE.update(
+    {
+        "crew-unknown-edge": (
+            _crew('may = ["progress", "ask"]', 'may = ["progress", "shout"]'),
+            'may = ["progress", "shout"]',
+            "may names an unknown edge 'shout'",
+        ),
+        "crew-lead-edge-on-a-child": (
+            _crew('may = ["progress", "ask"]', 'may = ["progress", "spawn"]'),
+            'may = ["progress", "spawn"]',
+            "only an orchestrate block's lead may spawn",
+        ),
+        "crew-template-not-a-step": (
+            _crew('template = "coder"', 'template = "review-loop"'),
+            'children = { template = "review-loop"',
+            "names 'review-loop', which is a loop, not a step",
+        ),
+        "crew-max-over-32": (
+            _crew("max = 3 }", "max = 40 }"),
+            "children = {",
+            "children max = 40 is outside 1-32",
+        ),
+        "crew-depth-3": (
+            _crew("depth = 2 }", "depth = 3 }"),
+            "compose = {",
+            "compose depth = 3: runs nest 2 deep at most",
+        ),
+        "crew-nested-orchestrate": (
+            _crew(
+                'template = "coder", max = 3 }',
+                'template = "coder", max = 3 }\nbranches = ["inner"]',
+            )
+            + '[orchestrate.inner]\nlead = "boss"\nbranches = ["leaf"]\n'
+            '[step.boss]\nprompt = "Boss; $verdict."\nmay = ["notify"]\n'
+            '[step.leaf]\nprompt = "Leaf; commit."\ngate = "commit"\n',
+            "[orchestrate.inner]",
+            "orchestrate inner is nested in another orchestrate block",
+        ),
+        "crew-pr-not-a-list": (
+            _crew('pr = ["gh",', 'pr = "gh pr create", prx = ["gh",'),
+            "finalize = {",
+            "finalize has no 'prx'",
+        ),
+        "crew-pr-unknown-field": (
+            _crew('"{title}"', '"{owner}"'),
+            "finalize = {",
+            "names an unknown field {owner}",
+        ),
+        "crew-lead-gate-a-commit": (
+            _crew('gate = "verdict"\nmay = ["notify"', 'gate = "commit"\nmay = ["notify"'),
+            'lead = "lead"',
+            "which is not judged when its turn ends",
+        ),
+    }
+)
+
+
 def _line(text: str, marker: str) -> int:
     """The line (from 1) that first holds ``marker``."""
     for number, line in enumerate(text.splitlines(), start=1):
@@ -243,8 +310,9 @@ def _line(text: str, marker: str) -> int:
 
 
 def test_the_hostile_corpus_is_forty_files_or_more() -> None:
-    """Must-show 9 asks for 40 hostile workflow files."""
+    """Must-show 9 asks for 40 hostile workflow files; issue 14's bad input adds its own."""
     assert len(HOSTILE) >= 40
+    assert len([case for case in HOSTILE if case.startswith("crew-")]) >= 9
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
