@@ -493,7 +493,7 @@ def _pr_runs(repo: Path) -> list[tuple[float, float | None]]:
     return runs
 
 
-def _finalize_ends(repo: Path, path: Path) -> list[str]:
+def _finalized(repo: Path, path: Path, run: str, branch: str) -> list[str]:
     """WF-FINALIZE-ONCE, WF-PUSH-ONLY-RUN-BRANCH: one push, one PR command run, its URL shown.
 
     Origin holds the run's branch alone, at the run's head (the base never pushed); the PR
@@ -505,15 +505,15 @@ def _finalize_ends(repo: Path, path: Path) -> list[str]:
     origin, _program, record = _finalize_files(repo)
     place = place_of(path)
     heads = git.run(origin, "for-each-ref", "--format=%(refname) %(objectname)").out.splitlines()
-    tip = git.resolve(repo, BranchName(FINALIZE_BRANCH))
-    if heads != [f"refs/heads/{FINALIZE_BRANCH} {place.head}"] or tip != place.head:
+    tip = git.resolve(repo, BranchName(branch))
+    if heads != [f"refs/heads/{branch} {place.head}"] or tip != place.head:
         problems.append(f"origin holds {heads}; the run's head {place.head}, its branch {tip}")
     runs = record.read_text(encoding="utf-8").splitlines() if record.is_file() else []
     if len(runs) != 1:
         problems.append(f"the PR command ran {len(runs)} times")
     for line in runs:
         argv = json.loads(line)["argv"]
-        if argv[:6] != ["--base", "main", "--head", FINALIZE_BRANCH, "--title", "Say hello"]:
+        if argv[:6] != ["--base", "main", "--head", branch, "--title", "Say hello"]:
             problems.append(f"the PR command was given {argv}")
     reports = [r for r in decided(path, Report) if isinstance(r, Report)]
     told = [r.event for r in reports if r.event in {Event.PUSHED, Event.PR_OPENED}]
@@ -524,10 +524,15 @@ def _finalize_ends(repo: Path, path: Path) -> list[str]:
         problems.append(f"PR command tries asked: {tries}")
     shown = flume_process("status", "--json", "--repository", str(repo))
     rows = json.loads(shown.stdout)["places"] if shown.returncode == 0 else []
-    urls = [row.get("pr_url") for row in rows if row.get("place") == FINALIZE_RUN]
+    urls = [row.get("pr_url") for row in rows if row.get("place") == run]
     if urls != [PR_URL]:
         problems.append(f"flume status shows the PR's URL as {urls} ({shown.stderr.strip()})")
     return problems
+
+
+def _finalize_ends(repo: Path, path: Path) -> list[str]:
+    """:func:`_finalized` of FINALIZE's run."""
+    return _finalized(repo, path, FINALIZE_RUN, FINALIZE_BRANCH)
 
 
 FIX = Kind(
@@ -654,15 +659,8 @@ def _crew_launch(folder: Path, repo: Path, script_path: Path) -> Path:
 
 def _crew_ends(repo: Path, path: Path) -> list[str]:
     """Every child launched once and merged in order; one answer; one push and one PR run."""
-    problems: list[str] = []
-    origin, _program, record = _finalize_files(repo)
+    problems = _finalized(repo, path, CREW_RUN, CREW_BRANCH)
     place = place_of(path)
-    heads = git.run(origin, "for-each-ref", "--format=%(refname) %(objectname)").out.splitlines()
-    if heads != [f"refs/heads/{CREW_BRANCH} {place.head}"]:
-        problems.append(f"origin holds {heads}; the run's head {place.head}")
-    runs = record.read_text(encoding="utf-8").splitlines() if record.is_file() else []
-    if len(runs) != 1:
-        problems.append(f"the PR command ran {len(runs)} times")
     launches = [a.lane for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
     if sorted(set(launches)) != sorted(CREW_CHILDREN):
         problems.append(f"children launched by the run's rules: {launches}")
@@ -687,11 +685,6 @@ def _crew_ends(repo: Path, path: Path) -> list[str]:
     questions = place_of(asker).questions if asker.is_file() else ()
     if [q.answer for q in questions] != ["Hello"]:
         problems.append(f"coder-2's questions: {[(q.id, q.answer) for q in questions]}")
-    shown = flume_process("status", "--json", "--repository", str(repo))
-    rows = json.loads(shown.stdout)["places"] if shown.returncode == 0 else []
-    urls = [row.get("pr_url") for row in rows if row.get("place") == CREW_RUN]
-    if urls != [PR_URL]:
-        problems.append(f"flume status shows the PR's URL as {urls}")
     return problems
 
 
