@@ -281,6 +281,9 @@ class NotifyLane:
     repository: str
     place: PlaceName
     text: str
+    #: Which of its run's notes it is (``<run>#<n>``): a child takes each once, so the notes
+    #: asked again after a restart (RESTART-PENDING) are not told twice.
+    id: str = ""
 
 
 class LaneOrder(enum.Enum):

@@ -430,6 +430,8 @@ class Notified:
 
     at: Instant
     text: str
+    #: The note's id in its run (``<run>#<n>``); one already taken is passed over.
+    id: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -381,9 +381,9 @@ def on_notify(place: Place, seen: NotifySaid) -> Outcome:
     lanes = place.lanes
     for run in targets:
         if run.state is LaneState.RUNNING:
-            actions.append(
-                NotifyLane(repository=place.launch.repository, place=run.place, text=words)
-            )
+            noted = attrs.evolve(run, notes=run.notes.append(words))
+            lanes = lanes.set(run.lane, noted)
+            actions.append(_notify(place, noted, len(noted.notes) - 1))
         else:
             lanes = lanes.set(run.lane, attrs.evolve(run, goal=f"{run.goal}\n\n{words}".strip()))
     report = Report(
@@ -394,10 +394,25 @@ def on_notify(place: Place, seen: NotifySaid) -> Outcome:
     return evolve(place, lanes=lanes), (report, *actions)
 
 
+def _notify(place: Place, run: LaneRun, index: int) -> NotifyLane:
+    """The ``index``-th note of child ``run``, for its journal."""
+    return NotifyLane(
+        repository=place.launch.repository,
+        place=run.place,
+        text=run.notes[index],
+        id=f"{place.launch.place}#{run.lane}#{index + 1}",
+    )
+
+
 def on_notified(place: Place, seen: Notified) -> Outcome:
-    """A child's lead's words: told to its live agent, or read in its prompt when it starts."""
-    if place.life not in {Life.MAKING, Life.ACTIVE}:
+    """A child's lead's words: told to its live agent, or read in its prompt when it starts.
+
+    Each note once: one asked again after its run's restart is passed over.
+    """
+    if place.life not in {Life.MAKING, Life.ACTIVE} or (seen.id and seen.id in place.notified):
         return place, ()
+    if seen.id:
+        place = evolve(place, notified=place.notified.add(seen.id))
     try:
         return tell.on_told(place, seen.text, seen.at)
     except UsageError:
@@ -560,11 +575,9 @@ def pending(place: Place) -> tuple[Action, ...]:
     block = leading(place)
     if block is None or place.life is not Life.ACTIVE or not children(place):
         return ()
-    found: list[Action] = [
-        launch_child(place, block, run)
-        for run in lanes_in_order(place)
-        if run.state is LaneState.RUNNING
-    ]
+    running = [run for run in lanes_in_order(place) if run.state is LaneState.RUNNING]
+    found: list[Action] = [launch_child(place, block, run) for run in running]
+    found.extend(_notify(place, run, index) for run in running for index in range(len(run.notes)))
     if place.join is JoinStage.MERGING:
         found.append(merge_action(place))
     return tuple(found)

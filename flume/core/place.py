@@ -519,6 +519,8 @@ class LaneRun:
     note: str = ""
     #: A child paused or stopped short, in words, for its run's status; empty: it is not.
     paused: str = ""
+    #: The lead's words for it while it ran (``flume notify``), each sent as a ``NotifyLane``.
+    notes: PVector[str] = attrs.field(factory=pvector)
     #: A child run a lead composed (``flume compose``): its kind, and the slice of the run's
     #: budgets reserved for it (counted in the run's spend until it ends: WF-BUDGET-RESERVE).
     kind: Kind | None = None
@@ -701,6 +703,8 @@ class Place:
     news_tell: int | None = None
     #: A child's lead's words that came before its agent could be told: its prompt reads them.
     notes: PVector[str] = attrs.field(factory=pvector)
+    #: The ids of the lead's notes this child took (``Notified``), each once.
+    notified: PSet[str] = attrs.field(factory=pset)
     #: The questions the run's agents asked, in order (``q1`` first), answered or not.
     questions: PVector[Question] = attrs.field(factory=pvector)
     #: The last progress an agent reported (``flume progress``), for status.
@@ -766,6 +770,7 @@ class PlaceChanges(TypedDict, total=False):
     join_tell: int | None
     news_tell: int | None
     notes: PVector[str]
+    notified: PSet[str]
     questions: PVector[Question]
     progress: str
     pushed: Sha | None

@@ -676,3 +676,25 @@ def test_compose_is_refused_past_depth_runs_or_budget_and_for_a_deeper_fragment(
     with pytest.raises(UsageError, match="would be at depth 3"):
         step(S, at_depth_two, ComposeSaid(at=Instant(9.0), kind=DOCS, turns=1, tokens=1,
                                           session=lead_session(world)))  # fmt: skip
+
+
+def test_a_note_asked_again_after_a_restart_is_taken_once() -> None:
+    """RESTART-PENDING: each running child's notes asked again; the child takes each id once."""
+    world = world_of(crew(most=1))
+    assert spawn(world) is None
+    agent = world.live_agent()
+    assert agent is not None
+    said = NotifySaid(at=world.instant(), to="coder-1", text="tabs", session=agent.session)
+    assert world.feed(said) is None
+    place = world.place
+    assert place is not None
+    (note,) = [a for a in pending(place) if type(a).__name__ == "NotifyLane"]
+    assert note.id == "crew--x#coder-1#1"  # type: ignore[union-attr]
+    child = FakeWorld(settings=S, kind=crew(), waits=frozenset({StageName("lead")}))
+    assert child.launch() is None
+    seen = Notified(at=child.instant(), text="Your lead says:\n\ntabs", id=note.id)  # type: ignore[union-attr]
+    assert child.feed(seen) is None
+    assert child.feed(seen) is None
+    assert child.place is not None
+    assert list(child.place.notes) == ["Your lead says:\n\ntabs"]
+    assert child.place.notified == pset([note.id])  # type: ignore[union-attr]

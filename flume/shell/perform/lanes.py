@@ -123,10 +123,15 @@ def notify(action: NotifyLane, at: Instant) -> list[Observation]:
     path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
     if not path.is_file():
         return []
-    seen = Notified(at=at, text=action.text)
+    seen = Notified(at=at, text=action.text, id=action.id)
     try:
         places.command_if(
-            path, seen, Settings(), lambda child: child.life in {Life.MAKING, Life.ACTIVE}
+            path,
+            seen,
+            Settings(),
+            lambda child: (
+                child.life in {Life.MAKING, Life.ACTIVE} and action.id not in child.notified
+            ),
         )
     except (UsageError, journal.JournalError, OSError) as error:
         _log.warning("child %s was not given its lead's words: %s", action.place, error)
