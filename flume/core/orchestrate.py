@@ -29,8 +29,9 @@ The rules:
   over 2): a fragment whose lead may compose is refused, and its budgets never exceed its slice.
 - WF-BUDGET-RESERVE: a composed run's slice (``--turns``, ``--tokens``) is reserved from the
   run's budgets when it is composed (counted as spent; refused unless it fits with room left)
-  and released for what the child run really spent when it ends: reserved + spent stays within
-  each cap at every instant, the child run held to its slice.
+  and released for what the child run really spent when it ends. The child run's own budgets
+  are the slice; lanes inside it each may spend what it has left (as any run's lanes), so lanes
+  side by side can pass the slice before the child run pauses at its next step.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ RULES: dict[str, str] = {
     ),
     "WF-BUDGET-RESERVE": (
         "A composed run's slice is reserved from what its run has left, counted as spent until it "
-        "ends, then replaced by its real spend, never more."
+        "ends, then replaced by its real spend."
     ),
     "STEP-NAMED": ("A tell or retry naming a step is taken only while the run is at that step."),
     "WF-STALL-NUDGES-ONCE": (

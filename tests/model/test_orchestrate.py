@@ -335,7 +335,7 @@ class OrchestrateMachine(RuleBasedStateMachine):
         """WF-BUDGET-RESERVE: a slice taken only from what is left, counted as spent till it ends.
 
         The reservation is counted as spent while its child run runs, and released for what it
-        really spent (never more than its slice) once it ends.
+        really spent once it ends (here a one-step fragment: never more than its slice).
         """
         place = self._place()
         reserved = sum(
