@@ -271,7 +271,8 @@ class Supervisor:
         block done), or ended unfinished (dropped, or tidied since), once its agent is seen gone:
         no lane's agent can commit to a branch being merged, nor outlive its turn under the
         block's cap. Each lane is the place its run named, launched by that run and cut from
-        its head at this entry of the block (a loop around the block enters it again).
+        its head at this entry of the block (a loop around the block enters it again). An
+        orchestrate block's children's news goes the same way (``ChildNews``), each piece once.
         """
         lanes: dict[str, dict[PlaceName, Place]] = {}
         for each in self.followed.values():
@@ -283,10 +284,11 @@ class Supervisor:
             if run is None or each.problem or each.foreign:
                 continue
             found = lanes.get(run.launch.repository, {})
-            for ended in lanes_ended(run, found, now):
-                self._append(each, ended)
+            # A child's news (its gate passed) before its end: the lead hears them in order.
             for news in children_news(run, found, now):
                 self._append(each, news)
+            for ended in lanes_ended(run, found, now):
+                self._append(each, ended)
 
     def _deadlines(self, now: Instant) -> None:
         """Journal a tick for each place whose deadlines it moves; others cost nothing."""
