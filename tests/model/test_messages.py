@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections import Counter
 
+import attrs
 import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from pyrsistent import pset, pvector
 
+from flume.core import tell
 from flume.core.actions import Event, JudgeGate, SendTell
 from flume.core.errors import UsageError
-from flume.core.ids import KindName, SessionId, StageName
+from flume.core.ids import Instant, KindName, SessionId, StageName
 from flume.core.kinds import Commit, Kind, Sequence, Step, Verdict, check_kind
 from flume.core.observations import (
     AnswerGiven,
@@ -26,7 +28,7 @@ from flume.core.observations import (
     ResumeAsked,
     Tick,
 )
-from flume.core.place import Life, open_question
+from flume.core.place import Life, Question, Tell, TellSending, evolve, open_question
 from flume.core.settings import Settings
 from flume.core.status import status
 from tests.model.world import FakeWorld
@@ -380,3 +382,25 @@ def test_an_answer_that_never_reached_the_asker_leaves_its_question_open() -> No
     assert open_question(place) == question
     assert status(place).paused == "question"
     assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="the new one")) is None
+
+
+def test_only_the_question_whose_answer_was_lost_is_open_again() -> None:
+    """Of two questions, the one whose answer's tell was lost; the other stays answered."""
+    world = world_of(talking())
+    assert world.deliver()
+    place = world.place
+    assert place is not None
+    asked = Question(
+        id="q1", text="A?", key="code", attempt=1, session=SessionId("s1"), asked_at=Instant(0.0)
+    )
+    first = attrs.evolve(asked, answer="yes", tell=7)
+    second = attrs.evolve(asked, id="q2", text="B?", answer="no", tell=9)
+    lost = Tell(number=9, text="The answer to your question q2", asked_at=Instant(0.0))
+    sending = evolve(
+        place,
+        questions=pvector([first, second]),
+        sending=TellSending(tell=lost, sends=2, sent_at=Instant(0.0)),
+    )
+    after, _reports = tell.check_deadline(S, sending, Instant(S.confirm_seconds + 1))
+    assert after.questions[0] == first
+    assert (after.questions[1].answer, after.questions[1].lost) == (None, 1)
