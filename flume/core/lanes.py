@@ -76,9 +76,11 @@ def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
     (a branch's name), ``slices/slice-a`` (its path in the tree) or a key inside the branch
     (``slices/checks@2/lint``) is for that lane's place, as the step from the branch's name on
     (empty for the branch itself: whatever step the lane is at). None: no lane is named, or the
-    run stands at no parallel; the run's own step is then checked against ``named``.
+    run stands at no parallel; the run's own step is then checked against ``named``. An
+    orchestrate block's child is named the same way (``coder-1``, ``build/coder-1``); its lead
+    is the run's own step.
     """
-    if not named or parallel_of(place) is None:
+    if not named or (parallel_of(place) is None and not orchestrate.children(place)):
         return None
     parts = named.split("/")
     for index, part in enumerate(parts):

@@ -32,6 +32,7 @@ from flume.core.kinds import (
     steps,
     with_prompts,
 )
+from flume.core.lanes import lane_for
 from flume.core.observations import (
     Activity,
     AnswerGiven,
@@ -698,3 +699,14 @@ def test_a_note_asked_again_after_a_restart_is_taken_once() -> None:
     assert child.place is not None
     assert list(child.place.notes) == ["Your lead says:\n\ntabs"]
     assert child.place.notified == pset([note.id])  # type: ignore[union-attr]
+
+
+def test_a_step_named_for_a_child_is_the_child_s_and_the_lead_is_the_run_s() -> None:
+    """STEP-NAMED at an orchestrate: ``coder-1`` or ``build/coder-1`` is that child's place."""
+    world = world_of(crew())
+    assert spawn(world) is None
+    place = world.place
+    assert place is not None
+    assert lane_for(place, "coder-1") == ("crew--x+coder-1", "")
+    assert lane_for(place, "build/coder-1") == ("crew--x+coder-1", "")
+    assert lane_for(place, "lead") is None
