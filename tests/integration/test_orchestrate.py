@@ -19,6 +19,7 @@ from flume.core.observations import ChildNews, LaneEnded, SpawnSaid
 from flume.core.place import Life
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
+from tests import shared
 from tests.integration.agents_kit import (
     agent_repository,
     decided,
@@ -371,3 +372,56 @@ steps = [{{write = {{path = "$board/lead/verdict.json", text = '{{"result": "don
         "Merge lane notes (crew/team+notes) into crew/team",
     ]
     assert run_git(repo, "show", "crew/team:DOCS.md") == "d\n"
+
+
+def test_a_sandboxed_lead_spawns_and_answers_through_its_inbox(tmp_path: Path, panes: Tmux) -> None:
+    """A lead in bubblewrap answers its child through its inbox, as the lead.
+
+    It cannot write the journals: its spawn and its answer to a child's question go through its
+    inbox, and its supervisor journals them, the answer counted as the lead's.
+    """
+    del panes
+    shared.sandbox_programs()
+    repo = agent_repository(tmp_path)
+    kind = tmp_path / "crew.toml"
+    kind.write_text(
+        KIND.replace('may = ["spawn", "notify"]', 'may = ["spawn", "notify"]\nsandbox = true'),
+        encoding="utf-8",
+    )
+    lead = """
+[[turn]]
+match = ":lead:1"
+steps = [{run = ["flume", "spawn", "--goal", "slice b: write b.md"]}]
+
+[[turn]]
+match = "Build: slice b"
+steps = [{run = ["flume", "ask", "Hello or Hi in b.md?"]}]
+
+[[turn]]
+match = "The answer to your question q1"
+steps = [{write = {path = "b.md", text = "Hello\\n"}}, {commit = "Slice b"}]
+
+[[turn]]
+match = "asks q1: Hello or Hi in b.md?"
+steps = [{run = ["flume", "answer", "crew--boxed+coder-1", "q1", "Hello"]}]
+
+[[turn]]
+match = "All children of build are terminal"
+steps = [{write = {path = "$board/lead/verdict.json", text = '{"result": "done"}'}}]
+"""
+    agent_script = script(tmp_path, lead)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "boxed",
+        "--brief", "the greetings", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    path = places.journals_dir(repo) / "crew--boxed" / places.JOURNAL
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
+    child = place_of(places.journals_dir(repo) / "crew--boxed+coder-1" / places.JOURNAL)
+    (question,) = child.questions
+    assert question.answer == "Hello"
+    (given,) = [seen for seen in observations(path.parent.parent / "crew--boxed+coder-1"
+                / places.JOURNAL) if type(seen).__name__ == "AnswerGiven"]  # fmt: skip
+    assert given.by_lead  # type: ignore[attr-defined]
+    assert run_git(repo, "show", "crew/boxed:b.md") == "Hello\n"

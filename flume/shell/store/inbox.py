@@ -47,6 +47,7 @@ from flume.core.errors import Problem, UsageError
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import Kind
 from flume.core.observations import (
+    AnswerGiven,
     AskSaid,
     ComposeSaid,
     NeedsSaid,
@@ -56,7 +57,7 @@ from flume.core.observations import (
     SpawnSaid,
     SubmitAsked,
 )
-from flume.core.place import Short, lanes_in_order
+from flume.core.place import Short, lanes_in_order, leading
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
@@ -65,7 +66,7 @@ from flume.shell.store import places
 #: The variable that names a sandboxed agent's inbox to the commands it runs.
 VARIABLE = "FLUME_INBOX"
 #: The commands an agent may send through its inbox; nothing else is carried out.
-KINDS = ("needs", "progress", "ask", "submit", "spawn", "notify", "compose")
+KINDS = ("needs", "progress", "ask", "submit", "spawn", "notify", "compose", "answer")
 #: Seconds a command waits for the supervisor's answer before it withdraws its request.
 WAIT_SECONDS = 60.0
 #: Seconds it waits more for a request the supervisor took before that deadline.
@@ -207,8 +208,39 @@ def carry_out(
 
     Raises :class:`UsageError` as the command would: nothing is journaled then.
     """
+    if request.kind == "answer":
+        return _answer_child(found, request, at, settings)
     decision = places.give(found, observation(request, at, read_kind), settings)
     return printed(request.kind, decision)
+
+
+def _answer_child(found: places.Found, request: Request, at: Instant, settings: Settings) -> str:
+    """A lead's answer to its child's question (``flume answer CHILD q1 TEXT``), journaled there.
+
+    WF-ASK-ONE-ANSWERER: it counts as the lead's when the session is the live lead of the
+    child's run (``found``); the child's rules refuse it otherwise.
+    """
+    run = found.place
+    if len(request.options) != 2 or run is None:
+        raise UsageError.one("answer", "it names no child and question", "flume answer CHILD q1")
+    name, question = request.options
+    child = places.find(name, Path(run.launch.repository), settings)
+    if child.place is None or child.place.launch.parent != run.launch.place:
+        raise UsageError.one(
+            "place",
+            f"{name} is no child of {run.launch.place}",
+            "answer your own children's questions",
+            exit_status=1,
+        )
+    lead = run.agent is not None and run.agent.session == request.session and bool(leading(run))
+    seen = AnswerGiven(
+        at=at, question=question, text=checked_text("answer", request.words), by_lead=lead
+    )
+    decision = places.give(child, seen, settings)
+    return (
+        f"{decision.place.launch.place}: question {question} answered; the answer goes to the "
+        "agent that asked, once it waits, and counts once its transcript holds it"
+    )
 
 
 # --- the command's side, inside the sandbox ------------------------------------------------
@@ -409,7 +441,7 @@ def _request_of(given: object) -> Request | None:
 def refused_for(request: Request, session: SessionId) -> UsageError | None:
     """Why the inbox of the agent ``session`` may not carry ``request`` out; None if it may.
 
-    Only the four commands, and only in the agent's own session's name.
+    Only the agent's commands (:data:`KINDS`), and only in the agent's own session's name.
     """
     if request.kind not in KINDS:
         return UsageError.one(
