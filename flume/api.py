@@ -895,9 +895,8 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
     if os.environ.get("FLUME_INBOX", ""):
         # A sandboxed lead: the journals are not its to write; its supervisor answers for it.
         return _agent_command(_here(None), "answer", words, [place, question])
-    seen = AnswerGiven(
-        at=_now(), question=question, text=words, by_lead=_by_lead(place, repository)
-    )
+    by_lead, no_lead = _answerer(place, repository)
+    seen = AnswerGiven(at=_now(), question=question, text=words, by_lead=by_lead, no_lead=no_lead)
     decision = _give(place, repository, seen)
     return (
         f"{_name(decision.place)}: question {question} answered; the answer goes to the agent "
@@ -905,32 +904,28 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
     )
 
 
-def _by_lead(place: str, repository: str | Path | None) -> bool:
-    """WF-ASK-ONE-ANSWERER: the command comes from the live lead of ``place``'s run.
+def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
+    """WF-ASK-ONE-ANSWERER: whether the command is the live lead's, and whether no lead lives.
 
-    Its session (``$FLUME_SESSION``) is the live agent of the run that launched the place, and
-    that run stands at an orchestrate block (its lead).
+    The lead's: its session (``$FLUME_SESSION``) is the live agent of the run that launched the
+    place, and that run stands at an orchestrate block. No lead: that run has no live agent at
+    such a block (it paused, or went past it), so the caller answers.
     """
-    from flume.core.place import leading
+    from flume.core.place import is_live, leading
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
     from flume.shell.store import places
 
-    session = verbs.session_of()
-    if session is None:
-        return False
     settings = Settings()
     where = Path(repository) if repository is not None else None
     child = places.find(place, where, settings).place
     if child is None or child.launch.parent is None:
-        return False
+        return False, False
     run = places.find(child.launch.parent, Path(child.launch.repository), settings).place
-    return (
-        run is not None
-        and run.agent is not None
-        and run.agent.session == session
-        and leading(run) is not None
-    )
+    if run is None or leading(run) is None or not is_live(run):
+        return False, True
+    session = verbs.session_of()
+    return run.agent is not None and run.agent.session == session, False
 
 
 def submit(*, cwd: str | Path | None = None) -> str:

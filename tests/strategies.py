@@ -458,6 +458,7 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         question=st.sampled_from(["q1", "q2"]),
         text=texts,
         by_lead=st.booleans(),
+        no_lead=st.booleans(),
     ),
     obs.SpawnSaid: st.builds(
         obs.SpawnSaid,

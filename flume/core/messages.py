@@ -154,12 +154,12 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
             f"question {found.id} of {name} is answered already",
             "a question is answered once",
         )
-    if place.launch.led and not seen.by_lead:
+    if place.launch.led and not (seen.by_lead or seen.no_lead):
         raise refused(
             "answer",
             f"question {found.id} of {name} goes to the lead of {place.launch.parent}, "
             "the nearest lead above it",
-            "the lead answers it, from its own session",
+            "the lead answers it, from its own session (you may, while no lead of it is live)",
         )
     if found is not open_question(place):
         raise refused(

@@ -91,6 +91,9 @@ class AnswerGiven:
     #: Given by the lead of the asker's run, from its own session (WF-ASK-ONE-ANSWERER): the
     #: shell sets it once it has seen the session is the live lead of the asker's parent.
     by_lead: bool = False
+    #: Given by the caller while the asker's run had no live lead (paused, or past its block):
+    #: with no lead above, the caller answers.
+    no_lead: bool = False
 
 
 @attrs.frozen(kw_only=True)

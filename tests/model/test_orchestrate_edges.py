@@ -400,6 +400,8 @@ def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> 
     assert view.asking == "q1: Hi?"
     with pytest.raises(UsageError, match="goes to the lead of crew--x"):
         step(S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    by_caller = AnswerGiven(at=Instant(2.0), question="q1", text="Hi", no_lead=True)
+    assert step(S, asked.place, by_caller).place.questions[0].answer == "Hi"  # no lead lives
     answered = step(
         S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello", by_lead=True)
     )
