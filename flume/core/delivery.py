@@ -55,6 +55,8 @@ from flume.core.place import (
     current_step,
     evolve,
     is_live,
+    lanes_in_order,
+    leading,
 )
 from flume.core.settings import MAX_SENDS, Settings
 
@@ -147,6 +149,17 @@ def render_prompt(place: Place) -> str:
     for note in place.notes:
         # A lead's words that came before this agent could be told (flume.core.orchestrate).
         text = f"{text}\n\n{note}"
+    if (
+        place.stage.attempt > 1
+        and leading(place) is not None
+        and place.lanes_key == place.stage.key
+    ):
+        # A lead's later attempt: the news its earlier agent heard, or missed, in one place.
+        said = "\n".join(
+            f"- {run.lane} ({run.place}): {run.state.value}; {run.note or 'no news yet'}"
+            for run in lanes_in_order(place)
+        )
+        text = f"{text}\n\nYour children so far:\n{said or '- none yet'}"
     return f"{text}\n\n[{marker}]"
 
 

@@ -712,3 +712,16 @@ def test_a_step_named_for_a_child_is_the_child_s_and_the_lead_is_the_run_s() -> 
     assert lane_for(place, "coder-1") == ("crew--x+coder-1", "")
     assert lane_for(place, "build/coder-1") == ("crew--x+coder-1", "")
     assert lane_for(place, "lead") is None
+
+
+def test_a_lead_s_later_attempt_reads_its_children_so_far() -> None:
+    """A lead retried (or resumed) reads in its prompt each child's state and last news."""
+    world = world_of(crew())
+    assert spawn(world, "a") is None
+    news = ChildNews(at=world.instant(), lane="coder-1", id="q1", text="asks q1: Hi?")
+    assert world.feed(news) is None
+    place = world.place
+    assert place is not None
+    assert "Your children so far" not in render_prompt(place)
+    again = evolve(place, stage=attrs.evolve(place.stage, attempt=2))
+    assert "- coder-1 (crew--x+coder-1): running; asks q1: Hi?" in render_prompt(again)
