@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -93,12 +92,18 @@ steps = [{write = {path = "$board/lead/verdict.json", text = '{"result": "done"}
 """
 
 
-def _status(repo: Path, place: str) -> dict[str, Any]:
-    shown = flume_process("status", "--json", "--repository", str(repo))
-    assert shown.returncode == 0, shown.stderr
-    (found,) = [p for p in json.loads(shown.stdout)["places"] if p["place"] == place]
-    assert isinstance(found, dict)
-    return found
+def _launch(tmp_path: Path, repo: Path, kind_text: str, script_text: str, name: str) -> Path:
+    """Launch the kind ``kind_text`` as ``crew--<name>``, run by the test agent; its journal."""
+    kind = tmp_path / "crew.toml"
+    kind.write_text(kind_text, encoding="utf-8")
+    agent_script = script(tmp_path, script_text)
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", name,
+        "--brief", "the greetings", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={agent_script}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"crew--{name}" / places.JOURNAL
 
 
 def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
@@ -107,16 +112,7 @@ def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
     """WF-CHILDREN-CAP, WF-ASK-ONE-ANSWERER (the lead), WF-LEAD-WAITS-JOIN, merged in order."""
     del panes
     repo = agent_repository(tmp_path)
-    kind = tmp_path / "crew.toml"
-    kind.write_text(KIND, encoding="utf-8")
-    agent_script = script(tmp_path, SCRIPT)
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "team",
-        "--brief", "the greetings", "--agent", "test",
-        "--agent-arg=--script", f"--agent-arg={agent_script}",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    path = places.journals_dir(repo) / "crew--team" / places.JOURNAL
+    path = _launch(tmp_path, repo, KIND, SCRIPT, "team")
     wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
     run = place_of(path)
     assert list(run.completed) == ["lead"]
@@ -157,8 +153,9 @@ def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
     ]
     for name in ("a.md", "b.md", "c.md"):
         assert run_git(repo, "show", f"crew/team:{name}")
-    row = _status(repo, "crew--team")
-    assert row["life"] == "finished"
+    shown = flume_process("status", "--json", "--repository", str(repo))
+    rows = [row for row in json.loads(shown.stdout)["places"] if row["place"] == "crew--team"]
+    assert [row["life"] for row in rows] == ["finished"]
 
 
 def test_the_run_dropped_mid_block_ends_every_child_and_keeps_their_commits(
@@ -171,8 +168,6 @@ def test_the_run_dropped_mid_block_ends_every_child_and_keeps_their_commits(
     """
     del panes
     repo = agent_repository(tmp_path)
-    kind = tmp_path / "crew.toml"
-    kind.write_text(KIND, encoding="utf-8")
     release = tmp_path / "release"
     waits = json.dumps(f'while [ ! -f "{release}" ]; do sleep 0.05; done')
     held = f"""
@@ -195,16 +190,9 @@ steps = [
 match = "Build: slice b"
 steps = [{{run = ["sh", "-c", {waits}]}}]
 """
-    agent_script = script(tmp_path, held)
     journals = places.journals_dir(repo)
     try:
-        ran = flume_process(
-            "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "gone",
-            "--brief", "the greetings", "--agent", "test",
-            "--agent-arg=--script", f"--agent-arg={agent_script}",
-        )  # fmt: skip
-        assert ran.returncode == 0, ran.stderr
-        path = journals / "crew--gone" / places.JOURNAL
+        path = _launch(tmp_path, repo, KIND, held, "gone")
         a_path = journals / "crew--gone+coder-1" / places.JOURNAL
         b_path = journals / "crew--gone+coder-2" / places.JOURNAL
 
@@ -294,8 +282,6 @@ def test_a_lead_composes_a_child_run_its_slice_reserved_then_released(
     """
     del panes
     repo = agent_repository(tmp_path)
-    kind = tmp_path / "crew.toml"
-    kind.write_text(COMPOSING, encoding="utf-8")
     (tmp_path / "docs.toml").write_text(FRAGMENT, encoding="utf-8")
     (tmp_path / "deeper.toml").write_text(DEEPER, encoding="utf-8")
     (tmp_path / "bad.toml").write_text("[kind]\nname = 'bad'\nbody = ['nothing']\n", "utf-8")
@@ -334,15 +320,8 @@ steps = [{{work = 1}}, {{write = {{path = "DOCS.md", text = "d\\n"}}}}, {{commit
 match = "All children of build are terminal"
 steps = [{{write = {{path = "$board/lead/verdict.json", text = '{{"result": "done"}}'}}}}]
 """
-    agent_script = script(tmp_path, turns)
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "team",
-        "--brief", "the greetings", "--agent", "test",
-        "--agent-arg=--script", f"--agent-arg={agent_script}",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
+    path = _launch(tmp_path, repo, COMPOSING, turns, "team")
     journals = places.journals_dir(repo)
-    path = journals / "crew--team" / places.JOURNAL
     child_path = journals / "crew--team+run-1" / places.JOURNAL
     wait_for(child_path.exists, 60, "the child run's journal")
     reserved = place_of(path)
@@ -383,11 +362,7 @@ def test_a_sandboxed_lead_spawns_and_answers_through_its_inbox(tmp_path: Path, p
     del panes
     shared.sandbox_programs()
     repo = agent_repository(tmp_path)
-    kind = tmp_path / "crew.toml"
-    kind.write_text(
-        KIND.replace('may = ["spawn", "notify"]', 'may = ["spawn", "notify"]\nsandbox = true'),
-        encoding="utf-8",
-    )
+    boxed = KIND.replace('may = ["spawn", "notify"]', 'may = ["spawn", "notify"]\nsandbox = true')
     lead = """
 [[turn]]
 match = ":lead:1"
@@ -409,14 +384,7 @@ steps = [{run = ["flume", "answer", "crew--boxed+coder-1", "q1", "Hello"]}]
 match = "All children of build are terminal"
 steps = [{write = {path = "$board/lead/verdict.json", text = '{"result": "done"}'}}]
 """
-    agent_script = script(tmp_path, lead)
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind), "--name", "boxed",
-        "--brief", "the greetings", "--agent", "test",
-        "--agent-arg=--script", f"--agent-arg={agent_script}",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    path = places.journals_dir(repo) / "crew--boxed" / places.JOURNAL
+    path = _launch(tmp_path, repo, boxed, lead, "boxed")
     wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
     child = place_of(places.journals_dir(repo) / "crew--boxed+coder-1" / places.JOURNAL)
     (question,) = child.questions
