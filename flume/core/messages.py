@@ -3,7 +3,7 @@
 Theory of operation. A step declares the edges its agent may message along (``may``,
 WF-EDGES); its agent runs them in its place, found by ``$FLUME_SESSION`` as ``flume needs`` is.
 ``flume progress`` is journaled and shown in status. ``flume ask`` asks a question: with no lead
-above the asker (no orchestrate block yet holds one), the caller is the one who answers
+above the asker (no orchestrate block's lead over it), the caller is the one who answers
 (WF-ASK-ONE-ANSWERER; an orchestrate's child's question goes to its lead, who alone answers
 it: :mod:`flume.core.orchestrate`) and the run shows itself paused, ``question``, naming it and
 the command that answers it (WF-ASK-PAUSES-WITHOUT-LEAD); the asker's agent stays live,
