@@ -364,11 +364,15 @@ def infer_activity(entry: TranscriptEntry, known: Activity) -> Activity:
     for it, reference §4) waits for input; any other line of the agent's is a turn running,
     except while it asks a person: the only line of its own it writes then is the tool call
     that opened the dialog, read after the hook that said so (a line's instant is when it was
-    read). Only the tool's result (the person answered), a person's message or the turn's end
-    moves an asking agent on.
+    read). Only the tool's result (the person answered) or the turn's end moves an asking agent
+    on: a person's message read while it asks was written before the dialog opened (its prompt,
+    pasted and read in the same look as the hook's word), since no message can be typed into a
+    dialog.
     """
-    if entry.author in {Author.PERSON, Author.TOOL}:
+    if entry.author is Author.TOOL:
         return Activity.WORKING
+    if entry.author is Author.PERSON:
+        return Activity.ASKING if known is Activity.ASKING else Activity.WORKING
     if entry.asks:
         return Activity.ASKING
     if entry.ends_turn:
