@@ -907,11 +907,10 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
 def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
     """WF-ASK-ONE-ANSWERER: whether the command is the live lead's, and whether no lead lives.
 
-    The lead's: its session (``$FLUME_SESSION``) is the live agent of the run that launched the
-    place, and that run stands at an orchestrate block. No lead: that run has no live agent at
-    such a block (it paused, or went past it), so the caller answers.
+    The facts for :func:`flume.core.orchestrate.answerer`: the run that launched the place, as
+    its journal stands, and this command's session (``$FLUME_SESSION``).
     """
-    from flume.core.place import is_live, leading
+    from flume.core.orchestrate import answerer
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
     from flume.shell.store import places
@@ -922,10 +921,7 @@ def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
     if child is None or child.launch.parent is None:
         return False, False
     run = places.find(child.launch.parent, Path(child.launch.repository), settings).place
-    if run is None or leading(run) is None or not is_live(run):
-        return False, True
-    session = verbs.session_of()
-    return run.agent is not None and run.agent.session == session, False
+    return answerer(run, verbs.session_of())
 
 
 def submit(*, cwd: str | Path | None = None) -> str:

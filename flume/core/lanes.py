@@ -40,7 +40,7 @@ from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, 
 from flume.core.errors import refused
 from flume.core.ids import Instant, PlaceName
 from flume.core.kinds import Join, Kind, Merge, Parallel, lane_kind, lane_names, parallels, steps
-from flume.core.launch import lane_work_name, place_branch, place_name
+from flume.core.launch import lane_work_name
 from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
 from flume.core.place import (
     Fanned,
@@ -93,22 +93,10 @@ def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
 
 def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
     """Each lane of ``parallel``, waiting, with the place and branch it will have."""
-    found: dict[str, LaneRun] = {}
-    for index, lane in enumerate(lane_names(parallel)):
-        work = lane_work_name(place.launch.name, lane, _passes(place))
-        found[lane] = LaneRun(
-            lane=lane,
-            index=index,
-            place=place_name(place.kind.name, work),
-            branch=place_branch(place.kind, work),
-        )
-    return found
-
-
-def _passes(place: Place) -> tuple[int, ...]:
-    """The passes of the loops around the run's parallel, outermost first."""
-    position = place.stage.position
-    return () if position is None else tuple(each.number for each in position.passes)
+    return {
+        lane: orchestrate.lane_run(place, lane, index)
+        for index, lane in enumerate(lane_names(parallel))
+    }
 
 
 def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -214,7 +202,7 @@ def lane_launch(
     names = {step.name for step in steps(kind.body)}
     launch = attrs.evolve(
         place.launch,
-        name=lane_work_name(place.launch.name, lane, _passes(place)),
+        name=lane_work_name(place.launch.name, lane, orchestrate.passes(place)),
         base=place.branch,
         waits=pset(wait for wait in place.launch.waits if wait in names),
         mark=None,

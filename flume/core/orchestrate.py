@@ -45,9 +45,10 @@ from flume.core import budget, tell
 from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
 from flume.core.choices import AgentName
 from flume.core.errors import UsageError, refused
-from flume.core.ids import Instant, PlaceName
+from flume.core.ids import Instant, PlaceName, SessionId
 from flume.core.kinds import MAX_DEPTH, Merge, Orchestrate, blocks_of, child_kind, lane_names
 from flume.core.launch import lane_work_name, place_branch, place_name
+from flume.core.messages import may, question_words
 from flume.core.observations import (
     Activity,
     ChildNews,
@@ -97,15 +98,21 @@ def children(place: Place) -> list[LaneRun]:
     return lanes_in_order(place)
 
 
-def _passes(place: Place) -> tuple[int, ...]:
+def passes(place: Place) -> tuple[int, ...]:
+    """The passes of the loops around the run's current block, outermost first."""
     position = place.stage.position
     return () if position is None else tuple(each.number for each in position.passes)
 
 
-def _run(
+def lane_run(
     place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
 ) -> LaneRun:
-    work = lane_work_name(place.launch.name, lane, _passes(place))
+    """Lane ``lane`` of the run's current block, waiting, with the place and branch it will have.
+
+    A parallel's lane or an orchestrate's child alike: ``<kind>--<name>+<lane>`` on
+    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``.
+    """
+    work = lane_work_name(place.launch.name, lane, passes(place))
     return LaneRun(
         lane=lane,
         index=index,
@@ -120,7 +127,7 @@ def _entered(place: Place, block: Orchestrate) -> Place:
     """The block at this key, entered: its static branches wait, cut from the run's head now."""
     if place.lanes_key == place.stage.key:
         return place
-    runs = {lane: _run(place, lane, index) for index, lane in enumerate(lane_names(block))}
+    runs = {lane: lane_run(place, lane, index) for index, lane in enumerate(lane_names(block))}
     return evolve(
         place,
         lanes=pmap(runs),
@@ -203,12 +210,21 @@ def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
     return attrs.evolve(launch, launch=deeper, kind=kind, start=start)
 
 
+def answerer(run: Place | None, session: SessionId | None) -> tuple[bool, bool]:
+    """WF-ASK-ONE-ANSWERER for a child's question: the session is its lead; no lead lives.
+
+    ``run`` is the place that launched the child. With no live lead at an orchestrate block
+    there (it paused, or went past the block), the caller answers.
+    """
+    if run is None or leading(run) is None or not is_live(run):
+        return False, True
+    return run.agent is not None and run.agent.session == session, False
+
+
 def _lead_command(
     place: Place, edge: str, session: object, command: type[SpawnSaid | NotifySaid | ComposeSaid]
 ) -> Orchestrate:
     """The lead's command ``edge``: its block, once the edges, the agent and the run allow it."""
-    from flume.core.messages import may  # noqa: PLC0415 (messages imports the place's rules)
-
     name = place.launch.place
     block = leading(place)
     if (
@@ -261,7 +277,7 @@ def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
     if spent is not None:
         raise refused("spawn", f"the run's budget {spent} is spent", "no child starts over it")
     lane = f"{template.name}-{spawned + 1}"
-    run = _run(place, lane, len(place.lanes), goal=goal, agent=seen.agent)
+    run = lane_run(place, lane, len(place.lanes), goal=goal, agent=seen.agent)
     place = evolve(place, lanes=place.lanes.set(lane, run))
     report = Report(
         event=Event.SPAWNED,
@@ -312,7 +328,7 @@ def on_compose(place: Place, seen: ComposeSaid) -> Outcome:
     _reserve(place, seen.turns, seen.tokens)
     lane = f"run-{composed + 1}"
     run = attrs.evolve(
-        _run(place, lane, len(place.lanes), goal=place.launch.brief),
+        lane_run(place, lane, len(place.lanes), goal=place.launch.brief),
         kind=fragment,
         reserved_turns=seen.turns,
         reserved_tokens=seen.tokens,
@@ -611,8 +627,6 @@ def children_news(run: Place, places: Mapping[PlaceName, Place], now: Instant) -
 
 def _news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
     """A child's news as (id, words), in the order the lead hears it."""
-    from flume.core.messages import question_words  # noqa: PLC0415 (messages imports place rules)
-
     news: list[tuple[str, str]] = []
     name = child.launch.place
     if child.attempts:

@@ -47,7 +47,7 @@ from flume.core.observations import (
     ResolveAsked,
     SpawnSaid,
 )
-from flume.core.orchestrate import PAUSED, children, children_news, launch_child
+from flume.core.orchestrate import PAUSED, answerer, children, children_news, launch_child
 from flume.core.place import (
     Agent,
     Attempt,
@@ -725,3 +725,14 @@ def test_a_lead_s_later_attempt_reads_its_children_so_far() -> None:
     assert "Your children so far" not in render_prompt(place)
     again = evolve(place, stage=attrs.evolve(place.stage, attempt=2))
     assert "- coder-1 (crew--x+coder-1): running; asks q1: Hi?" in render_prompt(again)
+
+
+def test_the_answerer_of_a_child_s_question_is_its_live_lead_else_the_caller() -> None:
+    """WF-ASK-ONE-ANSWERER: the lead's session answers; with no live lead, the caller does."""
+    world = world_of(crew())
+    run = world.place
+    assert run is not None
+    assert answerer(run, lead_session(world)) == (True, False)
+    assert answerer(run, SessionId("someone")) == (False, False)
+    assert answerer(evolve(run, agent=None), lead_session(world)) == (False, True)
+    assert answerer(None, None) == (False, True)

@@ -57,7 +57,8 @@ from flume.core.observations import (
     SpawnSaid,
     SubmitAsked,
 )
-from flume.core.place import Short, lanes_in_order, leading
+from flume.core.orchestrate import answerer
+from flume.core.place import Short, lanes_in_order
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
@@ -232,7 +233,7 @@ def _answer_child(found: places.Found, request: Request, at: Instant, settings: 
             "answer your own children's questions",
             exit_status=1,
         )
-    lead = run.agent is not None and run.agent.session == request.session and bool(leading(run))
+    lead, _no_lead = answerer(run, request.session)
     seen = AnswerGiven(
         at=at, question=question, text=checked_text("answer", request.words), by_lead=lead
     )
