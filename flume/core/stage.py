@@ -89,6 +89,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Finalizing,
+    JoinStage,
     Judging,
     Life,
     Merging,
@@ -111,8 +112,10 @@ from flume.core.place import (
     has_deliverable,
     is_live,
     is_quiet,
+    leading,
     merge_action,
     resolve_command,
+    restore_command,
     want_tidy,
     with_activity,
 )
@@ -384,7 +387,7 @@ def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
     place = evolve(place, head=seen.sha)
     if not place.branch_gone:
         return place, ()
-    place = evolve(place, branch_gone=False)
+    place = evolve(place, branch_gone=False, vanished=None)
     phase = place.stage.phase
     if (
         place.life is not Life.ACTIVE
@@ -424,25 +427,45 @@ def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
     The agent's next commit would make the branch anew with none of its history; the way out
     names the commit flume last saw it at, to restore it from.
     """
-    if (
-        seen.branch != place.branch
-        or place.branch_gone
-        or place.worktree_gone
-        or not _in_flight(place)
+    if seen.branch != place.branch or place.branch_gone:
+        return place, ()
+    if place.head is not None and (
+        (place.life is Life.FINISHED and place.landed_at is None)
+        or (place.worktree_gone and _in_flight(place))
     ):
+        return _finished_branch_gone(place)
+    if place.worktree_gone:
+        return place, ()
+    if not _in_flight(place):
         return place, ()
     place = evolve(place, branch_gone=True, life=Life.ACTIVE)
     # A made place always has a head (its worktree was seen made at one).
     head = place.head or "<its last commit>"
-    restore = (
-        f"restore it with git -C {place.launch.repository} update-ref "
-        f"refs/heads/{place.branch} {head}"
-    )
+    restore = f"restore it with {restore_command(place, head)}"
     words = (
         f"its branch {place.branch} was deleted: {restore}, then flume retry {_name(place)}; "
         f"or flume drop {_name(place)}, then flume tidy"
     )
     return _stop_lost(place, ShortCause.BRANCH_GONE, words)
+
+
+def _finished_branch_gone(place: Place) -> Outcome:
+    """WF-NO-LOST-COMMIT: a finished place's branch deleted is named at once, with its restore.
+
+    A lane that finished waits for its run to merge it: its branch holds its work. Deleted by
+    a person, it is named when it happens (not only when the merge fails), with the exact
+    command that restores it at the head it finished at. So is the branch of a place whose
+    worktree was lost already (stopped short, it waits for a drop).
+    """
+    head = place.head
+    assert head is not None  # noqa: S101 (asked only with a head)
+    place = evolve(place, branch_gone=True, vanished=head)
+    when = "after it finished" if place.life is Life.FINISHED else "after its worktree"
+    words = (
+        f"its branch {place.branch} was deleted {when}, its work with it: restore it with "
+        f"{restore_command(place, head)}"
+    )
+    return place, (Report(event=Event.BRANCH_GONE, text=words, stage=place.stage.name),)
 
 
 def _stop_lost(place: Place, cause: ShortCause, words: str) -> Outcome:
@@ -803,17 +826,17 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         place, ended = _end_agent(place, words)
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *ended, *short)
-    if (
-        seen.action is ActionName.MERGE_LANES
-        and place.life is Life.ACTIVE
-        and isinstance(place.stage.phase, Merging)
-        and not place.stage.resolving
-    ):
+    merging = (isinstance(place.stage.phase, Merging) and not place.stage.resolving) or (
+        leading(place) is not None and place.join is JoinStage.MERGING
+    )
+    if seen.action is ActionName.MERGE_LANES and place.life is Life.ACTIVE and merging:
         # WF-NO-SILENT-WAIT: a merge git would not even start (a file in the way, the worktree
-        # gone) waits on a person, named, as a conflict does; resolve merges again.
+        # gone) waits on a person, named as what it is, never as a conflict; resumed once
+        # mended, flume merges again.
         paused = Paused(
-            cause=PauseCause.MERGE_CONFLICT,
+            cause=PauseCause.MERGE_FAILED,
             words=f"merging the lanes into {place.branch} failed: {seen.output}".rstrip(),
+            again=True,
         )
         place, pausing = pause_stage(place, paused)
         return place, (report, *pausing)
@@ -995,9 +1018,13 @@ def pause_stage(place: Place, paused: Paused) -> Outcome:
 
 
 def _startable(place: Place) -> bool:
-    """The stage is queued for an agent: a step's, or a parallel's merge step, to resolve."""
+    """The stage is queued for an agent: a step's, or a parallel's merge step, to resolve.
+
+    A merge step's agent is asked by ``flume resolve --agent`` (merging), or again by a resume
+    once one did not merge (queued).
+    """
     if place.stage.resolving:
-        return isinstance(place.stage.phase, Merging)
+        return isinstance(place.stage.phase, Merging | Queued)
     return isinstance(place.stage.phase, Queued) and place.stage.name not in parallels(
         place.kind.body
     )

@@ -48,6 +48,7 @@ from flume.core.place import (
     TidyNotWanted,
     TidyWanted,
     evolve,
+    restore_command,
 )
 from flume.core.settings import Settings
 
@@ -206,18 +207,35 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         # TIDY-DONE-ON-FACTS: the removals are asked for, and tidy looks again once they are
         # performed; only facts that show nothing left to remove make the place tidied.
         return evolve(place, tidy=TidyWanted(force=gathering.force)), actions
-    kept = tuple(
+    kept: tuple[Action, ...] = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
         if isinstance(action, KeepPlace)
         else Report(event=Event.KEPT, text=f"{action.branch}: {action.reason}")
         for action in actions
         if isinstance(action, KeepPlace | KeepBranch)
     )
+    kept = (*kept, *_branch_lost(place, seen))
     place = evolve(place, tidy=TidyNotWanted())
     if not seen.worktree.exists:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)
     return place, (*actions, *kept)
+
+
+def _branch_lost(place: Place, seen: TidyFactsSeen) -> tuple[Action, ...]:
+    """WF-NO-LOST-COMMIT: a branch a person deleted, found gone by tidy, named with its restore.
+
+    Tidy deletes a branch only when its base holds it; one gone that tidy did not delete (nor a
+    landing make needless) may have taken commits nothing else holds: the command that puts it
+    back at the head flume last saw is said, once, as tidy finds it.
+    """
+    if seen.branch.exists or place.branch_gone or place.head is None or place.landed_at:
+        return ()
+    words = (
+        f"{place.branch}: gone when tidied, deleted by hand; if its commits are nowhere else, "
+        f"restore it with {restore_command(place, place.head)}"
+    )
+    return (Report(event=Event.BRANCH_GONE, text=words),)
 
 
 def _gone(place: Place) -> Outcome:
