@@ -9,6 +9,7 @@ from pathlib import Path
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.observations import BranchHead, BranchVanished, Observation, WorktreeLost
 from flume.core.place import Life, Place
+from flume.shell.agents import sandbox
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
 
@@ -33,9 +34,25 @@ class BranchHeads:
             heads = git.heads(Path(repository))
             for each in group:
                 assert each.place is not None  # noqa: S101 (grouped above)
+                _carried(each.place, heads)
+            for each in group:
+                assert each.place is not None  # noqa: S101 (grouped above)
                 seen = _seen(Path(repository), each.place, heads, now)
                 if seen is not None:
                     yield each, seen
+
+
+def _carried(place: Place, heads: dict[BranchName, Sha]) -> None:
+    """A sandboxed agent's commits carried to its real branch first (:func:`sandbox.settle`).
+
+    Only a live fenced agent's: a look at two small files when nothing moved.
+    """
+    if place.agent is None:
+        return
+    head = heads.get(place.branch)
+    moved = sandbox.settle(place.agent.session, head)
+    if moved is not None and moved != head:
+        heads[place.branch] = moved
 
 
 def _in_flight(place: Place) -> bool:

@@ -48,6 +48,7 @@ from flume.core.observations import (
     Activity,
     AgentExited,
     AgentStateSeen,
+    BranchHead,
     Observation,
     PaneOutput,
     PromptTyped,
@@ -58,7 +59,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.core.transcripts import wants_transcript
-from flume.shell.agents import of
+from flume.shell.agents import of, sandbox
 from flume.shell.agents.port import AgentPort, agents_dir
 from flume.shell.agents.runner import live_sessions
 from flume.shell.agents.turns import Turn
@@ -68,6 +69,7 @@ from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
 from flume.shell.store.transcript_words import in_conversation
+from flume.shell.tools import git
 
 _log = logging.getLogger("flume.watch")
 #: How many lines of a dead agent's screen are kept as its last words.
@@ -163,7 +165,7 @@ class Watch:
         )
         panes = self.tmux.panes() if wants_tmux else None
         herdr_panes = self.herdr.panes() if in_herdr else None
-        registry = live_sessions() if live else {}
+        registry = live_sessions(self._fenced(live)) if live else {}
         current: set[str] = set()
         for each in live:
             place = each.place
@@ -192,6 +194,17 @@ class Watch:
         self._close_dead(panes, current)
         for session in [s for s in self.seen if s not in current]:
             del self.seen[session]
+
+    @staticmethod
+    def _fenced(live: Sequence[Followed]) -> list[str]:
+        """The live agents that run fenced (their registry is in their fence's stand-in)."""
+        return [
+            each.place.agent.session
+            for each in live
+            if each.place is not None
+            and each.place.agent is not None
+            and sandbox.folder_of(each.place.agent.session).is_dir()
+        ]
 
     def _state(self, session: str) -> Seen:
         state = self.seen.get(session)
@@ -240,6 +253,12 @@ class Watch:
         if panes is not None and (pane is None or pane.dead):
             status = pane.dead_status if pane is not None else None
             words = self._last_words(pane, server) if pane is not None else ""
+            # A fenced agent's last commits reach its real branch, and are seen, before its end.
+            if sandbox.folder_of(session).is_dir():
+                head = git.resolve(Path(place.launch.repository), place.branch)
+                carried = sandbox.settle(session, head)
+                if carried is not None and carried not in {head, place.head}:
+                    yield BranchHead(at=now, branch=place.branch, sha=carried)
             yield AgentExited(at=now, session=session, status=status, last_words=words)
 
     @staticmethod

@@ -49,6 +49,7 @@ from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
 from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
 from flume.core.place import Place, current_step
+from flume.shell.perform import gates
 from flume.shell.declared import command, config
 from flume.shell.process import Ran
 from flume.shell.store.places import journals_dir
@@ -141,7 +142,7 @@ class Lander:
         if new is None or new == old:
             # Every commit was on the base already: the rebase dropped them all.
             return [landed(repository, old, place, at)]
-        failed = run_checks(work, checks, at)
+        failed = run_checks(work, checks, at, fenced=place.kind.fenced)
         if failed is not None:
             return [failed]
         moved = self._move(repository, action, old, new, at)
@@ -335,12 +336,23 @@ def refusal_in_place(work: Path, branch: BranchName, at: Instant) -> ChecksFaile
     return None
 
 
-def run_checks(work: Path, checks: Sequence[Sequence[str]], at: Instant) -> ChecksFailed | None:
-    """Run the repository's declared checks in the place, in order; the first failure, or None."""
+def run_checks(
+    work: Path, checks: Sequence[Sequence[str]], at: Instant, *, fenced: bool = False
+) -> ChecksFailed | None:
+    """Run the repository's declared checks in the place, in order; the first failure, or None.
+
+    ``fenced``: the run has sandboxed steps, and each check runs in a fence of its own: it may
+    be a script a sandboxed agent wrote (:func:`~flume.shell.perform.gates.run_command`).
+    """
     said: list[str] = []
     for argv in checks:
         said.append(f"$ {shlex.join(argv)}")
-        status, output = run_command(work, argv)
+        if fenced:
+            record = command.record_of("landings", work)
+            ran, output = gates.run_command(work, tuple(argv), record, None, fenced=True)
+            status = 126 if ran is None else ran
+        else:
+            status, output = run_command(work, argv)
         said.append(output.rstrip())
         if status != 0:
             reason = f"{shlex.join(argv)} failed (exit {status})"
@@ -353,7 +365,7 @@ def base_lock(repository: Path) -> Iterator[int]:
     """Hold the repository's landing lock (an ``flock`` shared by every process and thread)."""
     folder = journals_dir(repository)
     folder.mkdir(exist_ok=True)
-    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield descriptor

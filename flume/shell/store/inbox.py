@@ -478,7 +478,7 @@ def answer(inbox: Path, ident: str, said: str | UsageError) -> None:
         handle = os.open(
             staged,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-            0o644,
+            0o600,
             dir_fd=descriptor,
         )
         with os.fdopen(handle, "w", encoding="utf-8") as file:

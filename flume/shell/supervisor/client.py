@@ -252,7 +252,7 @@ def start() -> subprocess.Popen[bytes]:
     import sys  # noqa: PLC0415
 
     log = log_path()
-    log.parent.mkdir(parents=True, exist_ok=True)
+    host.private(log.parent)
     asked_after = str(stops())
     with log.open("ab") as output:
         return subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
