@@ -29,6 +29,7 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell import environment
 from flume.shell.agents import chat, claude_lines
 from flume.shell.agents.chat import Chat
 from flume.shell.agents.port import agents_dir
@@ -42,7 +43,6 @@ from flume.shell.agents.sandbox import (
 )
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
-from flume.shell import environment
 from flume.shell.tools import bubblewrap, locate
 
 #: The variable that names Claude Code's program in place of ``claude`` on PATH.

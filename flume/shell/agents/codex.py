@@ -145,8 +145,9 @@ def _entries(folder: Path) -> list[os.DirEntry[str]]:
 
 
 def endpoints_of(folder: Path, env: Mapping[str, str]) -> tuple[tuple[Endpoint, ...], str]:
-    """Where Codex's model is: its provider's ``base_url`` in ``config.toml``, or
-    ``OPENAI_BASE_URL``, or OpenAI's; and why it cannot be named, when it cannot ("" else).
+    """Where Codex's model is, and why it cannot be named when it cannot ("" else).
+
+    Its provider's ``base_url`` in ``config.toml``; else ``OPENAI_BASE_URL``; else OpenAI's.
     """
     try:
         config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))

@@ -140,7 +140,7 @@ def _start(argv: list[str], terminal: bool) -> tuple[int, int | None]:
         fcntl.ioctl(inner, termios.TIOCSCTTY, 0)
         for stream in (0, 1, 2):
             os.dup2(inner, stream)
-        if inner > 2:  # noqa: PLR2004 (the three standard streams)
+        if inner > 2:
             os.close(inner)
         _exec(argv)
     os.close(inner)
@@ -161,7 +161,7 @@ def _carry_terminal(main: int, pid: int) -> int | None:
         os.close(main)
 
 
-def _relay(outer: int, main: int, pid: int) -> int | None:
+def _relay(outer: int, main: int, pid: int) -> int | None:  # noqa: C901 (one loop, both ways)
     """Bytes both ways until the agent or its terminal ends; the pane's size carried as it changes.
 
     The agent's wait status once it ended (what it wrote last carried first), else None.

@@ -192,8 +192,7 @@ def _both_moved(mirror: Mirror, inside: Sha, real: Sha) -> Sha:
             kept = f"{mirror.branch}.sandboxed-{inside[:12]}"
             git.run(repository, "update-ref", f"refs/heads/{kept}", inside)
             _log.warning(
-                "%s moved both inside and outside its sandbox: its sandboxed head %s is kept "
-                "on %s",
+                "%s moved both inside and outside its sandbox: its sandboxed head %s is kept on %s",
                 mirror.branch,
                 inside,
                 kept,
@@ -215,7 +214,7 @@ def copy_objects(mirror: Mirror) -> int:
     copied = 0
     with contextlib.suppress(FileNotFoundError):
         for folder in sorted(mirror.objects.iterdir()):
-            if len(folder.name) != 2 or not folder.is_dir():  # noqa: PLR2004 (two hex digits)
+            if len(folder.name) != 2 or not folder.is_dir():
                 continue
             for each in sorted(folder.iterdir()):
                 name = folder.name + each.name

@@ -79,7 +79,7 @@ def requested(head: bytes) -> tuple[str, int] | None:
     """The endpoint a proxy request's head asks to ``CONNECT`` to; None for any other request."""
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     parts = line.split()
-    if len(parts) != 3 or parts[0] != "CONNECT" or not parts[2].startswith("HTTP/"):  # noqa: PLR2004
+    if len(parts) != 3 or parts[0] != "CONNECT" or not parts[2].startswith("HTTP/"):
         return None
     try:
         return _endpoint(parts[1])
@@ -128,14 +128,23 @@ def proxy(connection: socket.socket, allowed: frozenset[tuple[str, int]]) -> Non
 
 
 def serve(address: str, handle: Callable[[socket.socket], None]) -> socket.socket:
-    """Listen on the Unix socket ``address`` (this user's alone), each connection handled."""
+    """Listen on the Unix socket ``address`` (this user's alone), each connection handled.
+
+    Bound by its name from its folder: a socket's whole path may hold 107 bytes at most, and a
+    session's folder in a deep state folder can be longer. No thread runs yet to mind the
+    folder changed meanwhile.
+    """
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(address)
+        os.unlink(address)  # noqa: PTH108 (no pathlib: a fast start)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)
+    here = os.getcwd()  # noqa: PTH109 (no pathlib: a fast start)
+    folder, _, name = address.rpartition("/")
     try:
-        listener.bind(address)
+        os.chdir(folder or "/")
+        listener.bind(name)
     finally:
+        os.chdir(here)
         os.umask(mask)
     listener.listen(64)
 
@@ -170,6 +179,7 @@ def main(arguments: list[str]) -> int:  # noqa: C901 (one option at a time)
         return 2
     split = arguments.index("--")
     options, argv = arguments[:split], arguments[split + 1 :]
+    # Every socket is bound (each from its folder) before any thread starts.
     listeners: list[tuple[str, socket.socket]] = []
     names: list[str] = []
     prefixes: list[str] = []
@@ -208,7 +218,7 @@ def main(arguments: list[str]) -> int:  # noqa: C901 (one option at a time)
     for address, listener in listeners:
         listener.close()
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(address)
+            os.unlink(address)  # noqa: PTH108 (no pathlib: a fast start)
     return 128 - status if status < 0 else status
 
 

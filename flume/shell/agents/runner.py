@@ -193,7 +193,11 @@ class Agents:
         fence, unfenced = fenced(place, action)
         if unfenced:
             return self._failed(at, [agent.program()], unfenced)
-        argv = command(place, action, session, fence)
+        try:
+            argv = command(place, action, session, fence)
+        except OSError as error:
+            said = f"the step is sandboxed, but its fence could not be drawn: {error}"
+            return self._failed(at, [agent.program()], said)
         agent.prepare(session)
         if not Path(place.path).is_dir():
             return self._failed(at, argv, f"the place {place.path} is not there")
@@ -228,7 +232,11 @@ class Agents:
         fence, unfenced = fenced(place, action)
         if unfenced:
             return self._failed(at, [of(action.agent.agent).program()], unfenced)
-        argv = command(place, action, session, fence)
+        try:
+            argv = command(place, action, session, fence)
+        except OSError as error:
+            said = f"the step is sandboxed, but its fence could not be drawn: {error}"
+            return self._failed(at, [of(action.agent.agent).program()], said)
         shown = marks(place, session) | {"PATH": search_path()}
         ran = self.printed.start(
             group=tmux_group(place.launch.repository),

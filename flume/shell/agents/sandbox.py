@@ -61,6 +61,9 @@ _INIT = Path(__file__).with_name("fenceinit.py")
 _WARDEN = Path(__file__).with_name("fencewarden.py")
 #: The port inside whose connections go to the warden's proxy (``HTTPS_PROXY``).
 PROXY_PORT = 3128
+#: Where the warden's sockets are seen inside: a short path (a socket's path holds 107 bytes at
+#: most; a session's folder may be deeper).
+NET_INSIDE = Path("/run/flume")
 #: The variables a fenced program keeps of the environment it was given, by name.
 _KEPT = frozenset(
     {
@@ -326,7 +329,14 @@ def view(fence: Fence, needs: Needs, home: Path) -> bubblewrap.View:
     return bubblewrap.View(
         readonly=(fence.common, *interpreter(), *needs.reads, *kept, *fence.kept),
         writable=(fence.worktree, *board, fence.admin, fence.inbox, mirror.objects, *needs.writes),
-        stand_ins=((refs, mirror.refs, True), (logs, mirror.logs, True), *homed),
+        # The warden's sockets, read-only: a socket is reached through a read-only bind
+        # (connect() writes no file), and only the warden's own are in this folder.
+        stand_ins=(
+            (refs, mirror.refs, True),
+            (logs, mirror.logs, True),
+            (NET_INSIDE, fence.net, False),
+            *homed,
+        ),
         masked=(fence.worktree.parent, fence.common / "flume"),
         scratch=fence.scratch,
         cwd=fence.worktree,
@@ -385,14 +395,13 @@ def agent_command(argv: list[str], fence: Fence, needs: Needs, home: Path) -> li
     proxied = [each for each in needs.endpoints if not each.on_loopback]
     for endpoint in needs.endpoints:
         if endpoint.on_loopback:
-            socket_path = fence.net / f"{endpoint.port}.sock"
-            warden += ["--forward", f"{socket_path}={endpoint.host}:{endpoint.port}"]
-            init += ["--forward", f"{endpoint.port}={socket_path}"]
+            name = f"{endpoint.port}.sock"
+            warden += ["--forward", f"{fence.net / name}={endpoint.host}:{endpoint.port}"]
+            init += ["--forward", f"{endpoint.port}={NET_INSIDE / name}"]
     if proxied:
-        socket_path = fence.net / "proxy.sock"
         allowed = ",".join(f"{each.host}:{each.port}" for each in proxied)
-        warden += ["--proxy", f"{socket_path}={allowed}"]
-        init += ["--proxy", f"{PROXY_PORT}={socket_path}"]
+        warden += ["--proxy", f"{fence.net / 'proxy.sock'}={allowed}"]
+        init += ["--proxy", f"{PROXY_PORT}={NET_INSIDE / 'proxy.sock'}"]
     names, prefixes = kept_names(needs)
     warden += [arg for name in sorted(names) for arg in ("--keep", name)]
     warden += [arg for prefix in prefixes for arg in ("--keep", prefix + "*")]
@@ -448,8 +457,10 @@ UNNAMED_MEND = (
 
 
 def in_fence(argv: Sequence[str], worktree: Path) -> tuple[list[str], dict[str, str], Path] | None:
-    """``argv`` as a fenced run's command runs it (:func:`command_fence`): in bubblewrap, its
-    capabilities checked none first; with its environment, and its fence's folder to remove.
+    """``argv`` as a fenced run's command runs it (:func:`command_fence`), and how.
+
+    In bubblewrap, its capabilities checked none first; with its environment, and its fence's
+    folder to remove after.
     """
     made = command_fence(worktree)
     if made is None:

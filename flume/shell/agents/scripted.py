@@ -18,13 +18,13 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell import environment
 from flume.shell.agents import chat, claude
 from flume.shell.agents.chat import Chat
 from flume.shell.agents.sandbox import Home, Needs, seen_home
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
-from flume.shell import environment
 from flume.shell.tools import bubblewrap
 
 #: The test agent's module, run as ``python -m MODULE``.

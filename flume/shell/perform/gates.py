@@ -63,9 +63,7 @@ def archive_verdict(action: ArchiveVerdict) -> None:
     found.replace(target)
 
 
-def read_gate(
-    action: JudgeGate, clock: Callable[[], Instant], *, fenced: bool = False
-) -> GateRead:
+def read_gate(action: JudgeGate, clock: Callable[[], Instant], *, fenced: bool = False) -> GateRead:
     """What the step's gate is judged on, read now (tests: run now), stamped when read.
 
     ``fenced``: the run has sandboxed steps, and its tests run in a fence of their own
@@ -131,12 +129,16 @@ def _read_verdict(action: JudgeGate, now: Instant) -> GateRead:
 def run_command(
     place: Path, argv: tuple[str, ...], record: Path, seconds: float | None, *, fenced: bool
 ) -> tuple[int | None, str]:
-    """A declared command run in the place (:func:`command.run_within`); in a fence, if
-    ``fenced``. A fence that cannot be drawn is a failure, never a run outside it.
+    """A declared command run in the place (:func:`command.run_within`).
+
+    In a fence, if ``fenced``: a fence that cannot be drawn is a failure, never a run outside.
     """
     if not fenced:
         return command.run_within(place, argv, record, seconds)
-    made = sandbox.in_fence(argv, place)
+    try:
+        made = sandbox.in_fence(argv, place)
+    except OSError as error:
+        return 126, f"flume cannot fence {' '.join(argv)}: {error}"
     if made is None:
         return 126, f"flume cannot fence {' '.join(argv)}: git cannot say where {place}'s git is"
     wrapped, env, folder = made

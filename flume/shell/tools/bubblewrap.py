@@ -1,4 +1,4 @@
-"""bubblewrap (``bwrap``, Debian's ``bubblewrap``): a program run where it sees only what it is shown.
+"""bubblewrap (``bwrap``, Debian's ``bubblewrap``): a program that sees only what it is shown.
 
 The fence of a sandboxed step (:mod:`flume.shell.agents.sandbox`) is a :class:`View`: deny by
 default. The new root is empty; the system's folders are bound in read-only (:func:`system`),
@@ -91,7 +91,7 @@ def system(masked_in: str = _MASKED_IN) -> tuple[list[str], list[Path]]:
     for name in SYSTEM:
         path = Path(name)
         if path.is_symlink():
-            arguments += ["--symlink", os.readlink(path), name]
+            arguments += ["--symlink", str(path.readlink()), name]
         elif path.is_dir():
             arguments += ["--ro-bind", name, name]
             if name == masked_in:
@@ -102,26 +102,33 @@ def system(masked_in: str = _MASKED_IN) -> tuple[list[str], list[Path]]:
 
 
 def _unreadable(folder: Path) -> Iterator[Path]:
-    """What in ``folder`` the world may not read (a folder of them whole), never following links."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
+    """What in ``folder`` the world may not read (a folder of them whole), never following links.
+
+    Fails closed: a folder that cannot be listed is masked whole, and a system folder that
+    cannot be listed at all raises (:class:`OSError`): no fence is drawn that could show it.
+    """
+    entries = list(os.scandir(folder))
     for entry in entries:
         try:
             mode = entry.stat(follow_symlinks=False).st_mode
         except OSError:
+            yield Path(entry.path)  # cannot be looked at: masked
             continue
         if stat.S_ISLNK(mode):
             continue
         if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
             yield Path(entry.path)
         elif stat.S_ISDIR(mode):
-            yield from _unreadable(Path(entry.path))
+            try:
+                found = list(_unreadable(Path(entry.path)))
+            except OSError:
+                yield Path(entry.path)
+            else:
+                yield from found
 
 
 def as_root() -> bool:
-    """flume runs as root: bwrap would keep every capability, so they are all dropped."""
+    """Flume runs as root: bwrap would keep every capability, so they are all dropped."""
     return os.geteuid() == 0
 
 
@@ -132,7 +139,8 @@ def wrap(argv: Sequence[str], view: View) -> list[str]:
         wrapped += ["--cap-drop", "ALL"]
     shown, masked = system()
     wrapped += [*shown, "--dev", "/dev", "--proc", "/proc"]
-    wrapped += ["--bind", str(view.scratch), "/tmp", "--bind", str(view.scratch), "/var/tmp"]
+    for tmp in ("/tmp", "/var/tmp"):  # noqa: S108 (the fenced program's own, inside)
+        wrapped += ["--bind", str(view.scratch), tmp]
     binds, folders = _binds(view, [*masked, *view.masked])
     wrapped += binds
     # Read-only last: a mount point inside a folder made read-only could not be made after it.
@@ -147,11 +155,12 @@ def _binds(view: View, masked: Iterable[Path]) -> tuple[list[str], list[Path]]:
     Also the folders masked, each an empty ``tmpfs`` to be made read-only once all is bound.
     """
     folders: list[Path] = []
-    ordered: list[tuple[int, int, list[str]]] = []
-    for path in _existing(view.readonly):
-        ordered.append((_depth(path), 1, ["--ro-bind", str(path), str(path)]))
-    for path in _existing(view.writable):
-        ordered.append((_depth(path), 2, ["--bind", str(path), str(path)]))
+    ordered: list[tuple[int, int, list[str]]] = [
+        (_depth(path), 1, ["--ro-bind", str(path), str(path)]) for path in _existing(view.readonly)
+    ]
+    ordered += [
+        (_depth(path), 2, ["--bind", str(path), str(path)]) for path in _existing(view.writable)
+    ]
     for where, folder, writable in view.stand_ins:
         if folder.exists():
             how = "--bind" if writable else "--ro-bind"

@@ -87,7 +87,7 @@ def held_hooks(cwd: Path) -> Path | None:
     return found
 
 
-def _common_of(cwd: Path) -> Path | None:
+def _common_of(cwd: Path) -> Path | None:  # noqa: PLR0911 (each layout says where)
     """The common git folder of the repository ``cwd`` is the top of (a worktree, or a git folder).
 
     None when ``cwd`` is neither (a subfolder is not looked above: flume runs git at tops).
