@@ -194,9 +194,9 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         "a remount of the system read-write",
         lambda w: (
-            f"mount -o remount,rw / 2>&1; mount -o remount,rw /usr 2>&1; touch /usr/{w.out.name}"
+            f"mount -o remount,rw / 2>&1; mount -o remount,rw /usr 2>&1; touch /usr/{w.root.name}"
         ),
-        lambda w, _: not Path("/usr", w.out.name).exists(),
+        lambda w, _: not Path("/usr", w.root.name).exists(),
     ),
     Probe(
         "the main worktree",

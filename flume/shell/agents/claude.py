@@ -118,6 +118,12 @@ def hook_settings(session: str, fenced: Sequence[str] = ()) -> str:
     return json.dumps(settings, separators=(",", ":"))
 
 
+#: An agent's tools are an agent's: a Claude Code flume starts loads no MCP server of the
+#: caller's (the user's, the project's, a plugin's: flume's own plugin serves a person's verbs,
+#: approve, drop, raise), only those its launch's flags name (``--mcp-config``).
+NO_CALLERS_TOOLS = ("--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}')
+
+
 def sandbox_missing() -> tuple[str, str] | None:
     """A sandboxed step's Claude Code runs inside bubblewrap: missing, when it is."""
     return bubblewrap.missing()
@@ -183,7 +189,7 @@ def command(
     """
     allowed = [place.path, place.board] if place.board else [place.path]
     settings = hook_settings(session, allowed if fenced else ())
-    argv = [program(), "--session-id", session, "--settings", settings]
+    argv = [program(), "--session-id", session, "--settings", settings, *NO_CALLERS_TOOLS]
     if place.board:
         argv += ["--add-dir", place.board]
     if model:

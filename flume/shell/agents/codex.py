@@ -11,6 +11,7 @@ read by :mod:`~flume.shell.agents.codex_lines`.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import tomllib
@@ -90,12 +91,35 @@ def command(
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
     argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
+    # An agent's tools are an agent's: no MCP server of the caller's (flume's own serves a
+    # person's verbs), as Codex's settings name them, in its home or the place's project.
+    for name in mcp_servers(home(), Path(place.path)):
+        argv += ["-c", f"mcp_servers.{_key(name)}.enabled=false"]
     if place.board:
         # The board is outside the worktree; --add-dir makes it writable (reference/codex.md).
         argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
     return argv
+
+
+def mcp_servers(folder: Path, project: Path) -> list[str]:
+    """The MCP servers Codex's settings name: its home's ``config.toml``, the project's own."""
+    found: dict[str, None] = {}
+    for path in (folder / "config.toml", project / ".codex" / "config.toml"):
+        try:
+            config = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        servers = config.get("mcp_servers")
+        if isinstance(servers, dict):
+            found.update(dict.fromkeys(str(name) for name in servers))
+    return list(found)
+
+
+def _key(name: str) -> str:
+    """A TOML key for a server's name: bare where it may be, quoted where it must."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
 
 
 def _kept(name: str) -> bool:
