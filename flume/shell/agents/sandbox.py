@@ -238,6 +238,20 @@ def mirror_of(session: str) -> Mirror | None:
         return None
 
 
+def carried_now(session: str, repository: Path, branch: BranchName) -> Sha | None:
+    """A fenced session's commit made since the last carry, carried to its real branch now.
+
+    The real branch's new head, or None (nothing new inside; not fenced). Two small files read
+    when nothing moved; git is asked only when the stand-in moved.
+    """
+    mirror = mirror_of(session)
+    if mirror is None or fencerefs.read(mirror.ref) == fencerefs.read(mirror.mirrored):
+        return None
+    real = git.resolve(repository, branch)
+    carried = fencerefs.settle(mirror, real)
+    return carried if carried not in {None, real} else None
+
+
 def settle(session: str, real: Sha | None) -> Sha | None:
     """Carry a fenced session's branch over (:func:`~flume.shell.agents.fencerefs.settle`).
 

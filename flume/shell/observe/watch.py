@@ -69,7 +69,6 @@ from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
 from flume.shell.store.transcript_words import in_conversation
-from flume.shell.tools import git
 
 _log = logging.getLogger("flume.watch")
 #: How many lines of a dead agent's screen are kept as its last words.
@@ -196,6 +195,13 @@ class Watch:
             del self.seen[session]
 
     @staticmethod
+    def _carried(place: Place, session: SessionId, now: Instant) -> Iterator[Observation]:
+        """A fenced agent's new commit, carried to its real branch now and seen (a BranchHead)."""
+        carried = sandbox.carried_now(session, Path(place.launch.repository), place.branch)
+        if carried is not None and carried != place.head:
+            yield BranchHead(at=now, branch=place.branch, sha=carried)
+
+    @staticmethod
     def _fenced(live: Sequence[Followed]) -> list[str]:
         """The live agents that run fenced (their registry is in their fence's stand-in)."""
         return [
@@ -224,6 +230,8 @@ class Watch:
         session = agent.session
         state = self._state(session)
         kind = of(program_of(place))
+        # A fenced agent's commit reaches its real branch, and is seen, before its turn's end.
+        yield from self._carried(place, session, now)
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)
@@ -254,11 +262,7 @@ class Watch:
             status = pane.dead_status if pane is not None else None
             words = self._last_words(pane, server) if pane is not None else ""
             # A fenced agent's last commits reach its real branch, and are seen, before its end.
-            if sandbox.folder_of(session).is_dir():
-                head = git.resolve(Path(place.launch.repository), place.branch)
-                carried = sandbox.settle(session, head)
-                if carried is not None and carried not in {head, place.head}:
-                    yield BranchHead(at=now, branch=place.branch, sha=carried)
+            yield from self._carried(place, session, now)
             yield AgentExited(at=now, session=session, status=status, last_words=words)
 
     @staticmethod

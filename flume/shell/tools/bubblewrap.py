@@ -2,8 +2,8 @@
 
 The fence of a sandboxed step (:mod:`flume.shell.agents.sandbox`) is a :class:`View`: deny by
 default. The new root is empty; the system's folders are bound in read-only (:func:`system`),
-with whatever in ``/etc`` the world may not read (``shadow``, host keys, private TLS keys)
-masked; then what the step needs, each bound read-only or writable, or a stand-in folder bound
+``/etc`` only as far as the world may read it (no ``shadow``, host keys, private TLS keys);
+then what the step needs, each bound read-only or writable, or a stand-in folder bound
 where the real one is; a private ``/tmp``. Every namespace is new (``--unshare-all``: user, pid,
 network, IPC, UTS, cgroup), so no process, socket, abstract socket or network of the host is
 reachable from inside; ``--new-session`` takes the terminal away as a controlling one (no
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -43,8 +43,8 @@ INSTALL = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
 #: The system's folders a fenced program sees, read-only, where they exist (a link is made a
 #: link: ``/bin`` -> ``usr/bin`` on a merged ``/usr``).
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-#: The system folder whose unreadable entries are masked (the rest hold programs and libraries).
-_MASKED_IN = "/etc"
+#: The system folder shown only as far as the world may read it (the rest hold programs).
+_SHOWN_IN_PART = "/etc"
 #: Folders a fenced program finds made but empty (some programs insist on them).
 _MADE = ("/run", "/var", "/home", "/mnt", "/srv")
 
@@ -80,51 +80,68 @@ class View:
     env: Mapping[str, str] = attrs.field(factory=dict)
 
 
-def system(masked_in: str = _MASKED_IN) -> tuple[list[str], list[Path]]:
-    """The system's folders: bwrap's arguments that show them, and what in them is masked.
+def system(shown_in_part: str = _SHOWN_IN_PART) -> tuple[list[str], list[Path]]:
+    """The system's folders: bwrap's arguments that show them, and the folders made for them.
 
-    What in ``/etc`` the world may not read is masked: as root (without ``CAP_DAC_OVERRIDE``, as
-    the owner) the program could read it otherwise.
+    ``/etc`` is shown entry by entry, only what the world may read: as root (the owner, without
+    ``CAP_DAC_OVERRIDE``) the program could read ``shadow`` otherwise. Nothing is masked after
+    the fact: a file is shown only if it was seen world-readable, so a secret renamed into place
+    while the fence is drawn (``useradd`` rewriting ``shadow``) is never shown (seen here: a
+    mask drawn from a listing taken mid-rename left ``/etc/shadow`` readable). The folders
+    returned are each an empty ``tmpfs`` holding what is shown of it, made read-only last.
     """
     arguments: list[str] = []
-    masked: list[Path] = []
+    made: list[Path] = []
     for name in SYSTEM:
         path = Path(name)
         if path.is_symlink():
             arguments += ["--symlink", str(path.readlink()), name]
+        elif path.is_dir() and name == shown_in_part:
+            arguments += _readable(path, made)
         elif path.is_dir():
             arguments += ["--ro-bind", name, name]
-            if name == masked_in:
-                masked += list(_unreadable(path))
     for name in _MADE:
         arguments += ["--dir", name]
-    return arguments, masked
+    return arguments, made
 
 
-def _unreadable(folder: Path) -> Iterator[Path]:
-    """What in ``folder`` the world may not read (a folder of them whole), never following links.
+def _readable(folder: Path, made: list[Path]) -> list[str]:
+    """``folder`` shown as what the world may read of it, never following a link.
 
-    Fails closed: a folder that cannot be listed is masked whole, and a system folder that
-    cannot be listed at all raises (:class:`OSError`): no fence is drawn that could show it.
+    A folder holding nothing unreadable is bound whole; one that does is a ``tmpfs`` (added to
+    ``made``) with each readable entry bound in it. Fails closed: an entry that cannot be looked
+    at is not shown, and a folder that cannot be listed is not shown at all.
     """
-    entries = list(os.scandir(folder))
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    shown: list[str] = []
+    whole = True
     for entry in entries:
         try:
             mode = entry.stat(follow_symlinks=False).st_mode
         except OSError:
-            yield Path(entry.path)  # cannot be looked at: masked
+            whole = False
             continue
         if stat.S_ISLNK(mode):
+            shown += ["--symlink", str(Path(entry.path).readlink()), entry.path]
             continue
-        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
-            yield Path(entry.path)
-        elif stat.S_ISDIR(mode):
-            try:
-                found = list(_unreadable(Path(entry.path)))
-            except OSError:
-                yield Path(entry.path)
-            else:
-                yield from found
+        readable = mode & stat.S_IROTH and (not stat.S_ISDIR(mode) or mode & stat.S_IXOTH)
+        if not readable or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            whole = False
+            continue
+        if stat.S_ISDIR(mode):
+            inner = _readable(Path(entry.path), made)
+            whole = whole and inner == ["--ro-bind", entry.path, entry.path]
+            shown += inner
+        else:
+            shown += ["--ro-bind", entry.path, entry.path]
+    if whole:
+        made[:] = [each for each in made if not each.is_relative_to(folder)]
+        return ["--ro-bind", str(folder), str(folder)]
+    made.append(folder)
+    return ["--tmpfs", str(folder), *shown]
 
 
 def as_root() -> bool:
@@ -137,14 +154,14 @@ def wrap(argv: Sequence[str], view: View) -> list[str]:
     wrapped = [PROGRAM, "--unshare-all", "--new-session", "--die-with-parent"]
     if as_root():
         wrapped += ["--cap-drop", "ALL"]
-    shown, masked = system()
+    shown, made = system()
     wrapped += [*shown, "--dev", "/dev", "--proc", "/proc"]
     for tmp in ("/tmp", "/var/tmp"):  # noqa: S108 (the fenced program's own, inside)
         wrapped += ["--bind", str(view.scratch), tmp]
-    binds, folders = _binds(view, [*masked, *view.masked])
+    binds, folders = _binds(view, view.masked)
     wrapped += binds
     # Read-only last: a mount point inside a folder made read-only could not be made after it.
-    for folder in ("/", *map(str, folders)):
+    for folder in ("/", *map(str, made), *map(str, folders)):
         wrapped += ["--remount-ro", folder]
     return [*wrapped, "--chdir", str(view.cwd), "--", *argv]
 
