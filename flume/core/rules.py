@@ -174,6 +174,9 @@ RULES: dict[str, str] = {
         "A landing the base repository's state blocks waits, named, and is tried again; "
         "the agent is not told."
     ),
+    "LAND-HELD-FOR-A-PERSON": (
+        "A sandboxed run's change to what runs outside lands only once a person approved it."
+    ),
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",
     "R11": "status is a pure projection of the place's state.",
 }

@@ -38,18 +38,21 @@ import logging
 import os
 import re
 import shlex
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
+from pyrsistent import pvector
 
 from flume.core.actions import Land
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
-from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
+from flume.core.observations import ChecksFailed, Landed, LandingBlocked, LandingHeld, Observation
 from flume.core.place import Place, current_step
 from flume.shell.declared import command, config
+from flume.shell.perform import gates
 from flume.shell.process import Ran
 from flume.shell.store.places import journals_dir
 from flume.shell.tools import git, openspec
@@ -104,6 +107,10 @@ class Lander:
                 f"{openspec.ARCHIVE}/), commit, and run flume submit again."
             )
             return [ChecksFailed(at=at, reason=reason, output=output)]
+        if place.kind.fenced and head is not None:
+            touched = runs_outside(repository, action.start, head)
+            if touched and action.reviewed != head:
+                return [LandingHeld(at=at, head=head, files=pvector(touched))]
         if declared.submit is not None:
             return self.submit(place, action, at, tuple(declared.submit))
         return self.land_here(place, action, at, [tuple(argv) for argv in declared.checks])
@@ -141,7 +148,7 @@ class Lander:
         if new is None or new == old:
             # Every commit was on the base already: the rebase dropped them all.
             return [landed(repository, old, place, at)]
-        failed = run_checks(work, checks, at)
+        failed = run_checks(work, checks, at, fenced=place.kind.fenced)
         if failed is not None:
             return [failed]
         moved = self._move(repository, action, old, new, at)
@@ -335,12 +342,23 @@ def refusal_in_place(work: Path, branch: BranchName, at: Instant) -> ChecksFaile
     return None
 
 
-def run_checks(work: Path, checks: Sequence[Sequence[str]], at: Instant) -> ChecksFailed | None:
-    """Run the repository's declared checks in the place, in order; the first failure, or None."""
+def run_checks(
+    work: Path, checks: Sequence[Sequence[str]], at: Instant, *, fenced: bool = False
+) -> ChecksFailed | None:
+    """Run the repository's declared checks in the place, in order; the first failure, or None.
+
+    ``fenced``: the run has sandboxed steps, and each check runs in a fence of its own: it may
+    be a script a sandboxed agent wrote (:func:`~flume.shell.perform.gates.run_command`).
+    """
     said: list[str] = []
     for argv in checks:
         said.append(f"$ {shlex.join(argv)}")
-        status, output = run_command(work, argv)
+        if fenced:
+            record = command.record_of("landings", work)
+            ran, output = gates.run_command(work, tuple(argv), record, None, fenced=True)
+            status = 126 if ran is None else ran
+        else:
+            status, output = run_command(work, argv)
         said.append(output.rstrip())
         if status != 0:
             reason = f"{shlex.join(argv)} failed (exit {status})"
@@ -353,7 +371,7 @@ def base_lock(repository: Path) -> Iterator[int]:
     """Hold the repository's landing lock (an ``flock`` shared by every process and thread)."""
     folder = journals_dir(repository)
     folder.mkdir(exist_ok=True)
-    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield descriptor
@@ -365,6 +383,68 @@ def landed(repository: Path, base: Sha, place: Place, at: Instant) -> Landed:
     """The landing as observed on ``base``, with whether the place's change is archived there."""
     archived = openspec.is_change_archived(repository, base, place.launch.name)
     return Landed(at=at, base_sha=base, change_archived=archived)
+
+
+# --- what runs outside -------------------------------------------------------------------------
+
+#: Files and folders of a repository that run outside any sandbox once they reach its base: its
+#: flume config (setup and checks run on the host), Claude Code's and Codex's project settings
+#: (hooks, MCP servers, permissions), direnv's ``.envrc``, and the usual hooks folders.
+OUTSIDE = (".flume.toml", ".claude/", ".mcp.json", ".codex/", ".envrc", ".githooks/", ".husky/")
+
+
+def runs_outside(repository: Path, start: Sha | None, head: Sha) -> list[str]:
+    """The files the place's own commits (``start..head``) change that run outside a sandbox.
+
+    :data:`OUTSIDE`, each kind file the main ``.flume.toml`` names, and the folder of hooks a
+    relative ``core.hooksPath`` names (LAND-HELD-FOR-A-PERSON). Renames count by both names.
+    """
+    if start is None:
+        return []
+    changed = git.run(repository, "diff", "--name-only", "--no-renames", start, head)
+    if not changed.ok:
+        return []
+    watched = [*OUTSIDE, *_named_outside(repository)]
+    hooks = git.held_hooks(repository)
+    if hooks is not None and hooks.is_relative_to(repository) and repository in hooks.parents:
+        watched.append(hooks.relative_to(repository).as_posix().rstrip("/") + "/")
+    return [
+        path
+        for path in changed.out.splitlines()
+        if any(path == each or (each.endswith("/") and path.startswith(each)) for each in watched)
+    ]
+
+
+def _named_outside(repository: Path) -> list[str]:
+    """What the main ``.flume.toml`` names that runs outside, besides itself.
+
+    Its kind files, and the repository's scripts its commands start (``./checks.sh`` in
+    ``[land] checks``, a setup's script).
+    """
+    try:
+        document = tomllib.loads((repository / config.FILE_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    kinds = document.get("kinds", [])
+    named = [
+        str(each["file"])
+        for each in (kinds if isinstance(kinds, list) else [])
+        if isinstance(each, dict) and isinstance(each.get("file"), str)
+    ]
+    commands: list[object] = []
+    for table, key in (("place", "setup"), ("land", "checks"), ("tests", "command")):
+        found = document.get(table, {})
+        value = found.get(key) if isinstance(found, dict) else None
+        commands += (
+            value if isinstance(value, list) and value and isinstance(value[0], list) else [value]
+        )
+    submit = document.get("land", {})
+    commands.append(submit.get("submit") if isinstance(submit, dict) else None)
+    for argv in commands:
+        program = argv[0] if isinstance(argv, list) and argv and isinstance(argv[0], str) else ""
+        if "/" in program and not program.startswith("/"):
+            named.append(program.removeprefix("./"))
+    return named
 
 
 # --- running declared commands ----------------------------------------------------------------

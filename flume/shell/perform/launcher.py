@@ -30,7 +30,7 @@ from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap
 
 from flume.core.errors import Problem, UsageError, refused
-from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind, steps
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_path
@@ -40,6 +40,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.workflow.caps import WorstCase, worst_case
 from flume.shell import agents, process
+from flume.shell.agents import sandbox
 from flume.shell.declared import config
 from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
@@ -173,17 +174,24 @@ def _check_sandboxes(request: Request, kind: Kind) -> None:
     """A sandboxed step's agent can be held in its sandbox here, or the launch is refused.
 
     "A sandboxed step must not silently run unsandboxed": what its agent's sandbox needs
-    (bubblewrap; socat besides for Claude Code's) is checked before anything is made. The start
-    of each agent checks again, and a step whose sandbox went missing since stops short, named.
+    (bubblewrap), and the endpoint its agent's network is limited to, are checked before
+    anything is made. The start of each agent checks again, and a step whose sandbox went
+    missing since stops short, named.
     """
     for found in steps(kind.body):
         if not found.sandbox:
             continue
         program = found.agent.agent if found.agent is not None else request.agent.agent
-        lacking = agents.of(program).sandbox_missing()
+        flags = request.agent.flags if found.agent is None else ()
+        agent = agents.of(program)
+        lacking = agent.sandbox_missing()
         if lacking is not None:
             what, mend = lacking
             raise _problem("sandbox", f"step {found.name} is sandboxed, but {what}", mend)
+        unnamed = agent.sandbox_needs(SessionId(""), flags).unnamed
+        if unnamed:
+            what = f"step {found.name} is sandboxed, but {unnamed}"
+            raise _problem("sandbox", what, sandbox.UNNAMED_MEND)
 
 
 def _checked(
@@ -323,7 +331,8 @@ def _tidied(path: Path) -> bool:
 
 def write_board(board: Path, seen: Launched) -> None:
     """Make the place's board and its ``task.md``: the work as launched, for every step to read."""
-    board.mkdir(parents=True, exist_ok=True)
+    places.private(board.parent)
+    board.mkdir(exist_ok=True)
     launch = seen.launch
     task = (
         f"# {launch.place}\n\n"

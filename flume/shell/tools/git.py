@@ -31,14 +31,87 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     """Run ``git args`` in ``cwd``; never raises on a non-zero exit.
 
     ``pass_fds`` are inherited by git: the supervisor passes its lock, so that a git it started
-    holds the lock until it ends, even if the supervisor is killed meanwhile.
+    holds the lock until it ends, even if the supervisor is killed meanwhile. The hooks it runs
+    are the repository's main configuration's only (:func:`held_hooks`).
     """
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
     # The environment as it is now (plumbum's own is a copy taken when it was imported), or the
     # one a launch's caller sent (flume.shell.environment), with git kept from ever asking.
     env = {**environment.current(), **_ENV}
-    return process.run(("git", *args), cwd=cwd, env=env, pass_fds=pass_fds)
+    hooks = held_hooks(cwd)
+    held = ("-c", f"core.hooksPath={hooks}") if hooks is not None else ()
+    return process.run(("git", *held, *args), cwd=cwd, env=env, pass_fds=pass_fds)
+
+
+#: Each folder's repository's hooks, as :func:`held_hooks` found them, with what they rest on.
+_HOOKS: dict[Path, tuple[tuple[Path, int], Path | None]] = {}
+
+
+def held_hooks(cwd: Path) -> Path | None:
+    """The only hooks flume's git runs in ``cwd``: the repository's main configuration's.
+
+    A worktree can carry its own configuration (``config.worktree``, read where the repository
+    sets ``extensions.worktreeConfig``) and its own files: an agent that set ``core.hooksPath``
+    there, or committed hooks into a folder a relative ``core.hooksPath`` names, would have
+    flume's own merge, rebase or commit run them on the host. So flume's git is always told the
+    hooks of the main configuration (``<common>/config``): its ``core.hooksPath`` if absolute,
+    resolved in the main worktree if relative, else ``<common>/hooks``. None outside a
+    repository (git then finds none to run of flume's choosing). Found without a process: the
+    folder's ``.git`` names its git folder, which names the common one; remembered while the
+    main configuration is unchanged.
+    """
+    common = _common_of(cwd)
+    if common is None:
+        return None
+    config = common / "config"
+    try:
+        stamp = (config, config.stat().st_mtime_ns)
+    except OSError:
+        return common / "hooks"
+    known = _HOOKS.get(cwd)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    said = process.run(
+        ("git", "config", "--file", str(config), "--get", "core.hooksPath"),
+        cwd=common,
+        env={**environment.current(), **_ENV},
+    )
+    named = said.out.strip() if said.ok else ""
+    if not named:
+        found = common / "hooks"
+    else:
+        path = Path(named).expanduser()
+        found = path if path.is_absolute() else common.parent / path
+    _HOOKS[cwd] = (stamp, found)
+    return found
+
+
+def _common_of(cwd: Path) -> Path | None:  # noqa: PLR0911 (each layout says where)
+    """The common git folder of the repository ``cwd`` is the top of (a worktree, or a git folder).
+
+    None when ``cwd`` is neither (a subfolder is not looked above: flume runs git at tops).
+    """
+    dot = cwd / ".git"
+    try:
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            text = dot.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            admin = Path(text.removeprefix("gitdir:").strip())
+            admin = admin if admin.is_absolute() else cwd / admin
+            named = admin / "commondir"
+            if not named.is_file():
+                return admin
+            common = Path(named.read_text(encoding="utf-8").strip())
+            return common if common.is_absolute() else admin / common
+        if (cwd / "HEAD").is_file() and (cwd / "objects").is_dir():
+            return cwd
+    except OSError:
+        return None
+    return None
 
 
 def toplevel(path: Path) -> Path | None:
