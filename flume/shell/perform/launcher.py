@@ -65,6 +65,8 @@ class Request:
     carried: Kind | None = None
     #: Where the carried kind's steps gated on tests are declared (``file:line``).
     carried_tests: PMap[StageName, str] = attrs.field(factory=pmap)
+    #: A fleet place carried again: the head its branch starts at (FLEET-CARRIED-HEAD).
+    head: str | None = None
 
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
@@ -135,6 +137,7 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         agent=request.agent,
         waits=pset(StageName(stage) for stage in request.waits),
         mark=request.mark,
+        carried=_carried(repository, request.head),
     )
     check_launch(launch, kind)
     return _Resolved(
@@ -145,6 +148,20 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         launch=launch,
         listed=listed,
     )
+
+
+def _carried(repository: Path, head: str | None) -> Sha | None:
+    """The commit a carried launch starts its branch at, resolved; it must be here already."""
+    if head is None:
+        return None
+    found = git.commit(repository, head)
+    if found is None:
+        raise _problem(
+            "carried",
+            f"the head {head} to carry the place from is no commit of {repository}",
+            "fetch it from the remote first (git fetch), then launch again",
+        )
+    return found
 
 
 def _check_tests_declared(request: Request, declared: config.Config, kind: Kind) -> None:
@@ -509,6 +526,7 @@ def _request(
             flags=pvector(asked.agent_args),
             panes=chosen_panes,
         ),
+        head=asked.carried,
     )
 
 

@@ -179,6 +179,14 @@ def resolve(repository: Path, branch: BranchName) -> Sha | None:
     return Sha(ran.out.strip()) if ran.ok else None
 
 
+def commit(repository: Path, revision: str) -> Sha | None:
+    """The commit ``revision`` names in ``repository`` (a full or abbreviated sha), or None."""
+    if revision.startswith("-"):
+        return None
+    ran = run(repository, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    return Sha(ran.out.strip()) if ran.ok else None
+
+
 def shared_branch(
     repository: Path, *, main: Path | None = None, listed: Branches | None = None
 ) -> BranchName | None:
@@ -411,6 +419,34 @@ def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) 
     """
     args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
     argv = (*args, remote, *refspecs)
+    return process.run(
+        ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+    )
+
+
+#: The git config key naming the remote a fleet host's clone lands its places through: set by
+#: ``flume fleet worker`` on its clone (docs/fleet.md). Unset: places land on the local base.
+FLEET_REMOTE = "flume.fleetRemote"
+
+
+def fleet_remote(repository: Path) -> str | None:
+    """The remote this repository's places land through (a fleet host's clone), or None."""
+    ran = run(repository, "config", "--get", FLEET_REMOTE)
+    name = ran.out.strip()
+    return name if ran.ok and name else None
+
+
+def push(repository: Path, remote: str, refspec: str, timeout: float = 60.0) -> Ran:
+    """Push one ``refspec`` to ``remote``, never forced; never raises.
+
+    git refuses a push that is no fast-forward of what the remote holds: a compare-and-swap
+    on the remote's ref, whose old value is what the commit was built on. ``--porcelain``
+    says per ref what happened (``!`` rejected, `` `` or ``*`` done, ``=`` up to date).
+    """
+    if refspec.startswith(("+", "-")):
+        message = f"flume never forces a push: {refspec!r}"
+        raise ValueError(message)
+    argv = ("push", "--porcelain", "--no-verify", "--end-of-options", remote, refspec)
     return process.run(
         ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
     )
