@@ -309,30 +309,7 @@ class Lander:
         return [_remote_blocked(remote, action.base, pushed, at)]
 
     def _follow(self, repository: Path, base: BranchName, new: Sha) -> None:
-        """Move the local base to ``new`` where that is a fast-forward and touches no change.
-
-        The remote's base is the one that counts; the local one follows it so that the next
-        launch here is cut from what landed. A base checked out with uncommitted changes, or one
-        that went its own way, is left as it is.
-        """
-        with base_lock(repository) as descriptor:
-            fds = (*self.pass_fds, descriptor)
-            old = git.resolve(repository, base)
-            if old is None or old == new or not git.is_ancestor(repository, old, new):
-                return
-            holder = next(
-                (
-                    path
-                    for path, branch in git.worktree_paths(repository).items()
-                    if branch == base and path.is_dir()
-                ),
-                None,
-            )
-            if holder is None:
-                ref = f"refs/heads/{base}"
-                git.run(repository, "update-ref", ref, new, old, pass_fds=fds)
-            elif dirty_checkout(holder, base, Instant(0.0)) is None:
-                git.run(holder, "merge", "--ff-only", "--quiet", new, pass_fds=fds)
+        follow_base(repository, base, new, self.pass_fds)
 
     # --- a merge queue's submit command -------------------------------------------------------
 
@@ -350,6 +327,34 @@ class Lander:
             reason = f"the submit command {shlex.join(filled)} failed (exit {status})"
             return [ChecksFailed(at=at, reason=reason, output=_tail(output))]
         return []
+
+
+def follow_base(
+    repository: Path, base: BranchName, new: Sha, pass_fds: tuple[int, ...] = ()
+) -> None:
+    """Move the local base to ``new`` where that is a fast-forward and touches no change.
+
+    A fleet host's clone: the remote's base is the one that counts, and the local one follows
+    it so that the next launch here is cut from what landed. A base checked out with
+    uncommitted changes, or one that went its own way, is left as it is.
+    """
+    with base_lock(repository) as descriptor:
+        fds = (*pass_fds, descriptor)
+        old = git.resolve(repository, base)
+        if old is None or old == new or not git.is_ancestor(repository, old, new):
+            return
+        holder = next(
+            (
+                path
+                for path, branch in git.worktree_paths(repository).items()
+                if branch == base and path.is_dir()
+            ),
+            None,
+        )
+        if holder is None:
+            git.run(repository, "update-ref", f"refs/heads/{base}", new, old, pass_fds=fds)
+        elif dirty_checkout(holder, base, Instant(0.0)) is None:
+            git.run(holder, "merge", "--ff-only", "--quiet", new, pass_fds=fds)
 
 
 def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | Sha:

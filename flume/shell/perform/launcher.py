@@ -485,6 +485,16 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
         ) from error
 
 
+def check_asked(asked: launch_words.LaunchAsked) -> Launched:
+    """A launch as its caller words it, checked whole as :func:`launch_asked` checks it.
+
+    Nothing is journaled or made: its journal's first line, as it would be. A fleet launch is
+    checked so on the launching host before any host is asked to carry it.
+    """
+    request = _request(asked, lambda brief: brief if isinstance(brief, str) else brief())
+    return check(request, Settings(), time.time)
+
+
 def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
 
