@@ -251,7 +251,7 @@ def demo(
     0 once both landed on the remote's main. Nothing is left running (but the UI, with --keep).
     """
     _sdk()
-    from flume.fleet import demo as fleet_demo
+    import flume.fleet.demo as fleet_demo
 
     raise typer.Exit(fleet_demo.run(keep=keep, say=typer.echo))
 
