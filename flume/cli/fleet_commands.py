@@ -9,7 +9,6 @@ here. Every command loads Temporal's SDK (the ``fleet`` extra) only when it runs
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import typer
 from flume.cli.base import app, fail
 from flume.cli.usage import Command
 from flume.core.errors import UsageError
-from flume.fleet.records import ROUTED
+from flume.fleet.routed import ROUTED
 
 fleet_app = typer.Typer(
     help="A fleet of hosts carried by Temporal: workers, a dev server, the demo, and a "
@@ -78,9 +77,8 @@ def _refuse(error: UsageError) -> NoReturn:
 
 def _host_name(fleet: Any) -> str:  # noqa: ANN401 (a Fleet)
     from flume.fleet.config import host_name
-    from flume.shell.store import places
 
-    return host_name(fleet, places.host().id)
+    return host_name(fleet)
 
 
 def launch(asked: Any, *, relaunch: bool | None, as_json: bool) -> None:  # noqa: ANN401
@@ -96,6 +94,8 @@ def launch(asked: Any, *, relaunch: bool | None, as_json: bool) -> None:  # noqa
     except UsageError as error:
         _refuse(error)
     if as_json:
+        import json
+
         typer.echo(json.dumps(made.as_dict(), ensure_ascii=False, indent=2))
         _leave()
     typer.echo(made.place)
@@ -124,6 +124,8 @@ def status(*, as_json: bool) -> None:
     except UsageError as error:
         _refuse(error)
     if as_json:
+        import json
+
         typer.echo(json.dumps({"format": 1, "places": rows}, ensure_ascii=False, indent=2))
         _leave()
     table = [list(_COLUMNS)]

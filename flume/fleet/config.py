@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flume.core.errors import Problem, UsageError
+from flume.shell.store import places
 
 #: The keys ``[fleet]`` takes, with the type each must have.
 KEYS: dict[str, tuple[type, ...]] = {
@@ -205,10 +206,15 @@ def overridden(fleet: Fleet, **given: Any) -> Fleet:  # noqa: ANN401 (a setting'
     )
 
 
-def host_name(fleet: Fleet, host_id: str) -> str:
-    """This host's name in the fleet: ``[fleet] host``, else the machine's name and flume's id."""
+def host_name(fleet: Fleet, host_id: str | None = None) -> str:
+    """This host's name in the fleet: ``[fleet] host``, else the machine's name and flume's id.
+
+    flume's id is the one a launch records (``host_id``, else made now in the state folder).
+    """
     if fleet.host:
         return fleet.host
+    if host_id is None:
+        host_id = places.host().id
     machine = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()).strip("-.") or "host"
     return f"{machine[:40]}-{host_id[:8]}"
 

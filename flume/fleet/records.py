@@ -15,27 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from flume.fleet import routed
+
 #: The workflow type every fleet place runs as.
 WORKFLOW = "FleetPlace"
 
-#: The person's commands a fleet place takes from any host: each runs as ``flume <command>
-#: PLACE ...`` on the host carrying the place (docs/fleet.md). A command added to flume that
-#: names a place first and takes ``--repository`` is routed by adding its name here.
-ROUTED = (
-    "status",
-    "events",
-    "transcript",
-    "tell",
-    "stop",
-    "retry",
-    "proceed",
-    "approve",
-    "resume",
-    "raise",
-    "answer",
-    "resolve",
-    "drop",
-)
+# The person's commands routed to a place's host: flume/fleet/routed.py (ROUTED).
+ROUTED = routed.ROUTED
 
 
 class State:
