@@ -36,15 +36,16 @@ def test_fixes_land_on_the_remote_within_slots_and_a_name_is_launched_once(
     """Four fixes on two hosts of one slot: each landed once, never two live on one host.
 
     Each is carried by one host, which journaled it (no other did); the remote's main holds
-    every one's commit; a second launch of a name in flight, from the other host, is refused
-    with exit status 2 and makes nothing.
+    every one's commit; a second launch of a name in flight, from a third host, is refused with
+    exit status 2 and makes nothing.
     """
-    fleet = fleet_of(hosts=2, slots=1)
-    fleet.start()
-    h1, h2 = fleet.hosts
+    fleet = fleet_of(hosts=3, slots=1)
+    h1, h2, h3 = fleet.hosts
+    fleet.start([h1, h2])
     works = [name(f"w{number}") for number in range(4)]
     places = [launch(h1, fleet, work) for work in works]
-    again = h2.flume(
+    # From a host that carries none of them (its own clone knows no such place).
+    again = h3.flume(
         "launch", "--fleet", "--kind", "fix", "--name", works[0], "--brief", "Again.",
         "--agent", "test",
     )  # fmt: skip
