@@ -23,13 +23,13 @@ pytest.importorskip(
     "temporalio", reason="the fleet's tests need flume's fleet extra: pip install '.[fleet]'"
 )
 
-from temporalio import workflow  # noqa: E402
-from temporalio.client import WorkflowHistory  # noqa: E402
-from temporalio.worker import Replayer  # noqa: E402
-from temporalio.workflow import NondeterminismError  # noqa: E402
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
 
-from flume.fleet.records import WORKFLOW, CarryAsked, CarryEnded, FleetLaunch  # noqa: E402
-from flume.fleet.workflow import ONCE, FleetPlace  # noqa: E402
+from flume.fleet.records import WORKFLOW, CarryAsked, CarryEnded, FleetLaunch
+from flume.fleet.workflow import ONCE, FleetPlace
 
 HISTORIES = Path(__file__).resolve().parents[1] / "data" / "fleet"
 #: The runs whose histories must be there: each a way a fleet place goes.
