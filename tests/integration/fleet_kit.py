@@ -73,10 +73,10 @@ FILES = {
 Make = Callable[..., LocalFleet]
 
 
-def made_fleet(server: dev.DevServer, **options: Any) -> LocalFleet:
-    """A local fleet on ``server`` in a short folder of its own, its task queues its own."""
+def made_fleet(shared: dev.DevServer, **options: Any) -> LocalFleet:
+    """A local fleet on ``shared`` in a short folder of its own, its task queues its own."""
     folder = Path(tempfile.mkdtemp(prefix="flf-"))
-    options.setdefault("server", server)
+    options.setdefault("server", shared)
     options.setdefault("queue", f"t{secrets.token_hex(4)}")
     fleet = LocalFleet.make(folder, FILES, **options)
     (folder / "fix.toml").write_text(FIX, encoding="utf-8")

@@ -10,6 +10,9 @@ are bench/fleet.py's.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +24,10 @@ pytest.importorskip(
     "temporalio", reason="the fleet's tests need flume's fleet extra: pip install '.[fleet]'"
 )
 
+from temporalio.client import Client  # noqa: E402
+
+from flume.fleet import server as dev  # noqa: E402
+from flume.fleet.local import LocalFleet  # noqa: E402
 from tests.integration.fleet_kit import Make, launch, name, on_host, record, wait_for  # noqa: E402
 
 
@@ -231,3 +238,42 @@ def test_a_paused_fleet_run_is_raised_from_another_host_and_finishes(fleet_of: M
     assert rows[place]["host"] == "h1"
     assert on_host(fleet, place) == ["h1"]
     record(fleet, place, "pause-raise")
+
+
+def test_temporal_killed_and_started_again_on_its_database_loses_and_repeats_nothing(
+    fleet_of: Make,
+) -> None:
+    """Temporal SIGKILLed mid-stage and started again: each place carried on, launched once."""
+    fleet = fleet_of(hosts=2, slots=1, server=None)
+    for host in fleet.hosts:
+        (host.folder / "home" / "slow").touch()
+    fleet.start()
+    h1, _ = fleet.hosts
+    places = [launch(h1, fleet, name(f"s{number}"), script="slow.toml") for number in range(2)]
+    wait_for(
+        fleet,
+        lambda rows: all((rows[place].get("beat") or {}).get("pushed") for place in places),
+    )
+    old = fleet.server
+    os.kill(old.pid, signal.SIGKILL)
+    old.stop()
+    port = int(old.address.rpartition(":")[2])
+    fleet.server = dev.start(old.database.parent, port=port)
+    for host in fleet.hosts:
+        (host.folder / "home" / "slow").unlink()
+    rows = wait_for(fleet, lambda rows: all(rows[p]["state"] == "landed" for p in places), 240)
+    for place in places:
+        assert rows[place]["attempt"] == 1
+        assert len(on_host(fleet, place)) == 1
+    assert sorted(runs(fleet)) == sorted(places)
+    assert "\n".join(fleet.base_log()).count("Part one") == 2
+
+
+def runs(fleet: LocalFleet) -> list[str]:
+    """The id of every workflow run the fleet's server holds (a name run twice, twice)."""
+
+    async def listed() -> list[str]:
+        client = await Client.connect(fleet.server.address)
+        return [each.id async for each in client.list_workflows()]
+
+    return asyncio.run(listed())
