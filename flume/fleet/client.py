@@ -10,6 +10,7 @@ workflow's id is the place's name, so Temporal lets one launch of a name live in
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,17 +137,37 @@ async def standings(fleet: Fleet, *, closed: bool = True) -> list[dict[str, Any]
         row["status"] = execution.status.name.lower() if execution.status else "?"
         if row["running"]:
             row.update(await _heartbeat(client, execution.id))
+            if row.get("unrun") and "carry" not in row and row.get("state") == State.CARRIED:
+                row["state"] = State.HOST_LOST
+                row["words"] = (
+                    f"{row.get('host')}'s carry ended unheard, and no host's worker has run "
+                    f"the place since {row['unrun']}: start a host's flume fleet worker"
+                )
         found.append(row)
     return sorted(found, key=lambda row: str(row.get("place")))
 
 
+#: How long a workflow's task may wait for a worker before status says none runs it.
+UNRUN_SECONDS = 5.0
+
+
 async def _heartbeat(client: Client, workflow: str) -> dict[str, Any]:
-    """The carry's last heartbeat, and its age in seconds, while one is pending."""
+    """The carry's last heartbeat, and when it was heard, while one is pending.
+
+    With none pending, and the workflow's own task waiting for a worker longer than
+    :data:`UNRUN_SECONDS`, ``unrun`` says since when: no worker of the fleet runs it now (every
+    host's worker is down), so its memo may be behind (a carry lost and not yet seen lost).
+    """
     described = await client.get_workflow_handle(workflow).describe()
+    task = described.raw_description.pending_workflow_task
+    said: dict[str, Any] = {}
+    if task.HasField("scheduled_time"):
+        scheduled = task.scheduled_time.ToDatetime(tzinfo=UTC)
+        if (datetime.now(UTC) - scheduled).total_seconds() > UNRUN_SECONDS:
+            said["unrun"] = scheduled.isoformat()
     for pending in described.raw_description.pending_activities:
         if pending.activity_type.name != "carry":
             continue
-        said: dict[str, Any] = {}
         if pending.heartbeat_details.payloads:
             (beat,) = await client.data_converter.decode(pending.heartbeat_details.payloads[:1])
             said["beat"] = beat if isinstance(beat, dict) else {}
@@ -156,7 +177,7 @@ async def _heartbeat(client: Client, workflow: str) -> dict[str, Any]:
             PendingActivityState.Name(pending.state).removeprefix("PENDING_ACTIVITY_STATE_").lower()
         )
         return said
-    return {}
+    return said
 
 
 async def route(fleet: Fleet, place: str, asked: Asked) -> Answer:

@@ -162,18 +162,26 @@ def test_a_killed_host_is_named_lost_and_its_place_carried_on_from_its_pushed_he
 def test_without_relaunch_a_lost_place_waits_named_until_a_person_drops_it(
     fleet_of: Make,
 ) -> None:
-    """host-lost with its host and last push; a command is refused naming the way out; drop."""
+    """host-lost with its host and last push; a command is refused naming the way out; drop.
+
+    Named lost even while no host's worker runs (status reads the carry's silence), then by the
+    workflow once another host's worker runs it.
+    """
     fleet = fleet_of(hosts=2, slots=1, heartbeat=4.0)
     h1, h2 = fleet.hosts
     (h1.folder / "home" / "slow").touch()
     fleet.start([h1])
     place = launch(h1, fleet, name("stranded"), script="slow.toml")
     wait_for(fleet, lambda rows: bool((rows[place].get("beat") or {}).get("pushed")))
-    fleet.start([h2])
     h1.kill()
+    # With no host's worker left to run its workflow, status still says the host is lost.
     rows = wait_for(fleet, lambda rows: rows[place]["state"] == "host-lost", seconds=60)
+    assert "no host's worker has run the place" in rows[place]["words"]
+    fleet.start([h2])
+    rows = wait_for(fleet, lambda rows: "flume fleet retry" in rows[place]["words"], seconds=60)
+    assert rows[place]["state"] == "host-lost"
     assert rows[place]["host"] == "h1"
-    assert "flume fleet retry" in rows[place]["words"]
+    assert rows[place]["lost"] == ["h1"]
     told = h2.flume("fleet", "tell", place, "Still there?")
     assert told.returncode == 1
     assert "host-lost" in told.stderr
