@@ -22,8 +22,7 @@ from flume.core.errors import UsageError
 from flume.fleet.routed import ROUTED
 
 fleet_app = typer.Typer(
-    help="A fleet of hosts carried by Temporal: workers, a dev server, the demo, and a "
-    "person's commands for a fleet place (flume fleet tell PLACE TEXT, ...).",
+    help="Places spread over hosts, carried by Temporal.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -186,7 +185,7 @@ def worker(  # noqa: PLR0913 (each option is one thing the host gives)
         str | None, typer.Option(metavar="HOST:PORT", help="The fleet's Temporal frontend.")
     ] = None,
 ) -> None:
-    """Serve the fleet from this host: take places while slots are free, until ^C.
+    """Serve the fleet from this host, until ^C.
 
     Runs beside the host's supervisor. It takes fleet places of its clone's remote while it has
     a free slot, launches each here, pushes its branch as its head moves, and heartbeats it
@@ -212,7 +211,7 @@ def server(
     ] = Path("temporal"),
     ui: Annotated[bool, typer.Option("--ui", help="Serve Temporal's Web UI too.")] = False,
 ) -> None:
-    """Run Temporal's dev server on loopback for a fleet on this machine, until ^C.
+    """Run Temporal's dev server here, until ^C.
 
     Its address goes in [fleet] address of each host's config. For a fleet of one machine only:
     real hosts share a Temporal of their own.
@@ -246,7 +245,7 @@ def demo(
         typer.Option("--keep", help="Leave Temporal's Web UI up, and the folder, to look at."),
     ] = False,
 ) -> None:
-    """Carry a fix and a change across three local hosts, through Temporal and a bare remote.
+    """Carry a fix and a change across three local hosts.
 
     A dev server, a bare remote, and three hosts, each its own state folder, clone, supervisor,
     tmux server and worker, all in a temporary folder; prints which host carried what, and exits
@@ -287,7 +286,7 @@ def _routed(command: str) -> None:
         _leave(answer.status)
 
     routed.__doc__ = (
-        f"flume {command} PLACE ..., run on the host that carries the fleet place.\n\n"
+        f"flume {command}, on the host carrying PLACE.\n\n"
         f"Its arguments and options are flume {command}'s (flume {command} --help), but "
         "--repository, which is the host's clone."
     )

@@ -248,14 +248,13 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         ),
     ] = False,
     relaunch: Annotated[
-        bool | None,
+        bool,
         typer.Option(
-            "--relaunch/--no-relaunch",
-            help="With --fleet: carry it again on another host if its host is lost (default: "
-            "[fleet] relaunch).",
-            show_default=False,
+            "--relaunch",
+            help="With --fleet: carry it again on another host if its host is lost (else as "
+            "[fleet] relaunch says).",
         ),
-    ] = None,
+    ] = False,
 ) -> None:
     """Launch work in a place of its own, carried to landing.
 
@@ -284,12 +283,12 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
         # The brief is the work, not its caps: a plan reads none (and never stdin).
         _plan(asked.evolve(brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
         return
-    if relaunch is not None and not fleet:
+    if relaunch and not fleet:
         fail(UsageError.one("relaunch", "--relaunch is given without --fleet", "add --fleet"))
     if fleet:
         from flume.cli import fleet_commands
 
-        fleet_commands.launch(asked, relaunch=relaunch, as_json=as_json)
+        fleet_commands.launch(asked, relaunch=True if relaunch else None, as_json=as_json)
         return
     try:
         if kind_file is None:
