@@ -84,18 +84,35 @@ def launch(asked: Any, *, relaunch: bool | None, as_json: bool) -> None:  # noqa
     """``flume launch --fleet``: checked here, then left to the fleet; prints the place."""
     import asyncio
 
-    from flume.fleet import client
+    from flume.fleet import handover
 
-    _sdk()
     fleet = _fleet()
+    handed = None
     try:
-        made = asyncio.run(client.launch(asked, fleet, host=_host_name(fleet), relaunch=relaunch))
+        if asked.kind_file is None:
+            asked = asked.evolve(
+                brief=asked.brief if isinstance(asked.brief, str) else asked.brief()
+            )
+            # The host's worker has Temporal loaded and connected: it launches at once.
+            handed = handover.hand_over(asked.words(), relaunch)
     except UsageError as error:
-        _refuse(error)
+        fail(error)
+    if handed is None:
+        _sdk()
+        from flume.fleet import client
+
+        try:
+            launched = asyncio.run(
+                client.launch(asked, fleet, host=_host_name(fleet), relaunch=relaunch)
+            )
+        except UsageError as error:
+            _refuse(error)
+        handed = launched.as_dict()
+    made = _Made(handed)
     if as_json:
         import json
 
-        typer.echo(json.dumps(made.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps(handed, ensure_ascii=False, indent=2))
         _leave()
     typer.echo(made.place)
     typer.echo(
@@ -104,6 +121,14 @@ def launch(asked: Any, *, relaunch: bool | None, as_json: bool) -> None:  # noqa
         err=True,
     )
     _leave()
+
+
+class _Made:
+    """A fleet launch's answer (``flume launch --fleet --json``'s), by its fields."""
+
+    def __init__(self, said: dict[str, Any]) -> None:
+        self.place = str(said["place"])
+        self.base = str(said["base"])
 
 
 #: The columns of ``flume status --fleet``.

@@ -9,6 +9,7 @@ workflow's id is the place's name, so Temporal lets one launch of a name live in
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +58,12 @@ class Launched:
 
 
 async def launch(
-    asked: api.LaunchAsked, fleet: Fleet, *, host: str, relaunch: bool | None = None
+    asked: api.LaunchAsked,
+    fleet: Fleet,
+    *,
+    host: str,
+    relaunch: bool | None = None,
+    connected: Client | None = None,
 ) -> Launched:
     """Check the launch here, whole, then start its workflow; a :class:`UsageError` if refused.
 
@@ -65,7 +71,7 @@ async def launch(
     refused (exit status 2), from whichever host it comes.
     """
     clone = clone_of(Path(asked.repository))
-    seen = api.check_launch(asked)
+    seen = await asyncio.to_thread(api.check_launch, asked)
     kind_text = _read(asked.kind_file) if asked.kind_file else ""
     body = FleetLaunch(
         remote=clone.url,
@@ -85,7 +91,7 @@ async def launch(
         heartbeat=fleet.heartbeat,
         launched_from=host,
     )
-    client = await connect(fleet)
+    client = connected or await connect(fleet)
     queue = shared_queue(fleet.queue, clone.url)
     standing = Standing(place=body.place, state=State.WAITING, remote=clone.url)
     try:

@@ -27,6 +27,44 @@ from typing import Any
 from flume.fleet import server as dev
 from flume.testing import scenario
 
+#: A fix whose code stage writes a file of its place's own name and commits it (so many fixes
+#: land side by side without conflicts), and whose submit stage submits.
+FIX = """\
+[[turn]]
+match = ":code:1]"
+steps = [
+  {run = ["sh", "-c", "echo \\"$(date +%s%N)\\" >> \\"$(basename \\"$PWD\\").txt\\""]},
+  {commit = "Mend it"},
+]
+
+[[turn]]
+match = ":submit:1]"
+steps = [{run = ["flume", "submit"]}]
+"""
+
+#: A fix whose code stage, after its first commit, works on while its host's HOME holds
+#: ``slow`` (so a host can be killed mid-stage), and then submits.
+SLOW_FIX = """\
+[[turn]]
+match = ":code:1]"
+steps = [
+  {run = ["sh", "-c", "echo \\"$(date +%s%N)\\" >> \\"$(basename \\"$PWD\\").txt\\""]},
+  {commit = "Part one"},
+  {run = ["sh", "-c", "while [ -e \\"$HOME/slow\\" ]; do sleep 0.2; done"]},
+]
+
+[[turn]]
+match = ":submit:1]"
+steps = [{run = ["flume", "submit"]}]
+"""
+
+#: A fleet's sample repository's files: a README and fast timings (flume's tests' own).
+FILES = {
+    "README.md": "# fleet\n",
+    ".flume.toml": "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n",
+}
+
+
 #: The variables that make a host of a process (the rest of the environment is the caller's).
 HOST_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "FLUME_TMUX_SOCKET")
 

@@ -23,9 +23,12 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from flume.fleet import client as fleet_client
+from flume.fleet import handover
 from flume.fleet.config import Fleet
 from flume.fleet.connect import connect
 from flume.fleet.host import Clone, FleetHost
@@ -47,6 +50,10 @@ async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None
         client,
         task_queue=shared_queue(fleet.queue, clone.url),
         workflows=[FleetPlace],
+        # The workflow imports only Temporal's workflow calls and plain records (no clock, no
+        # I/O; the replay test holds it to its histories), so it runs without the sandbox,
+        # which would import its modules anew for each workflow it starts.
+        workflow_runner=UnsandboxedWorkflowRunner(),
         activities=[host.carry],
         max_concurrent_activities=fleet.slots,
         graceful_shutdown_timeout=timedelta(seconds=5),
@@ -77,10 +84,29 @@ async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None
                 for words in await host.sweep():
                     say(f"flume fleet: {words}")
 
-    async with shared, own:
+    async def launched(asked: Any, relaunch: bool | None) -> dict[str, Any]:  # noqa: ANN401
+        made = await fleet_client.launch(
+            asked, fleet, host=name, relaunch=relaunch, connected=client
+        )
+        return made.as_dict()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            writer.write(await handover.serve_one(line, launched))
+            await writer.drain()
+        finally:
+            writer.close()
+
+    listening = handover.socket_path()
+    listening.parent.mkdir(parents=True, exist_ok=True)
+    listening.unlink(missing_ok=True)
+    launches = await asyncio.start_unix_server(answer, path=str(listening))
+    async with shared, own, launches:
         sweeper = asyncio.create_task(sweeping())
         await stopping.wait()
         await sweeper
+    listening.unlink(missing_ok=True)
     say(f"flume fleet: host {name} stopped")
     return 0
 

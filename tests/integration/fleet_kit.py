@@ -26,49 +26,11 @@ from typing import Any
 from temporalio.client import Client
 
 from flume.fleet import server as dev
-from flume.fleet.local import LocalFleet, LocalHost
+from flume.fleet.local import FILES, FIX, SLOW_FIX, LocalFleet, LocalHost
 from tests import processes
 
 #: Where recorded histories are kept.
 HISTORIES = Path(__file__).resolve().parents[1] / "data" / "fleet"
-
-#: A fix whose code stage writes a file of its place's own name and commits it (so many fixes
-#: land side by side without conflicts), and whose submit stage submits.
-FIX = """\
-[[turn]]
-match = ":code:1]"
-steps = [
-  {run = ["sh", "-c", "echo \\"$(date +%s%N)\\" >> \\"$(basename \\"$PWD\\").txt\\""]},
-  {commit = "Mend it"},
-]
-
-[[turn]]
-match = ":submit:1]"
-steps = [{run = ["flume", "submit"]}]
-"""
-
-#: A fix whose code stage, after its first commit, works on while its host's HOME holds
-#: ``slow`` (so a host can be killed mid-stage), and then submits.
-SLOW_FIX = """\
-[[turn]]
-match = ":code:1]"
-steps = [
-  {run = ["sh", "-c", "echo \\"$(date +%s%N)\\" >> \\"$(basename \\"$PWD\\").txt\\""]},
-  {commit = "Part one"},
-  {run = ["sh", "-c", "while [ -e \\"$HOME/slow\\" ]; do sleep 0.2; done"]},
-]
-
-[[turn]]
-match = ":submit:1]"
-steps = [{run = ["flume", "submit"]}]
-"""
-
-#: The files of a fleet's repository: a README and fast timings.
-FILES = {
-    "README.md": "# fleet\n",
-    ".flume.toml": "[timing]\nquiet = 0.5\nconfirm = 4\nready = 20\n",
-}
-
 
 Make = Callable[..., LocalFleet]
 
