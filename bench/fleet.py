@@ -74,6 +74,17 @@ def wait(what: Callable[[], bool], seconds: float, label: str) -> None:
         time.sleep(0.005)
 
 
+def git(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run git with ``args`` (``-C FOLDER`` first); its output, never raising."""
+    return subprocess.run(  # noqa: S603 (an argument list of our own)
+        ["git", *args],  # noqa: S607 (git as PATH finds it)
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+
+
 def made_on(made: LocalFleet, place: str) -> bool:
     """The place's worktree exists on some host."""
     return any((host.clone / "places" / place).is_dir() for host in made.hosts)
@@ -213,10 +224,7 @@ def fixes_trial(count: int) -> None:
             time.sleep(0.5)
         elapsed = time.monotonic() - began
         landed = [place for place in places if rows.get(place, {}).get("state") == "landed"]
-        on_main = subprocess.run(
-            ["git", "-C", str(made.remote), "ls-tree", "--name-only", "main"],  # noqa: S607
-            capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
+        on_main = git("-C", str(made.remote), "ls-tree", "--name-only", "main").stdout.split()
         ids = runs(made)
         print(f"{count} fixes on 3 hosts of 2 slots, {elapsed:.0f} s:")
         print(f"  most live places on one host at any of {samples} samples: {most}")
@@ -244,47 +252,7 @@ def kills_trial(rounds: int, heartbeat: float) -> None:
     for number in range(rounds):
         made = fleet(hosts=3, slots=2, heartbeat=heartbeat, relaunch=True)
         try:
-            first = made.hosts[0]
-            (first.folder / "home" / "slow").touch()
-            made.start([first])
-            place = launch_fix(first, made, f"k{number}", "--slow")
-            wait(lambda: bool(_beat(made, place).get("pushed")), 120, "a push")
-            pushed = _beat(made, place)["pushed"]
-            made.start(made.hosts[1:])
-            assert first.worker is not None
-            first.worker.kill()
-            first.worker.wait()
-            worktree = first.clone / "places" / place
-            (worktree / "unpushed.txt").write_text("never pushed\n")
-            subprocess.run(["git", "-C", str(worktree), "add", "-A"], check=True)  # noqa: S607
-            subprocess.run(
-                ["git", "-C", str(worktree), "commit", "-qm", "Unpushed work"],  # noqa: S607
-                check=True, env={**os.environ, **first.env()},
-            )  # fmt: skip
-            killed = time.monotonic()
-            first.kill()
-            wait(lambda: _row(made, place).get("lost") == ["h1"], 120, "host-lost")
-            named.append(time.monotonic() - killed)
-            wait(lambda: _row(made, place).get("state") == "landed", 240, "landed")
-            row = _row(made, place)
-            held = subprocess.run(
-                ["git", "-C", str(made.remote), "merge-base", "--is-ancestor", pushed, "main"],  # noqa: S607
-                check=False,
-            ).returncode == 0  # fmt: skip
-            (first.folder / "home" / "slow").unlink()
-            made.start([first])
-            log = first.folder / "worker.log"
-            wait(lambda: "never pushed" in log.read_text(errors="replace"), 120, "named")
-            kept = "Unpushed work" in subprocess.run(
-                ["git", "-C", str(first.clone), "log", "-1", "--format=%s",
-                 "fix/" + place.removeprefix("fix--")],  # noqa: S607
-                capture_output=True, text=True, check=False,
-            ).stdout  # fmt: skip
-            outcomes.append(
-                f"round {number}: named host-lost in {named[-1]:.1f} s; landed on "
-                f"{row.get('host')} (try {row.get('attempt')}); the pushed head on main: {held}; "
-                f"the unpushed commit named and kept on h1: {kept}"
-            )
+            outcomes.append(_kill_round(made, number, named))
         finally:
             finish(made)
     print(f"a host SIGKILLed mid-stage, {rounds} rounds, heartbeat window {heartbeat:g} s:")
@@ -293,6 +261,42 @@ def kills_trial(rounds: int, heartbeat: float) -> None:
     print(
         f"  named host-lost after the kill: median {statistics.median(named):.1f} s, "
         f"max {max(named):.1f} s (status polled as a person would)"
+    )
+
+
+def _kill_round(made: LocalFleet, number: int, named: list[float]) -> str:
+    """One round: the first host killed after a commit it never pushed; what came of it."""
+    first = made.hosts[0]
+    (first.folder / "home" / "slow").touch()
+    made.start([first])
+    place = launch_fix(first, made, f"k{number}", "--slow")
+    wait(lambda: bool(_beat(made, place).get("pushed")), 120, "a push")
+    pushed = _beat(made, place)["pushed"]
+    made.start(made.hosts[1:])
+    assert first.worker is not None
+    first.worker.kill()
+    first.worker.wait()
+    worktree = first.clone / "places" / place
+    (worktree / "unpushed.txt").write_text("never pushed\n")
+    git("-C", str(worktree), "add", "-A")
+    git("-C", str(worktree), "commit", "-qm", "Unpushed work", env={**os.environ, **first.env()})
+    killed = time.monotonic()
+    first.kill()
+    wait(lambda: _row(made, place).get("lost") == ["h1"], 120, "host-lost")
+    named.append(time.monotonic() - killed)
+    wait(lambda: _row(made, place).get("state") == "landed", 240, "landed")
+    row = _row(made, place)
+    held = git("-C", str(made.remote), "merge-base", "--is-ancestor", pushed, "main")
+    (first.folder / "home" / "slow").unlink()
+    made.start([first])
+    log = first.folder / "worker.log"
+    wait(lambda: "never pushed" in log.read_text(errors="replace"), 120, "named")
+    branch = "fix/" + place.removeprefix("fix--")
+    kept = "Unpushed work" in git("-C", str(first.clone), "log", "-1", "--format=%s", branch).stdout
+    return (
+        f"round {number}: named host-lost in {named[-1]:.1f} s; landed on {row.get('host')} "
+        f"(try {row.get('attempt')}); the pushed head on main: {held.returncode == 0}; the "
+        f"unpushed commit named and kept on h1: {kept}"
     )
 
 
