@@ -6,6 +6,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import attrs
@@ -411,17 +412,30 @@ def exclude(repository: Path, pattern: str) -> None:
         file.write(f"{pattern}\n")
 
 
+#: git's words when another process updated a remote-tracking ref a fetch was updating too.
+_RACED = ("cannot lock ref", "unable to update local ref")
+#: How many times a fetch that lost such a race is tried again.
+FETCH_TRIES = 5
+
+
 def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) -> Ran:
     """Fetch ``refspecs`` from ``remote``, quietly and without tags; never raises.
 
     A fetch still running after ``timeout`` seconds is ended and reported as status 124: a
-    remote that hangs must not hold up whoever waits on the answer.
+    remote that hangs must not hold up whoever waits on the answer. Two fetches of one
+    repository at once (a fleet host's lander and its worker) may race to update the same
+    remote-tracking ref, and git fails the one that lost: it is tried again, a few times.
     """
     args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
     argv = (*args, remote, *refspecs)
-    return process.run(
-        ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
-    )
+    for tries in range(1, FETCH_TRIES + 1):
+        ran = process.run(
+            ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+        )
+        if ran.ok or tries == FETCH_TRIES or not any(said in ran.err for said in _RACED):
+            return ran
+        time.sleep(0.05 * tries)
+    return ran
 
 
 #: The git config key naming the remote a fleet host's clone lands its places through: set by
