@@ -203,8 +203,10 @@ def fixes_trial(count: int) -> None:
         made.start()
         began = time.monotonic()
         places = [launch_fix(made.hosts[n % 3], made, f"f{n}") for n in range(count)]
-        again = made.hosts[1].flume(
-            "launch", "--fleet", "--kind", "fix", "--name", "f0", "--brief", "Again.",
+        # The last one launched is in flight still: launched again from another host.
+        last = f"f{count - 1}"
+        again = made.hosts[count % 3].flume(
+            "launch", "--fleet", "--kind", "fix", "--name", last, "--brief", "Again.",
             "--agent", "test",
         )  # fmt: skip
         most = dict.fromkeys((host.name for host in made.hosts), 0)
@@ -240,7 +242,10 @@ def fixes_trial(count: int) -> None:
         for place in places:
             by_host[str(rows[place].get("host"))] = by_host.get(str(rows[place].get("host")), 0) + 1
         print(f"  carried by: {by_host}")
-        print(f"  a second launch of f0 from h2: exit {again.returncode}: {again.stderr.strip()}")
+        print(
+            f"  a second launch of {last}, in flight, from h{count % 3 + 1}: exit "
+            f"{again.returncode}: {again.stderr.strip()}"
+        )
     finally:
         finish(made)
 

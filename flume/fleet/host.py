@@ -40,7 +40,7 @@ from temporalio.exceptions import ApplicationError
 
 from flume import api
 from flume.core.errors import UsageError
-from flume.core.ids import BranchName
+from flume.core.ids import BranchName, Sha
 from flume.fleet.records import (
     ROUTED,
     Answer,
@@ -152,7 +152,10 @@ class FleetHost:
                     activity.heartbeat(dataclasses.asdict(beat))
                     if beat.life in _ENDED_LIVES:
                         self._forget(launch.place)
-                        return _ended(self.name, beat, look.places.get(launch.place, {}))
+                        ended = _ended(self.name, beat, look.places.get(launch.place, {}))
+                        if ended.state == State.LANDED:
+                            await asyncio.to_thread(self._tidy_pushed, launch, beat)
+                        return ended
                     await asyncio.sleep(LOOK_SECONDS)
                 except asyncio.CancelledError:
                     if activity.is_worker_shutdown():
@@ -259,6 +262,21 @@ class FleetHost:
             pushed=pushed,
             refused=refused,
         )
+
+    def _tidy_pushed(self, launch: FleetLaunch, beat: Beat) -> None:
+        """A landed place's branch leaves the remote, as tidy removes it here (R10).
+
+        Only while the remote's base holds it and it is still the head this host pushed: the
+        name is free for a later launch, and no commit is lost.
+        """
+        clone = self.clone
+        if not beat.pushed or not beat.branch:
+            return
+        tracking = f"refs/remotes/{clone.remote}/{launch.base}"
+        git.fetch(clone.path, clone.remote, f"+refs/heads/{launch.base}:{tracking}")
+        base = git.commit(clone.path, tracking)
+        if base is not None and git.holds(clone.path, base, Sha(beat.pushed)):
+            git.delete_pushed(clone.path, clone.remote, beat.branch, beat.pushed)
 
     def _record(self, asked: CarryAsked, workflow: str, run: str, branch: str) -> None:
         folder = carried_dir()

@@ -77,6 +77,8 @@ def test_fixes_land_on_the_remote_within_slots_and_a_name_is_launched_once(
         assert rows[place]["host"] in on_host(fleet, place)
         assert _git(fleet.remote, "show", f"main:{place}.txt").strip()
     assert log.count("Mend it") == 4
+    # Landed, each branch left the remote as tidy removed it on its host (R10): names free.
+    assert _git(fleet.remote, "for-each-ref", "refs/heads/fix/") == ""
     record(fleet, places[0], "landing")
 
 

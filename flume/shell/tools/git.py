@@ -466,6 +466,24 @@ def push(repository: Path, remote: str, refspec: str, timeout: float = 60.0) -> 
     )
 
 
+def delete_pushed(
+    repository: Path, remote: str, branch: str, expected: str, timeout: float = 60.0
+) -> Ran:
+    """Delete ``branch`` on ``remote`` only while it is still at ``expected``; never raises.
+
+    A compare-and-swap on the remote's ref (``--force-with-lease``): a branch someone moved
+    since is left as it is. Used for a landed place's branch, whose work its base holds.
+    """
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected}"
+    argv = ("push", "--porcelain", "--no-verify", lease, "--end-of-options", remote)
+    return process.run(
+        ("git", *argv, f":refs/heads/{branch}"),
+        cwd=repository,
+        env={**environment.current(), **_ENV},
+        timeout=timeout,
+    )
+
+
 def holds(repository: Path, base: Sha, branch: Sha) -> bool:
     """``base`` holds ``branch``'s work: reachable, patch-equivalent, or merging changes nothing.
 
