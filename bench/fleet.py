@@ -25,7 +25,6 @@ Trials (``--trial``):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -35,12 +34,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from temporalio.client import Client
 
 from flume.fleet import server as dev
 from flume.fleet.local import FILES, FIX, SLOW_FIX, LocalFleet, LocalHost
@@ -154,16 +152,6 @@ def launch_trial(rounds: int, idle: int) -> None:
         finish(made)
 
 
-def runs(made: LocalFleet) -> list[str]:
-    """Every workflow run's id on the fleet's server (a name run twice appears twice)."""
-
-    async def listed() -> list[str]:
-        client = await Client.connect(made.server.address)
-        return [each.id async for each in client.list_workflows()]
-
-    return asyncio.run(listed())
-
-
 def live_on(host: LocalHost) -> int:
     """How many places live on the host now (making or active), by its own status."""
     ran = host.flume("status", "--json")
@@ -172,16 +160,6 @@ def live_on(host: LocalHost) -> int:
     return sum(
         1 for each in json.loads(ran.stdout)["places"] if each["life"] in {"making", "active"}
     )
-
-
-def journaled_on(made: LocalFleet, place: str) -> list[str]:
-    """The hosts whose clone journaled the place."""
-    return [
-        host.name
-        for host in made.hosts
-        if (host.clone / ".git" / "flume" / place).is_dir()
-        or any((host.clone / ".git" / "flume" / ".tidied").glob(f"{place}.*"))
-    ]
 
 
 def launch_fix(host: LocalHost, made: LocalFleet, name: str, *extra: str) -> str:
@@ -197,54 +175,64 @@ def launch_fix(host: LocalHost, made: LocalFleet, name: str, *extra: str) -> str
 
 
 def fixes_trial(count: int) -> None:
-    """``count`` fixes on 3 hosts of 2 slots."""
-    made = fleet(hosts=3, slots=2)
+    """``count`` fixes on 3 hosts of 2 slots, each host's live places sampled throughout.
+
+    A fourth host runs no worker: it launches a name in flight again, from a host whose own
+    clone knows nothing of it, so only the fleet can refuse it.
+    """
+    made = fleet(hosts=4, slots=2)
     try:
-        made.start()
+        serving, outsider = made.hosts[:3], made.hosts[3]
+        made.start(serving)
+        most = {host.name: 0 for host in serving}
+        samples = [0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                for host in serving:
+                    most[host.name] = max(most[host.name], live_on(host))
+                samples[0] += 1
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         began = time.monotonic()
-        places = [launch_fix(made.hosts[n % 3], made, f"f{n}") for n in range(count)]
-        # The last one launched is in flight still: launched again from another host.
+        places = [launch_fix(serving[n % 3], made, f"f{n}") for n in range(count)]
         last = f"f{count - 1}"
-        again = made.hosts[count % 3].flume(
+        again = outsider.flume(
             "launch", "--fleet", "--kind", "fix", "--name", last, "--brief", "Again.",
             "--agent", "test",
         )  # fmt: skip
-        most = dict.fromkeys((host.name for host in made.hosts), 0)
-        samples = 0
-        while True:
-            for host in made.hosts:
-                most[host.name] = max(most[host.name], live_on(host))
-            samples += 1
+        rows: dict[str, dict[str, Any]] = {}
+        while time.monotonic() - began < 900:
             rows = {row["place"]: row for row in made.standings()}
             if all(rows.get(place, {}).get("state") == "landed" for place in places):
                 break
-            if time.monotonic() - began > 900:
-                print(
-                    "  timed out: " + json.dumps({p: rows.get(p, {}).get("state") for p in places})
-                )
-                break
             time.sleep(0.5)
         elapsed = time.monotonic() - began
+        stop.set()
+        sampler.join()
         landed = [place for place in places if rows.get(place, {}).get("state") == "landed"]
         on_main = git("-C", str(made.remote), "ls-tree", "--name-only", "main").stdout.split()
-        ids = runs(made)
-        print(f"{count} fixes on 3 hosts of 2 slots, {elapsed:.0f} s:")
-        print(f"  most live places on one host at any of {samples} samples: {most}")
+        ids = made.runs()
+        by_host: dict[str, int] = {}
+        for place in places:
+            carrier = str(rows.get(place, {}).get("host"))
+            by_host[carrier] = by_host.get(carrier, 0) + 1
+        print(f"{count} fixes on 3 hosts of 2 slots, all landed in {elapsed:.0f} s:")
+        print(f"  most live places on one host at any of {samples[0]} samples: {most}")
         print(
             f"  landed: {len(landed)} of {count}; on the remote's main: "
             f"{sum(1 for place in places if f'{place}.txt' in on_main)}"
         )
         print(
             f"  workflow runs a name: max {max(ids.count(p) for p in places)}; hosts that "
-            f"journaled a place: max {max(len(journaled_on(made, p)) for p in places)}"
+            f"journaled a place: max {max(len(made.journaled_on(p)) for p in places)}"
         )
-        by_host: dict[str, int] = {}
-        for place in places:
-            by_host[str(rows[place].get("host"))] = by_host.get(str(rows[place].get("host")), 0) + 1
         print(f"  carried by: {by_host}")
         print(
-            f"  a second launch of {last}, in flight, from h{count % 3 + 1}: exit "
-            f"{again.returncode}: {again.stderr.strip()}"
+            f"  {last} launched again while in flight, from h4: exit {again.returncode}: "
+            f"{again.stderr.strip()}"
         )
     finally:
         finish(made)
@@ -323,7 +311,7 @@ def temporal_trial(count: int) -> None:
         for host in made.hosts:
             (host.folder / "home" / "slow").unlink()
         wait(lambda: all(_row(made, p).get("state") == "landed" for p in places), 300, "landed")
-        ids = runs(made)
+        ids = made.runs()
         print(
             f"Temporal SIGKILLed with {count} fixes mid-stage, started again in {restarted:.1f} s:"
         )
@@ -333,7 +321,7 @@ def temporal_trial(count: int) -> None:
         )
         print(
             f"  workflow runs a name: max {max(ids.count(p) for p in places)}; hosts that "
-            f"journaled a place: max {max(len(journaled_on(made, p)) for p in places)}"
+            f"journaled a place: max {max(len(made.journaled_on(p)) for p in places)}"
         )
     finally:
         finish(made)

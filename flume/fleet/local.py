@@ -279,6 +279,27 @@ class LocalFleet:
         places: list[dict[str, Any]] = json.loads(ran.stdout)["places"]
         return places
 
+    def journaled_on(self, place: str) -> list[str]:
+        """The hosts whose clone journaled the place (a launch there), tidied since or not."""
+        return [
+            host.name
+            for host in self.hosts
+            if (host.clone / ".git" / "flume" / place).is_dir()
+            or any((host.clone / ".git" / "flume" / ".tidied").glob(f"{place}.*"))
+        ]
+
+    def runs(self) -> list[str]:
+        """The id of every workflow run the fleet's server holds (a name run twice, twice)."""
+        import asyncio  # noqa: PLC0415 (Temporal's client, for a look at the server only)
+
+        from temporalio.client import Client  # noqa: PLC0415
+
+        async def listed() -> list[str]:
+            client = await Client.connect(self.server.address)
+            return [each.id async for each in client.list_workflows()]
+
+        return asyncio.run(listed())
+
     def base_log(self, base: str = "main") -> list[str]:
         """The remote's base, newest first, one ``<sha> <subject>`` a commit."""
         return _git(self.remote, "log", "--format=%h %s", base).splitlines()

@@ -105,13 +105,3 @@ def record(fleet: LocalFleet, workflow: str, as_name: str) -> None:
     HISTORIES.mkdir(parents=True, exist_ok=True)
     text = asyncio.run(fetch())
     (HISTORIES / f"{as_name}.json").write_text(text, encoding="utf-8")
-
-
-def on_host(fleet: LocalFleet, place: str) -> list[str]:
-    """The hosts whose clone journaled the place (a launch there), tidied since or not."""
-    return [
-        host.name
-        for host in fleet.hosts
-        if (host.clone / ".git" / "flume" / place).is_dir()
-        or any((host.clone / ".git" / "flume" / ".tidied").glob(f"{place}.*"))
-    ]

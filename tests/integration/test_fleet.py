@@ -10,7 +10,6 @@ are bench/fleet.py's.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -24,11 +23,8 @@ pytest.importorskip(
     "temporalio", reason="the fleet's tests need flume's fleet extra: pip install '.[fleet]'"
 )
 
-from temporalio.client import Client  # noqa: E402
-
 from flume.fleet import server as dev  # noqa: E402
-from flume.fleet.local import LocalFleet  # noqa: E402
-from tests.integration.fleet_kit import Make, launch, name, on_host, record, wait_for  # noqa: E402
+from tests.integration.fleet_kit import Make, launch, name, record, wait_for  # noqa: E402
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -73,8 +69,8 @@ def test_fixes_land_on_the_remote_within_slots_and_a_name_is_launched_once(
     assert max(most.values()) <= 1, most
     log = "\n".join(fleet.base_log())
     for place in places:
-        assert len(on_host(fleet, place)) == 1, (place, on_host(fleet, place))
-        assert rows[place]["host"] in on_host(fleet, place)
+        assert len(fleet.journaled_on(place)) == 1, (place, fleet.journaled_on(place))
+        assert rows[place]["host"] in fleet.journaled_on(place)
         assert _git(fleet.remote, "show", f"main:{place}.txt").strip()
     assert log.count("Mend it") == 4
     # Landed, each branch left the remote as tidy removed it on its host (R10): names free.
@@ -106,7 +102,7 @@ def test_a_person_s_commands_reach_the_place_s_host_from_another(fleet_of: Make)
     assert went.returncode == 0, went.stderr
     rows = wait_for(fleet, lambda rows: rows[place]["state"] == "landed")
     assert rows[place]["host"] == "h1"
-    assert on_host(fleet, place) == ["h1"]
+    assert fleet.journaled_on(place) == ["h1"]
 
 
 def test_a_killed_host_is_named_lost_and_its_place_carried_on_from_its_pushed_head(
@@ -146,7 +142,7 @@ def test_a_killed_host_is_named_lost_and_its_place_carried_on_from_its_pushed_he
     remote = fleet.remote
     assert _git(remote, "merge-base", "--is-ancestor", pushed, "main") == ""
     assert "Unpushed work" not in "\n".join(fleet.base_log())
-    assert on_host(fleet, place) == ["h1", "h2"]
+    assert fleet.journaled_on(place) == ["h1", "h2"]
     record(fleet, place, "host-loss")
     (h1.folder / "home" / "slow").unlink()
     fleet.start([h1])
@@ -246,7 +242,7 @@ def test_a_paused_fleet_run_is_raised_from_another_host_and_finishes(fleet_of: M
     assert "budgets raised" in raised.stdout
     rows = wait_for(fleet, lambda rows: rows[place]["state"] == "finished")
     assert rows[place]["host"] == "h1"
-    assert on_host(fleet, place) == ["h1"]
+    assert fleet.journaled_on(place) == ["h1"]
     record(fleet, place, "pause-raise")
 
 
@@ -274,16 +270,6 @@ def test_temporal_killed_and_started_again_on_its_database_loses_and_repeats_not
     rows = wait_for(fleet, lambda rows: all(rows[p]["state"] == "landed" for p in places), 240)
     for place in places:
         assert rows[place]["attempt"] == 1
-        assert len(on_host(fleet, place)) == 1
-    assert sorted(runs(fleet)) == sorted(places)
+        assert len(fleet.journaled_on(place)) == 1
+    assert sorted(fleet.runs()) == sorted(places)
     assert "\n".join(fleet.base_log()).count("Part one") == 2
-
-
-def runs(fleet: LocalFleet) -> list[str]:
-    """The id of every workflow run the fleet's server holds (a name run twice, twice)."""
-
-    async def listed() -> list[str]:
-        client = await Client.connect(fleet.server.address)
-        return [each.id async for each in client.list_workflows()]
-
-    return asyncio.run(listed())

@@ -7,7 +7,6 @@ no journal.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -17,11 +16,8 @@ pytest.importorskip(
     "temporalio", reason="the fleet's tests need flume's fleet extra: pip install '.[fleet]'"
 )
 
-from temporalio.client import Client
-
 from flume.core.errors import UsageError
 from flume.fleet import config
-from flume.fleet.local import LocalFleet
 from tests.integration.fleet_kit import Make, name
 
 
@@ -67,22 +63,12 @@ def test_no_config_file_is_the_defaults_and_a_named_missing_one_an_error(tmp_pat
         config.load(write(tmp_path, "[fleet\n"))
 
 
-def workflows(fleet: LocalFleet) -> list[str]:
-    """Every workflow's id on the fleet's server."""
-
-    async def listed() -> list[str]:
-        client = await Client.connect(fleet.server.address)
-        return [each.id async for each in client.list_workflows()]
-
-    return asyncio.run(listed())
-
-
 @pytest.mark.processes
 def test_a_bad_fleet_launch_is_refused_whole_and_starts_nothing(fleet_of: Make) -> None:
     """A bad name, an unknown kind, a missing base: exit 2, named, no workflow, nothing made."""
     fleet = fleet_of(hosts=1)
     (host,) = fleet.hosts
-    before = set(workflows(fleet))
+    before = set(fleet.runs())
     cases = [
         (["--kind", "fix", "--name", "bad name"], "holds a space"),
         (["--kind", "nope", "--name", name("k")], "nope"),
@@ -94,7 +80,7 @@ def test_a_bad_fleet_launch_is_refused_whole_and_starts_nothing(fleet_of: Make) 
         assert ran.returncode == 2, (args, ran.stderr)
         assert said in ran.stderr
         assert ran.stderr.startswith("flume: ")
-    assert set(workflows(fleet)) == before
+    assert set(fleet.runs()) == before
     branches = host.flume("status", "--json")
     assert json.loads(branches.stdout)["places"] == []
     no_fleet = host.flume("launch", "--kind", "fix", "--name", "x", "--brief", "B", "--relaunch")

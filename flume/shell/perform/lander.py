@@ -200,14 +200,7 @@ class Lander:
             fds = (*self.pass_fds, descriptor)
             if git.resolve(repository, action.base) != old:
                 return None
-            holder = next(
-                (
-                    path
-                    for path, branch in git.worktree_paths(repository).items()
-                    if branch == action.base and path.is_dir()
-                ),
-                None,
-            )
+            holder = checkout_of(repository, action.base)
             if holder is None:
                 ref = f"refs/heads/{action.base}"
                 message = f"flume: land {action.branch}"
@@ -329,6 +322,18 @@ class Lander:
         return []
 
 
+def checkout_of(repository: Path, base: BranchName) -> Path | None:
+    """The worktree that has ``base`` checked out, if one does (and still stands)."""
+    return next(
+        (
+            path
+            for path, branch in git.worktree_paths(repository).items()
+            if branch == base and path.is_dir()
+        ),
+        None,
+    )
+
+
 def follow_base(
     repository: Path, base: BranchName, new: Sha, pass_fds: tuple[int, ...] = ()
 ) -> None:
@@ -343,14 +348,7 @@ def follow_base(
         old = git.resolve(repository, base)
         if old is None or old == new or not git.is_ancestor(repository, old, new):
             return
-        holder = next(
-            (
-                path
-                for path, branch in git.worktree_paths(repository).items()
-                if branch == base and path.is_dir()
-            ),
-            None,
-        )
+        holder = checkout_of(repository, base)
         if holder is None:
             git.run(repository, "update-ref", f"refs/heads/{base}", new, old, pass_fds=fds)
         elif dirty_checkout(holder, base, Instant(0.0)) is None:
@@ -401,14 +399,7 @@ def base_blocked(repository: Path, base: BranchName, at: Instant) -> LandingBloc
     git's) to mend; flume only names it and the way out, and never removes a lock.
     """
     ref_lock = git.common_dir(repository) / "refs" / "heads" / f"{base}.lock"
-    holder = next(
-        (
-            path
-            for path, branch in git.worktree_paths(repository).items()
-            if branch == base and path.is_dir()
-        ),
-        None,
-    )
+    holder = checkout_of(repository, base)
     locks = [ref_lock]
     if holder is not None:
         found = git.run(holder, "rev-parse", "--path-format=absolute", "--git-dir")
