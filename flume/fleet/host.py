@@ -244,7 +244,15 @@ class FleetHost:
             return beat
         head = look.heads.get(beat.branch)
         pushed, refused = beat.pushed, beat.refused
-        if head is not None and head != pushed and head != look.heads.get(launch.base):
+        # Once submitted, the lander rebases the branch on the remote's base and pushes that:
+        # the rebased branch is no fast-forward of what was pushed, and is not pushed again.
+        handed = view.get("submission") in {"submitted", "blocked", "landed"}
+        if (
+            head is not None
+            and not handed
+            and head != pushed
+            and head != look.heads.get(launch.base)
+        ):
             ran = git.push(self.clone.path, self.clone.remote, f"{head}:refs/heads/{beat.branch}")
             if ran.ok:
                 pushed, refused = head, ""
