@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from flume.api_records import DaemonStatus, Launched, Simulated, Survey, Versioned
     from flume.core.ids import Instant
+    from flume.core.observations import Launched as LaunchSeen
     from flume.core.observations import Observation
     from flume.core.place import Place
     from flume.core.settings import Settings
@@ -91,6 +92,7 @@ __all__ = [
     "approve",
     "ask",
     "attach",
+    "check_launch",
     "compose",
     "daemon_log",
     "daemon_run",
@@ -238,6 +240,17 @@ def launch_asked(asked: LaunchAsked) -> Launched:
     made = launcher.launch_asked(asked)
     client.ensure()
     return Launched.of(made)
+
+
+def check_launch(asked: LaunchAsked) -> LaunchSeen:
+    """A launch checked whole, as :func:`launch_asked` checks it, and nothing made or journaled.
+
+    Its journal's first line as it would be (the place, its kind and base, resolved). Raises
+    :class:`UsageError` as :func:`launch` does. A fleet launch is checked so where it is made.
+    """
+    from flume.shell.perform import launcher
+
+    return launcher.check_asked(asked)
 
 
 def plan_launch(asked: LaunchAsked) -> dict[str, Any]:

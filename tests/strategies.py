@@ -240,6 +240,7 @@ def launches(draw: st.DrawFn, kind: Kind) -> Launch:
         agent=AgentSettings(agent=draw(st.sampled_from(list(AgentName)))),
         waits=pset(draw(st.lists(st.sampled_from(stage_list), max_size=2))),
         mark=draw(st.none() | st.just("crew:7")),
+        carried=draw(st.none() | st.just(Sha("c0ffee1"))),
     )
 
 

@@ -222,13 +222,19 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
 
 
 def make_worktree(place: Place) -> MakeWorktree:
-    """R1: the action that makes the place's worktree, on its branch cut from the launch's base."""
+    """R1: the action that makes the place's worktree, on its branch cut from the launch's base.
+
+    FLEET-CARRIED-HEAD: a fleet place carried again on another host is cut at the head its lost
+    host last pushed, so its work goes on from there; its ``start`` stays the base's revision at
+    launch, so the lander still carries every commit made since onto the base.
+    """
+    carried = place.launch.carried
     return MakeWorktree(
         repository=place.launch.repository,
         path=place.path,
         branch=place.branch,
         base=place.launch.base,
-        start=place.start,
+        start=carried if carried is not None else place.start,
     )
 
 

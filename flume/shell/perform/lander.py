@@ -113,7 +113,11 @@ class Lander:
                 return [LandingHeld(at=at, head=head, files=pvector(touched))]
         if declared.submit is not None:
             return self.submit(place, action, at, tuple(declared.submit))
-        return self.land_here(place, action, at, [tuple(argv) for argv in declared.checks])
+        checks = [tuple(argv) for argv in declared.checks]
+        remote = git.fleet_remote(repository)
+        if remote is not None:
+            return self.land_through(place, action, at, checks, remote)
+        return self.land_here(place, action, at, checks)
 
     # --- the embedded lander ------------------------------------------------------------------
 
@@ -203,14 +207,7 @@ class Lander:
             fds = (*self.pass_fds, descriptor)
             if git.resolve(repository, action.base) != old:
                 return None
-            holder = next(
-                (
-                    path
-                    for path, branch in git.worktree_paths(repository).items()
-                    if branch == action.base and path.is_dir()
-                ),
-                None,
-            )
+            holder = checkout_of(repository, action.base)
             if holder is None:
                 ref = f"refs/heads/{action.base}"
                 message = f"flume: land {action.branch}"
@@ -236,6 +233,84 @@ class Lander:
         reason = f"{action.base} could not be moved forward to {new} in {where}"
         return LandingBlocked(at=at, reason=reason, output=_tail(words), way_out=way_out)
 
+    # --- through a fleet's remote -------------------------------------------------------------
+
+    def land_through(
+        self,
+        place: Place,
+        action: Land,
+        at: Instant,
+        checks: Sequence[Sequence[str]],
+        remote: str,
+    ) -> list[Observation]:
+        """Land on the remote's base, as the embedded lander lands on the local one.
+
+        A fleet host's clone (``git config flume.fleetRemote``) lands through the shared remote:
+        the base is fetched, the place's own commits rebased on it and checked, and pushed to
+        the remote's base unforced, which git takes only as a fast-forward of what the remote
+        holds: a compare-and-swap from the revision the checks ran on. Rejected, the base moved
+        meanwhile: round again. Landed, the local base follows where it can without touching a
+        dirty checkout.
+        """
+        for _ in range(self.rounds):
+            outcome = self._remote_round(place, action, at, checks, remote)
+            if outcome is not None:
+                return outcome
+            _log.info(
+                "%s moved on %s while %s was checked: round again",
+                action.base,
+                remote,
+                action.branch,
+            )
+        reason = f"{action.base} on {remote} moved on during each of {self.rounds} tries to land"
+        output = "Other landings kept moving the base. Run flume submit again."
+        return [ChecksFailed(at=at, reason=reason, output=output)]
+
+    def _remote_round(  # noqa: PLR0911 (each way out says why)
+        self,
+        place: Place,
+        action: Land,
+        at: Instant,
+        checks: Sequence[Sequence[str]],
+        remote: str,
+    ) -> list[Observation] | None:
+        """One try at landing on the remote's base as it is now; None when it moved meanwhile."""
+        repository, work = Path(place.launch.repository), Path(action.path)
+        tracking = f"refs/remotes/{remote}/{action.base}"
+        fetched = git.fetch(repository, remote, f"+refs/heads/{action.base}:{tracking}")
+        old = git.commit(repository, tracking)
+        if not fetched.ok or old is None:
+            return [_remote_blocked(remote, action.base, fetched, at)]
+        head = git.resolve(repository, action.branch)
+        if head is None:
+            what = f"the branch {action.branch} does not exist"
+            return [ChecksFailed(at=at, reason=what, output="nothing was landed")]
+        refused = refusal_in_place(work, action.branch, at)
+        if git.holds(repository, old, head):
+            self._follow(repository, action.base, old)
+            return [landed(repository, old, place, at)]
+        failed = refused or self._rebase(work, action, old, at)
+        if failed is not None:
+            return [failed]
+        new = git.resolve(repository, action.branch)
+        if new is None or new == old:
+            self._follow(repository, action.base, old)
+            return [landed(repository, old, place, at)]
+        failed = run_checks(work, checks, at)
+        if failed is not None:
+            return [failed]
+        pushed = git.push(repository, remote, f"{new}:refs/heads/{action.base}")
+        if pushed.ok:
+            git.run(repository, "update-ref", tracking, new)
+            self._follow(repository, action.base, new)
+            return [landed(repository, new, place, at)]
+        if _REJECTED.search(pushed.out):
+            return None
+        return [_remote_blocked(remote, action.base, pushed, at)]
+
+    def _follow(self, repository: Path, base: BranchName, new: Sha) -> None:
+        follow_base(repository, base, new, self.pass_fds)
+
     # --- a merge queue's submit command -------------------------------------------------------
 
     def submit(
@@ -252,6 +327,39 @@ class Lander:
             reason = f"the submit command {shlex.join(filled)} failed (exit {status})"
             return [ChecksFailed(at=at, reason=reason, output=_tail(output))]
         return []
+
+
+def checkout_of(repository: Path, base: BranchName) -> Path | None:
+    """The worktree that has ``base`` checked out, if one does (and still stands)."""
+    return next(
+        (
+            path
+            for path, branch in git.worktree_paths(repository).items()
+            if branch == base and path.is_dir()
+        ),
+        None,
+    )
+
+
+def follow_base(
+    repository: Path, base: BranchName, new: Sha, pass_fds: tuple[int, ...] = ()
+) -> None:
+    """Move the local base to ``new`` where that is a fast-forward and touches no change.
+
+    A fleet host's clone: the remote's base is the one that counts, and the local one follows
+    it so that the next launch here is cut from what landed. A base checked out with
+    uncommitted changes, or one that went its own way, is left as it is.
+    """
+    with base_lock(repository) as descriptor:
+        fds = (*pass_fds, descriptor)
+        old = git.resolve(repository, base)
+        if old is None or old == new or not git.is_ancestor(repository, old, new):
+            return
+        holder = checkout_of(repository, base)
+        if holder is None:
+            git.run(repository, "update-ref", f"refs/heads/{base}", new, old, pass_fds=fds)
+        elif dirty_checkout(holder, base, Instant(0.0)) is None:
+            git.run(holder, "merge", "--ff-only", "--quiet", new, pass_fds=fds)
 
 
 def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | Sha:
@@ -275,6 +383,17 @@ def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | S
     return [refused] if refused is not None else base
 
 
+#: A ref git refused to push as no fast-forward (``--porcelain``'s ``!`` lines): the base moved.
+_REJECTED = re.compile(r"^!\t.*\[rejected\]", re.MULTILINE)
+
+
+def _remote_blocked(remote: str, base: BranchName, ran: Ran, at: Instant) -> LandingBlocked:
+    """The remote could not be fetched from or pushed to: named, and tried again."""
+    reason = f"{base} on the remote {remote} could not be reached (git exit {ran.status})"
+    way_out = f"mend what git says about {remote}; flume tries the landing again"
+    return LandingBlocked(at=at, reason=reason, output=_tail(_said(ran)), way_out=way_out)
+
+
 #: Where git names a lock file it could not take ("Unable to create '<path>.lock': File exists").
 _LOCK_SAID = re.compile(r"Unable to create '([^']+\.lock)'")
 
@@ -287,14 +406,7 @@ def base_blocked(repository: Path, base: BranchName, at: Instant) -> LandingBloc
     git's) to mend; flume only names it and the way out, and never removes a lock.
     """
     ref_lock = git.common_dir(repository) / "refs" / "heads" / f"{base}.lock"
-    holder = next(
-        (
-            path
-            for path, branch in git.worktree_paths(repository).items()
-            if branch == base and path.is_dir()
-        ),
-        None,
-    )
+    holder = checkout_of(repository, base)
     locks = [ref_lock]
     if holder is not None:
         found = git.run(holder, "rev-parse", "--path-format=absolute", "--git-dir")

@@ -66,6 +66,8 @@ class Request:
     carried: Kind | None = None
     #: Where the carried kind's steps gated on tests are declared (``file:line``).
     carried_tests: PMap[StageName, str] = attrs.field(factory=pmap)
+    #: A fleet place carried again: the head its branch starts at (FLEET-CARRIED-HEAD).
+    head: str | None = None
 
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
@@ -136,6 +138,7 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         agent=request.agent,
         waits=pset(StageName(stage) for stage in request.waits),
         mark=request.mark,
+        carried=_carried(repository, request.head),
     )
     check_launch(launch, kind)
     return _Resolved(
@@ -146,6 +149,20 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         launch=launch,
         listed=listed,
     )
+
+
+def _carried(repository: Path, head: str | None) -> Sha | None:
+    """The commit a carried launch starts its branch at, resolved; it must be here already."""
+    if head is None:
+        return None
+    found = git.commit(repository, head)
+    if found is None:
+        raise _problem(
+            "carried",
+            f"the head {head} to carry the place from is no commit of {repository}",
+            "fetch it from the remote first (git fetch), then launch again",
+        )
+    return found
 
 
 def _check_tests_declared(request: Request, declared: config.Config, kind: Kind) -> None:
@@ -477,6 +494,16 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
         ) from error
 
 
+def check_asked(asked: launch_words.LaunchAsked) -> Launched:
+    """A launch as its caller words it, checked whole as :func:`launch_asked` checks it.
+
+    Nothing is journaled or made: its journal's first line, as it would be. A fleet launch is
+    checked so on the launching host before any host is asked to carry it.
+    """
+    request = _request(asked, lambda brief: brief if isinstance(brief, str) else brief())
+    return check(request, Settings(), time.time)
+
+
 def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
 
@@ -518,6 +545,7 @@ def _request(
             flags=pvector(asked.agent_args),
             panes=chosen_panes,
         ),
+        head=asked.carried,
     )
 
 

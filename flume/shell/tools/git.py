@@ -6,6 +6,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import attrs
@@ -252,6 +253,14 @@ def resolve(repository: Path, branch: BranchName) -> Sha | None:
     return Sha(ran.out.strip()) if ran.ok else None
 
 
+def commit(repository: Path, revision: str) -> Sha | None:
+    """The commit ``revision`` names in ``repository`` (a full or abbreviated sha), or None."""
+    if revision.startswith("-"):
+        return None
+    ran = run(repository, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    return Sha(ran.out.strip()) if ran.ok else None
+
+
 def shared_branch(
     repository: Path, *, main: Path | None = None, listed: Branches | None = None
 ) -> BranchName | None:
@@ -476,16 +485,75 @@ def exclude(repository: Path, pattern: str) -> None:
         file.write(f"{pattern}\n")
 
 
+#: git's words when another process updated a remote-tracking ref a fetch was updating too.
+_RACED = ("cannot lock ref", "unable to update local ref")
+#: How many times a fetch that lost such a race is tried again.
+FETCH_TRIES = 5
+
+
 def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) -> Ran:
     """Fetch ``refspecs`` from ``remote``, quietly and without tags; never raises.
 
     A fetch still running after ``timeout`` seconds is ended and reported as status 124: a
-    remote that hangs must not hold up whoever waits on the answer.
+    remote that hangs must not hold up whoever waits on the answer. Two fetches of one
+    repository at once (a fleet host's lander and its worker) may race to update the same
+    remote-tracking ref, and git fails the one that lost: it is tried again, a few times.
     """
     args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
     argv = (*args, remote, *refspecs)
+    for tries in range(1, FETCH_TRIES + 1):
+        ran = process.run(
+            ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+        )
+        if ran.ok or tries == FETCH_TRIES or not any(said in ran.err for said in _RACED):
+            return ran
+        time.sleep(0.05 * tries)
+    return ran
+
+
+#: The git config key naming the remote a fleet host's clone lands its places through: set by
+#: ``flume fleet worker`` on its clone (docs/fleet.md). Unset: places land on the local base.
+FLEET_REMOTE = "flume.fleetRemote"
+
+
+def fleet_remote(repository: Path) -> str | None:
+    """The remote this repository's places land through (a fleet host's clone), or None."""
+    ran = run(repository, "config", "--get", FLEET_REMOTE)
+    name = ran.out.strip()
+    return name if ran.ok and name else None
+
+
+def push(repository: Path, remote: str, refspec: str, timeout: float = 60.0) -> Ran:
+    """Push one ``refspec`` to ``remote``, never forced; never raises.
+
+    git refuses a push that is no fast-forward of what the remote holds: a compare-and-swap
+    on the remote's ref, whose old value is what the commit was built on. ``--porcelain``
+    says per ref what happened (``!`` rejected, `` `` or ``*`` done, ``=`` up to date).
+    """
+    if refspec.startswith(("+", "-")):
+        message = f"flume never forces a push: {refspec!r}"
+        raise ValueError(message)
+    argv = ("push", "--porcelain", "--no-verify", "--end-of-options", remote, refspec)
     return process.run(
         ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+    )
+
+
+def delete_pushed(
+    repository: Path, remote: str, branch: str, expected: str, timeout: float = 60.0
+) -> Ran:
+    """Delete ``branch`` on ``remote`` only while it is still at ``expected``; never raises.
+
+    A compare-and-swap on the remote's ref (``--force-with-lease``): a branch someone moved
+    since is left as it is. Used for a landed place's branch, whose work its base holds.
+    """
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected}"
+    argv = ("push", "--porcelain", "--no-verify", lease, "--end-of-options", remote)
+    return process.run(
+        ("git", *argv, f":refs/heads/{branch}"),
+        cwd=repository,
+        env={**environment.current(), **_ENV},
+        timeout=timeout,
     )
 
 
