@@ -1,7 +1,7 @@
 """An agent's tools are an agent's: a person's verbs are refused from inside an agent's session.
 
 approve, raise, resume, resolve, answer (of a question its own agent asked) and drop (of another
-place) are a person's (DESIGN §6). An agent flume started runs with its session's mark
+place) are a person's. An agent flume started runs with its session's mark
 (``$FLUME_SESSION``); whatever path its call comes by (the CLI in its terminal, an MCP server it
 started, the Python API), each verb is refused, exit 1, naming why, and nothing is journaled. The
 same verbs from a person's terminal are judged by the rules as ever. Here the test agent runs
