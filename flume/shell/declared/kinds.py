@@ -79,6 +79,7 @@ from flume.core.kinds import (
     TasksTicked,
     Verdict,
     check_kind,
+    has_sandbox,
     kind_flaws,
 )
 
@@ -366,7 +367,12 @@ class _Reader:
             )
         finalize = self.finalize(kind["finalize"]) if "finalize" in kind else None
         built = Kind(
-            name=KindName(name), prefix=prefix, body=body, budgets=budgets, finalize=finalize
+            name=KindName(name),
+            prefix=prefix,
+            body=body,
+            budgets=budgets,
+            finalize=finalize,
+            fenced=has_sandbox(body),
         )
         flaws = kind_flaws(built)
         if flaws:
