@@ -448,6 +448,8 @@ class StageRun:
     #: A parallel block's stage whose merge conflicted runs an agent to merge it (``flume
     #: resolve --agent``): its step is the merge step (:func:`current_step`).
     resolving: bool = False
+    #: How many times the step was tried again because its agent exited (WF-RETRY-EXITED).
+    retried: int = 0
 
     @property
     def key(self) -> str:

@@ -131,6 +131,10 @@ RULES: dict[str, str] = {
         "In a workflow, a step gated on one of the five deliverables is judged at its turn's end "
         "on the evidence seen: told once, then paused gate-blocked; never left working."
     ),
+    "WF-RETRY-EXITED": (
+        "In a workflow, an attempt whose agent exited before its gate was met is tried again "
+        "with a fresh agent while the step's retries last (2 by default), then stops short."
+    ),
     "WF-DELIVERED-PASSES": (
         "A deliverable an attempt made passes its gate whenever it is seen, before or after a "
         "pause: the step is never redone for it."

@@ -111,6 +111,7 @@ from flume.core.place import (
     evolve,
     finalize_action,
     has_deliverable,
+    in_workflow,
     is_live,
     is_quiet,
     leading,
@@ -120,7 +121,7 @@ from flume.core.place import (
     want_tidy,
     with_activity,
 )
-from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
+from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, RETRIES, Settings
 from flume.core.workflow import budget, tree
 from flume.core.workflow.budget import Spent
 from flume.core.workflow.tree import Position
@@ -372,7 +373,13 @@ def on_pane_output(place: Place, seen: PaneOutput) -> Outcome:
 
 
 def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
-    """The agent is gone; a stage still working toward its deliverable stops short."""
+    """The agent is gone; a stage still working toward its deliverable stops short.
+
+    WF-RETRY-EXITED: in a workflow, an attempt whose agent exited on its own (not ended by
+    flume or a person) before its gate was met is tried again with a fresh agent while the
+    step's retries last ("retry attempts per step (default 2)"), the cause named; then it stops
+    short. A kind of stages keeps the seed's stop short at once.
+    """
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
@@ -380,11 +387,41 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     if agent.ending or not isinstance(place.stage.phase, _RUNNING) or place.life is not Life.ACTIVE:
         return place, dropped
     status = "" if seen.status is None else f" (exit status {seen.status})"
+    shown = seen.last_words.rstrip()
+    run = place.stage
+    most = place.budgets.retries if place.budgets.retries is not None else RETRIES
+    fresh = not (isinstance(run.phase, Judging) or place.worktree_gone or place.branch_gone)
+    if in_workflow(place) and fresh and run.retried < most:
+        said = f"the agent of {run.key} (attempt {run.attempt}) exited{status}"
+        if shown.strip():
+            said = f"{said}; its pane showed last:\n{shown}"
+        return _retry_exited(place, said, most, dropped)
     words = f"the agent exited{status} before the stage's deliverable existed; retry the stage"
-    if seen.last_words.strip():
-        words = f"{words}. Its pane showed last:\n{seen.last_words.rstrip()}"
+    if in_workflow(place) and run.retried:
+        words = f"{words} (it was tried again {run.retried} times already)"
+    if shown.strip():
+        words = f"{words}. Its pane showed last:\n{shown}"
     place, short = _short(place, ShortCause.AGENT_EXITED, words)
     return place, (*dropped, *short)
+
+
+def _retry_exited(place: Place, said: str, most: int, before: tuple[Action, ...]) -> Outcome:
+    """WF-RETRY-EXITED: the step starts again with a fresh agent, the exit named in its prompt."""
+    run = place.stage
+    again = attrs.evolve(
+        _new_stage(place, current_step(place), place.now, attempt=run.attempt + 1, words=said),
+        phase=Queued(),
+        retried=run.retried + 1,
+        resolving=run.resolving,
+    )
+    place = evolve(place, stage=again)
+    report = Report(
+        event=Event.RETRIED,
+        text=f"{said}; tried again with a fresh agent (attempt {again.attempt}, retry "
+        f"{again.retried} of {most})",
+        stage=again.name,
+    )
+    return place, (*before, report)
 
 
 def on_branch_head(place: Place, seen: BranchHead) -> Outcome:

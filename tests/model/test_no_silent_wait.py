@@ -57,11 +57,14 @@ from flume.core.observations import (
     Usage,
 )
 from flume.core.place import (
+    AwaitingInput,
+    Delivering,
     LaneState,
     Life,
     PauseCause,
     Paused,
     Place,
+    Short,
     Working,
     current_step,
     deferred,
@@ -881,6 +884,36 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
             assert after.stage.key != before.stage.key or not isinstance(
                 after.stage.phase, Working
             ), (each.home, before.stage.key)
+
+    @invariant()
+    def an_exited_agent_is_tried_again_while_retries_last(self) -> None:
+        """WF-RETRY-EXITED: an attempt whose agent exited is tried again, then stops short.
+
+        Its agent exited on its own (not ended) while it worked toward its gate (its turn's end
+        not being judged): a fresh attempt of the same step while the step's retries last (the
+        run's retries budget, else 2), then a stop short naming the exit; never silence.
+        """
+        for each in self.fleet.steps:
+            before, seen = each.before, each.seen
+            if (
+                not isinstance(seen, AgentExited)
+                or before is None
+                or before.life is not Life.ACTIVE
+                or before.agent is None
+                or before.agent.ending
+                or before.agent.session != seen.session
+                or not isinstance(before.stage.phase, AwaitingInput | Delivering | Working)
+                or before.worktree_gone
+                or before.branch_gone
+            ):
+                continue
+            after = each.decision.place.stage
+            most = before.budgets.retries if before.budgets.retries is not None else 2
+            if before.stage.retried < most:
+                assert (after.key, after.attempt) == (before.stage.key, before.stage.attempt + 1)
+                assert after.retried == before.stage.retried + 1
+            else:
+                assert isinstance(after.phase, Short), after.phase
 
     @invariant()
     def a_delivered_attempt_is_never_redone(self) -> None:

@@ -40,6 +40,7 @@ from flume.core.kinds import (
 )
 from flume.core.observations import (
     Activity,
+    AgentExited,
     AgentStateSeen,
     AnswerGiven,
     ApproveAsked,
@@ -66,6 +67,8 @@ from flume.core.place import (
     PauseCause,
     Paused,
     Place,
+    Short,
+    ShortCause,
 )
 from flume.core.settings import Settings
 from flume.core.status import status
@@ -601,3 +604,87 @@ def test_a_parallel_launches_no_lane_over_a_spent_budget() -> None:
     assert world.feed(BudgetRaised(at=world.instant(), tokens=100)) is None
     assert [a.lane for a in world.actions if isinstance(a, LaunchLane)] == ["a", "b"]
     assert _place(world).lanes["a"].state is LaneState.FINISHED
+
+
+# --- 2.7: an agent that dies in a workflow is tried again ----------------------------------
+
+
+def _exits(world: FakeWorld, status: int = 137) -> None:
+    """The live agent's process is gone on its own, its pane showing its last line."""
+    agent = world.live_agent()
+    assert agent is not None
+    agent.live = False
+    world.feed(
+        AgentExited(at=world.instant(), session=agent.session, status=status, last_words="Killed")
+    )
+
+
+def test_an_agent_that_exits_in_a_workflow_is_tried_again_then_stops_short() -> None:
+    """WF-RETRY-EXITED: an exited agent's step starts again, fresh, twice; the third exit stops.
+
+    The fault: tmux killed while a lead waited, every place stopped short ``agent-exited`` at
+    once, each needing a person's ``flume retry``, where the seed gives each step 2 retries.
+    """
+    world = _launched(_kind(_step("build", Commit())))
+    for again in (1, 2):
+        _exits(world)
+        (*_, retried) = world.reports_of(Event.RETRIED)
+        assert "exited (exit status 137); its pane showed last:\nKilled" in retried.text
+        assert f"retry {again} of 2" in retried.text
+        assert world.deliver()
+        assert (_place(world).stage.attempt, _place(world).stage.retried) == (1 + again, again)
+        assert "exited (exit status 137)" in world.live_agent().sends[-1].text  # type: ignore[union-attr]
+    _exits(world)
+    phase = _place(world).stage.phase
+    assert isinstance(phase, Short), phase
+    assert phase.cause is ShortCause.AGENT_EXITED
+    assert "tried again 2 times already" in phase.words
+    assert len(world.reports_of(Event.RETRIED)) == 2
+
+
+def test_a_retries_budget_bounds_the_tries_and_a_plain_kind_stops_short_at_once() -> None:
+    """WF-RETRY-EXITED: the run's retries budget is the step's tries; plain kinds keep the seed's.
+
+    A kind of plain steps (no workflow's features) stops short at the first exit, as it always
+    did; a workflow with ``retries = 1`` at the second.
+    """
+    plain = Kind(
+        name=KindName("plain"),
+        prefix="plain",
+        body=Sequence(blocks=pvector([_step("build", Commit())])),
+    )
+    for kind, tries in (
+        (plain, 0),
+        (_kind(_step("build", Commit()), budgets=Budgets(retries=1)), 1),
+    ):
+        world = _launched(kind)
+        for _ in range(tries):
+            _exits(world, status=1)
+            assert world.deliver()
+        _exits(world, status=1)
+        phase = _place(world).stage.phase
+        assert isinstance(phase, Short), phase
+        assert phase.cause is ShortCause.AGENT_EXITED
+        assert len(world.reports_of(Event.RETRIED)) == tries
+
+
+def test_an_answer_held_past_a_spent_budget_never_keeps_a_met_gate_from_ending() -> None:
+    """WF-NO-SILENT-WAIT: its gate met and a budget spent, a held answer is dropped, named.
+
+    Found by the machine (after its first commits): the agent committed, asked, and ended its
+    one turn (``turns_per_attempt = 1``); the answer, held as a tell that the spent budget
+    never lets go, kept its question open, and the stage sat delivered for ever, nothing named.
+    """
+    build = _step("build", Commit(), may=("ask",))
+    world = _launched(_kind(build, budgets=Budgets(turns_per_attempt=1)))
+    agent = world.live_agent()
+    assert agent is not None
+    assert world.commit() is None
+    asked = AskSaid(at=world.instant(), question="Which?", session=agent.session)
+    assert world.feed(asked) is None
+    assert world.end_turn() is None
+    assert world.feed(AnswerGiven(at=world.instant(), question="q1", text="yes")) is None
+    _window(world)
+    (dropped,) = world.reports_of(Event.TELL_DROPPED)
+    assert "a budget is spent, and the stage's gate is met" in dropped.text
+    assert _place(world).completed == pvector(["build"])

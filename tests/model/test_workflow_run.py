@@ -480,7 +480,11 @@ class WorkflowMachine(RuleBasedStateMachine):
             assert phase.words
             return
         if isinstance(phase, Judging):
-            assert any(isinstance(action, JudgeGate) for action in pending(place))
+            # Judged now (a read asked of the shell), or once the evidence window the core
+            # holds goes by (WF-DELIVERABLE-AT-TURN-END: a commit seen late still counts).
+            later = step(S, place, Tick(at=Instant(place.now + S.quiet_seconds + 1)))
+            judged = any(isinstance(action, JudgeGate) for action in pending(place))
+            assert judged or later.actions or later.place != place, phase
             return
         live = place.agent is not None
         assert live or pending(place) or isinstance(phase, Working) is False, phase
