@@ -502,6 +502,9 @@ class Attempt:
     started_at: Instant
     #: The agent's transcript, once the shell found it (``TranscriptFound``); None before.
     transcript: str | None = None
+    #: A line of it was read (a ``TranscriptEntry`` of its session): the agent wrote it. A
+    #: transcript named and never read was never written, not removed since.
+    read: bool = False
 
 
 class LaneState(enum.Enum):

@@ -258,7 +258,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case AgentStateSeen():
             return stage.on_agent_state(place, seen)
         case TranscriptEntry():
-            return stage.on_transcript(place, seen)
+            place, actions = stage.on_transcript(place, seen)
+            return transcripts.on_entry(place, seen.session), actions
         case TranscriptUnreadable():
             return _unreadable(place, seen)
         case TranscriptFound():
