@@ -94,11 +94,13 @@ __all__ = [
     "attach",
     "check_launch",
     "compose",
+    "daemon_install",
     "daemon_log",
     "daemon_run",
     "daemon_start",
     "daemon_status",
     "daemon_stop",
+    "daemon_unit",
     "decoded",
     "drop",
     "events",
@@ -135,6 +137,7 @@ __all__ = [
     "status_document",
     "stop",
     "submit",
+    "supervisor_running",
     "survey",
     "tell",
     "tidy",
@@ -1228,6 +1231,31 @@ def daemon_start() -> Answered | None:
     from flume.shell.supervisor import client
 
     return client.ensure(wait=client.START_SECONDS)
+
+
+def daemon_unit() -> str:
+    """The systemd user unit :func:`daemon_install` writes, for this interpreter (``--print``)."""
+    from flume.shell.supervisor import unit
+
+    return unit.this_unit()
+
+
+def daemon_install() -> Path:
+    """Write a systemd user unit that keeps the supervisor running, and enable it: its path.
+
+    ``Restart=on-failure``: a supervisor killed is started again at once. Raises
+    :class:`UsageError` (exit status 1, nothing written) where systemd does not run.
+    """
+    from flume.shell.supervisor import unit
+
+    return unit.install()
+
+
+def supervisor_running() -> bool:
+    """The host's supervisor runs (it holds the host's lock): the places are followed."""
+    from flume.shell.supervisor import client
+
+    return client.holder() is not None
 
 
 def daemon_log() -> Path:

@@ -99,11 +99,15 @@ def rows(follower: EventStream, now: float, *, supervised: bool) -> list[Row]:
     return found
 
 
-def board(found: list[Row], *, heading: str, width: int | None = None) -> RenderableType:
+def board(
+    found: list[Row], *, heading: str, width: int | None = None, supervised: bool = True
+) -> RenderableType:
     """The board: a heading, a table of the places, and what waits on the caller.
 
     Fitted to ``width`` columns as ``flume status`` is: a terminal too narrow for the whole
     table gets one without the kind, stage and phase in one column; a state is never cut.
+    Not ``supervised`` (no supervisor runs), a place in flight is said not to be followed, with
+    the command that starts it (as ``flume status`` says).
     """
     if not found:
         return Group(Text(heading), Text("no places: launch one with flume launch"))
@@ -146,6 +150,9 @@ def board(found: list[Row], *, heading: str, width: int | None = None) -> Render
             [[row[0], Text.assemble(row[2], " ", row[3]), *row[4:]] for row in rows],
         )
     waiting = [Text(line) for line in render.waiting_lines([row.view for row in found])]
+    views = [{"life": row.view.life.value} for row in found]
+    said = statusview.supervisor_lines(views, running=supervised)
+    waiting.extend(Text(line, style="bold red") for line in said)
     return Group(Text(heading), table, *waiting)
 
 
@@ -212,7 +219,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
         shown = datetime.fromtimestamp(now).astimezone().strftime("%H:%M:%S")
         count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
         heading = f"flume watch: {count} in {where} at {shown}; q quits"
-        return found, board(found, heading=heading, width=console.width)
+        return found, board(found, heading=heading, width=console.width, supervised=supervised)
 
     with Keys.reading() as keys:
         if is_dumb(os.environ, terminal=console.is_terminal):
@@ -242,7 +249,8 @@ def once(follower: EventStream, console: Console, *, where: str) -> None:
     supervised = client.ping(timeout=1.0) is not None
     found = rows(follower, now, supervised=supervised)
     count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
-    console.print(board(found, heading=f"flume watch: {count} in {where}", width=console.width))
+    heading = f"flume watch: {count} in {where}"
+    console.print(board(found, heading=heading, width=console.width, supervised=supervised))
 
 
 def console() -> Console:

@@ -81,6 +81,7 @@ def status(
     ]
     if place is not None and not views:
         fail(api.no_such_place(place, [Path(each) for each in found.repositories]))
+    running = api.supervisor_running()
     if as_json:
         document = {
             "format": found.format,
@@ -88,11 +89,15 @@ def status(
             "unreadable": [
                 {"journal": each.journal, "problem": each.problem} for each in found.unreadable
             ],
+            "supervisor": statusview.supervisor_json(running=running),
         }
         typer.echo(statusview.status_json(document))
         return
     unreadable = [(each.journal, each.problem) for each in found.unreadable]
-    for line in statusview.status_table(views, unreadable, width=_terminal_width()):
+    width = _terminal_width()
+    for line in statusview.status_table(views, unreadable, width=width):
+        typer.echo(line)
+    for line in statusview.supervisor_lines(views, running=running, width=width):
         typer.echo(line)
 
 
@@ -549,7 +554,7 @@ def resolve(
     ] = "",
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
 ) -> None:
-    """Let a run paused on its lanes' merge, or on a lane that ended unfinished, go on.
+    """Let a run paused on its lanes' merge, or a lane, go on.
 
     Give one of --by-hand, --agent and --without. The merge of a parallel's lanes into the
     run's branch conflicted (or git refused it): --by-hand, you merged it and committed, and
