@@ -459,8 +459,9 @@ def _a_persons_word(verb: str, place: str = "", *, own_place_too: bool = True) -
     """A person's verb from inside an agent's session is refused, exit 1, naming why.
 
     The engine reserves approve, resume, raise, resolve, pass, answer and drop for a person ("a
-    person always has the last word", docs/claude-code.md, "An agent's tools"): an agent that could approve its own gate,
-    raise its own budget, answer its own question or drop another's place would hold them.
+    person always has the last word", docs/claude-code.md, "An agent's tools"): an agent that
+    could approve its own gate, raise its own budget, answer its own question or drop another's
+    place would hold them.
     Whatever path a call comes by (the CLI, the MCP server, this API), a process started in an
     agent's session carries its mark (``$FLUME_SESSION``, which the agents flume starts and the
     MCP servers they start inherit), and is refused here. ``own_place_too``: false for a verb an

@@ -230,6 +230,8 @@ class Parallel:
     merge: Merge = Merge.MERGE
     #: The most lanes with a live agent at once; None: every branch at once.
     cap: int | None = None
+    #: Each lane a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -258,6 +260,8 @@ class Orchestrate:
     #: How many child runs the lead may compose (``flume compose``), and their depth cap.
     compose_runs: int = 0
     compose_depth: int = 2
+    #: Each child a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 #: The tree a kind's body is made of.

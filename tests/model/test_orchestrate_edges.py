@@ -10,7 +10,7 @@ import attrs
 import pytest
 from pyrsistent import pset, pvector
 
-from flume.core.actions import LaunchLane, MergeLanes, OrderLane, Report
+from flume.core.actions import LaunchLane, MergeLanes, NotifyLane, OrderLane, Report
 from flume.core.choices import AgentName
 from flume.core.delivery import render_prompt, workflow_fields
 from flume.core.errors import UsageError
@@ -65,7 +65,13 @@ from flume.core.status import status
 from flume.core.step import pending, replay, step
 from flume.core.workflow.caps import worst_case
 from flume.core.workflow.lanes import children, lane_for
-from flume.core.workflow.orchestrate import PAUSED, answerer, children_news, launch_child
+from flume.core.workflow.orchestrate import (
+    PAUSED,
+    answerer,
+    children_news,
+    launch_child,
+    news_of,
+)
 from flume.core.workflow.tree import position_of
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
 from tests.model.world import FakeWorld
@@ -355,6 +361,43 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     assert status(world.place).paused is None
     other = evolve(busy, start=None)
     assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
+
+
+def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
+    """A spread block's child: launched and notified as a fleet place, its journal telling nothing.
+
+    Its host reads its news as the supervisor would (``news_of``), and on its host, where its
+    run is not, nobody answers its question (its lead's host judges who may).
+    """
+    world = world_of(crew(most=2, spread=True))
+    assert spawn(world) is None
+    run = world.place
+    assert run is not None
+    launch = next(a for a in world.actions if isinstance(a, LaunchLane))
+    assert launch.launch.spread
+    assert run.lanes["coder-1"].spread
+    child = evolve(step(S, None, _launched(launch)).place, start=run.entry)
+    attempt = Attempt(
+        key="coder",
+        stage=StageName("coder"),
+        attempt=1,
+        agent=AgentName.TEST,
+        session=SessionId("c1"),
+        started_at=Instant(1.0),
+    )
+    started = evolve(child, attempts=pvector([attempt]))
+    assert children_news(run, {child.launch.place: started}, Instant(9.0)) == []
+    assert news_of(run.lanes["coder-1"], started) == [
+        ("started", "started (crew--x+coder-1)"),
+    ]
+    agent = world.live_agent()
+    assert agent is not None
+    said = NotifySaid(at=world.instant(), to="coder-1", text="Use b.md.", session=agent.session)
+    assert world.feed(said) is None
+    (note,) = [a for a in world.actions if isinstance(a, NotifyLane)]
+    assert note.spread
+    assert answerer(None, None, elsewhere=True) == (False, False)
+    assert answerer(run, lead_session(world), elsewhere=True) == (True, False)
 
 
 def _launched(action: LaunchLane) -> Launched:

@@ -32,7 +32,8 @@ so the file reads top-down::
     max = 3
     on_max = "continue"          # or "pause"
     [parallel.slices]            # branches, join = "all" | "first",
-                                 # merge = "merge" | "pick" | "none", cap = N
+                                 # merge = "merge" | "pick" | "none", cap = N,
+                                 # spread = true (each lane on a fleet host)
 
 The core checks the declaration (names, prompt fields, paths, loops, parallels, budgets); this
 module reads the shape (unknown, unused, twice-used names, cycles, types), and names the file and
@@ -262,8 +263,8 @@ _NEW_KIND_KEYS = {"name", "prefix", "body", "budgets", "finalize"}
 _FINALIZE_KEYS = ("push", "pr", "land")
 _STEP_KEYS = {"prompt", "gate", "deliverable", "agent", "waits_on_caller", "may", "sandbox"}
 _LOOP_KEYS = {"body", "until", "max", "on_max"}
-_PARALLEL_KEYS = {"branches", "join", "merge", "cap"}
-_ORCHESTRATE_KEYS = {"lead", "children", "branches", "join", "merge", "cap", "compose"}
+_PARALLEL_KEYS = {"branches", "join", "merge", "cap", "spread"}
+_ORCHESTRATE_KEYS = {"lead", "children", "branches", "join", "merge", "cap", "compose", "spread"}
 _BUDGET_KEYS = [field.name for field in attrs.fields(Budgets)]
 _E = TypeVar("_E", bound=enum.StrEnum)
 
@@ -552,7 +553,21 @@ class _Reader:
                     join=self.choice(found, "join", Join, Join.ALL),
                     merge=self.choice(found, "merge", Merge, Merge.MERGE),
                     cap=None if cap is None else self.whole(name, "cap", "cap", cap),
+                    spread=self.spread(found),
                 )
+
+    def spread(self, found: _Declared) -> bool:
+        """A block's ``spread``: its lanes (or children) carried by the fleet's hosts."""
+        spread = found.data.get("spread", False)
+        if not isinstance(spread, bool):
+            raise self.error(
+                found.name,
+                "spread",
+                f"spread = {spread!r} is not true or false",
+                "write spread = true to carry each lane on whichever host of the fleet takes "
+                "it, or leave it out",
+            )
+        return spread
 
     def orchestrate(self, found: _Declared, inner: tuple[str, ...]) -> Orchestrate:
         """``[orchestrate.<name>]``: its lead and template (steps), children, branches, compose."""
@@ -606,6 +621,7 @@ class _Reader:
             cap=None if cap is None else self.whole(name, "cap", "cap", cap),
             compose_runs=self.whole(name, "compose", "compose runs", compose.get("runs", 0)),
             compose_depth=self.whole(name, "compose", "compose depth", compose.get("depth", 2)),
+            spread=self.spread(found),
         )
 
     def named_step(self, owner: _Declared, key: str, name: str, inside: tuple[str, ...]) -> Step:
