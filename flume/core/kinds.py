@@ -360,6 +360,18 @@ def steps(block: Block) -> tuple[Step, ...]:
             assert_never(block)
 
 
+def spreading(kind: Kind) -> BlockName | None:
+    """WF-SPREAD: the first block of the kind that spreads its lanes over the fleet, if any."""
+    return next(
+        (
+            block.name
+            for block in blocks_of(kind.body)
+            if isinstance(block, Parallel | Orchestrate) and block.spread
+        ),
+        None,
+    )
+
+
 def blocks_of(block: Block) -> tuple[Block, ...]:
     """Every block of a tree, itself first, then its blocks in declared order."""
     match block:

@@ -221,6 +221,29 @@ def answerer(
     return run.agent is not None and run.agent.session == session, False
 
 
+def spread_child(run: Place, name: str) -> LaneRun | None:
+    """The run's child ``name`` (its place) if it is a fleet place (WF-SPREAD), else None."""
+    return next((each for each in run.lanes.values() if each.place == name and each.spread), None)
+
+
+def spread_answerer(run: Place, name: str, session: SessionId | None) -> tuple[bool, bool]:
+    """WF-ASK-ONE-ANSWERER for a child on another host, judged here, at its run.
+
+    Whether the answer is the live lead's, or a person's while no lead lives; either is
+    carried to the child's host, which takes it as judged. Anyone else is refused here (exit
+    1), as the child's rules would refuse them.
+    """
+    by_lead, no_lead = answerer(run, session)
+    if not (by_lead or no_lead):
+        raise refused(
+            "answer",
+            f"a question of {name} goes to the lead of {run.launch.place}, the nearest lead "
+            "above it",
+            "the lead answers it, from its own session (you may, while no lead of it is live)",
+        )
+    return by_lead, no_lead
+
+
 def _lead_command(
     place: Place, edge: str, session: object, command: type[SpawnSaid | NotifySaid | ComposeSaid]
 ) -> Orchestrate:
