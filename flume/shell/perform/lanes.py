@@ -243,6 +243,9 @@ def merge(
         return _failed(at, "git cannot say the merged branch's head", head)
     if remote is not None:
         _push_run(worktree, remote, action.branch, head.out.strip())
+        for ref in refs:
+            # What the fetch left here for the merge; the run's branch holds it now.
+            git.run(repository, "update-ref", "-d", ref)
     return [LanesMerged(at=at, head=Sha(head.out.strip()))]
 
 
