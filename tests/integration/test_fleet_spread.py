@@ -169,8 +169,10 @@ def test_a_run_s_lanes_run_on_two_other_hosts_and_merge_in_order_on_its_own(
     Path(done).touch()
     rows = wait_for(
         fleet,
-        lambda rows: rows.get(run, {}).get("state") == "finished"
-        and all(not rows.get(lane, {"running": True})["running"] for lane in lanes),
+        lambda rows: (
+            rows.get(run, {}).get("state") == "finished"
+            and all(not rows.get(lane, {"running": True})["running"] for lane in lanes)
+        ),
         seconds=240,
     )
     assert rows[run]["host"] == "h1"
@@ -215,8 +217,10 @@ def test_an_orchestrate_child_on_another_host_asks_and_its_lead_answers(fleet_of
     fleet.start([h2])
     rows = wait_for(
         fleet,
-        lambda rows: rows.get(run, {}).get("state") == "finished"
-        and not rows.get(child, {"running": True})["running"],
+        lambda rows: (
+            rows.get(run, {}).get("state") == "finished"
+            and not rows.get(child, {"running": True})["running"]
+        ),
         seconds=240,
     )
     assert rows[child]["host"] == "h2"
