@@ -174,6 +174,12 @@ class FleetPlace:
                 attempt=attempt,
                 words="waiting for a host with a free slot",
             )
+            if self.dropped_waiting:
+                self._stand(
+                    state=State.DROPPED,
+                    words=f"dropped by its run {launch.run} before a host carried it",
+                )
+                return None
             try:
                 self.carrying = workflow.start_activity(
                     "carry",
@@ -320,16 +326,15 @@ class FleetPlace:
     def word(self, said: LaneWord) -> None:
         """What the lane's run asks of it: carried to its host, or, not carried yet, done here.
 
-        A drop for a lane no host took yet ends it here (its carry called off); for one
-        stranded (its host lost), it is the way out.
+        A drop for a lane no host took yet ends it here (its carry called off, or never asked
+        for); for one stranded (its host lost), it is the way out. (A signal may come before
+        the workflow's run has begun: it is kept until then.)
         """
-        launch = self.launch
-        if launch is None or not launch.lane_line:
-            return
         dropping = said.kind == "order" and said.order == "drop"
-        if dropping and self.standing.state == State.WAITING and self.carrying is not None:
+        if dropping and self.standing.state == State.WAITING:
             self.dropped_waiting = True
-            self.carrying.cancel()
+            if self.carrying is not None:
+                self.carrying.cancel()
             return
         if dropping and self.standing.state in State.STRANDED and not self.way_out:
             self.way_out = "drop"
