@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
 import sys
@@ -82,6 +81,7 @@ from flume.shell.commands import spread
 from flume.shell.host import state_dir
 from flume.shell.perform import lander
 from flume.shell.store import codec, outbox
+from flume.shell.supervisor import client as supervisor
 from flume.shell.tools import git
 
 _log = logging.getLogger("flume.fleet")
@@ -321,7 +321,9 @@ class FleetHost:
         if asked.carried:
             git.fetch(clone.path, clone.remote, asked.carried)
         carried = Sha(asked.carried) if asked.carried else None
-        return str(spread.launch(launch.lane_line, clone.path, carried))
+        branch = spread.launch(launch.lane_line, clone.path, carried)
+        supervisor.ensure()
+        return str(branch)
 
     async def look(self) -> _Look:
         """The host's places and the clone's heads, looked at once a second for every carry."""
@@ -449,7 +451,7 @@ class FleetHost:
                 turns=said.end.turns,
                 tokens=said.end.tokens,
             )
-        return await asyncio.to_thread(
+        given = await asyncio.to_thread(
             spread.tell_run,
             self.clone.path,
             said.run,
@@ -460,6 +462,9 @@ class FleetHost:
             end=end,
             failed=said.failed,
         )
+        if given:
+            await asyncio.to_thread(supervisor.ensure)
+        return given
 
     @activity.defn(name="lane-word")
     async def lane_word(self, asked: HostLaneWord) -> Answer:
@@ -468,37 +473,41 @@ class FleetHost:
         Tried again (by Temporal) while the lane has no journal here yet: it is being launched.
         A tidy waits until the lane is tidied, then lets go of what its host kept for it.
         """
-        word, place, path = asked.word, asked.place, self.clone.path
-        if not spread.journal_of(path, place).is_file():
+        word, place = asked.word, asked.place
+        facts = await asyncio.to_thread(spread.lane_facts, place, self.clone.path)
+        if facts is None:
             message = f"{place} is not launched on {self.name} yet"
             raise ApplicationError(message)
+        answer = await asyncio.to_thread(self._lane_word, asked)
+        await asyncio.to_thread(supervisor.ensure)
+        if word.kind == "order" and word.order == "tidy":
+            said = await self._tidied(place, facts)
+            answer = dataclasses.replace(answer, out=answer.out + said)
+        return answer
+
+    def _lane_word(self, asked: HostLaneWord) -> Answer:
+        """:meth:`lane_word`'s journaling, in a thread of its own."""
+        word, place, path = asked.word, asked.place, self.clone.path
         now = Instant(time.time())
         if word.kind == "notify":
-            await asyncio.to_thread(spread.notify, place, path, word.text, word.id, now)
+            spread.notify(place, path, word.text, word.id, now)
             return Answer(status=0)
         if word.kind == "answer":
             try:
-                said = await asyncio.to_thread(
-                    functools.partial(
-                        spread.answer,
-                        place,
-                        path,
-                        word.question,
-                        word.text,
-                        by_lead=word.by_lead,
-                        no_lead=word.no_lead,
-                        now=now,
-                    )
+                said = spread.answer(
+                    place,
+                    path,
+                    word.question,
+                    word.text,
+                    by_lead=word.by_lead,
+                    no_lead=word.no_lead,
+                    now=now,
                 )
             except UsageError as error:
                 words = "; ".join(problem.render() for problem in error.problems)
                 return Answer(status=error.exit_status, err=words)
             return Answer(status=0, out=said)
-        found = await asyncio.to_thread(spread.lane_facts, place, path)
-        said = await asyncio.to_thread(spread.order, place, path, word.order, now)
-        if word.order == "tidy" and found is not None:
-            said += await self._tidied(place, found)
-        return Answer(status=0, out=said)
+        return Answer(status=0, out=spread.order(place, path, word.order, now))
 
     async def _tidied(self, place: str, found: spread.LaneFacts) -> str:
         """Wait (a while) for the lane's tidy here, then let go of its base copy and its branch."""

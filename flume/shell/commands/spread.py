@@ -4,7 +4,8 @@ Theory of operation. A lane of a block that spreads is a fleet place: the run's 
 launch to the fleet (:mod:`flume.shell.store.outbox`), and whichever host takes it journals it
 there as its run's host would have journaled it here (:func:`launch`), with a board of its own
 and a copy of its base (the run's branch) cut where the lane was. From then on the two hosts
-speak only through the fleet, and each side's flume decides as it always does:
+speak only through the fleet, and each side's flume decides as it always does (the fleet's
+worker wakes the host's supervisor after each):
 
 - on the lane's host, the lane's end and its news are read from its own place with the core's
   own meanings (:func:`ended`, :func:`news`), and what its run orders it, tells it or answers
@@ -45,11 +46,10 @@ from flume.core.observations import (
 from flume.core.place import LaneRun, LaneState, Life, Place
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.core.workflow.lanes import lane_ended
+from flume.core.workflow.lanes import children, lane_ended
 from flume.core.workflow.orchestrate import news_of
 from flume.shell.perform import gates, lanes, launcher
 from flume.shell.store import codec, places
-from flume.shell.supervisor import client
 from flume.shell.tools import git
 
 
@@ -85,7 +85,6 @@ def launch(line: str, clone: Path, carried: Sha | None) -> BranchName:
     if seen.start is not None and git.resolve(clone, launch.base) is None:
         git.run(clone, "update-ref", f"refs/heads/{launch.base}", seen.start, "")
     launcher.launch_lane(seen, own_board=True)
-    client.ensure()
     return made.branch
 
 
@@ -129,14 +128,12 @@ def order(name: str, clone: Path, what: str, now: Instant) -> str:
     if given is LaneOrder.TIDY:
         follow_base(clone, found.launch.base)
     lanes.order(OrderLane(repository=str(clone), place=PlaceName(name), order=given), now)
-    client.ensure()
     return f"{name} ordered {what} by its run"
 
 
 def notify(name: str, clone: Path, text: str, ident: str, now: Instant) -> None:
     """A lead's words for its child here, journaled once (their id) as its lead's host would."""
     lanes.notify(NotifyLane(repository=str(clone), place=PlaceName(name), text=text, id=ident), now)
-    client.ensure()
 
 
 def answer(  # noqa: PLR0913 (each is one thing an answer carries)
@@ -149,7 +146,6 @@ def answer(  # noqa: PLR0913 (each is one thing an answer carries)
     found = places.find(name, clone, Settings())
     seen = AnswerGiven(at=now, question=question, text=text, by_lead=by_lead, no_lead=no_lead)
     decision = places.give(found, seen, Settings())
-    client.ensure()
     return (
         f"{decision.place.launch.place}: question {question} answered; the answer goes to the "
         "agent that asked, once it waits"
@@ -261,9 +257,10 @@ def tell_run(  # noqa: PLR0913 (each is one thing the fleet brings)
 ) -> int:
     """Journal in the run's journal what the fleet brings of its lane: news, its end; how many.
 
-    Each only while the run's lane ``lane`` is the place ``name`` and runs, each piece of news
-    once (its id), in the order brought; ``failed``: the lane could not be launched, said so,
-    and it ended unfinished. Under the journal's lock, judged on the run as it stands then.
+    Each only while the run's lane ``lane`` is the place ``name`` and runs; each piece of news
+    once (its id), in the order brought, and only for a child of an orchestrate block.
+    ``failed``: the lane could not be launched, said so, and it ended unfinished. Under the
+    journal's lock, judged on the run as it stands then.
     """
     path = journal_of(clone, run)
     if not path.is_file():
@@ -271,11 +268,10 @@ def tell_run(  # noqa: PLR0913 (each is one thing the fleet brings)
 
     def running(place: Place, ident: str | None) -> bool:
         found = place.lanes.get(lane)
-        return (
-            found is not None
-            and found.place == name
-            and found.state is LaneState.RUNNING
-            and (ident is None or ident not in found.news)
+        if found is None or found.place != name or found.state is not LaneState.RUNNING:
+            return False
+        return ident is None or (
+            ident not in found.news and any(each.lane == lane for each in children(place))
         )
 
     brought: list[tuple[Observation, str | None]] = [
@@ -292,6 +288,4 @@ def tell_run(  # noqa: PLR0913 (each is one thing the fleet brings)
         wanted = functools.partial(running, ident=ident)
         if places.command_if(path, seen, Settings(), wanted) is not None:
             given += 1
-    if given:
-        client.ensure()
     return given
