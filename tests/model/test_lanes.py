@@ -65,6 +65,7 @@ from flume.core.status import status
 from flume.core.step import pending, replay, step
 from flume.core.workflow.lanes import (
     fan_when_free,
+    lane_ended,
     lane_for,
     lanes_ended,
     launch_lane,
@@ -890,6 +891,10 @@ def test_a_spread_lane_is_heard_of_only_through_the_fleet() -> None:
         lanes = {run.lanes[lane].place: _lane_place(run, lane) for lane in LANES}
         told = lanes_ended(run, lanes, world.instant())
         assert [seen.lane for seen in told] == ([] if spread else list(LANES))
+        working = {name: evolve(found, life=Life.ACTIVE) for name, found in lanes.items()}
+        assert lanes_ended(run, working, world.instant()) == []
+        for lane, found in working.items():
+            assert lane_ended(lane, found, world.instant()) is None
         for lane in LANES:
             end_lane(world, lane, finished=True)
         (merge,) = [a for a in world.actions if isinstance(a, MergeLanes)]

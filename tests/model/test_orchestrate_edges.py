@@ -71,6 +71,8 @@ from flume.core.workflow.orchestrate import (
     children_news,
     launch_child,
     news_of,
+    spread_answerer,
+    spread_child,
 )
 from flume.core.workflow.tree import position_of
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
@@ -398,6 +400,14 @@ def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
     assert note.spread
     assert answerer(None, None, elsewhere=True) == (False, False)
     assert answerer(run, lead_session(world), elsewhere=True) == (True, False)
+    # On the run's host: the child found among the run's, and its answerer judged there.
+    assert spread_child(run, "crew--x+coder-1") == run.lanes["coder-1"]
+    assert spread_child(run, "crew--x+coder-9") is None
+    assert spread_answerer(run, "crew--x+coder-1", lead_session(world)) == (True, False)
+    assert spread_answerer(evolve(run, agent=None), "crew--x+coder-1", None) == (False, True)
+    with pytest.raises(UsageError, match="goes to the lead of crew--x") as refused:
+        spread_answerer(run, "crew--x+coder-1", None)
+    assert refused.value.exit_status == 1
 
 
 def _launched(action: LaunchLane) -> Launched:
