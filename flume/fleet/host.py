@@ -92,6 +92,18 @@ LOOK_SECONDS = 1.0
 COMMAND_SECONDS = 50.0
 #: The error type a carry ends with when its worker stops: the host left; treated as lost.
 HOST_LEFT = "HostLeft"
+#: What Temporal answers while it is away or busy: a word is handed over again later.
+_AWAY = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.ABORTED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.UNKNOWN,
+        RPCStatusCode.INTERNAL,
+    }
+)
 #: How long a lane's tidy, ordered by its run, may take before its host stops waiting for it.
 TIDY_SECONDS = 60.0
 #: Lives a place ends in, as ``flume status --json`` words them.
@@ -174,7 +186,7 @@ class FleetHost:
             self._record(asked, workflow, run, branch)
             pushed = asked.carried
             beat = Beat(host=self.name, attempt=asked.attempt, pushed=pushed, branch=branch)
-            heard = _Heard()
+            heard = _Heard(led=spread.is_led(launch.lane_line)) if launch.lane_line else _Heard()
             while True:
                 try:
                     look = await self.look()
@@ -214,17 +226,27 @@ class FleetHost:
         beat: Beat,
         heard: _Heard,
     ) -> CarryEnded | None:
-        """A spread lane's news told its run, and its end once it ended (its head pushed)."""
+        """A spread lane's news told its run, and its end once it ended (its head pushed).
+
+        News not told (Temporal away) is told on the next look, and the end only after it.
+        """
         launch, path = asked.launch, self.clone.path
-        pieces = await asyncio.to_thread(
-            spread.news, launch.place, path, frozenset(heard.told), heard.paused
-        )
-        if pieces:
-            for ident, text in pieces:
-                heard.told.add(ident)
-                heard.paused = text if ident.startswith("paused:") else ""
-            said = News(attempt=asked.attempt, pieces=[Piece(id=i, text=t) for i, t in pieces])
-            await handle.signal("news", said)
+        if heard.led:
+            pieces = await asyncio.to_thread(
+                spread.news, launch.place, path, frozenset(heard.told), heard.paused
+            )
+            if pieces:
+                said = News(attempt=asked.attempt, pieces=[Piece(id=i, text=t) for i, t in pieces])
+                try:
+                    await handle.signal("news", said)
+                except Exception:  # noqa: BLE001 (Temporal away: told on the next look)
+                    _log.warning("%s's news not told its run yet", launch.place, exc_info=True)
+                    return None
+                for ident, text in pieces:
+                    heard.told.add(ident)
+                    heard.paused = text if ident.startswith("paused:") else ""
+        if beat.life not in _ENDED_LIVES:
+            return None
         end = await asyncio.to_thread(spread.ended, launch.place, path, Instant(time.time()))
         if end is None:
             return None
@@ -524,21 +546,44 @@ class FleetHost:
     async def hand_over(self) -> int:
         """Hand this host's words for its runs' spread lanes to the fleet, in order; how many.
 
-        A word for another clone is left for its worker. One Temporal does not take (it is
-        away) stops the round: it is tried again on the next.
+        A word for another clone is left for its worker. One Temporal cannot take now (it is
+        away) stops the round: it is tried again on the next. One for a lane whose workflow
+        ended (asked again after a restart of the run's supervisor) is dropped; one that can
+        never be handed over is dropped, named, and a lane that can never be launched so is
+        told its run as ended unfinished, so the run does not wait on it.
         """
         handed = 0
         for path, word in await asyncio.to_thread(self._words):
             try:
                 await self._hand(word)
             except RPCError as error:
-                if error.status is not RPCStatusCode.NOT_FOUND:
+                if error.status in _AWAY:
                     _log.warning("the fleet did not take %s's %s: %s", word.place, word.kind, error)
                     return handed
-                _log.warning("%s is no fleet place: its %s is dropped", word.place, word.kind)
+                if error.status is RPCStatusCode.NOT_FOUND:
+                    _log.info("%s is no fleet place now: its %s is dropped", word.place, word.kind)
+                else:
+                    await asyncio.to_thread(self._give_up, word, str(error))
+            except (ValueError, TypeError, AssertionError) as error:
+                await asyncio.to_thread(self._give_up, word, str(error) or type(error).__name__)
             outbox.done(path)
             handed += 1
         return handed
+
+    def _give_up(self, word: outbox.Word, why: str) -> None:
+        """A word the fleet will never take: named, and a launch told its run as failed."""
+        _log.warning("%s's %s cannot be handed to the fleet: %s", word.place, word.kind, why)
+        if word.kind == "launch":
+            spread.tell_run(
+                self.clone.path,
+                word.run,
+                word.lane,
+                word.place,
+                Instant(time.time()),
+                told=[],
+                failed=f"the fleet did not take it: {why}",
+            )
+            supervisor.ensure()
 
     def _words(self) -> list[tuple[Path, outbox.Word]]:
         """The outbox's words for this clone, in order; one that cannot be read is removed."""
@@ -570,7 +615,7 @@ class FleetHost:
                 spread.tell_run,
                 self.clone.path,
                 word.run,
-                _lane_of(word.line),
+                word.lane,
                 word.place,
                 Instant(time.time()),
                 told=[],
@@ -698,20 +743,18 @@ class FleetHost:
 class _Heard:
     """What a carry told its lane's run so far: the news' ids, and the last pause's words."""
 
+    #: The lane is an orchestrate block's child: its lead hears its news.
+    led: bool = False
     told: set[str] = dataclasses.field(default_factory=set)
     paused: str = ""
-
-
-def _lane_of(line: str) -> str:
-    """A lane's name in its run's block, from its launch's journal line."""
-    seen = codec.decode(line)
-    return seen.launch.lane if isinstance(seen, Launched) else ""
 
 
 def _lane_launch(word: outbox.Word, fleet: Fleet, host: str, url: str) -> FleetLaunch:
     """The fleet launch of a spread lane its run's host hands over."""
     seen = codec.decode(word.line)
-    assert isinstance(seen, Launched)  # noqa: S101 (the outbox holds what the performer wrote)
+    if not isinstance(seen, Launched):
+        message = f"the outbox's launch of {word.place} holds no launch"
+        raise TypeError(message)
     launch = seen.launch
     return FleetLaunch(
         remote=url,

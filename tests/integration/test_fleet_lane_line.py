@@ -61,6 +61,7 @@ class Hosts:
         self.finish = asyncio.Event()
         self.carrying = asyncio.Event()
         self.answered = asyncio.Event()
+        self.refused = asyncio.Event()
 
     @activity.defn(name="carry")
     async def carry(self, asked: CarryAsked) -> CarryEnded:
@@ -81,6 +82,8 @@ class Hosts:
     async def run_word(self, said: RunWord) -> int:
         """The run's host: what the fleet brings of its lane, recorded."""
         self.told.append(said)
+        if any(piece.id.startswith("refused:") for piece in said.news):
+            self.refused.set()
         return 1
 
     @activity.defn(name="lane-word")
@@ -169,6 +172,7 @@ def test_a_lane_s_words_wait_for_its_host_and_its_news_and_end_reach_its_run_in_
         await _until(handle, lambda standing: standing.state == State.CARRIED)
         await handle.signal("word", LaneWord(kind="answer", question="q1", text="Hello", id="a1"))
         await hosts.answered.wait()
+        await hosts.refused.wait()
         hosts.finish.set()
         await _until(handle, lambda standing: "waits for its run" in standing.words)
         assert [word.kind for _queue, word in hosts.given] == ["notify", "answer"]

@@ -88,6 +88,12 @@ def launch(line: str, clone: Path, carried: Sha | None) -> BranchName:
     return made.branch
 
 
+def is_led(line: str) -> bool:
+    """The lane whose launch ``line`` is, is an orchestrate block's child (its lead hears it)."""
+    seen = codec.decode(line)
+    return isinstance(seen, Launched) and seen.launch.led
+
+
 def ended(name: str, clone: Path, now: Instant) -> LaneEnded | None:
     """The lane's end as its run is to be told it, once it ended here; None while it runs."""
     found = _place(name, clone)

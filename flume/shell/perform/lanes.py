@@ -125,6 +125,7 @@ def _hand_to_fleet(action: LaunchLane, seen: Launched, at: Instant) -> list[Obse
             place=action.launch.place,
             run=action.parent,
             repository=action.repository,
+            lane=action.lane,
             line=codec.encode(seen),
             branch=branch,
             start=action.start or "",

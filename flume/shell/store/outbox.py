@@ -46,9 +46,11 @@ class Word:
     kind: str
     #: The lane's (or child's) place, which is its workflow's id in the fleet.
     place: str
-    #: The run that launched it, here, in ``repository`` (this host's clone).
+    #: The run that launched it, here, in ``repository`` (this host's clone), and its name in
+    #: the run's block (``launch``).
     run: str
     repository: str
+    lane: str = ""
     #: ``launch``: the lane's launch as its journal's first line would be (the codec's line).
     line: str = ""
     #: ``launch``: its branch, and the commit it is cut from (the run's head at the block).
