@@ -309,14 +309,7 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     child = evolve(child, start=run.entry)
     places = {child.launch.place: child}
     assert children_news(run, places, Instant(9.0)) == []
-    attempt = Attempt(
-        key="coder",
-        stage=StageName("coder"),
-        attempt=1,
-        agent=AgentName.TEST,
-        session=SessionId("c1"),
-        started_at=Instant(1.0),
-    )
+    attempt = _coder_attempt()
     question = Question(
         id="q1",
         text="Hi?",
@@ -379,14 +372,7 @@ def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
     assert launch.launch.spread
     assert run.lanes["coder-1"].spread
     child = evolve(step(S, None, _launched(launch)).place, start=run.entry)
-    attempt = Attempt(
-        key="coder",
-        stage=StageName("coder"),
-        attempt=1,
-        agent=AgentName.TEST,
-        session=SessionId("c1"),
-        started_at=Instant(1.0),
-    )
+    attempt = _coder_attempt()
     started = evolve(child, attempts=pvector([attempt]))
     assert children_news(run, {child.launch.place: started}, Instant(9.0)) == []
     assert news_of(run.lanes["coder-1"], started) == [
@@ -408,6 +394,18 @@ def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
     with pytest.raises(UsageError, match="goes to the lead of crew--x") as refused:
         spread_answerer(run, "crew--x+coder-1", None)
     assert refused.value.exit_status == 1
+
+
+def _coder_attempt() -> Attempt:
+    """A child's first attempt at its coder step, by the test agent, session ``c1``."""
+    return Attempt(
+        key="coder",
+        stage=StageName("coder"),
+        attempt=1,
+        agent=AgentName.TEST,
+        session=SessionId("c1"),
+        started_at=Instant(1.0),
+    )
 
 
 def _launched(action: LaunchLane) -> Launched:

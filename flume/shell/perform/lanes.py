@@ -143,14 +143,7 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
     written is logged, and its run goes on: what the run does next never waits on its lanes'.
     """
     if action.spread:
-        word = outbox.Word(
-            kind="order",
-            place=action.place,
-            run="",
-            repository=action.repository,
-            order=action.order.value,
-        )
-        outbox.put(word)
+        _to_fleet("order", action.place, action.repository, order=action.order.value)
         return []
     path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
     if not path.is_file():
@@ -168,6 +161,16 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
     return []
 
 
+def _to_fleet(  # noqa: PLR0913 (each is one thing a word carries)
+    kind: str, place: str, repository: str, *, order: str = "", text: str = "", ident: str = ""
+) -> None:
+    """WF-SPREAD: what the run asks of a lane on another host, into the outbox for the fleet."""
+    word = outbox.Word(
+        kind=kind, place=place, run="", repository=repository, order=order, text=text, id=ident
+    )
+    outbox.put(word)
+
+
 def notify(action: NotifyLane, at: Instant) -> list[Observation]:
     """Journal a lead's words into its child's journal (``Notified``), under the journal's lock.
 
@@ -176,15 +179,7 @@ def notify(action: NotifyLane, at: Instant) -> list[Observation]:
     written is logged, and the run goes on.
     """
     if action.spread:
-        word = outbox.Word(
-            kind="notify",
-            place=action.place,
-            run="",
-            repository=action.repository,
-            text=action.text,
-            id=action.id,
-        )
-        outbox.put(word)
+        _to_fleet("notify", action.place, action.repository, text=action.text, ident=action.id)
         return []
     path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
     if not path.is_file():
