@@ -449,8 +449,14 @@ def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> 
     view = status(asked.place)
     assert view.paused is None
     assert view.asking == "q1: Hi?"
-    with pytest.raises(UsageError, match="goes to the lead of crew--x"):
+    with pytest.raises(UsageError, match="goes to the lead of crew--x") as refused:
         step(S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    assert "from its own session" in str(refused.value)
+    # A spread child's own host sends whoever answers there to its run's (WF-SPREAD).
+    spread = evolve(asked.place, launch=attrs.evolve(asked.place.launch, spread=True))
+    with pytest.raises(UsageError, match="on the host that carries crew--x") as elsewhere:
+        step(S, spread, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    assert elsewhere.value.exit_status == 1
     by_caller = AnswerGiven(at=Instant(2.0), question="q1", text="Hi", no_lead=True)
     assert step(S, asked.place, by_caller).place.questions[0].answer == "Hi"  # no lead lives
     answered = step(
