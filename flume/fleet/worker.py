@@ -42,6 +42,11 @@ from flume.shell.tools import git
 _log = logging.getLogger("flume.fleet")
 #: Seconds between two looks at the outbox: a spread lane's word reaches the fleet this soon.
 HAND_SECONDS = 0.5
+#: How long a workflow's next task waits for the worker that ran its last one (Temporal's
+#: sticky queue) before any worker of the fleet may run it. The SDK's 10 s would hold a place
+#: whose host was lost, when that host's worker also ran its workflow, 10 s past the heartbeat
+#: window before it is named host-lost; a task taken elsewhere costs a replay of its history.
+STICKY_FOR = timedelta(seconds=1)
 
 
 async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None] = print) -> int:
@@ -61,6 +66,7 @@ async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None
         workflow_runner=UnsandboxedWorkflowRunner(),
         activities=[host.carry],
         max_concurrent_activities=fleet.slots,
+        sticky_queue_schedule_to_start_timeout=STICKY_FOR,
         graceful_shutdown_timeout=timedelta(seconds=5),
         identity=f"{name}@{os.getpid()}",
     )
