@@ -187,7 +187,7 @@ BAD = {
             'deliverable = "magic"\n'
         ),
         "stage 1",
-        "deliverable 'magic'",
+        'deliverable = "magic" is not a gate',
     ),
     "unknown_key": ("wat = 1\n", "unknown top-level keys wat", "a scenario has"),
     "mark_not_text": (LAUNCH.replace("\n\n", "\nmark = 5\n"), ":1:", "mark must be text"),
