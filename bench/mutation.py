@@ -66,15 +66,16 @@ def tally(typed: set[str]) -> int:
     """Print each module's counts and scores, then the survivors; the number surviving."""
     counts: dict[str, Counter[str]] = {}
     survivors: list[str] = []
-    for meta in sorted((ROOT / "mutants" / "flume" / "core").glob("*.py.meta")):
-        module = meta.name.removesuffix(".py.meta")
+    core = ROOT / "mutants" / "flume" / "core"
+    for meta in sorted(core.rglob("*.py.meta")):
+        module = meta.relative_to(core).as_posix().removesuffix(".py.meta")
         codes = json.loads(meta.read_text())["exit_code_by_key"]
         found = {name: verdict(name, code, typed) for name, code in codes.items()}
         counts[module] = Counter(found.values())
         survivors += sorted(name for name, status in found.items() if status == "survived")
     total: Counter[str] = Counter()
     print(
-        f"{'module':<10} {'mutants':>7} {'killed':>7} {'mypy':>5} {'survived':>8} {'timeout':>7} "
+        f"{'module':<20} {'mutants':>7} {'killed':>7} {'mypy':>5} {'survived':>8} {'timeout':>7} "
         f"{'unchecked':>9} {'tests':>7} {'+mypy':>7}"
     )
     for module, found in [*counts.items(), ("all", None)]:
@@ -87,7 +88,7 @@ def tally(typed: set[str]) -> int:
         tests = f"{caught / run:.1%}" if run else "-"
         both = f"{(caught + count['mypy']) / checked:.1%}" if checked else "-"
         print(
-            f"{module:<10} {sum(count.values()):>7} {count['killed']:>7} {count['mypy']:>5} "
+            f"{module:<20} {sum(count.values()):>7} {count['killed']:>7} {count['mypy']:>5} "
             f"{count['survived']:>8} {count['timeout']:>7} "
             f"{count['not checked'] + count['no tests']:>9} {tests:>7} {both:>7}"
         )

@@ -466,9 +466,10 @@ def _at_step(
     """The place a command naming ``step`` is for, and the step to check there (STEP-NAMED).
 
     A run standing at a parallel has no agent: a step of one of its lanes is the lane's place's
-    (:func:`flume.core.lanes.lane_for`). Otherwise the place itself, whose rules check the step.
+    (:func:`flume.core.workflow.lanes.lane_for`). Otherwise the place itself, whose rules check
+    the step.
     """
-    from flume.core.lanes import lane_for
+    from flume.core.workflow.lanes import lane_for
     from flume.shell.store import places
 
     where = Path(repository) if repository is not None else None
@@ -706,8 +707,8 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
 
 def _went_on(place: Place, how: str) -> str:
     """What a resume or raise did: the step starts again, the run ended, or it paused again."""
-    from flume.core.budget import budget_words
     from flume.core.place import Life, Paused
+    from flume.core.workflow.budget import budget_words
 
     name = _name(place)
     stage = place.stage
@@ -907,11 +908,11 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
 def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
     """WF-ASK-ONE-ANSWERER: whether the command is the live lead's, and whether no lead lives.
 
-    The facts for :func:`flume.core.orchestrate.answerer`: the run that launched the place, as
-    its journal stands, and this command's session (``$FLUME_SESSION``).
+    The facts for :func:`flume.core.workflow.orchestrate.answerer`: the run that launched the
+    place, as its journal stands, and this command's session (``$FLUME_SESSION``).
     """
-    from flume.core.orchestrate import answerer
     from flume.core.settings import Settings
+    from flume.core.workflow.orchestrate import answerer
     from flume.shell.commands import verbs
     from flume.shell.store import places
 
@@ -1354,14 +1355,15 @@ def simulate_versions(path: str | Path, kind_file: str | Path) -> Versioned:
     --kind-file`` reads it, with the same checks, and checked against the journal's launch as a
     launch would be (its waits name its stages; a tests gate needs the tests command the launch
     froze). The journal is then folded twice, step by step, once as journaled and once with the
-    file's kind in its launch (:func:`flume.core.versions.compare`), up to the first observation
-    decided differently. A file or journal at fault raises :class:`UsageError` naming it.
+    file's kind in its launch (:func:`flume.core.workflow.versions.compare`), up to the first
+    observation decided differently. A file or journal at fault raises :class:`UsageError` naming
+    it.
     """
     from flume.api_records import Versioned
     from flume.core.launch import check_launch
     from flume.core.observations import Launched as LaunchSeen
     from flume.core.settings import Settings
-    from flume.core.versions import compare, relaunched
+    from flume.core.workflow.versions import compare, relaunched
     from flume.shell.declared.kinds import read_kind_file
 
     where, file = Path(path), Path(kind_file)

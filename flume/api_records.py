@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from flume.core.errors import Problem
     from flume.core.status import PlaceStatus
     from flume.core.step import TraceRow
-    from flume.core.versions import Comparison
+    from flume.core.workflow.versions import Comparison
     from flume.shell.declared.scenario import Restarted
     from flume.shell.perform.launch_words import Made
     from flume.shell.supervisor.protocol import DaemonReport

@@ -19,7 +19,7 @@ from flume.core.observations import Launched, Observation
 from flume.core.settings import MAX_SENDS
 from flume.core.status import PlaceStatus, status
 from flume.core.step import TraceRow
-from flume.core.versions import Decided
+from flume.core.workflow.versions import Decided
 from flume.shell.declared.scenario import Restarted
 from flume.shell.host import STATUS_FORMAT
 from flume.shell.store.codec import FORMAT, codec

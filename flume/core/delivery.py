@@ -33,7 +33,6 @@ import string
 import attrs
 
 from flume.core.actions import EndAgent, Event, Report, SendPrompt
-from flume.core.budget import spent_budget
 from flume.core.ids import Instant, Marker, SessionId
 from flume.core.kinds import describe_deliverable, loop_named
 from flume.core.observations import (
@@ -59,6 +58,7 @@ from flume.core.place import (
     leading,
 )
 from flume.core.settings import MAX_SENDS, Settings
+from flume.core.workflow.budget import spent_budget
 
 
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
@@ -147,7 +147,7 @@ def render_prompt(place: Place) -> str:
         # A workflow's prompt need not name $words: the attempt's words come last all the same.
         text = f"{text}\n\nFor this attempt:\n\n{words}"
     for note in place.notes:
-        # A lead's words that came before this agent could be told (flume.core.orchestrate).
+        # A lead's words that came before this agent could be told (workflow/orchestrate.py).
         text = f"{text}\n\n{note}"
     if (
         place.stage.attempt > 1
@@ -164,7 +164,7 @@ def render_prompt(place: Place) -> str:
 
 
 def _over_budget(place: Place) -> bool:
-    """WF-BUDGET-PAUSES: nothing is sent over a budget; the stage pauses (flume.core.gates)."""
+    """WF-BUDGET-PAUSES: nothing is sent over a budget; the stage pauses (workflow/gates.py)."""
     return spent_budget(place.budgets, place.spent, place.stage.turns, place.now) is not None
 
 

@@ -15,9 +15,10 @@ read as gates, beside :class:`Verdict`, :class:`Artifact`, :class:`PassingTests`
 :class:`Approval`. A step keeps its gate in the field ``deliverable``, the name format 1 journals
 spell it with.
 
-Steps, Sequences and Loops run in the run's own place (:mod:`flume.core.workflow`,
-:mod:`flume.core.gates`); a Parallel's branches each run in a lane, a place of its own
-(:mod:`flume.core.lanes`); :mod:`flume.core.caps` plans the worst case the caps allow.
+Steps, Sequences and Loops run in the run's own place (:mod:`flume.core.workflow.tree`,
+:mod:`flume.core.workflow.gates`); a Parallel's branches each run in a lane, a place of its own
+(:mod:`flume.core.workflow.lanes`); :mod:`flume.core.workflow.caps` plans the worst case the caps
+allow.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ class Parallel:
 
 @attrs.frozen(kw_only=True, cache_hash=True)
 class Orchestrate:
-    """A lead agent supervising children (:mod:`flume.core.orchestrate`).
+    """A lead agent supervising children (:mod:`flume.core.workflow.orchestrate`).
 
     The lead is a step of the run, its agent in the run's own worktree. Its children are lanes
     (places of their own, as a parallel's): the static ``branches`` start at the block's entry,

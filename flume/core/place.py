@@ -29,7 +29,6 @@ from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.actions import Action, Land, MergeLanes, OpenPR, Push
-from flume.core.budget import Spent
 from flume.core.choices import AgentName
 from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName
 from flume.core.kinds import (
@@ -75,7 +74,8 @@ from flume.core.observations import (
     Told,
 )
 from flume.core.settings import Settings
-from flume.core.workflow import Position, key
+from flume.core.workflow.budget import Spent
+from flume.core.workflow.tree import Position, key
 
 
 class Life(enum.Enum):
@@ -531,7 +531,7 @@ class LaneRun:
 
 
 class JoinStage(enum.Enum):
-    """Where an orchestrate block's join stands (:mod:`flume.core.orchestrate`)."""
+    """Where an orchestrate block's join stands (:mod:`flume.core.workflow.orchestrate`)."""
 
     OPEN = "open"  #: children may still run; the lead's gate waits
     MERGING = "merging"  #: every child is terminal; the finished ones are being merged
@@ -1028,7 +1028,7 @@ def has_deliverable(place: Place) -> bool:
                 and (place.change_archived or not archived)
             )
         case Verdict() | Artifact() | PassingTests() | Approval():
-            # Judged when the agent's turn ends (flume.core.gates), never as evidence appears.
+            # Judged when the agent's turn ends (workflow/gates.py), never as evidence appears.
             return False
         case _:
             assert_never(deliverable)

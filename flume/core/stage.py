@@ -29,7 +29,7 @@ from __future__ import annotations
 import attrs
 from pyrsistent import pvector
 
-from flume.core import budget, delivery, tell, transcripts, workflow
+from flume.core import delivery, tell, transcripts
 from flume.core.actions import (
     Action,
     ActionName,
@@ -42,7 +42,6 @@ from flume.core.actions import (
     RunSetup,
     StartAgent,
 )
-from flume.core.budget import Spent
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, SessionId, StageName
 from flume.core.kinds import (
@@ -118,7 +117,9 @@ from flume.core.place import (
     with_activity,
 )
 from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
-from flume.core.workflow import Position
+from flume.core.workflow import budget, tree
+from flume.core.workflow.budget import Spent
+from flume.core.workflow.tree import Position
 
 #: The phases in which a stage's agent is running toward its deliverable.
 _RUNNING = (AwaitingInput, Delivering, Working, Judging)
@@ -183,7 +184,7 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
             f"kind {seen.kind.name} has a verdict gate, and the launch names no blackboard",
             "launch it with flume launch, which makes the place's board",
         )
-    position = workflow.first(seen.kind.body)
+    position = tree.first(seen.kind.body)
     first = _block_step(seen.kind, position.step)
     path = place_path(seen.launch)
     branch = place_branch(seen.kind, seen.launch.name)
@@ -908,8 +909,8 @@ def finish_stage(place: Place, now: Instant, *, done: bool) -> Outcome:
         return place, (*actions, merge_action(place))
     place = evolve(place, completed=place.completed.append(StageName(ended_key)))
     ended = Report(event=Event.STAGE_ENDED, text=f"stage {ended_key} ended", stage=ended_name)
-    position = place.stage.position or workflow.Position(step=ended_name)
-    went = workflow.advance(place.kind.body, position, done=done)
+    position = place.stage.position or tree.Position(step=ended_name)
+    went = tree.advance(place.kind.body, position, done=done)
     maxed: list[Action] = []
     for each in went.maxed:
         place = evolve(place, maxed=place.maxed.append(f"{each.loop}@{each.passes}"))

@@ -16,7 +16,6 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from flume.core.budget import budget_words
 from flume.core.choices import AgentName
 from flume.core.ids import (
     BranchName,
@@ -41,9 +40,7 @@ from flume.core.kinds import (
     lane_names,
 )
 from flume.core.launch import followed_by
-from flume.core.messages import answer_command, question_words
 from flume.core.observations import Activity
-from flume.core.orchestrate import children
 from flume.core.place import (
     AwaitingInput,
     AwaitingWord,
@@ -70,6 +67,9 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.transcripts import current_transcript, found
+from flume.core.workflow.budget import budget_words
+from flume.core.workflow.lanes import children
+from flume.core.workflow.messages import answer_command, question_words
 
 
 class PhaseWord(enum.StrEnum):

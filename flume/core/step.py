@@ -17,18 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import (
-    delivery,
-    finalize,
-    gates,
-    lanes,
-    messages,
-    orchestrate,
-    stage,
-    tell,
-    tidy,
-    transcripts,
-)
+from flume.core import delivery, stage, tell, tidy, transcripts
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -113,6 +102,7 @@ from flume.core.place import (
     finalize_action,
 )
 from flume.core.settings import Settings
+from flume.core.workflow import finalize, gates, lanes, messages, orchestrate
 
 #: A follow-up: a rule any observation may trigger, given the place after the observation's own.
 FollowUp = Callable[[Settings, Place, Instant], Outcome]
@@ -193,7 +183,7 @@ def _turn_ended(place: Place, seen: TurnEnded) -> Decision:
 
     No follow-up runs: a stage gated by one of the five deliverables is as it was (its spending
     counted), and the one action is the report; a workflow gate's stage asks for its reading
-    or pauses (:func:`flume.core.gates.on_turn_ended`).
+    or pauses (:func:`flume.core.workflow.gates.on_turn_ended`).
     """
     report = Report(
         event=Event.TURN_ENDED,
@@ -297,11 +287,11 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case ResolveAsked():
             return lanes.on_resolve(place, seen)
         case LaneEnded():
-            if orchestrate.children(place):
+            if lanes.children(place):
                 return orchestrate.on_child_ended(place, seen)
             return lanes.on_lane_ended(place, seen)
         case LanesMerged():
-            return lanes.on_lanes_merged(place, seen)
+            return orchestrate.on_lanes_merged(place, seen)
         case MergeConflicted():
             return lanes.on_merge_conflicted(place, seen)
         case ProgressSaid():
@@ -407,6 +397,7 @@ def pending(place: Place) -> tuple[Action, ...]:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
+    found.extend(orchestrate.pending(place))
     found.extend(lanes.pending(place))
     act = finalize_action(place)
     # Finalize's land is pending as a submission is, above: once.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import attrs
 from pyrsistent import pvector
 
-from flume.core import budget
 from flume.core.actions import Event, Report, SendTell
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
@@ -36,6 +35,7 @@ from flume.core.place import (
     is_live,
 )
 from flume.core.settings import MAX_SENDS, Settings
+from flume.core.workflow import budget
 
 
 def tell_marker(place: Place, number: int) -> Marker:
@@ -113,7 +113,7 @@ def _over_budget(place: Place, now: Instant) -> bool:
     """WF-BUDGET-PAUSES: a run over a budget sends nothing more, a tell no more than a prompt.
 
     Its stage, its gate met, ends as it would (its held tells dropped, named); one short of its
-    gate is paused first (:func:`flume.core.gates.pause_when_spent`).
+    gate is paused first (:func:`flume.core.workflow.gates.pause_when_spent`).
     """
     return budget.spent_budget(place.budgets, place.spent, place.stage.turns, now) is not None
 

@@ -11,10 +11,8 @@ import pytest
 from pyrsistent import pvector
 
 from flume.core.actions import Event, JudgeGate, SendTell, StartAgent
-from flume.core.budget import Spent, budget_words
 from flume.core.choices import AgentName
 from flume.core.errors import UsageError
-from flume.core.gates import judge
 from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
 from flume.core.kinds import (
     Budgets,
@@ -44,7 +42,9 @@ from flume.core.settings import Settings
 from flume.core.stage import agent_for
 from flume.core.status import status
 from flume.core.step import pending, step
-from flume.core.workflow import Pass, Position, advance, first, position_of
+from flume.core.workflow.budget import Spent, budget_words
+from flume.core.workflow.gates import judge
+from flume.core.workflow.tree import Pass, Position, advance, first, position_of
 from tests.model.test_workflow_run import reviewed, through_plan, world_of
 from tests.model.world import FakeWorld
 

@@ -35,7 +35,6 @@ from flume.core.kinds import (
     Step,
     Verdict,
 )
-from flume.core.lanes import fan_when_free, lane_for, lanes_ended, launch_lane, takes_order
 from flume.core.launch import check_launch
 from flume.core.observations import (
     AgentExited,
@@ -64,6 +63,7 @@ from flume.core.settings import Settings
 from flume.core.stage import _block_step
 from flume.core.status import status
 from flume.core.step import pending, replay, step
+from flume.core.workflow.lanes import fan_when_free, lane_for, lanes_ended, launch_lane, takes_order
 from tests.model.world import FakeWorld
 
 S = Settings()

@@ -38,10 +38,11 @@ from flume.core.observations import (
     NotifySaid,
     SpawnSaid,
 )
-from flume.core.orchestrate import PAUSED, children, launch_child
 from flume.core.place import JoinStage, LaneState, Life, Place, leading
 from flume.core.settings import Settings
 from flume.core.status import status
+from flume.core.workflow.lanes import children
+from flume.core.workflow.orchestrate import PAUSED, launch_child
 from tests.model.world import FakeWorld
 
 S = Settings()

@@ -1,7 +1,7 @@
 """An orchestrate block's edges: each refusal, each child's news, the joins, restarts, the kind.
 
 Example tests over the FakeWorld (the run) and the pure functions the supervisor calls with
-the children's places (:func:`flume.core.orchestrate.children_news`).
+the children's places (:func:`flume.core.workflow.orchestrate.children_news`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 from pyrsistent import pset, pvector
 
 from flume.core.actions import LaunchLane, MergeLanes, OrderLane, Report
-from flume.core.caps import worst_case
 from flume.core.choices import AgentName
 from flume.core.delivery import render_prompt, workflow_fields
 from flume.core.errors import UsageError
@@ -32,7 +31,6 @@ from flume.core.kinds import (
     steps,
     with_prompts,
 )
-from flume.core.lanes import lane_for
 from flume.core.observations import (
     Activity,
     AnswerGiven,
@@ -47,7 +45,6 @@ from flume.core.observations import (
     ResolveAsked,
     SpawnSaid,
 )
-from flume.core.orchestrate import PAUSED, answerer, children, children_news, launch_child
 from flume.core.place import (
     Agent,
     Attempt,
@@ -66,7 +63,10 @@ from flume.core.place import (
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import pending, replay, step
-from flume.core.workflow import position_of
+from flume.core.workflow.caps import worst_case
+from flume.core.workflow.lanes import children, lane_for
+from flume.core.workflow.orchestrate import PAUSED, answerer, children_news, launch_child
+from flume.core.workflow.tree import position_of
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
 from tests.model.world import FakeWorld
 

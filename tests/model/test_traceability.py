@@ -77,10 +77,10 @@ def test_top_level_rules_are_all_there() -> None:
 def test_every_rule_id_is_named_in_the_core() -> None:
     """Each rule id is named in a docstring of the core code that carries it out."""
     text = ""
-    for module in pkgutil.iter_modules(flume.core.__path__):
-        if module.name == "rules":
+    for module in pkgutil.walk_packages(flume.core.__path__, "flume.core."):
+        if module.name == "flume.core.rules":
             continue
-        loaded = importlib.import_module(f"flume.core.{module.name}")
+        loaded = importlib.import_module(module.name)
         text += inspect.getsource(loaded)
     missing = sorted(rule_id for rule_id in RULES if rule_id not in _ids(text))
     assert not missing, f"rule ids no core code names: {missing}"

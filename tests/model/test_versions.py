@@ -1,8 +1,8 @@
 """A journal folded under a changed definition: the first decision that differs, or the same.
 
-Example tests of :mod:`flume.core.versions`, on journals the FakeWorld makes of a workflow's run
-(plan, a review loop, an approval); the rules themselves are named by the workflow machine's
-``definition_edited`` rule and ``kind_frozen_at_launch`` invariant (tests/model/
+Example tests of :mod:`flume.core.workflow.versions`, on journals the FakeWorld makes of a
+workflow's run (plan, a review loop, an approval); the rules themselves are named by the workflow
+machine's ``definition_edited`` rule and ``kind_frozen_at_launch`` invariant (tests/model/
 test_workflow_run.py).
 """
 
@@ -18,7 +18,7 @@ from flume.core.ids import BlockName, KindName, PlaceName, StageName
 from flume.core.kinds import Budgets, Commit, Join, Kind, Parallel, Sequence, Step, Verdict
 from flume.core.observations import Launched, Tick
 from flume.core.settings import Settings
-from flume.core.versions import Decided, Difference, compare, differences, relaunched
+from flume.core.workflow.versions import Decided, Difference, compare, differences, relaunched
 from tests.model.test_workflow_run import review, reviewed, through_plan, world_of
 
 S = Settings()

@@ -15,7 +15,6 @@ import attrs
 import pytest
 from pyrsistent import pmap, pvector
 
-from flume.core.caps import worst_case
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, Instant, KindName, StageName
 from flume.core.kinds import (
@@ -52,6 +51,7 @@ from flume.core.observations import Launched
 from flume.core.place import has_deliverable
 from flume.core.settings import Settings
 from flume.core.step import step
+from flume.core.workflow.caps import worst_case
 from tests.model.test_rules import launch
 
 
@@ -180,7 +180,7 @@ def test_gates_read_in_words() -> None:
 def test_a_workflow_gate_is_never_a_deliverable_this_flume_judges() -> None:
     """A stage gated on a workflow gate never counts as delivered on evidence.
 
-    Its turn's end judges it (flume.core.gates); the place is made by hand with such a stage.
+    Its turn's end judges it (workflow/gates.py); the place is made by hand with such a stage.
     """
     fix = BUILTIN_KINDS[KindName("fix")]
     made = step(Settings(), None, Launched(at=Instant(0), launch=launch(), kind=fix)).place

@@ -57,8 +57,8 @@ from flume.core.place import (
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import pending, step
-from flume.core.versions import compare
-from flume.core.workflow import Pass, Position, advance, first, key
+from flume.core.workflow.tree import Pass, Position, advance, first, key
+from flume.core.workflow.versions import compare
 from tests.model.world import FakeWorld
 
 S = Settings()

@@ -36,7 +36,6 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
-from flume.core.lanes import parallel_of
 from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
@@ -48,6 +47,7 @@ from flume.core.place import LaneState, Life, Place, TidyNotWanted
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
+from flume.core.workflow.lanes import parallel_of
 from flume.shell.perform import launcher
 from flume.shell.perform.performer import branch_facts, lane_entry, worktree_facts
 from flume.shell.store import journal, places

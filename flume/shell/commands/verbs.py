@@ -29,7 +29,7 @@ from flume.core.observations import Launched, Observation
 from flume.core.place import evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
-from flume.core.workflow import position_of
+from flume.core.workflow.tree import position_of
 
 # Re-exported: the caller's commands are where they were always found.
 from flume.shell.commands.input_checks import MAX_TEXT_BYTES as MAX_TEXT_BYTES  # noqa: PLC0414

@@ -1,6 +1,7 @@
 """Finalize, the shell's part: the run's branch pushed, its pull request command run once.
 
-Theory of operation. The core asks for one finalize act at a time (:mod:`flume.core.finalize`).
+Theory of operation. The core asks for one finalize act at a time
+(:mod:`flume.core.workflow.finalize`).
 
 ``Push`` is observed before it acts: when ``git ls-remote`` finds the remote holding the run's
 branch at the head the core named, it is reported pushed and nothing is pushed. Otherwise git

@@ -1,6 +1,6 @@
 """Reading a workflow step's gate for the core to judge, and archiving a step's old verdict.
 
-The shell reads; the core judges (:mod:`flume.core.gates`). A verdict is
+The shell reads; the core judges (:mod:`flume.core.workflow.gates`). A verdict is
 ``<board>/<step>/verdict.json``: what is found is its ``result`` and ``summary`` as written, or
 why it cannot be read. An artifact is a file in the worktree. A tests gate runs each declared
 command in the worktree, as argv with no shell, all within the gate's deadline; the first that

@@ -1,7 +1,7 @@
 """A parallel block's lanes, the shell's part: launched, ordered, and merged into their run.
 
-Theory of operation. A lane is a place of its own (:mod:`flume.core.lanes`): launching it is
-journaling its ``Launched`` as a ``flume launch`` would, in the same journals folder, and the
+Theory of operation. A lane is a place of its own (:mod:`flume.core.workflow.lanes`): launching it
+is journaling its ``Launched`` as a ``flume launch`` would, in the same journals folder, and the
 supervisor finds the new journal and carries the lane as it carries any place. What its run
 orders it (drop, tidy) is journaled in the lane's journal as the command a person would give,
 checked against the lane's own rules first, so no line its rules refuse is ever written there
@@ -31,7 +31,6 @@ from flume.core.actions import (
 )
 from flume.core.errors import UsageError
 from flume.core.ids import Instant, Sha
-from flume.core.lanes import takes_order
 from flume.core.observations import (
     ActionFailed,
     DropAsked,
@@ -46,6 +45,7 @@ from flume.core.observations import (
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import step
+from flume.core.workflow.lanes import takes_order
 from flume.shell.perform import launcher
 from flume.shell.perform.lander import base_lock
 from flume.shell.process import Ran

@@ -29,7 +29,6 @@ import attrs
 from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap
 
-from flume.core.caps import WorstCase, worst_case
 from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
@@ -39,6 +38,7 @@ from flume.core.observations import Launched
 from flume.core.place import Life
 from flume.core.settings import Settings
 from flume.core.step import replay, step
+from flume.core.workflow.caps import WorstCase, worst_case
 from flume.shell import agents, process
 from flume.shell.declared import config
 from flume.shell.declared.kinds import read_kind_file

@@ -57,11 +57,11 @@ from flume.core.observations import (
     SpawnSaid,
     SubmitAsked,
 )
-from flume.core.orchestrate import answerer
 from flume.core.place import Short, lanes_in_order
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
+from flume.core.workflow.orchestrate import answerer
 from flume.shell.store import places
 
 #: The variable that names a sandboxed agent's inbox to the commands it runs.

@@ -39,18 +39,18 @@ import attrs
 from flume.core.actions import Action, ActionName, KeepBranch, KeepPlace, Report
 from flume.core.errors import UsageError
 from flume.core.ids import Instant, PlaceName
-from flume.core.lanes import lanes_ended
 from flume.core.launch import followed_by
 from flume.core.observations import (
     ActionFailed,
     Observation,
     Tick,
 )
-from flume.core.orchestrate import children_news
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
 from flume.core.step import pending, step
+from flume.core.workflow.lanes import lanes_ended
+from flume.core.workflow.orchestrate import children_news
 from flume.shell import environment, process
 from flume.shell.host import STATUS_FORMAT
 from flume.shell.observe.branches import BranchHeads

@@ -1,11 +1,11 @@
 """Where a run stands in its kind's block tree, and where it goes when a step ends.
 
-Theory of operation: a place runs one step at a time, or stands at a parallel block while its
-lanes (places of their own, :mod:`flume.core.lanes`) run its branches. Which step or parallel,
-in which pass of each loop around it, is a :class:`Position`; its :func:`key` addresses the
-attempt (``review-loop@2/review``), in markers, completed stages and status. A step of no loop
-has its name as its key, so a kind of Steps in a Sequence keys, marks and journals its stages
-exactly as before loops existed.
+Theory of operation: a place runs one step at a time, or stands at a parallel block while its lanes
+(places of their own, :mod:`flume.core.workflow.lanes`) run its branches. Which step or parallel, in
+which pass of each loop around it, is a :class:`Position`; its :func:`key` addresses the attempt
+(``review-loop@2/review``), in markers, completed stages and status. A step of no loop has its name
+as its key, so a kind of Steps in a Sequence keys, marks and journals its stages exactly as before
+loops existed.
 
 :func:`advance` is the one pure function that moves a run: given the body, the position of the
 step that just passed its gate and whether its verdict said ``done``, it returns the position
@@ -97,10 +97,10 @@ def first(block: Block, passes: tuple[Pass, ...] = ()) -> Position:
         case Loop(name=name, body=body):
             return first(body, (*passes, Pass(loop=name, number=1)))
         case Parallel(name=name):
-            # The run stands at the block itself while its lanes run (flume.core.lanes).
+            # The run stands at the block itself while its lanes run (flume.core.workflow.lanes).
             return Position(step=StageName(name), passes=passes)
         case Orchestrate(lead=lead):
-            # The run's own step is the lead; its children run in lanes (flume.core.orchestrate).
+            # The run's own step is the lead; its children run in lanes (orchestrate.py).
             return Position(step=lead.name, passes=passes)
         case _:
             assert_never(block)

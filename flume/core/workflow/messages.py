@@ -1,17 +1,16 @@
 """Messages along a step's declared edges: progress reported, questions asked and answered.
 
-Theory of operation. A step declares the edges its agent may message along (``may``,
-WF-EDGES); its agent runs them in its place, found by ``$FLUME_SESSION`` as ``flume needs`` is.
-``flume progress`` is journaled and shown in status. ``flume ask`` asks a question: with no lead
-above the asker (no orchestrate block's lead over it), the caller is the one who answers
-(WF-ASK-ONE-ANSWERER; an orchestrate's child's question goes to its lead, who alone answers
-it: :mod:`flume.core.orchestrate`) and the run shows itself paused, ``question``, naming it and
-the command that answers it (WF-ASK-PAUSES-WITHOUT-LEAD); the asker's agent stays live,
-waiting. While its question is open, its gate is not judged at the end of a turn and its stall
-clock stops (WF-ASK-DEFERS-GATE). ``flume answer`` gives the answer once: it goes to the asker
-as a tell, so it counts only when the asker's transcript holds it, sent twice at most
-(WF-MESSAGE-TRANSCRIPT, as R6). Commands the edges or the place's state do not allow are
-refused, journaling nothing.
+Theory of operation. A step declares the edges its agent may message along (``may``, WF-EDGES); its
+agent runs them in its place, found by ``$FLUME_SESSION`` as ``flume needs`` is. ``flume progress``
+is journaled and shown in status. ``flume ask`` asks a question: with no lead above the asker (no
+orchestrate block's lead over it), the caller is the one who answers (WF-ASK-ONE-ANSWERER; an
+orchestrate's child's question goes to its lead, who alone answers it:
+:mod:`flume.core.workflow.orchestrate`) and the run shows itself paused, ``question``, naming it and
+the command that answers it (WF-ASK-PAUSES-WITHOUT-LEAD); the asker's agent stays live, waiting.
+While its question is open, its gate is not judged at the end of a turn and its stall clock stops
+(WF-ASK-DEFERS-GATE). ``flume answer`` gives the answer once: it goes to the asker as a tell, so it
+counts only when the asker's transcript holds it, sent twice at most (WF-MESSAGE-TRANSCRIPT, as R6).
+Commands the edges or the place's state do not allow are refused, journaling nothing.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 Theory of operation. The lead is the run's own step: its agent works in the run's worktree, its
 prompt delivered and its gate judged as any step's. Its children are lanes (places of their own,
-:mod:`flume.core.lanes`): the block's static branches from its entry, children of the template
-step only when the lead runs ``flume spawn --goal``. The run learns of its children only from
-observations the shell journals into its journal: ``LaneEnded`` when one ends, ``ChildNews``
-for the rest (started, asked, progress, paused, stopped short), so its replay depends on its
-journal alone. Each piece of news goes to the lead as a tell; its lead's words go to a child
-(``flume notify``) as ``Notified`` in the child's journal.
+:mod:`flume.core.workflow.lanes`): the block's static branches from its entry, children of the
+template step only when the lead runs ``flume spawn --goal``. The run learns of its children only
+from observations the shell journals into its journal: ``LaneEnded`` when one ends, ``ChildNews``
+for the rest (started, asked, progress, paused, stopped short), so its replay depends on its journal
+alone. Each piece of news goes to the lead as a tell; its lead's words go to a child (``flume
+notify``) as ``Notified`` in the child's journal.
 
 The rules:
 
@@ -41,14 +41,11 @@ from collections.abc import Mapping
 import attrs
 from pyrsistent import pmap, pvector
 
-from flume.core import budget, tell
+from flume.core import tell
 from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
-from flume.core.choices import AgentName
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, PlaceName, SessionId
 from flume.core.kinds import MAX_DEPTH, Merge, Orchestrate, blocks_of, child_kind, lane_names
-from flume.core.launch import lane_work_name, place_branch, place_name
-from flume.core.messages import may, question_words
 from flume.core.observations import (
     Activity,
     ChildNews,
@@ -65,6 +62,7 @@ from flume.core.place import (
     LaneRun,
     LaneState,
     Life,
+    Merging,
     Outcome,
     Paused,
     Place,
@@ -81,6 +79,19 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.settings import Settings
+from flume.core.workflow import budget
+from flume.core.workflow.lanes import (
+    children,
+    children_merging,
+    is_merging,
+    lane_launch,
+    lane_run,
+    tidy_orders,
+)
+from flume.core.workflow.lanes import (
+    on_lanes_merged as on_parallel_merged,
+)
+from flume.core.workflow.messages import may, question_words
 
 #: The most characters a goal or a lead's words may hold.
 MOST_WORDS = 4000
@@ -89,38 +100,6 @@ MOST_WORDS = 4000
 PAUSED = "paused:"
 
 _TERMINAL = frozenset({LaneState.FINISHED, LaneState.ENDED})
-
-
-def children(place: Place) -> list[LaneRun]:
-    """The current orchestrate block's children, in order; none before its entry."""
-    if leading(place) is None or place.lanes_key != place.stage.key:
-        return []
-    return lanes_in_order(place)
-
-
-def passes(place: Place) -> tuple[int, ...]:
-    """The passes of the loops around the run's current block, outermost first."""
-    position = place.stage.position
-    return () if position is None else tuple(each.number for each in position.passes)
-
-
-def lane_run(
-    place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
-) -> LaneRun:
-    """Lane ``lane`` of the run's current block, waiting, with the place and branch it will have.
-
-    A parallel's lane or an orchestrate's child alike: ``<kind>--<name>+<lane>`` on
-    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``.
-    """
-    work = lane_work_name(place.launch.name, lane, passes(place))
-    return LaneRun(
-        lane=lane,
-        index=index,
-        place=place_name(place.kind.name, work),
-        branch=place_branch(place.kind, work),
-        goal=goal,
-        agent=agent,
-    )
 
 
 def _entered(place: Place, block: Orchestrate) -> Place:
@@ -190,8 +169,6 @@ def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
     name and its own), one level deeper, its budgets the slice reserved for it (no wider than
     the fragment's own), cut from the run's head or base.
     """
-    from flume.core.lanes import lane_launch  # noqa: PLC0415 (lanes imports this module's rules)
-
     if run.kind is None:
         kind = child_kind(place.kind, block, run.lane, run.agent)
         return lane_launch(place, run.lane, kind, goal=run.goal, led=True)
@@ -528,13 +505,24 @@ def join_when_ready(settings: Settings, place: Place, now: Instant) -> Outcome:
     return place, (merge_action(place),)
 
 
-def merging(place: Place) -> bool:
-    """The run merges its orchestrate block's finished children."""
-    return leading(place) is not None and place.join is JoinStage.MERGING
+def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
+    """The lanes or children asked for are merged: the lead told, or the block goes on.
+
+    An orchestrate block's: a merge that conflicted, resolved by hand while its lead was
+    paused, asks the lead again; its children merged, the lead is told. Else a parallel's.
+    """
+    if not is_merging(place):
+        return place, ()
+    if leading(place) is not None and isinstance(place.stage.phase, Merging):
+        # An orchestrate's merge that conflicted, resolved by hand: its lead is asked again.
+        return requeue_lead(evolve(place, head=seen.head))
+    if children_merging(place):
+        return on_children_merged(place, seen)
+    return on_parallel_merged(place, seen)
 
 
 def on_children_merged(place: Place, seen: LanesMerged) -> Outcome:
-    """The finished children are merged (:func:`merging` held): the lead is told its verdict."""
+    """The finished children are merged (:func:`children_merging` held): the lead is told."""
     block = leading(place)
     assert block is not None  # noqa: S101 (asked only while merging at an orchestrate)
     return _told(evolve(place, head=seen.head), block)
@@ -573,8 +561,6 @@ def _told(place: Place, block: Orchestrate) -> Outcome:
 
 def tidy_children(place: Place) -> tuple[Action, ...]:
     """WF-TIDY-LANES for children: tidy each one that finished (tidy keeps what is unmerged)."""
-    from flume.core.lanes import tidy_orders  # noqa: PLC0415 (lanes imports this module's rules)
-
     return tidy_orders(place)
 
 

@@ -35,15 +35,17 @@ from typing import assert_never
 import attrs
 from pyrsistent import pmap, pset, pvector
 
-from flume.core import budget, orchestrate, stage
+from flume.core import stage
 from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
+from flume.core.choices import AgentName
 from flume.core.errors import refused
 from flume.core.ids import Instant, PlaceName
 from flume.core.kinds import Join, Kind, Merge, Parallel, lane_kind, lane_names, parallels, steps
-from flume.core.launch import lane_work_name
+from flume.core.launch import lane_work_name, place_branch, place_name
 from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
 from flume.core.place import (
     Fanned,
+    JoinStage,
     LaneRun,
     LaneState,
     Life,
@@ -62,6 +64,44 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.settings import Settings
+from flume.core.workflow import budget
+
+
+def children(place: Place) -> list[LaneRun]:
+    """The current orchestrate block's children, in order; none before its entry."""
+    if leading(place) is None or place.lanes_key != place.stage.key:
+        return []
+    return lanes_in_order(place)
+
+
+def passes(place: Place) -> tuple[int, ...]:
+    """The passes of the loops around the run's current block, outermost first."""
+    position = place.stage.position
+    return () if position is None else tuple(each.number for each in position.passes)
+
+
+def lane_run(
+    place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
+) -> LaneRun:
+    """Lane ``lane`` of the run's current block, waiting, with the place and branch it will have.
+
+    A parallel's lane or an orchestrate's child alike: ``<kind>--<name>+<lane>`` on
+    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``.
+    """
+    work = lane_work_name(place.launch.name, lane, passes(place))
+    return LaneRun(
+        lane=lane,
+        index=index,
+        place=place_name(place.kind.name, work),
+        branch=place_branch(place.kind, work),
+        goal=goal,
+        agent=agent,
+    )
+
+
+def children_merging(place: Place) -> bool:
+    """The run merges its orchestrate block's finished children."""
+    return leading(place) is not None and place.join is JoinStage.MERGING
 
 
 def parallel_of(place: Place) -> Parallel | None:
@@ -80,7 +120,7 @@ def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
     orchestrate block's child is named the same way (``coder-1``, ``build/coder-1``); its lead
     is the run's own step.
     """
-    if not named or (parallel_of(place) is None and not orchestrate.children(place)):
+    if not named or (parallel_of(place) is None and not children(place)):
         return None
     parts = named.split("/")
     for index, part in enumerate(parts):
@@ -93,10 +133,7 @@ def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
 
 def _runs(place: Place, parallel: Parallel) -> dict[str, LaneRun]:
     """Each lane of ``parallel``, waiting, with the place and branch it will have."""
-    return {
-        lane: orchestrate.lane_run(place, lane, index)
-        for index, lane in enumerate(lane_names(parallel))
-    }
+    return {lane: lane_run(place, lane, index) for index, lane in enumerate(lane_names(parallel))}
 
 
 def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -202,7 +239,7 @@ def lane_launch(
     names = {step.name for step in steps(kind.body)}
     launch = attrs.evolve(
         place.launch,
-        name=lane_work_name(place.launch.name, lane, orchestrate.passes(place)),
+        name=lane_work_name(place.launch.name, lane, passes(place)),
         base=place.branch,
         waits=pset(wait for wait in place.launch.waits if wait in names),
         mark=None,
@@ -323,9 +360,9 @@ def _joined(place: Place, parallel: Parallel) -> Outcome:
     return place, (merge_action(place),)
 
 
-def _merging(place: Place) -> bool:
-    """The run asked flume to merge its lanes (not an agent resolving a conflict)."""
-    if place.life is Life.ACTIVE and orchestrate.merging(place):
+def is_merging(place: Place) -> bool:
+    """The run asked flume to merge its lanes or children (not an agent resolving a conflict)."""
+    if place.life is Life.ACTIVE and children_merging(place):
         return True
     return (
         place.life is Life.ACTIVE
@@ -335,14 +372,12 @@ def _merging(place: Place) -> bool:
 
 
 def on_lanes_merged(place: Place, seen: LanesMerged) -> Outcome:
-    """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block."""
-    if not _merging(place):
-        return place, ()
-    if leading(place) is not None and isinstance(place.stage.phase, Merging):
-        # An orchestrate's merge that conflicted, resolved by hand: its lead is asked again.
-        return orchestrate.requeue_lead(evolve(place, head=seen.head))
-    if orchestrate.merging(place):
-        return orchestrate.on_children_merged(place, seen)
+    """The lanes asked for are merged: WF-TIDY-LANES, and the run goes on past the block.
+
+    A parallel block's merge, asked (:func:`is_merging`): the rule that owns ``LanesMerged``,
+    :func:`flume.core.workflow.orchestrate.on_lanes_merged`, checks that, takes an orchestrate
+    block's merge, and hands a parallel's here.
+    """
     # The merge moved the run's branch: the next step's commits count from here, not from
     # the head before it (its start_head), whenever the branch's own look reports it.
     return _merged(evolve(place, head=seen.head), seen.head)
@@ -372,7 +407,7 @@ def tidy_orders(place: Place) -> tuple[Action, ...]:
 
 def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
     """A lane's merge conflicted and was undone: the run pauses, naming the lane and files."""
-    if not _merging(place):
+    if not is_merging(place):
         return place, ()
     run = place.lanes.get(seen.lane)
     branch = run.branch if run is not None else seen.lane
@@ -443,7 +478,7 @@ def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:
     """
     orders: list[Action] = []
     lanes = place.lanes
-    at_block = parallel_of(place) is not None or bool(orchestrate.children(place))
+    at_block = parallel_of(place) is not None or bool(children(place))
     for run in lanes_in_order(place):
         lane = run.lane
         if run.state is LaneState.RUNNING:
@@ -481,9 +516,7 @@ def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> l
     from its head at this entry of the block (a loop around the block enters it again). A lane
     a person tidied once it finished finished all the same. What it spent goes with it.
     """
-    if run.life is not Life.ACTIVE or not (
-        isinstance(run.stage.phase, Fanned) or orchestrate.children(run)
-    ):
+    if run.life is not Life.ACTIVE or not (isinstance(run.stage.phase, Fanned) or children(run)):
         return []
     told: list[LaneEnded] = []
     for lane in lanes_in_order(run):
@@ -515,24 +548,25 @@ def pending(place: Place) -> tuple[Action, ...]:
     """RESTART-PENDING for lanes: launches and orders asked and perhaps never carried out.
 
     Each is safe twice: a lane whose journal exists is not launched again, and an order a lane
-    has had already (dropped, tidied) is not given again.
+    has had already (dropped, tidied) is not given again. An orchestrate block's children's
+    launches are its module's (:func:`flume.core.workflow.orchestrate.pending`).
     """
     parallel = parallel_of(place)
-    found: list[Action] = list(orchestrate.pending(place))
+    found: list[Action] = []
     if place.life is Life.ACTIVE and parallel is not None and isinstance(place.stage.phase, Fanned):
         found.extend(
             launch_lane(place, parallel, run.lane)
             for run in lanes_in_order(place)
             if run.state is LaneState.RUNNING
         )
-    if _merging(place):
+    if is_merging(place):
         found.append(merge_action(place))
     found.extend(
         _order(place, run, LaneOrder.DROP)
         for run in lanes_in_order(place)
         if run.state is LaneState.ENDED
     )
-    if (parallel is None and not orchestrate.children(place)) or place.life is not Life.ACTIVE:
+    if (parallel is None and not children(place)) or place.life is not Life.ACTIVE:
         # Past the block (or the run finished): its finished lanes were asked to tidy.
         found.extend(tidy_orders(place))
     return tuple(found)

@@ -29,7 +29,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import budget, stage, tell
+from flume.core import stage, tell
 from flume.core.actions import Action, Event, JudgeGate, Report
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
@@ -74,6 +74,7 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.settings import Settings
+from flume.core.workflow import budget
 
 _NO_BUDGETS = Budgets()
 
