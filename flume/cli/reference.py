@@ -256,12 +256,13 @@ def _table_section(declared: Table) -> list[str]:
 
 def board() -> str:
     """The board's files and the verdict file's format."""
-    from flume.core import gates
+    from flume.core.workflow import gates
     from flume.shell.perform import gates as reading
 
     lines = _generated(
         "The board and the verdict file",
-        "`flume/shell/perform/gates.py` and `flume/core/gates.py`, which read and judge them",
+        "`flume/shell/perform/gates.py` and `flume/core/workflow/gates.py`, which read and "
+        "judge them",
     )
     lines += [
         (
