@@ -25,6 +25,9 @@ exclude_patterns = ["_build", "README.md"]
 myst_heading_anchors = 4
 myst_enable_extensions = ["colon_fence"]
 
+# Text is shown as written: "--json" stays two hyphens, not a dash; quotes stay straight.
+smartquotes = False
+
 html_theme = "furo"
 html_title = "flume"
 html_static_path = ["_static"]
