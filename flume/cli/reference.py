@@ -315,6 +315,14 @@ def board() -> str:
 # --- Status and events ----------------------------------------------------------------------
 
 
+def fields(rows: Iterable[tuple[tuple[str, ...], str]]) -> str:
+    """A JSON form's table: each row's fields, and what they mean."""
+    return table(
+        ("field", "meaning"),
+        ((", ".join(code(name) for name in names), cell(meaning)) for names, meaning in rows),
+    )
+
+
 def status() -> str:
     """``flume status --json``, format 2: its fields."""
     from flume.cli import statusview
@@ -334,13 +342,7 @@ def status() -> str:
         "",
         "Each place:",
         "",
-        table(
-            ("field", "meaning"),
-            (
-                (", ".join(code(name) for name in names), cell(meaning))
-                for names, meaning in statusview.STATUS_FIELDS
-            ),
-        ),
+        fields(statusview.STATUS_FIELDS),
         statusview.STATUS_FORMAT_WORDS,
         "",
     ]
@@ -373,13 +375,7 @@ def events() -> str:
         "",
         "One JSON object a line, flushed as it is printed:",
         "",
-        table(
-            ("field", "meaning"),
-            (
-                (", ".join(code(name) for name in names), cell(meaning))
-                for names, meaning in stream.EVENT_FIELDS
-            ),
-        ),
+        fields(stream.EVENT_FIELDS),
     ]
     return "\n".join(lines)
 
