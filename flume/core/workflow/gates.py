@@ -346,7 +346,8 @@ def _judge_verdict(place: Place, seen: GateRead) -> _Passed | _Blocked | _Failed
         return _Passed(done=seen.result == "done")
     if seen.result == "blocked":
         return _Blocked(words=seen.summary or "the verdict says blocked, with no summary")
-    words = ", ".join(f'"{result}"' for result in VERDICT_RESULTS)
+    *most, last = [f'"{result}"' for result in VERDICT_RESULTS]
+    words = f"{', '.join(most)} or {last}"
     return _Failed(reason=f"the verdict at {where} says result {seen.result!r}; write {words}")
 
 
