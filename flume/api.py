@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from flume.api_records import DaemonStatus, Launched, Simulated, Survey, Versioned
     from flume.core.ids import Instant
+    from flume.core.observations import Launched as LaunchSeen
     from flume.core.observations import Observation
     from flume.core.place import Place
     from flume.core.settings import Settings
@@ -91,6 +92,7 @@ __all__ = [
     "approve",
     "ask",
     "attach",
+    "check_launch",
     "compose",
     "daemon_log",
     "daemon_run",
@@ -238,6 +240,17 @@ def launch_asked(asked: LaunchAsked) -> Launched:
     made = launcher.launch_asked(asked)
     client.ensure()
     return Launched.of(made)
+
+
+def check_launch(asked: LaunchAsked) -> LaunchSeen:
+    """A launch checked whole, as :func:`launch_asked` checks it, and nothing made or journaled.
+
+    Its journal's first line as it would be (the place, its kind and base, resolved). Raises
+    :class:`UsageError` as :func:`launch` does. A fleet launch is checked so where it is made.
+    """
+    from flume.shell.perform import launcher
+
+    return launcher.check_asked(asked)
 
 
 def plan_launch(asked: LaunchAsked) -> dict[str, Any]:
@@ -438,6 +451,37 @@ def _now() -> Instant:
     return Instant(time.time())
 
 
+#: The variables that mark a process as an agent's that flume started (runner.marks).
+_AGENT_SESSION, _AGENT_PLACE = "FLUME_SESSION", "FLUME_PLACE"
+
+
+def _a_persons_word(verb: str, place: str = "", *, own_place_too: bool = True) -> None:
+    """A person's verb from inside an agent's session is refused, exit 1, naming why.
+
+    The engine reserves approve, resume, raise, resolve, pass, answer and drop for a person ("a
+    person always has the last word", docs/claude-code.md, "An agent's tools"): an agent that
+    could approve its own gate, raise its own budget, answer its own question or drop another's
+    place would hold them.
+    Whatever path a call comes by (the CLI, the MCP server, this API), a process started in an
+    agent's session carries its mark (``$FLUME_SESSION``, which the agents flume starts and the
+    MCP servers they start inherit), and is refused here. ``own_place_too``: false for a verb an
+    agent may use on its own place (dropping it).
+    """
+    session = os.environ.get(_AGENT_SESSION, "").strip()
+    if not session:
+        return
+    own = os.environ.get(_AGENT_PLACE, "").strip()
+    if not own_place_too and place and place == own:
+        return
+    where = f" of {own}" if own else ""
+    raise refused(
+        verb,
+        f"flume {verb} is a person's word, and this comes from inside the agent session "
+        f"{session}{where} ($FLUME_SESSION is set)",
+        f"a person runs flume {verb} from their own terminal, not from an agent's",
+    )
+
+
 def _give(place: str, repository: str | Path | None, seen: Observation) -> Decision:
     """Journal the caller's command for the place and wake the supervisor."""
     return _given(place, repository, seen)[1]
@@ -603,6 +647,7 @@ def approve(place: str, *, repository: str | Path | None = None) -> str:
     """
     from flume.core.observations import ApproveAsked
 
+    _a_persons_word("approve")
     before, decision = _given(place, repository, ApproveAsked(at=_now()))
     key = (before or decision.place).stage.key
     return f"{_name(decision.place)}: step {key} is approved; the run goes on"
@@ -616,6 +661,7 @@ def resume(place: str, *, repository: str | Path | None = None) -> str:
     """
     from flume.core.observations import ResumeAsked
 
+    _a_persons_word("resume")
     decision = _give(place, repository, ResumeAsked(at=_now()))
     return _went_on(decision.place, "resumed")
 
@@ -632,6 +678,7 @@ def resolve(place: str, *, agent: bool, repository: str | Path | None = None) ->
     """
     from flume.core.observations import ResolveAsked
 
+    _a_persons_word("resolve")
     decision = _give(place, repository, ResolveAsked(at=_now(), agent=agent))
     name = _name(decision.place)
     stage = decision.place.stage
@@ -675,6 +722,7 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
     """
     from flume.core.observations import BudgetRaised
 
+    _a_persons_word("raise")
     given = {
         "turns": turns,
         "tokens": tokens,
@@ -725,6 +773,7 @@ def drop(place: str, *, repository: str | Path | None = None) -> str:
     """Abandon the work: its agent ends; tidy removes its place, and keeps a branch with work."""
     from flume.core.observations import DropAsked
 
+    _a_persons_word("drop", place, own_place_too=False)
     _give(place, repository, DropAsked(at=_now()))
     return (
         f"{place} dropped: the supervisor removes its place if clean, and keeps its branch if it "
@@ -897,6 +946,10 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
         # A sandboxed lead: the journals are not its to write; its supervisor answers for it.
         return _agent_command(_here(None), "answer", words, [place, question])
     by_lead, no_lead = _answerer(place, repository)
+    if not by_lead:
+        # Only a lead answers from an agent's session, and only its own children (its own
+        # question, or another's, is a person's to answer).
+        _a_persons_word("answer")
     seen = AnswerGiven(at=_now(), question=question, text=words, by_lead=by_lead, no_lead=no_lead)
     decision = _give(place, repository, seen)
     return (

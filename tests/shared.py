@@ -5,14 +5,13 @@ transcripts (the corpus, ``shared/corpus/claude-code/``) and the schema herdr pu
 (``shared/reference/herdr-api.schema.json``), read from a ``shared/`` folder laid beside the clone
 (or where ``FLUME_SHARED`` says). The pinned real agents (Claude Code, Codex, OpenSpec) are
 installed into ``.node/`` by scripts/install-agents, which needs npm. Sandboxed steps need
-Debian's ``bubblewrap`` (and ``socat``, for Claude Code's sandbox), which scripts/test installs
-where it runs as root.
+Debian's ``bubblewrap``, which scripts/test installs where it runs as root.
 
 Without them, the tests that need them are skipped, each with one line naming what is missing.
 Where a run promises them, it says so, and then a missing one is a failure: ``.ci/run`` exports
 ``FLUME_REQUIRE_SHARED=1`` (CI lays ``shared/`` beside the clone), and scripts/test exports
 ``FLUME_REQUIRE_AGENTS=1`` once it has installed the agents itself, and
-``FLUME_REQUIRE_SANDBOX=1`` once bubblewrap and socat are there. ``CI`` alone requires
+``FLUME_REQUIRE_SANDBOX=1`` once bubblewrap is there. ``CI`` alone requires
 neither: a contributor's clone run by any CI service has no ``shared/``.
 """
 
@@ -34,7 +33,7 @@ CORPUS = SHARED / "corpus" / "claude-code"
 REQUIRE_SHARED = "FLUME_REQUIRE_SHARED"
 #: Set to 1 where the run installed the pinned agents (scripts/test).
 REQUIRE_AGENTS = "FLUME_REQUIRE_AGENTS"
-#: Set to 1 where the run installed bubblewrap and socat, which sandboxed steps need (scripts/test).
+#: Set to 1 where the run installed bubblewrap, which sandboxed steps need (scripts/test).
 REQUIRE_SANDBOX = "FLUME_REQUIRE_SANDBOX"
 
 
@@ -62,11 +61,9 @@ def corpus() -> Path:
 
 
 def sandbox_programs() -> None:
-    """What sandboxed steps need is here (bwrap, socat); else a skip, or a failure if required."""
-    lacking_ones = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
-    if lacking_ones:
+    """What sandboxed steps need is here (bwrap); else a skip, or a failure if required."""
+    if shutil.which("bwrap") is None:
         lacking(
-            f"NOT TESTED IN A SANDBOX: {' and '.join(lacking_ones)} not installed "
-            "(apt-get install bubblewrap socat)",
+            "NOT TESTED IN A SANDBOX: bwrap not installed (apt-get install bubblewrap)",
             REQUIRE_SANDBOX,
         )

@@ -52,6 +52,7 @@ from flume.core.kinds import (
     StepAgent,
     TasksTicked,
     Verdict,
+    has_sandbox,
     steps,
 )
 from flume.core.launch import AgentName, AgentSettings, Launch, place_branch, place_path
@@ -161,6 +162,7 @@ def workflow_kinds(draw: st.DrawFn) -> Kind:
                     deliverable=draw(gates),
                     waits_on_caller=draw(st.booleans()),
                     agent=agent,
+                    sandbox=draw(st.booleans()),
                 )
             case 1:
                 return Loop(
@@ -201,12 +203,14 @@ def workflow_kinds(draw: st.DrawFn) -> Kind:
         )
         | st.just(Finalize(land=True))
     )
+    body = Sequence(blocks=pvector(inner(0)))
     return Kind(
         name=KindName("feature"),
         prefix="feature",
-        body=Sequence(blocks=pvector(inner(0))),
+        body=body,
         budgets=budgets,
         finalize=finalize,
+        fenced=has_sandbox(body),
     )
 
 
@@ -236,6 +240,7 @@ def launches(draw: st.DrawFn, kind: Kind) -> Launch:
         agent=AgentSettings(agent=draw(st.sampled_from(list(AgentName)))),
         waits=pset(draw(st.lists(st.sampled_from(stage_list), max_size=2))),
         mark=draw(st.none() | st.just("crew:7")),
+        carried=draw(st.none() | st.just(Sha("c0ffee1"))),
     )
 
 
@@ -402,6 +407,14 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     obs.ChecksFailed: st.builds(obs.ChecksFailed, at=instants, reason=texts, output=texts),
     obs.LandingBlocked: st.builds(
         obs.LandingBlocked, at=instants, reason=texts, output=texts, way_out=texts
+    ),
+    obs.LandingHeld: st.builds(
+        obs.LandingHeld,
+        at=instants,
+        head=shas,
+        files=st.lists(st.sampled_from([".flume.toml", ".githooks/pre-commit"]), min_size=1).map(
+            pvector
+        ),
     ),
     obs.Landed: st.builds(obs.Landed, at=instants, base_sha=shas, change_archived=st.booleans()),
     obs.TidyFactsSeen: _facts(),

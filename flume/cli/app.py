@@ -15,11 +15,17 @@ from typing import NoReturn
 
 import typer
 
-from flume.cli import agent_commands, host_commands, place_commands, tool_commands
+from flume.cli import (
+    agent_commands,
+    fleet_commands,
+    host_commands,
+    place_commands,
+    tool_commands,
+)
 from flume.cli.base import app
 
 #: The modules whose commands the app holds, each registered as it is imported.
-AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands)
+AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands, fleet_commands)
 
 #: The order ``flume --help`` names the commands in, then the groups.
 ORDER = (
@@ -27,7 +33,7 @@ ORDER = (
     "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
     "notify", "compose",
     "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch",
-    "inspect", "herdr", "daemon",
+    "inspect", "herdr", "daemon", "fleet",
 )  # fmt: skip
 
 

@@ -218,7 +218,7 @@ def do_launch(  # noqa: PLR0913 (each parameter is one thing a launch names)
     where = _repository(repository)
     kind_chosen = chosen["kind"] or (None if kind_file is not None else DEFAULT_KIND)
     made_name = chosen["name"] is None
-    base_name = chosen["name"] or name_from(read.brief)
+    base_name = chosen["name"] or name_from(read.brief, kind_chosen or "")
     taken: tuple[Problem, ...] = ()
     asked = api.LaunchAsked(
         repository=where,

@@ -47,11 +47,21 @@ def status(
             metavar="PATH", help="Only this repository's places (default: every one flume knows)."
         ),
     ] = None,
+    fleet: Annotated[
+        bool,
+        typer.Option("--fleet", help="Every fleet place instead, with its host (docs/fleet.md)."),
+    ] = False,
 ) -> None:
     """Show each place's stage, agent, deliverable and submission.
 
-    Read from the places' journals; nothing is written or started.
+    Read from the places' journals; nothing is written or started. With --fleet, every place of
+    the host's fleet, from Temporal and its hosts' heartbeats.
     """
+    if fleet:
+        from flume.cli import fleet_commands
+
+        fleet_commands.status(as_json=as_json)
+        return
     from flume import api
     from flume.cli import statusview
 
@@ -229,6 +239,22 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
             "once, lanes, attempts, turns, tokens); start and make nothing.",
         ),
     ] = False,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="Launch it in the host's fleet: whichever host has a free slot carries it "
+            "(docs/fleet.md).",
+        ),
+    ] = False,
+    relaunch: Annotated[
+        bool,
+        typer.Option(
+            "--relaunch",
+            help="With --fleet: carry it again on another host if its host is lost (else as "
+            "[fleet] relaunch says).",
+        ),
+    ] = False,
 ) -> None:
     """Launch work in a place of its own, carried to landing.
 
@@ -256,6 +282,13 @@ def launch(  # noqa: PLR0913 (each option is one thing the caller names)
     if plan:
         # The brief is the work, not its caps: a plan reads none (and never stdin).
         _plan(asked.evolve(brief=brief if brief not in {None, "-"} else ""), as_json=as_json)
+        return
+    if relaunch and not fleet:
+        fail(UsageError.one("relaunch", "--relaunch is given without --fleet", "add --fleet"))
+    if fleet:
+        from flume.cli import fleet_commands
+
+        fleet_commands.launch(asked, relaunch=True if relaunch else None, as_json=as_json)
         return
     try:
         if kind_file is None:

@@ -99,12 +99,15 @@ class Land:
 
     ``start`` is the base's revision at launch: the place's own commits are those after it, and
     only they are carried onto the base (a commit since dropped from the base stays dropped).
+    A fenced run's landing that changes what runs outside lands only at ``reviewed``.
     """
 
     path: str
     branch: BranchName
     base: BranchName
     start: Sha | None = None
+    #: The head a person approved landing (LAND-HELD-FOR-A-PERSON); None: none was asked.
+    reviewed: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -175,6 +178,9 @@ class Event(enum.Enum):
     SUBMITTED = "submitted"
     CHECKS_FAILED = "checks-failed"
     LANDING_BLOCKED = "landing-blocked"  #: the base repository's state keeps the base from moving
+    LANDING_HELD = (
+        "landing-held"  #: a sandboxed run's change to what runs outside waits on a person
+    )
     LANDED = "landed"
     FINISHED = "finished"
     DROPPED = "dropped"

@@ -299,6 +299,11 @@ class Kind:
     budgets: Budgets = Budgets()
     #: What the run does once its body is done (WF-FINALIZE-ONCE); None: it finishes there.
     finalize: Finalize | None = None
+    #: A step of the run is sandboxed (its lanes' and children's kinds keep this): the gates'
+    #: tests and the landing's checks run in a fence, flume's git runs no hook the agent could
+    #: have set, and a change to what runs outside (``.flume.toml``, kinds, hooks) is held for a
+    #: person before it lands (docs/config.md, "Sandboxed steps"). Set when the kind is read.
+    fenced: bool = False
 
 
 _T = TypeVar("_T")
@@ -454,24 +459,25 @@ def next_stage(kind: Kind, name: StageName) -> Step | None:
     raise KeyError(message)
 
 
-def _replace_prompts(block: Block, overrides: Mapping[StageName, str]) -> Block:
+def map_steps(block: Block, change: Callable[[Step], Step]) -> Block:
+    """The block tree with every step (a lead's and a template's too) changed by ``change``."""
     match block:
-        case Step(name=name):
-            return attrs.evolve(block, prompt=overrides[name]) if name in overrides else block
+        case Step():
+            return change(block)
         case Sequence(blocks=blocks):
-            return Sequence(blocks=pvector(_replace_prompts(inner, overrides) for inner in blocks))
+            return Sequence(blocks=pvector(map_steps(inner, change) for inner in blocks))
         case Loop(body=body):
-            return attrs.evolve(block, body=_replace_prompts(body, overrides))
+            return attrs.evolve(block, body=map_steps(body, change))
         case Parallel(branches=branches):
-            replaced = pvector(_replace_prompts(inner, overrides) for inner in branches)
-            return attrs.evolve(block, branches=replaced)
+            mapped = pvector(map_steps(inner, change) for inner in branches)
+            return attrs.evolve(block, branches=mapped)
         case Orchestrate(lead=lead, template=template, branches=branches):
-            replaced = pvector(_replace_prompts(inner, overrides) for inner in branches)
+            mapped = pvector(map_steps(inner, change) for inner in branches)
             return attrs.evolve(
                 block,
-                lead=_step_prompt(lead, overrides),
-                template=None if template is None else _step_prompt(template, overrides),
-                branches=replaced,
+                lead=change(lead),
+                template=None if template is None else change(template),
+                branches=mapped,
             )
         case _:
             assert_never(block)
@@ -479,6 +485,24 @@ def _replace_prompts(block: Block, overrides: Mapping[StageName, str]) -> Block:
 
 def _step_prompt(step: Step, overrides: Mapping[StageName, str]) -> Step:
     return attrs.evolve(step, prompt=overrides[step.name]) if step.name in overrides else step
+
+
+def has_sandbox(block: Block) -> bool:
+    """A step of the tree is sandboxed: the run is fenced (:attr:`Kind.fenced`)."""
+    return any(found.sandbox for found in steps(block))
+
+
+def all_sandboxed(kind: Kind) -> Kind:
+    """The kind with every step sandboxed: what a sandboxed lead spawns or composes runs so.
+
+    "Nothing the agent wrote runs outside": a child's goal and a composed fragment are a
+    sandboxed agent's words; the agent they start is held in the same fence.
+    """
+    return attrs.evolve(
+        kind,
+        body=map_steps(kind.body, lambda step: attrs.evolve(step, sandbox=True)),
+        fenced=True,
+    )
 
 
 def with_prompts(kind: Kind, overrides: Mapping[StageName, str]) -> Kind:
@@ -497,7 +521,9 @@ def with_prompts(kind: Kind, overrides: Mapping[StageName, str]) -> Kind:
             f"kind {kind.name} has no stage {', '.join(unknown)}",
             f"override stages of {kind.name}: {', '.join(sorted(names))}",
         )
-    replaced = attrs.evolve(kind, body=_replace_prompts(kind.body, overrides))
+    replaced = attrs.evolve(
+        kind, body=map_steps(kind.body, lambda step: _step_prompt(step, overrides))
+    )
     check_kind(replaced)
     return replaced
 

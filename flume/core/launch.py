@@ -20,7 +20,7 @@ from pyrsistent.typing import PSet, PVector
 from flume.core.choices import AgentName as AgentName  # noqa: PLC0414
 from flume.core.choices import Panes as Panes  # noqa: PLC0414
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BranchName, KindName, PlaceName, StageName, WorkName
+from flume.core.ids import BranchName, KindName, PlaceName, Sha, StageName, WorkName
 from flume.core.kinds import Kind, check_kind, steps
 from flume.core.text import MAX_BRIEF_BYTES as MAX_BRIEF_BYTES  # noqa: PLC0414
 from flume.core.text import control_character as control_character  # noqa: PLC0414
@@ -76,6 +76,9 @@ class Launch:
     led: bool = False
     #: How deep the run is: 1 a caller's launch (and its lanes), 2 a run a lead composed.
     depth: int = 1
+    #: A fleet place carried again on another host (FLEET-CARRIED-HEAD): the head its branch
+    #: starts at, the last one its lost host pushed; None: cut from the base's revision.
+    carried: Sha | None = None
 
     @property
     def place(self) -> PlaceName:

@@ -34,16 +34,20 @@ _FILLER = frozenset(
 )  # fmt: skip
 
 
-def name_from(brief: str) -> str:
+def name_from(brief: str, kind: str = "") -> str:
     """A short kebab-case name for the work, made from its brief's first telling words.
 
     Letters are case-folded and folded to ASCII (ß to ss, ä to a); filler words are left out;
     at most :data:`NAME_WORDS` words and :data:`NAME_LENGTH` characters. A brief with no letters or
-    digits gives ``work``. The name is always one flume accepts (``[a-z0-9][a-z0-9-]*``).
+    digits gives ``work``. The name is always one flume accepts (``[a-z0-9][a-z0-9-]*``). A
+    leading word that is the ``kind`` is left out too: the place is ``<kind>--<name>``, and "Fix
+    the greeting typo" launched as a fix is ``fix--greeting-typo``, not ``fix--fix-greeting-typo``.
     """
     folded = unicodedata.normalize("NFKD", brief.casefold()).encode("ascii", "ignore").decode()
     found = re.findall(r"[a-z0-9]+", folded)
     telling = [word for word in found if word not in _FILLER] or found
+    if len(telling) > 1 and telling[0] == kind.casefold():
+        telling = telling[1:]
     name = ""
     for word in telling[:NAME_WORDS]:
         longer = f"{name}-{word}" if name else word[:NAME_LENGTH]

@@ -626,6 +626,21 @@ class LandingBlocked:
 
 
 @attrs.frozen(kw_only=True)
+class LandingHeld:
+    """The lander held a fenced run's landing for a person: it changes what runs outside.
+
+    A run with sandboxed steps whose own commits touch ``files`` that flume or a person's tools
+    would run outside any sandbox (the repository's ``.flume.toml``, its kinds, its hooks, an
+    agent's project settings) lands only once a person approved its head ``head``
+    (LAND-HELD-FOR-A-PERSON).
+    """
+
+    at: Instant
+    head: Sha
+    files: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
 class Landed:
     """The base holds the branch's work (every commit reachable, or patch-equivalent).
 
@@ -750,6 +765,7 @@ Fact = (
     | ReportSeen
     | ChecksFailed
     | LandingBlocked
+    | LandingHeld
     | Landed
     | TidyFactsSeen
     | WorktreeRemoved
@@ -797,6 +813,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ReportSeen,
     ChecksFailed,
     LandingBlocked,
+    LandingHeld,
     Landed,
     TidyFactsSeen,
     WorktreeRemoved,

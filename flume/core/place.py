@@ -191,6 +191,8 @@ class Paused:
     finish: bool = False
     #: The budget spent, by name (``turns``), for a pause on a budget.
     spent: str = ""
+    #: A landing held for a person (LAND-HELD-FOR-A-PERSON): the head approving lets land.
+    landing: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -615,6 +617,7 @@ class Submission(enum.StrEnum):
     SUBMITTED = "submitted"  #: handed to the lander
     CHECKS_FAILED = "checks-failed"  #: the lander's checks failed; back with the agent
     BLOCKED = "blocked"  #: the base repository's state keeps it from landing; tried again
+    HELD = "held"  #: a fenced run's change to what runs outside waits on a person's approval
     LANDED = "landed"  #: the base holds the work
 
 
@@ -666,6 +669,8 @@ class Place:
     land_retry_at: Instant | None = None
     #: How many landings in a row the base repository's state blocked (the retry backs off).
     land_blocked: int = 0
+    #: The head a person approved landing (LAND-HELD-FOR-A-PERSON); None: none yet.
+    reviewed: Sha | None = None
     #: Transcript lines that could not be read, skipped and counted.
     unreadable: int = 0
     #: Where tidy stands: not wanted, wanted, or gathering the facts it decides on.
@@ -751,6 +756,7 @@ class PlaceChanges(TypedDict, total=False):
     submission_note: str
     land_retry_at: Instant | None
     land_blocked: int
+    reviewed: Sha | None
     unreadable: int
     tidy: Tidy
     worktree_gone: bool
@@ -917,7 +923,13 @@ def finalize_action(place: Place) -> Push | OpenPR | Land | None:
     if plan.land:
         if place.landed_at is not None:
             return None
-        return Land(path=place.path, branch=place.branch, base=place.launch.base, start=place.start)
+        return Land(
+            path=place.path,
+            branch=place.branch,
+            base=place.launch.base,
+            start=place.start,
+            reviewed=place.reviewed,
+        )
     if plan.push and (place.pushed is None or place.pushed != place.head):
         return Push(path=place.path, remote=plan.push, branch=place.branch, head=place.head)
     if plan.pr and not place.pr_opened:

@@ -10,6 +10,10 @@ from __future__ import annotations
 RULES: dict[str, str] = {
     "R1": "A worktree at <repository>/places/<kind>--<name>, on <prefix>/<name>, cut from base.",
     "HOST-OWNS-PLACE": "A place is carried only by the supervisor of the host that launched it.",
+    "FLEET-CARRIED-HEAD": (
+        "A fleet place carried again on another host is cut at its last pushed head, and lands "
+        "every commit since its base's revision at launch."
+    ),
     "NAME-FROM-BRIEF": (
         "Work launched unnamed is named from its brief, numbered while taken, up to 50."
     ),
@@ -173,6 +177,9 @@ RULES: dict[str, str] = {
     "LAND-BASE-BLOCKED-WAITS": (
         "A landing the base repository's state blocks waits, named, and is tried again; "
         "the agent is not told."
+    ),
+    "LAND-HELD-FOR-A-PERSON": (
+        "A sandboxed run's change to what runs outside lands only once a person approved it."
     ),
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",
     "R11": "status is a pure projection of the place's state.",

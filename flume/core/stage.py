@@ -69,6 +69,7 @@ from flume.core.observations import (
     ChecksFailed,
     Landed,
     LandingBlocked,
+    LandingHeld,
     Launched,
     NeedsSaid,
     PaneOutput,
@@ -221,13 +222,19 @@ def launch(seen: Launched, settings: Settings) -> Outcome:
 
 
 def make_worktree(place: Place) -> MakeWorktree:
-    """R1: the action that makes the place's worktree, on its branch cut from the launch's base."""
+    """R1: the action that makes the place's worktree, on its branch cut from the launch's base.
+
+    FLEET-CARRIED-HEAD: a fleet place carried again on another host is cut at the head its lost
+    host last pushed, so its work goes on from there; its ``start`` stays the base's revision at
+    launch, so the lander still carries every commit made since onto the base.
+    """
+    carried = place.launch.carried
     return MakeWorktree(
         repository=place.launch.repository,
         path=place.path,
         branch=place.branch,
         base=place.launch.base,
-        start=place.start,
+        start=carried if carried is not None else place.start,
     )
 
 
@@ -698,7 +705,13 @@ def on_submit(place: Place, session: SessionId | None = None) -> Outcome:
 
 def land(place: Place) -> Land:
     """The landing of the place's own commits: those after the base's revision at launch."""
-    return Land(path=place.path, branch=place.branch, base=place.launch.base, start=place.start)
+    return Land(
+        path=place.path,
+        branch=place.branch,
+        base=place.launch.base,
+        start=place.start,
+        reviewed=place.reviewed,
+    )
 
 
 def on_checks_failed(place: Place, seen: ChecksFailed, now: Instant) -> Outcome:
@@ -762,6 +775,44 @@ def on_landing_blocked(place: Place, seen: LandingBlocked) -> Outcome:
         return place, ()
     report = Report(event=Event.LANDING_BLOCKED, text=note, stage=place.stage.name)
     return place, (report,)
+
+
+def on_landing_held(place: Place, seen: LandingHeld) -> Outcome:
+    """LAND-HELD-FOR-A-PERSON: a fenced run's change to what runs outside waits on a person.
+
+    "Nothing the agent wrote runs outside": ``.flume.toml`` (its setup and checks run on the
+    host), a kind file, hooks, an agent's project settings, written in a sandbox, do not reach
+    the base with no person in between. The run pauses (``approval``), naming the files; a
+    person reads them and approves the head held (``flume approve``), and it lands as it was
+    read: a head moved since is held again.
+    """
+    if place.submission is not Submission.SUBMITTED:
+        return place, ()
+    files = ", ".join(seen.files)
+    finalizing = isinstance(place.stage.phase, Finalizing)
+    place = evolve(
+        place,
+        submission=Submission.HELD,
+        submission_note=f"held for a person: it changes {files}",
+    )
+    paused = Paused(
+        cause=PauseCause.APPROVAL,
+        words=(
+            f"its change touches what runs outside the sandbox ({files}): read it "
+            f"(git diff {place.launch.base}...{seen.head}) before it lands"
+        ),
+        landing=seen.head,
+        again=not finalizing,
+        finish=finalizing,
+    )
+    held = Report(
+        event=Event.LANDING_HELD,
+        text=f"{place.branch} held before landing: it changes what runs outside the sandbox, "
+        f"{files}",
+        stage=place.stage.name,
+    )
+    place, pausing = pause_stage(place, paused)
+    return place, (held, *pausing)
 
 
 def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:

@@ -51,6 +51,7 @@ from flume.core.observations import (
     GateRead,
     Landed,
     LandingBlocked,
+    LandingHeld,
     LaneEnded,
     LanesMerged,
     Launched,
@@ -270,6 +271,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return stage.on_checks_failed(place, seen, place.now)
         case LandingBlocked():
             return stage.on_landing_blocked(place, seen)
+        case LandingHeld():
+            return stage.on_landing_held(place, seen)
         case Landed():
             return stage.on_landed(place, seen)
         case TidyFactsSeen():

@@ -26,6 +26,19 @@ def state_dir() -> Path:
     return Path(base) / "flume"
 
 
+def private(folder: Path) -> Path:
+    """``folder``, made if missing, this user's alone (0700): what flume keeps there is private.
+
+    flume's state (its log, its agents' files, the repositories it knows), a repository's
+    journals (briefs, tells, answers) and its boards (``task.md`` holds the brief) are read by
+    no one else on the host, whatever their files' own modes.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.stat().st_mode & 0o777 != 0o700:
+        folder.chmod(0o700)
+    return folder
+
+
 def registry_path() -> Path:
     """The file that lists the repositories with places."""
     return state_dir() / "repositories"

@@ -73,6 +73,10 @@ class Tool:
 
     name: str
     input: Mapping[str, object] = attrs.field(factory=dict, hash=False)
+    #: Call it even where the request does not offer it: a model trying a tool it was not
+    #: given (the agent answers that there is no such tool). Otherwise a rule naming a tool
+    #: answers only a request that offers it.
+    unoffered: bool = False
 
 
 @attrs.frozen
@@ -243,7 +247,11 @@ class ScriptedModel:
             for index, rule in enumerate(self.script):
                 if index in self._used or rule.when not in said:
                     continue
-                if rule.tool is not None and rule.tool.name not in tools:
+                if (
+                    rule.tool is not None
+                    and rule.tool.name not in tools
+                    and not rule.tool.unoffered
+                ):
                     continue
                 if rule.once:
                     self._used.add(index)

@@ -11,8 +11,9 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +142,45 @@ def end_host(tmux: Tmux) -> None:
         tmux.kill_server()
         if not daemons_of(os.environ["XDG_STATE_HOME"]):
             return
+
+
+# --- the fleet's (tests/integration/fleet_kit.py) ------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def temporal() -> Iterator[Any]:
+    """Temporal's dev server for the session, on free loopback ports; stopped at its end.
+
+    Skipped, saying why, where flume's fleet extra (Temporal's SDK and server) is not installed.
+    """
+    pytest.importorskip(
+        "temporalio", reason="the fleet's tests need flume's fleet extra: pip install '.[fleet]'"
+    )
+    from flume.fleet import server as dev  # noqa: PLC0415 (only where the extra is)
+
+    folder = Path(tempfile.mkdtemp(prefix="flt-"))
+    running = dev.start(folder)
+    try:
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fleet_of(temporal: Any) -> Iterator[Callable[..., Any]]:
+    """Make local fleets on the session's server (or a server of their own); all ended after."""
+    from tests.integration import fleet_kit  # noqa: PLC0415 (it loads Temporal's SDK)
+
+    made: list[Any] = []
+
+    def make(**options: Any) -> Any:
+        fleet = fleet_kit.made_fleet(temporal, **options)
+        made.append(fleet)
+        return fleet
+
+    try:
+        yield make
+    finally:
+        for fleet in made:
+            fleet_kit.ended(fleet)

@@ -539,163 +539,77 @@ def _results(place: Place, session: str) -> list[str]:
     return found
 
 
-def test_a_sandboxed_step_of_claude_writes_only_its_worktree_and_board(
+SANDBOXED_WORK = """\
+[kind]
+name = "sb"
+body = ["code", "review"]
+finalize = { land = true }
+
+[step.code]
+prompt = "Mend $brief; commit."
+gate = "commit"
+sandbox = true
+may = ["progress", "ask"]
+
+[step.review]
+prompt = "Review $brief; write $verdict."
+sandbox = true
+"""
+
+
+def test_a_sandboxed_step_of_claude_does_its_work_asks_is_answered_and_lands(
     tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
 ) -> None:
-    """A sandboxed step of the real Claude Code: writes outside refused, its own committed.
+    """The real Claude Code whole in flume's fence: it works as it would outside.
 
-    Its Bash commands run in Claude Code's own sandbox: a file beside the repository and one in
-    the main worktree are refused ("Read-only file system"), and its Write tool's file outside is
-    refused by flume's guard. Its board note and its commit are kept; the commit ends the step;
-    moving the base to it with git is refused.
+    Its model is reached through the fence's warden. It writes a note on the board, says its
+    progress and asks a question through its inbox, is answered (in its transcript), commits
+    (carried from its fence to its branch); its review's verdict passes; the run lands on main.
+    Its Write tool on the worktree's ``.mcp.json`` is refused by flume's guard. Every way out
+    tried through it is the escape corpus's (test_escape.py).
     """
     del panes
     shared.sandbox_programs()
     repo = _repo(tmp_path, claude)
-    beside, written = tmp_path / "beside.md", repo / "written.md"
-    board = repo / "places" / ".boards" / "sb--cs"
-    mcp = repo / "places" / "sb--cs" / ".mcp.json"
-    journal_path = places.journals_dir(repo) / "sb--cs" / places.JOURNAL
+    board = repo / "places" / ".boards" / "sb--cw"
+    mcp = repo / "places" / "sb--cw" / ".mcp.json"
+    journal_path = places.journals_dir(repo) / "sb--cw" / places.JOURNAL
+    verdict = json.dumps({"result": "done", "summary": "hello it is"})
     model.script = (
         Reply(
-            when="flume:sb--cs:code:1",
-            tool=Tool("Bash", {"command": f"echo out > {beside}; echo rc1=$?"}),
-        ),
-        Reply(
-            when="rc1=", tool=Tool("Bash", {"command": "echo out > ../../escaped.md; echo rc2=$?"})
-        ),
-        Reply(when="rc2=", tool=Tool("Write", {"file_path": str(written), "content": "out\n"})),
-        Reply(
-            when="is kept from the agent",
+            when="flume:sb--cw:code:1",
             tool=Tool(
                 "Bash",
                 {
-                    "command": f"echo '{{}}' >> {journal_path}; echo journaled=$?; "
-                    "flume progress 'committed'; echo progress=$?"
+                    "command": f"echo a note > {board}/notes.md && flume progress 'halfway' && "
+                    "flume ask 'Hello or Hi?' && echo asked-it"
                 },
             ),
         ),
+        Reply(when="asked-it", text="Asked; waiting."),
+        Reply(when="Hello, please", tool=Tool("Write", {"file_path": str(mcp), "content": "{}"})),
+        Reply(when="is sandboxed", tool=Tool("Bash", {"command": COMMIT})),
+        Reply(when="committed-it", text="Committed the fix."),
         Reply(
-            when="is sandboxed",
-            tool=Tool(
-                "Bash",
-                {
-                    "command": f"echo a note > {board}/notes.md && {COMMIT}; "
-                    "git update-ref refs/heads/main HEAD; echo moved=$?"
-                },
-            ),
+            when="flume:sb--cw:review:1",
+            tool=Tool("Write", {"file_path": f"{board}/review/verdict.json", "content": verdict}),
         ),
-        Reply(
-            when="moved=",
-            tool=Tool("Write", {"file_path": str(mcp), "content": "{}\n"}),
-        ),
-        Reply(when="progress=", text="Committed the fix."),
+        Reply(when="verdict.json", text="Reviewed."),
     )
-    base = run_git(repo, "rev-parse", "main").strip()
-    assert _launch_kind(tmp_path, repo, SANDBOXED, "sb--cs") == journal_path
-    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
-
+    assert _launch_kind(tmp_path, repo, SANDBOXED_WORK, "sb--cw") == journal_path
+    wait_for(lambda: place_of(journal_path).questions, 120, "Claude Code's question")
+    assert place_of(journal_path).progress == "halfway"
+    assert (board / "notes.md").read_text() == "a note\n"
+    answered = flume_process("answer", "sb--cw", "q1", "Hello, please", "--repository", str(repo))
+    assert answered.returncode == 0, answered.stderr
+    wait_for(lambda: place_of(journal_path).landed_at is not None, 180, "the run to land")
+    assert run_git(repo, "show", "main:README.md") == "hello\n"
+    assert not mcp.exists()
     place = place_of(journal_path)
     (session,) = sessions_started(journal_path)
     results = _results(place, session)
-    assert "Read-only file system" in results[0], results
-    assert "Read-only file system" in results[1], results
-    assert "flume: this step is sandboxed" in results[2], results
-    assert "committed-it" in results[3], results
-    assert "moved=128" in results[3], results
-    assert "flume: this step is sandboxed: " in results[4], results
-    assert "is kept from the agent" in results[4], results
-    assert not mcp.exists()
-    assert "Read-only file system" in results[5], results
-    assert "journaled=0" not in results[5], results
-    assert "flume: sb--cs: progress noted" in results[5], results
-    assert "progress=0" in results[5], results
-    assert [type(each).__name__ for each in observations(journal_path)].count("ProgressSaid") == 1
-    assert run_git(repo, "rev-parse", "main").strip() == base
-    assert not beside.exists()
-    assert not (repo / "escaped.md").exists()
-    assert not written.exists()
-    assert (board / "notes.md").read_text() == "a note\n"
-    assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"
-
-
-#: What a sandboxed agent tries on git's refs: each must be refused (run in the common folder).
-REF_TRIES = (
-    "mv refs/heads refs/old",
-    "mv refs refs-old",
-    "mv logs/refs logs/old",
-    "mv refs/heads/sb refs/heads/sb-old",
-    "echo x > refs/heads/main",
-    "echo x > refs/heads/other",
-    "echo x >> packed-refs",
-    "git update-ref refs/heads/other $mine",
-    "git update-ref refs/tags/v1 $mine",
-    "git update-ref refs/heads/sb/base $mine",
-    "mv refs/heads/sb/base refs/heads/sb/base-old",
-    "rm -f logs/refs/heads/sb/base",
-)
-
-
-def test_a_sandboxed_step_of_claude_moves_only_its_own_branch(
-    tmp_path: Path, claude: Path, model: ScriptedModel, panes: Tmux
-) -> None:
-    """Claude Code's sandbox: git's refs are read-only but the branch's own folder.
-
-    The base ``sb/base`` is kept only in ``packed-refs``, beside the step's branch ``sb/rf``.
-    ``main`` is packed too, and ``other`` is loose. Renaming the refs' folders, writing
-    ``packed-refs``, moving ``other``, making a tag, and moving the base (or hiding it under a
-    loose ref) are each refused; its commit on its own branch lands, and no other ref moved.
-    What Claude Code's lists cannot say: a new loose ref beside ``heads``' other entries (a new
-    branch, or one hiding a packed ``main`` that is not the base) is not refused (docs/config.md).
-    """
-    del panes
-    shared.sandbox_programs()
-    repo = _repo(tmp_path, claude)
-    run_git(repo, "branch", "sb/base", "main")
-    run_git(repo, "pack-refs", "--all")
-    run_git(repo, "branch", "other", "main")
-    before = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    git_dir = run_git(repo, "rev-parse", "--absolute-git-dir").strip()
-    tries = "; ".join(
-        f"(cd {git_dir} && {each}); echo try{number}=$?" for number, each in enumerate(REF_TRIES)
-    )
-    model.script = (
-        Reply(
-            when="flume:sb--rf:code:1",
-            tool=Tool("Bash", {"command": f"{COMMIT}; mine=$(git rev-parse HEAD); {tries}"}),
-        ),
-        Reply(when="try0=", text="Committed the fix."),
-    )
-    kind_file = tmp_path / "sb.toml"
-    kind_file.write_text(SANDBOXED, encoding="utf-8")
-    ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "rf",
-        "--brief", "the greeting", "--agent", "claude", "--base", "sb/base",
-        *(f"--agent-arg={flag}" for flag in ALLOW_BASH),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    journal_path = places.journals_dir(repo) / "sb--rf" / places.JOURNAL
-
-    def ran_tries() -> bool:
-        started = sessions_started(journal_path)
-        return bool(started) and bool(_results(place_of(journal_path), next(iter(started))))
-
-    wait_for(ran_tries, 60, "the agent's command")
-    wait_for(lambda: "code" in place_of(journal_path).completed, 120, "the sandboxed step to end")
-
-    place = place_of(journal_path)
-    (session,) = sessions_started(journal_path)
-    (said,) = _results(place, session)
-    assert "committed-it" in said, said
-    for number, tried in enumerate(REF_TRIES):
-        if tried != "echo x > refs/heads/main":  # a packed ref not the base: see above
-            assert f"try{number}=0" not in said, (tried, said)
-    Path(git_dir, "refs", "heads", "main").unlink(missing_ok=True)  # what it could write
-    after = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    moved = set(after.splitlines()) - set(before.splitlines())
-    assert {line.split()[0] for line in moved} == {"refs/heads/sb/rf"}, (before, after)
-    assert not Path(git_dir, "refs", "old").exists()
-    assert run_git(repo, "show", f"{place.branch}:README.md") == "hello\n"
+    assert "flume: this step is sandboxed" in results[1], results
+    assert len(typed_lines(place, session, "Hello, please")) == 1
 
 
 #: The PR command of the crew test: records its argv, prints a URL. Run by flume with no shell.

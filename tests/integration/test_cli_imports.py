@@ -30,6 +30,10 @@ HEAVY = (
     "flume.shell.store.places",
     "flume.shell.store.journal",
     "flume.shell.store.codec",
+    # The fleet's (flume[fleet]): Temporal's SDK and its protobufs load only for --fleet.
+    "temporalio",
+    "google.protobuf",
+    "flume.fleet.client",
 )
 
 # The probe loads nothing before the command runs (json only after the modules are listed).
@@ -110,6 +114,15 @@ def test_an_agent_s_command_outside_any_place_is_refused_before_loading_the_rule
         assert not converter_built
         for heavy in (*HEAVY, "attrs", "flume.core.observations", "flume.shell.tools.git"):
             assert heavy not in modules, f"flume {argv[0]} imported {heavy}"
+
+
+def test_the_fleet_s_help_imports_no_temporal() -> None:
+    """``flume fleet --help`` and ``flume fleet tell --help`` load no Temporal SDK."""
+    for argv in (["fleet", "--help"], ["fleet", "tell", "--help"]):
+        modules, _ = loaded(*argv)
+        assert "flume.cli.fleet_commands" in modules
+        for heavy in HEAVY:
+            assert heavy not in modules, f"flume {' '.join(argv)} imported {heavy}"
 
 
 def test_the_probe_sees_what_a_command_does_import() -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from flume.core.observations import Activity, TranscriptEntry, TurnEnded, Usage
 from flume.core.place import Life, Short, ShortCause
+from flume.shell.agents import sandbox
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
 from flume.shell.store.transcript_words import words_of
@@ -314,12 +315,13 @@ sandbox = true
 def test_a_sandboxed_codex_keeps_its_config_and_login(
     tmp_path: Path, codex: Path, model: ScriptedModel, panes: Tmux
 ) -> None:
-    """A sandboxed step's Codex in bubblewrap: its own home's settings are read-only to it.
+    """A sandboxed step's Codex in flume's fence: its own home's settings are read-only to it.
 
-    Its commands try to append to ``config.toml`` (a ``notify`` command the next unsandboxed
-    Codex would run), to rename it and put another in its place, to write ``auth.json`` and a
-    global ``AGENTS.md``: each is refused or lost with the sandbox, and the real files are as
-    they were. Its rollout is kept where flume reads it, and its commit ends the step.
+    Its model is reached through the fence's warden. Its commands try to append to
+    ``config.toml`` (a ``notify`` command the next unsandboxed Codex would run), to rename it
+    and put another in its place, to write ``auth.json`` and a global ``AGENTS.md``: each is
+    refused or lost with the fence, and the real files are as they were. Its rollout is kept in
+    its session's stand-in of its home, where flume reads it, and its commit ends the step.
     """
     del panes
     shared.sandbox_programs()
@@ -362,4 +364,8 @@ def test_a_sandboxed_codex_keeps_its_config_and_login(
     assert not (home / "old.toml").exists()
     assert (home / "auth.json").read_text(encoding="utf-8") == "{}\n"
     assert not (home / "AGENTS.md").exists()
-    assert list((home / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    (session,) = sessions_started(journal_path)
+    assert not list((home / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    kept = sandbox.seen_home(session, home)
+    assert kept != home
+    assert list((kept / "sessions").glob("*/*/*/rollout-*.jsonl"))

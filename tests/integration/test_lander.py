@@ -483,3 +483,74 @@ def test_the_supervisor_sees_a_queue_land_a_fix(host: Path, landing: Harness) ->
     finish(landing)
     assert landing.place(path).life is Life.TIDIED
     assert "fix/queued" in git.heads(repo)
+
+
+# --- through a fleet's remote --------------------------------------------------------------
+
+
+def fleet_clone(host: Path, name: str = "repo") -> tuple[Path, Path]:
+    """A bare remote holding a first commit, and a clone of it that lands through it."""
+    origin = repository(host / "origin-work")
+    remote = host / "remote.git"
+    run_git(host, "clone", "-q", "--bare", str(origin), str(remote))
+    clone = host / name
+    run_git(host, "clone", "-q", str(remote), str(clone))
+    run_git(clone, "config", git.FLEET_REMOTE, "origin")
+    return remote, clone.resolve()
+
+
+def test_a_fleet_clone_lands_through_its_remote_and_rounds_again_when_the_base_moved(
+    host: Path, harness: Harness
+) -> None:
+    """The push is a compare-and-swap: refused when the remote's base moved, rebased, pushed."""
+    remote, clone = fleet_clone(host)
+    place = made(harness, clone, "greeting")
+    commit(Path(place.path), "greeting.txt", "hello\n")
+    # Another host lands first: the remote's main moves past what this clone has seen.
+    other = host / "other"
+    run_git(host, "clone", "-q", str(remote), str(other))
+    commit(other, "other.txt", "meanwhile\n")
+    run_git(other, "push", "-q", "origin", "main")
+    moved = rev(remote, "main")
+    (seen,) = land(place)
+    assert isinstance(seen, Landed), seen
+    assert seen.base_sha == rev(remote, "main")
+    assert is_ancestor(remote, moved, "main")
+    assert run_git(remote, "show", "main:greeting.txt") == "hello\n"
+    # The local base followed, its checkout with it; nothing was forced.
+    assert rev(clone, "main") == rev(remote, "main")
+    assert (clone / "other.txt").read_text() == "meanwhile\n"
+    # A landing performed again finds the remote holding the work.
+    (again,) = land(place)
+    assert isinstance(again, Landed)
+    assert again.base_sha == seen.base_sha
+
+
+def test_a_push_the_remote_refuses_is_tried_again_never_forced(
+    host: Path, harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another landing winning each round (git refusing the push) goes round, then says so."""
+    remote, clone = fleet_clone(host)
+    place = made(harness, clone, "raced")
+    commit(Path(place.path), "raced.txt")
+    other = host / "other"
+    run_git(host, "clone", "-q", str(remote), str(other))
+    pushes: list[str] = []
+    original = git.push
+
+    def beaten(repository: Path, name: str, refspec: str, timeout: float = 60.0) -> process.Ran:
+        """Another host pushes to main just before this push: the remote's main moved."""
+        pushes.append(refspec)
+        commit(other, f"other-{len(pushes)}.txt")
+        run_git(other, "push", "-q", "origin", "main")
+        return original(repository, name, refspec, timeout)
+
+    monkeypatch.setattr(git, "push", beaten)
+    action = Land(path=place.path, branch=place.branch, base="main")
+    (seen,) = Lander(rounds=3).land(place, action, Instant(time.time()))
+    assert isinstance(seen, ChecksFailed)
+    assert "moved on during each of 3 tries" in seen.reason
+    assert len(pushes) == 3
+    assert all(not refspec.startswith("+") for refspec in pushes)
+    assert not is_ancestor(remote, rev(clone, "fix/raced"), "main")
+    assert run_git(remote, "log", "--format=%s", "main").splitlines()[0] == "add other-3.txt"

@@ -324,11 +324,13 @@ def test_a_repository_naming_nobody_merges_as_flume(host: Path) -> None:
     _commit_on(repo, "lane-b", "b.md", "b\n")
     as_flume = git.merge(repo, BranchName("lane-a"), "Merge a", pass_fds=())
     assert as_flume.ok, as_flume.err
-    assert as_flume.argv[1:5] == ("-c", "user.name=flume", "-c", "user.email=flume@localhost")
+    # After the hooks flume's git runs (the main configuration's only: git.held_hooks).
+    assert as_flume.argv[1:3] == ("-c", f"core.hooksPath={repo / '.git' / 'hooks'}")
+    assert as_flume.argv[3:7] == ("-c", "user.name=flume", "-c", "user.email=flume@localhost")
     run_git(repo, "config", "user.email", "someone@example.com")
     as_them = git.merge(repo, BranchName("lane-b"), "Merge b")
     assert as_them.ok, as_them.err
-    assert as_them.argv[1:3] == ("merge", "--no-ff")
+    assert as_them.argv[3:5] == ("merge", "--no-ff")
 
 
 def test_a_lane_the_rules_would_refuse_is_reported_ended_never_journaled(

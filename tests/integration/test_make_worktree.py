@@ -127,7 +127,7 @@ def test_a_make_git_refuses_is_a_failure_in_git_s_words(tmp_path: Path) -> None:
     assert failed.status == 3
     assert failed.output == "the hook says no"
     assert failed.argv is not None
-    assert list(failed.argv[3:7]) == ["worktree", "add", "--quiet", "-b"]
+    assert list(failed.argv[5:9]) == ["worktree", "add", "--quiet", "-b"]
     assert git.resolve(repo, BRANCH) is not None  # made, then refused: nothing undone, no retry
 
 

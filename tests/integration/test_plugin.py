@@ -203,3 +203,102 @@ def transcript_lines_of(repo: Path, session: str) -> list[dict[str, object]]:
     """Claude Code's transcript lines for its session in ``repo``."""
     path = transcript_path(os.path.realpath(repo), session)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+#: The words of a launch whose place's agent is Claude Code itself, from the issue's example.
+OWN_WORDS = 'agent=claude Fix the "greeting" typo in docs'
+#: Its place: the kind's own word is not repeated in the name made from the brief.
+OWN_PLACE = "fix--greeting-typo-docs"
+#: The tools of the caller's that the place's agent tries.
+APPROVE_TOOL = "mcp__plugin_flume_flume__approve"
+DROP_TOOL = "mcp__plugin_flume_flume__drop"
+
+
+@pytest.mark.usefixtures("flume_on_path")
+def test_a_place_launched_from_claude_code_holds_none_of_the_caller_s_tools(
+    tmp_path: Path,
+    claude: Path,  # noqa: F811 (pytest's fixture)
+    model: ScriptedModel,  # noqa: F811 (pytest's fixture)
+    panes: Tmux,
+) -> None:
+    """The plugin installed for the user: /flume:launch's place's Claude Code has no flume tools.
+
+    The person's Claude Code launches a place whose agent is Claude Code, under the same home
+    and its user-scoped plugin. That agent's scripted calls of the plugin's ``approve`` and
+    ``drop`` tools find no such tool, and its ``/mcp`` lists no server at all (captured from its
+    pane): flume starts its agents with their MCP servers fixed (``--strict-mcp-config``).
+    """
+    repo = agent_repository(tmp_path)
+    seed_home(claude, trusted=[repo], api_key=KEY)
+    binary = Path(os.environ["FLUME_CLAUDE"])
+    _install(binary, claude)
+    expanded = f"launch-words\n{OWN_WORDS}\nlaunch-words"
+    launch = Tool(LAUNCH_TOOL, {"words": OWN_WORDS})
+    marker = f"flume:{OWN_PLACE}:code:1"
+    # The place's agent's prompt names the place too: its own reply is found first.
+    model.script = (
+        Reply(when=marker, tool=Tool(APPROVE_TOOL, {"place": OWN_PLACE}, unoffered=True)),
+        Reply(when=expanded, tool=launch),
+        Reply(when=expanded, tool=Tool("ToolSearch", {"query": f"select:{LAUNCH_TOOL}"})),
+        Reply(when=OWN_PLACE, text="Launched it."),
+        Reply(when=APPROVE_TOOL, tool=Tool(DROP_TOOL, {"place": "fix--other"}, unoffered=True)),
+        Reply(when=DROP_TOOL, text="Neither tool is mine."),
+        Reply(when="", tool=launch, once=True),
+    )
+    session = str(uuid.uuid4())
+    terminal = Tmux(tmp_path / "cc.sock")
+    try:
+        started = terminal.start(
+            group="cc", window="cc", cwd=repo, argv=[str(binary), "--session-id", session], env={}
+        )
+        assert started.ok, started.err
+        pane = started.out.strip()
+        wait_for(
+            lambda: runner.live_sessions().get(session, {}).get("status") == "idle",
+            60,
+            "Claude Code at its prompt box",
+        )
+        assert terminal.run("send-keys", "-t", pane, "-l", f"/flume:launch {OWN_WORDS}").ok
+        wait_for(lambda: "greeting" in (terminal.capture(pane) or ""), 10, "the command typed")
+        assert terminal.run("send-keys", "-t", pane, "Enter").ok
+        journal = places.journals_dir(repo) / OWN_PLACE / places.JOURNAL
+        wait_for(journal.exists, 90, f"{OWN_PLACE} launched through Claude Code")
+    finally:
+        terminal.kill_server()
+
+    def tried_both() -> bool:
+        place = place_of(journal)
+        return bool(place.attempts) and any(
+            "Neither tool is mine." in str(line.get("message")) for line in transcript_of(place)
+        )
+
+    wait_for(tried_both, 120, "the place's agent to try the caller's tools")
+    place = place_of(journal)
+    said = json.dumps(transcript_of(place))
+    for tool in (APPROVE_TOOL, DROP_TOOL):
+        assert f"No such tool available: {tool}" in said, said[-2000:]
+    assert place.launch.brief == 'Fix the "greeting" typo in docs'
+    # Its /mcp, as a person at its pane would look: no server, flume's or any.
+    agent = place.agent
+    assert agent is not None
+    assert panes.run("send-keys", "-t", agent.pane, "-l", "/mcp").ok
+    wait_for(lambda: "/mcp" in (panes.capture(agent.pane) or ""), 10, "/mcp typed")
+    assert panes.run("send-keys", "-t", agent.pane, "Enter").ok
+
+    def listed() -> bool:
+        shown = panes.capture(agent.pane) or ""
+        (tmp_path / "mcp-of-the-place-s-agent.txt").write_text(shown, encoding="utf-8")
+        return "No MCP servers loaded" in shown
+
+    wait_for(listed, 20, "its /mcp to list no server")
+    shown = panes.capture(agent.pane) or ""
+    assert "flume" not in shown.split("No MCP servers loaded", 1)[1]
+
+
+def transcript_of(place: object) -> list[dict[str, object]]:
+    """The place's first agent's transcript lines, from where its journal found it."""
+    attempts = getattr(place, "attempts", ())
+    path = Path(attempts[0].transcript) if attempts and attempts[0].transcript else None
+    if path is None or not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -1,11 +1,10 @@
 """Sandboxed steps run by flume's test agent inside bubblewrap: real git, real tmux, real bwrap.
 
-A step that says ``sandbox = true`` runs its agent with the disk read-only but its worktree, its
-board and what git needs to commit there (docs/config.md, "Sandboxed steps"). The test agent's
-script tries to write outside them and inside them; what it wrote, and what it was refused,
-are read from the disk, git and its own transcript. Where bubblewrap is not installed these
-tests skip, saying so; under scripts/test, which installs it, they fail instead. Claude Code's
-own sandbox is tested in test_claude.py.
+A step that says ``sandbox = true`` runs its agent seeing only what it needs (docs/config.md,
+"Sandboxed steps"); here, that it still does its work through the fence (edits, asks, commits,
+lands), that its commands to flume go through its inbox, and that nothing runs without
+bubblewrap. Every way out tried is in the escape corpus (test_escape.py). Where bubblewrap is
+not installed these tests skip, saying so; under scripts/test, which installs it, they fail.
 """
 
 from __future__ import annotations
@@ -82,120 +81,81 @@ def _tool_results(journal: Path) -> list[str]:
     return found
 
 
-def test_a_sandboxed_step_writes_its_worktree_and_board_and_nothing_else(
+WORKING = """\
+[kind]
+name = "sb"
+body = ["code", "review"]
+finalize = { land = true }
+
+[step.code]
+prompt = "Mend $brief; commit."
+gate = "commit"
+may = ["ask"]
+sandbox = true
+
+[step.review]
+prompt = "Review $brief; write $verdict."
+sandbox = true
+"""
+
+
+def test_a_sandboxed_step_does_its_work_asks_is_answered_and_lands(
     tmp_path: Path, panes: Tmux, bubblewrap: None
 ) -> None:
-    """A sandboxed step's agent is refused writes outside; its own writes are kept and committed.
+    """A fenced agent edits, writes on the board, asks, is answered, commits; a review passes.
 
-    It writes a file beside the repository and one in the main worktree (``../../escaped.md``):
-    each is refused ("Read-only file system") and neither is on the disk. Its board note and
-    its commit on its own branch are kept, and the commit passes the step's gate; moving the
-    base to that commit with git is refused, and the base has not moved.
+    Its question waits for a person (no lead above it), the answer reaches it in its transcript,
+    and its commit is carried from its fence to its real branch; the review's verdict passes its
+    gate, and the run lands on main with the mended file: nothing of the work is lost to the
+    fence.
     """
     del panes, bubblewrap
     repo = agent_repository(tmp_path)
-    base = run_git(repo, "rev-parse", "main").strip()
-    beside = tmp_path / "beside.md"
-    agent_script = f"""
-[[turn]]
-match = ":code:1"
-steps = [
-  {{run = ["sh", "-c", "echo out > {beside}"]}},
-  {{write = {{path = "../../escaped.md", text = "out\\n"}}}},
-  {{write = {{path = "$board/notes.md", text = "a note\\n"}}}},
-  {{write = {{path = "mended.md", text = "mended\\n"}}}},
-  {{commit = "Mend the greeting, sandboxed"}},
-  {{run = ["git", "update-ref", "refs/heads/main", "HEAD"]}},
-]
-"""
-    journal = _launch(tmp_path, repo, agent_script, "fenced")
-    wait_for(lambda: "code" in place_of(journal).completed, 60, "the sandboxed step to commit")
-
-    wait_for(lambda: len(_tool_results(journal)) == 6, 30, "the agent's last command")
-    place = place_of(journal)
-    results = _tool_results(journal)
-    assert "Read-only file system" in results[0], results
-    assert "Read-only file system" in results[1], results
-    assert "File created" in results[2], results
-    assert "refs/heads/main" in results[-1], results
-    assert "Read-only file system" in results[-1], results
-    assert not beside.exists()
-    assert not (repo / "escaped.md").exists()
-    assert run_git(repo, "rev-parse", "main").strip() == base
-    assert (Path(place.board) / "notes.md").read_text() == "a note\n"
-    assert (
-        run_git(repo, "log", "-1", "--format=%s", place.branch).strip()
-        == "Mend the greeting, sandboxed"
-    )
-    assert run_git(repo, "show", f"{place.branch}:mended.md") == "mended\n"
-
-
-def test_a_sandboxed_agent_moves_only_its_own_branch(
-    tmp_path: Path, panes: Tmux, bubblewrap: None
-) -> None:
-    """Git's refs: only the branch's own folder is writable, and the base beside it is kept.
-
-    The base, ``sb/base``, is kept only in ``packed-refs`` and sits beside the step's branch
-    (``sb/refs``). Renaming the refs' folders (the trick that bypassed a kept file: ``mv
-    refs/heads refs/old``, then a new ``refs/heads/main``), renaming the branch's own folder,
-    writing ``packed-refs``, making another branch or a tag, and moving the base to its commit
-    are each refused; the agent's commit on its own branch is kept, and no ref but its branch
-    moved.
-    """
-    del panes, bubblewrap
-    repo = agent_repository(tmp_path)
-    run_git(repo, "branch", "sb/base", "main")
-    run_git(repo, "pack-refs", "--all")
-    before = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    git_dir = run_git(repo, "rev-parse", "--absolute-git-dir").strip()
-    tries = [
-        "mv refs/heads refs/old",
-        "mv refs refs-old",
-        "mv logs/refs logs/old",
-        "mv refs/heads/sb refs/heads/sb-old",
-        "echo x > refs/heads/main",
-        "echo x >> packed-refs",
-        "git update-ref refs/heads/other $mine",
-        "git update-ref refs/tags/v1 $mine",
-        "git update-ref refs/heads/sb/base $mine",
-        "mv refs/heads/sb/base refs/heads/sb/base-old",
-        "rm -f logs/refs/heads/sb/base",
-    ]
-    shell = [f"mine=$(git rev-parse HEAD) && cd {git_dir} && {each}; echo rc=$?" for each in tries]
-    steps = "\n".join(f'  {{run = ["sh", "-c", {json.dumps(each)}]}},' for each in shell)
-    agent_script = f"""
-[[turn]]
-match = ":code:1"
-steps = [
-  {{write = {{path = "mended.md", text = "mended\\n"}}}},
-  {{commit = "Mend the greeting, on its own branch"}},
-{steps}
-]
-"""
     kind_file = tmp_path / "kind.toml"
-    kind_file.write_text(KIND, encoding="utf-8")
+    kind_file.write_text(WORKING, encoding="utf-8")
+    verdict = json.dumps({"result": "done", "summary": "hello it is"})
+    agent_script = f"""
+[[turn]]
+match = ":code:1"
+steps = [
+  {{write = {{path = "greet.txt", text = "hello\\n"}}}},
+  {{write = {{path = "$board/notes.md", text = "a note\\n"}}}},
+  {{run = ["flume", "ask", "Hello or Hi?"]}},
+]
+
+[[turn]]
+match = "Hello, please"
+steps = [{{commit = "Say hello, sandboxed"}}]
+
+[[turn]]
+match = ":review:1"
+steps = [{{write = {{path = "$board/review/verdict.json", text = {json.dumps(verdict)}}}}}]
+"""
     script_path = script(tmp_path, agent_script)
     ran = flume_process(
-        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "refs",
-        "--brief", "the greeting", "--agent", "test", "--base", "sb/base",
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "works",
+        "--brief", "the greeting", "--agent", "test",
         "--agent-arg=--script", f"--agent-arg={script_path}",
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    journal = places.journals_dir(repo) / "sb--refs" / places.JOURNAL
-    wait_for(lambda: "code" in place_of(journal).completed, 60, "the sandboxed step to commit")
-    wait_for(lambda: len(_tool_results(journal)) == len(tries) + 2, 30, "its last command")
-
+    journal = places.journals_dir(repo) / "sb--works" / places.JOURNAL
+    wait_for(lambda: place_of(journal).questions, 60, "the agent's question")
+    assert (Path(place_of(journal).board) / "notes.md").read_text() == "a note\n"
+    answered = flume_process(
+        "answer", "sb--works", "q1", "Hello, please", "--repository", str(repo)
+    )
+    assert answered.returncode == 0, answered.stderr
+    wait_for(lambda: place_of(journal).landed_at is not None, 90, "the run to land")
     place = place_of(journal)
-    assert place.branch == "sb/refs"
-    results = _tool_results(journal)
-    for tried, said in zip(tries, results[2:], strict=True):
-        assert "rc=0" not in said, (tried, said)
-        assert "Read-only file system" in said or "Device or resource busy" in said, (tried, said)
-    after = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    moved = set(after.splitlines()) - set(before.splitlines())
-    assert {line.split()[0] for line in moved} == {"refs/heads/sb/refs"}, (before, after)
-    assert not Path(git_dir, "refs", "old").exists()
-    assert run_git(repo, "show", f"{place.branch}:mended.md") == "mended\n"
+    assert run_git(repo, "show", "main:greet.txt") == "hello\n"
+    assert run_git(repo, "log", "-1", "--format=%s", "main").strip() == "Say hello, sandboxed"
+    (session,) = sessions_started(journal)
+    typed = [
+        line
+        for line in transcript_lines(place, session)
+        if line.get("type") == "user" and "Hello, please" in str(line.get("message"))
+    ]
+    assert typed, "the answer never reached the agent's transcript"
 
 
 def test_flume_needs_reaches_the_place_from_inside_the_sandbox(
@@ -267,8 +227,8 @@ steps = [
 
     results = _tool_results(journal)
     for refused_write in results[:2]:
-        assert "Read-only file system" in refused_write, results
         assert "rc=0" not in refused_write, results
+    assert "{}" not in journal.read_text(encoding="utf-8").splitlines()
     assert results[2].strip() == "flume: sb--inbox: progress noted", results
     assert results[3] == (
         "Exit code 1\nflume: ask: step code of sb--inbox may not ask: its may is [progress]; "
@@ -313,4 +273,29 @@ def test_a_sandboxed_step_is_refused_at_launch_without_bubblewrap(
     assert ran.returncode == 2, ran.stderr
     assert "step code is sandboxed, but bubblewrap (bwrap) is not installed" in ran.stderr
     assert "apt-get install bubblewrap" in ran.stderr
+    assert world_of(repo) == before
+
+
+def test_a_sandboxed_step_whose_agent_s_endpoint_cannot_be_named_is_refused_at_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code on Bedrock: flume cannot name the host its fence must reach; exit 2, none made.
+
+    A sandboxed agent reaches only its model's endpoint; one flume cannot name would leave it a
+    network flume did not choose, or none at all.
+    """
+    shared.sandbox_programs()
+    repo = agent_repository(tmp_path)
+    before = world_of(repo)
+    monkeypatch.setenv("FLUME_CLAUDE", "/bin/true")
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    kind_file = tmp_path / "kind.toml"
+    kind_file.write_text(KIND, encoding="utf-8")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "bedrock",
+        "--brief", "the greeting", "--agent", "claude",
+    )  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    assert "CLAUDE_CODE_USE_BEDROCK is set" in ran.stderr
+    assert "ANTHROPIC_BASE_URL" in ran.stderr
     assert world_of(repo) == before

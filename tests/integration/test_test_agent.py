@@ -550,7 +550,11 @@ def test_exit_ends_the_process_and_removes_the_registry_entry(
     """An ``exit`` step ends the agent with its status; its registry entry is gone."""
     pane = agent(FAST + '[[turn]]\nsteps = [{say = "Bye."}, {exit = 3}]\n')
     pane.wait_status("idle")
-    pane.say("leave [flume:1]")
+    # Not pane.say: the agent may exit before its composer is seen empty (a dead pane's
+    # screen keeps what it last drew).
+    pane.paste("leave [flume:1]")
+    wait_for(lambda: "leave [flume:1]" in pane.composer(), "the composer to show the words")
+    pane.press("Enter")
     wait_for(lambda: dead(pane) is not None, "the pane to die")
     assert dead(pane) in {"3", ""}
     assert pane.registry() is None

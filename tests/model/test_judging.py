@@ -148,14 +148,24 @@ class JudgingMachine(RuleBasedStateMachine):
         else:
             assert settled == given
 
-    @rule(brief=st.text(max_size=80), taken=st.integers(min_value=0, max_value=NAME_TRIES + 2))
-    def work_is_named(self, brief: str, taken: int) -> None:
+    @rule(
+        brief=st.text(max_size=80),
+        taken=st.integers(min_value=0, max_value=NAME_TRIES + 2),
+        kind=st.sampled_from(["", "fix", "change", "question"]),
+        telling=st.lists(
+            st.sampled_from(["greeting", "typo", "login", "docs", "home"]), min_size=1
+        ),
+    )
+    def work_is_named(self, brief: str, taken: int, kind: str, telling: list[str]) -> None:
         """NAME-FROM-BRIEF: unnamed work is named from its brief, numbered while taken.
 
         The made name is one flume takes, short; tried in order, the first not taken is used,
-        and with every one of the tries taken the launch is refused naming them.
+        and with every one of the tries taken the launch is refused naming them. It repeats no
+        kind: a brief's leading word that is the kind ("Fix the typo", a fix) is left out.
         """
-        base = name_from(brief)
+        base = name_from(brief, kind)
+        said = " ".join(telling)
+        assert name_from(f"{kind.title()} the {said}", kind) == name_from(said, kind)
         assert not name_problems(base), base
         assert len(base) <= NAME_LENGTH
         assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", base)
@@ -239,6 +249,10 @@ def test_names_are_made_from_the_brief_and_numbered_up_to_fifty() -> None:
     assert name_from("!!!") == "work"
     assert name_from("Straße " + "b" * 40) == "strasse"  # a word past the length is left out
     assert name_from("x" * 40) == "x" * NAME_LENGTH
+    # The kind is not repeated: a leading word that is it is left out, unless it is all.
+    assert name_from('Fix the "greeting" typo in $HOME docs', "fix") == "greeting-typo-home-docs"
+    assert name_from("Fix the greeting typo", "change") == "fix-greeting-typo"
+    assert name_from("Fix it", "fix") == "fix"
     names = made_names("fix-login")
     assert NAME_TRIES == 50
     assert names[:3] == ("fix-login", "fix-login-2", "fix-login-3")

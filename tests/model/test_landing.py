@@ -1,23 +1,28 @@
-"""LAND-BASE-BLOCKED-WAITS model-checked: a landing the base repository's state blocks.
+"""LAND-BASE-BLOCKED-WAITS and LAND-HELD-FOR-A-PERSON model-checked: a landing that waits.
 
 The machine starts with a fix submitted (its code stage done, its branch handed to the lander)
-and lets the lander land, the base's state block the landing, time pass and the agent and the
-caller do what they may meanwhile.
+and lets the lander land, the base's state block the landing, the lander hold it for a person
+(a fenced run's change to what runs outside), time pass, and the agent and the caller do what
+they may meanwhile, approving among it.
 """
 
 from __future__ import annotations
 
 import attrs
+from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from flume.core.actions import Event, Land, Report, SendTell
+from flume.core.errors import UsageError
 from flume.core.ids import Instant, Sha
 from flume.core.observations import (
     AgentReady,
+    ApproveAsked,
     Author,
     DropAsked,
     Landed,
     LandingBlocked,
+    LandingHeld,
     NeedsSaid,
     RetryAsked,
     SubmitAsked,
@@ -25,7 +30,7 @@ from flume.core.observations import (
     Told,
     TranscriptEntry,
 )
-from flume.core.place import Life, Submission, Working
+from flume.core.place import Life, PauseCause, Paused, Submission, Working
 from flume.core.settings import LAND_RETRY_MOST_SECONDS
 from flume.core.status import status
 from flume.core.step import step
@@ -38,6 +43,10 @@ class LandingMachine(PlaceMachine):
 
     #: How many of the world's steps the invariant has looked at.
     checked: int = 0
+    #: How many of them the hold's invariant has looked at.
+    held_checked: int = 0
+    #: The heads a person approved landing, at a landing held for them.
+    approved: frozenset[Sha] = frozenset()
 
     @initialize()
     def launch(self) -> None:
@@ -68,6 +77,23 @@ class LandingMachine(PlaceMachine):
     def caller_drops(self) -> None:
         """The caller drops the work."""
         self.world.feed(DropAsked(at=self.world.instant()))
+
+    @rule(head=st.sampled_from([Sha("h1"), Sha("h2")]))
+    def lander_holds_it_for_a_person(self, head: Sha) -> None:
+        """The lander holds the landing: its change touches what runs outside a sandbox."""
+        self.world.feed(LandingHeld(at=self.world.instant(), head=head, files=[".flume.toml"]))
+
+    @rule()
+    def caller_approves(self) -> None:
+        """The caller approves (refused unless something waits on approval)."""
+        place = self.world.place
+        paused = place.stage.phase if place is not None else None
+        try:
+            self.world.feed(ApproveAsked(at=self.world.instant()))
+        except UsageError:
+            return
+        if isinstance(paused, Paused) and paused.landing is not None:
+            self.approved |= {paused.landing}
 
     @rule()
     def caller_retries(self) -> None:
@@ -111,6 +137,33 @@ class LandingMachine(PlaceMachine):
                 assert asked == due
                 assert (after.submission is Submission.SUBMITTED) == due
         self.checked = len(self.world.steps)
+
+    @invariant()
+    def a_held_landing_lands_only_what_a_person_approved(self) -> None:
+        """LAND-HELD-FOR-A-PERSON: a held landing pauses for a person; it lands what they read.
+
+        Held while submitted, the run pauses (``approval``) naming the files, its agent ended,
+        and nothing more is landed until a person approves; every landing asked carries either
+        no approval or a head a person approved at such a pause.
+        """
+        for before, seen, decision in self.world.steps[self.held_checked :]:
+            after = decision.place
+            for action in decision.actions:
+                if isinstance(action, Land):
+                    assert action.reviewed is None or action.reviewed in self.approved
+            if (
+                isinstance(seen, LandingHeld)
+                and before is not None
+                and before.submission is Submission.SUBMITTED
+            ):
+                phase = after.stage.phase
+                assert isinstance(phase, Paused)
+                assert phase.cause is PauseCause.APPROVAL
+                assert phase.landing == seen.head
+                assert all(name in phase.words for name in seen.files)
+                assert after.agent is None or after.agent.ending
+                assert not any(isinstance(a, Land) for a in decision.actions)
+        self.held_checked = len(self.world.steps)
 
 
 TestLanding = LandingMachine.TestCase
@@ -191,3 +244,28 @@ def test_a_blocked_landing_of_a_stage_that_stopped_short_waits_for_its_retry() -
     later = step(S, short.place, Tick(at=Instant(60)))
     assert not any(isinstance(a, Land) for a in later.actions)
     assert later.place.submission is Submission.BLOCKED
+
+
+HELD = LandingHeld(at=Instant(30), head=Sha("c3"), files=[".flume.toml", ".githooks/pre-push"])
+
+
+def test_a_held_landing_pauses_for_a_person_and_lands_the_head_they_approved() -> None:
+    """Held, the run pauses naming the files; approved, the stage runs again, landing that head."""
+    held = step(S, submitting(), HELD)
+    place = held.place
+    phase = place.stage.phase
+    assert isinstance(phase, Paused)
+    assert (phase.cause, phase.landing) == (PauseCause.APPROVAL, Sha("c3"))
+    assert ".flume.toml, .githooks/pre-push" in phase.words
+    assert place.submission is Submission.HELD
+    assert "flume approve" in (status(place).resolve or "")
+    approved = step(S, place, ApproveAsked(at=Instant(31)))
+    assert approved.place.reviewed == Sha("c3")
+    assert approved.place.stage.attempt == place.stage.attempt + 1
+    assert next(a.event for a in approved.actions if isinstance(a, Report)) is Event.RESUMED
+
+
+def test_a_hold_seen_when_nothing_waits_on_the_lander_changes_nothing() -> None:
+    """A hold reported after the landing is ignored."""
+    place = step(S, submitting(), Landed(at=Instant(29), base_sha=Sha("b1"))).place
+    assert step(S, place, HELD).place.submission is Submission.LANDED

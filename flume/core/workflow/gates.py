@@ -63,6 +63,7 @@ from flume.core.place import (
     Paused,
     Place,
     Queued,
+    Submission,
     Tell,
     TellSending,
     Working,
@@ -488,9 +489,15 @@ def _resume(place: Place, paused: Paused, words: str) -> Outcome:
 
 
 def on_approve(place: Place, seen: ApproveAsked) -> Outcome:
-    """A person approved the step an approval gate holds: delivered, it ends; the run goes on."""
+    """A person approved the step an approval gate holds: delivered, it ends; the run goes on.
+
+    LAND-HELD-FOR-A-PERSON: a landing held for a person, approved, lands the head they read.
+    """
     del seen
-    _refuse_unless(place, ApproveAsked)
+    paused = _refuse_unless(place, ApproveAsked)
+    if paused.landing is not None:
+        place = evolve(place, reviewed=paused.landing, submission=Submission.NONE)
+        return _resume(place, paused, f"its landing at {paused.landing} approved")
     place = evolve(
         place,
         spent=budget.resumed_at(place.spent, place.now),

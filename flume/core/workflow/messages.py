@@ -133,12 +133,7 @@ def on_ask(place: Place, seen: AskSaid) -> Outcome:
 def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
     """WF-ASK-ONE-ANSWERER, WF-MESSAGE-TRANSCRIPT: the one answer, sent to the asker as a tell."""
     name = place.launch.place
-    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, AnswerGiven):
-        raise refused(
-            "answer",
-            f"no step of {name} is running: nothing waits on an answer",
-            f"see what {name} waits on with flume status {name}",
-        )
+    # What the question is says most: one answered already is that, whatever the run does now.
     found = next((each for each in place.questions if each.id == seen.question), None)
     if found is None:
         asked = ", ".join(each.id for each in place.questions) or "none"
@@ -152,6 +147,12 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
             "answer",
             f"question {found.id} of {name} is answered already",
             "a question is answered once",
+        )
+    if place.life is not Life.ACTIVE or not accepts(place.stage.phase, AnswerGiven):
+        raise refused(
+            "answer",
+            f"no step of {name} is running: nothing waits on an answer",
+            f"see what {name} waits on with flume status {name}",
         )
     if place.launch.led and not (seen.by_lead or seen.no_lead):
         raise refused(

@@ -45,7 +45,15 @@ from flume.core import tell
 from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, PlaceName, SessionId
-from flume.core.kinds import MAX_DEPTH, Merge, Orchestrate, blocks_of, child_kind, lane_names
+from flume.core.kinds import (
+    MAX_DEPTH,
+    Merge,
+    Orchestrate,
+    all_sandboxed,
+    blocks_of,
+    child_kind,
+    lane_names,
+)
 from flume.core.observations import (
     Activity,
     ChildNews,
@@ -171,6 +179,8 @@ def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
     """
     if run.kind is None:
         kind = child_kind(place.kind, block, run.lane, run.agent)
+        if block.lead.sandbox and run.lane not in lane_names(block):
+            kind = all_sandboxed(kind)  # a spawned child runs its sandboxed lead's goal
         return lane_launch(place, run.lane, kind, goal=run.goal, led=True)
     own = run.kind.budgets
     budgets = attrs.evolve(
@@ -179,8 +189,15 @@ def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
         tokens=min(own.tokens or run.reserved_tokens, run.reserved_tokens),
     )
     kind = attrs.evolve(
-        run.kind, name=place.kind.name, prefix=place.kind.prefix, finalize=None, budgets=budgets
+        run.kind,
+        name=place.kind.name,
+        prefix=place.kind.prefix,
+        finalize=None,
+        budgets=budgets,
+        fenced=run.kind.fenced or place.kind.fenced,
     )
+    if block.lead.sandbox:
+        kind = all_sandboxed(kind)  # a composed run runs its sandboxed lead's fragment
     launch = lane_launch(place, run.lane, kind, goal=run.goal, led=True)
     deeper = attrs.evolve(launch.launch, depth=place.launch.depth + 1)
     start = place.start if run.from_base else place.entry

@@ -3,8 +3,8 @@
 Claude Code gets its session id (``--session-id``), so its transcript's path is known before the
 prompt (``HOME/projects/SLUG/SESSION.jsonl``, :func:`transcript_path`), and hooks installed for
 the run only (``--settings``), each appending what Claude Code says to a file flume reads
-(``hookrecord.py``, :func:`hooks_path`). A sandboxed step's run gets Claude Code's own
-sandbox in the same settings (:func:`sandbox_settings`). Its home is ``$CLAUDE_CONFIG_DIR`` or
+(``hookrecord.py``, :func:`hooks_path`). A sandboxed step's run is held whole in flume's fence
+(:func:`sandbox_needs`, :mod:`~flume.shell.agents.sandbox`). Its home is ``$CLAUDE_CONFIG_DIR`` or
 ``~/.claude``; its live-session registry is ``HOME/sessions/*.json`` (reference/claude-code.md
 §1, §4). Before it registers, a workspace trust dialog on its screen is a person being asked
 (§5, §8). Its lines are read by :mod:`~flume.shell.agents.claude_lines`. flume's test agent
@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,21 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell import environment
 from flume.shell.agents import chat, claude_lines
 from flume.shell.agents.chat import Chat
 from flume.shell.agents.port import agents_dir
-from flume.shell.agents.sandbox import Fence
+from flume.shell.agents.sandbox import (
+    Endpoint,
+    Home,
+    Needs,
+    endpoint_of,
+    install_of,
+    seen_home,
+)
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
-from flume.shell.tools import locate
+from flume.shell.tools import bubblewrap, locate
 
 #: The variable that names Claude Code's program in place of ``claude`` on PATH.
 VARIABLE = "FLUME_CLAUDE"
@@ -61,9 +69,6 @@ _RECORDER = Path(__file__).with_name("hookrecord.py")
 _FENCE_HOOK = Path(__file__).with_name("fencehook.py")
 #: Claude Code's tools that write files from its own process, outside its sandbox's reach.
 FILE_TOOLS = "Write|Edit|MultiEdit|NotebookEdit"
-#: What Claude Code's sandbox needs on Linux besides itself (seen with 2.1.332: without either,
-#: ``failIfUnavailable`` makes it refuse to start, naming the one missing).
-SANDBOX_PROGRAMS = (("bwrap", "bubblewrap"), ("socat", "socat"))
 
 
 def home() -> Path:
@@ -87,11 +92,16 @@ def hooks_path(session: str) -> Path:
     return agents_dir() / f"{session}.hooks.jsonl"
 
 
-def hook_settings(session: str, fence: Fence | None = None) -> str:
+def hook_settings(session: str, fenced: Sequence[str] = ()) -> str:
     """The ``--settings`` JSON that installs flume's hooks for this run only.
 
-    With a ``fence``, the run is a sandboxed step's: its Bash commands run in Claude Code's
-    sandbox (:func:`sandbox_settings`), and a guard refuses its file tools' writes outside.
+    ``fenced`` (the worktree, then the board): the run is a sandboxed step's, inside flume's
+    fence (:mod:`.sandbox`), which
+    holds the whole of Claude Code, its file tools as its Bash commands. Claude Code's own
+    sandbox is off there (a sandbox of bubblewrap cannot start inside another: a new proc cannot
+    be mounted) and its Bash commands run without asking, as its own sandbox let them; a guard
+    still refuses its file tools' writes to the worktree's ``.git``, ``.claude/`` and
+    ``.mcp.json`` (what a later, unsandboxed Claude Code there would run).
     """
     command = shlex.join([sys.executable, "-I", str(_RECORDER), str(hooks_path(session))])
     handler = {"type": "command", "command": command, "timeout": 10}
@@ -99,89 +109,87 @@ def hook_settings(session: str, fence: Fence | None = None) -> str:
         event: [{"hooks": [handler]}] for event in HOOK_EVENTS
     }
     settings: dict[str, object] = {"hooks": hooks}
-    if fence is not None:
-        allowed = [fence.worktree] if fence.board is None else [fence.worktree, fence.board]
-        guard = shlex.join([sys.executable, "-I", str(_FENCE_HOOK), *map(str, allowed)])
+    if fenced:
+        guard = shlex.join([sys.executable, "-I", str(_FENCE_HOOK), *fenced])
         guarding = {"type": "command", "command": guard, "timeout": 10}
         hooks["PreToolUse"].append({"matcher": FILE_TOOLS, "hooks": [guarding]})
-        settings["sandbox"] = sandbox_settings(fence)
+        settings["sandbox"] = {"enabled": False}
+        settings["permissions"] = {"allow": ["Bash"]}
     return json.dumps(settings, separators=(",", ":"))
 
 
-def sandbox_settings(fence: Fence) -> dict[str, object]:
-    """Claude Code's ``sandbox`` settings for a sandboxed step (docs/config.md, reference §9).
-
-    Its Bash commands run in bubblewrap, writing only the working directory (the worktree) and
-    the folders added (the board), and, seen with 2.1.332 in a linked worktree, the
-    repository's git folder but its config and hooks, which commits need; flume adds the
-    agent's inbox and keeps the fence's files and its place's journal folder read-only. It
-    never starts without its sandbox (``failIfUnavailable``), never runs a command outside it
-    (``allowUnsandboxedCommands`` false: a command asking for that runs sandboxed still), and
-    runs sandboxed commands without asking a person (``autoAllowBashIfSandboxed``).
-    """
-    allowed = [str(path) for path in fence.writable if path != fence.worktree]
-    return {
-        "enabled": True,
-        "failIfUnavailable": True,
-        "autoAllowBashIfSandboxed": True,
-        "allowUnsandboxedCommands": False,
-        "filesystem": {
-            "allowWrite": allowed,
-            # Only files that exist: a path denied that does not exist is made unreadable
-            # (seen with 2.1.332: a missing packed-refs denied stopped every git command).
-            # The journal's folder too: its sandbox lets commands write the repository's git
-            # folder, which holds it; the agent's commands to flume go through its inbox.
-            "denyWrite": [
-                str(path)
-                for path in (*_other_refs(fence), *fence.kept, fence.records)
-                if path.exists()
-            ],
-        },
-    }
-
-
-def _other_refs(fence: Fence) -> list[Path]:
-    """Every ref, reflog and folder of them on the way to the branch's own, and ``packed-refs``.
-
-    Claude Code's sandbox lets a command write a linked worktree's whole git folder, and a
-    folder denied is denied with all it holds, even a folder inside it that is allowed (seen
-    with 2.1.332: denying ``refs`` and allowing ``refs/heads/<prefix>`` refused the commit).
-    So what is around the branch's own folders is denied, one entry at a time: in ``refs``
-    all but ``heads``, in ``refs/heads`` all but the branch's folder, and so on; the same in
-    ``logs``. A ref made later beside them (a new branch or tag) is not denied.
-    """
-    found = [fence.common / "packed-refs"]
-    for root, own in ((fence.common / "refs", fence.own[0]), (fence.common / "logs", fence.own[1])):
-        folder = root
-        for part in own.relative_to(root).parts:
-            with contextlib.suppress(OSError):
-                found.extend(entry for entry in folder.iterdir() if entry.name != part)
-            folder = folder / part
-    return found
+#: An agent's tools are an agent's: a Claude Code flume starts loads no MCP server of the
+#: caller's (the user's, the project's, a plugin's: flume's own plugin serves a person's verbs,
+#: approve, drop, raise), only those its launch's flags name (``--mcp-config``).
+NO_CALLERS_TOOLS = ("--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}')
 
 
 def sandbox_missing() -> tuple[str, str] | None:
-    """What Claude Code's sandbox needs here and lacks (bubblewrap, socat), and how to mend it."""
-    lacking = [package for name, package in SANDBOX_PROGRAMS if not locate.found(name)]
-    if not lacking:
-        return None
-    return (
-        f"Claude Code's sandbox needs {' and '.join(lacking)}, not installed here (not on PATH)",
-        f"install them (Debian and Ubuntu: apt-get install {' '.join(lacking)})",
+    """A sandboxed step's Claude Code runs inside bubblewrap: missing, when it is."""
+    return bubblewrap.missing()
+
+
+#: What a fenced Claude Code reads of its folder, read-only: its settings, instructions, login,
+#: its own agents, commands, skills and output styles. Its plugins are not: a plugin's MCP
+#: server is the caller's tools (flume's own among them), never a sandboxed step's.
+KEPT = (
+    "settings.json",
+    "CLAUDE.md",
+    ".credentials.json",
+    "agents",
+    "commands",
+    "skills",
+    "output-styles",
+    "keybindings.json",
+)
+#: The variables Claude Code reads: its key, its endpoint, its settings.
+VARIABLES = ("ANTHROPIC_", "CLAUDE_", "DISABLE_", "MCP_", "BASH_", "MAX_THINKING_TOKENS")
+#: The endpoint of Anthropic's API, where no ``ANTHROPIC_BASE_URL`` names another.
+API = Endpoint(host="api.anthropic.com", port=443)
+#: Where Claude Code's model is not Anthropic's API, which flume cannot name a host of.
+_UNNAMED = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
+
+
+def sandbox_needs(session: SessionId, flags: Sequence[str]) -> Needs:  # noqa: ARG001 (none read)
+    """Its folder and ``.claude.json`` as the session's own, its program, its hook file, its API.
+
+    Its folder (``$CLAUDE_CONFIG_DIR``, ``~/.claude``) is a stand-in where it writes its
+    transcripts and registry (flume reads them there), its settings seen read-only through it;
+    ``.claude.json`` (its state: onboarding, trust, approved keys) is the session's own copy.
+    """
+    env = environment.current()
+    folder = home()
+    state = folder if env.get("CLAUDE_CONFIG_DIR") else Path(env.get("HOME") or Path.home())
+    unnamed = [name for name in _UNNAMED if env.get(name) not in {None, "", "0", "false"}]
+    given = env.get("ANTHROPIC_BASE_URL")
+    endpoint = endpoint_of(given) if given else API
+    why = ""
+    if unnamed:
+        why = f"{unnamed[0]} is set: Claude Code's model is not at a host flume can name"
+    elif endpoint is None:
+        why = f"ANTHROPIC_BASE_URL ({env.get('ANTHROPIC_BASE_URL')}) names no host and port"
+    return Needs(
+        homes=(Home(real=folder, kept=KEPT), Home(real=state, copied=(".claude.json",))),
+        reads=tuple(install_of(program())),
+        writes=(hooks_path(session),),
+        variables=VARIABLES,
+        endpoints=(endpoint,) if endpoint is not None else (),
+        unnamed=why,
     )
 
 
 def command(
-    place: Place, session: SessionId, model: str | None, fence: Fence | None = None
+    place: Place, session: SessionId, model: str | None, *, fenced: bool = False
 ) -> list[str]:
     """Claude Code's command line: its session id, flume's hooks, the place's board, the model.
 
     The board (``<repository>/places/.boards/<place>``) is outside the worktree, so it is
     named with ``--add-dir`` (reference/claude-code.md §3): a step writes its verdict there.
-    With a ``fence`` its sandbox is on (:func:`hook_settings`).
+    ``fenced``: a sandboxed step's (:func:`hook_settings`).
     """
-    settings = hook_settings(session, fence)
-    argv = [program(), "--session-id", session, "--settings", settings]
+    allowed = [place.path, place.board] if place.board else [place.path]
+    settings = hook_settings(session, allowed if fenced else ())
+    argv = [program(), "--session-id", session, "--settings", settings, *NO_CALLERS_TOOLS]
     if place.board:
         argv += ["--add-dir", place.board]
     if model:
@@ -231,8 +239,8 @@ def find_transcript(
     session: SessionId,
     claimed: AbstractSet[str | None],  # noqa: ARG001 (its session id names it)
 ) -> str | None:
-    """The session's transcript in Claude Code's home."""
-    return find_in(home(), place, session)
+    """The session's transcript in Claude Code's home (its stand-in, when it was fenced)."""
+    return find_in(seen_home(session, home()), place, session)
 
 
 def read_from(

@@ -11,9 +11,11 @@ read by :mod:`~flume.shell.agents.codex_lines`.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
-from collections.abc import Callable, Mapping
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,10 +24,17 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell import environment
 from flume.shell.agents import chat, codex_lines
 from flume.shell.agents.chat import Chat
-from flume.shell.agents.port import agents_dir
-from flume.shell.agents.sandbox import Fence, wrapped
+from flume.shell.agents.sandbox import (
+    Endpoint,
+    Home,
+    Needs,
+    endpoint_of,
+    install_of,
+    seen_home,
+)
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.tools import bubblewrap, locate
@@ -46,8 +55,6 @@ _CHOICE = re.compile(COMPOSER + r"\s*\d+\. ")
 #: trust dialog, whose default answer the Enter after a paste would give (seen with 0.171.0:
 #: the dialog drew 0.4 s after the splash's composer).
 READY_WORDS = ("for agents",)
-#: What a sandboxed Codex writes in its real home: its rollouts (flume reads them) and its logs.
-WRITTEN = ("sessions", "log")
 #: What a sandboxed Codex reads of its real home, read-only: its settings, login, instructions
 #: and rules (and profiles, ``<name>.config.toml``).
 KEPT = frozenset(
@@ -75,42 +82,44 @@ def missing() -> tuple[str, str] | None:
 
 def command(
     place: Place,
-    session: SessionId,
+    session: SessionId,  # noqa: ARG001 (Codex chooses its own)
     model: str | None,
-    fence: Fence | None = None,
+    *,
+    fenced: bool = False,  # noqa: ARG001 (the same inside a fence)
 ) -> list[str]:
-    """Codex's command line: started in the place, with the model if named.
-
-    With a ``fence`` (a sandboxed step) Codex runs inside bubblewrap. Its home
-    (``$CODEX_HOME``) is not its to write: its ``config.toml`` names commands the next Codex
-    runs unsandboxed (``notify``, MCP servers), its ``auth.json`` its login. Where it sees its
-    home it writes a folder of its own for the session instead (``<session>.codex-home`` in
-    flume's agents folder: its databases, history, snapshots, dropped with it), over which are
-    bound, from the real home, what flume reads and Codex logs (:data:`WRITTEN`, writable) and
-    what configures it (:data:`KEPT`, read-only, each a mount point that cannot be renamed or
-    replaced). The session id names its temporary folder and that home.
-    """
+    """Codex's command line: started in the place, with the model if named."""
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
     argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
+    # An agent's tools are an agent's: no MCP server of the caller's (flume's own serves a
+    # person's verbs), as Codex's settings name them, in its home or the place's project.
+    for name in mcp_servers(home(), Path(place.path)):
+        argv += ["-c", f"mcp_servers.{_key(name)}.enabled=false"]
     if place.board:
         # The board is outside the worktree; --add-dir makes it writable (reference/codex.md).
         argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
-    if fence is None:
-        return argv
-    folder = home()
-    return wrapped(
-        argv,
-        fence,
-        own=tuple(folder / name for name in WRITTEN),
-        scratch=agents_dir() / f"{session}.tmp",
-        covered=((folder, agents_dir() / f"{session}.codex-home"),),
-        kept=tuple(path for path in folder.iterdir() if _kept(path.name))
-        if folder.is_dir()
-        else (),
-    )
+    return argv
+
+
+def mcp_servers(folder: Path, project: Path) -> list[str]:
+    """The MCP servers Codex's settings name: its home's ``config.toml``, the project's own."""
+    found: dict[str, None] = {}
+    for path in (folder / "config.toml", project / ".codex" / "config.toml"):
+        try:
+            config = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        servers = config.get("mcp_servers")
+        if isinstance(servers, dict):
+            found.update(dict.fromkeys(str(name) for name in servers))
+    return list(found)
+
+
+def _key(name: str) -> str:
+    """A TOML key for a server's name: bare where it may be, quoted where it must."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
 
 
 def _kept(name: str) -> bool:
@@ -121,6 +130,69 @@ def _kept(name: str) -> bool:
 def sandbox_missing() -> tuple[str, str] | None:
     """A sandboxed step's Codex runs inside bubblewrap: missing, when it is."""
     return bubblewrap.missing()
+
+
+#: The variables Codex reads: its key, its endpoint, its home.
+VARIABLES = ("OPENAI_", "CODEX_", "RUST_LOG")
+#: Where Codex's model is, with no provider named: OpenAI's API, and ChatGPT's for its login.
+DEFAULT_ENDPOINTS = (
+    Endpoint(host="api.openai.com", port=443),
+    Endpoint(host="chatgpt.com", port=443),
+)
+
+
+def sandbox_needs(session: SessionId, flags: Sequence[str]) -> Needs:  # noqa: ARG001 (none read)
+    """Its home as a stand-in (its settings and login read-only), its program, its endpoint.
+
+    Its home (``$CODEX_HOME``) is not its to write: its ``config.toml`` names commands the next
+    Codex runs unsandboxed (``notify``, MCP servers), its ``auth.json`` its login. It writes the
+    session's stand-in instead (its rollouts, flume reads them there; its databases, history,
+    logs), where those are seen read-only from the real home.
+    """
+    folder = home()
+    kept = tuple(sorted(entry.name for entry in _entries(folder) if _kept(entry.name)))
+    endpoints, why = endpoints_of(folder, environment.current())
+    return Needs(
+        homes=(Home(real=folder, kept=kept),),
+        reads=tuple(install_of(program())),
+        variables=VARIABLES,
+        endpoints=endpoints,
+        unnamed=why,
+    )
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(folder))
+    except OSError:
+        return []
+
+
+def endpoints_of(folder: Path, env: Mapping[str, str]) -> tuple[tuple[Endpoint, ...], str]:
+    """Where Codex's model is, and why it cannot be named when it cannot ("" else).
+
+    Its provider's ``base_url`` in ``config.toml``; else ``OPENAI_BASE_URL``; else OpenAI's.
+    """
+    try:
+        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        config = {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        return (), f"Codex's config.toml cannot be read ({error})"
+    provider = config.get("model_provider", "openai")
+    providers = config.get("model_providers", {})
+    named = providers.get(provider) if isinstance(providers, dict) else None
+    url = named.get("base_url") if isinstance(named, dict) else None
+    if url is None and provider == "openai":
+        url = env.get("OPENAI_BASE_URL")
+        if not url:
+            return DEFAULT_ENDPOINTS, ""
+    if not isinstance(url, str):
+        return (), f"Codex's provider {provider!r} names no base_url flume can read"
+    endpoint = endpoint_of(url)
+    if endpoint is None:
+        return (), f"Codex's provider {provider!r} has base_url {url!r}: no host and port"
+    return (endpoint,), ""
 
 
 def prepare(session: SessionId) -> None:
@@ -162,7 +234,7 @@ def screen(capture: Callable[[], str | None]) -> Activity | None:
 
 def find_transcript(
     place: Place,
-    session: SessionId,  # noqa: ARG001 (Codex chose its own session id)
+    session: SessionId,
     claimed: AbstractSet[str | None],
 ) -> str | None:
     """Codex's rollout for the place: the first begun there since the stage started, unclaimed.
@@ -170,7 +242,7 @@ def find_transcript(
     Begun is what its ``session_meta`` says, not when the file last changed: a stopped agent
     writes its own rollout until it is gone, after its retry's stage started.
     """
-    folder = home() / "sessions"
+    folder = seen_home(session, home()) / "sessions"
     started = place.stage.started_at
     days = {
         (datetime.fromtimestamp(started, tz) + timedelta(days=delta)).strftime("%Y/%m/%d")

@@ -11,7 +11,7 @@ never branch on the agent's name. Like every part of the shell, it reports and d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Protocol
@@ -21,7 +21,7 @@ from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
 from flume.shell.agents.chat import Chat
-from flume.shell.agents.sandbox import Fence
+from flume.shell.agents.sandbox import Needs
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
@@ -44,16 +44,23 @@ class AgentPort(Protocol):
         ...
 
     def command(
-        self, place: Place, session: SessionId, model: str | None, fence: Fence | None = None
+        self, place: Place, session: SessionId, model: str | None, *, fenced: bool = False
     ) -> list[str]:
         """The agent's command line for the session (the launch's own flags follow it).
 
-        With a ``fence``, a sandboxed step's: its commands write only inside the fence.
+        ``fenced``: a sandboxed step's, run inside flume's fence (:mod:`.sandbox`).
         """
         ...
 
     def sandbox_missing(self) -> tuple[str, str] | None:
         """What a sandboxed step's agent needs here and lacks, and how to mend it; None if none."""
+        ...
+
+    def sandbox_needs(self, session: SessionId, flags: Sequence[str]) -> Needs:
+        """What the agent needs inside a fence: its folders, what it reads, its endpoint.
+
+        ``flags`` are the launch's own for it (a file one names is read inside).
+        """
         ...
 
     def prepare(self, session: SessionId) -> None:

@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from pyrsistent import pvector
@@ -83,26 +84,40 @@ def command(
 ) -> list[str]:
     """The agent's command line, from its module and the launch's flags; never through a shell.
 
-    With a ``fence`` (a sandboxed step's), the module holds its agent inside it.
+    With a ``fence`` (a sandboxed step's), it runs inside it (:mod:`.sandbox`).
     """
     settings = action.agent
-    return [*of(settings.agent).command(place, session, settings.model, fence), *settings.flags]
+    agent = of(settings.agent)
+    argv = [
+        *agent.command(place, session, settings.model, fenced=fence is not None),
+        *settings.flags,
+    ]
+    if fence is None:
+        return argv
+    needs = agent.sandbox_needs(session, settings.flags)
+    home = Path(environment(place, session).get("HOME") or Path.home())
+    return sandbox.agent_command(argv, fence, needs, home)
 
 
 def fenced(place: Place, action: StartAgent) -> tuple[Fence | None, str]:
     """A sandboxed step's fence, or why it cannot be held here (then the agent never starts).
 
     Not sandboxed: no fence, nothing wrong. "A sandboxed step must not silently run
-    unsandboxed": what its agent's sandbox lacks (bubblewrap, socat) is said, and nothing runs.
+    unsandboxed": what its agent's sandbox lacks (bubblewrap), or an endpoint it cannot name,
+    is said, and nothing runs.
     """
     if not action.sandbox:
         return None, ""
-    lacking = of(action.agent.agent).sandbox_missing()
+    agent = of(action.agent.agent)
+    lacking = agent.sandbox_missing()
     if lacking is not None:
         what, mend = lacking
         return None, f"the step is sandboxed, but {what}; {mend}, then retry the stage"
     session = session_for(place, action.stage, action.attempt)
-    fence = fence_of(place, inbox.folder(agents_dir(), session))
+    unnamed = agent.sandbox_needs(session, action.agent.flags).unnamed
+    if unnamed:
+        return None, f"the step is sandboxed, but {unnamed}; {sandbox.UNNAMED_MEND}"
+    fence = fence_of(place, session, inbox.folder(agents_dir(), session))
     if fence is None:
         return None, f"the step is sandboxed, but git cannot say where {place.path}'s git is"
     return fence, ""
@@ -178,7 +193,11 @@ class Agents:
         fence, unfenced = fenced(place, action)
         if unfenced:
             return self._failed(at, [agent.program()], unfenced)
-        argv = command(place, action, session, fence)
+        try:
+            argv = command(place, action, session, fence)
+        except OSError as error:
+            said = f"the step is sandboxed, but its fence could not be drawn: {error}"
+            return self._failed(at, [agent.program()], said)
         agent.prepare(session)
         if not Path(place.path).is_dir():
             return self._failed(at, argv, f"the place {place.path} is not there")
@@ -186,7 +205,7 @@ class Agents:
         # reads and removes: no secret and no caller's argument on a command line.
         exec_file = agents_dir() / f"{session}.exec.json"
         keep = list(_HERDR_KEEPS) if action.agent.panes is Panes.HERDR else []
-        env = environment(place, session) | (sandbox.environment(fence) if fence else {})
+        env = environment(place, session)
         write_private(exec_file, {"argv": argv, "env": env, "keep": keep})
         ran = server.start(
             group=tmux_group(place.launch.repository),
@@ -213,9 +232,12 @@ class Agents:
         fence, unfenced = fenced(place, action)
         if unfenced:
             return self._failed(at, [of(action.agent.agent).program()], unfenced)
-        argv = command(place, action, session, fence)
+        try:
+            argv = command(place, action, session, fence)
+        except OSError as error:
+            said = f"the step is sandboxed, but its fence could not be drawn: {error}"
+            return self._failed(at, [of(action.agent.agent).program()], said)
         shown = marks(place, session) | {"PATH": search_path()}
-        shown |= sandbox.environment(fence) if fence else {}
         ran = self.printed.start(
             group=tmux_group(place.launch.repository),
             window=place.launch.place,
@@ -323,17 +345,19 @@ def _runs_session(pid: int, session: str) -> bool:
     return session.encode() in command
 
 
-def live_sessions() -> dict[str, dict[str, object]]:
+def live_sessions(fenced: Iterable[str] = ()) -> dict[str, dict[str, object]]:
     """The live-session registries, by session id: of each agent that keeps one (§1).
 
-    One folder listing each; a file is read again only when it changed since it was last read,
-    so a look costs what changed, not how many agents live.
+    The sessions ``fenced`` named keep theirs in their fence's stand-in of the agent's home
+    (:func:`~flume.shell.agents.sandbox.seen_home`), looked at too when it exists. One folder
+    listing each; a file is read again only when it changed since it was last read, so a look
+    costs what changed, not how many agents live.
     """
     found: dict[str, dict[str, object]] = {}
     seen: set[str] = set()
-    for home in (each.registry_home() for each in KNOWN.values()):
-        if home is None:
-            continue
+    homes = [home for home in (each.registry_home() for each in KNOWN.values()) if home]
+    stand_ins = [sandbox.seen_home(session, home) for session in fenced for home in homes]
+    for home in dict.fromkeys([*homes, *stand_ins]):
         try:
             entries = list(os.scandir(home / "sessions"))
         except FileNotFoundError:

@@ -10,7 +10,7 @@ as Claude Code's are (:mod:`~flume.shell.agents.claude`). It runs no hooks and d
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
@@ -18,10 +18,10 @@ from flume.core.ids import Instant, SessionId
 from flume.core.judging import Said
 from flume.core.observations import Activity
 from flume.core.place import Place
+from flume.shell import environment
 from flume.shell.agents import chat, claude
 from flume.shell.agents.chat import Chat
-from flume.shell.agents.port import agents_dir
-from flume.shell.agents.sandbox import Fence, wrapped
+from flume.shell.agents.sandbox import Home, Needs, seen_home
 from flume.shell.agents.tail import Tail
 from flume.shell.agents.turns import Turn
 from flume.shell.store import places
@@ -29,6 +29,8 @@ from flume.shell.tools import bubblewrap
 
 #: The test agent's module, run as ``python -m MODULE``.
 MODULE = "flume.testing.agent"
+#: The variable naming its script when ``--script`` is not given (flume.testing.agent's).
+SCRIPT_VARIABLE = "FLUME_TEST_AGENT_SCRIPT"
 
 
 def home() -> Path:
@@ -52,26 +54,46 @@ def command(
     place: Place,
     session: SessionId,
     model: str | None,  # noqa: ARG001 (the test agent takes no model)
-    fence: Fence | None = None,
+    *,
+    fenced: bool = False,  # noqa: ARG001 (the same inside a fence)
 ) -> list[str]:
     """The test agent's command line: its module, the session id, its home and the board.
 
     The board is added as Claude Code's is (``--add-dir``): a script writes ``$board/...`` there.
-    With a ``fence`` (a sandboxed step) it runs inside bubblewrap, writing its home besides.
     """
     argv = [program(), "-m", MODULE, "--session-id", session, "--home", str(home())]
     if place.board:
         argv += ["--add-dir", place.board]
-    return (
-        argv
-        if fence is None
-        else wrapped(argv, fence, own=(home(),), scratch=agents_dir() / f"{session}.tmp")
-    )
+    return argv
 
 
 def sandbox_missing() -> tuple[str, str] | None:
     """A sandboxed step's test agent runs inside bubblewrap: missing, when it is."""
     return bubblewrap.missing()
+
+
+def sandbox_needs(session: SessionId, flags: Sequence[str]) -> Needs:  # noqa: ARG001 (one home)
+    """Its home as a stand-in of the session's own; its script, read-only; no network at all."""
+    scripts = [Path(each) for each in _scripts(flags)]
+    named = environment.current().get(SCRIPT_VARIABLE)
+    if named:
+        scripts.append(Path(named))
+    return Needs(
+        homes=(Home(real=home()),),
+        reads=tuple(path.resolve() for path in scripts if path.is_absolute()),
+        variables=(SCRIPT_VARIABLE,),
+    )
+
+
+def _scripts(flags: Sequence[str]) -> list[str]:
+    """The files ``--script FILE`` (or ``--script=FILE``) names among the agent's flags."""
+    found: list[str] = []
+    for number, flag in enumerate(flags):
+        if flag == "--script" and number + 1 < len(flags):
+            found.append(flags[number + 1])
+        elif flag.startswith("--script="):
+            found.append(flag.removeprefix("--script="))
+    return found
 
 
 def prepare(session: SessionId) -> None:
@@ -103,8 +125,8 @@ def find_transcript(
     session: SessionId,
     claimed: AbstractSet[str | None],  # noqa: ARG001 (its session id names it)
 ) -> str | None:
-    """The session's transcript in the test agent's home, laid out as Claude Code's."""
-    return claude.find_in(home(), place, session)
+    """The session's transcript in the test agent's home (its stand-in, fenced), as Claude's."""
+    return claude.find_in(seen_home(session, home()), place, session)
 
 
 def read_from(

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from flume.shell.store.places import state_dir
@@ -46,17 +46,25 @@ def end_orphaned(record: Path) -> None:
     record.unlink(missing_ok=True)
 
 
-def run(cwd: Path, argv: Sequence[str], record: Path) -> tuple[int, str]:
+def run(
+    cwd: Path, argv: Sequence[str], record: Path, env: Mapping[str, str] | None = None
+) -> tuple[int, str]:
     """Run ``argv`` in ``cwd``, its process group recorded at ``record``; status and output."""
-    status, output = run_within(cwd, argv, record, None)
+    status, output = run_within(cwd, argv, record, None, env)
     assert status is not None  # noqa: S101 (no deadline: it ran to its end)
     return status, output
 
 
 def run_within(
-    cwd: Path, argv: Sequence[str], record: Path, seconds: float | None
+    cwd: Path,
+    argv: Sequence[str],
+    record: Path,
+    seconds: float | None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int | None, str]:
     """:func:`run`, its process group ended after ``seconds``: then the status is None.
+
+    ``env``: the program's whole environment (this process's when None).
 
     The output goes to a file, not a pipe: a process that left the group (``setsid``) and
     still holds the output open cannot keep the deadline from being kept.
@@ -71,6 +79,7 @@ def run_within(
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=None if env is None else dict(env),
             )
         except FileNotFoundError:
             return 127, f"{argv[0]}: command not found"

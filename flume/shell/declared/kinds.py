@@ -73,6 +73,7 @@ from flume.core.kinds import (
     Sequence,
     Step,
     StepAgent,
+    has_sandbox,
     kind_flaws,
 )
 
@@ -491,7 +492,12 @@ class _Reader:
             )
         finalize = self.finalize(kind["finalize"]) if "finalize" in kind else None
         built = Kind(
-            name=KindName(name), prefix=prefix, body=body, budgets=budgets, finalize=finalize
+            name=KindName(name),
+            prefix=prefix,
+            body=body,
+            budgets=budgets,
+            finalize=finalize,
+            fenced=has_sandbox(body),
         )
         flaws = kind_flaws(built)
         if flaws:

@@ -9,6 +9,8 @@ from pathlib import Path
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.observations import BranchHead, BranchVanished, Observation, WorktreeLost
 from flume.core.place import Life, Place
+from flume.shell.agents import fencerefs, sandbox
+from flume.shell.agents.fencerefs import Mirror
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
 
@@ -17,8 +19,13 @@ class BranchHeads:
     """Every place's branch head, from one ``git for-each-ref`` per repository a tick.
 
     It also sees what a person deleted under a place in flight: its worktree (a ``stat`` of the
-    folder's ``.git``, no process) and its branch (absent from the heads).
+    folder's ``.git``, no process) and its branch (absent from the heads). A sandboxed agent's
+    commits are carried to its real branch first (:func:`sandbox.settle`); which live agents
+    are fenced is looked up once a session.
     """
+
+    def __init__(self) -> None:
+        self._mirrors: dict[str, Mirror | None] = {}
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
@@ -33,9 +40,33 @@ class BranchHeads:
             heads = git.heads(Path(repository))
             for each in group:
                 assert each.place is not None  # noqa: S101 (grouped above)
+                self._carried(each.place, heads)
+            for each in group:
+                assert each.place is not None  # noqa: S101 (grouped above)
                 seen = _seen(Path(repository), each.place, heads, now)
                 if seen is not None:
                     yield each, seen
+
+    def _carried(self, place: Place, heads: dict[BranchName, Sha]) -> None:
+        """A live fenced agent's commits carried to its real branch: two small files read."""
+        if place.agent is None:
+            return
+        session = place.agent.session
+        if session not in self._mirrors:
+            if len(self._mirrors) > _MIRRORS_KEPT:
+                self._mirrors.clear()
+            self._mirrors[session] = sandbox.mirror_of(session)
+        mirror = self._mirrors[session]
+        if mirror is None:
+            return
+        head = heads.get(place.branch)
+        moved = fencerefs.settle(mirror, head)
+        if moved is not None and moved != head:
+            heads[place.branch] = moved
+
+
+#: How many sessions' mirrors are remembered before all are forgotten (and looked up again).
+_MIRRORS_KEPT = 4096
 
 
 def _in_flight(place: Place) -> bool:

@@ -100,15 +100,16 @@ class Landings:
     def _fetch(self, repository: Path, bases: set[BranchName], now: Instant) -> dict[str, str]:
         """Fetch the bases a queue lands on from their remotes; base -> remote-tracking ref.
 
-        Only a repository that declares a submit command is fetched: the embedded lander lands
-        on the local base, which needs no fetch.
+        Only a repository that declares a submit command, or a fleet host's clone that lands
+        through its remote (``flume.fleetRemote``), is fetched: the embedded lander lands on the
+        local base, which needs no fetch.
         """
         try:
             declared = config.load(repository)
         except UsageError:
             _log.warning("%s has a malformed flume config: landings seen locally", repository)
             return {}
-        if declared.submit is None:
+        if declared.submit is None and git.fleet_remote(repository) is None:
             return {}
         upstreams = git.upstreams(repository, bases)
         by_remote: dict[str, list[str]] = collections.defaultdict(list)

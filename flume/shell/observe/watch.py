@@ -48,6 +48,7 @@ from flume.core.observations import (
     Activity,
     AgentExited,
     AgentStateSeen,
+    BranchHead,
     Observation,
     PaneOutput,
     PromptTyped,
@@ -58,7 +59,7 @@ from flume.core.observations import (
 )
 from flume.core.place import Agent, AwaitingInput, Delivering, Place
 from flume.core.transcripts import wants_transcript
-from flume.shell.agents import of
+from flume.shell.agents import of, sandbox
 from flume.shell.agents.port import AgentPort, agents_dir
 from flume.shell.agents.runner import live_sessions
 from flume.shell.agents.turns import Turn
@@ -163,7 +164,7 @@ class Watch:
         )
         panes = self.tmux.panes() if wants_tmux else None
         herdr_panes = self.herdr.panes() if in_herdr else None
-        registry = live_sessions() if live else {}
+        registry = live_sessions(self._fenced(live)) if live else {}
         current: set[str] = set()
         for each in live:
             place = each.place
@@ -193,6 +194,24 @@ class Watch:
         for session in [s for s in self.seen if s not in current]:
             del self.seen[session]
 
+    @staticmethod
+    def _carried(place: Place, session: SessionId, now: Instant) -> Iterator[Observation]:
+        """A fenced agent's new commit, carried to its real branch now and seen (a BranchHead)."""
+        carried = sandbox.carried_now(session, Path(place.launch.repository), place.branch)
+        if carried is not None and carried != place.head:
+            yield BranchHead(at=now, branch=place.branch, sha=carried)
+
+    @staticmethod
+    def _fenced(live: Sequence[Followed]) -> list[str]:
+        """The live agents that run fenced (their registry is in their fence's stand-in)."""
+        return [
+            each.place.agent.session
+            for each in live
+            if each.place is not None
+            and each.place.agent is not None
+            and sandbox.folder_of(each.place.agent.session).is_dir()
+        ]
+
     def _state(self, session: str) -> Seen:
         state = self.seen.get(session)
         if state is None:
@@ -211,6 +230,8 @@ class Watch:
         session = agent.session
         state = self._state(session)
         kind = of(program_of(place))
+        # A fenced agent's commit reaches its real branch, and is seen, before its turn's end.
+        yield from self._carried(place, session, now)
         yield from self._transcript(place, agent, state, kind, now)
         entry = registry.get(session)
         spoken = self._spoken(state, session, entry, kind)
@@ -240,6 +261,8 @@ class Watch:
         if panes is not None and (pane is None or pane.dead):
             status = pane.dead_status if pane is not None else None
             words = self._last_words(pane, server) if pane is not None else ""
+            # A fenced agent's last commits reach its real branch, and are seen, before its end.
+            yield from self._carried(place, session, now)
             yield AgentExited(at=now, session=session, status=status, last_words=words)
 
     @staticmethod

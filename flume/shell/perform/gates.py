@@ -10,6 +10,7 @@ fails (or the deadline) is what is reported, with the end of its output.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from flume.core.actions import ArchiveVerdict, JudgeGate
 from flume.core.ids import Instant
 from flume.core.kinds import Artifact, PassingTests, Verdict
 from flume.core.observations import GateRead
+from flume.shell.agents import sandbox
 from flume.shell.declared import command
 
 #: Where a repository's places keep their blackboards: ``<repository>/places/.boards/<place>``,
@@ -97,14 +99,16 @@ def archive_verdict(action: ArchiveVerdict) -> None:
     found.replace(target)
 
 
-def read_gate(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
+def read_gate(action: JudgeGate, clock: Callable[[], Instant], *, fenced: bool = False) -> GateRead:
     """What the step's gate is judged on, read now (tests: run now), stamped when read.
 
-    Never raises: a reading that cannot be made is a reading that found a problem, which the
-    core judges like any other (the agent is told why, once).
+    ``fenced``: the run has sandboxed steps, and its tests run in a fence of their own
+    (:func:`~flume.shell.agents.sandbox.in_fence`): the repository's test command may be what
+    a sandboxed agent wrote. Never raises: a reading that cannot be made is a reading that found
+    a problem, which the core judges like any other (the agent is told why, once).
     """
     try:
-        return _read(action, clock)
+        return _read(action, clock, fenced=fenced)
     except Exception as error:  # noqa: BLE001 (whatever went wrong is what the agent is told)
         problem = f"flume could not read it ({type(error).__name__}: {error})"
         return GateRead(
@@ -112,7 +116,7 @@ def read_gate(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
         )
 
 
-def _read(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
+def _read(action: JudgeGate, clock: Callable[[], Instant], *, fenced: bool) -> GateRead:
     gate = action.gate
     if isinstance(gate, Verdict):
         return _read_verdict(action, clock())
@@ -120,7 +124,7 @@ def _read(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
         found = (Path(action.path) / gate.path).is_file()
         return GateRead(at=clock(), key=action.key, attempt=action.attempt, found=found)
     if isinstance(gate, PassingTests):
-        return _run_tests(action, clock)
+        return _run_tests(action, clock, fenced=fenced)
     return GateRead(
         at=clock(),
         key=action.key,
@@ -158,7 +162,29 @@ def _read_verdict(action: JudgeGate, now: Instant) -> GateRead:
     )
 
 
-def _run_tests(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
+def run_command(
+    place: Path, argv: tuple[str, ...], record: Path, seconds: float | None, *, fenced: bool
+) -> tuple[int | None, str]:
+    """A declared command run in the place (:func:`command.run_within`).
+
+    In a fence, if ``fenced``: a fence that cannot be drawn is a failure, never a run outside.
+    """
+    if not fenced:
+        return command.run_within(place, argv, record, seconds)
+    try:
+        made = sandbox.in_fence(argv, place)
+    except OSError as error:
+        return 126, f"flume cannot fence {' '.join(argv)}: {error}"
+    if made is None:
+        return 126, f"flume cannot fence {' '.join(argv)}: git cannot say where {place}'s git is"
+    wrapped, env, folder = made
+    try:
+        return command.run_within(place, wrapped, record, seconds, env)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_tests(action: JudgeGate, clock: Callable[[], Instant], *, fenced: bool) -> GateRead:
     """Each declared command in turn, all within the deadline; no command: nothing passes."""
     if not action.tests:
         return GateRead(
@@ -174,7 +200,7 @@ def _run_tests(action: JudgeGate, clock: Callable[[], Instant]) -> GateRead:
     output = ""
     for argv in action.tests:
         left = ends - time.monotonic()
-        status, output = command.run_within(place, tuple(argv), record, max(left, 0.0))
+        status, output = run_command(place, tuple(argv), record, max(left, 0.0), fenced=fenced)
         if status is None:
             return GateRead(
                 at=clock(),

@@ -38,18 +38,21 @@ import logging
 import os
 import re
 import shlex
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
+from pyrsistent import pvector
 
 from flume.core.actions import Land
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.kinds import Landing
-from flume.core.observations import ChecksFailed, Landed, LandingBlocked, Observation
+from flume.core.observations import ChecksFailed, Landed, LandingBlocked, LandingHeld, Observation
 from flume.core.place import Place, current_step
 from flume.shell.declared import command, config
+from flume.shell.perform import gates
 from flume.shell.process import Ran
 from flume.shell.store.places import journals_dir
 from flume.shell.tools import git, openspec
@@ -104,9 +107,17 @@ class Lander:
                 f"{openspec.ARCHIVE}/), commit, and run flume submit again."
             )
             return [ChecksFailed(at=at, reason=reason, output=output)]
+        if place.kind.fenced and head is not None:
+            touched = runs_outside(repository, action.start, head)
+            if touched and action.reviewed != head:
+                return [LandingHeld(at=at, head=head, files=pvector(touched))]
         if declared.submit is not None:
             return self.submit(place, action, at, tuple(declared.submit))
-        return self.land_here(place, action, at, [tuple(argv) for argv in declared.checks])
+        checks = [tuple(argv) for argv in declared.checks]
+        remote = git.fleet_remote(repository)
+        if remote is not None:
+            return self.land_through(place, action, at, checks, remote)
+        return self.land_here(place, action, at, checks)
 
     # --- the embedded lander ------------------------------------------------------------------
 
@@ -141,7 +152,7 @@ class Lander:
         if new is None or new == old:
             # Every commit was on the base already: the rebase dropped them all.
             return [landed(repository, old, place, at)]
-        failed = run_checks(work, checks, at)
+        failed = run_checks(work, checks, at, fenced=place.kind.fenced)
         if failed is not None:
             return [failed]
         moved = self._move(repository, action, old, new, at)
@@ -203,14 +214,7 @@ class Lander:
             fds = (*self.pass_fds, descriptor)
             if git.resolve(repository, action.base) != old:
                 return None
-            holder = next(
-                (
-                    path
-                    for path, branch in git.worktree_paths(repository).items()
-                    if branch == action.base and path.is_dir()
-                ),
-                None,
-            )
+            holder = checkout_of(repository, action.base)
             if holder is None:
                 ref = f"refs/heads/{action.base}"
                 message = f"flume: land {action.branch}"
@@ -236,6 +240,84 @@ class Lander:
         reason = f"{action.base} could not be moved forward to {new} in {where}"
         return LandingBlocked(at=at, reason=reason, output=_tail(words), way_out=way_out)
 
+    # --- through a fleet's remote -------------------------------------------------------------
+
+    def land_through(
+        self,
+        place: Place,
+        action: Land,
+        at: Instant,
+        checks: Sequence[Sequence[str]],
+        remote: str,
+    ) -> list[Observation]:
+        """Land on the remote's base, as the embedded lander lands on the local one.
+
+        A fleet host's clone (``git config flume.fleetRemote``) lands through the shared remote:
+        the base is fetched, the place's own commits rebased on it and checked, and pushed to
+        the remote's base unforced, which git takes only as a fast-forward of what the remote
+        holds: a compare-and-swap from the revision the checks ran on. Rejected, the base moved
+        meanwhile: round again. Landed, the local base follows where it can without touching a
+        dirty checkout.
+        """
+        for _ in range(self.rounds):
+            outcome = self._remote_round(place, action, at, checks, remote)
+            if outcome is not None:
+                return outcome
+            _log.info(
+                "%s moved on %s while %s was checked: round again",
+                action.base,
+                remote,
+                action.branch,
+            )
+        reason = f"{action.base} on {remote} moved on during each of {self.rounds} tries to land"
+        output = "Other landings kept moving the base. Run flume submit again."
+        return [ChecksFailed(at=at, reason=reason, output=output)]
+
+    def _remote_round(  # noqa: PLR0911 (each way out says why)
+        self,
+        place: Place,
+        action: Land,
+        at: Instant,
+        checks: Sequence[Sequence[str]],
+        remote: str,
+    ) -> list[Observation] | None:
+        """One try at landing on the remote's base as it is now; None when it moved meanwhile."""
+        repository, work = Path(place.launch.repository), Path(action.path)
+        tracking = f"refs/remotes/{remote}/{action.base}"
+        fetched = git.fetch(repository, remote, f"+refs/heads/{action.base}:{tracking}")
+        old = git.commit(repository, tracking)
+        if not fetched.ok or old is None:
+            return [_remote_blocked(remote, action.base, fetched, at)]
+        head = git.resolve(repository, action.branch)
+        if head is None:
+            what = f"the branch {action.branch} does not exist"
+            return [ChecksFailed(at=at, reason=what, output="nothing was landed")]
+        refused = refusal_in_place(work, action.branch, at)
+        if git.holds(repository, old, head):
+            self._follow(repository, action.base, old)
+            return [landed(repository, old, place, at)]
+        failed = refused or self._rebase(work, action, old, at)
+        if failed is not None:
+            return [failed]
+        new = git.resolve(repository, action.branch)
+        if new is None or new == old:
+            self._follow(repository, action.base, old)
+            return [landed(repository, old, place, at)]
+        failed = run_checks(work, checks, at)
+        if failed is not None:
+            return [failed]
+        pushed = git.push(repository, remote, f"{new}:refs/heads/{action.base}")
+        if pushed.ok:
+            git.run(repository, "update-ref", tracking, new)
+            self._follow(repository, action.base, new)
+            return [landed(repository, new, place, at)]
+        if _REJECTED.search(pushed.out):
+            return None
+        return [_remote_blocked(remote, action.base, pushed, at)]
+
+    def _follow(self, repository: Path, base: BranchName, new: Sha) -> None:
+        follow_base(repository, base, new, self.pass_fds)
+
     # --- a merge queue's submit command -------------------------------------------------------
 
     def submit(
@@ -252,6 +334,39 @@ class Lander:
             reason = f"the submit command {shlex.join(filled)} failed (exit {status})"
             return [ChecksFailed(at=at, reason=reason, output=_tail(output))]
         return []
+
+
+def checkout_of(repository: Path, base: BranchName) -> Path | None:
+    """The worktree that has ``base`` checked out, if one does (and still stands)."""
+    return next(
+        (
+            path
+            for path, branch in git.worktree_paths(repository).items()
+            if branch == base and path.is_dir()
+        ),
+        None,
+    )
+
+
+def follow_base(
+    repository: Path, base: BranchName, new: Sha, pass_fds: tuple[int, ...] = ()
+) -> None:
+    """Move the local base to ``new`` where that is a fast-forward and touches no change.
+
+    A fleet host's clone: the remote's base is the one that counts, and the local one follows
+    it so that the next launch here is cut from what landed. A base checked out with
+    uncommitted changes, or one that went its own way, is left as it is.
+    """
+    with base_lock(repository) as descriptor:
+        fds = (*pass_fds, descriptor)
+        old = git.resolve(repository, base)
+        if old is None or old == new or not git.is_ancestor(repository, old, new):
+            return
+        holder = checkout_of(repository, base)
+        if holder is None:
+            git.run(repository, "update-ref", f"refs/heads/{base}", new, old, pass_fds=fds)
+        elif dirty_checkout(holder, base, Instant(0.0)) is None:
+            git.run(holder, "merge", "--ff-only", "--quiet", new, pass_fds=fds)
 
 
 def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | Sha:
@@ -275,6 +390,17 @@ def first_look(place: Place, action: Land, at: Instant) -> list[Observation] | S
     return [refused] if refused is not None else base
 
 
+#: A ref git refused to push as no fast-forward (``--porcelain``'s ``!`` lines): the base moved.
+_REJECTED = re.compile(r"^!\t.*\[rejected\]", re.MULTILINE)
+
+
+def _remote_blocked(remote: str, base: BranchName, ran: Ran, at: Instant) -> LandingBlocked:
+    """The remote could not be fetched from or pushed to: named, and tried again."""
+    reason = f"{base} on the remote {remote} could not be reached (git exit {ran.status})"
+    way_out = f"mend what git says about {remote}; flume tries the landing again"
+    return LandingBlocked(at=at, reason=reason, output=_tail(_said(ran)), way_out=way_out)
+
+
 #: Where git names a lock file it could not take ("Unable to create '<path>.lock': File exists").
 _LOCK_SAID = re.compile(r"Unable to create '([^']+\.lock)'")
 
@@ -287,14 +413,7 @@ def base_blocked(repository: Path, base: BranchName, at: Instant) -> LandingBloc
     git's) to mend; flume only names it and the way out, and never removes a lock.
     """
     ref_lock = git.common_dir(repository) / "refs" / "heads" / f"{base}.lock"
-    holder = next(
-        (
-            path
-            for path, branch in git.worktree_paths(repository).items()
-            if branch == base and path.is_dir()
-        ),
-        None,
-    )
+    holder = checkout_of(repository, base)
     locks = [ref_lock]
     if holder is not None:
         found = git.run(holder, "rev-parse", "--path-format=absolute", "--git-dir")
@@ -342,12 +461,23 @@ def refusal_in_place(work: Path, branch: BranchName, at: Instant) -> ChecksFaile
     return None
 
 
-def run_checks(work: Path, checks: Sequence[Sequence[str]], at: Instant) -> ChecksFailed | None:
-    """Run the repository's declared checks in the place, in order; the first failure, or None."""
+def run_checks(
+    work: Path, checks: Sequence[Sequence[str]], at: Instant, *, fenced: bool = False
+) -> ChecksFailed | None:
+    """Run the repository's declared checks in the place, in order; the first failure, or None.
+
+    ``fenced``: the run has sandboxed steps, and each check runs in a fence of its own: it may
+    be a script a sandboxed agent wrote (:func:`~flume.shell.perform.gates.run_command`).
+    """
     said: list[str] = []
     for argv in checks:
         said.append(f"$ {shlex.join(argv)}")
-        status, output = run_command(work, argv)
+        if fenced:
+            record = command.record_of("landings", work)
+            ran, output = gates.run_command(work, tuple(argv), record, None, fenced=True)
+            status = 126 if ran is None else ran
+        else:
+            status, output = run_command(work, argv)
         said.append(output.rstrip())
         if status != 0:
             reason = f"{shlex.join(argv)} failed (exit {status})"
@@ -360,7 +490,7 @@ def base_lock(repository: Path) -> Iterator[int]:
     """Hold the repository's landing lock (an ``flock`` shared by every process and thread)."""
     folder = journals_dir(repository)
     folder.mkdir(exist_ok=True)
-    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(folder / ".land.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield descriptor
@@ -372,6 +502,68 @@ def landed(repository: Path, base: Sha, place: Place, at: Instant) -> Landed:
     """The landing as observed on ``base``, with whether the place's change is archived there."""
     archived = openspec.is_change_archived(repository, base, place.launch.name)
     return Landed(at=at, base_sha=base, change_archived=archived)
+
+
+# --- what runs outside -------------------------------------------------------------------------
+
+#: Files and folders of a repository that run outside any sandbox once they reach its base: its
+#: flume config (setup and checks run on the host), Claude Code's and Codex's project settings
+#: (hooks, MCP servers, permissions), direnv's ``.envrc``, and the usual hooks folders.
+OUTSIDE = (".flume.toml", ".claude/", ".mcp.json", ".codex/", ".envrc", ".githooks/", ".husky/")
+
+
+def runs_outside(repository: Path, start: Sha | None, head: Sha) -> list[str]:
+    """The files the place's own commits (``start..head``) change that run outside a sandbox.
+
+    :data:`OUTSIDE`, each kind file the main ``.flume.toml`` names, and the folder of hooks a
+    relative ``core.hooksPath`` names (LAND-HELD-FOR-A-PERSON). Renames count by both names.
+    """
+    if start is None:
+        return []
+    changed = git.run(repository, "diff", "--name-only", "--no-renames", start, head)
+    if not changed.ok:
+        return []
+    watched = [*OUTSIDE, *_named_outside(repository)]
+    hooks = git.held_hooks(repository)
+    if hooks is not None and hooks.is_relative_to(repository) and repository in hooks.parents:
+        watched.append(hooks.relative_to(repository).as_posix().rstrip("/") + "/")
+    return [
+        path
+        for path in changed.out.splitlines()
+        if any(path == each or (each.endswith("/") and path.startswith(each)) for each in watched)
+    ]
+
+
+def _named_outside(repository: Path) -> list[str]:
+    """What the main ``.flume.toml`` names that runs outside, besides itself.
+
+    Its kind files, and the repository's scripts its commands start (``./checks.sh`` in
+    ``[land] checks``, a setup's script).
+    """
+    try:
+        document = tomllib.loads((repository / config.FILE_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    kinds = document.get("kinds", [])
+    named = [
+        str(each["file"])
+        for each in (kinds if isinstance(kinds, list) else [])
+        if isinstance(each, dict) and isinstance(each.get("file"), str)
+    ]
+    commands: list[object] = []
+    for table, key in (("place", "setup"), ("land", "checks"), ("tests", "command")):
+        found = document.get(table, {})
+        value = found.get(key) if isinstance(found, dict) else None
+        commands += (
+            value if isinstance(value, list) and value and isinstance(value[0], list) else [value]
+        )
+    submit = document.get("land", {})
+    commands.append(submit.get("submit") if isinstance(submit, dict) else None)
+    for argv in commands:
+        program = argv[0] if isinstance(argv, list) and argv and isinstance(argv[0], str) else ""
+        if "/" in program and not program.startswith("/"):
+            named.append(program.removeprefix("./"))
+    return named
 
 
 # --- running declared commands ----------------------------------------------------------------

@@ -86,6 +86,7 @@ class LaunchAsked:
         "agent_args",
         "base",
         "brief",
+        "carried",
         "kind",
         "kind_file",
         "mark",
@@ -110,6 +111,8 @@ class LaunchAsked:
     #: Arguments for the agent's command line, in order.
     agent_args: tuple[str, ...]
     panes: str
+    #: A fleet place carried again: the head its branch starts at (FLEET-CARRIED-HEAD).
+    carried: str | None
 
     def __init__(  # noqa: PLR0913 (the launch's words, each a keyword)
         self,
@@ -126,6 +129,7 @@ class LaunchAsked:
         model: str | None = None,
         agent_args: str | Sequence[str] = (),
         panes: str = Panes.TMUX.value,
+        carried: str | None = None,
     ) -> None:
         fields = {
             "repository": Path(repository),
@@ -140,6 +144,7 @@ class LaunchAsked:
             "model": model,
             "agent_args": _strings(agent_args),
             "panes": panes,
+            "carried": carried,
         }
         for field, value in fields.items():
             object.__setattr__(self, field, value)
@@ -179,9 +184,10 @@ class LaunchAsked:
     def words(self) -> dict[str, Any] | None:
         """The launch as the JSON handed to the supervisor; None when it cannot be handed.
 
-        A kind file is read, and a brief function called, where the command runs.
+        A kind file is read, and a brief function called, where the command runs; a fleet's
+        launch carried from a pushed head is launched where it was asked.
         """
-        if self.kind_file is not None or not isinstance(self.brief, str):
+        if self.kind_file is not None or not isinstance(self.brief, str) or self.carried:
             return None
         return {
             "repository": str(self.repository.absolute()),

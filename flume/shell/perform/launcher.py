@@ -30,7 +30,7 @@ from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap
 
 from flume.core.errors import Problem, UsageError, refused
-from flume.core.ids import BranchName, Instant, KindName, Sha, StageName, WorkName
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
 from flume.core.kinds import Kind, steps
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_path
@@ -40,6 +40,7 @@ from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.workflow.caps import WorstCase, worst_case
 from flume.shell import agents, process
+from flume.shell.agents import sandbox
 from flume.shell.declared import config
 from flume.shell.declared.kinds import read_kind_file
 from flume.shell.panes import herdr
@@ -65,6 +66,8 @@ class Request:
     carried: Kind | None = None
     #: Where the carried kind's steps gated on tests are declared (``file:line``).
     carried_tests: PMap[StageName, str] = attrs.field(factory=pmap)
+    #: A fleet place carried again: the head its branch starts at (FLEET-CARRIED-HEAD).
+    head: str | None = None
 
 
 def _problem(field: str, what: str, mend: str) -> UsageError:
@@ -135,6 +138,7 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         agent=request.agent,
         waits=pset(StageName(stage) for stage in request.waits),
         mark=request.mark,
+        carried=_carried(repository, request.head),
     )
     check_launch(launch, kind)
     return _Resolved(
@@ -145,6 +149,20 @@ def _resolve(request: Request, settings: Settings) -> _Resolved:
         launch=launch,
         listed=listed,
     )
+
+
+def _carried(repository: Path, head: str | None) -> Sha | None:
+    """The commit a carried launch starts its branch at, resolved; it must be here already."""
+    if head is None:
+        return None
+    found = git.commit(repository, head)
+    if found is None:
+        raise _problem(
+            "carried",
+            f"the head {head} to carry the place from is no commit of {repository}",
+            "fetch it from the remote first (git fetch), then launch again",
+        )
+    return found
 
 
 def _check_tests_declared(request: Request, declared: config.Config, kind: Kind) -> None:
@@ -173,17 +191,24 @@ def _check_sandboxes(request: Request, kind: Kind) -> None:
     """A sandboxed step's agent can be held in its sandbox here, or the launch is refused.
 
     "A sandboxed step must not silently run unsandboxed": what its agent's sandbox needs
-    (bubblewrap; socat besides for Claude Code's) is checked before anything is made. The start
-    of each agent checks again, and a step whose sandbox went missing since stops short, named.
+    (bubblewrap), and the endpoint its agent's network is limited to, are checked before
+    anything is made. The start of each agent checks again, and a step whose sandbox went
+    missing since stops short, named.
     """
     for found in steps(kind.body):
         if not found.sandbox:
             continue
         program = found.agent.agent if found.agent is not None else request.agent.agent
-        lacking = agents.of(program).sandbox_missing()
+        flags = request.agent.flags if found.agent is None else ()
+        agent = agents.of(program)
+        lacking = agent.sandbox_missing()
         if lacking is not None:
             what, mend = lacking
             raise _problem("sandbox", f"step {found.name} is sandboxed, but {what}", mend)
+        unnamed = agent.sandbox_needs(SessionId(""), flags).unnamed
+        if unnamed:
+            what = f"step {found.name} is sandboxed, but {unnamed}"
+            raise _problem("sandbox", what, sandbox.UNNAMED_MEND)
 
 
 def _checked(
@@ -323,7 +348,8 @@ def _tidied(path: Path) -> bool:
 
 def write_board(board: Path, seen: Launched) -> None:
     """Make the place's board and its ``task.md``: the work as launched, for every step to read."""
-    board.mkdir(parents=True, exist_ok=True)
+    places.private(board.parent)
+    board.mkdir(exist_ok=True)
     launch = seen.launch
     task = (
         f"# {launch.place}\n\n"
@@ -468,6 +494,16 @@ def launch_asked(asked: launch_words.LaunchAsked) -> Made:
         ) from error
 
 
+def check_asked(asked: launch_words.LaunchAsked) -> Launched:
+    """A launch as its caller words it, checked whole as :func:`launch_asked` checks it.
+
+    Nothing is journaled or made: its journal's first line, as it would be. A fleet launch is
+    checked so on the launching host before any host is asked to carry it.
+    """
+    request = _request(asked, lambda brief: brief if isinstance(brief, str) else brief())
+    return check(request, Settings(), time.time)
+
+
 def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
 
@@ -509,6 +545,7 @@ def _request(
             flags=pvector(asked.agent_args),
             panes=chosen_panes,
         ),
+        head=asked.carried,
     )
 
 

@@ -180,7 +180,7 @@ class Performer:
                 gates.archive_verdict(action)
                 return []
             case JudgeGate():
-                return [gates.read_gate(action, self.now)]
+                return [gates.read_gate(action, self.now, fenced=place.kind.fenced)]
             case LaunchLane():
                 return lanes.launch(action, self.now())
             case OrderLane():

@@ -149,6 +149,12 @@ EVENT_MEANINGS: dict[Event, str] = {
     Event.CHECKS_FAILED: (
         "the lander refused the submission (why in `text`); the output goes back to the agent"
     ),
+    Event.LANDING_HELD: (
+        "a run with sandboxed steps is held before landing: its own commits change files that "
+        "run outside a sandbox (`.flume.toml`, a kind file or script it names, a hooks folder, "
+        "`.claude/`, `.mcp.json`, `.codex/`, `.envrc`); `text` names them, and the run pauses "
+        "(`approval`) until `flume approve` (`LAND-HELD-FOR-A-PERSON`)"
+    ),
     Event.LANDING_BLOCKED: (
         "the base repository's state keeps the landing from moving the base (a lock git left,"
         " the base checked out with uncommitted changes): `text` holds why, the way out and "
@@ -279,6 +285,7 @@ EVENT_GROUPS: tuple[tuple[str, tuple[Event, ...]], ...] = (
             Event.TELL_DROPPED,
             Event.SUBMITTED,
             Event.CHECKS_FAILED,
+            Event.LANDING_HELD,
             Event.LANDING_BLOCKED,
             Event.LANDED,
             Event.FINISHED,

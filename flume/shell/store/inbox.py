@@ -3,8 +3,9 @@
 Theory of operation. A sandboxed step's agent may not write its place's journal (docs/config.md,
 "Sandboxed steps"): a line it wrote there would be taken as the supervisor's or the caller's
 (an approval, an answer, budgets raised, or a ``Launched`` line whose setup and finalize
-commands the supervisor would run after a restart). Its four commands, ``flume needs``,
-``flume progress``, ``flume ask`` and ``flume submit``, go instead to an inbox of its own,
+commands the supervisor would run after a restart). Its commands (:data:`KINDS`: ``flume
+needs``, ``progress``, ``ask`` and ``submit``, and a lead's ``spawn``, ``notify``, ``compose`` and
+``answer``) go instead to an inbox of its own,
 ``<agents>/<session>.inbox/``, the one folder of flume's it may write (``$FLUME_INBOX`` names it
 inside the sandbox):
 
@@ -478,7 +479,7 @@ def answer(inbox: Path, ident: str, said: str | UsageError) -> None:
         handle = os.open(
             staged,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-            0o644,
+            0o600,
             dir_fd=descriptor,
         )
         with os.fdopen(handle, "w", encoding="utf-8") as file:

@@ -58,7 +58,7 @@ def create(path: Path, seen: Observation) -> None:
     place that was archived meanwhile can bring back a journal without its launch.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         _write_line(descriptor, seen)

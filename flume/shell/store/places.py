@@ -25,6 +25,7 @@ from flume.core.settings import Settings
 from flume.core.step import Decision, replay, step
 
 # Re-exported: they were always found here.
+from flume.shell.host import private as private  # noqa: PLC0414
 from flume.shell.host import registry_path as registry_path  # noqa: PLC0414
 from flume.shell.host import remembered as remembered  # noqa: PLC0414
 from flume.shell.host import state_dir as state_dir  # noqa: PLC0414
@@ -55,7 +56,7 @@ def host() -> Host:
     folder = state_dir()
     known = host_id()
     if known is None:
-        folder.mkdir(parents=True, exist_ok=True)
+        private(folder)
         made = folder / f".{HOST_FILE}.{secrets.token_hex(8)}"
         made.write_text(f"{secrets.token_hex(16)}\n", encoding="ascii")
         # A link never replaces: of two first launches at once, one host id wins, for both.
@@ -176,8 +177,8 @@ def names_locked(repository: Path, *, journals: Path | None = None) -> Iterator[
     ``journals`` is :func:`journals_dir`, when the caller knows it already.
     """
     folder = journals if journals is not None else journals_dir(repository)
-    folder.mkdir(exist_ok=True)
-    descriptor = os.open(folder / ".names.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    private(folder)
+    descriptor = os.open(folder / ".names.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield

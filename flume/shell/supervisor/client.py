@@ -252,8 +252,11 @@ def start() -> subprocess.Popen[bytes]:
     import sys  # noqa: PLC0415
 
     log = log_path()
-    log.parent.mkdir(parents=True, exist_ok=True)
+    host.private(log.parent)
     asked_after = str(stops())
+    # A supervisor an agent's command started (``flume submit``) is no agent's: it keeps none of
+    # the marks of the session it was started from.
+    env = {name: value for name, value in os.environ.items() if name not in _AGENT_MARKS}
     with log.open("ab") as output:
         return subprocess.Popen(  # noqa: S603 (our own interpreter and module, no caller input)
             [sys.executable, "-P", "-m", "flume", "daemon", "run", "--asked-after", asked_after],
@@ -262,7 +265,12 @@ def start() -> subprocess.Popen[bytes]:
             stderr=output,
             start_new_session=True,
             close_fds=True,
+            env=env,
         )
+
+
+#: The marks of an agent's session flume started (runner.marks, the inbox's variable).
+_AGENT_MARKS = frozenset({"FLUME_SESSION", "FLUME_PLACE", "FLUME_INBOX"})
 
 
 def ensure(wait: float = 0.0) -> Answered | None:

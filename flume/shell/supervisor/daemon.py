@@ -83,8 +83,7 @@ def _lock() -> int | None:
     processes to end. A lock held by a live supervisor (even one not yet listening) means this
     one is not needed: it leaves at once, so it can never take over after a ``daemon stop``.
     """
-    path = places.state_dir() / "supervisor.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = places.private(places.state_dir()) / "supervisor.lock"
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:

@@ -6,6 +6,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import attrs
@@ -31,14 +32,87 @@ def run(cwd: Path, *args: str, pass_fds: tuple[int, ...] = ()) -> Ran:
     """Run ``git args`` in ``cwd``; never raises on a non-zero exit.
 
     ``pass_fds`` are inherited by git: the supervisor passes its lock, so that a git it started
-    holds the lock until it ends, even if the supervisor is killed meanwhile.
+    holds the lock until it ends, even if the supervisor is killed meanwhile. The hooks it runs
+    are the repository's main configuration's only (:func:`held_hooks`).
     """
     # The environment goes with this call only: changing plumbum's shared one is not safe
     # with the supervisor's worker threads running git at the same time.
     # The environment as it is now (plumbum's own is a copy taken when it was imported), or the
     # one a launch's caller sent (flume.shell.environment), with git kept from ever asking.
     env = {**environment.current(), **_ENV}
-    return process.run(("git", *args), cwd=cwd, env=env, pass_fds=pass_fds)
+    hooks = held_hooks(cwd)
+    held = ("-c", f"core.hooksPath={hooks}") if hooks is not None else ()
+    return process.run(("git", *held, *args), cwd=cwd, env=env, pass_fds=pass_fds)
+
+
+#: Each folder's repository's hooks, as :func:`held_hooks` found them, with what they rest on.
+_HOOKS: dict[Path, tuple[tuple[Path, int], Path | None]] = {}
+
+
+def held_hooks(cwd: Path) -> Path | None:
+    """The only hooks flume's git runs in ``cwd``: the repository's main configuration's.
+
+    A worktree can carry its own configuration (``config.worktree``, read where the repository
+    sets ``extensions.worktreeConfig``) and its own files: an agent that set ``core.hooksPath``
+    there, or committed hooks into a folder a relative ``core.hooksPath`` names, would have
+    flume's own merge, rebase or commit run them on the host. So flume's git is always told the
+    hooks of the main configuration (``<common>/config``): its ``core.hooksPath`` if absolute,
+    resolved in the main worktree if relative, else ``<common>/hooks``. None outside a
+    repository (git then finds none to run of flume's choosing). Found without a process: the
+    folder's ``.git`` names its git folder, which names the common one; remembered while the
+    main configuration is unchanged.
+    """
+    common = _common_of(cwd)
+    if common is None:
+        return None
+    config = common / "config"
+    try:
+        stamp = (config, config.stat().st_mtime_ns)
+    except OSError:
+        return common / "hooks"
+    known = _HOOKS.get(cwd)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    said = process.run(
+        ("git", "config", "--file", str(config), "--get", "core.hooksPath"),
+        cwd=common,
+        env={**environment.current(), **_ENV},
+    )
+    named = said.out.strip() if said.ok else ""
+    if not named:
+        found = common / "hooks"
+    else:
+        path = Path(named).expanduser()
+        found = path if path.is_absolute() else common.parent / path
+    _HOOKS[cwd] = (stamp, found)
+    return found
+
+
+def _common_of(cwd: Path) -> Path | None:  # noqa: PLR0911 (each layout says where)
+    """The common git folder of the repository ``cwd`` is the top of (a worktree, or a git folder).
+
+    None when ``cwd`` is neither (a subfolder is not looked above: flume runs git at tops).
+    """
+    dot = cwd / ".git"
+    try:
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            text = dot.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            admin = Path(text.removeprefix("gitdir:").strip())
+            admin = admin if admin.is_absolute() else cwd / admin
+            named = admin / "commondir"
+            if not named.is_file():
+                return admin
+            common = Path(named.read_text(encoding="utf-8").strip())
+            return common if common.is_absolute() else admin / common
+        if (cwd / "HEAD").is_file() and (cwd / "objects").is_dir():
+            return cwd
+    except OSError:
+        return None
+    return None
 
 
 def toplevel(path: Path) -> Path | None:
@@ -176,6 +250,14 @@ def has_commits(repository: Path) -> bool:
 def resolve(repository: Path, branch: BranchName) -> Sha | None:
     """The commit ``refs/heads/<branch>`` points at, or None."""
     ran = run(repository, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+    return Sha(ran.out.strip()) if ran.ok else None
+
+
+def commit(repository: Path, revision: str) -> Sha | None:
+    """The commit ``revision`` names in ``repository`` (a full or abbreviated sha), or None."""
+    if revision.startswith("-"):
+        return None
+    ran = run(repository, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
     return Sha(ran.out.strip()) if ran.ok else None
 
 
@@ -403,16 +485,75 @@ def exclude(repository: Path, pattern: str) -> None:
         file.write(f"{pattern}\n")
 
 
+#: git's words when another process updated a remote-tracking ref a fetch was updating too.
+_RACED = ("cannot lock ref", "unable to update local ref")
+#: How many times a fetch that lost such a race is tried again.
+FETCH_TRIES = 5
+
+
 def fetch(repository: Path, remote: str, *refspecs: str, timeout: float = 60.0) -> Ran:
     """Fetch ``refspecs`` from ``remote``, quietly and without tags; never raises.
 
     A fetch still running after ``timeout`` seconds is ended and reported as status 124: a
-    remote that hangs must not hold up whoever waits on the answer.
+    remote that hangs must not hold up whoever waits on the answer. Two fetches of one
+    repository at once (a fleet host's lander and its worker) may race to update the same
+    remote-tracking ref, and git fails the one that lost: it is tried again, a few times.
     """
     args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options")
     argv = (*args, remote, *refspecs)
+    for tries in range(1, FETCH_TRIES + 1):
+        ran = process.run(
+            ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+        )
+        if ran.ok or tries == FETCH_TRIES or not any(said in ran.err for said in _RACED):
+            return ran
+        time.sleep(0.05 * tries)
+    return ran
+
+
+#: The git config key naming the remote a fleet host's clone lands its places through: set by
+#: ``flume fleet worker`` on its clone (docs/fleet.md). Unset: places land on the local base.
+FLEET_REMOTE = "flume.fleetRemote"
+
+
+def fleet_remote(repository: Path) -> str | None:
+    """The remote this repository's places land through (a fleet host's clone), or None."""
+    ran = run(repository, "config", "--get", FLEET_REMOTE)
+    name = ran.out.strip()
+    return name if ran.ok and name else None
+
+
+def push(repository: Path, remote: str, refspec: str, timeout: float = 60.0) -> Ran:
+    """Push one ``refspec`` to ``remote``, never forced; never raises.
+
+    git refuses a push that is no fast-forward of what the remote holds: a compare-and-swap
+    on the remote's ref, whose old value is what the commit was built on. ``--porcelain``
+    says per ref what happened (``!`` rejected, `` `` or ``*`` done, ``=`` up to date).
+    """
+    if refspec.startswith(("+", "-")):
+        message = f"flume never forces a push: {refspec!r}"
+        raise ValueError(message)
+    argv = ("push", "--porcelain", "--no-verify", "--end-of-options", remote, refspec)
     return process.run(
         ("git", *argv), cwd=repository, env={**environment.current(), **_ENV}, timeout=timeout
+    )
+
+
+def delete_pushed(
+    repository: Path, remote: str, branch: str, expected: str, timeout: float = 60.0
+) -> Ran:
+    """Delete ``branch`` on ``remote`` only while it is still at ``expected``; never raises.
+
+    A compare-and-swap on the remote's ref (``--force-with-lease``): a branch someone moved
+    since is left as it is. Used for a landed place's branch, whose work its base holds.
+    """
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected}"
+    argv = ("push", "--porcelain", "--no-verify", lease, "--end-of-options", remote)
+    return process.run(
+        ("git", *argv, f":refs/heads/{branch}"),
+        cwd=repository,
+        env={**environment.current(), **_ENV},
+        timeout=timeout,
     )
 
 
