@@ -1,8 +1,8 @@
 """The kind file's format as data (flume/core/kindfile.py) is the format the reader reads.
 
 The manual's reference page is drawn from that data, so the data must say what the reader does:
-each default written out reads the same as the key left out, and each key it lists is one the
-reader takes.
+each default written out reads the same as the key left out, another value reads otherwise, and
+each key it lists is one the reader takes.
 """
 
 from __future__ import annotations
@@ -107,6 +107,44 @@ def test_an_orchestrate_table_s_default_written_out_reads_as_left_out(
     else:
         written = BASE.replace("[orchestrate.crew]", f"[orchestrate.crew]\n{inner}")
     assert _read(written) == _read(BASE)
+
+
+#: For each block key with a default, another value it takes, and what it needs beside it:
+#: ``(value, lines in its table, tables it names)``. None: it takes one value alone.
+OTHER: dict[str, tuple[str, str, str] | None] = {
+    "step.gate": ('"commit"', "", ""),
+    "step.waits_on_caller": ("true", "", ""),
+    "step.may": ('["progress"]', "", ""),
+    "step.sandbox": ("true", "", ""),
+    "loop.on_max": ('"pause"', "", ""),
+    "parallel.join": ('"first"', 'merge = "none"', ""),
+    "parallel.merge": ('"none"', "", ""),
+    "orchestrate.branches": ('["b"]', "", '\n[step.b]\nprompt = "B."\n'),
+    "orchestrate.join": None,
+    "orchestrate.merge": ('"none"', "", ""),
+    "orchestrate.compose": ("{ runs = 1, depth = 2 }", "", ""),
+}
+
+
+@pytest.mark.parametrize(("table", "key"), CASES)
+def test_a_value_other_than_the_default_reads_otherwise(table: str, key: kindfile.Key) -> None:
+    """A key the format lists is one the reader reads: another value makes another kind.
+
+    So a key declared in flume/core/kindfile.py (shown on the reference page) that the reader
+    took but never read fails here, until the reader reads it.
+    """
+    name = f"{table}.{key.name}"
+    assert name in OTHER, f"{name}: give OTHER a value it takes other than {key.default}"
+    other = OTHER[name]
+    if other is None:
+        assert " or " not in key.type, f"{name} takes more than one value: give OTHER one"
+        return
+    value, beside, after = other
+    home = HOMES[table]
+    base = BASE.replace('may = ["spawn"]', 'may = ["spawn", "compose"]')
+    control = base.replace(home, f"{home}\n{beside}", 1) if beside else base
+    written = control.replace(home, f"{home}\n{key.name} = {value}", 1) + after
+    assert _read(written) != _read(control), f"{name} = {value} reads as left out: never read"
 
 
 def test_the_budgets_are_the_kind_s_budgets() -> None:
