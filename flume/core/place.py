@@ -550,6 +550,9 @@ class LaneRun:
     tries: int = 1
     #: A person let the run go on without it, once it ended unfinished (``--without``).
     let_go: bool = False
+    #: Its block spreads its lanes over the fleet (WF-SPREAD): it is a fleet place, on
+    #: whichever host took it, and the run hears of it only through the fleet.
+    spread: bool = False
 
 
 class JoinStage(enum.Enum):
@@ -887,6 +890,8 @@ def merge_action(place: Place) -> MergeLanes:
         lanes=pvector(run.lane for run in runs),
         branches=pvector(run.branch for run in runs),
         starts=pvector(place.start if run.from_base else place.entry for run in runs),
+        heads=pvector(run.head for run in runs),
+        spread=any(run.spread for run in runs),
     )
 
 
