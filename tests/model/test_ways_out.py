@@ -253,6 +253,28 @@ def test_a_merge_refused_for_a_lock_pauses_merge_failed_naming_the_lock() -> Non
     assert len(world.merges) == merges + 1
 
 
+def test_a_person_s_commit_at_a_paused_merge_never_passes_the_block() -> None:
+    """WF-FINISHED-HOLDS-ITS-WORK: a paused merge goes on only by resume or resolve.
+
+    Found trying it as a user: the lock of 2.3 named, then a wrong hand-merge (``git merge -s
+    ours``, the lane's history without its file) moved the run's head, and the run went on past
+    the block at once ("the deliverable of attempt 1 was seen after it paused"), lacking the
+    lane's work: WF-DELIVERED-PASSES took the block's stage for an agent's attempt.
+    """
+    for cause in ("lock", "conflict"):
+        world = _merging_two(conflict=cause == "conflict")
+        if cause == "lock":
+            reason = "git could not merge lane b: Unable to write index."
+            world.feed(MergeRefused(at=world.instant(), lane="b", reason=reason, lock="/l"))
+        paused = _paused(_place(world))
+        head = world.git.commit(_place(world).branch, world.now)
+        world.feed(BranchHead(at=world.instant(), branch=_place(world).branch, sha=head))
+        _window(world)
+        assert _paused(_place(world)) == paused
+        assert _place(world).completed == pvector()
+        assert world.reports_of(Event.RESUMED) == []
+
+
 @pytest.mark.parametrize(
     ("facts", "says"),
     [

@@ -53,6 +53,7 @@ from flume.core.kinds import (
     Verdict,
     describe_deliverable,
     judged_at_turn_end,
+    parallels,
 )
 from flume.core.observations import (
     Activity,
@@ -92,6 +93,9 @@ from flume.core.settings import Settings
 from flume.core.workflow import budget
 
 _NO_BUDGETS = Budgets()
+#: The pauses of an agent's attempt, which its deliverable seen after them passes
+#: (WF-DELIVERED-PASSES).
+_ATTEMPT_PAUSES = frozenset({PauseCause.GATE_BLOCKED, PauseCause.BUDGET, PauseCause.STALLED})
 
 #: The most characters of a failing test run's output the agent is told.
 _TESTS_TAIL = 2000
@@ -204,7 +208,16 @@ def judge_evidence(settings: Settings, place: Place, now: Instant) -> Outcome:
     phase = place.stage.phase
     if place.life is not Life.ACTIVE or not in_workflow(place) or not is_evidence(place):
         return place, ()
-    late = isinstance(phase, Paused) and phase.again and not place.stage.resolving
+    # Only an agent's attempt paused (its gate, a budget, a stall) passes on a deliverable seen
+    # late: a block's merge paused goes on by resume or resolve alone, whatever its head shows
+    # (a person's wrong hand-merge moves it: WF-FINISHED-HOLDS-ITS-WORK).
+    late = (
+        isinstance(phase, Paused)
+        and phase.again
+        and phase.cause in _ATTEMPT_PAUSES
+        and not place.stage.resolving
+        and place.stage.name not in parallels(place.kind.body)
+    )
     if (late or isinstance(phase, Judging)) and has_deliverable(place):
         return _passed_late(place, phase) if isinstance(phase, Paused) else _evidence_passed(place)
     if not isinstance(phase, Judging) or now - phase.since < place.settings.quiet_seconds:
