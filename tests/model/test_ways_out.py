@@ -521,6 +521,47 @@ def test_a_parallel_lane_s_question_shows_paused_question_with_its_answer_comman
     assert fleet.feed(lane, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
 
 
+def test_a_child_s_question_its_lead_leaves_unanswered_falls_to_the_caller() -> None:
+    """WF-ASK-ONE-ANSWERER: unanswered by its lead a stall window long, the caller may answer.
+
+    A led child's question goes to its lead; refused to the caller at first, it is named
+    ``paused (question)`` once ``stall_seconds`` went by unanswered, and the caller's answer
+    is then taken.
+    """
+    block = Orchestrate(
+        name=BlockName("build"),
+        lead=_step("lead", Verdict()),
+        branches=pvector([_step("c1", Commit(), may=("ask",))]),
+    )
+    fleet = Fleet(settings=S, kind=_kind(block))
+    fleet.launch()
+    for _ in range(6):
+        for name in sorted(fleet.homes):
+            while fleet.homes[name].queue:
+                fleet.perform_next(name)
+        for agent in [a for a in fleet.agents.values() if a.live]:
+            seen = AgentStateSeen(
+                at=fleet.instant(), session=agent.session, activity=Activity.WAITING
+            )
+            fleet.feed(agent.home, seen)
+    child = PlaceName("wf--x+c1")
+    (agent,) = fleet.live_agents(child)
+    asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
+    assert fleet.feed(child, asked) is None
+    place = fleet.homes[child].place
+    assert place is not None
+    assert place.launch.led
+    early = fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this"))
+    assert isinstance(early, UsageError)
+    fleet.now += S.stall_seconds + 1
+    fleet.feed(child, Tick(at=fleet.instant()))
+    place = fleet.homes[child].place
+    assert place is not None
+    assert place.questions[0].overdue
+    assert status(place).paused == "question"
+    assert fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
+
+
 def _world_runs(fleet: Fleet, *, holding: type, rounds: int = 8) -> None:
     """A well-behaved world carries the fleet, but the run's ``holding`` actions wait in flight.
 
