@@ -330,6 +330,21 @@ def test_a_finished_place_s_branch_deleted_is_named_at_once_with_its_restore() -
     assert status(_place(world)).paused is None
 
 
+def test_a_landed_or_dropped_place_s_branch_deleted_changes_nothing() -> None:
+    """Its work is on the base (landed), or let go (dropped, its worktree gone): nothing to name."""
+    world = _launched(_kind(_step("build", Commit())))
+    world.commit()
+    world.end_turn()
+    finished = _place(world)
+    gone = BranchVanished(at=world.instant(), branch=finished.branch)
+    landed = attrs.evolve(finished, landed_at=finished.now)
+    dropped = attrs.evolve(finished, life=Life.DROPPED, worktree_gone=True)
+    for place in (landed, dropped):
+        decided = step(S, place, gone)
+        assert decided.actions == ()
+        assert not decided.place.branch_gone
+
+
 # --- §2b: what should hold and no test held -----------------------------------------------------
 
 
