@@ -276,6 +276,48 @@ def test_a_person_s_commit_at_a_paused_merge_never_passes_the_block() -> None:
 
 
 @pytest.mark.parametrize(
+    ("refused", "says"),
+    [
+        ({"missing": True}, "restore it with git -C /src/app update-ref refs/heads/wf/x+b c"),
+        ({}, "not for a conflict: no; mend what git says"),
+        ({"under_way": True}, "git left a merge under way there: git -C /src/app/places/wf--x"),
+    ],
+)
+def test_a_merge_refused_names_its_way_out(refused: dict[str, object], says: str) -> None:
+    """WF-MERGE-ORDER: a branch gone names its restore; a merge left under way, its abort."""
+    world = _merging_two(conflict=False)
+    world.feed(MergeRefused(at=world.instant(), lane="b", reason="no", **refused))  # type: ignore[arg-type]
+    paused = _paused(_place(world))
+    assert paused.cause is PauseCause.MERGE_FAILED
+    assert says in paused.words
+
+
+def test_a_merge_refused_while_none_is_asked_and_wrong_ways_out_change_nothing() -> None:
+    """A refusal no merge asked for is passed over; two wrong ways out are refused, exit 1.
+
+    ``resolve --without`` at a merge pause, and ``retry --step`` naming no lane that ended
+    unfinished.
+    """
+    world = _launched(_kind(_step("build", Commit())))
+    before = _place(world)
+    assert step(S, before, MergeRefused(at=world.instant(), lane="b", reason="no")).actions == ()
+    world = _merging_two()
+    refused = world.feed(ResolveAsked(at=world.instant(), without="b"))
+    assert isinstance(refused, UsageError)
+    assert refused.exit_status == 1
+    assert "no lane ended unfinished to go without" in str(refused)
+    lanes = Parallel(name=BlockName("slices"), branches=pvector([_step("a", Commit())]))
+    world = FakeWorld(settings=S, kind=_kind(lanes))
+    assert world.launch() is None
+    world.feed(LaneEnded(at=world.instant(), lane="a", finished=False))
+    assert _paused(_place(world)).cause is PauseCause.LANE_DROPPED
+    refused = world.feed(RetryAsked(at=world.instant(), step="zzz"))
+    assert isinstance(refused, UsageError)
+    assert refused.exit_status == 1
+    assert "has no lane 'zzz' that ended unfinished" in str(refused)
+
+
+@pytest.mark.parametrize(
     ("facts", "says"),
     [
         ({"under_way": True}, "a merge is under way in"),
