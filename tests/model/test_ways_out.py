@@ -32,6 +32,7 @@ from flume.core.kinds import (
     Commit,
     Finalize,
     Kind,
+    Merge,
     Orchestrate,
     Parallel,
     Sequence,
@@ -315,6 +316,28 @@ def test_a_merge_refused_while_none_is_asked_and_wrong_ways_out_change_nothing()
     assert isinstance(refused, UsageError)
     assert refused.exit_status == 1
     assert "has no lane 'zzz' that ended unfinished" in str(refused)
+
+
+@pytest.mark.parametrize("merge", [Merge.MERGE, Merge.PICK])
+def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge) -> None:
+    """WF-JOIN-ALL: each lane let go by name; with one still ended, paused; then the merge."""
+    lanes = Parallel(
+        name=BlockName("slices"),
+        branches=pvector([_step(lane, Commit()) for lane in ("a", "b", "c")]),
+        merge=merge,
+    )
+    world = FakeWorld(settings=S, kind=_kind(lanes))
+    assert world.launch() is None
+    head = world.git.commit(world.lanes["a"].branch, world.now)
+    world.feed(LaneEnded(at=world.instant(), lane="a", finished=True, head=head))
+    for lane in ("b", "c"):
+        world.feed(LaneEnded(at=world.instant(), lane=lane, finished=False))
+    assert _paused(_place(world)).cause is PauseCause.LANE_DROPPED
+    assert world.feed(ResolveAsked(at=world.instant(), without="b")) is None
+    assert _paused(_place(world)).cause is PauseCause.LANE_DROPPED
+    assert world.merges == []
+    assert world.feed(ResolveAsked(at=world.instant(), without="c")) is None
+    assert world.merges == [("a",)]
 
 
 @pytest.mark.parametrize(
