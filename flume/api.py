@@ -117,6 +117,7 @@ __all__ = [
     "launch_asked",
     "needs",
     "notify",
+    "pass_gate",
     "plan_launch",
     "proceed",
     "progress",
@@ -459,8 +460,9 @@ def _a_persons_word(verb: str, place: str = "", *, own_place_too: bool = True) -
     """A person's verb from inside an agent's session is refused, exit 1, naming why.
 
     The engine reserves approve, resume, raise, resolve, pass, answer and drop for a person ("a
-    person always has the last word", docs/claude-code.md, "An agent's tools"): an agent that could approve its own gate,
-    raise its own budget, answer its own question or drop another's place would hold them.
+    person always has the last word", docs/claude-code.md, "An agent's tools"): an agent that
+    could approve its own gate, raise its own budget, answer its own question or drop another's
+    place would hold them.
     Whatever path a call comes by (the CLI, the MCP server, this API), a process started in an
     agent's session carries its mark (``$FLUME_SESSION``, which the agents flume starts and the
     MCP servers they start inherit), and is refused here. ``own_place_too``: false for a verb an
@@ -642,27 +644,60 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
 def approve(place: str, *, repository: str | Path | None = None) -> str:
     """Approve the step an approval gate holds: its gate passes and the run goes on.
 
-    Refused (exit status 1, nothing journaled) when the place is not paused for an approval.
+    Refused (exit status 1, nothing journaled) when the place is not paused for an approval,
+    naming what it waits on and the command that applies (a question: ``flume answer``).
+    Returns what starts next.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import ApproveAsked
 
     _a_persons_word("approve")
     before, decision = _given(place, repository, ApproveAsked(at=_now()))
     key = (before or decision.place).stage.key
-    return f"{_name(decision.place)}: step {key} is approved; the run goes on"
+    return went_on(before, decision.place, f"step {key} is approved")
+
+
+def pass_gate(place: str, why: str, *, step: str = "", repository: str | Path | None = None) -> str:
+    """A person passes a gate the run holds blocked (``flume pass``), saying ``why``.
+
+    Journaled as a person's decision: the step ends as a passed gate does, and the run goes on;
+    ``flume events`` and ``flume status`` show it, with ``why``. With ``step``, only while the
+    place is at that step; a run standing at a parallel passes it to the lane it names, as
+    :func:`tell` does. Refused (exit status 1, nothing journaled) where no gate is blocked,
+    naming what the place waits on; empty or overlong words, or a malformed step, exit 2.
+    Returns what starts next.
+    """
+    from flume.core.applies import went_on
+    from flume.core.observations import PassAsked
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs
+    from flume.shell.supervisor import client
+
+    _a_persons_word("pass")
+    words = input_checks.checked_text("why", why)
+    named = input_checks.checked_step(step)
+    settings = Settings()
+    found, named = _at_step(place, repository, named, settings)
+    decision = verbs.give(found, PassAsked(at=_now(), why=words, step=named), settings)
+    client.ensure()
+    key = (found.place or decision.place).stage.key
+    return went_on(found.place, decision.place, f"the gate of {key} is passed, by your word")
 
 
 def resume(place: str, *, repository: str | Path | None = None) -> str:
     """Let a run paused on a blocked gate or a loop's max go on: its step starts again.
 
     Refused (exit status 1, nothing journaled) when the place is not paused, or paused for what
-    resume does not resolve (an approval: ``approve``; a budget: ``raise_budgets``).
+    resume does not resolve (an approval: ``approve``; a budget: ``raise_budgets``), naming the
+    command that applies. Returns what starts next: the step again, the step after a loop's max,
+    or a finalize going on.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import ResumeAsked
 
     _a_persons_word("resume")
-    decision = _give(place, repository, ResumeAsked(at=_now()))
-    return _went_on(decision.place, "resumed")
+    before, decision = _given(place, repository, ResumeAsked(at=_now()))
+    return went_on(before, decision.place, "resumed") + _budgets_said(decision.place)
 
 
 def resolve(place: str, *, agent: bool, repository: str | Path | None = None) -> str:
@@ -719,6 +754,7 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
     is given, else exit status 2; refused (exit status 1, nothing journaled) when the place is not
     paused on a budget. A budget still spent after the raise pauses the run again, named.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import BudgetRaised
 
     _a_persons_word("raise")
@@ -748,24 +784,16 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
             "name one or more: --turns +N, --tokens +N, --wall +MINUTES, --retries +N, "
             "--turns-per-attempt +N",
         )
-    decision = _give(place, repository, BudgetRaised(at=_now(), **given))
-    return _went_on(decision.place, "budgets raised")
+    before, decision = _given(place, repository, BudgetRaised(at=_now(), **given))
+    return went_on(before, decision.place, "budgets raised") + _budgets_said(decision.place)
 
 
-def _went_on(place: Place, how: str) -> str:
-    """What a resume or raise did: the step starts again, the run ended, or it paused again."""
-    from flume.core.place import Life, Paused
+def _budgets_said(place: Place) -> str:
+    """The run's budgets after a word that let it go on, in words ("" when it sets none)."""
     from flume.core.workflow.budget import budget_words
 
-    name = _name(place)
-    stage = place.stage
     spent = budget_words(place.budgets, place.spent, place.now)
-    budgets = f" (budgets: {spent})" if spent else ""
-    if place.life is not Life.ACTIVE:
-        return f"{name}: {how}; nothing was left to run, so the run ends{budgets}"
-    if isinstance(stage.phase, Paused):
-        return f"{name}: {how}, but it is paused again at {stage.key}: {stage.phase.words}{budgets}"
-    return f"{name}: {how}; step {stage.key} starts again (attempt {stage.attempt}){budgets}"
+    return f" (budgets: {spent})" if spent else ""
 
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:

@@ -1,7 +1,7 @@
 """A place's commands, for the person or tool carrying work.
 
-Launch, status, tell, stop, retry, proceed, approve, resume, raise, resolve, drop, tidy, attach,
-events, transcript, watch. Each registers on the one app (:mod:`flume.cli.base`).
+Launch, status, tell, stop, retry, proceed, approve, pass, resume, raise, resolve, drop, tidy,
+attach, events, transcript, watch. Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
@@ -477,6 +477,35 @@ def approve(
 
     try:
         typer.echo(api.approve(place, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
+@app.command(name="pass", cls=Command)
+def pass_gate(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    why: Annotated[
+        str,
+        typer.Option(
+            metavar="TEXT",
+            help="Why you pass it: kept with the step, shown by status and events; - reads stdin.",
+        ),
+    ],
+    step: Annotated[str, typer.Option(metavar="KEY", help=STEP_HELP)] = "",
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Pass, as a person, the gate a run holds blocked, so the run goes on.
+
+    For a run paused gate-blocked (flume status says so): the step ends as a passed gate does,
+    and your words are journaled as your decision. Refused where no gate is blocked. With
+    --step, refused unless the run is at that step; a lane's step goes to that lane.
+    """
+    from flume import api
+
+    try:
+        said = given_words(why, "why")
+        typer.echo(api.pass_gate(place, said, step=step, repository=repository))
     except UsageError as error:
         fail(error)
 

@@ -16,6 +16,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from flume.core.applies import answer_command, question_words, unlanded_words
 from flume.core.choices import AgentName
 from flume.core.ids import (
     BranchName,
@@ -69,7 +70,6 @@ from flume.core.place import (
 from flume.core.transcripts import current_transcript, found
 from flume.core.workflow.budget import budget_words
 from flume.core.workflow.lanes import children
-from flume.core.workflow.messages import answer_command, question_words
 
 
 class PhaseWord(enum.StrEnum):
@@ -145,6 +145,17 @@ class TranscriptView:
 
 
 @attrs.frozen(kw_only=True)
+class ChildAsking:
+    """A child's question its lead has not answered, as its run shows it, and since when."""
+
+    lane: str
+    place: PlaceName
+    #: The question, as its news said it (with the command that answers it).
+    question: str
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
 class PlaceStatus:
     """One place as status shows it (R11)."""
 
@@ -211,6 +222,15 @@ class PlaceStatus:
     #: order their agents started (absent until one is: an old journal's status is unchanged).
     transcript: str | None = None
     transcripts: PVector[TranscriptView] = attrs.field(factory=pvector)
+    #: The gates a person passed (``flume pass``), each ``key#attempt: their words``.
+    passes: PVector[str] = attrs.field(factory=pvector)
+    #: What tidy kept of the place, each with why (R10: "flume names it").
+    kept: PVector[str] = attrs.field(factory=pvector)
+    #: A finished run whose work is on its branch, not landed: where, and how to land it.
+    unlanded: str | None = None
+    #: The children whose questions its lead has not answered, each since when
+    #: (WF-CHILD-ASKING-SURFACES).
+    children_asking: PVector[ChildAsking] = attrs.field(factory=pvector)
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
@@ -295,7 +315,33 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         updated_at=place.now,
         host=owner.state if owner is not None and not followed_by(place.launch, here) else None,
     )
-    return _with_transcripts(_with_workflow(view, place), place)
+    return _with_persons(_with_transcripts(_with_workflow(view, place), place), place)
+
+
+def _with_persons(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """What a person must see on the place's row: passes, what tidy kept, work not landed.
+
+    And a run's children asking their lead (WF-CHILD-ASKING-SURFACES). Absent where none: an
+    old journal's status is unchanged.
+    """
+    if place.passes:
+        view = attrs.evolve(
+            view,
+            passes=pvector(f"{each.key}#{each.attempt}: {each.why}" for each in place.passes),
+        )
+    if place.kept:
+        view = attrs.evolve(view, kept=place.kept)
+    unlanded = unlanded_words(place)
+    if unlanded is not None:
+        view = attrs.evolve(view, unlanded=unlanded)
+    asking = [
+        ChildAsking(lane=run.lane, place=run.place, question=run.asking, since=run.asking_since)
+        for run in lanes_in_order(place)
+        if run.asking and run.asking_since is not None and run.state is LaneState.RUNNING
+    ]
+    if asking:
+        view = attrs.evolve(view, children_asking=pvector(asking))
+    return view
 
 
 def _child_paused(view: PlaceStatus, place: Place) -> PlaceStatus:
