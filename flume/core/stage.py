@@ -584,11 +584,12 @@ def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
     if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
-            f"{_name(place)} is {place.life.value}"
+            "nothing to retry"
             if place.life is not Life.ACTIVE
-            else f"stage {place.stage.name} of {_name(place)} has not stopped short"
+            else f"stage {place.stage.name} of {_name(place)} has not stopped short; nothing "
+            "to retry"
         )
-        raise refuse(place, "retry", "a retry", said=f"{what}; nothing to retry")
+        raise refuse(place, "retry", "a retry", said=what)
     if place.worktree_gone:
         raise refused(
             "retry",
