@@ -70,6 +70,7 @@ __all__ = [
     "AttemptChat",
     "Cursor",
     "DaemonStatus",
+    "EventStream",
     "HerdrClient",
     "HerdrContext",
     "HerdrError",
@@ -92,7 +93,9 @@ __all__ = [
     "approve",
     "ask",
     "attach",
+    "board_of",
     "check_launch",
+    "commits_of",
     "compose",
     "daemon_log",
     "daemon_run",
@@ -103,6 +106,7 @@ __all__ = [
     "drop",
     "events",
     "exec_attach",
+    "followed",
     "follower",
     "hand_over",
     "herdr_notify",
@@ -111,6 +115,7 @@ __all__ = [
     "herdr_repository_meant",
     "herdr_row",
     "herdr_sidebar",
+    "if_dropped",
     "in_flight",
     "inspect",
     "launch",
@@ -136,10 +141,12 @@ __all__ = [
     "status_document",
     "stop",
     "submit",
+    "supervised",
     "survey",
     "tell",
     "tidy",
     "transcript",
+    "view_of",
 ]
 
 #: Names re-exported from modules loaded on first use: name -> (module, its name there).
@@ -152,6 +159,7 @@ _LATER = {
     "Versioned": ("flume.api_records", "Versioned"),
     "Survey": ("flume.api_records", "Survey"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
+    "EventStream": ("flume.shell.store.events", "EventStream"),
     "HerdrClient": ("flume.shell.panes.herdr", "Client"),
     "HerdrContext": ("flume.shell.commands.herdr_plugin", "Context"),
     "HerdrError": ("flume.shell.panes.herdr", "HerdrError"),
@@ -1204,6 +1212,83 @@ def _stream(
     while follow and not (until is not None and until()):
         time.sleep(poll)
         yield from follower.poll()
+
+
+# --- the monitor ---------------------------------------------------------------------------
+
+
+#: The most of one board file the monitor is given, in bytes: a page, not a dump.
+BOARD_FILE_MOST = 256 * 1024
+
+
+def supervised(timeout: float = 1.0) -> bool:
+    """Whether the host's supervisor answers: a live agent's state is unknown while it does not."""
+    from flume.shell.supervisor import client
+
+    return client.ping(timeout=timeout) is not None
+
+
+def followed(follower: EventStream) -> list[Place]:
+    """Each place ``follower`` follows, as its journal reads to the last poll, in name order."""
+    return [each.place for each in follower.places() if each.place is not None]
+
+
+def view_of(place: Place, *, agent_known: bool) -> dict[str, Any]:
+    """The place's status as ``flume status --json`` gives it (R11), for the view model.
+
+    ``agent_known``: whether the supervisor answers (else a live agent's state is unknown).
+    """
+    from flume.core.status import status as core_status
+    from flume.shell.store import places
+    from flume.shell.store.codec import codec
+
+    view = core_status(place, agent_known=agent_known, here=places.host_id())
+    plain: dict[str, Any] = codec().unstructure(view)
+    return plain
+
+
+def board_of(place: Place) -> list[tuple[str, str]]:
+    """The run's board as a person reads it: ``task.md``, then each step's handoff and verdict.
+
+    Each as (its path in the board, its text), in the order the steps run; a file not written
+    is left out, and one longer than :data:`BOARD_FILE_MOST` is cut there, said so. Reads only.
+    """
+    from flume.core.kinds import steps
+
+    if not place.board:
+        return []
+    board = Path(place.board)
+    names = ["task.md"]
+    for step in steps(place.kind.body):
+        names.extend([f"{step.name}/handoff.md", f"{step.name}/verdict.json"])
+    found: list[tuple[str, str]] = []
+    for name in dict.fromkeys(names):
+        try:
+            with (board / name).open("rb") as file:
+                data = file.read(BOARD_FILE_MOST + 1)
+        except OSError:
+            continue
+        text = data[:BOARD_FILE_MOST].decode("utf-8", errors="replace")
+        if len(data) > BOARD_FILE_MOST:
+            text += f"\n... cut at {BOARD_FILE_MOST} bytes: the file is {board / name}"
+        found.append((name, text))
+    return found
+
+
+def commits_of(place: Place) -> list[tuple[str, str]] | None:
+    """The run branch's commits its base lacks, newest first (sha, subject); None: unknown."""
+    from flume.shell.tools import git
+
+    repository = Path(place.launch.repository)
+    found = git.log(repository, place.branch, place.launch.base)
+    return None if found is None else [(str(sha), subject) for sha, subject in found]
+
+
+def if_dropped(place: Place) -> TidyOutcome:
+    """What ``flume drop`` would lead tidy to remove and keep of the place: its confirmation."""
+    from flume.shell.commands import tidying
+
+    return tidying.if_dropped(place)
 
 
 # --- the host's supervisor -----------------------------------------------------------------

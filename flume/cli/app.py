@@ -32,7 +32,7 @@ ORDER = (
     "simulate", "status", "launch", "drop", "tell", "stop", "retry", "proceed",
     "approve", "pass", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
     "notify", "compose",
-    "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch",
+    "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch", "monitor",
     "inspect", "herdr", "daemon", "fleet",
 )  # fmt: skip
 

@@ -18,7 +18,7 @@ import sys
 import termios
 import time
 import tty
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -126,7 +126,7 @@ def board(  # noqa: PLR0913 (what to show, and the room it has)
 
 
 def drawn(  # noqa: PLR0913 (what to show, and the room it has)
-    every: list[views.View],
+    every: Sequence[views.View],
     *,
     heading: str,
     width: int | None = None,
@@ -175,10 +175,10 @@ def drawn(  # noqa: PLR0913 (what to show, and the room it has)
                 style="dim",
             )
         )
-    room = None if height is None else max(0, height - len(lines) - 1)
-    if fold and room is not None and len(notes) > room:
-        cut = len(notes) - max(0, room - 1)
-        notes = [*notes[: max(0, room - 1)], f"... {cut} more lines: flume status shows them all"]
+    left = None if height is None else max(0, height - len(lines) - 1)
+    if fold and left is not None and len(notes) > left:
+        cut = len(notes) - max(0, left - 1)
+        notes = [*notes[: max(0, left - 1)], f"... {cut} more lines: flume status shows them all"]
     lines.extend(Text(line) for line in notes)
     return Group(*lines)
 

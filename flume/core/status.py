@@ -68,7 +68,7 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.transcripts import current_transcript, found
-from flume.core.workflow.budget import budget_words
+from flume.core.workflow.budget import budget_words, caps
 from flume.core.workflow.lanes import children
 
 
@@ -156,6 +156,24 @@ class ChildAsking:
 
 
 @attrs.frozen(kw_only=True)
+class BudgetCap:
+    """A budget the run sets, by the name ``flume raise`` gives it: what was spent, and its cap."""
+
+    name: str
+    spent: int
+    cap: int
+
+
+@attrs.frozen(kw_only=True)
+class QuestionView:
+    """A question the place waits on a person's answer to: its id, its words, its options."""
+
+    id: str
+    text: str
+    options: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
 class PlaceStatus:
     """One place as status shows it (R11)."""
 
@@ -231,6 +249,10 @@ class PlaceStatus:
     #: The children whose questions its lead has not answered, each since when
     #: (WF-CHILD-ASKING-SURFACES).
     children_asking: PVector[ChildAsking] = attrs.field(factory=pvector)
+    #: Each budget the run sets, spent of its cap, by the name ``flume raise`` raises it by.
+    caps: PVector[BudgetCap] = attrs.field(factory=pvector)
+    #: The question the place waits on a person's answer to (``flume answer``), if any.
+    question: QuestionView | None = None
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
@@ -341,6 +363,17 @@ def _with_persons(view: PlaceStatus, place: Place) -> PlaceStatus:
     ]
     if asking:
         view = attrs.evolve(view, children_asking=pvector(asking))
+    if place.budgets != Budgets():
+        found = caps(place.budgets, place.spent, place.stage.turns, place.now)
+        view = attrs.evolve(
+            view,
+            caps=pvector(BudgetCap(name=name, spent=used, cap=cap) for name, used, cap in found),
+        )
+    asked = open_question(place)
+    if asked is not None and asked.answer is None and not place.launch.led:
+        view = attrs.evolve(
+            view, question=QuestionView(id=asked.id, text=asked.text, options=asked.options)
+        )
     return view
 
 

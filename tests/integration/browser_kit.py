@@ -1,0 +1,135 @@
+"""The monitor in a real browser: Debian's headless Chromium, driven through its chromedriver.
+
+One browser serves a whole test session (:func:`browser`, a session fixture in conftest.py);
+each test serves the monitor of its own host in this process (:class:`Monitored`) and opens it
+with the token's URL, as a person opens the URL ``flume monitor`` printed. Chromium is started
+with a new empty profile and its background connections off (the machine's closed network would
+refuse them), never downloaded: without Debian's ``chromium`` and ``chromium-driver`` the browser
+tests skip, saying so, or fail where scripts/test installed them (``FLUME_REQUIRE_BROWSER=1``).
+
+Accessibility is checked with axe-core, run in the page itself from ``.node/`` (installed by
+scripts/install-agents beside the pinned agents).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tests import shared
+
+#: Set to 1 where the run installed Chromium and its driver (scripts/test).
+REQUIRE_BROWSER = "FLUME_REQUIRE_BROWSER"
+#: Chromium's flags: headless, no sandbox (as root in CI), nothing fetched in the background.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+#: axe-core, as scripts/install-agents installs it.
+AXE = shared.ROOT / ".node" / "node_modules" / "axe-core" / "axe.min.js"
+#: The widths the pages are checked and shown at: a laptop's, and a phone's.
+WIDE = (1280, 800)
+NARROW = (390, 844)
+
+
+def chromium() -> tuple[str, str]:
+    """Chromium and chromedriver on this machine; a skip (or a failure, if required) without."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if browser is None or driver is None:
+        shared.lacking(
+            "NOT TESTED IN A BROWSER: Debian's chromium and chromium-driver are not installed "
+            "(apt-get install chromium chromium-driver; scripts/test does, as root)",
+            REQUIRE_BROWSER,
+        )
+    return browser, driver
+
+
+@contextlib.contextmanager
+def started() -> Iterator[Any]:
+    """A headless Chromium with a new empty profile, quit and its profile removed at the end."""
+    from selenium import webdriver  # noqa: PLC0415 (the browser tests' alone)
+    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
+
+    browser, driver = chromium()
+    profile = Path(tempfile.mkdtemp(prefix="flume-chromium-"))
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={WIDE[0]},{WIDE[1]}"):
+        options.add_argument(flag)
+    made = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    made.set_page_load_timeout(30)
+    try:
+        yield made
+    finally:
+        made.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def until(predicate: Callable[[], Any], seconds: float, what: str, *, every: float = 0.1) -> Any:
+    """Wait on ``predicate`` (no sleep to synchronise: a deadline); its first true value."""
+    deadline = time.monotonic() + seconds
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            found = predicate()
+        except Exception as error:  # noqa: BLE001 (a page mid-redraw: looked at again)
+            last = error
+            found = None
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}: {last!r}")
+
+
+def axe(driver: Any) -> list[dict[str, Any]]:
+    """The serious and critical violations axe-core finds in the page as it stands.
+
+    A skip (or failure, where the agents were installed) without axe-core in ``.node/``.
+    """
+    if not AXE.is_file():
+        shared.lacking(
+            f"NOT CHECKED FOR ACCESSIBILITY: no axe-core at {AXE}; run scripts/install-agents",
+            shared.REQUIRE_AGENTS,
+        )
+    driver.execute_script(AXE.read_text(encoding="utf-8"))
+    found = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document).then((result) => done(result.violations), (error) => done(String(error)));"
+    )
+    assert isinstance(found, list), found
+    return [each for each in found if each.get("impact") in {"serious", "critical"}]
+
+
+#: What the page holds that it should not, were any shown text taken as markup or code.
+DOM_CHECK = """
+const own = new Set(["/static/monitor.js"]);
+const scripts = Array.from(document.scripts, (each) => new URL(each.src || "inline:", location.href));
+const handlers = Array.from(document.querySelectorAll("*")).filter(
+  (each) => Array.from(each.attributes).some((attribute) => attribute.name.startsWith("on")));
+const scripted = Array.from(document.querySelectorAll("[href], [src], [action], [data], [formaction]"))
+  .filter((each) => ["href", "src", "action", "data", "formaction"].some(
+    (name) => (each.getAttribute(name) || "").trim().toLowerCase().startsWith("javascript:")));
+return {
+  xss: window.__xss === undefined ? null : String(window.__xss),
+  foreign_scripts: scripts.filter((url) => !own.has(url.pathname) || url.origin !== location.origin)
+    .map(String),
+  handlers: handlers.map((each) => each.outerHTML.slice(0, 120)),
+  scripted: scripted.map((each) => each.outerHTML.slice(0, 120)),
+  injected: document.querySelectorAll(
+    "img, svg, iframe, object, embed, math, template, style, link[rel=stylesheet]:not([href='/static/monitor.css']), meta[http-equiv], base").length,
+  text: document.body.innerText,
+};
+"""

@@ -1,0 +1,326 @@
+"""The monitor in a real headless Chromium, against real runs of flume's test agent.
+
+Each test launches a workflow run on a repository of its own (the real supervisor, the test
+agent in tmux, as test_workflow_run.py does) and serves the monitor of its host; the browser
+opens the URL with the token, as a person opens the one ``flume monitor`` printed, and does what
+a person does there: approves, raises a budget, answers a question, resolves a merge by hand,
+drops after reading what is kept. Every control is a form the keyboard reaches and works.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flume.core.place import Life, PauseCause, Paused
+from flume.shell.panes.tmux import Tmux
+from flume.shell.store import places
+from flume.web.monitor import key_of
+from tests.integration import browser_kit
+from tests.integration.agents_kit import agent_repository, place_of, script, wait_for
+from tests.integration.places_kit import flume_process, run_git
+
+#: flume runs here in processes of its own (the daemon, agents in tmux), which coverage does not
+#: see: outside scripts/test's coverage gate, run in its second pass.
+pytestmark = pytest.mark.processes
+
+
+def launch(tmp_path: Path, repo: Path, kind: str, agent_script: str, name: str) -> Path:
+    """Launch the kind ``kind`` declares (kind ``wf``), its steps run by the test agent."""
+    kind_file = tmp_path / f"{name}.toml"
+    kind_file.write_text(kind, encoding="utf-8")
+    steps = script(tmp_path, agent_script, name=f"{name}-script.toml")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", name,
+        "--brief", "the greeting", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={steps}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return places.journals_dir(repo) / f"wf--{name}" / places.JOURNAL
+
+
+def paused_on(path: Path, cause: PauseCause) -> bool:
+    """The place stands paused for ``cause``."""
+    phase = place_of(path).stage.phase
+    return isinstance(phase, Paused) and phase.cause is cause
+
+
+def page_of(driver: Any, served: Any, path: Path) -> None:
+    """Open the place's page, entering with the token's URL first."""
+    place = place_of(path)
+    driver.get(served.url)
+    address = key_of(place.launch.repository, place.launch.place)
+    driver.get(f"http://127.0.0.1:{served.port}/p/{address}")
+    browser_kit.until(
+        lambda: place.launch.place in driver.find_element("css selector", "h1").text,
+        15,
+        "the place's page",
+    )
+
+
+def press(driver: Any, selector: str) -> None:
+    """Activate the control ``selector`` with the keyboard: focused, then Enter."""
+    from selenium.webdriver.common.keys import Keys  # noqa: PLC0415 (Selenium's, loaded late)
+
+    found = driver.find_element("css selector", selector)
+    driver.execute_script("arguments[0].focus()", found)
+    assert driver.switch_to.active_element == found
+    found.send_keys(Keys.ENTER)
+
+
+APPROVAL = """\
+[kind]
+name = "wf"
+body = ["sign"]
+
+[step.sign]
+prompt = "Say the greeting is ready for a person's approval."
+gate = "approval"
+"""
+SAY_READY = """
+[[turn]]
+steps = [{say = "The greeting is ready."}]
+"""
+
+
+def test_a_run_paused_at_an_approval_is_approved_by_a_click_and_finishes(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """Paused (approval): the page names it and offers Approve; pressed, the run finishes.
+
+    The page goes on live: the finished phase is shown without reloading it.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = launch(tmp_path, repo, APPROVAL, SAY_READY, "sign")
+    wait_for(lambda: paused_on(path, PauseCause.APPROVAL), 60, "the approval pause")
+    page_of(browser, monitored, path)
+    ways = browser.find_element("css selector", "#ways").text
+    assert "It waits on you" in ways
+    assert (
+        "paused (approval): step sign waits for approval"
+        in browser.find_element("css selector", "#state").text
+    )
+    press(browser, "form[action$='/do/approve'] button")
+    said = browser_kit.until(
+        lambda: browser.find_element("css selector", "#said").text, 15, "the approve's answer"
+    )
+    assert "step sign is approved" in said
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the approved run to finish")
+    browser_kit.until(
+        lambda: "finished" in browser.find_element("css selector", "#state").text,
+        15,
+        "the page to show the run finished, live "
+        + repr(browser.execute_script("return window.flumeMonitor"))
+        + repr(browser.get_log("browser") if hasattr(browser, "get_log") else ""),
+    )
+
+
+BUDGETED = """\
+[kind]
+name = "wf"
+body = ["plan", "build"]
+budgets = { turns = 1 }
+
+[step.plan]
+prompt = "Plan $brief: write PLAN.md."
+gate = "artifact:PLAN.md"
+
+[step.build]
+prompt = "Build it: write BUILD.md."
+gate = "artifact:BUILD.md"
+"""
+PLAN_AND_BUILD = """
+[[turn]]
+match = ":plan:1"
+steps = [{write = {path = "PLAN.md", text = "a plan\\n"}}]
+
+[[turn]]
+match = ":build:"
+steps = [{write = {path = "BUILD.md", text = "built\\n"}}]
+"""
+
+
+def test_a_budget_pause_raised_from_the_page_goes_on(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """One turn allowed: build pauses before it starts; +2 turns typed in the page, it runs."""
+    del panes
+    repo = agent_repository(tmp_path)
+    path = launch(tmp_path, repo, BUDGETED, PLAN_AND_BUILD, "budget")
+    wait_for(lambda: paused_on(path, PauseCause.BUDGET), 60, "the budget pause")
+    page_of(browser, monitored, path)
+    form = browser.find_element("css selector", "form[action$='/do/raise']")
+    labels = form.text
+    assert "More turns (spent 1 of 1)" in labels
+    assert "tokens" not in labels  # only the budgets the kind sets
+    field = form.find_element("css selector", "input[name='turns']")
+    field.send_keys("2")
+    press(browser, "form[action$='/do/raise'] button")
+    said = browser_kit.until(
+        lambda: browser.find_element("css selector", "#said").text, 15, "the raise's answer"
+    )
+    assert "budgets raised; step build starts (attempt 1)" in said
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the raised run to finish")
+    assert place_of(path).budgets.turns == 3
+
+
+LANE_ASKS = """\
+[kind]
+name = "wf"
+body = ["slices"]
+
+[parallel.slices]
+branches = ["greet"]
+join = "all"
+merge = "merge"
+
+[step.greet]
+prompt = "Write the greeting in GREETING.md; ask which if unsure; commit."
+gate = "commit"
+may = ["ask"]
+"""
+ASKS = """
+[[turn]]
+match = ":greet:1"
+steps = [{run = ["flume", "ask", "Hello or Hi?", "--option", "Hello", "--option", "Hi"]}]
+
+[[turn]]
+match = "The answer to your question q1"
+steps = [{write = {path = "GREETING.md", text = "Hi\\n"}}, {commit = "Say hi"}]
+"""
+
+
+def test_a_question_answered_from_the_page_reaches_the_child_s_transcript(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """A lane asks; its page offers the question's options; the answer is in its transcript.
+
+    The run's page links to its lane; the lane's page shows the question, its options, and an
+    answer chosen there reaches the lane's agent as a message its transcript holds.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = launch(tmp_path, repo, LANE_ASKS, ASKS, "asks")
+    lane = places.journals_dir(repo) / "wf--asks+greet" / places.JOURNAL
+    wait_for(lambda: lane.exists() and place_of(lane).questions, 60, "the lane's question")
+    page_of(browser, monitored, path)
+    browser.find_element("link text", "wf--asks+greet").click()
+    form = browser_kit.until(
+        lambda: browser.find_element("css selector", "form[action$='/do/answer']"),
+        15,
+        "the lane's answer form",
+    )
+    assert "q1: Hello or Hi?" in browser.find_element("css selector", "#ways").text
+    form.find_element("css selector", "input[value='Hi']").click()
+    press(browser, "form[action$='/do/answer'] button")
+    said = browser_kit.until(
+        lambda: browser.find_element("css selector", "#said").text, 15, "the answer's answer"
+    )
+    assert "question q1 answered" in said
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 90, "the run to finish")
+    chat = flume_process("transcript", "wf--asks+greet", "--repository", str(repo))
+    assert "The answer to your question q1" in chat.stdout
+    assert "Hi" in chat.stdout
+
+
+CONFLICTING = """\
+[kind]
+name = "wf"
+body = ["slices"]
+
+[parallel.slices]
+branches = ["left", "right"]
+join = "all"
+merge = "merge"
+
+[step.left]
+prompt = "Greet from the left: GREETING.md; commit."
+gate = "commit"
+
+[step.right]
+prompt = "Greet from the right: GREETING.md; commit."
+gate = "commit"
+"""
+BOTH_GREET = """
+[[turn]]
+match = ":left:1"
+steps = [{write = {path = "GREETING.md", text = "left\\n"}}, {commit = "Greet left"}]
+
+[[turn]]
+match = ":right:1"
+steps = [{write = {path = "GREETING.md", text = "right\\n"}}, {commit = "Greet right"}]
+"""
+
+
+def test_a_merge_conflict_resolved_by_hand_from_the_page(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """Two lanes write one file: the merge pauses; merged by hand, resolved from the page."""
+    del panes
+    repo = agent_repository(tmp_path)
+    path = launch(tmp_path, repo, CONFLICTING, BOTH_GREET, "clash")
+    wait_for(lambda: paused_on(path, PauseCause.MERGE_CONFLICT), 90, "the merge conflict")
+    page_of(browser, monitored, path)
+    assert "paused (merge-conflict)" in browser.find_element("css selector", "#state").text
+    worktree = Path(place_of(path).path)
+    run_git(worktree, "merge", "--no-ff", "-m", "Merge right", "wf/clash+right", "-X", "ours")
+    form = browser.find_element("css selector", "form[action$='/do/resolve']")
+    form.find_element("css selector", "input[value='by hand']").click()
+    press(browser, "form[action$='/do/resolve'] button")
+    said = browser_kit.until(
+        lambda: browser.find_element("css selector", "#said").text, 15, "the resolve's answer"
+    )
+    assert "merged by hand" in said
+    wait_for(lambda: place_of(path).life is Life.FINISHED, 60, "the run to finish")
+
+
+WORKS_LONG = """\
+[kind]
+name = "wf"
+body = ["code"]
+
+[step.code]
+prompt = "Write GREETING.md and commit; then think it over."
+gate = "verdict"
+"""
+COMMITS_THEN_THINKS = """
+[[turn]]
+steps = [
+    {write = {path = "GREETING.md", text = "hello\\n"}},
+    {commit = "Say hello"},
+    {work = 600},
+]
+"""
+
+
+def test_drop_asks_for_confirmation_naming_what_is_kept(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """Drop goes to a page naming the branch tidy keeps (a commit main lacks); confirmed, it
+    is dropped; from that page, going back keeps the run as it was.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    path = launch(tmp_path, repo, WORKS_LONG, COMMITS_THEN_THINKS, "drop")
+    wait_for(
+        lambda: place_of(path).head not in {None, place_of(path).start},
+        60,
+        "the agent's commit",
+    )
+    page_of(browser, monitored, path)
+    browser.find_element("link text", "Drop…").click()
+    body = browser_kit.until(
+        lambda: browser.find_element("css selector", "main").text, 15, "the confirmation"
+    )
+    assert "Drop wf--drop?" in body
+    assert "keeps wf/drop: wf/drop holds 1 commit main lacks: kept" in body
+    assert place_of(path).life is Life.ACTIVE  # nothing done yet
+    press(browser, "form[action$='/do/drop'] button")
+    browser_kit.until(
+        lambda: "dropped" in browser.find_element("css selector", "#said").text, 15, "the drop"
+    )
+    wait_for(lambda: place_of(path).life in {Life.DROPPED, Life.TIDIED}, 60, "the drop")
+    assert "wf/drop" in run_git(repo, "branch", "--list", "wf/drop")
