@@ -107,29 +107,11 @@ def axe(driver: Any) -> list[dict[str, Any]]:
     driver.execute_script(AXE.read_text(encoding="utf-8"))
     found = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "axe.run(document).then((result) => done(result.violations), (error) => done(String(error)));"
+        "axe.run(document).then((ran) => done(ran.violations), (error) => done(String(error)));"
     )
     assert isinstance(found, list), found
     return [each for each in found if each.get("impact") in {"serious", "critical"}]
 
 
 #: What the page holds that it should not, were any shown text taken as markup or code.
-DOM_CHECK = """
-const own = new Set(["/static/monitor.js"]);
-const scripts = Array.from(document.scripts, (each) => new URL(each.src || "inline:", location.href));
-const handlers = Array.from(document.querySelectorAll("*")).filter(
-  (each) => Array.from(each.attributes).some((attribute) => attribute.name.startsWith("on")));
-const scripted = Array.from(document.querySelectorAll("[href], [src], [action], [data], [formaction]"))
-  .filter((each) => ["href", "src", "action", "data", "formaction"].some(
-    (name) => (each.getAttribute(name) || "").trim().toLowerCase().startsWith("javascript:")));
-return {
-  xss: window.__xss === undefined ? null : String(window.__xss),
-  foreign_scripts: scripts.filter((url) => !own.has(url.pathname) || url.origin !== location.origin)
-    .map(String),
-  handlers: handlers.map((each) => each.outerHTML.slice(0, 120)),
-  scripted: scripted.map((each) => each.outerHTML.slice(0, 120)),
-  injected: document.querySelectorAll(
-    "img, svg, iframe, object, embed, math, template, style, link[rel=stylesheet]:not([href='/static/monitor.css']), meta[http-equiv], base").length,
-  text: document.body.innerText,
-};
-"""
+DOM_CHECK = (Path(__file__).with_name("dom_check.js")).read_text(encoding="utf-8")

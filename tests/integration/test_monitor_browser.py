@@ -9,6 +9,7 @@ drops after reading what is kept. Every control is a form the keyboard reaches a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -299,8 +300,10 @@ steps = [
 def test_drop_asks_for_confirmation_naming_what_is_kept(
     tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
 ) -> None:
-    """Drop goes to a page naming the branch tidy keeps (a commit main lacks); confirmed, it
-    is dropped; from that page, going back keeps the run as it was.
+    """Drop goes to a page naming what tidy keeps; nothing is done until it is confirmed.
+
+    The branch holds a commit main lacks: the page says it is kept; confirmed, the run is
+    dropped and its branch is there still.
     """
     del panes
     repo = agent_repository(tmp_path)
@@ -324,3 +327,190 @@ def test_drop_asks_for_confirmation_naming_what_is_kept(
     )
     wait_for(lambda: place_of(path).life in {Life.DROPPED, Life.TIDIED}, 60, "the drop")
     assert "wf/drop" in run_git(repo, "branch", "--list", "wf/drop")
+
+
+#: Text a brief, a tell, a verdict's summary, a handoff or a transcript line may hold, each of
+#: which would run, or add to the page, were it ever taken as markup, code or a link.
+PAYLOADS = (
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=2">',
+    '<svg onload="window.__xss=3"></svg>',
+    '<a href="javascript:window.__xss=4">four</a>',
+    "javascript:window.__xss=5",
+    '"><script>window.__xss=6</script>',
+    "'><img src=x onerror=window.__xss=7>",
+    '<iframe src="javascript:window.__xss=8"></iframe>',
+    '<body onload="window.__xss=9">',
+    '<details open ontoggle="window.__xss=10">',
+    '<input autofocus onfocus="window.__xss=11">',
+    "<style>body{display:none}</style>",
+    '<math><mi xlink:href="javascript:window.__xss=13">x</mi></math>',
+    "{{ 7*7 }} {% if true %}jinja{% endif %}",
+    '<object data="javascript:window.__xss=15"></object>',
+    '<embed src="javascript:window.__xss=16">',
+    '<form action="javascript:window.__xss=17"><button>x</button></form>',
+    '<meta http-equiv="refresh" content="0;url=javascript:window.__xss=18">',
+    '<base href="javascript:window.__xss=19//">',
+    "&lt;script&gt;window.__xss=20&lt;/script&gt;",
+    "</textarea><script>window.__xss=21</script>",
+    "</pre><script>window.__xss=22</script>",
+    '<link rel="stylesheet" href="data:text/css,body{display:none}">',
+    "<template><script>window.__xss=24</script></template>",
+    '<noscript><p title="</noscript><img src=x onerror=window.__xss=25>">',
+)
+SAID = "\n".join(PAYLOADS)
+#: The words a person tells the agent from the page, payloads and all.
+TOLD = "XSS-TELL\n" + SAID
+
+BLOCKED = """\
+[kind]
+name = "wf"
+body = ["work"]
+
+[step.work]
+prompt = "Do the work: $brief. Write $verdict."
+gate = "verdict"
+"""
+
+
+def blocked_script() -> str:
+    """The agent says the payloads and works; takes the tell; then blocks, saying them again."""
+    said = json.dumps(SAID)
+    verdict = json.dumps(json.dumps({"result": "blocked", "summary": SAID}))
+    return f"""
+[[turn]]
+match = ":work:1"
+steps = [{{say = {said}}}, {{work = 4}}]
+
+[[turn]]
+match = "XSS-TELL"
+steps = [{{say = "told"}}]
+
+[[turn]]
+match = "did not pass"
+steps = [
+    {{write = {{path = "$board/work/handoff.md", text = {said}}}}},
+    {{write = {{path = "$board/work/verdict.json", text = {verdict}}}}},
+]
+"""
+
+
+def clean(driver: Any, where: str, *, whole: bool = True) -> str:
+    """The page shows every payload as text (``whole``), and nothing of them ran or was added."""
+    found = driver.execute_script(browser_kit.DOM_CHECK)
+    assert found["xss"] is None, (where, found["xss"])
+    assert found["foreign_scripts"] == [], (where, found["foreign_scripts"])
+    assert found["handlers"] == [], (where, found["handlers"])
+    assert found["scripted"] == [], (where, found["scripted"])
+    assert found["injected"] == 0, where
+    if whole:
+        missing = [payload for payload in PAYLOADS if payload not in found["text"]]
+        assert missing == [], (where, missing)
+    text: str = found["text"]
+    return text
+
+
+def test_text_from_a_brief_tell_verdict_handoff_or_transcript_is_shown_as_text(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """25 payloads in a brief, a tell, a verdict, a handoff, the agent's words: shown as text.
+
+    The tell is typed in the page; the verdict's summary is a blocked gate's words; the pages
+    are drawn at first and redrawn live.
+
+    Checked in the browser's DOM: no script of theirs ran, no element or handler of theirs was
+    added, no ``javascript:`` link made; each payload reads as it was written.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    kind_file = tmp_path / "blocked.toml"
+    kind_file.write_text(BLOCKED, encoding="utf-8")
+    steps = script(tmp_path, blocked_script(), name="blocked-script.toml")
+    ran = flume_process(
+        "launch", "--repository", str(repo), "--kind-file", str(kind_file), "--name", "xss",
+        "--brief", f"The greeting.\n{SAID}", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={steps}",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    path = places.journals_dir(repo) / "wf--xss" / places.JOURNAL
+    wait_for(lambda: any(each.proven for each in [place_of(path).agent] if each), 60, "delivery")
+    page_of(browser, monitored, path)
+    field = browser.find_element("css selector", "#f-tell-text")
+    field.send_keys(TOLD)
+    press(browser, "form[action$='/do/tell'] button")
+    said = browser_kit.until(
+        lambda: browser.find_element("css selector", "#said").text, 15, "the tell's answer"
+    )
+    assert "tell 1 is held while the agent works" in said
+    # The page stays open: the pause comes to it live, its parts drawn anew by its script.
+    browser_kit.until(
+        lambda: "paused (gate-blocked)" in browser.find_element("css selector", "#state").text,
+        90,
+        "the gate-blocked pause, shown live",
+    )
+    browser_kit.until(
+        lambda: browser.execute_script("return window.flumeMonitor.refreshed") > 0, 15, "redraw"
+    )
+    clean(browser, "the place's page, redrawn live", whole=False)
+    browser.refresh()
+    text = clean(browser, "the place's page")
+    assert "XSS-TELL" not in text  # a tell's words are the agent's to read: they are in its chat
+    browser.find_element("link text", "Read each attempt's chat").click()
+    chat = clean(browser, "the chat")
+    assert "XSS-TELL" in chat
+    browser.get(f"http://127.0.0.1:{monitored.port}/")
+    clean(browser, "every place", whole=False)
+
+
+def test_every_control_is_reached_and_worked_by_keyboard_and_axe_finds_nothing_serious(
+    tmp_path: Path, panes: Tmux, monitored: Any, browser: Any
+) -> None:
+    """A lane's question, a budget and a run: every link, field and button gets the focus by Tab.
+
+    axe-core, run in each page (every place, a place with its controls, its chat, the drop's
+    confirmation), at a laptop's width and a phone's, finds no serious or critical violation.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    run = launch(tmp_path, repo, LANE_ASKS, ASKS, "keys")
+    budget = launch(tmp_path, repo, BUDGETED, PLAN_AND_BUILD, "spent")
+    lane = places.journals_dir(repo) / "wf--keys+greet" / places.JOURNAL
+    wait_for(lambda: lane.exists() and place_of(lane).questions, 60, "the lane's question")
+    wait_for(lambda: paused_on(budget, PauseCause.BUDGET), 60, "the budget pause")
+    from selenium.webdriver.common.keys import Keys  # noqa: PLC0415 (Selenium's, loaded late)
+
+    for path in (lane, budget):
+        page_of(browser, monitored, path)
+        # A group of radio buttons is one stop of the Tab key (its arrows move within it):
+        # its first button stands for it.
+        wanted = browser.execute_script(
+            "return Array.from(document.querySelectorAll("
+            "'a[href], button, input:not([type=hidden]), textarea, summary'))"
+            ".filter((each) => each.offsetParent !== null && !(each.type === 'radio' && "
+            "each.form && each.form.querySelector(`input[name='${each.name}']`) !== each))"
+        )
+        reached = []
+        browser.find_element("css selector", "body").click()
+        for _ in range(len(wanted) + 5):
+            browser.switch_to.active_element.send_keys(Keys.TAB)
+            reached.append(browser.switch_to.active_element)
+        missed = [each.get_attribute("outerHTML") for each in wanted if each not in reached]
+        assert missed == []
+    page_of(browser, monitored, lane)
+    address = key_of(place_of(lane).launch.repository, "wf--keys+greet")
+    spent = key_of(place_of(budget).launch.repository, "wf--spent")
+    ran = key_of(place_of(run).launch.repository, "wf--keys")
+    pages = [
+        "/",
+        f"/p/{address}",
+        f"/p/{address}/chat",
+        f"/p/{address}/drop",
+        f"/p/{spent}",
+        f"/p/{ran}",
+    ]
+    for width, height in (browser_kit.WIDE, browser_kit.NARROW):
+        browser.set_window_size(width, height)
+        for each in pages:
+            browser.get(f"http://127.0.0.1:{monitored.port}{each}")
+            assert browser_kit.axe(browser) == [], (width, each)
+    browser.set_window_size(*browser_kit.WIDE)

@@ -91,7 +91,7 @@
     item.append(when, " ", kind, " ", where, " ", text);
     events.append(item);
     while (events.children.length > 500) events.firstElementChild.remove();
-    events.scrollTop = events.scrollHeight;
+    events.parentElement.scrollTop = events.parentElement.scrollHeight;
   }
 
   if (live && window.EventSource) {
