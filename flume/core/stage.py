@@ -797,7 +797,7 @@ def on_landing_held(place: Place, seen: LandingHeld) -> Outcome:
     paused = Paused(
         cause=PauseCause.APPROVAL,
         words=(
-            f"its change touches {files}, which run outside the sandbox: read them "
+            f"its change touches what runs outside the sandbox ({files}): read it "
             f"(git diff {place.launch.base}...{seen.head}) before it lands"
         ),
         landing=seen.head,
@@ -806,7 +806,8 @@ def on_landing_held(place: Place, seen: LandingHeld) -> Outcome:
     )
     held = Report(
         event=Event.LANDING_HELD,
-        text=f"{place.branch} held before landing: it changes {files}",
+        text=f"{place.branch} held before landing: it changes what runs outside the sandbox, "
+        f"{files}",
         stage=place.stage.name,
     )
     place, pausing = pause_stage(place, paused)

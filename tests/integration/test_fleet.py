@@ -47,13 +47,15 @@ def test_fixes_land_on_the_remote_within_slots_and_a_name_is_launched_once(
     fleet.start([h1, h2])
     works = [name(f"w{number}") for number in range(4)]
     places = [launch(h1, fleet, work) for work in works]
-    # From a host that carries none of them (its own clone knows no such place).
+    # From a host that carries none of them (its own clone knows no such place). The last is
+    # surely in flight: it waits behind others for a slot (the first may have landed already
+    # on a loaded machine, its name free again).
     again = h3.flume(
-        "launch", "--fleet", "--kind", "fix", "--name", works[0], "--brief", "Again.",
+        "launch", "--fleet", "--kind", "fix", "--name", works[-1], "--brief", "Again.",
         "--agent", "test",
     )  # fmt: skip
     assert again.returncode == 2, again.stderr
-    assert f"{places[0]} is already launched in the fleet" in again.stderr
+    assert f"{places[-1]} is already launched in the fleet" in again.stderr
     most: dict[str, int] = {}
 
     def sampled(rows: dict[str, dict[str, object]]) -> bool:
