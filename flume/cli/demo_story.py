@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -68,15 +69,17 @@ def _say(line: str) -> None:
         typer.echo(line)
 
 
-def run(*, keep: bool, seconds: float) -> int:
-    """The demo, start to clean-up; its exit status."""
+def run(*, keep: bool, seconds: float, monitor: bool = False) -> int:
+    """The demo, start to clean-up; its exit status. ``monitor``: its monitor served too."""
+    if monitor:
+        _monitor_installed()
     saved = {each: signal.signal(each, _raise) for each in SIGNALS}
     folder: Path | None = None
     status = 1
     try:
         folder = demo.temporary()
         _say(f"flume demo in {folder}")
-        status = 0 if _story(folder, seconds) else 1
+        status = 0 if _story(folder, seconds, monitor=monitor) else 1
     except Ended as ended:
         status = 128 + ended.signum
     finally:
@@ -94,11 +97,50 @@ def run(*, keep: bool, seconds: float) -> int:
     return status
 
 
-def _story(folder: Path, seconds: float) -> bool:
+def _monitor_installed() -> None:
+    """The monitor's packages are there, or the demo does not start (exit status 1, said)."""
+    try:
+        from flume.web import serve  # noqa: F401 (its packages are what is looked for)
+    except ImportError as error:
+        _say(
+            f"flume: demo: the monitor's packages are not installed ({error.name} is missing); "
+            "install them with pip install 'flume[monitor]'"
+        )
+        raise typer.Exit(1) from error
+
+
+def _story(folder: Path, seconds: float, *, monitor: bool = False) -> bool:
     """Launch, show what happens until both settle or time is up, then the summary."""
     for line in demo.start(folder):
         _say(line)
     repository = demo.repository_of(folder)
+    if monitor:
+        with _served(repository) as url:
+            _say(f"flume monitor: open {url}")
+            finished = _shown(folder, repository, seconds)
+            if sys.stdin is not None and sys.stdin.isatty():
+                _say("the demo ended; its monitor serves until you press Enter")
+                with contextlib.suppress(EOFError, OSError):
+                    input()
+            return finished
+    return _shown(folder, repository, seconds)
+
+
+@contextlib.contextmanager
+def _served(repository: Path) -> Iterator[str]:
+    """The demo's monitor, served in a thread of this process; its URL with its token."""
+    from flume.web.serve import Served
+
+    served = Served(repository=repository)
+    served.start()
+    try:
+        yield served.url
+    finally:
+        served.stop()
+
+
+def _shown(folder: Path, repository: Path, seconds: float) -> bool:
+    """Show what happens until both settle or time is up, then the summary: whether it finished."""
     follower = EventStream(Settings(), repository=repository)
     deadline = time.monotonic() + seconds
 

@@ -169,3 +169,44 @@ def test_the_board_ends_once_the_demo_has_settled(host: Path) -> None:
     board.watch(follower, Console(file=output, width=120), interval=0.01, where="r", until=until)
     assert len(looks) == 2
     assert "fix--greet" in output.getvalue()
+
+
+def test_the_demo_with_its_monitor_serves_a_page_of_the_demo_s_places(world: Path) -> None:
+    """``flume demo --monitor``: a URL printed; the page it opens lists both places, live.
+
+    Opened as the printed URL says (its token, then the cookie); the demo still lands both and
+    leaves nothing behind, its monitor stopped with it.
+    """
+    import http.cookiejar  # noqa: PLC0415 (this test's alone)
+    import re  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
+    output = world / "output.txt"
+    with output.open("w") as sink:
+        started = subprocess.Popen(
+            [sys.executable, "-m", "flume", "demo", "--monitor", "--seconds", "240"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=user_environment(world),
+        )
+    try:
+        printed = re.compile(r"flume monitor: open (\S+)")
+        wait_for(lambda: printed.search(output.read_text()), 60, "the monitor's URL")
+        url = printed.search(output.read_text())
+        assert url is not None
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        with opener.open(url.group(1), timeout=10) as answer:
+            page = answer.read().decode()
+        assert "Places on this host" in page
+        for place in PLACES:
+            assert f">{place}</a>" in page
+        status = started.wait(timeout=270)
+    finally:
+        if started.poll() is None:
+            started.kill()
+    assert status == 0, output.read_text()
+    assert "places left: none (tidied)" in output.read_text()
+    assert left_in(world) == []

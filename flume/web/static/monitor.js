@@ -9,7 +9,7 @@
   const place = body.dataset.place || "";
   const events = document.getElementById("events");
   const drawn = new Map();
-  const state = { events: 0, refreshed: 0, last: null };
+  const state = { events: 0, refreshed: 0, last: null, open: false };
   window.flumeMonitor = state;
   let pending = null;
 
@@ -98,6 +98,9 @@
     const asked = new URLSearchParams({ after: body.dataset.seen || "" });
     if (place) asked.set("place", place);
     const source = new EventSource("/stream?" + asked.toString());
+    source.addEventListener("open", () => {
+      state.open = true;
+    });
     source.addEventListener("flume", (message) => {
       const said = JSON.parse(message.data);
       state.events += 1;
