@@ -260,7 +260,7 @@ class Pages:
         values = self._place_values(place)
         regions = {
             name: self.env.get_template(f"_{name}.html").render(token=self.token, **values)
-            for name in ("state", "ways")
+            for name in ("ways", "state", "more")
         }
         return JSONResponse({"regions": regions})
 
