@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -67,13 +68,17 @@ class Monitor:
         self.closing = False
         self.known = False
         self._views: dict[str, tuple[Place, bool, dict[str, Any]]] = {}
+        #: Held while the follower reads, and while its places are listed: a page may be drawn
+        #: in another thread than the polls (a test's, or a command's worker).
+        self._lock = threading.Lock()
         self._changed: asyncio.Event | None = None
 
     # --- following ----------------------------------------------------------------------
 
     def poll(self) -> list[PlaceEvent]:
         """Read what the journals gained: the new events, kept."""
-        new = self.follower.poll()
+        with self._lock:
+            new = self.follower.poll()
         self.events.extend(new)
         for event in new:
             mine = self._of.setdefault((event.repository, event.place), deque(maxlen=KEPT_A_PLACE))
@@ -137,7 +142,8 @@ class Monitor:
 
     def places(self) -> list[Place]:
         """Every place followed, as its journal reads to the last poll."""
-        return api.followed(self.follower)
+        with self._lock:
+            return api.followed(self.follower)
 
     def view(self, place: Place) -> dict[str, Any]:
         """The place's status as plain data, made again only when its journal grew."""

@@ -115,3 +115,22 @@ def axe(driver: Any) -> list[dict[str, Any]]:
 
 #: What the page holds that it should not, were any shown text taken as markup or code.
 DOM_CHECK = (Path(__file__).with_name("dom_check.js")).read_text(encoding="utf-8")
+
+#: How a control is told apart from the others, drawn anew or not: what it is, its id, its
+#: name and value, its form, where it goes, its words.
+_DESCRIBE = (
+    "const describe = (each) => [each.tagName, each.id, each.name || '', each.value || '', "
+    "(each.form && each.form.getAttribute('action')) || '', each.getAttribute('href') || '', "
+    "(each.textContent || '').trim().slice(0, 40)].join('|');"
+)
+#: Each control a person reaches with the keyboard, described: links, buttons, fields and
+#: summaries shown; of a group of radio buttons (one stop of the Tab key, its arrows moving
+#: within it), its first.
+FOCUSABLE = (
+    _DESCRIBE + "return Array.from(document.querySelectorAll("
+    "'a[href], button, input:not([type=hidden]), textarea, summary'))"
+    ".filter((each) => each.offsetParent !== null && !(each.type === 'radio' && each.form && "
+    "each.form.querySelector(`input[name='${each.name}']`) !== each)).map(describe);"
+)
+#: The control the keyboard is on, described.
+DESCRIBE_FOCUSED = _DESCRIBE + "return describe(document.activeElement);"

@@ -62,13 +62,43 @@ def page_of(driver: Any, served: Any, path: Path) -> None:
 
 
 def press(driver: Any, selector: str) -> None:
-    """Activate the control ``selector`` with the keyboard: focused, then Enter."""
+    """Activate the control ``selector`` with the keyboard: focused, then Enter.
+
+    The page's script may draw the control's part anew meanwhile (a live event): it is found
+    again then, as a person's next key goes to the control drawn in its place.
+    """
     from selenium.webdriver.common.keys import Keys  # noqa: PLC0415 (Selenium's, loaded late)
 
-    found = driver.find_element("css selector", selector)
-    driver.execute_script("arguments[0].focus()", found)
-    assert driver.switch_to.active_element == found
-    found.send_keys(Keys.ENTER)
+    def pressed() -> bool:
+        found = driver.find_element("css selector", selector)
+        driver.execute_script("arguments[0].focus()", found)
+        assert driver.switch_to.active_element == found
+        found.send_keys(Keys.ENTER)
+        return True
+
+    browser_kit.until(pressed, 15, f"{selector} pressed")
+
+
+def typed(driver: Any, selector: str, text: str) -> None:
+    """Type ``text`` into the field ``selector`` (found again if its part was drawn anew)."""
+
+    def done() -> bool:
+        field = driver.find_element("css selector", selector)
+        field.clear()
+        field.send_keys(text)
+        return driver.find_element("css selector", selector).get_attribute("value") == text
+
+    browser_kit.until(done, 15, f"{text[:20]!r} typed into {selector}")
+
+
+def chosen(driver: Any, selector: str) -> None:
+    """Choose the radio button ``selector`` (found again if its part was drawn anew)."""
+
+    def done() -> bool:
+        driver.find_element("css selector", selector).click()
+        return bool(driver.find_element("css selector", selector).is_selected())
+
+    browser_kit.until(done, 15, f"{selector} chosen")
 
 
 APPROVAL = """\
@@ -153,12 +183,10 @@ def test_a_budget_pause_raised_from_the_page_goes_on(
     path = launch(tmp_path, repo, BUDGETED, PLAN_AND_BUILD, "budget")
     wait_for(lambda: paused_on(path, PauseCause.BUDGET), 60, "the budget pause")
     page_of(browser, monitored, path)
-    form = browser.find_element("css selector", "form[action$='/do/raise']")
-    labels = form.text
+    labels = browser.find_element("css selector", "form[action$='/do/raise']").text
     assert "More turns (spent 1 of 1)" in labels
     assert "tokens" not in labels  # only the budgets the kind sets
-    field = form.find_element("css selector", "input[name='turns']")
-    field.send_keys("2")
+    typed(browser, "form[action$='/do/raise'] input[name='turns']", "2")
     press(browser, "form[action$='/do/raise'] button")
     said = browser_kit.until(
         lambda: browser.find_element("css selector", "#said").text, 15, "the raise's answer"
@@ -209,13 +237,13 @@ def test_a_question_answered_from_the_page_reaches_the_child_s_transcript(
     wait_for(lambda: lane.exists() and place_of(lane).questions, 60, "the lane's question")
     page_of(browser, monitored, path)
     browser.find_element("link text", "wf--asks+greet").click()
-    form = browser_kit.until(
+    browser_kit.until(
         lambda: browser.find_element("css selector", "form[action$='/do/answer']"),
         15,
         "the lane's answer form",
     )
     assert "q1: Hello or Hi?" in browser.find_element("css selector", "#ways").text
-    form.find_element("css selector", "input[value='Hi']").click()
+    chosen(browser, "form[action$='/do/answer'] input[value='Hi']")
     press(browser, "form[action$='/do/answer'] button")
     said = browser_kit.until(
         lambda: browser.find_element("css selector", "#said").text, 15, "the answer's answer"
@@ -268,8 +296,7 @@ def test_a_merge_conflict_resolved_by_hand_from_the_page(
     assert "paused (merge-conflict)" in browser.find_element("css selector", "#state").text
     worktree = Path(place_of(path).path)
     run_git(worktree, "merge", "--no-ff", "-m", "Merge right", "wf/clash+right", "-X", "ours")
-    form = browser.find_element("css selector", "form[action$='/do/resolve']")
-    form.find_element("css selector", "input[value='by hand']").click()
+    chosen(browser, "form[action$='/do/resolve'] input[value='by hand']")
     press(browser, "form[action$='/do/resolve'] button")
     said = browser_kit.until(
         lambda: browser.find_element("css selector", "#said").text, 15, "the resolve's answer"
@@ -435,8 +462,7 @@ def test_text_from_a_brief_tell_verdict_handoff_or_transcript_is_shown_as_text(
     path = places.journals_dir(repo) / "wf--xss" / places.JOURNAL
     wait_for(lambda: any(each.proven for each in [place_of(path).agent] if each), 60, "delivery")
     page_of(browser, monitored, path)
-    field = browser.find_element("css selector", "#f-tell-text")
-    field.send_keys(TOLD)
+    typed(browser, "#f-tell-text", TOLD)
     press(browser, "form[action$='/do/tell'] button")
     said = browser_kit.until(
         lambda: browser.find_element("css selector", "#said").text, 15, "the tell's answer"
@@ -481,21 +507,15 @@ def test_every_control_is_reached_and_worked_by_keyboard_and_axe_finds_nothing_s
 
     for path in (lane, budget):
         page_of(browser, monitored, path)
-        # A group of radio buttons is one stop of the Tab key (its arrows move within it):
-        # its first button stands for it.
-        wanted = browser.execute_script(
-            "return Array.from(document.querySelectorAll("
-            "'a[href], button, input:not([type=hidden]), textarea, summary'))"
-            ".filter((each) => each.offsetParent !== null && !(each.type === 'radio' && "
-            "each.form && each.form.querySelector(`input[name='${each.name}']`) !== each))"
-        )
-        reached = []
+        # Each control by what it is, not by its element: the page's script may draw a part
+        # anew meanwhile (a live event), its controls the same ones.
+        wanted = set(browser.execute_script(browser_kit.FOCUSABLE))
+        reached: set[str] = set()
         browser.find_element("css selector", "body").click()
         for _ in range(len(wanted) + 5):
             browser.switch_to.active_element.send_keys(Keys.TAB)
-            reached.append(browser.switch_to.active_element)
-        missed = [each.get_attribute("outerHTML") for each in wanted if each not in reached]
-        assert missed == []
+            reached.add(browser.execute_script(browser_kit.DESCRIBE_FOCUSED))
+        assert wanted - reached == set()
     page_of(browser, monitored, lane)
     address = key_of(place_of(lane).launch.repository, "wf--keys+greet")
     spent = key_of(place_of(budget).launch.repository, "wf--spent")
