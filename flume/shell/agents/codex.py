@@ -85,9 +85,14 @@ def command(
     session: SessionId,  # noqa: ARG001 (Codex chooses its own)
     model: str | None,
     *,
-    fenced: bool = False,  # noqa: ARG001 (the same inside a fence)
+    fenced: bool = False,
 ) -> list[str]:
-    """Codex's command line: started in the place, with the model if named."""
+    """Codex's command line: started in the place, with the model if named.
+
+    ``fenced``: inside flume's fence, Codex's own sandbox is off (it runs its commands in
+    bubblewrap, which cannot start inside another: ``codex sandbox`` in the fence says "bwrap:
+    setting up uid map: Operation not permitted"); the fence holds Codex whole.
+    """
     # Codex runs commands in a login shell, which resets PATH from /etc/profile and loses
     # flume: the agent could not run flume needs. A later -c overrides this.
     argv = [program(), "-C", place.path, "-c", "allow_login_shell=false"]
@@ -100,6 +105,8 @@ def command(
         argv += ["--add-dir", place.board]
     if model:
         argv += ["-m", model]
+    if fenced:
+        argv += ["-c", 'sandbox_mode="danger-full-access"']
     return argv
 
 
