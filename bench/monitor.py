@@ -24,7 +24,6 @@ import argparse
 import http.cookiejar
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -34,9 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from common import median, private_host, small_repository
 from lanes import kind_text
-from status import journal_of
+from status import journaled
 
 from flume import api
 from flume.core.ids import Instant, SessionId
@@ -45,37 +46,12 @@ from flume.core.place import Fanned
 from flume.core.settings import Settings
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
+from tests.integration.browser_kit import chromium
 
 EVENT_TARGET = 1.0
 PAGE_TARGET = 0.100
 IDLE_TARGET = 0.01
 _PRINTED = re.compile(r"flume monitor: open (http://127\.0\.0\.1:(\d+)/\?token=\S+)")
-_CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
-
-
-def journaled(repo: Path, count: int) -> list[Path]:
-    """``count`` running places' journals in ``repo`` (bench/status.py's 64 observations each)."""
-    folder = places.journals_dir(repo)
-    made = []
-    for number in range(count):
-        path = folder / f"fix--p{number}" / places.JOURNAL
-        first, *rest = journal_of(repo, f"p{number}")
-        journal.create(path, first)
-        for seen in rest:
-            journal.append(path, seen)
-        made.append(path)
-    places.remember(repo)
-    return made
 
 
 class Monitor:
@@ -131,24 +107,6 @@ def address_of(page: str, place: str) -> str:
     return found.group(1)
 
 
-def browser() -> Any:  # noqa: ANN401 (a WebDriver)
-    """A headless Chromium, as the browser tests start it."""
-    from selenium import webdriver  # noqa: PLC0415 (the bench's first figure alone)
-    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
-
-    chromium = shutil.which("chromium")
-    driver = shutil.which("chromedriver")
-    if chromium is None or driver is None:
-        message = "the event figure needs Debian's chromium and chromium-driver"
-        raise RuntimeError(message)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    profile = Path(os.environ["HOME"]) / "chromium"
-    for flag in (*_CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    return webdriver.Chrome(options=options, service=Service(executable_path=driver))
-
-
 #: Each row the page's script adds to its events, with the clock's time it was added.
 _OBSERVE = """
 window.__added = [];
@@ -162,8 +120,7 @@ new MutationObserver((changes) => {
 
 def event_to_page(monitor: Monitor, path: Path, events: int) -> list[float]:
     """Seconds from each appended journal line to its event's row in an open page's DOM."""
-    driver = browser()
-    try:
+    with chromium() as driver:
         driver.get(monitor.url)
         page = monitor.get("/")
         driver.get(f"http://127.0.0.1:{monitor.port}/p/{address_of(page, 'fix--p0')}")
@@ -189,8 +146,6 @@ def event_to_page(monitor: Monitor, path: Path, events: int) -> list[float]:
             found.append(row[0] / 1000 - appended)
             time.sleep(0.3)
         return found
-    finally:
-        driver.quit()
 
 
 def waited_for(predicate: Callable[[], Any], what: str, seconds: float = 30) -> Any:  # noqa: ANN401

@@ -25,8 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flume import api
 from flume.core.place import Fanned, LaneState, PauseCause, Paused, Place, leading
@@ -36,23 +35,12 @@ from flume.shell.tools import git
 from flume.testing import scenario
 from flume.web.monitor import key_of
 from flume.web.serve import Served
+from tests.integration.browser_kit import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 KINDS = ROOT / "examples" / "kinds"
 SIZES = ((1280, 800), (390, 844))
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--hide-scrollbars",
-)
 SAMPLE = {
     "README.md": "# greet\n\nSays hello.\n",
     "greet.py": 'def greeting() -> str:\n    return "hullo"\n',
@@ -163,17 +151,8 @@ def asking(repository: Path) -> bool:
 
 def shot(served: Served, repository: Path) -> list[Path]:
     """Each run's page at each size, written to docs/; the files written."""
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if chromium is None or driver is None:
-        sys.exit("scripts/screenshots.py needs Debian's chromium and chromium-driver")
-    profile = Path(tempfile.mkdtemp(prefix="flume-shots-chromium-"))
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (*FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    browser = webdriver.Chrome(options=options, service=Service(executable_path=driver))
     written = []
-    try:
+    with chromium() as browser:
         browser.get(served.url)
         for name, run in (("slices", "slices--greet"), ("crew", "crew--team")):
             address = key_of(str(repository), run)
@@ -186,9 +165,6 @@ def shot(served: Served, repository: Path) -> list[Path]:
                 path = DOCS / f"monitor-{name}-{width}.png"
                 browser.save_screenshot(str(path))
                 written.append(path)
-    finally:
-        browser.quit()
-        shutil.rmtree(profile, ignore_errors=True)
     return written
 
 

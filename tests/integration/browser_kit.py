@@ -9,6 +9,9 @@ tests skip, saying so, or fail where scripts/test installed them (``FLUME_REQUIR
 
 Accessibility is checked with axe-core, run in the page itself from ``.node/`` (installed by
 scripts/install-agents beside the pinned agents).
+
+bench/monitor.py and scripts/screenshots.py start their Chromium with :func:`chromium` too: it
+is flume's own test machinery (Selenium is the test extra's), not a tool flume.testing ships.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from tests import shared
 
 #: Set to 1 where the run installed Chromium and its driver (scripts/test).
 REQUIRE_BROWSER = "FLUME_REQUIRE_BROWSER"
+#: axe-core, as scripts/install-agents installs it.
+AXE = shared.ROOT / ".node" / "node_modules" / "axe-core" / "axe.min.js"
+#: The widths the pages are checked and shown at: a laptop's, and a phone's.
+WIDE = (1280, 800)
+NARROW = (390, 844)
 #: Chromium's flags: headless, no sandbox (as root in CI), nothing fetched in the background.
 FLAGS = (
     "--headless",
@@ -36,38 +44,41 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    "--hide-scrollbars",
 )
-#: axe-core, as scripts/install-agents installs it.
-AXE = shared.ROOT / ".node" / "node_modules" / "axe-core" / "axe.min.js"
-#: The widths the pages are checked and shown at: a laptop's, and a phone's.
-WIDE = (1280, 800)
-NARROW = (390, 844)
 
 
-def chromium() -> tuple[str, str]:
-    """Chromium and chromedriver on this machine; a skip (or a failure, if required) without."""
+class NoBrowser(RuntimeError):  # noqa: N818 (what is the case, as api.LaunchFailed)
+    """Debian's chromium or chromium-driver is not installed; the message says which to add."""
+
+
+def programs() -> tuple[str, str]:
+    """Chromium and chromedriver on this machine; :class:`NoBrowser` when either is missing."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if browser is None or driver is None:
-        shared.lacking(
-            "NOT TESTED IN A BROWSER: Debian's chromium and chromium-driver are not installed "
-            "(apt-get install chromium chromium-driver; scripts/test does, as root)",
-            REQUIRE_BROWSER,
+        message = (
+            "Debian's chromium and chromium-driver are not installed "
+            "(apt-get install chromium chromium-driver)"
         )
+        raise NoBrowser(message)
     return browser, driver
 
 
 @contextlib.contextmanager
-def started() -> Iterator[Any]:
-    """A headless Chromium with a new empty profile, quit and its profile removed at the end."""
-    from selenium import webdriver  # noqa: PLC0415 (the browser tests' alone)
+def chromium(width: int = WIDE[0], height: int = WIDE[1]) -> Iterator[Any]:
+    """A headless Chromium, ``width`` by ``height``, quit and its profile removed at the end.
+
+    Its Selenium WebDriver is yielded. Raises :class:`NoBrowser` without Chromium or its driver.
+    """
+    from selenium import webdriver  # noqa: PLC0415 (not every user of the kit drives a browser)
     from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
 
-    browser, driver = chromium()
+    browser, driver = programs()
     profile = Path(tempfile.mkdtemp(prefix="flume-chromium-"))
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={WIDE[0]},{WIDE[1]}"):
+    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
     made = webdriver.Chrome(options=options, service=Service(executable_path=driver))
     made.set_page_load_timeout(30)
@@ -76,6 +87,20 @@ def started() -> Iterator[Any]:
     finally:
         made.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def started() -> Iterator[Any]:
+    """A headless Chromium; a skip (or a failure, if required) without Chromium or its driver."""
+    try:
+        programs()
+    except NoBrowser as error:
+        shared.lacking(
+            f"NOT TESTED IN A BROWSER: {error}; scripts/test installs them, as root",
+            REQUIRE_BROWSER,
+        )
+    with chromium(*WIDE) as made:
+        yield made
 
 
 def until(predicate: Callable[[], Any], seconds: float, what: str, *, every: float = 0.1) -> Any:
