@@ -6,7 +6,10 @@ with what flume already has for it: in a terminal that can move its cursor, the 
 watch`` draws (:mod:`flume.cli.board`); into a pipe, a file or a dumb terminal, each event as
 ``flume events`` prints it (:func:`flume.cli.render.event_text`), both read by one
 :class:`~flume.shell.store.events.EventStream`. Either ends once both places have settled (or
-the time is up), and the summary follows: what main holds and the places left.
+the time is up), and the summary follows: what main holds and the places left. With
+``--monitor`` the demo's run monitor is served from the sample's making on; at a terminal the
+places are launched once a person opened its URL (or pressed Enter), so that the page shows the
+demo from its start, and it serves on after the summary until Enter.
 
 However the demo ends (finished, time up, Ctrl-C, SIGTERM, SIGHUP from a closed terminal), its
 supervisor and tmux server are stopped and its folder is removed; while that is done, further
@@ -19,12 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -32,6 +38,9 @@ from flume.cli import board, render
 from flume.core.settings import Settings
 from flume.shell.store.events import EventStream
 from flume.testing import demo
+
+if TYPE_CHECKING:
+    from flume.web.serve import Served
 
 #: The signals that end the demo, each cleanly: Ctrl-C, ``kill``/``timeout``, a closed terminal.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -111,30 +120,47 @@ def _monitor_installed() -> None:
 
 def _story(folder: Path, seconds: float, *, monitor: bool = False) -> bool:
     """Launch, show what happens until both settle or time is up, then the summary."""
-    for line in demo.start(folder):
-        _say(line)
+    lines = demo.start(folder)
+    if not monitor:
+        for line in lines:
+            _say(line)
+        return _shown(folder, demo.repository_of(folder), seconds)
+    _say(next(lines))  # the sample is made: its monitor follows it from the first launch on
     repository = demo.repository_of(folder)
-    if monitor:
-        with _served(repository) as url:
-            _say(f"flume monitor: open {url}")
-            finished = _shown(folder, repository, seconds)
-            if sys.stdin is not None and sys.stdin.isatty():
-                _say("the demo ended; its monitor serves until you press Enter")
-                with contextlib.suppress(EOFError, OSError):
-                    input()
-            return finished
-    return _shown(folder, repository, seconds)
+    at_terminal = sys.stdin is not None and sys.stdin.isatty()
+    with _served(repository) as served:
+        _say(f"flume monitor: open {served.url}")
+        if at_terminal:
+            _say("the demo starts once that page is open (or press Enter)")
+            _opened_or_enter(served.monitor.opened)
+        for line in lines:
+            _say(line)
+        finished = _shown(folder, repository, seconds)
+        if at_terminal:
+            _say("the demo ended; its monitor serves until you press Enter")
+            with contextlib.suppress(EOFError, OSError):
+                input()
+        return finished
+
+
+def _opened_or_enter(opened: threading.Event) -> None:
+    """Wait until a person opened the monitor's page, or pressed Enter at the terminal."""
+    while not opened.is_set():
+        ready, _, _ = select.select([sys.stdin], [], [], _INTERVAL)
+        if ready:
+            sys.stdin.readline()
+            return
 
 
 @contextlib.contextmanager
-def _served(repository: Path) -> Iterator[str]:
-    """The demo's monitor, served in a thread of this process; its URL with its token."""
+def _served(repository: Path) -> Iterator[Served]:
+    """The demo's monitor, served in a thread of this process."""
     from flume.web.serve import Served
 
     served = Served(repository=repository)
     served.start()
     try:
-        yield served.url
+        yield served
     finally:
         served.stop()
 

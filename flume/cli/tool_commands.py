@@ -163,7 +163,10 @@ def demo(
         bool,
         typer.Option(
             "--monitor",
-            help="Serve the run monitor of the demo too, and print its URL (flume[monitor]).",
+            help=(
+                "Serve the run monitor of the demo too and print its URL; at a terminal the demo "
+                "starts once that page is open, or on Enter (flume[monitor])."
+            ),
         ),
     ] = False,
 ) -> None:

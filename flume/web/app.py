@@ -64,10 +64,19 @@ class Guard:
     carry the token in its form too (checked where the form is read, :func:`_form`).
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, port: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        port: Callable[[], int],
+        entered: Callable[[], None] = lambda: None,
+    ) -> None:
         self.app = app
         self.token = token
         self.port = port
+        #: Told each time the URL with the token is opened.
+        self.entered = entered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request, then pass it on with the monitor's headers on its answer."""
@@ -95,6 +104,7 @@ class Guard:
             await _refuse(refused, send)
             return
         if security.is_token(given, self.token) and scope["method"] == "GET":
+            self.entered()
             await _enter(scope, query, self.token, send)
             return
 
@@ -415,4 +425,4 @@ def app(monitor: Monitor, token: str, port: Callable[[], int]) -> ASGIApp:
                 await following
 
     made = Starlette(routes=routes, exception_handlers={_NotFound: missing}, lifespan=lifespan)
-    return Guard(made, token=token, port=port)
+    return Guard(made, token=token, port=port, entered=monitor.opened.set)

@@ -72,6 +72,8 @@ class Monitor:
         #: in another thread than the polls (a test's, or a command's worker).
         self._lock = threading.Lock()
         self._changed: asyncio.Event | None = None
+        #: Set once a person opened the URL with the token (``flume demo --monitor`` waits).
+        self.opened = threading.Event()
 
     # --- following ----------------------------------------------------------------------
 
