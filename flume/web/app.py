@@ -329,6 +329,8 @@ class Pages:
     async def stream(self, request: Request) -> Response:
         """Server-sent events: each event of every place (or of ``?place=``) as it is read.
 
+        A ``supervisor`` event says the host's supervisor started or stopped answering.
+
         ``?after=N``: from the events after the first N the monitor read (the count the page
         was drawn at), so that none that came between the page and its feed is missed.
         """
@@ -339,9 +341,13 @@ class Pages:
 
         async def feed() -> AsyncIterator[str]:
             seen = min(start, monitor.seen)
+            known = monitor.known
             yield "retry: 1000\n\n"
             while not monitor.closing:
                 now = await monitor.wait(seen, _KEEPALIVE)
+                if monitor.known != known:
+                    known = monitor.known
+                    yield f"event: supervisor\ndata: {json.dumps({'answers': known})}\n\n"
                 if now == seen:
                     yield ": alive\n\n"
                     continue

@@ -10,7 +10,8 @@ the live feed of a hundred open pages costs one poll.
 A place's status (the form ``flume status --json`` prints, for the view model) is made again
 only when its journal grew: each is kept with the place it was made from. Whether the host's
 supervisor answers (a live agent's state is unknown while it does not) is asked every few
-seconds, off the loop, and kept.
+seconds, off the loop, and at once when a journal moved while it did not answer; it is kept,
+and each open page is told when it changes.
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ class Monitor:
 
     async def follow(self) -> None:
         """Poll until cancelled; wake every open page when something new was read."""
-        asking = asyncio.create_task(self._ask_supervisor())
+        again = asyncio.Event()
+        asking = asyncio.create_task(self._ask_supervisor(again))
         try:
             while not self.closing:
                 if self.poll():
+                    if not self.known:
+                        again.set()  # something moves: the supervisor may have started
                     self.wake()
                 await asyncio.sleep(self.interval)
         finally:
@@ -116,11 +120,20 @@ class Monitor:
         """The server shuts down: every open feed ends (at its next wake)."""
         self.closing = True
 
-    async def _ask_supervisor(self) -> None:
-        """Ask now and then whether the supervisor answers, off the polls' way."""
+    async def _ask_supervisor(self, again: asyncio.Event) -> None:
+        """Ask now and then (or when ``again`` is set) whether the supervisor answers.
+
+        Off the polls' way. When the answer changes, every open page is woken to draw it.
+        """
         while True:
-            self.known = await asyncio.to_thread(api.supervised, 1.0)
-            await asyncio.sleep(SUPERVISED_EVERY)
+            known = await asyncio.to_thread(api.supervised, 1.0)
+            if known != self.known:
+                self.known = known
+                self.wake()
+            again.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SUPERVISED_EVERY):
+                    await again.wait()
 
     async def wait(self, seen: int, within: float) -> int:
         """Wait until more than ``seen`` events were read, or ``within`` seconds: how many now."""

@@ -18,6 +18,7 @@ import pytest
 from flume.core.place import Life, PauseCause, Paused
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import places
+from flume.shell.supervisor import client
 from flume.web.monitor import key_of
 from tests.integration import browser_kit
 from tests.integration.agents_kit import agent_repository, place_of, script, wait_for
@@ -322,6 +323,24 @@ steps = [
     {work = 600},
 ]
 """
+
+
+def test_an_open_page_shows_the_supervisor_start_and_stop_answering_with_nothing_else_moving(
+    monitored: Any, browser: Any
+) -> None:
+    """The supervisor's warning comes and goes on an open page by itself, no event needed."""
+
+    def warned() -> bool:
+        found = browser.find_elements("css selector", "p.warning")
+        return bool(found) and "supervisor does not answer" in found[0].text
+
+    browser.get(monitored.url)
+    browser_kit.until(warned, 15, "the warning that no supervisor answers")
+    client.ensure(wait=30)
+    browser_kit.until(lambda: not warned(), 20, "the warning gone once the supervisor answers")
+    assert browser.execute_script("return window.flumeMonitor.events") == 0
+    client.stop(timeout=10)
+    browser_kit.until(warned, 20, "the warning back once the supervisor stopped")
 
 
 def test_drop_asks_for_confirmation_naming_what_is_kept(

@@ -9,7 +9,7 @@
   const place = body.dataset.place || "";
   const events = document.getElementById("events");
   const drawn = new Map();
-  const state = { events: 0, refreshed: 0, last: null, open: false };
+  const state = { events: 0, refreshed: 0, supervisor: 0, last: null, open: false };
   window.flumeMonitor = state;
   let pending = null;
 
@@ -106,6 +106,10 @@
       state.events += 1;
       state.last = said;
       if (events && said.address === place) show(said);
+      schedule();
+    });
+    source.addEventListener("supervisor", () => {
+      state.supervisor += 1;
       schedule();
     });
   }
