@@ -46,10 +46,11 @@ def monitor(
         ),
     ] = None,
 ) -> None:
-    """Serve a web page of every place and run on this host, live, with their controls.
+    """Serve a live web page of every place and run on this host.
 
-    On 127.0.0.1 only; open the URL it prints, which carries a token no other page knows.
-    Every control asks flume as the CLI does. Ctrl-C ends it. Needs flume's monitor extra.
+    Each pause is shown with one control per way out. On 127.0.0.1 only; open the URL it
+    prints, which carries a token no other page knows. Every control asks flume as the CLI
+    does. Ctrl-C ends it. Needs flume's monitor extra.
     """
     try:
         from flume.web import serve

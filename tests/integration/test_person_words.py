@@ -140,7 +140,7 @@ def _asking(harness: Harness, repo: Path) -> Path:
 
 
 def test_a_raise_of_a_budget_the_kind_sets_none_of_names_the_spent_budget(
-    host: Path, harness: Harness
+    host: Path, harness: Harness, woken: list[str]
 ) -> None:
     """Paused on turns, no token budget: --tokens is refused naming turns; nothing journaled."""
     repo = repository(host / "repo")
@@ -156,10 +156,11 @@ def test_a_raise_of_a_budget_the_kind_sets_none_of_names_the_spent_budget(
     ran = flume("raise", PLACE, "--turns", "+2")
     assert ran.returncode == 0, ran.stderr
     assert f"{PLACE}: budgets raised; step build starts again (attempt 2)" in ran.stdout
+    assert woken == ["wake"]  # the one accepted; the harness's supervisor alone carries it
 
 
 def test_a_tell_to_a_finished_run_says_its_work_is_not_landed_and_advises_no_retry(
-    host: Path, harness: Harness
+    host: Path, harness: Harness, woken: list[str]
 ) -> None:
     """A run without finalize finished: its work is on its branch; status and tell say how."""
     repo = repository(host / "repo")
@@ -185,3 +186,4 @@ def test_a_tell_to_a_finished_run_says_its_work_is_not_landed_and_advises_no_ret
     assert told.returncode == 1, told.stderr
     assert "retry" not in told.stderr
     assert "not landed on main: land it with git merge feature/pausing" in told.stderr
+    assert woken == ["wake"]  # the pass alone: no supervisor of its own raced the harness's
