@@ -311,6 +311,14 @@ PARALLEL = Table(
             default="every lane at once",
             meaning="The most lanes working at once; the others wait their turn.",
         ),
+        Key(
+            name="spread",
+            type=_FLAG,
+            default="false",
+            literal=True,
+            meaning="Each lane a place of a fleet, carried by whichever host takes it, and merged "
+            "on the run's host; a kind that spreads is launched only on a host of the fleet.",
+        ),
     ),
 )
 
@@ -362,6 +370,14 @@ ORCHESTRATE = Table(
             literal=True,
             meaning="The child runs of a workflow fragment the lead may start (`flume "
             "compose`), and how deep they nest.",
+        ),
+        Key(
+            name="spread",
+            type=_FLAG,
+            default="false",
+            literal=True,
+            meaning="Each child a place of a fleet, carried by whichever host takes it; the lead "
+            "stays on the run's host, and hears and answers it through the fleet.",
         ),
     ),
 )

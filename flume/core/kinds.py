@@ -230,6 +230,8 @@ class Parallel:
     merge: Merge = Merge.MERGE
     #: The most lanes with a live agent at once; None: every branch at once.
     cap: int | None = None
+    #: Each lane a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -258,6 +260,8 @@ class Orchestrate:
     #: How many child runs the lead may compose (``flume compose``), and their depth cap.
     compose_runs: int = 0
     compose_depth: int = 2
+    #: Each child a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 #: The tree a kind's body is made of.
@@ -354,6 +358,18 @@ def steps(block: Block) -> tuple[Step, ...]:
             return (*own, *(found for inner in blocks for found in steps(inner)))
         case _:
             assert_never(block)
+
+
+def spreading(kind: Kind) -> BlockName | None:
+    """WF-SPREAD: the first block of the kind that spreads its lanes over the fleet, if any."""
+    return next(
+        (
+            block.name
+            for block in blocks_of(kind.body)
+            if isinstance(block, Parallel | Orchestrate) and block.spread
+        ),
+        None,
+    )
 
 
 def blocks_of(block: Block) -> tuple[Block, ...]:

@@ -119,10 +119,12 @@ OTHER: dict[str, tuple[str, str, str] | None] = {
     "loop.on_max": ('"pause"', "", ""),
     "parallel.join": ('"first"', 'merge = "none"', ""),
     "parallel.merge": ('"none"', "", ""),
+    "parallel.spread": ("true", "", ""),
     "orchestrate.branches": ('["b"]', "", '\n[step.b]\nprompt = "B."\n'),
     "orchestrate.join": None,
     "orchestrate.merge": ('"none"', "", ""),
     "orchestrate.compose": ("{ runs = 1, depth = 2 }", "", ""),
+    "orchestrate.spread": ("true", "", ""),
 }
 
 

@@ -18,7 +18,7 @@ from flume.core.kinds import lane_names, parallels
 from flume.core.observations import Launched
 from flume.shell.declared import kinds
 from flume.shell.store import journal
-from tests.integration.places_kit import flume, repository, world_of
+from tests.integration.places_kit import flume, repository, run_git, world_of
 from tests.integration.test_kind_file_errors import PYTHON_WORDS
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
@@ -220,6 +220,11 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
         'sandbox = "yes"',
         'sandbox = "yes" is not true or false',
     ),
+    "spread-not-a-boolean": (
+        _swap("cap = 2\n", 'cap = 2\nspread = "yes"\n'),
+        'spread = "yes"',
+        "spread = 'yes' is not true or false",
+    ),
     "body-empty": (
         _swap('body = ["plan", "slices", "review-loop"]', "body = []"),
         "body = []",
@@ -297,6 +302,11 @@ HOSTILE.update(
             "finalize = {",
             "names an unknown field {owner}",
         ),
+        "crew-spread-not-a-boolean": (
+            _crew("[orchestrate.build]\n", "[orchestrate.build]\nspread = 1\n"),
+            "spread = 1",
+            "spread = 1 is not true or false",
+        ),
         "crew-lead-gate-a-commit": (
             _crew('gate = "verdict"\nmay = ["notify"', 'gate = "commit"\nmay = ["notify"'),
             'lead = "lead"',
@@ -345,6 +355,39 @@ def test_a_hostile_workflow_file_is_named_with_its_line_and_makes_nothing(
     assert planned.returncode == 2
     assert f"{bad}:{_line(text, marker)}:" in planned.stderr
     assert world_of(repo) == before
+
+
+@pytest.mark.parametrize("example", ["feature", "crew"])
+def test_a_spread_block_outside_a_fleet_host_s_clone_is_refused_and_makes_nothing(
+    tmp_path: Path, example: str
+) -> None:
+    """WF-SPREAD: lanes spread over the fleet need a fleet worker's clone; elsewhere exit 2.
+
+    Launched where no ``flume fleet worker`` serves the clone, nobody would hand its lanes to
+    the fleet: the launch names the block and how to mend it, and creates nothing. Planned, it
+    is planned as any kind.
+    """
+    repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
+    if example == "feature":
+        text, block = _swap("cap = 2\n", "cap = 2\nspread = true\n"), "slices"
+    else:
+        text, block = (
+            _crew("[orchestrate.build]\n", "[orchestrate.build]\nspread = true\n"),
+            "build",
+        )
+        run_git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))  # its finalize's
+    spread = tmp_path / f"{example}.toml"
+    spread.write_text(text, encoding="utf-8")
+    before = world_of(repo)
+    ran = flume("launch", "--repository", str(repo), "--kind-file", str(spread), "--name", "x",
+                "--brief", "Build it.", "--agent", "test")  # fmt: skip
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"block {block} of {example} spreads its lanes over the fleet" in ran.stderr
+    assert "is no fleet host's clone; start flume fleet worker in it" in ran.stderr
+    assert world_of(repo) == before
+    planned = flume("launch", "--plan", "--repository", str(repo), "--kind-file", str(spread),
+                    "--name", "x")  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
 
 
 def test_a_tests_gate_without_a_test_command_is_named_and_makes_nothing(tmp_path: Path) -> None:

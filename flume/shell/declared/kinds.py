@@ -723,7 +723,21 @@ class _Reader:
                     join=self.choice(found, "join", Join),
                     merge=self.choice(found, "merge", Merge),
                     cap=None if cap is None else self.whole(name, "cap", "cap", cap),
+                    spread=self.spread(found),
                 )
+
+    def spread(self, found: _Declared) -> bool:
+        """A block's ``spread``: its lanes (or children) carried by the fleet's hosts."""
+        spread = found.data.get("spread", False)
+        if not isinstance(spread, bool):
+            raise self.error(
+                found.name,
+                "spread",
+                f"spread = {spread!r} is not true or false",
+                "write spread = true to carry each lane on whichever host of the fleet takes "
+                "it, or leave it out",
+            )
+        return spread
 
     def orchestrate(self, found: _Declared, inner: tuple[str, ...]) -> Orchestrate:
         """``[orchestrate.<name>]``: its lead and template (steps), children, branches, compose."""
@@ -777,6 +791,7 @@ class _Reader:
             cap=None if cap is None else self.whole(name, "cap", "cap", cap),
             compose_runs=self.whole(name, "compose", "compose runs", compose.get("runs", 0)),
             compose_depth=self.whole(name, "compose", "compose depth", compose.get("depth", 2)),
+            spread=self.spread(found),
         )
 
     def named_step(self, owner: _Declared, key: str, name: str, inside: tuple[str, ...]) -> Step:
