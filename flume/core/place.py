@@ -62,6 +62,7 @@ from flume.core.observations import (
     DropAsked,
     NeedsSaid,
     NotifySaid,
+    PassAsked,
     ProceedAsked,
     ProgressSaid,
     ResolveAsked,
@@ -357,6 +358,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     },
     Paused: {
         ApproveAsked: Delivered,
+        PassAsked: Delivered,
         ResumeAsked: Queued,
         BudgetRaised: Queued,
         RetryAsked: Queued,
@@ -381,10 +383,11 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
 #: WF-NO-SILENT-WAIT: of the commands a paused stage accepts (:data:`ACCEPTS`), which each cause
 #: takes besides drop and tidy: the one that resolves it, and a retry with words where a new
 #: attempt makes sense. Approve passes an approval gate (the stage is delivered and ends);
-#: resume and raise queue the stage again (raise only for a budget, which it raises first).
+#: resume and raise queue the stage again (raise only for a budget, which it raises first); a
+#: person's pass (``flume pass``) passes a gate that stayed blocked, as approve passes theirs.
 PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.APPROVAL: frozenset({ApproveAsked, RetryAsked}),
-    PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked}),
+    PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked, PassAsked}),
     PauseCause.BUDGET: frozenset({BudgetRaised, RetryAsked}),
     PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
     PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
@@ -521,6 +524,10 @@ class LaneRun:
     note: str = ""
     #: A child paused or stopped short, in words, for its run's status; empty: it is not.
     paused: str = ""
+    #: A child's question its lead has not answered, in words, and since when (the news of
+    #: it): for its run's status (WF-CHILD-ASKING-SURFACES); empty: none open.
+    asking: str = ""
+    asking_since: Instant | None = None
     #: The lead's words for it while it ran (``flume notify``), each sent as a ``NotifyLane``.
     notes: PVector[str] = attrs.field(factory=pvector)
     #: A child run a lead composed (``flume compose``): its kind, and the slice of the run's
@@ -564,6 +571,20 @@ class Question:
     tell: int | None = None
     #: How many times its answer was sent and never reached the asker (it is open again).
     lost: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class PersonPass:
+    """A gate a person passed (``flume pass``): the attempt it held, their words, and when.
+
+    A person's decision, kept for the place's life so status shows it beside the gates the
+    engine passed.
+    """
+
+    key: str
+    attempt: int
+    why: str
+    at: Instant
 
 
 @attrs.frozen(kw_only=True)
@@ -726,6 +747,10 @@ class Place:
     finalize_failures: int = 0
     #: Every agent started, in order, with where its transcript is (TRANSCRIPT-KEPT).
     attempts: PVector[Attempt] = attrs.field(factory=pvector)
+    #: The gates a person passed (``flume pass``), in order.
+    passes: PVector[PersonPass] = attrs.field(factory=pvector)
+    #: What tidy kept of the place, and why (R10: "flume names it"), as its last look found it.
+    kept: PVector[str] = attrs.field(factory=pvector)
 
 
 class PlaceChanges(TypedDict, total=False):
@@ -787,6 +812,8 @@ class PlaceChanges(TypedDict, total=False):
     pr_url: str
     finalize_failures: int
     attempts: PVector[Attempt]
+    passes: PVector[PersonPass]
+    kept: PVector[str]
 
 
 def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:

@@ -42,6 +42,7 @@ from pyrsistent import pmap, pset, pvector
 
 from flume.core import stage
 from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
+from flume.core.applies import refuse
 from flume.core.choices import AgentName
 from flume.core.errors import refused
 from flume.core.ids import Instant, PlaceName
@@ -447,11 +448,8 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
     """
     phase = place.stage.phase
     if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
-        raise refused(
-            "resolve",
-            f"{place.launch.place} is not paused: no merge conflict waits on resolve",
-            "see flume status for what the place waits on",
-        )
+        # REFUSAL-NAMES-WAY: what the place waits on instead, and the command that applies.
+        raise refuse(place, "resolve", "a resolve: no merge conflict")
     if not accepts(phase, ResolveAsked):
         raise refused(
             "resolve",
