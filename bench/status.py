@@ -80,18 +80,25 @@ def journal_of(repo: Path, name: str) -> list[Observation]:
     return seen
 
 
-def host_with(count: int) -> dict[str, str]:
-    """A host whose one repository has ``count`` places; its environment."""
-    home = private_host()
-    repo = small_repository(home / "repo")
+def journaled(repo: Path, count: int) -> list[Path]:
+    """``count`` running places' journals in ``repo`` (:func:`journal_of` each), remembered."""
     folder = places.journals_dir(repo)
+    made = []
     for number in range(count):
         path = folder / f"fix--p{number}" / places.JOURNAL
         first, *rest = journal_of(repo, f"p{number}")
         journal.create(path, first)
         for seen in rest:
             journal.append(path, seen)
+        made.append(path)
     places.remember(repo)
+    return made
+
+
+def host_with(count: int) -> dict[str, str]:
+    """A host whose one repository has ``count`` places; its environment."""
+    home = private_host()
+    journaled(small_repository(home / "repo"), count)
     return dict(os.environ)
 
 

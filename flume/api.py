@@ -70,6 +70,7 @@ __all__ = [
     "AttemptChat",
     "Cursor",
     "DaemonStatus",
+    "EventStream",
     "HerdrClient",
     "HerdrContext",
     "HerdrError",
@@ -92,7 +93,9 @@ __all__ = [
     "approve",
     "ask",
     "attach",
+    "board_of",
     "check_launch",
+    "commits_of",
     "compose",
     "daemon_install",
     "daemon_log",
@@ -105,6 +108,7 @@ __all__ = [
     "drop",
     "events",
     "exec_attach",
+    "followed",
     "follower",
     "hand_over",
     "herdr_notify",
@@ -113,12 +117,14 @@ __all__ = [
     "herdr_repository_meant",
     "herdr_row",
     "herdr_sidebar",
+    "if_dropped",
     "in_flight",
     "inspect",
     "launch",
     "launch_asked",
     "needs",
     "notify",
+    "pass_gate",
     "plan_launch",
     "proceed",
     "progress",
@@ -137,11 +143,13 @@ __all__ = [
     "status_document",
     "stop",
     "submit",
+    "supervised",
     "supervisor_running",
     "survey",
     "tell",
     "tidy",
     "transcript",
+    "view_of",
 ]
 
 #: Names re-exported from modules loaded on first use: name -> (module, its name there).
@@ -154,6 +162,7 @@ _LATER = {
     "Versioned": ("flume.api_records", "Versioned"),
     "Survey": ("flume.api_records", "Survey"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
+    "EventStream": ("flume.shell.store.events", "EventStream"),
     "HerdrClient": ("flume.shell.panes.herdr", "Client"),
     "HerdrContext": ("flume.shell.commands.herdr_plugin", "Context"),
     "HerdrError": ("flume.shell.panes.herdr", "HerdrError"),
@@ -646,27 +655,60 @@ def proceed(place: str, *, repository: str | Path | None = None) -> str:
 def approve(place: str, *, repository: str | Path | None = None) -> str:
     """Approve the step an approval gate holds: its gate passes and the run goes on.
 
-    Refused (exit status 1, nothing journaled) when the place is not paused for an approval.
+    Refused (exit status 1, nothing journaled) when the place is not paused for an approval,
+    naming what it waits on and the command that applies (a question: ``flume answer``).
+    Returns what starts next.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import ApproveAsked
 
     _a_persons_word("approve")
     before, decision = _given(place, repository, ApproveAsked(at=_now()))
     key = (before or decision.place).stage.key
-    return f"{_name(decision.place)}: step {key} is approved; the run goes on"
+    return went_on(before, decision.place, f"step {key} is approved")
+
+
+def pass_gate(place: str, why: str, *, step: str = "", repository: str | Path | None = None) -> str:
+    """A person passes a gate the run holds blocked (``flume pass``), saying ``why``.
+
+    Journaled as a person's decision: the step ends as a passed gate does, and the run goes on;
+    ``flume events`` and ``flume status`` show it, with ``why``. With ``step``, only while the
+    place is at that step; a run standing at a parallel passes it to the lane it names, as
+    :func:`tell` does. Refused (exit status 1, nothing journaled) where no gate is blocked,
+    naming what the place waits on; empty or overlong words, or a malformed step, exit 2.
+    Returns what starts next.
+    """
+    from flume.core.applies import went_on
+    from flume.core.observations import PassAsked
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs
+    from flume.shell.supervisor import client
+
+    _a_persons_word("pass")
+    words = input_checks.checked_text("why", why)
+    named = input_checks.checked_step(step)
+    settings = Settings()
+    found, named = _at_step(place, repository, named, settings)
+    decision = verbs.give(found, PassAsked(at=_now(), why=words, step=named), settings)
+    client.ensure()
+    key = (found.place or decision.place).stage.key
+    return went_on(found.place, decision.place, f"the gate of {key} is passed, by your word")
 
 
 def resume(place: str, *, repository: str | Path | None = None) -> str:
     """Let a run paused on a blocked gate or a loop's max go on: its step starts again.
 
     Refused (exit status 1, nothing journaled) when the place is not paused, or paused for what
-    resume does not resolve (an approval: ``approve``; a budget: ``raise_budgets``).
+    resume does not resolve (an approval: ``approve``; a budget: ``raise_budgets``), naming the
+    command that applies. Returns what starts next: the step again, the step after a loop's max,
+    or a finalize going on.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import ResumeAsked
 
     _a_persons_word("resume")
-    decision = _give(place, repository, ResumeAsked(at=_now()))
-    return _went_on(decision.place, "resumed")
+    before, decision = _given(place, repository, ResumeAsked(at=_now()))
+    return went_on(before, decision.place, "resumed") + _budgets_said(decision.place)
 
 
 def resolve(
@@ -747,6 +789,7 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
     is given, else exit status 2; refused (exit status 1, nothing journaled) when the place is not
     paused on a budget. A budget still spent after the raise pauses the run again, named.
     """
+    from flume.core.applies import went_on
     from flume.core.observations import BudgetRaised
 
     _a_persons_word("raise")
@@ -776,24 +819,16 @@ def raise_budgets(  # noqa: PLR0913 (one keyword per budget)
             "name one or more: --turns +N, --tokens +N, --wall +MINUTES, --retries +N, "
             "--turns-per-attempt +N",
         )
-    decision = _give(place, repository, BudgetRaised(at=_now(), **given))
-    return _went_on(decision.place, "budgets raised")
+    before, decision = _given(place, repository, BudgetRaised(at=_now(), **given))
+    return went_on(before, decision.place, "budgets raised") + _budgets_said(decision.place)
 
 
-def _went_on(place: Place, how: str) -> str:
-    """What a resume or raise did: the step starts again, the run ended, or it paused again."""
-    from flume.core.place import Life, Paused
+def _budgets_said(place: Place) -> str:
+    """The run's budgets after a word that let it go on, in words ("" when it sets none)."""
     from flume.core.workflow.budget import budget_words
 
-    name = _name(place)
-    stage = place.stage
     spent = budget_words(place.budgets, place.spent, place.now)
-    budgets = f" (budgets: {spent})" if spent else ""
-    if place.life is not Life.ACTIVE:
-        return f"{name}: {how}; nothing was left to run, so the run ends{budgets}"
-    if isinstance(stage.phase, Paused):
-        return f"{name}: {how}, but it is paused again at {stage.key}: {stage.phase.words}{budgets}"
-    return f"{name}: {how}; step {stage.key} starts again (attempt {stage.attempt}){budgets}"
+    return f" (budgets: {spent})" if spent else ""
 
 
 def drop(place: str, *, repository: str | Path | None = None) -> str:
@@ -1247,6 +1282,83 @@ def _stream(
     while follow and not (until is not None and until()):
         time.sleep(poll)
         yield from follower.poll()
+
+
+# --- the monitor ---------------------------------------------------------------------------
+
+
+#: The most of one board file the monitor is given, in bytes: a page, not a dump.
+BOARD_FILE_MOST = 256 * 1024
+
+
+def supervised(timeout: float = 1.0) -> bool:
+    """Whether the host's supervisor answers: a live agent's state is unknown while it does not."""
+    from flume.shell.supervisor import client
+
+    return client.ping(timeout=timeout) is not None
+
+
+def followed(follower: EventStream) -> list[Place]:
+    """Each place ``follower`` follows, as its journal reads to the last poll, in name order."""
+    return [each.place for each in follower.places() if each.place is not None]
+
+
+def view_of(place: Place, *, agent_known: bool) -> dict[str, Any]:
+    """The place's status as ``flume status --json`` gives it (R11), for the view model.
+
+    ``agent_known``: whether the supervisor answers (else a live agent's state is unknown).
+    """
+    from flume.core.status import status as core_status
+    from flume.shell.store import places
+    from flume.shell.store.codec import codec
+
+    view = core_status(place, agent_known=agent_known, here=places.host_id())
+    plain: dict[str, Any] = codec().unstructure(view)
+    return plain
+
+
+def board_of(place: Place) -> list[tuple[str, str]]:
+    """The run's board as a person reads it: ``task.md``, then each step's handoff and verdict.
+
+    Each as (its path in the board, its text), in the order the steps run; a file not written
+    is left out, and one longer than :data:`BOARD_FILE_MOST` is cut there, said so. Reads only.
+    """
+    from flume.core.kinds import steps
+
+    if not place.board:
+        return []
+    board = Path(place.board)
+    names = ["task.md"]
+    for step in steps(place.kind.body):
+        names.extend([f"{step.name}/handoff.md", f"{step.name}/verdict.json"])
+    found: list[tuple[str, str]] = []
+    for name in dict.fromkeys(names):
+        try:
+            with (board / name).open("rb") as file:
+                data = file.read(BOARD_FILE_MOST + 1)
+        except OSError:
+            continue
+        text = data[:BOARD_FILE_MOST].decode("utf-8", errors="replace")
+        if len(data) > BOARD_FILE_MOST:
+            text += f"\n... cut at {BOARD_FILE_MOST} bytes: the file is {board / name}"
+        found.append((name, text))
+    return found
+
+
+def commits_of(place: Place) -> list[tuple[str, str]] | None:
+    """The run branch's commits its base lacks, newest first (sha, subject); None: unknown."""
+    from flume.shell.tools import git
+
+    repository = Path(place.launch.repository)
+    found = git.log(repository, place.branch, place.launch.base)
+    return None if found is None else [(str(sha), subject) for sha, subject in found]
+
+
+def if_dropped(place: Place) -> TidyOutcome:
+    """What ``flume drop`` would lead tidy to remove and keep of the place: its confirmation."""
+    from flume.shell.commands import tidying
+
+    return tidying.if_dropped(place)
 
 
 # --- the host's supervisor -----------------------------------------------------------------

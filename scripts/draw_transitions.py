@@ -27,6 +27,7 @@ VERBS: dict[str, str] = {
     "NeedsSaid": "needs",
     "TidyAsked": "tidy",
     "ApproveAsked": "approve",
+    "PassAsked": "pass",
     "ResumeAsked": "resume",
     "BudgetRaised": "raise",
     "ResolveAsked": "resolve",

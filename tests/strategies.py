@@ -547,6 +547,12 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
     ),
     obs.Tick: st.builds(obs.Tick, at=instants),
     obs.ApproveAsked: st.builds(obs.ApproveAsked, at=instants),
+    obs.PassAsked: st.builds(
+        obs.PassAsked,
+        at=instants,
+        why=texts,
+        step=st.sampled_from(["", "review", "review-loop@1/review", "code", "nowhere"]),
+    ),
     obs.ResumeAsked: st.builds(obs.ResumeAsked, at=instants),
     obs.BudgetRaised: st.builds(
         obs.BudgetRaised,

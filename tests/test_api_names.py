@@ -17,6 +17,7 @@ LATER = {
     "Attaching": ("flume.shell.commands.attach", "Attaching"),
     "AttemptChat": ("flume.shell.commands.transcripts", "AttemptChat"),
     "Cursor": ("flume.shell.store.events", "Cursor"),
+    "EventStream": ("flume.shell.store.events", "EventStream"),
     "DAEMON_START_SECONDS": ("flume.shell.supervisor.client", "START_SECONDS"),
     "DaemonStatus": ("flume.api_records", "DaemonStatus"),
     "HerdrClient": ("flume.shell.panes.herdr", "Client"),

@@ -30,9 +30,9 @@ AUDIENCES = (place_commands, agent_commands, host_commands, tool_commands, fleet
 #: The order ``flume --help`` names the commands in, then the groups.
 ORDER = (
     "simulate", "status", "launch", "drop", "tell", "stop", "retry", "proceed",
-    "approve", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
+    "approve", "pass", "resume", "raise", "resolve", "answer", "needs", "progress", "ask", "spawn",
     "notify", "compose",
-    "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch",
+    "submit", "prompt", "tidy", "attach", "demo", "mcp", "events", "transcript", "watch", "monitor",
     "inspect", "herdr", "daemon", "fleet",
 )  # fmt: skip
 

@@ -18,18 +18,21 @@ import sys
 import termios
 import time
 import tty
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import attrs
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from flume.cli import render, statusview
+from flume import views
+from flume.cli import statusview
 from flume.core.status import PhaseWord, PlaceStatus
 from flume.core.status import status as core_status
 from flume.shell.store import places
+from flume.shell.store.codec import codec
 from flume.shell.store.events import EventStream
 from flume.shell.supervisor import client
 
@@ -50,7 +53,6 @@ _PHASE_STYLES = {
     PhaseWord.DROPPED: "dim",
     PhaseWord.TIDIED: "dim",
 }
-_MINUTE, _HOUR, _DAY = 60, 3600, 86400
 
 
 @attrs.frozen(kw_only=True)
@@ -76,14 +78,7 @@ class Row:
 
 def duration(seconds: float) -> str:
     """Seconds in one short word: 42s, 5m, 3h, 2d."""
-    seconds = max(0.0, seconds)
-    if seconds < _MINUTE:
-        return f"{int(seconds)}s"
-    if seconds < _HOUR:
-        return f"{int(seconds // _MINUTE)}m"
-    if seconds < _DAY:
-        return f"{int(seconds // _HOUR)}h"
-    return f"{int(seconds // _DAY)}d"
+    return views.duration(seconds)
 
 
 def rows(follower: EventStream, now: float, *, supervised: bool) -> list[Row]:
@@ -99,61 +94,142 @@ def rows(follower: EventStream, now: float, *, supervised: bool) -> list[Row]:
     return found
 
 
-def board(
-    found: list[Row], *, heading: str, width: int | None = None, supervised: bool = True
-) -> RenderableType:
-    """The board: a heading, a table of the places, and what waits on the caller.
+#: The board's layouts, widest first: as ``flume status``'s, with each place's ages at the end.
+LAYOUTS = statusview._narrowing(  # noqa: SLF001 (the status table's narrowing, shared)
+    ("place", "kind", "stage", "phase", "agent", "deliverable", "submission", "tasks"),
+    rest=("age", "last"),
+)[1:]
 
-    Fitted to ``width`` columns as ``flume status`` is: a terminal too narrow for the whole
-    table gets one without the kind, stage and phase in one column; a state is never cut.
+
+def plain(row: Row) -> dict[str, Any]:
+    """The row's place as plain data (the form ``status --json`` prints), with its ages."""
+    view = dict(codec().unstructure(row.view))
+    view["age"] = views.duration(row.age)
+    view["last"] = views.duration(row.quiet)
+    return view
+
+
+def board(  # noqa: PLR0913 (what to show, and the room it has)
+    found: list[Row],
+    *,
+    heading: str,
+    width: int | None = None,
+    height: int | None = None,
+    which: views.Which = views.Which.FOLDED,
+    now: float | None = None,
+    supervised: bool = True,
+) -> RenderableType:
+    """The board of the rows: :func:`drawn` of each place's plain data with its ages.
+
     Not ``supervised`` (no supervisor runs), a place in flight is said not to be followed, with
     the command that starts it (as ``flume status`` says).
     """
     if not found:
         return Group(Text(heading), Text("no places: launch one with flume launch"))
-    columns = [
-        statusview.Column("place", whole=False),
-        statusview.Column("kind"),
-        statusview.Column("stage"),
-        statusview.Column("phase"),
-        statusview.Column("agent"),
-        statusview.Column("deliverable"),
-        statusview.Column("submission"),
-        statusview.Column("tasks"),
-        statusview.Column("age", justify="right"),
-        statusview.Column("last", justify="right"),
-    ]
-    rows: list[list[str | Text]] = []
-    for row in found:
-        view = row.view
-        cause = view.short_cause or view.paused
-        phase = view.phase.value + (f" ({cause})" if cause else "")
-        rows.append(
-            [
-                view.place,
-                view.kind,
-                f"{view.key or view.stage}#{view.attempt}",
-                Text(phase, style=_PHASE_STYLES.get(view.phase, "")),
-                Text(view.agent.value, style="bold yellow" if view.agent.value == "asking" else ""),
-                "yes" if view.deliverable_exists else "no",
-                view.submission.value,
-                f"{view.tasks[0]}/{view.tasks[1]}" if view.tasks else "",
-                duration(row.age),
-                duration(row.quiet),
-            ]
+    every = [plain(row) for row in found]
+    board = drawn(every, heading=heading, width=width, height=height, which=which, now=now)
+    if supervised:
+        return board
+    return Group(board, *_unsupervised(found, width))
+
+
+def drawn(  # noqa: PLR0913 (what to show, and the room it has)
+    every: Sequence[views.View],
+    *,
+    heading: str,
+    width: int | None = None,
+    height: int | None = None,
+    which: views.Which = views.Which.FOLDED,
+    now: float | None = None,
+) -> RenderableType:
+    """The board: a heading, a table of the places, and what a person must read of them.
+
+    The places that need a person first, then those at work, then the rest, as ``flume status``
+    lists them (the view model, :mod:`flume.views`); fitted to ``width`` columns by leaving
+    columns out, never by folding a word. With ``height`` and ``which`` folded (the default),
+    the done places fold into one line when the board would be taller than the terminal, and
+    then what is read of the places is cut short, then the places at work past the screen:
+    those that need a person come first, and stay on screen.
+    """
+    shown = views.chosen(every, which)
+    folded: list[views.View] = []
+    notes = list(statusview.wrapped(views.every_note_line(shown, now), width))
+    fold = which is views.Which.FOLDED and height is not None
+    if fold and height is not None and 3 + len(shown) + len(notes) > height:
+        folded = [view for view in shown if views.standing(view) is views.Standing.DONE]
+        shown = [view for view in shown if views.standing(view) is not views.Standing.DONE]
+        notes = list(statusview.wrapped(views.every_note_line(shown, now), width))
+    hidden = 0
+    if fold and height is not None:
+        # The heading, the table's two and the folded line: every other line is a place's.
+        room = max(1, height - 3 - (1 if folded else 0))
+        if len(shown) > room:
+            hidden = len(shown) - (room - 1)
+            shown = shown[: room - 1]
+            notes = []
+    lines: list[Text] = [Text(heading)]
+    if shown:
+        layout = statusview.fitting(LAYOUTS, shown, width)
+        lines.extend(_table(layout, shown))
+    elif folded:
+        lines.append(Text("no place needs you or is at work"))
+    if hidden:
+        lines.append(Text(f"... {hidden} more at work: flume status lists them all"))
+    if folded:
+        lines.append(
+            Text(
+                f"{len(folded)} done (finished, dropped or tidied), folded: flume watch --all "
+                "shows them",
+                style="dim",
+            )
         )
-    table = statusview.places_table(columns, rows)
-    if width is not None and statusview.width_of(table) > width:
-        narrow = [each for each in columns if each.heading not in {"kind", "phase"}]
-        table = statusview.places_table(
-            narrow,
-            [[row[0], Text.assemble(row[2], " ", row[3]), *row[4:]] for row in rows],
-        )
-    waiting = [Text(line) for line in render.waiting_lines([row.view for row in found])]
-    views = [{"life": row.view.life.value} for row in found]
-    said = statusview.supervisor_lines(views, running=supervised)
-    waiting.extend(Text(line, style="bold red") for line in said)
-    return Group(Text(heading), table, *waiting)
+    left = None if height is None else max(0, height - len(lines) - 1)
+    if fold and left is not None and len(notes) > left:
+        cut = len(notes) - max(0, left - 1)
+        notes = [*notes[: max(0, left - 1)], f"... {cut} more lines: flume status shows them all"]
+    lines.extend(Text(line) for line in notes)
+    return Group(*lines)
+
+
+def _unsupervised(found: list[Row], width: int | None) -> list[Text]:
+    """The lines saying no supervisor follows the places in flight (issue 25, 2.6)."""
+    lives = [{"life": row.view.life.value} for row in found]
+    said = statusview.supervisor_lines(lives, running=False, width=width)
+    return [Text(line, style="bold red") for line in said]
+
+
+def _table(layout: statusview.Layout, shown: list[views.View]) -> list[Text]:
+    """The places' table in ``layout``, its phase coloured: each row one line, nothing folded."""
+    columns = layout.columns
+    cells = [[statusview._cell(key, view) for key in layout.keys] for view in shown]  # noqa: SLF001 (one table's cells)
+    widths = [statusview.cell_width(column.heading) for column in columns]
+    for row in cells:
+        for number, cell in enumerate(row):
+            widths[number] = max(widths[number], statusview.cell_width(cell))
+
+    def line(row: list[str], styles: list[str]) -> Text:
+        drawn = Text()
+        for number, (cell, size, column) in enumerate(zip(row, widths, columns, strict=True)):
+            pad = " " * (size - statusview.cell_width(cell))
+            padded = pad + cell if column.justify == "right" else cell + pad
+            drawn.append(padded, style=styles[number])
+            if number < len(row) - 1:
+                drawn.append("  ")
+        drawn.rstrip()
+        return drawn
+
+    plain_style = [""] * len(columns)
+    drawn = [line([column.heading for column in columns], plain_style)]
+    drawn.append(Text("─" * (sum(widths) + 2 * (len(widths) - 1))))
+    for view, row in zip(shown, cells, strict=True):
+        styles = [
+            _PHASE_STYLES.get(PhaseWord(view["phase"]), "")
+            if key in {"phase", "stage phase"}
+            else ("bold yellow" if key == "agent" and view["agent"] == "asking" else "")
+            for key in layout.keys
+        ]
+        drawn.append(line(row, styles))
+    return drawn
 
 
 def is_dumb(environ: Mapping[str, str], *, terminal: bool) -> bool:
@@ -203,6 +279,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
     where: str,
     clock: Callable[[], float] = time.time,
     until: Callable[[], bool] | None = None,
+    which: views.Which = views.Which.FOLDED,
 ) -> None:
     """Show the board until q or Ctrl-C: redrawn in place, or printed anew on a dumb terminal.
 
@@ -219,7 +296,16 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
         shown = datetime.fromtimestamp(now).astimezone().strftime("%H:%M:%S")
         count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
         heading = f"flume watch: {count} in {where} at {shown}; q quits"
-        return found, board(found, heading=heading, width=console.width, supervised=supervised)
+        drawn = board(
+            found,
+            heading=heading,
+            width=console.width,
+            height=console.height,
+            which=which,
+            now=now,
+            supervised=supervised,
+        )
+        return found, drawn
 
     with Keys.reading() as keys:
         if is_dumb(os.environ, terminal=console.is_terminal):
@@ -243,14 +329,29 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
                 live.update(look()[1], refresh=True)
 
 
-def once(follower: EventStream, console: Console, *, where: str) -> None:
-    """Print the board once."""
+def once(
+    follower: EventStream,
+    console: Console,
+    *,
+    where: str,
+    which: views.Which = views.Which.FOLDED,
+) -> None:
+    """Print the board once (into a file or a pipe, unbounded in height)."""
     now = time.time()
     supervised = client.ping(timeout=1.0) is not None
     found = rows(follower, now, supervised=supervised)
     count = f"{len(found)} place{'' if len(found) == 1 else 's'}"
-    heading = f"flume watch: {count} in {where}"
-    console.print(board(found, heading=heading, width=console.width, supervised=supervised))
+    height = console.height if console.is_terminal else None
+    drawn = board(
+        found,
+        heading=f"flume watch: {count} in {where}",
+        width=console.width,
+        height=height,
+        which=which,
+        now=now,
+        supervised=supervised,
+    )
+    console.print(drawn)
 
 
 def console() -> Console:

@@ -1,10 +1,11 @@
-"""The host's commands: the supervisor (``flume daemon``), the MCP server, herdr's plugin.
+"""The host's commands: the supervisor (``flume daemon``), the monitor, the MCP server, herdr's.
 
 Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,6 +27,53 @@ def mcp_server() -> None:
     from flume.cli import mcp
 
     mcp.serve()
+
+
+@app.command("monitor", cls=Command)
+def monitor(
+    *,
+    port: Annotated[
+        int,
+        typer.Option(metavar="N", help="The port on 127.0.0.1 (default: one the system chooses)."),
+    ] = 0,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in your browser too.")
+    ] = False,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH", help="Only this repository's places (default: every one flume knows)."
+        ),
+    ] = None,
+) -> None:
+    """Serve a live web page of every place and run on this host.
+
+    Each pause is shown with one control per way out. On 127.0.0.1 only; open the URL it
+    prints, which carries a token no other page knows. Every control asks flume as the CLI
+    does. Ctrl-C ends it. Needs flume's monitor extra.
+    """
+    try:
+        from flume.web import serve
+    except ImportError as error:
+        fail(
+            UsageError.one(
+                "monitor",
+                f"the monitor's packages are not installed ({error.name} is missing)",
+                "install them with pip install 'flume[monitor]'",
+                exit_status=1,
+            )
+        )
+
+    def say(url: str) -> None:
+        typer.echo(f"flume monitor: open {url}")
+        typer.echo("flume monitor: Ctrl-C ends it", err=True)
+
+    try:
+        serve.serve(port=port, repository=repository, open_browser=open_browser, say=say)
+    except UsageError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        return
 
 
 app.add_typer(herdr_app, name="herdr")

@@ -445,7 +445,7 @@ def _transcript_tool(made: MCPServer[Any]) -> None:
 
 
 def _pause_tools(made: MCPServer[Any]) -> None:
-    """The tools that let a paused workflow run go on: approve, resume, raise_budgets, resolve.
+    """The tools that let a paused run go on: approve, pass_gate, resume, raise_budgets, resolve.
 
     And answer: a question an agent asked, which the run waits on.
     """
@@ -472,6 +472,25 @@ def _pause_tools(made: MCPServer[Any]) -> None:
         Refused when the place is not paused for an approval.
         """
         return _said(place, lambda: api.approve(place, repository=_where(repository)))
+
+    @made.tool()
+    def pass_gate(
+        place: Place,
+        why: Annotated[str, Field(description="Why you pass it: kept with the step, shown.")],
+        step: Annotated[
+            str, Field(description="Only if the run is at this step (a lane's step: that lane).")
+        ] = "",
+        repository: Repository = None,
+    ) -> dict[str, str]:
+        """Pass, as a person, the gate a run holds blocked (status: paused, gate-blocked).
+
+        Journaled as your decision with your words; the step ends and the run goes on. Refused
+        where no gate is blocked (the refusal names what the place waits on).
+        """
+        return _said(
+            place,
+            lambda: api.pass_gate(place, why, step=step, repository=_where(repository)),
+        )
 
     @made.tool()
     def resume(place: Place, repository: Repository = None) -> dict[str, str]:

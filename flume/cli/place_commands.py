@@ -1,7 +1,7 @@
 """A place's commands, for the person or tool carrying work.
 
-Launch, status, tell, stop, retry, proceed, approve, resume, raise, resolve, drop, tidy, attach,
-events, transcript, watch. Each registers on the one app (:mod:`flume.cli.base`).
+Launch, status, tell, stop, retry, proceed, approve, pass, resume, raise, resolve, drop, tidy,
+attach, events, transcript, watch. Each registers on the one app (:mod:`flume.cli.base`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from flume.core.errors import UsageError
 
 
 @app.command(cls=Command)
-def status(
+def status(  # noqa: PLR0913 (each option narrows the list or says how to show it)
     place: Annotated[
         str | None,
         typer.Argument(metavar="PLACE", help="One place, as <kind>--<name>."),
@@ -51,20 +51,31 @@ def status(
         bool,
         typer.Option("--fleet", help="Every fleet place instead, with its host (docs/fleet.md)."),
     ] = False,
+    active: Annotated[
+        bool,
+        typer.Option("--active", help="Only places that need you or are at work."),
+    ] = False,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every place, done ones too (the default).")
+    ] = False,
 ) -> None:
     """Show each place's stage, agent, deliverable and submission.
 
-    Read from the places' journals; nothing is written or started. With --fleet, every place of
-    the host's fleet, from Temporal and its hosts' heartbeats.
+    Places that need you come first, then those at work, then those done. Read from the
+    places' journals; nothing is written or started. With --fleet, every place of the host's
+    fleet, from Temporal and its hosts' heartbeats.
     """
     if fleet:
         from flume.cli import fleet_commands
 
         fleet_commands.status(as_json=as_json)
         return
+    import time
+
     from flume import api
     from flume.cli import statusview
 
+    which = _which(active=active, every=every)
     try:
         found = api.status_document(place=place, repository=repository, mark=mark)
     except UsageError as error:
@@ -74,18 +85,18 @@ def status(
             f"flume: warning: {journal_path} ends in a line a crash cut short; it was left out",
             err=True,
         )
-    views = [
+    shown = [
         view
         for view in found.places
         if (mark is None or view["mark"] == mark) and (place is None or view["place"] == place)
     ]
-    if place is not None and not views:
+    if place is not None and not shown:
         fail(api.no_such_place(place, [Path(each) for each in found.repositories]))
     running = api.supervisor_running()
     if as_json:
         document = {
             "format": found.format,
-            "places": views,
+            "places": shown,
             "unreadable": [
                 {"journal": each.journal, "problem": each.problem} for each in found.unreadable
             ],
@@ -95,10 +106,30 @@ def status(
         return
     unreadable = [(each.journal, each.problem) for each in found.unreadable]
     width = _terminal_width()
-    for line in statusview.status_table(views, unreadable, width=width):
+    table = statusview.status_table(shown, unreadable, width=width, now=time.time(), which=which)
+    for line in table:
         typer.echo(line)
-    for line in statusview.supervisor_lines(views, running=running, width=width):
+    for line in statusview.supervisor_lines(shown, running=running, width=width):
         typer.echo(line)
+
+
+def _which(*, active: bool, every: bool, folded: bool = False) -> Any:  # noqa: ANN401 (a Which)
+    """The places a list shows: --active, --all, or by default every one.
+
+    ``folded``: by default the done ones are folded, as the board does. Both options given is
+    bad input, exit 2. A :class:`flume.views.Which`, loaded when it is asked for.
+    """
+    from flume import views
+
+    if active and every:
+        fail(
+            UsageError.one("--active", "both --active and --all are given", "give one, or neither")
+        )
+    if active:
+        return views.Which.ACTIVE
+    if every or not folded:
+        return views.Which.ALL
+    return views.Which.FOLDED
 
 
 def _terminal_width() -> int | None:
@@ -486,6 +517,35 @@ def approve(
         fail(error)
 
 
+@app.command(name="pass", cls=Command)
+def pass_gate(
+    place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
+    *,
+    why: Annotated[
+        str,
+        typer.Option(
+            metavar="TEXT",
+            help="Why you pass it: kept with the step, shown by status and events; - reads stdin.",
+        ),
+    ],
+    step: Annotated[str, typer.Option(metavar="KEY", help=STEP_HELP)] = "",
+    repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
+) -> None:
+    """Pass a blocked gate, as a person, so the run goes on.
+
+    For a run paused gate-blocked (flume status says so): the step ends as a passed gate does,
+    and your words are journaled as your decision. Refused where no gate is blocked. With
+    --step, refused unless the run is at that step; a lane's step goes to that lane.
+    """
+    from flume import api
+
+    try:
+        said = given_words(why, "why")
+        typer.echo(api.pass_gate(place, said, step=step, repository=repository))
+    except UsageError as error:
+        fail(error)
+
+
 @app.command(cls=Command)
 def answer(
     place: Annotated[str, typer.Argument(metavar="PLACE", help=PLACE_HELP)],
@@ -867,7 +927,7 @@ def transcript(
 
 
 @app.command(cls=Command)
-def watch(
+def watch(  # noqa: PLR0913 (each option narrows the board or says how to draw it)
     *,
     mark: Annotated[
         str | None, typer.Option(metavar="MARK", help="Only places launched with this mark.")
@@ -884,10 +944,19 @@ def watch(
     interval: Annotated[
         float, typer.Option(metavar="SECONDS", help="Seconds between looks.", parser=parse_seconds)
     ] = 1.0,
+    active: Annotated[
+        bool,
+        typer.Option("--active", help="Only places that need you or are at work."),
+    ] = False,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every place, the done ones never folded.")
+    ] = False,
 ) -> None:
     """Show a live board of every place.
 
-    Each place's kind, stage, agent, deliverable, submission, tasks and age.
+    Each place's kind, stage, agent, deliverable, submission, tasks and age: those that need
+    you first, then those at work, then those done, folded into one line once the board is
+    taller than the terminal.
 
     Redrawn as the journals grow; q or Ctrl-C quits. On a terminal that cannot move its cursor
     (TERM=dumb) or into a pipe, the board is printed anew each time a place changes.
@@ -895,6 +964,7 @@ def watch(
     from flume import api
     from flume.cli import board
 
+    which = _which(active=active, every=every, folded=True)
     try:
         api.seconds("interval", interval)
         follower = api.follower(repository=repository, mark=mark)
@@ -905,9 +975,9 @@ def watch(
     console = board.console()
     try:
         if show_once:
-            board.once(follower, console, where=label)
+            board.once(follower, console, where=label, which=which)
             return
         with contextlib.suppress(KeyboardInterrupt):
-            board.watch(follower, console, interval=interval, where=label)
+            board.watch(follower, console, interval=interval, where=label, which=which)
     except BrokenPipeError:
         reader_gone()

@@ -2,11 +2,16 @@
 
 The places come as the dicts the journal's converter makes of each place's status view
 (docs/status.md), whether this process read the journals or the supervisor answered: so a status
-the supervisor answers needs neither the core nor the converter here. The table fits the terminal
-(:func:`status_table`) and is the one rich draws (:func:`places_table`); when every cell is plain
-printable ASCII and the table fits unnarrowed, it is written out directly, exactly as rich would,
-since rich takes longer to draw 200 rows than the whole command may take. Anything else (wide or
-markup characters, a table rich must narrow) is drawn by rich itself.
+the supervisor answers needs neither the core nor the converter here. What is shown of each
+place, in which order, and what a person must read of it, is the view model's
+(:mod:`flume.views`), which ``flume watch`` and the monitor render too.
+
+The table fits the terminal (:func:`status_table`) by leaving columns out, never by folding a
+cell: a word is never broken across lines and a heading never cut (:data:`LAYOUTS`, tried in
+order until one fits). It is the one rich draws (:func:`places_table`); when every cell is plain
+printable ASCII, it is written out directly, exactly as rich would, since rich takes longer to
+draw 200 rows than the whole command may take. Anything else (wide or markup characters) is
+drawn by rich itself.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import io
 import json
 import re
 import textwrap
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from flume import views
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod, RenderableType
@@ -25,10 +32,6 @@ if TYPE_CHECKING:
 
 #: Wide enough for any row: output that is no terminal's is never wrapped or cut.
 UNBOUNDED = 10_000
-#: The lives whose stages still run: the words under the table are for them.
-_RUNNING = frozenset({"making", "active"})
-#: How many lines of a stage's words ``flume status`` shows under its table.
-WORDS_SHOWN = 10
 #: Cells drawn directly: printable ASCII, without rich's markup and emoji marks or its escape.
 _PLAIN = re.compile(r"[ -~]*")
 _NOT_PLAIN = re.compile(r"[\[\]:\\]")
@@ -68,7 +71,7 @@ def supervisor_lines(
     A place landed, dropped or tidied needs no supervisor: with none in flight, nothing is said.
     Wrapped at ``width`` columns, as the table is fitted.
     """
-    if running or not any(view["life"] in _RUNNING for view in views):
+    if running or not any(view["life"] in {"making", "active"} for view in views):
         return []
     said = (
         "supervisor: not running: no place is followed (its agent's state is unknown, and no "
@@ -244,6 +247,50 @@ STATUS_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
             "answers"
         ),
     ),
+    (
+        ("passes",),
+        (
+            "the gates a person passed (`flume pass`), each `key#attempt: their words`; absent "
+            "when none"
+        ),
+    ),
+    (
+        ("kept",),
+        (
+            "what tidy kept of the place at its last look, each `path or branch: why` "
+            "(uncommitted changes, commits its base lacks, ...); absent when nothing was kept"
+        ),
+    ),
+    (
+        ("unlanded",),
+        (
+            "a finished run without finalize whose branch holds commits of its own that its base "
+            "does not hold: where its work is, and how to land it; absent otherwise (a lane or "
+            "child is merged by its run)"
+        ),
+    ),
+    (
+        ("children_asking",),
+        (
+            "an orchestrate run's children whose question their lead has not answered, each "
+            "`{lane, place, question, since}` (`since` in seconds since the epoch: how long it "
+            "waits is now less that)"
+        ),
+    ),
+    (
+        ("caps",),
+        (
+            "each budget the run sets, `{name, spent, cap}`, named as `flume raise` raises it "
+            "(`turns`, `tokens`, `wall_minutes`, `retries`, `turns_per_attempt`)"
+        ),
+    ),
+    (
+        ("question",),
+        (
+            "the question the place waits on a person's answer to, `{id, text, options}` (absent "
+            "when none, or when its lead answers it)"
+        ),
+    ),
 )
 
 #: What format 2 is to a reader of format 1, and when the number changes.
@@ -270,107 +317,182 @@ class Column(NamedTuple):
     justify: JustifyMethod = "left"
 
 
-#: ``flume status``'s columns, when the terminal holds them all.
-WIDE = (
-    Column("place", whole=False),
-    Column("kind"),
-    Column("stage"),
-    Column("phase"),
-    Column("agent"),
-    Column("deliverable"),
-    Column("submission"),
-    Column("tasks"),
-    Column("repository", whole=False),
-)
-#: Its columns when it does not: the kind goes, stage and phase share a column.
-NARROW = (
-    Column("place", whole=False),
-    Column("stage"),
-    Column("agent"),
-    Column("deliverable"),
-    Column("submission"),
-    Column("tasks"),
-)
-
-
 def _stage(view: View) -> str:
-    """The stage and its attempt; a workflow's attempt by its key (``review-loop@2/review#1``)."""
-    return f"{view.get('key') or view['stage']}#{view['attempt']}"
+    return views.stage_cell(view)
 
 
 def _phase(view: View) -> str:
-    """The phase, and why a stage stopped short or a run paused (as ``flume watch`` shows it)."""
-    cause = view["short_cause"] or view.get("paused")
-    return str(view["phase"]) + (f" ({cause})" if cause else "")
+    return views.phase_cell(view)
 
 
 def _tasks(view: View) -> str:
-    tasks = view["tasks"]
-    return (f"{tasks[0]}/{tasks[1]}" if tasks else "") + (
-        " (not validated)" if view["validation"] == "skipped" else ""
-    )
+    return views.tasks_cell(view)
 
 
 def _deliverable(view: View) -> str:
-    return "yes" if view["deliverable_exists"] else "no"
+    return views.deliverable_cell(view)
 
 
 def cells(view: View) -> list[str]:
     """One place's row of the wide table."""
-    return [
-        view["place"],
-        view["kind"],
-        _stage(view),
-        _phase(view),
-        view["agent"],
-        _deliverable(view),
-        view["submission"],
-        _tasks(view),
-        view["repository"],
-    ]
+    return [_cell(key, view) for key in _WIDE_KEYS]
 
 
 def narrow_cells(view: View) -> list[str]:
     """One place's row of the narrow table."""
-    return [
-        view["place"],
-        f"{_stage(view)} {_phase(view)}",
-        view["agent"],
-        _deliverable(view),
-        view["submission"],
-        _tasks(view),
+    return [_cell(key, view) for key in _NARROW_KEYS]
+
+
+#: What each cell key shows of a place (``age`` and ``last`` are the board's, given with it).
+_CELLS: dict[str, Callable[[View], str]] = {
+    "place": lambda view: str(view["place"]),
+    "kind": lambda view: str(view["kind"]),
+    "stage": views.stage_cell,
+    "phase": views.phase_cell,
+    "stage phase": lambda view: f"{views.stage_cell(view)} {views.phase_cell(view)}",
+    "agent": lambda view: str(view["agent"]),
+    "deliverable": views.deliverable_cell,
+    "submission": lambda view: str(view["submission"]),
+    "tasks": views.tasks_cell,
+    "repository": lambda view: str(view["repository"]),
+    "age": lambda view: str(view.get("age", "")),
+    "last": lambda view: str(view.get("last", "")),
+}
+_WIDE_KEYS = ("place", "kind", "stage", "phase", "agent", "deliverable", "submission", "tasks",
+              "repository")  # fmt: skip
+_NARROW_KEYS = ("place", "stage phase", "agent", "deliverable", "submission", "tasks")
+
+
+def _cell(key: str, view: View) -> str:
+    return _CELLS[key](view)
+
+
+class Layout(NamedTuple):
+    """A table's columns, by cell key, and whether places are listed under their repository.
+
+    ``stacked``: each place's name on a line of its own, the other columns on the next, set in;
+    for a terminal too narrow for a name beside where it stands.
+    """
+
+    keys: tuple[str, ...]
+    by_repository: bool = False
+    stacked: bool = False
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """The layout's columns: each headed by its key (``stage phase`` by ``stage``)."""
+        return tuple(_COLUMNS[key] for key in self.keys)
+
+
+_COLUMNS = {
+    **{key: Column(key) for key in _CELLS},
+    "place": Column("place", whole=False),
+    "repository": Column("repository", whole=False),
+    "stage phase": Column("stage"),
+    "age": Column("age", justify="right"),
+    "last": Column("last", justify="right"),
+}
+
+
+def _narrowing(first: tuple[str, ...], *, rest: tuple[str, ...] = ()) -> tuple[Layout, ...]:
+    """The layouts from ``first`` (plus ``rest`` at the end), each leaving out a little more.
+
+    The repository goes to a heading of its own, then the kind (the place's name holds it);
+    stage and phase share a column; then the tasks, the deliverable and the submission go, in
+    that order; last, each place's name stands on a line of its own above the rest: the place,
+    where it stands and its agent are never left out.
+    """
+    steps = [
+        (*first, "repository", *rest),
+        (*first, *rest),
+        (*(key for key in first if key != "kind"), *rest),
     ]
+    keys = tuple(key for key in first if key != "kind")
+    keys = tuple("stage phase" if key == "stage" else key for key in keys if key != "phase")
+    for gone in ("", "tasks", "deliverable", "submission"):
+        keys = tuple(key for key in keys if key != gone)
+        steps.append((*keys, *rest))
+    stacked = Layout(keys=(*keys, *rest), by_repository=True, stacked=True)
+    return (
+        *(Layout(keys=keys, by_repository=number > 0) for number, keys in enumerate(steps)),
+        stacked,
+    )
+
+
+#: ``flume status``'s layouts, widest first: the first that fits the terminal is drawn.
+LAYOUTS = _narrowing(("place", "kind", "stage", "phase", "agent", "deliverable", "submission",
+                      "tasks"))  # fmt: skip
+#: The wide layout's columns, and the narrow one's of earlier flumes.
+WIDE = LAYOUTS[0].columns
+NARROW = Layout(keys=_NARROW_KEYS).columns
+
+
+#: How far a stacked layout sets a place's columns in under its name.
+_SET_IN = "  "
+
+
+def measured(layout: Layout, found: Sequence[View]) -> int:
+    """How many columns ``layout`` takes for ``found``, nothing folded."""
+    keys = layout.keys[1:] if layout.stacked else layout.keys
+    widths = [cell_width(_COLUMNS[key].heading) for key in keys]
+    for view in found:
+        for number, key in enumerate(keys):
+            widths[number] = max(widths[number], cell_width(_cell(key, view)))
+    whole = sum(widths) + 2 * (len(widths) - 1)
+    if not layout.stacked:
+        return whole
+    names = max((cell_width(_cell("place", view)) for view in found), default=0)
+    return max(names, len(_SET_IN) + whole)
+
+
+def fitting(layouts: Sequence[Layout], found: Sequence[View], width: int | None) -> Layout:
+    """The first layout that fits ``width`` (None: unbounded), or the narrowest."""
+    if width is None:
+        return layouts[0]
+    for layout in layouts:
+        if measured(layout, found) <= width:
+            return layout
+    return layouts[-1]
+
+
+def cell_width(text: str) -> int:
+    """How many terminal columns ``text`` takes."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def status_table(
-    views: Sequence[View], unreadable: Iterable[Sequence[str]], *, width: int | None = None
+    found: Sequence[View],
+    unreadable: Iterable[Sequence[str]],
+    *,
+    width: int | None = None,
+    now: float | None = None,
+    which: views.Which = views.Which.ALL,
 ) -> Iterator[str]:
     """``flume status`` for a person: one row a place, fitted to ``width`` columns.
 
     With no width (output to a file or a pipe) every row is one whole line, as wide as it needs.
-    A terminal too narrow for the whole table gets a narrower one: the kind goes (the place's
-    name holds it), stage and phase share a column, and the places are listed under their
-    repository instead of beside it. Then what waits on the caller.
+    The places needing a person come first, then those at work, then the rest (``which``:
+    :attr:`~flume.views.Which.ACTIVE` leaves the rest out). A terminal too narrow for the whole
+    table gets one with fewer columns (:data:`LAYOUTS`): nothing is folded. Then what a person
+    must read of each place (:func:`flume.views.note_lines`).
     """
     unreadable = list(unreadable)
-    if not views and not unreadable:
+    shown = views.chosen(found, which)
+    if not found and not unreadable:
         yield "no places: launch one with flume launch"
         return
-    wide = table(WIDE, [cells(view) for view in views], width)
-    if views and wide is not None:
-        yield from wide
-    else:
-        for repository in dict.fromkeys(view["repository"] for view in views):
-            yield from heading_lines(repository, width)
-            rows = [narrow_cells(view) for view in views if view["repository"] == repository]
-            yield from table(NARROW, rows, width) or lines_of(places_table(NARROW, rows), width)
-    yield from waiting_lines(views)
-    for view in views:
-        if view.get("host") is not None:
-            yield (
-                f"{view['place']}: host: {view['host']} (another host launched it: that host's "
-                "supervisor carries it, and its flume status shows it whole)"
-            )
+    if not shown and found:
+        yield (
+            f"no place needs you or is at work; {len(found)} done (flume status --all lists them)"
+        )
+    if shown:
+        layout = fitting(LAYOUTS, shown, width)
+        yield from layout_lines(layout, shown, width)
+    yield from wrapped(views.every_note_line(shown, now), width)
     for journal, problem in unreadable:
         yield (
             f"unreadable journal {journal}: {problem}; mend it so it reads whole (or move it "
@@ -378,13 +500,70 @@ def status_table(
         )
 
 
+def wrapped(lines: Iterable[str], width: int | None) -> Iterator[str]:
+    """Each line wrapped at its spaces to ``width``, set in after its first: no word broken."""
+    if width is None:
+        yield from lines
+        return
+    import textwrap
+
+    for line in lines:
+        if cell_width(line) <= width:
+            yield line
+            continue
+        lead = " " * min(len(line) - len(line.lstrip(" ")) + 4, max(0, width // 2))
+        yield from textwrap.wrap(
+            line,
+            width=width,
+            subsequent_indent=lead,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [line]
+
+
+def layout_lines(layout: Layout, found: Sequence[View], width: int | None) -> Iterator[str]:
+    """The places' table in ``layout``: under one heading a repository when it says so."""
+    if not layout.by_repository:
+        yield from _drawn(layout, found)
+        return
+    for repository in dict.fromkeys(view["repository"] for view in found):
+        yield from heading_lines(repository, width)
+        yield from _drawn(layout, [view for view in found if view["repository"] == repository])
+
+
+def _drawn(layout: Layout, found: Sequence[View]) -> list[str]:
+    """The table of ``found`` in ``layout``; stacked, each name above its columns, set in."""
+    if not layout.stacked:
+        rows = [[_cell(key, view) for key in layout.keys] for view in found]
+        return _unnarrowed(layout.columns, rows)
+    rows = [[_cell(key, view) for key in layout.keys[1:]] for view in found]
+    heading, rule, *lines = _unnarrowed(layout.columns[1:], rows)
+    drawn = ["place", _SET_IN + heading, _SET_IN + rule]
+    for view, line in zip(found, lines, strict=True):
+        drawn.extend([_cell("place", view), _SET_IN + line])
+    return drawn
+
+
+def _unnarrowed(columns: Sequence[Column], rows: list[list[str]]) -> list[str]:
+    """The table as it is, never narrowed: directly when plain, else as rich draws it."""
+    drawn = table(columns, rows, None)
+    assert drawn is not None  # noqa: S101 (an unbounded table is always drawn)
+    return drawn
+
+
 def heading_lines(repository: str, width: int | None) -> list[str]:
-    """The line naming ``repository`` above its narrow table, folded as rich folds it."""
+    """The line naming ``repository`` above its narrow table: whole, or cut at its start.
+
+    A path too long for the terminal keeps its end, where the repository's own name is, behind
+    an ellipsis: never folded onto a second line, which would break a word.
+    """
     heading = f"{repository}:"
-    # One colon makes no emoji code: the repository's own characters decide.
-    if _plain(repository) and len(heading) <= (width or UNBOUNDED) and heading.strip() != ":":
+    if width is None or cell_width(heading) <= width:
         return [heading.rstrip()]
-    return list(lines_of(_folding(heading), width))
+    kept = heading
+    while kept and cell_width(kept) > max(1, width - 1):
+        kept = kept[1:]
+    return ["…" + kept]
 
 
 def _plain(cell: str) -> bool:
@@ -451,12 +630,6 @@ def places_table(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]
     return drawn
 
 
-def _folding(text: str) -> Text:
-    from rich.text import Text
-
-    return Text(text, overflow="fold")
-
-
 def width_of(renderable: RenderableType) -> int:
     """How many columns ``renderable`` takes when nothing narrows it."""
     from rich.console import Console
@@ -475,57 +648,6 @@ def lines_of(renderable: RenderableType, width: int | None) -> Iterator[str]:
     yield from (line.rstrip() for line in console.export_text().splitlines() if line.strip())
 
 
-def waiting_lines(views: Sequence[View]) -> Iterator[str]:
-    """What waits on the caller, under the status table: words of short stages, stages on hold.
-
-    A stage that stopped short shows its cause and its words (R8: "the words reach whoever
-    waits on the stage"); a stage that waits on the caller's word names the command that
-    releases it; a paused workflow run names its cause, its words and the command that lets it
-    go on, and a workflow's budgets and the loops that ran out of passes are said.
-    """
-    for view in views:
-        if view["life"] not in _RUNNING:
-            continue
-        where = f"{view['place']} {view.get('key') or view['stage']}"
-        if view.get("fault") is not None:
-            yield f"{where}: {view['fault']}"
-        if view["short_cause"] is not None:
-            lines = (view["needs"] or "").strip().splitlines() or [""]
-            yield f"{where}: stopped short ({view['short_cause']}): {lines[0]}".rstrip()
-            yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
-            if len(lines) > WORDS_SHOWN:
-                yield (
-                    f"    ... {len(lines) - WORDS_SHOWN} more lines "
-                    f"(flume status {view['place']} --json shows them all)"
-                )
-        if view["waits_on_caller"]:
-            yield f"{where}: waits on your word; flume proceed {view['place']} releases it"
-        yield from _workflow_lines(view, where)
-        if view["submission"] == "checks-failed" and view["submission_note"]:
-            yield f"{where}: the submission's checks failed: {view['submission_note']}"
-        if view["submission"] == "blocked" and view["submission_note"]:
-            # The base repository's state, not the branch: the reason, the way out, git's words.
-            lines = view["submission_note"].strip().splitlines()
-            yield f"{where}: the landing waits, tried again by flume: {lines[0]}"
-            yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
-
-
-def _workflow_lines(view: View, where: str) -> Iterator[str]:
-    """A workflow run's pause, budgets and loops at their max (fields a linear place lacks)."""
-    if view.get("paused") is not None:
-        lines = (view.get("paused_words") or "").strip().splitlines() or [""]
-        yield f"{where}: paused ({view['paused']}): {lines[0]}".rstrip()
-        yield from (f"    {line}".rstrip() for line in lines[1:WORDS_SHOWN])
-        if len(lines) > WORDS_SHOWN:
-            yield (
-                f"    ... {len(lines) - WORDS_SHOWN} more lines "
-                f"(flume status {view['place']} --json shows them all)"
-            )
-        yield f"{where}: {view['resolve']} lets it go on"
-    if view.get("asking"):
-        yield f"{where}: asks its lead {view['asking']}"
-    if view.get("budgets"):
-        yield f"{view['place']}: budgets: {view['budgets']}"
-    if view.get("maxed"):
-        loops = ", ".join(view["maxed"])
-        yield f"{view['place']}: ran out of passes without done: {loops}"
+def waiting_lines(found: Sequence[View], now: float | None = None) -> Iterator[str]:
+    """What a person must read of each place, under the table (:func:`flume.views.note_lines`)."""
+    return views.every_note_line(found, now)

@@ -159,6 +159,16 @@ def demo(
         float,
         typer.Option(metavar="SECONDS", help="How long to let the work run.", parser=parse_seconds),
     ] = 300.0,
+    monitor: Annotated[
+        bool,
+        typer.Option(
+            "--monitor",
+            help=(
+                "Serve the run monitor of the demo too and print its URL; at a terminal the demo "
+                "starts once that page is open, or on Enter (flume[monitor])."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Carry a fix and a change to landing, on a sample repository.
 
@@ -171,6 +181,6 @@ def demo(
     # Imported here: only this command uses it.
     from flume.cli import demo_story
 
-    status = demo_story.run(keep=keep, seconds=seconds)
+    status = demo_story.run(keep=keep, seconds=seconds, monitor=monitor)
     if status:
         raise typer.Exit(status)

@@ -382,6 +382,19 @@ class ApproveAsked:
 
 
 @attrs.frozen(kw_only=True)
+class PassAsked:
+    """A person passed the gate of a step the run holds blocked (``flume pass``), saying why.
+
+    A person's decision, journaled with their words: the step ends as a gate passed would, and
+    the run goes on. ``step``: the step named (``flume pass --step``), as :class:`Told`'s.
+    """
+
+    at: Instant
+    why: str
+    step: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class ResumeAsked:
     """A person asked a paused run to go on."""
 
@@ -760,6 +773,7 @@ Command = (
     | NeedsSaid
     | TidyAsked
     | ApproveAsked
+    | PassAsked
     | ResumeAsked
     | BudgetRaised
     | ResolveAsked
@@ -867,4 +881,5 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     ComposeSaid,
     ChildNews,
     Notified,
+    PassAsked,
 )

@@ -63,6 +63,7 @@ from flume.core.observations import (
     DropAsked,
     NeedsSaid,
     NotifySaid,
+    PassAsked,
     ProceedAsked,
     ProgressSaid,
     ResolveAsked,
@@ -364,6 +365,7 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
     },
     Paused: {
         ApproveAsked: Delivered,
+        PassAsked: Delivered,
         ResumeAsked: Queued,
         BudgetRaised: Queued,
         RetryAsked: Queued,
@@ -388,10 +390,11 @@ ACCEPTS: Mapping[type[StagePhase], Mapping[type[Command], type[StagePhase]]] = {
 #: WF-NO-SILENT-WAIT: of the commands a paused stage accepts (:data:`ACCEPTS`), which each cause
 #: takes besides drop and tidy: the one that resolves it, and a retry with words where a new
 #: attempt makes sense. Approve passes an approval gate (the stage is delivered and ends);
-#: resume and raise queue the stage again (raise only for a budget, which it raises first).
+#: resume and raise queue the stage again (raise only for a budget, which it raises first); a
+#: person's pass (``flume pass``) passes a gate that stayed blocked, as approve passes theirs.
 PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.APPROVAL: frozenset({ApproveAsked, RetryAsked}),
-    PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked}),
+    PauseCause.GATE_BLOCKED: frozenset({ResumeAsked, RetryAsked, PassAsked}),
     PauseCause.BUDGET: frozenset({BudgetRaised, RetryAsked}),
     PauseCause.LOOP_MAX: frozenset({ResumeAsked}),
     PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
@@ -536,6 +539,10 @@ class LaneRun:
     note: str = ""
     #: A child paused or stopped short, in words, for its run's status; empty: it is not.
     paused: str = ""
+    #: A child's question its lead has not answered, in words, and since when (the news of
+    #: it): for its run's status (WF-CHILD-ASKING-SURFACES); empty: none open.
+    asking: str = ""
+    asking_since: Instant | None = None
     #: The lead's words for it while it ran (``flume notify``), each sent as a ``NotifyLane``.
     notes: PVector[str] = attrs.field(factory=pvector)
     #: A child run a lead composed (``flume compose``): its kind, and the slice of the run's
@@ -586,6 +593,20 @@ class Question:
     lost: int = 0
     #: A child's question its lead left unanswered a stall window: the caller may answer it.
     overdue: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class PersonPass:
+    """A gate a person passed (``flume pass``): the attempt it held, their words, and when.
+
+    A person's decision, kept for the place's life so status shows it beside the gates the
+    engine passed.
+    """
+
+    key: str
+    attempt: int
+    why: str
+    at: Instant
 
 
 @attrs.frozen(kw_only=True)
@@ -751,6 +772,10 @@ class Place:
     #: The head a finished place's branch had when a person deleted it (WF-NO-LOST-COMMIT: the
     #: command that restores it is named); None: its branch stands, or tidy deleted it.
     vanished: Sha | None = None
+    #: The gates a person passed (``flume pass``), in order.
+    passes: PVector[PersonPass] = attrs.field(factory=pvector)
+    #: What tidy kept of the place, and why (R10: "flume names it"), as its last look found it.
+    kept: PVector[str] = attrs.field(factory=pvector)
 
 
 class PlaceChanges(TypedDict, total=False):
@@ -813,6 +838,8 @@ class PlaceChanges(TypedDict, total=False):
     finalize_failures: int
     attempts: PVector[Attempt]
     vanished: Sha | None
+    passes: PVector[PersonPass]
+    kept: PVector[str]
 
 
 def evolve(place: Place, **changes: Unpack[PlaceChanges]) -> Place:

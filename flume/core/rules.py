@@ -58,6 +58,14 @@ RULES: dict[str, str] = {
         "Over a budget no start or send is decided; the run pauses, never failed or dropped."
     ),
     "WF-BUDGET-RAISE-RESUMES": "A raise resumes a run paused on a budget it no longer exceeds.",
+    "WF-PERSON-PASSES": (
+        "A person passes a gate the run holds blocked (flume pass), journaled with their words; "
+        "refused where no gate is blocked."
+    ),
+    "REFUSAL-NAMES-WAY": (
+        "A person's command refused names what the place waits on and the command accepted "
+        "there, or that nothing waits on a person."
+    ),
     "WF-EDGES": "No message along an edge its step does not declare (may).",
     "WF-ASK-ONE-ANSWERER": (
         "A question has one answerer, the nearest lead above the asker, else the caller; once. "
@@ -93,6 +101,10 @@ RULES: dict[str, str] = {
     "WF-CHILD-PAUSE-SURFACES": (
         "A child paused or stopped short shows on its run's status, named, with where to resolve "
         "it."
+    ),
+    "WF-CHILD-ASKING-SURFACES": (
+        "A child's question its lead has not answered shows on its run's status, with since "
+        "when, until news says it was answered or the child ends."
     ),
     "WF-DROP-CASCADES": (
         "A dropped run drops its running children and launches no more; tidy keeps their unmerged "

@@ -42,6 +42,7 @@ from flume.core.actions import (
     RunSetup,
     StartAgent,
 )
+from flume.core.applies import refuse
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, SessionId, StageName
 from flume.core.kinds import (
@@ -601,11 +602,7 @@ def on_needs(place: Place, words: str, session: SessionId | None = None) -> Outc
 def on_stop(place: Place) -> Outcome:
     """STOP-WAITS-RETRY: end the agent that went the wrong way; its stage waits for a retry."""
     if place.life is not Life.ACTIVE or not accepts(place.stage.phase, StopAsked):
-        raise refused(
-            "stop",
-            f"no agent of {_name(place)} is running",
-            "stop is for a running stage; use drop to abandon the work",
-        )
+        raise refuse(place, "stop", "a stop", said=f"no agent of {_name(place)} is running")
     place, actions = _end_agent(place, "stopped by the caller")
     place, short = _short(place, ShortCause.STOPPED, "stopped by the caller; retry to go on")
     return place, (*actions, *short)
@@ -647,11 +644,12 @@ def on_retry(place: Place, words: str) -> Outcome:
     """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
     if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
-            f"{_name(place)} is {place.life.value}"
+            "nothing to retry"
             if place.life is not Life.ACTIVE
-            else f"stage {place.stage.name} of {_name(place)} has not stopped short"
+            else f"stage {place.stage.name} of {_name(place)} has not stopped short; nothing "
+            "to retry"
         )
-        raise refused("retry", f"{what}; nothing to retry", "retry a stage that stopped short")
+        raise refuse(place, "retry", "a retry", said=what)
     if place.worktree_gone:
         raise refused(
             "retry",
@@ -708,10 +706,11 @@ def on_drop(place: Place) -> Outcome:
 def on_proceed(place: Place) -> Outcome:
     """STAGE-WAITS-WORD: the caller's word releases a stage that waits on it."""
     if place.life not in {Life.MAKING, Life.ACTIVE} or not accepts(place.stage.phase, ProceedAsked):
-        raise refused(
+        raise refuse(
+            place,
             "proceed",
-            f"stage {place.stage.name} of {_name(place)} does not wait on your word",
-            "proceed releases a stage that waits on the caller (see flume status)",
+            "your word",
+            said=f"stage {place.stage.name} of {_name(place)} does not wait on your word",
         )
     # Queued, it starts when free: start_when_free sets its start (time and head) then.
     stage = attrs.evolve(place.stage, phase=Queued())

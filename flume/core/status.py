@@ -16,6 +16,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from flume.core.applies import answer_command, question_words, unlanded_words
 from flume.core.choices import AgentName
 from flume.core.ids import (
     BranchName,
@@ -69,9 +70,8 @@ from flume.core.place import (
     restore_command,
 )
 from flume.core.transcripts import current_transcript, found
-from flume.core.workflow.budget import budget_words
+from flume.core.workflow.budget import budget_words, caps
 from flume.core.workflow.lanes import children
-from flume.core.workflow.messages import answer_command, question_words
 
 
 class PhaseWord(enum.StrEnum):
@@ -147,6 +147,35 @@ class TranscriptView:
 
 
 @attrs.frozen(kw_only=True)
+class ChildAsking:
+    """A child's question its lead has not answered, as its run shows it, and since when."""
+
+    lane: str
+    place: PlaceName
+    #: The question, as its news said it (with the command that answers it).
+    question: str
+    since: Instant
+
+
+@attrs.frozen(kw_only=True)
+class BudgetCap:
+    """A budget the run sets, by the name ``flume raise`` gives it: what was spent, and its cap."""
+
+    name: str
+    spent: int
+    cap: int
+
+
+@attrs.frozen(kw_only=True)
+class QuestionView:
+    """A question the place waits on a person's answer to: its id, its words, its options."""
+
+    id: str
+    text: str
+    options: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
 class PlaceStatus:
     """One place as status shows it (R11)."""
 
@@ -213,6 +242,19 @@ class PlaceStatus:
     #: order their agents started (absent until one is: an old journal's status is unchanged).
     transcript: str | None = None
     transcripts: PVector[TranscriptView] = attrs.field(factory=pvector)
+    #: The gates a person passed (``flume pass``), each ``key#attempt: their words``.
+    passes: PVector[str] = attrs.field(factory=pvector)
+    #: What tidy kept of the place, each with why (R10: "flume names it").
+    kept: PVector[str] = attrs.field(factory=pvector)
+    #: A finished run whose work is on its branch, not landed: where, and how to land it.
+    unlanded: str | None = None
+    #: The children whose questions its lead has not answered, each since when
+    #: (WF-CHILD-ASKING-SURFACES).
+    children_asking: PVector[ChildAsking] = attrs.field(factory=pvector)
+    #: Each budget the run sets, spent of its cap, by the name ``flume raise`` raises it by.
+    caps: PVector[BudgetCap] = attrs.field(factory=pvector)
+    #: The question the place waits on a person's answer to (``flume answer``), if any.
+    question: QuestionView | None = None
 
 
 def phase_word(phase: StagePhase) -> PhaseWord:  # noqa: C901, PLR0911, PLR0912 (one arm per phase)
@@ -297,7 +339,44 @@ def status(place: Place, *, agent_known: bool = True, here: str | None = None) -
         updated_at=place.now,
         host=owner.state if owner is not None and not followed_by(place.launch, here) else None,
     )
-    return _with_transcripts(_with_workflow(view, place), place)
+    return _with_persons(_with_transcripts(_with_workflow(view, place), place), place)
+
+
+def _with_persons(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """What a person must see on the place's row: passes, what tidy kept, work not landed.
+
+    And a run's children asking their lead (WF-CHILD-ASKING-SURFACES). Absent where none: an
+    old journal's status is unchanged.
+    """
+    if place.passes:
+        view = attrs.evolve(
+            view,
+            passes=pvector(f"{each.key}#{each.attempt}: {each.why}" for each in place.passes),
+        )
+    if place.kept:
+        view = attrs.evolve(view, kept=place.kept)
+    unlanded = unlanded_words(place)
+    if unlanded is not None:
+        view = attrs.evolve(view, unlanded=unlanded)
+    asking = [
+        ChildAsking(lane=run.lane, place=run.place, question=run.asking, since=run.asking_since)
+        for run in lanes_in_order(place)
+        if run.asking and run.asking_since is not None and run.state is LaneState.RUNNING
+    ]
+    if asking:
+        view = attrs.evolve(view, children_asking=pvector(asking))
+    if place.budgets != Budgets():
+        found = caps(place.budgets, place.spent, place.stage.turns, place.now)
+        view = attrs.evolve(
+            view,
+            caps=pvector(BudgetCap(name=name, spent=used, cap=cap) for name, used, cap in found),
+        )
+    asked = open_question(place)
+    if asked is not None and asked.answer is None and not place.launch.led:
+        view = attrs.evolve(
+            view, question=QuestionView(id=asked.id, text=asked.text, options=asked.options)
+        )
+    return view
 
 
 def _child_paused(view: PlaceStatus, place: Place) -> PlaceStatus:

@@ -62,6 +62,7 @@ from flume.core.observations import (
     NotifySaid,
     Observation,
     PaneOutput,
+    PassAsked,
     ProceedAsked,
     ProgressSaid,
     PromptTyped,
@@ -296,6 +297,9 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return tidy.on_branch_deleted(place, seen)
         case ApproveAsked():
             return gates.on_approve(place, seen)
+        case PassAsked(step=named):
+            stage.at_step(place, named, "pass")
+            return gates.on_pass(place, seen)
         case ResumeAsked():
             return gates.on_resume(place, seen)
         case ResolveAsked():

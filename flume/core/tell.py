@@ -16,6 +16,7 @@ import attrs
 from pyrsistent import pvector
 
 from flume.core.actions import Event, Report, SendTell
+from flume.core.applies import refuse
 from flume.core.delivery import is_typed_by_user
 from flume.core.errors import refused
 from flume.core.ids import Instant, Marker
@@ -57,10 +58,8 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
         or not is_live(place)
         or place.agent is None
     ):
-        raise refused(
-            "tell",
-            f"no agent is live in {name}, so nothing was typed",
-            "retry its stage to start a fresh agent, then tell it",
+        raise refuse(
+            place, "tell", "a tell", said=f"no agent is live in {name}, so nothing was typed"
         )
     if place.launch.agent.panes is Panes.PRINT:
         raise refused(

@@ -22,6 +22,8 @@ TIDY-DROPPED-CHANGE-KEEPS-BRANCH, TIDY-DROPPED-EMPTY-BRANCH-GOES, TIDY-DIRTY-NEE
 
 from __future__ import annotations
 
+from pyrsistent import pvector
+
 from flume.core.actions import (
     Action,
     DeleteBranch,
@@ -206,7 +208,8 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
     if any(isinstance(action, RemoveWorktree | DeleteBranch) for action in actions):
         # TIDY-DONE-ON-FACTS: the removals are asked for, and tidy looks again once they are
         # performed; only facts that show nothing left to remove make the place tidied.
-        return evolve(place, tidy=TidyWanted(force=gathering.force)), actions
+        # What an earlier look kept is being removed now: the row no longer says it is kept.
+        return evolve(place, tidy=TidyWanted(force=gathering.force), kept=pvector()), actions
     kept: tuple[Action, ...] = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
         if isinstance(action, KeepPlace)
@@ -214,8 +217,11 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         for action in actions
         if isinstance(action, KeepPlace | KeepBranch)
     )
+    # R10, "flume names it": what was kept, and why, shows on the place's row until a later
+    # look finds it gone.
+    said = pvector(report.text for report in kept if isinstance(report, Report))
     kept = (*kept, *_branch_lost(place, seen))
-    place = evolve(place, tidy=TidyNotWanted())
+    place = evolve(place, tidy=TidyNotWanted(), kept=said)
     if not seen.worktree.exists:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)

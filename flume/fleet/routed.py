@@ -14,6 +14,7 @@ ROUTED = (
     "retry",
     "proceed",
     "approve",
+    "pass",
     "resume",
     "raise",
     "answer",

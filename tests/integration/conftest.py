@@ -184,3 +184,34 @@ def fleet_of(temporal: Any) -> Iterator[Callable[..., Any]]:
     finally:
         for fleet in made:
             fleet_kit.ended(fleet)
+
+
+# --- the monitor's (tests/integration/browser_kit.py) --------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session's browser tests; quit at its end.
+
+    Skipped, saying why, where Debian's chromium and chromium-driver are not installed (a
+    failure where scripts/test installed them).
+    """
+    from tests.integration import browser_kit  # noqa: PLC0415 (it loads Selenium)
+
+    with browser_kit.started() as made:
+        yield made
+
+
+@pytest.fixture
+def monitored(host: Path) -> Iterator[Any]:
+    """The monitor of the test's host, served in this process on a loopback port; stopped after."""
+    del host
+    pytest.importorskip("jinja2", reason="the monitor's tests need flume's monitor extra")
+    from flume.web.serve import Served  # noqa: PLC0415 (the monitor extra's)
+
+    served = Served(interval=0.1)
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()

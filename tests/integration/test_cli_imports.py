@@ -34,6 +34,11 @@ HEAVY = (
     "temporalio",
     "google.protobuf",
     "flume.fleet.client",
+    # The monitor's (flume[monitor]): its server, toolkit and templates load for it alone.
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "flume.web.app",
 )
 
 # The probe loads nothing before the command runs (json only after the modules are listed).

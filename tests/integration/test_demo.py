@@ -169,3 +169,55 @@ def test_the_board_ends_once_the_demo_has_settled(host: Path) -> None:
     board.watch(follower, Console(file=output, width=120), interval=0.01, where="r", until=until)
     assert len(looks) == 2
     assert "fix--greet" in output.getvalue()
+
+
+def test_the_demo_with_its_monitor_starts_once_its_page_is_open_and_shows_the_demo(
+    world: Path,
+) -> None:
+    """``flume demo --monitor`` at a terminal: nothing launched until its URL is opened, then both.
+
+    Opened as the printed URL says (its token, then the cookie): the demo then lands both, its
+    page lists them, and it serves on until Enter, leaving nothing behind.
+    """
+    import http.cookiejar  # noqa: PLC0415 (this test's alone)
+    import re  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
+    output = world / "output.txt"
+    terminal, its_end = os.openpty()
+    with output.open("w") as sink:
+        started = subprocess.Popen(
+            [sys.executable, "-m", "flume", "demo", "--monitor", "--seconds", "240"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=its_end,
+            env=user_environment(world),
+        )
+    os.close(its_end)
+    try:
+        printed = re.compile(r"flume monitor: open (\S+)")
+        wait_for(lambda: "once that page is open" in output.read_text(), 60, "the demo to wait")
+        url = printed.search(output.read_text())
+        assert url is not None
+        assert "launched" not in output.read_text()
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        with opener.open(url.group(1), timeout=10) as answer:
+            assert "Places on this host" in answer.read().decode()
+        wait_for(lambda: "serves until you press Enter" in output.read_text(), 240, "the end")
+        with opener.open(url.group(1).split("?")[0], timeout=10) as answer:
+            page = answer.read().decode()
+        for place in PLACES:
+            assert f">{place}</a>" in page
+        os.write(terminal, b"\n")
+        status = started.wait(timeout=30)
+    finally:
+        if started.poll() is None:
+            started.kill()
+        os.close(terminal)
+    assert status == 0, output.read_text()
+    text = output.read_text()
+    assert text.index("once that page is open") < text.index("launched fix--typo")
+    assert "places left: none (tidied)" in text
+    assert left_in(world) == []

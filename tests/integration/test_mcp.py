@@ -46,13 +46,14 @@ from tests.integration.test_status import append, place, repository
 pytestmark = pytest.mark.processes
 
 TOOLS = {
-    "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "resume",
-    "raise_budgets", "resolve", "answer", "transcript",
+    "status", "launch", "tell", "stop", "retry", "drop", "proceed", "approve", "pass_gate",
+    "resume", "raise_budgets", "resolve", "answer", "transcript",
 }  # fmt: skip
 
 #: The tools that let a paused run go on, each with what it is given besides the place.
 PAUSE_TOOLS: dict[str, dict[str, object]] = {
     "approve": {},
+    "pass_gate": {"why": "the review misread it"},
     "resume": {},
     "raise_budgets": {"turns": 5},
     "resolve": {"agent": True},
@@ -290,12 +291,12 @@ def test_the_tools_are_listed_and_a_launch_by_words_makes_places(  # noqa: PLR09
     assert text_of(seen["retry"]).startswith(
         "Error executing tool retry: flume refused this in the place's present state"
     )
-    # Nothing is paused: approve, resume, raise_budgets and resolve are refused, and journal
-    # nothing.
+    # Nothing is paused: approve, pass_gate, resume, raise_budgets and resolve are refused,
+    # naming what the place waits on instead, and journal nothing.
     for word in PAUSE_TOOLS:
         assert seen[word].is_error, word
-        assert "is not paused: n" in text_of(seen[word]), text_of(seen[word])
-    assert "no merge conflict waits on resolve" in text_of(seen["resolve"])
+        assert "; nothing there waits on " in text_of(seen[word]), text_of(seen[word])
+    assert "nothing there waits on a resolve: no merge conflict" in text_of(seen["resolve"])
     # No question was asked: an answer is refused, naming what the place asked (nothing), or,
     # its step not running yet (queued, starting), saying nothing waits on one.
     assert seen["answer"].is_error

@@ -139,12 +139,15 @@ def test_approve_passes_an_approval_gate_and_the_run_goes_on(
         before = _snapshot(repo, path)
         ran = flume(*refused)
         assert ran.returncode == 1, ran.stderr
-        assert f"paused for approval, which {refused[0]} does not resolve" in ran.stderr
-        assert f"flume approve {PLACE}" in ran.stderr
+        # REFUSAL-NAMES-WAY: what the run waits on, and the command that applies.
+        assert f"{PLACE} is paused at build (approval: step build waits for approval)" in (
+            ran.stderr
+        )
+        assert ran.stderr.rstrip().endswith(f"; flume approve {PLACE}")
         assert _snapshot(repo, path) == before
     ran = flume("approve", PLACE)
     assert ran.returncode == 0, ran.stderr
-    assert f"{PLACE}: step build is approved; the run goes on" in ran.stdout
+    assert f"{PLACE}: step build is approved; step check starts (attempt 1)" in ran.stdout
     assert isinstance(_lines(path)[-1], ApproveAsked)
     harness.settle()
     assert _started(harness) == [("build", 1), ("check", 1)]
@@ -152,7 +155,7 @@ def test_approve_passes_an_approval_gate_and_the_run_goes_on(
     before = _snapshot(repo, path)
     again = flume("approve", PLACE)
     assert again.returncode == 1
-    assert f"{PLACE} is not paused: nothing waits on approve" in again.stderr
+    assert f"{PLACE} works on check; nothing there waits on an approval" in again.stderr
     assert _snapshot(repo, path) == before
     assert woken == ["wake"]
 
@@ -177,7 +180,8 @@ def test_resume_runs_a_step_paused_on_its_gate_again(
     before = _snapshot(repo, path)
     ran = flume("approve", PLACE)
     assert ran.returncode == 1
-    assert "paused for gate-blocked, which approve does not resolve" in ran.stderr
+    assert "nothing there waits on an approval" in ran.stderr
+    assert f"flume resume {PLACE} (or flume retry {PLACE} with words)" in ran.stderr
     assert _snapshot(repo, path) == before
     ran = flume("resume", PLACE)
     assert ran.returncode == 0, ran.stderr
@@ -190,7 +194,7 @@ def test_resume_runs_a_step_paused_on_its_gate_again(
     before = _snapshot(repo, path)
     again = flume("resume", PLACE)
     assert again.returncode == 1
-    assert f"{PLACE} is not paused: nothing waits on resume" in again.stderr
+    assert f"{PLACE} works on build; nothing there waits on flume resume" in again.stderr
     assert _snapshot(repo, path) == before
     assert woken == ["wake"]
 
@@ -289,7 +293,9 @@ def test_raise_lifts_a_spent_budget_and_the_step_starts_again(
     before = _snapshot(repo, path)
     again = flume("raise", PLACE, "--turns", "1")
     assert again.returncode == 1
-    assert f"{PLACE} is not paused: nothing waits on raise" in again.stderr
+    assert f"{PLACE} works on build; nothing there waits on a raise of its budgets" in (
+        again.stderr
+    )
     assert _snapshot(repo, path) == before
     assert woken == ["wake"]
 
@@ -333,7 +339,9 @@ def test_approve_resume_and_raise_of_a_linear_place_are_refused(
     for argv in (("approve",), ("resume",), ("raise", "--retries", "2")):
         ran = flume(argv[0], "fix--plain", *argv[1:])
         assert ran.returncode == 1, (argv, ran.stderr)
-        assert f"fix--plain is not paused: nothing waits on {argv[0]}" in ran.stderr
-        assert "see flume status for what the place waits on" in ran.stderr
+        assert "fix--plain works on code; nothing there waits on" in ran.stderr
+        assert "nothing waits on you now: flume status fix--plain shows where it stands" in (
+            ran.stderr
+        )
     assert _snapshot(repo, path) == before
     assert woken == []

@@ -250,15 +250,15 @@ def test_resolve_with_nothing_waiting_on_it_is_refused(host: Path, woken: list[s
         before = _snapshot(repo, path)
         ran = flume("resolve", PLACE, way)
         assert ran.returncode == 1, ran.stderr
-        assert f"{PLACE} is not paused: no merge or lane waits on resolve" in ran.stderr
-        assert "see flume status for what the place waits on" in ran.stderr
+        assert f"{PLACE} runs the lanes of slices; nothing there waits on a resolve" in ran.stderr
+        assert f"nothing waits on you now: flume status {PLACE} shows" in ran.stderr
         assert _snapshot(repo, path) == before
     request = launcher.Request(repository=repo, kind="fix", name="plain", brief="Mend it.")
     plain = launcher.launch(request, Settings(), Clock()).journal
     before = _snapshot(repo, plain)
     ran = flume("resolve", "fix--plain", "--by-hand")
     assert ran.returncode == 1, ran.stderr
-    assert "fix--plain is not paused: no merge or lane waits on resolve" in ran.stderr
+    assert "nothing there waits on a resolve: no merge conflict" in ran.stderr
     assert _snapshot(repo, plain) == before
     missing = flume("resolve", "feature--nowhere", "--agent")
     assert missing.returncode == 2, missing.stderr
@@ -279,8 +279,8 @@ def test_the_other_pause_commands_name_resolve_and_resolve_names_the_lane_s_ways
     for word in ("approve", "resume"):
         ran = flume(word, PLACE)
         assert ran.returncode == 1, ran.stderr
-        assert f"paused for merge-conflict, which {word} does not resolve" in ran.stderr
-        assert f"flume resolve {PLACE} --by-hand" in ran.stderr
+        assert f"{PLACE} is paused at slices (merge-conflict: " in ran.stderr
+        assert f"; flume resolve {PLACE} --by-hand" in ran.stderr
     assert _snapshot(repo, path) == before
     assert not any(isinstance(each, ApproveAsked | ResumeAsked) for each in _lines(path))
     dropped = repository(host / "dropped")

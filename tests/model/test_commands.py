@@ -102,7 +102,7 @@ def test_refusals_of_a_dropped_place() -> None:
         (StopAsked(at=Instant(6)), "no agent"),
         (NeedsSaid(at=Instant(6), words="x"), "no stage"),
         (DropAsked(at=Instant(6)), "is dropped"),
-        (RetryAsked(at=Instant(6)), "is dropped"),
+        (RetryAsked(at=Instant(6)), "was dropped"),
     ):
         with pytest.raises(UsageError, match=says):
             step(S, dropped, seen)

@@ -688,7 +688,7 @@ def test_resolve_is_refused_where_nothing_conflicts() -> None:
     refused = world.feed(ResolveAsked(at=world.instant()))
     assert isinstance(refused, UsageError)
     assert refused.exit_status == 1
-    assert "not paused" in str(refused)
+    assert "nothing there waits on a resolve: no merge conflict" in str(refused)
 
 
 def test_a_first_join_whose_every_lane_ended_unfinished_pauses() -> None:

@@ -237,6 +237,8 @@ class OrchestrateMachine(RuleBasedStateMachine):
         self.budgets = Budgets(turns=30, tokens=10_000)
         self.world = world_of(crew(most=most, cap=cap, runs=runs, budgets=self.budgets))
         self.dropped_at: int | None = None
+        #: The model of each child's question its run shows: its news's words and instant.
+        self.asking: dict[str, tuple[str, float]] = {}
 
     def _running(self) -> list[str]:
         return [lane for lane, found in self.world.lanes.items() if found.life == "running"]
@@ -281,6 +283,7 @@ class OrchestrateMachine(RuleBasedStateMachine):
             at=self.world.instant(), lane=lane, finished=finished, head=head, turns=spent
         )
         assert self.world.feed(seen) is None
+        self.asking.pop(lane, None)
 
     @rule(turns=st.integers(min_value=1, max_value=25), deeper=st.booleans())
     def the_lead_composes(self, turns: int, deeper: bool) -> None:
@@ -312,12 +315,42 @@ class OrchestrateMachine(RuleBasedStateMachine):
         assert launch_child(place, block, run).launch.depth == 2
 
     @precondition(lambda self: self._running())
-    @rule(data=st.data(), ident=st.sampled_from(["started", "q1", f"{PAUSED}coder#1:stalled"]))
+    @rule(
+        data=st.data(),
+        ident=st.sampled_from(
+            ["started", "q1", "q1#2", "answered:q1", f"{PAUSED}coder#1:stalled", "progress:x"]
+        ),
+    )
     def a_child_has_news(self, data: st.DataObject, ident: str) -> None:
         """The supervisor journals a piece of a running child's news into the run's journal."""
         lane = data.draw(st.sampled_from(self._running()))
         seen = ChildNews(at=self.world.instant(), lane=lane, id=ident, text=f"{lane} {ident}")
+        place = self._place()
+        taken = (
+            bool(children(place)) and lane in place.lanes and ident not in place.lanes[lane].news
+        )
         assert self.world.feed(seen) is None
+        if taken and ident.startswith("q"):
+            self.asking[lane] = (seen.text, seen.at)
+        elif taken and ident.startswith("answered:"):
+            self.asking.pop(lane, None)
+
+    @invariant()
+    def a_child_asking_shows_on_its_run(self) -> None:
+        """WF-CHILD-ASKING-SURFACES: a child's question unanswered shows on its run, since when.
+
+        The model keeps, per child, the last question its run took news of (``q1``, ``q1#2``)
+        and forgets it on the news that it was answered (``answered:q1``) or the child's end:
+        the run's status shows exactly those of its running children, with the news's instant.
+        """
+        place = self._place()
+        shown = {each.lane: (each.question, each.since) for each in status(place).children_asking}
+        expected = {
+            lane: asked
+            for lane, asked in self.asking.items()
+            if lane in place.lanes and place.lanes[lane].state is LaneState.RUNNING
+        }
+        assert shown == expected
 
     @rule()
     def the_lead_takes_what_it_is_sent(self) -> None:

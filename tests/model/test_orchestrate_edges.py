@@ -358,6 +358,44 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
 
 
+def test_a_child_asking_shows_on_its_run_with_since_when_until_answered() -> None:
+    """WF-CHILD-ASKING-SURFACES, by example: the run's row says a child asks; answered, not.
+
+    The news that it was answered is not told to the lead, who gave the answer.
+    """
+    world = world_of(crew(most=2))
+    assert spawn(world) is None
+    run = world.place
+    assert run is not None
+    launch = next(a for a in world.actions if isinstance(a, LaunchLane))
+    child = evolve(step(S, None, _launched(launch)).place, start=run.entry)
+    question = Question(
+        id="q1",
+        text="Which API?",
+        key="coder",
+        attempt=1,
+        session=SessionId("c1"),
+        asked_at=Instant(2.0),
+    )
+    asking = evolve(child, questions=pvector([question]))
+    (asked,) = children_news(run, {child.launch.place: asking}, Instant(9.0))
+    assert world.feed(asked) is None
+    assert world.place is not None
+    (shown,) = status(world.place).children_asking
+    assert (shown.lane, shown.place, shown.since) == ("coder-1", child.launch.place, asked.at)
+    assert shown.question.startswith("asks q1: Which API?")
+    held = world.place.held
+    answered = evolve(asking, questions=pvector([attrs.evolve(question, answer="The new.")]))
+    (news,) = children_news(world.place, {child.launch.place: answered}, Instant(10.0))
+    assert (news.id, news.text) == ("answered:q1", "q1 answered")
+    assert world.feed(news) is None
+    assert status(world.place).children_asking == pvector()
+    assert world.place.held == held
+    lost = evolve(answered, questions=pvector([attrs.evolve(question, answer="A", lost=1)]))
+    (again,) = children_news(world.place, {child.launch.place: lost}, Instant(11.0))
+    assert again.id == "answered:q1#2"
+
+
 def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
     """A spread block's child: launched and notified as a fleet place, its journal telling nothing.
 

@@ -349,10 +349,17 @@ def _ending(place: Place) -> Place:
     return evolve(place, agent=attrs.evolve(place.agent, ending=True))
 
 
+#: REFUSAL-NAMES-WAY: no agent, and nothing that waits on the caller: where to see it.
 NO_AGENT = Problem(
     field="tell",
-    what="no agent is live in fix--typo, so nothing was typed",
-    mend="retry its stage to start a fresh agent, then tell it",
+    what="no agent is live in fix--typo, so nothing was typed: fix--typo has no agent live at "
+    "code: one is ending, or none started yet",
+    mend="nothing waits on you now: flume status fix--typo shows where it stands",
+)
+FINISHED = Problem(
+    field="tell",
+    what="no agent is live in fix--typo, so nothing was typed: fix--typo finished",
+    mend="nothing waits on you now: flume status fix--typo shows where it stands",
 )
 
 
@@ -365,7 +372,7 @@ NO_AGENT = Problem(
             Problem(field="text", what="the tell is empty", mend="say what the agent should hear"),
         ),
         (lambda: _ending(working()), "x", NO_AGENT),
-        (lambda: evolve(working(), life=Life.FINISHED), "x", NO_AGENT),
+        (lambda: evolve(working(), life=Life.FINISHED), "x", FINISHED),
         (lambda: evolve(working(), agent=None), "x", NO_AGENT),
         (
             lambda: _printed(working()),

@@ -223,8 +223,9 @@ def test_an_agent_ended_as_never_begun_takes_no_tell() -> None:
     assert caught.value.problems == (
         Problem(
             field="tell",
-            what="no agent is live in fix--typo, so nothing was typed",
-            mend="retry its stage to start a fresh agent, then tell it",
+            what="no agent is live in fix--typo, so nothing was typed: fix--typo stopped short "
+            "at code (never-began)",
+            mend='flume retry fix--typo --words "..."',
         ),
     )
 
@@ -366,6 +367,17 @@ def test_tidy_asked_again_of_a_kept_place_asks_for_its_facts_with_the_callers_fo
     assert kept.tidy == TidyNotWanted()
     asked = step(S, kept, TidyAsked(at=Instant(8), force=True))
     assert asked.actions == (GatherTidyFacts(path=WORKTREE, branch=BRANCH, base=MAIN, force=True),)
+
+
+def test_what_tidy_kept_shows_on_the_place_s_row_with_why() -> None:
+    """R10, "flume names it": a dirty worktree kept shows on the place's status with why."""
+    kept = step(S, _dropped_and_gathering(), _facts(dirty=True)).place
+    view = status(kept)
+    assert len(view.kept) == 2
+    assert view.kept[0].startswith(f"{WORKTREE}: holds uncommitted changes")
+    assert view.kept[1] == f"{BRANCH}: checked out in a kept place: kept"
+    clean = step(S, step(S, kept, TidyAsked(at=Instant(8))).place, _facts()).place
+    assert status(clean).kept == pvector()
 
 
 def test_tidy_takes_no_facts_about_another_worktree_on_its_branch() -> None:

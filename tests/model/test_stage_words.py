@@ -186,8 +186,9 @@ def told_text(decision: Decision) -> str:
             StopAsked(at=Instant(6)),
             Problem(
                 "stop",
-                "no agent of fix--typo is running",
-                "stop is for a running stage; use drop to abandon the work",
+                "no agent of fix--typo is running: fix--typo was dropped; flume tidy removes its "
+                "place",
+                "nothing waits on you now: flume status fix--typo shows where it stands",
             ),
         ),
         (
@@ -195,8 +196,8 @@ def told_text(decision: Decision) -> str:
             ProceedAsked(at=Instant(6)),
             Problem(
                 "proceed",
-                "stage code of fix--typo does not wait on your word",
-                "proceed releases a stage that waits on the caller (see flume status)",
+                "stage code of fix--typo does not wait on your word: fix--typo works on code",
+                "nothing waits on you now: flume status fix--typo shows where it stands",
             ),
         ),
         (
@@ -204,8 +205,9 @@ def told_text(decision: Decision) -> str:
             RetryAsked(at=Instant(6)),
             Problem(
                 "retry",
-                "stage code of fix--typo has not stopped short; nothing to retry",
-                "retry a stage that stopped short",
+                "stage code of fix--typo has not stopped short; nothing to retry: fix--typo "
+                "works on code",
+                "nothing waits on you now: flume status fix--typo shows where it stands",
             ),
         ),
         (

@@ -26,7 +26,17 @@ from flume.core.ids import (
     Sha,
     StageName,
 )
-from flume.core.kinds import Commit, Kind, Landing, Orchestrate, Parallel, Sequence, Step, steps
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Kind,
+    Landing,
+    Orchestrate,
+    Parallel,
+    Sequence,
+    Step,
+    steps,
+)
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
@@ -41,6 +51,7 @@ from flume.core.observations import (
     NeedsSaid,
     NotifySaid,
     Observation,
+    PassAsked,
     ProceedAsked,
     ProgressSaid,
     ResolveAsked,
@@ -169,6 +180,7 @@ COMMANDS: tuple[Command, ...] = (
     NeedsSaid(at=Instant(9.0), words="a key", session=_SESSION),
     TidyAsked(at=Instant(9.0), force=False),
     ApproveAsked(at=Instant(9.0)),
+    PassAsked(at=Instant(9.0), why="the verdict is wrong: the tests pass"),
     ResumeAsked(at=Instant(9.0)),
     BudgetRaised(at=Instant(9.0), turns=5),
     ResolveAsked(at=Instant(9.0)),
@@ -246,7 +258,8 @@ def _willing(phase: StagePhase, command: Command | None = None) -> Place:
     """A place whose every other check lets any command through: only its phase can refuse.
 
     Active, made and ready, in its landing stage, nothing submitted, its agent live and waiting;
-    its steps may report progress and ask (WF-EDGES); for an answer, its agent asked ``q1``.
+    its steps may report progress and ask (WF-EDGES); for an answer, its agent asked ``q1``;
+    its turns budget set (a raise of a budget the kind sets none of is refused).
     """
     launched_place = step(SETTINGS, None, _FIX).place
     kind = launched_place.kind
@@ -282,6 +295,7 @@ def _willing(phase: StagePhase, command: Command | None = None) -> Place:
         stage=stage,
         agent=agent,
         now=_AT,
+        budgets=Budgets(turns=100),
         questions=pvector(
             [
                 Question(

@@ -41,6 +41,7 @@ from flume.core.observations import (
     BudgetRaised,
     GateRead,
     Launched,
+    PassAsked,
     ResumeAsked,
     RetryAsked,
     Tick,
@@ -59,6 +60,7 @@ from flume.core.status import status
 from flume.core.step import pending, step
 from flume.core.workflow.tree import Pass, Position, advance, first, key
 from flume.core.workflow.versions import compare
+from tests.model.refusals import check_refusals
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -176,6 +178,7 @@ class WorkflowMachine(RuleBasedStateMachine):
         self.writers: dict[StageName, tuple[str, int]] = {}
         self.done_passes: set[int] = set()
         self.raised_under: list[int] = []
+        self.passed_under: list[tuple[int, str]] = []
         self.checked = 0
 
     @rule(result=st.sampled_from(["done", "revise", "revise"]))
@@ -256,6 +259,17 @@ class WorkflowMachine(RuleBasedStateMachine):
     def person_approves(self) -> None:
         """A person approves (refused unless an approval waits)."""
         self.world.feed(ApproveAsked(at=self.world.instant()))
+
+    @rule(why=st.sampled_from(["the verdict is wrong: the tests pass", "  read it myself  "]))
+    def person_passes(self, why: str) -> None:
+        """A person passes the step's gate (refused unless a gate is blocked)."""
+        index = len(self.world.steps)
+        journaled = len(self.world.journal)
+        refused = self.world.feed(PassAsked(at=self.world.instant(), why=why))
+        if refused is None:
+            self.passed_under.append((index, why))
+        else:
+            assert len(self.world.journal) == journaled
 
     @rule()
     def person_resumes(self) -> None:
@@ -442,6 +456,44 @@ class WorkflowMachine(RuleBasedStateMachine):
             assert resumed
             if isinstance(after, Paused):
                 assert after.cause is PauseCause.BUDGET
+
+    @invariant()
+    def a_person_passes_only_a_blocked_gate(self) -> None:
+        """WF-PERSON-PASSES: a pass is taken only where a gate stayed blocked, with its words.
+
+        The run stood paused gate-blocked; the step passed (a gate-passed event naming a person
+        and their words), it ended, and the place keeps the pass: key, attempt, words.
+        """
+        for index, why in self.passed_under:
+            before, _seen, decision = self.world.steps[index]
+            assert before is not None
+            assert isinstance(before.stage.phase, Paused)
+            assert before.stage.phase.cause is PauseCause.GATE_BLOCKED
+            words = " ".join(why.split())
+            passed = [
+                action
+                for action in decision.actions
+                if isinstance(action, Report) and action.event is Event.GATE_PASSED
+            ]
+            assert len(passed) == 1
+            assert "passed by a person" in passed[0].text
+            assert passed[0].text.endswith(words)
+            kept = decision.place.passes[-1]
+            assert (kept.key, kept.attempt, kept.why) == (
+                before.stage.key,
+                before.stage.attempt,
+                words,
+            )
+            assert before.stage.key in decision.place.completed
+
+    @invariant()
+    def every_refusal_names_what_applies(self) -> None:
+        """REFUSAL-NAMES-WAY: a person's command refused names a way out the run accepts there.
+
+        Approve, resume, pass, raise, retry, proceed, stop, tell and resolve, each given to the
+        run as it stands: where refused, the command the refusal names is accepted in that state.
+        """
+        check_refusals(S, self.world.place)
 
     @invariant()
     def nudged_once_then_paused(self) -> None:

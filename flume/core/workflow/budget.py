@@ -108,3 +108,20 @@ def budget_words(budgets: Budgets, spent: Spent, now: Instant) -> str:
     if budgets.tokens is not None and spent.unreported:
         parts.append(f"{spent.unreported} turns reported no usage (tokens not counted)")
     return ", ".join(parts)
+
+
+def caps(
+    budgets: Budgets, spent: Spent, attempt_turns: int, now: Instant
+) -> list[tuple[str, int, int]]:
+    """Each budget the run sets: its name (as ``flume raise`` names it), what was spent, its cap.
+
+    ``attempt_turns``: the turns the current attempt's agent ended (``turns_per_attempt``).
+    """
+    every = (
+        ("turns", budgets.turns, spent.turns),
+        ("tokens", budgets.tokens, spent.tokens),
+        ("wall_minutes", budgets.wall_minutes, int(active_minutes(spent, now))),
+        ("retries", budgets.retries, spent.retries),
+        ("turns_per_attempt", budgets.turns_per_attempt, attempt_turns),
+    )
+    return [(name, used, limit) for name, limit, used in every if limit is not None]

@@ -19,8 +19,13 @@ the artifact, or runs the tests, and reports what it found (``GateRead``); the r
   run pauses instead of telling the agent again, and no start or send is decided (the start's
   check is :func:`flume.core.stage.start_when_free`'s).
 - An approval gate pauses the run for ``flume approve`` once the turn ends; approved, the step
-  passes. ``flume resume`` queues a paused stage again, ``flume raise`` raises the budgets in
-  place and resumes a run paused on a budget it no longer exceeds (WF-BUDGET-RAISE-RESUMES).
+  passes. WF-PERSON-PASSES: a gate that stayed blocked (the run paused ``gate-blocked``) passes
+  on a person's word too (``flume pass``), journaled with their reasons: the step ends as a
+  passed gate does, and the run goes on. A pass is no verdict: a loop it passes the until step
+  of goes on to its next step, as on ``revise``. ``flume resume`` queues a paused stage
+  again, ``flume raise`` raises the budgets in place and resumes a run paused on a budget it no
+  longer exceeds (WF-BUDGET-RAISE-RESUMES); a raise the kind sets no budget for, or one that
+  leaves the budget spent as it was, is refused, naming the budget spent (REFUSAL-NAMES-WAY).
 - WF-DELIVERABLE-AT-TURN-END: in a workflow, a step gated on one of the five deliverables (a
   commit, a report, ...) is judged at its turn's end too, never left working: the stage stands
   ``Judging`` while the evidence its observers report comes in (a commit is seen on the branch's
@@ -41,6 +46,7 @@ import attrs
 
 from flume.core import stage, tell
 from flume.core.actions import Action, Event, JudgeGate, Report
+from flume.core.applies import refuse
 from flume.core.errors import refused
 from flume.core.ids import Instant, SessionId
 from flume.core.kinds import (
@@ -60,6 +66,7 @@ from flume.core.observations import (
     ApproveAsked,
     BudgetRaised,
     GateRead,
+    PassAsked,
     ResumeAsked,
     TurnEnded,
     Usage,
@@ -74,6 +81,7 @@ from flume.core.place import (
     Outcome,
     PauseCause,
     Paused,
+    PersonPass,
     Place,
     Queued,
     Submission,
@@ -563,26 +571,27 @@ def _failed(place: Place, phase: Judging, reason: str) -> Outcome:
     return place, (report,)
 
 
+#: What each of a person's words on a pause answers, as a refusal names it.
+_WANTED = {
+    ApproveAsked: ("approve", "an approval"),
+    ResumeAsked: ("resume", "flume resume"),
+    BudgetRaised: ("raise", "a raise of its budgets"),
+    PassAsked: ("pass", "a person's pass: no gate of it is blocked"),
+}
+
+
 def _refuse_unless(
-    place: Place, command: type[ApproveAsked | ResumeAsked | BudgetRaised]
+    place: Place, command: type[ApproveAsked | ResumeAsked | BudgetRaised | PassAsked]
 ) -> Paused:
-    """The pause ``command`` resolves; refused (exit 1, nothing journaled) when none waits on it."""
+    """The pause ``command`` resolves; refused (exit 1, nothing journaled) when none waits on it.
+
+    REFUSAL-NAMES-WAY: the refusal names what the place waits on and the command that applies.
+    """
     phase = place.stage.phase
-    word = {ApproveAsked: "approve", ResumeAsked: "resume", BudgetRaised: "raise"}[command]
-    if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
-        raise refused(
-            word,
-            f"{place.launch.place} is not paused: nothing waits on {word}",
-            "see flume status for what the place waits on",
-        )
-    if not accepts(phase, command):
-        raise refused(
-            word,
-            f"{place.launch.place} is paused for {phase.cause.value}, "
-            f"which {word} does not resolve",
-            resolve_command(place, phase),
-        )
-    return phase
+    verb, wanted = _WANTED[command]
+    if place.life is Life.ACTIVE and isinstance(phase, Paused) and accepts(phase, command):
+        return phase
+    raise refuse(place, verb, wanted)
 
 
 def _resume(place: Place, paused: Paused, words: str) -> Outcome:
@@ -644,11 +653,71 @@ def on_approve(place: Place, seen: ApproveAsked) -> Outcome:
     return place, (approved,)
 
 
+def on_pass(place: Place, seen: PassAsked) -> Outcome:
+    """WF-PERSON-PASSES: a person passes the gate a run holds blocked; the step ends, passed.
+
+    Their words are kept with the attempt (status shows them) and said in the event; the stage
+    is delivered, and ends as an approved one does. Refused, naming what applies, where no gate
+    is blocked.
+    """
+    paused = _refuse_unless(place, PassAsked)
+    run = place.stage
+    why = " ".join(seen.why.split())
+    passed = PersonPass(key=run.key, attempt=run.attempt, why=why, at=place.now)
+    place = evolve(
+        place,
+        passes=place.passes.append(passed),
+        spent=budget.resumed_at(place.spent, place.now),
+        stage=attrs.evolve(run, phase=Delivered(at=place.now)),
+    )
+    report = Report(
+        event=Event.GATE_PASSED,
+        text=f"the gate of {run.key} (attempt {run.attempt}) passed by a person, blocked as it "
+        f"was ({paused.words.splitlines()[0] if paused.words else 'blocked'}): {why}",
+        stage=run.name,
+    )
+    return place, (report,)
+
+
 def on_resume(place: Place, seen: ResumeAsked) -> Outcome:
     """A person asked the paused run to go on."""
     del seen
     paused = _refuse_unless(place, ResumeAsked)
     return _resume(place, paused, "resumed by a person")
+
+
+def _refuse_needless(place: Place, paused: Paused, seen: BudgetRaised) -> None:
+    """REFUSAL-NAMES-WAY: a raise of a budget the kind sets not, or not of the one spent.
+
+    A raise the pause would come straight back from (the budget spent left as it was) or of a
+    budget the run has none of journals nothing: refused, naming the budget spent and its raise.
+    """
+    given = {
+        "turns": seen.turns,
+        "tokens": seen.tokens,
+        "wall_minutes": seen.wall_minutes,
+        "retries": seen.retries,
+        "turns_per_attempt": seen.turns_per_attempt,
+    }
+    unset = [
+        name
+        for name, amount in given.items()
+        if amount is not None and getattr(place.budgets, name) is None
+    ]
+    spent = paused.spent
+    if not unset and (not spent or given.get(spent) is not None):
+        return
+    name = place.launch.place
+    problem = (
+        f"{name} sets no {' or '.join(unset)} budget to raise"
+        if unset
+        else f"the raise leaves its {spent} budget as it was"
+    )
+    raise refused(
+        "raise",
+        f"{problem}; it is paused at {place.stage.key}: {paused.words.splitlines()[0]}",
+        resolve_command(place, paused),
+    )
 
 
 def on_raise(place: Place, seen: BudgetRaised) -> Outcome:
@@ -657,6 +726,7 @@ def on_raise(place: Place, seen: BudgetRaised) -> Outcome:
     One still spent pauses it again before its agent starts, naming the budget.
     """
     paused = _refuse_unless(place, BudgetRaised)
+    _refuse_needless(place, paused, seen)
     raised = budget.raised(
         place.budgets,
         turns=seen.turns,

@@ -51,6 +51,7 @@ from pyrsistent import pmap, pset, pvector
 
 from flume.core import stage
 from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, Report
+from flume.core.applies import refuse
 from flume.core.choices import AgentName
 from flume.core.errors import refused
 from flume.core.ids import Instant, PlaceName, WorkName
@@ -548,11 +549,9 @@ def _refuse_resolve(place: Place, command: type[ResolveAsked | RetryAsked], word
     """The pause a resolve or a lane's retry lets go on; refused when there is none."""
     phase = place.stage.phase
     if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
-        raise refused(
-            word,
-            f"{place.launch.place} is not paused: no merge or lane waits on {word}",
-            "see flume status for what the place waits on",
-        )
+        # REFUSAL-NAMES-WAY: what the place waits on instead, and the command that applies.
+        wanted = "a resolve: no merge conflict" if word == "resolve" else "a lane's retry"
+        raise refuse(place, word, wanted)
     if not accepts(phase, command):
         raise refused(
             word,

@@ -19,6 +19,7 @@ import attrs
 
 from flume.core import tell
 from flume.core.actions import Event, Report
+from flume.core.applies import answer_command, question_words
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant
 from flume.core.observations import AnswerGiven, AskSaid, ProgressSaid
@@ -220,14 +221,3 @@ def overdue_when_unanswered(settings: Settings, place: Place, now: Instant) -> O
         stage=place.stage.name,
     )
     return place, (report,)
-
-
-def question_words(question: Question) -> str:
-    """A question as status and its event say it: its id, its words, the options it offers."""
-    offered = f" (options: {', '.join(question.options)})" if question.options else ""
-    return f"{question.id}: {question.text}{offered}"
-
-
-def answer_command(place: Place, question: Question) -> str:
-    """The command that answers ``question``."""
-    return f'flume answer {place.launch.place} {question.id} "..."'

@@ -36,6 +36,7 @@ The rules:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -43,6 +44,7 @@ from pyrsistent import pmap, pvector
 
 from flume.core import tell
 from flume.core.actions import Action, Event, LaunchLane, NotifyLane, Report
+from flume.core.applies import question_words
 from flume.core.errors import UsageError, refused
 from flume.core.ids import Instant, PlaceName, SessionId
 from flume.core.kinds import (
@@ -99,13 +101,17 @@ from flume.core.workflow.lanes import (
 from flume.core.workflow.lanes import (
     on_lanes_merged as on_parallel_merged,
 )
-from flume.core.workflow.messages import may, question_words
+from flume.core.workflow.messages import may
 
 #: The most characters a goal or a lead's words may hold.
 MOST_WORDS = 4000
 
 #: The prefix of a child's news id that says it paused or stopped short.
 PAUSED = "paused:"
+#: The id of a child's news that its question was answered (``answered:q1``), and of the
+#: question itself (``q1``, or ``q1#2`` asked again after its answer was lost).
+ANSWERED = "answered:"
+_QUESTION = re.compile(r"q[0-9]+(#[0-9]+)?")
 
 _TERMINAL = frozenset({LaneState.FINISHED, LaneState.ENDED})
 
@@ -505,6 +511,17 @@ def on_child_news(place: Place, seen: ChildNews) -> Outcome:
     # WF-CHILD-PAUSE-SURFACES: a pause shows on the run until the child's next news.
     paused = seen.text if seen.id.startswith(PAUSED) else ""
     noted = attrs.evolve(run, news=run.news.add(seen.id), note=seen.text, paused=paused)
+    if seen.id.startswith(ANSWERED):
+        # WF-CHILD-ASKING-SURFACES: answered (by the lead itself): the run no longer shows it,
+        # and the lead, who gave the answer, is not told of it.
+        noted = attrs.evolve(noted, note=run.note, asking="", asking_since=None)
+        place = evolve(place, lanes=place.lanes.set(seen.lane, noted))
+        report = Report(event=Event.CHILD, text=f"{seen.lane}: {seen.text}", stage=place.stage.name)
+        return place, (report,)
+    if _QUESTION.fullmatch(seen.id):
+        # WF-CHILD-ASKING-SURFACES: the question shows on the run, with since when, until the
+        # child's news says it was answered.
+        noted = attrs.evolve(noted, asking=seen.text, asking_since=seen.at)
     place = evolve(place, lanes=place.lanes.set(seen.lane, noted))
     place = _tell_lead(place, f"- {seen.lane}: {seen.text}", seen.at)
     report = Report(event=Event.CHILD, text=f"{seen.lane}: {seen.text}", stage=place.stage.name)
@@ -519,7 +536,9 @@ def on_child_ended(place: Place, seen: LaneEnded) -> Outcome:
         return place, ()
     state = LaneState.FINISHED if seen.finished else LaneState.ENDED
     how = f"finished at {seen.head}" if seen.finished else "ended unfinished (dropped)"
-    ended = attrs.evolve(run, state=state, head=seen.head, note=how, paused="")
+    ended = attrs.evolve(
+        run, state=state, head=seen.head, note=how, paused="", asking="", asking_since=None
+    )
     # WF-BUDGET-RESERVE: a composed run's slice, counted as spent, is released for its spend.
     spent = attrs.evolve(
         place.spent,
@@ -704,6 +723,14 @@ def news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
         )
         for question in child.questions
         if question.answer is None
+    )
+    news.extend(
+        (
+            f"{ANSWERED}{question.id}" + (f"#{question.lost + 1}" if question.lost else ""),
+            f"{question.id} answered",
+        )
+        for question in child.questions
+        if question.answer is not None
     )
     if child.progress:
         news.append((f"progress:{child.progress[:200]}", f"progress: {child.progress}"))

@@ -43,7 +43,7 @@ from flume.core.observations import (
     TidyAsked,
     WorktreeRemoved,
 )
-from flume.core.place import LaneState, Life, Place, TidyNotWanted
+from flume.core.place import LaneState, Life, Place, TidyNotWanted, evolve
 from flume.core.settings import Settings
 from flume.core.step import replay, step
 from flume.core.tidy import plan
@@ -137,6 +137,17 @@ def dry_run(place: Place, *, force: bool) -> TidyOutcome:
         removed=tuple(removed),
         kept=tuple(kept_list),
     )
+
+
+def if_dropped(place: Place) -> TidyOutcome:
+    """What tidy would remove and keep of ``place`` were it dropped now, nothing changed.
+
+    What ``flume drop`` is to be confirmed with: a branch holding commits its base lacks, or a
+    change's, is kept; a worktree with uncommitted changes too (R10).
+    """
+    if place.life in {Life.DROPPED, Life.TIDIED}:
+        return dry_run(place, force=False)
+    return dry_run(evolve(place, life=Life.DROPPED), force=False)
 
 
 def _in_flight(place: Place) -> TidyOutcome:

@@ -191,7 +191,9 @@ EVENT_MEANINGS: dict[Event, str] = {
     ),
     Event.GATE_PASSED: (
         "the step's gate passed when its agent's turn ended (a verdict's result named), or a "
-        "person approved it (`flume approve`)"
+        "person approved it (`flume approve`), or a person passed it where it stayed blocked "
+        "(`flume pass`: `text` says `passed by a person`, the words the gate was blocked with,"
+        " and the person's own, `WF-PERSON-PASSES`)"
     ),
     Event.GATE_FAILED: (
         "the gate did not pass; the agent is told why, once (`WF-GATE-REPROMPT-ONCE`)"
@@ -246,7 +248,9 @@ EVENT_MEANINGS: dict[Event, str] = {
     ),
     Event.CHILD: (
         "news of a child (started, passed a gate, asked, progress, paused, stopped short, "
-        "going on again) went to its lead, unasked"
+        "going on again) went to its lead, unasked; or its question was answered (`q1 "
+        "answered`), which shows on the run and is not told to the lead who answered it "
+        "(`WF-CHILD-ASKING-SURFACES`)"
     ),
     Event.ASKED: (
         "a child of an orchestrate block asked a question; it goes to its lead, which answers"

@@ -425,6 +425,30 @@ def lacks(
     return int(ran.out.strip()) if ran.ok else None
 
 
+def log(
+    repository: Path, branch: BranchName, base: BranchName, *, most: int = 200
+) -> list[tuple[Sha, str]] | None:
+    """The commits of ``branch`` its ``base`` lacks, newest first: each sha and its subject.
+
+    At most ``most``; None when git cannot say (a branch gone).
+    """
+    ran = run(
+        repository,
+        "log",
+        f"--max-count={most}",
+        "--format=%H%x1f%s",
+        f"refs/heads/{base}..refs/heads/{branch}",
+        "--",
+    )
+    if not ran.ok:
+        return None
+    found: list[tuple[Sha, str]] = []
+    for line in ran.out.splitlines():
+        sha, _, subject = line.partition("\x1f")
+        found.append((Sha(sha), subject))
+    return found
+
+
 @attrs.frozen(kw_only=True)
 class WorktreeChanges:
     """What ``git status`` says of a worktree."""
