@@ -569,24 +569,28 @@ def test_approve_at_a_gate_blocked_pause_is_refused_naming_resume() -> None:
     assert "flume resume wf--x" in str(refused)
 
 
-def test_a_parallel_lane_s_question_shows_paused_question_with_its_answer_command() -> None:
-    """WF-ASK-PAUSES-WITHOUT-LEAD: a parallel's lane (not a led child) asks its caller."""
-    lanes = Parallel(
-        name=BlockName("slices"), branches=pvector([_step("a", Commit(), may=("ask",))])
-    )
-    fleet = Fleet(settings=S, kind=_kind(lanes))
+def _waiting(kind: Kind) -> Fleet:
+    """A fleet that launched ``kind`` and did all it asked, each live agent said to wait."""
+    fleet = Fleet(settings=S, kind=kind)
     fleet.launch()
     for _ in range(6):
         for name in sorted(fleet.homes):
             while fleet.homes[name].queue:
                 fleet.perform_next(name)
         for agent in [a for a in fleet.agents.values() if a.live]:
-            fleet.feed(
-                agent.home,
-                AgentStateSeen(
-                    at=fleet.instant(), session=agent.session, activity=Activity.WAITING
-                ),
+            seen = AgentStateSeen(
+                at=fleet.instant(), session=agent.session, activity=Activity.WAITING
             )
+            fleet.feed(agent.home, seen)
+    return fleet
+
+
+def test_a_parallel_lane_s_question_shows_paused_question_with_its_answer_command() -> None:
+    """WF-ASK-PAUSES-WITHOUT-LEAD: a parallel's lane (not a led child) asks its caller."""
+    lanes = Parallel(
+        name=BlockName("slices"), branches=pvector([_step("a", Commit(), may=("ask",))])
+    )
+    fleet = _waiting(_kind(lanes))
     lane = PlaceName("wf--x+a")
     (agent,) = fleet.live_agents(lane)
     assert (
@@ -613,17 +617,7 @@ def test_a_child_s_question_its_lead_leaves_unanswered_falls_to_the_caller() -> 
         lead=_step("lead", Verdict()),
         branches=pvector([_step("c1", Commit(), may=("ask",))]),
     )
-    fleet = Fleet(settings=S, kind=_kind(block))
-    fleet.launch()
-    for _ in range(6):
-        for name in sorted(fleet.homes):
-            while fleet.homes[name].queue:
-                fleet.perform_next(name)
-        for agent in [a for a in fleet.agents.values() if a.live]:
-            seen = AgentStateSeen(
-                at=fleet.instant(), session=agent.session, activity=Activity.WAITING
-            )
-            fleet.feed(agent.home, seen)
+    fleet = _waiting(_kind(block))
     child = PlaceName("wf--x+c1")
     (agent,) = fleet.live_agents(child)
     asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
