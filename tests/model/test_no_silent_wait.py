@@ -82,6 +82,14 @@ from tests.model.fleet import Agent, Fleet
 from tests.strategies import runnable_workflows
 
 S = Settings()
+#: The option of ``flume raise`` that raises each budget, as a person types it.
+RAISE_OPTIONS = {
+    "turns": "--turns",
+    "tokens": "--tokens",
+    "wall_minutes": "--wall",
+    "retries": "--retries",
+    "turns_per_attempt": "--turns-per-attempt",
+}
 #: Far enough ahead that every deadline the core holds has come (stall twice over included).
 FAR = 10 * S.stall_seconds
 #: A place's life once nothing more happens in it.
@@ -698,13 +706,14 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
             built: dict[str, Observation | None] = {
                 "approve": ApproveAsked(at=at),
                 "resume": ResumeAsked(at=at),
+                # The budget the command names, alone (a kind's unset budget is refused).
                 "raise": BudgetRaised(
                     at=at,
-                    turns=more,
-                    tokens=more,
-                    wall_minutes=more,
-                    retries=more,
-                    turns_per_attempt=more,
+                    **{
+                        field: more
+                        for field, option in RAISE_OPTIONS.items()
+                        if re.search(rf"{option} \+N", rest)
+                    },
                 ),
                 "resolve": ResolveAsked(at=at, agent=True)
                 if "--agent" in rest
