@@ -97,11 +97,13 @@ __all__ = [
     "check_launch",
     "commits_of",
     "compose",
+    "daemon_install",
     "daemon_log",
     "daemon_run",
     "daemon_start",
     "daemon_status",
     "daemon_stop",
+    "daemon_unit",
     "decoded",
     "drop",
     "events",
@@ -142,6 +144,7 @@ __all__ = [
     "stop",
     "submit",
     "supervised",
+    "supervisor_running",
     "survey",
     "tell",
     "tidy",
@@ -708,22 +711,46 @@ def resume(place: str, *, repository: str | Path | None = None) -> str:
     return went_on(before, decision.place, "resumed") + _budgets_said(decision.place)
 
 
-def resolve(place: str, *, agent: bool, repository: str | Path | None = None) -> str:
-    """Let a run paused on a merge conflict go on: merged by hand, or by an agent (``agent``).
+def resolve(
+    place: str, *, agent: bool = False, without: str = "", repository: str | Path | None = None
+) -> str:
+    """Let a run paused on its lanes' merge, or on a lane that ended unfinished, go on.
 
-    What ``flume resolve --by-hand`` (``agent`` false) or ``--agent`` does. By hand: the person
-    merged the conflicting lane in the run's worktree and committed, and the merge goes on (a
-    lane merged already is passed over). By an agent: the parallel's merge step starts with a
-    fresh agent in the run's worktree, told to merge the lanes in order and commit; once it
-    has, the merge goes on. Refused (exit status 1, nothing journaled) when the place is not
-    paused on a merge conflict.
+    What ``flume resolve --by-hand`` (``agent`` false, no ``without``), ``--agent`` or
+    ``--without LANE`` does. By hand: the person merged the lane the merge stopped at in the
+    run's worktree and committed, and the merge goes on (a lane merged already is passed over);
+    refused unless no merge is under way there and the run's head holds that lane and those
+    before it, history and changes (what this finds in the worktree goes with the command, for
+    the rules to judge). By an agent: the parallel's merge step starts with a fresh agent in
+    the run's worktree, told to merge the lanes in order and commit; once it has, the merge
+    goes on. Without: the run goes on without a lane that ended unfinished, a person's
+    decision. Refused (exit status 1, nothing journaled) when nothing of the kind waits.
     """
+    from pyrsistent import pmap
+
     from flume.core.observations import ResolveAsked
+    from flume.core.settings import Settings
+    from flume.shell.commands import verbs
+    from flume.shell.store import places
+    from flume.shell.supervisor import client
 
     _a_persons_word("resolve")
-    decision = _give(place, repository, ResolveAsked(at=_now(), agent=agent))
+    settings = Settings()
+    where = Path(repository) if repository is not None else None
+    found = places.find(place, where, settings)
+    seen = ResolveAsked(at=_now(), agent=agent, without=without)
+    if not agent and not without and found.place is not None:
+        under_way, missing = verbs.merge_facts(found.place)
+        seen = ResolveAsked(at=seen.at, under_way=under_way, missing=pmap(missing))
+    decision = verbs.give(found, seen, settings)
+    client.ensure()
     name = _name(decision.place)
     stage = decision.place.stage
+    if without:
+        return (
+            f"{name}: goes on without lane {without} (your decision); the lanes of parallel "
+            f"{stage.key} that finished are merged"
+        )
     if agent:
         return (
             f"{name}: an agent merges the lanes of parallel {stage.key} (attempt "
@@ -1359,6 +1386,31 @@ def daemon_start() -> Answered | None:
     from flume.shell.supervisor import client
 
     return client.ensure(wait=client.START_SECONDS)
+
+
+def daemon_unit() -> str:
+    """The systemd user unit :func:`daemon_install` writes, for this interpreter (``--print``)."""
+    from flume.shell.supervisor import unit
+
+    return unit.this_unit()
+
+
+def daemon_install() -> Path:
+    """Write a systemd user unit that keeps the supervisor running, and enable it: its path.
+
+    ``Restart=on-failure``: a supervisor killed is started again at once. Raises
+    :class:`UsageError` (exit status 1, nothing written) where systemd does not run.
+    """
+    from flume.shell.supervisor import unit
+
+    return unit.install()
+
+
+def supervisor_running() -> bool:
+    """The host's supervisor runs (it holds the host's lock): the places are followed."""
+    from flume.shell.supervisor import client
+
+    return client.holder() is not None
 
 
 def daemon_log() -> Path:

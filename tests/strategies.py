@@ -44,6 +44,7 @@ from flume.core.kinds import (
     Loop,
     Merge,
     OnMax,
+    Orchestrate,
     Parallel,
     PassingTests,
     ReportFile,
@@ -53,6 +54,7 @@ from flume.core.kinds import (
     TasksTicked,
     Verdict,
     has_sandbox,
+    is_workflow,
     steps,
 )
 from flume.core.launch import AgentName, AgentSettings, Launch, place_branch, place_path
@@ -212,6 +214,116 @@ def workflow_kinds(draw: st.DrawFn) -> Kind:
         finalize=finalize,
         fenced=has_sandbox(body),
     )
+
+
+#: The gates a runnable workflow's steps are drawn with: every gate a step may have but the
+#: landing and OpenSpec's, which need a lander or a change (their machines are their own).
+RUN_GATES: tuple[Gate, ...] = (
+    Commit(),
+    Verdict(),
+    Artifact(path="out.md"),
+    PassingTests(),
+    Approval(),
+    ReportFile(path="report.md"),
+)
+
+
+@st.composite
+def runnable_workflows(draw: st.DrawFn) -> Kind:
+    """A workflow the engine runs as drawn: it passes the kind's checks.
+
+    A sequence of one to three blocks: steps of any gate (one may ask and report progress),
+    loops of a verdict step and maybe another, parallels of one to three lanes (joined all or
+    first, merged, picked or not, capped or not), an orchestrate block (a lead that may spawn
+    from a template, static children, a cap); budgets none or tiny; a finalize or not.
+    """
+    names = iter(range(10**6))
+
+    def step(gates: tuple[Gate, ...] = RUN_GATES, *, may: bool = True) -> Step:
+        number = next(names)
+        edges = draw(st.sampled_from([(), ("ask",), ("progress", "ask")])) if may else ()
+        return Step(
+            name=StageName(f"s{number}"),
+            prompt="Do $brief; write $verdict.",
+            deliverable=draw(st.sampled_from(gates)),
+            may=pset(edges),
+        )
+
+    def loop() -> Loop:
+        number = next(names)
+        until = step((Verdict(),), may=False)
+        body = [until, *([step()] if draw(st.booleans()) else [])]
+        return Loop(
+            name=BlockName(f"l{number}"),
+            body=Sequence(blocks=pvector(body)),
+            until=until.name,
+            max=draw(st.integers(min_value=1, max_value=3)),
+            on_max=draw(st.sampled_from(OnMax)),
+        )
+
+    def parallel() -> Parallel:
+        number = next(names)
+        join = draw(st.sampled_from(Join))
+        merge = draw(st.sampled_from([Merge.PICK, Merge.NONE] if join is Join.FIRST else Merge))
+        lanes = draw(st.integers(min_value=1, max_value=3))
+        return Parallel(
+            name=BlockName(f"p{number}"),
+            branches=pvector(
+                step((Commit(), Verdict(), Artifact(path="out.md"))) for _ in range(lanes)
+            ),
+            join=join,
+            merge=merge,
+            cap=draw(st.none() | st.integers(min_value=1, max_value=2)),
+        )
+
+    def orchestrate() -> Orchestrate:
+        number = next(names)
+        spawns = draw(st.booleans())
+        lead = Step(
+            name=StageName(f"s{next(names)}"),
+            prompt="Lead $brief; write $verdict.",
+            deliverable=Verdict(),
+            may=pset(["spawn"] if spawns else []),
+        )
+        static = draw(st.integers(min_value=0 if spawns else 1, max_value=2))
+        return Orchestrate(
+            name=BlockName(f"o{number}"),
+            lead=lead,
+            template=step((Commit(),)) if spawns else None,
+            max=draw(st.integers(min_value=1, max_value=2)) if spawns else 0,
+            branches=pvector(step((Commit(), Verdict())) for _ in range(static)),
+            merge=draw(st.sampled_from(Merge)),
+            cap=draw(st.none() | st.just(1)),
+        )
+
+    makers = {"step": step, "loop": loop, "parallel": parallel, "orchestrate": orchestrate}
+    shapes = draw(st.lists(st.sampled_from(sorted(makers)), min_size=1, max_size=3))
+    body = [makers[shape]() for shape in shapes]
+    budgets = draw(
+        st.just(Budgets())
+        | st.builds(
+            Budgets,
+            turns=st.none() | st.integers(min_value=1, max_value=6),
+            tokens=st.none() | st.integers(min_value=5, max_value=60),
+            retries=st.none() | st.integers(min_value=1, max_value=2),
+            turns_per_attempt=st.none() | st.integers(min_value=1, max_value=3),
+        )
+    )
+    finalize = draw(
+        st.none()
+        | st.just(Finalize(push="origin"))
+        | st.just(Finalize(push="origin", pr=pvector(["gh", "pr", "create", "--head", "{branch}"])))
+    )
+    kind = Kind(
+        name=KindName("wf"),
+        prefix="wf",
+        body=Sequence(blocks=pvector(body)),
+        budgets=budgets,
+        finalize=finalize,
+    )
+    # Plain steps gated on the five deliverables, with no budget or finalize, are a kind of
+    # stages (seed 000), which keeps its agents' time its own: made a workflow by a budget.
+    return kind if is_workflow(kind) else attrs.evolve(kind, budgets=Budgets(turns=6))
 
 
 kinds: st.SearchStrategy[Kind] = st.one_of(
@@ -448,7 +560,16 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         turns=st.none() | st.integers(min_value=1, max_value=10),
         tokens=st.none() | st.integers(min_value=1, max_value=10**6),
     ),
-    obs.ResolveAsked: st.builds(obs.ResolveAsked, at=instants, agent=st.booleans()),
+    obs.ResolveAsked: st.builds(
+        obs.ResolveAsked,
+        at=instants,
+        agent=st.booleans(),
+        without=st.sampled_from(["", "slice-a", "coder-1"]),
+        under_way=st.booleans(),
+        missing=st.sampled_from(
+            [pmap(), pmap({"slice-a": "its head is not in the run's history"})]
+        ),
+    ),
     obs.LaneEnded: st.builds(
         obs.LaneEnded,
         at=instants,
@@ -521,6 +642,15 @@ FACTS: dict[type[Any], st.SearchStrategy[Any]] = {
         at=instants,
         lane=st.sampled_from(["slice-a", "slice-b"]),
         files=st.lists(texts, max_size=2).map(pvector),
+    ),
+    obs.MergeRefused: st.builds(
+        obs.MergeRefused,
+        at=instants,
+        lane=st.sampled_from(["slice-a", "coder-1", "nowhere"]),
+        reason=st.just("error: Unable to write index."),
+        lock=st.sampled_from(["", "/src/app/.git/worktrees/x/index.lock"]),
+        missing=st.booleans(),
+        under_way=st.booleans(),
     ),
     obs.GateRead: st.builds(
         obs.GateRead,

@@ -88,3 +88,28 @@ def test_the_words_checked_before_the_brief_is_read() -> None:
     with pytest.raises(UsageError, match="no kind named"):
         LaunchAsked(repository="/r", name="x", brief="b").checked()
     assert LaunchAsked(repository="/r", name="x", brief="b", kind_file="k.toml").checked()
+
+
+def test_a_file_the_caller_names_in_the_agent_s_arguments_is_the_caller_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--script`` and ``--kind-file`` in the agent's arguments resolve in the caller's folder.
+
+    The fault (issue 25, 2.8): a relative ``--script`` was read inside the place's worktree, where
+    no such file is, and the test agent died at once. Other arguments are left as given.
+    """
+    monkeypatch.chdir(tmp_path)
+    asked = WHOLE.evolve(
+        agent_args=(
+            "--script", "story.json", "--kind-file=k/kind.toml", "--script=/abs/s.json",
+            "--effort", "high", "--script",
+        )
+    )  # fmt: skip
+    assert asked.agent_args == (
+        "--script", str(tmp_path / "story.json"), f"--kind-file={tmp_path / 'k/kind.toml'}",
+        "--script=/abs/s.json", "--effort", "high", "--script",
+    )  # fmt: skip
+    words = asked.words()
+    assert words is not None
+    monkeypatch.chdir("/")
+    assert LaunchAsked.from_words(words) == asked

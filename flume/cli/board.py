@@ -117,12 +117,20 @@ def board(  # noqa: PLR0913 (what to show, and the room it has)
     height: int | None = None,
     which: views.Which = views.Which.FOLDED,
     now: float | None = None,
+    supervised: bool = True,
 ) -> RenderableType:
-    """The board of the rows: :func:`drawn` of each place's plain data with its ages."""
+    """The board of the rows: :func:`drawn` of each place's plain data with its ages.
+
+    Not ``supervised`` (no supervisor runs), a place in flight is said not to be followed, with
+    the command that starts it (as ``flume status`` says).
+    """
     if not found:
         return Group(Text(heading), Text("no places: launch one with flume launch"))
     every = [plain(row) for row in found]
-    return drawn(every, heading=heading, width=width, height=height, which=which, now=now)
+    board = drawn(every, heading=heading, width=width, height=height, which=which, now=now)
+    if supervised:
+        return board
+    return Group(board, *_unsupervised(found, width))
 
 
 def drawn(  # noqa: PLR0913 (what to show, and the room it has)
@@ -181,6 +189,13 @@ def drawn(  # noqa: PLR0913 (what to show, and the room it has)
         notes = [*notes[: max(0, left - 1)], f"... {cut} more lines: flume status shows them all"]
     lines.extend(Text(line) for line in notes)
     return Group(*lines)
+
+
+def _unsupervised(found: list[Row], width: int | None) -> list[Text]:
+    """The lines saying no supervisor follows the places in flight (issue 25, 2.6)."""
+    lives = [{"life": row.view.life.value} for row in found]
+    said = statusview.supervisor_lines(lives, running=False, width=width)
+    return [Text(line, style="bold red") for line in said]
 
 
 def _table(layout: statusview.Layout, shown: list[views.View]) -> list[Text]:
@@ -288,6 +303,7 @@ def watch(  # noqa: PLR0913 (what to follow, where to draw, how often, and when 
             height=console.height,
             which=which,
             now=now,
+            supervised=supervised,
         )
         return found, drawn
 
@@ -333,6 +349,7 @@ def once(
         height=height,
         which=which,
         now=now,
+        supervised=supervised,
     )
     console.print(drawn)
 

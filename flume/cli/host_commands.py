@@ -159,6 +159,30 @@ def daemon_start() -> None:
     typer.echo(f"supervisor: running, pid {reply.pid}")
 
 
+@daemon.command("install", cls=Command)
+def daemon_install(
+    *,
+    show: Annotated[
+        bool, typer.Option("--print", help="Print the unit; write and enable nothing.")
+    ] = False,
+) -> None:
+    """Have systemd keep the supervisor running, restarted when it fails.
+
+    Writes ~/.config/systemd/user/flume.service (Restart=on-failure) and enables and starts it
+    with systemctl --user. Refused, exit 1, where systemd does not run; --print shows the unit.
+    """
+    from flume import api
+
+    if show:
+        typer.echo(api.daemon_unit(), nl=False)
+        return
+    try:
+        path = api.daemon_install()
+    except UsageError as error:
+        fail(error)
+    typer.echo(f"supervisor: systemd keeps it running ({path}, Restart=on-failure)")
+
+
 @daemon.command("stop", cls=Command)
 def daemon_stop() -> None:
     """Stop the supervisor once its actions finish.

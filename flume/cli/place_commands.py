@@ -92,6 +92,7 @@ def status(  # noqa: PLR0913 (each option narrows the list or says how to show i
     ]
     if place is not None and not shown:
         fail(api.no_such_place(place, [Path(each) for each in found.repositories]))
+    running = api.supervisor_running()
     if as_json:
         document = {
             "format": found.format,
@@ -99,14 +100,16 @@ def status(  # noqa: PLR0913 (each option narrows the list or says how to show i
             "unreadable": [
                 {"journal": each.journal, "problem": each.problem} for each in found.unreadable
             ],
+            "supervisor": statusview.supervisor_json(running=running),
         }
         typer.echo(statusview.status_json(document))
         return
     unreadable = [(each.journal, each.problem) for each in found.unreadable]
-    table = statusview.status_table(
-        shown, unreadable, width=_terminal_width(), now=time.time(), which=which
-    )
+    width = _terminal_width()
+    table = statusview.status_table(shown, unreadable, width=width, now=time.time(), which=which)
     for line in table:
+        typer.echo(line)
+    for line in statusview.supervisor_lines(shown, running=running, width=width):
         typer.echo(line)
 
 
@@ -594,39 +597,51 @@ def resolve(
         bool,
         typer.Option(
             "--by-hand",
-            help="You merged the lane that conflicted in the run's worktree and committed.",
+            help="You merged the lane the merge stopped at, in the run's worktree, and committed.",
         ),
     ] = False,
     agent: Annotated[
         bool,
         typer.Option("--agent", help="A fresh agent merges the lanes in the run's worktree."),
     ] = False,
+    without: Annotated[
+        str,
+        typer.Option(
+            "--without",
+            metavar="LANE",
+            help="Go on without this lane, which ended unfinished (your decision).",
+        ),
+    ] = "",
     repository: Annotated[Path | None, typer.Option(metavar="PATH", help=REPOSITORY_HELP)] = None,
 ) -> None:
-    """Let a run paused on a merge conflict of its lanes go on.
+    """Let a run paused on its lanes' merge, or a lane, go on.
 
-    Give one of --by-hand and --agent. The merge of a parallel's lanes into the run's branch
-    conflicted. --by-hand: you merged it and committed, and flume merges the rest of the lanes
-    in order. --agent: an agent merges them and commits first. flume status names the files
-    that conflicted.
+    Give one of --by-hand, --agent and --without. The merge of a parallel's lanes into the
+    run's branch conflicted (or git refused it): --by-hand, you merged it and committed, and
+    flume merges the rest of the lanes in order (refused, naming the lane, when the run's head
+    does not hold it or a merge is left under way); --agent, an agent merges them and commits
+    first. A lane ended unfinished: --without LANE goes on without it. flume status names the
+    files that conflicted, and the lane.
     """
     from flume import api
 
-    if by_hand == agent:
-        given = (
-            "both --by-hand and --agent are given"
-            if by_hand
-            else "neither --by-hand nor --agent is given"
-        )
+    given = [
+        word
+        for word, on in (("--by-hand", by_hand), ("--agent", agent), ("--without", bool(without)))
+        if on
+    ]
+    if len(given) != 1:
+        said = f"{' and '.join(given)} are given" if given else "none of them is given"
         fail(
             UsageError.one(
                 "resolve",
-                given,
-                "give one: --by-hand (you merged it and committed) or --agent (an agent merges it)",
+                said,
+                "give one: --by-hand (you merged it and committed), --agent (an agent merges "
+                "it) or --without LANE (go on without a lane that ended unfinished)",
             ),
         )
     try:
-        typer.echo(api.resolve(place, agent=agent, repository=repository))
+        typer.echo(api.resolve(place, agent=agent, without=without, repository=repository))
     except UsageError as error:
         fail(error)
 

@@ -212,19 +212,22 @@ def trace_json(rows: list[TraceRow | Restarted], *, scenario: str | None = None)
     yield json.dumps({"format": FORMAT, "row": "summary", **named, **summary}, ensure_ascii=False)
 
 
-def status_json(views: list[PlaceStatus], unreadable: list[tuple[str, str]]) -> str:
+def status_json(
+    views: list[PlaceStatus], unreadable: list[tuple[str, str]], *, running: bool = False
+) -> str:
     """``flume status --json``: format 2, documented in docs/status.md."""
-    return statusview.status_json(status_document(views, unreadable))
+    return statusview.status_json(status_document(views, unreadable, running=running))
 
 
 def status_document(
-    views: Iterable[PlaceStatus], unreadable: Iterable[tuple[str, str]]
+    views: Iterable[PlaceStatus], unreadable: Iterable[tuple[str, str]], *, running: bool = False
 ) -> dict[str, Any]:
-    """What ``flume status --json`` prints, as plain data."""
+    """What ``flume status --json`` prints, as plain data; ``running``: the supervisor runs."""
     return {
         "format": STATUS_FORMAT,
         "places": [codec().unstructure(view) for view in views],
         "unreadable": [{"journal": journal, "problem": problem} for journal, problem in unreadable],
+        "supervisor": statusview.supervisor_json(running=running),
     }
 
 

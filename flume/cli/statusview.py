@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,6 +42,42 @@ View = Mapping[str, Any]
 def status_json(document: Mapping[str, Any]) -> str:
     """``flume status --json``: format 2, its fields in :data:`STATUS_FIELDS`."""
     return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+#: What a person runs when the supervisor is not running (issue 25, 2.6).
+SUPERVISOR_MEND = (
+    "flume daemon start (flume daemon install has systemd keep it running, where systemd runs)"
+)
+
+
+def supervisor_json(*, running: bool) -> dict[str, Any]:
+    """``flume status --json``'s ``supervisor``: whether it runs, and the command if it does not.
+
+    Not running, no place is followed: what an agent does is unknown, and no timer, tell,
+    landing or tidy moves until it runs again.
+    """
+    return {
+        "running": running,
+        "follows_places": running,
+        "mend": None if running else SUPERVISOR_MEND,
+    }
+
+
+def supervisor_lines(
+    views: Sequence[View], *, running: bool, width: int | None = None
+) -> list[str]:
+    """The lines under the table when the supervisor is not running and a place is in flight.
+
+    A place landed, dropped or tidied needs no supervisor: with none in flight, nothing is said.
+    Wrapped at ``width`` columns, as the table is fitted.
+    """
+    if running or not any(view["life"] in {"making", "active"} for view in views):
+        return []
+    said = (
+        "supervisor: not running: no place is followed (its agent's state is unknown, and no "
+        f"timer, tell or landing moves) until it runs: {SUPERVISOR_MEND}"
+    )
+    return textwrap.wrap(said, width=width or len(said), subsequent_indent="  ")
 
 
 #: ``status --json``'s fields of a place, each row the fields and their meaning (Markdown).
@@ -158,8 +195,9 @@ STATUS_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
             "or any kind of stages without budgets has none of them, so a reader of format 1 reads "
             "those unchanged): `key` the attempt's place in the tree when it is not the stage's "
             "name (`review-loop@2/review`); `paused` the cause of a pause (`approval`, `gate-"
-            "blocked`, `budget`, `loop-max`, `stalled`, `merge-conflict`, `lane-dropped`, "
-            "`finalize-failed`; `phase` is then `paused`; or `question`, an agent's question "
+            "blocked`, `budget`, `loop-max`, `stalled`, `merge-conflict`, `merge-failed`, "
+            "`lane-dropped`, `finalize-failed`; `phase` is then `paused`; or `question`, an "
+            "agent's question "
             "waiting for `flume answer`, its agent live and `phase` its own; or `child-paused`, an "
             "orchestrate run whose child is paused or stopped short, named in `paused_words`, its "
             "lead live); `asking` an orchestrate child's open question, which its lead answers, "

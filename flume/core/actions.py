@@ -210,6 +210,8 @@ class Event(enum.Enum):
     ASKED = "asked"  #: a child's question went to its lead, who answers it
     JOINED = "joined"  #: every child of an orchestrate block is terminal; the lead is told
     COMPOSED = "composed"  #: a lead composed a child run (``flume compose``), its slice reserved
+    #: a finished place's branch was deleted by a person; the text names the command restoring it
+    BRANCH_GONE = "branch-gone"
 
 
 @attrs.frozen(kw_only=True)
@@ -324,14 +326,16 @@ class MergeLanes:
     """Merge each lane's branch, in this order, into the run's ``branch`` in its worktree ``path``.
 
     No agent lives in the worktree meanwhile. A lane already merged is passed over (after a
-    restart, or merged by hand); the first that conflicts is undone (``git merge --abort``)
-    and reported with the files it conflicted in, and the rest wait.
+    restart, or merged by hand) once the run's tree holds its changes (those since ``starts``,
+    the commit each lane was cut from); the first that conflicts is undone (``git merge
+    --abort``) and reported with the files it conflicted in, and the rest wait.
     """
 
     path: str
     branch: BranchName
     lanes: PVector[str]
     branches: PVector[BranchName]
+    starts: PVector[Sha | None] = attrs.field(factory=pvector)
     #: The head each lane ended at, as its run was told (``LaneEnded``).
     heads: PVector[Sha | None] = attrs.field(factory=pvector)
     #: The lanes are fleet places (WF-SPREAD): their branches are fetched from the fleet's

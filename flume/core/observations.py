@@ -12,8 +12,8 @@ from __future__ import annotations
 import enum
 
 import attrs
-from pyrsistent import pvector
-from pyrsistent.typing import PVector
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
 
 from flume.core.actions import ActionName
 from flume.core.choices import AgentName
@@ -403,10 +403,20 @@ class ResumeAsked:
 
 @attrs.frozen(kw_only=True)
 class ResolveAsked:
-    """A person resolved a merge conflict: ``agent``, an agent merges it; else they did, by hand."""
+    """A person resolved a paused merge: ``agent``, an agent merges it; else they did, by hand.
+
+    By hand, the shell says what it found in the run's worktree when asked, for the rules to
+    judge: ``under_way``, a merge is under way there (``MERGE_HEAD``, no commit concluded it);
+    ``missing``, each lane the run's head does not hold, with why (its head is not in the
+    run's history, or a file it changed is as it was at the block's entry). ``without``: go on
+    without that lane, which ended unfinished (a person's decision, ``--without``).
+    """
 
     at: Instant
     agent: bool = False
+    without: str = ""
+    under_way: bool = False
+    missing: PMap[str, str] = attrs.field(factory=pmap)
 
 
 @attrs.frozen(kw_only=True)
@@ -485,6 +495,23 @@ class MergeConflicted:
     at: Instant
     lane: str
     files: PVector[str] = attrs.field(factory=pvector)
+
+
+@attrs.frozen(kw_only=True)
+class MergeRefused:
+    """git refused to merge ``lane``, for a reason that is not a conflict: none of it merged.
+
+    ``reason``: git's words (or the shell's); ``lock``: a lock file in the way (a git killed
+    mid-command leaves one), when that was why; ``missing``: the lane's branch does not exist;
+    ``under_way``: git left a merge under way in the worktree that the shell could not clear.
+    """
+
+    at: Instant
+    lane: str
+    reason: str
+    lock: str = ""
+    missing: bool = False
+    under_way: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -789,6 +816,7 @@ Fact = (
     | LaneEnded
     | LanesMerged
     | MergeConflicted
+    | MergeRefused
     | Pushed
     | PROpened
     | ChildNews
@@ -841,6 +869,7 @@ OBSERVATION_TYPES: tuple[type[Observation], ...] = (
     LaneEnded,
     LanesMerged,
     MergeConflicted,
+    MergeRefused,
     Pushed,
     PROpened,
     ProgressSaid,

@@ -45,6 +45,7 @@ from flume.core.kinds import (
     Step,
     TasksTicked,
     Verdict,
+    is_workflow,
     orchestrates,
     stage_named,
     steps,
@@ -111,7 +112,10 @@ class PauseCause(enum.Enum):
     LOOP_MAX = "loop-max"  #: a loop with ``on_max = "pause"`` ran its last pass
     STALLED = "stalled"  #: the agent said nothing mid-turn, nudged once, and still nothing
     MERGE_CONFLICT = "merge-conflict"  #: merging a lane conflicted; ``flume resolve`` goes on
-    LANE_DROPPED = "lane-dropped"  #: a lane a join needs ended unfinished; only drop remains
+    #: git refused a lane's merge for no conflict (a lock, a branch gone); mend it, then resume
+    MERGE_FAILED = "merge-failed"
+    #: a lane a join needs ended unfinished: launch it again, or go on without it
+    LANE_DROPPED = "lane-dropped"
     FINALIZE_FAILED = "finalize-failed"  #: the push or the PR command failed; mend, then resume
 
 
@@ -192,6 +196,9 @@ class Paused:
     finish: bool = False
     #: The budget spent, by name (``turns``), for a pause on a budget.
     spent: str = ""
+    #: The lane a pause is about: whose merge conflicted or was refused, or which ended
+    #: unfinished.
+    lane: str = ""
     #: A landing held for a person (LAND-HELD-FOR-A-PERSON): the head approving lets land.
     landing: Sha | None = None
 
@@ -393,7 +400,10 @@ PAUSE_ACCEPTS: Mapping[PauseCause, frozenset[type[Command]]] = {
     PauseCause.STALLED: frozenset({ResumeAsked, RetryAsked}),
     # Resolved by hand, the merge goes on; by an agent, a merge step is queued first.
     PauseCause.MERGE_CONFLICT: frozenset({ResolveAsked}),
-    PauseCause.LANE_DROPPED: frozenset(),
+    # Mended (the lock gone, the branch restored), resumed: flume merges again; or by hand.
+    PauseCause.MERGE_FAILED: frozenset({ResumeAsked, ResolveAsked}),
+    # The lane launched again (retry, naming it), or the run goes on without it (resolve).
+    PauseCause.LANE_DROPPED: frozenset({RetryAsked, ResolveAsked}),
     # Resumed once the remote or the PR command is mended: only what is not done runs again.
     PauseCause.FINALIZE_FAILED: frozenset({ResumeAsked}),
 }
@@ -441,6 +451,8 @@ class StageRun:
     #: A parallel block's stage whose merge conflicted runs an agent to merge it (``flume
     #: resolve --agent``): its step is the merge step (:func:`current_step`).
     resolving: bool = False
+    #: How many times the step was tried again because its agent exited (WF-RETRY-EXITED).
+    retried: int = 0
 
     @property
     def key(self) -> str:
@@ -493,6 +505,9 @@ class Attempt:
     started_at: Instant
     #: The agent's transcript, once the shell found it (``TranscriptFound``); None before.
     transcript: str | None = None
+    #: A line of it was read (a ``TranscriptEntry`` of its session): the agent wrote it. A
+    #: transcript named and never read was never written, not removed since.
+    read: bool = False
 
 
 class LaneState(enum.Enum):
@@ -537,6 +552,11 @@ class LaneRun:
     reserved_tokens: int = 0
     #: A composed run cut from the run's base, not its head.
     from_base: bool = False
+    #: Which launch of the lane this is: a lane launched again (``flume retry --step``) is a
+    #: place of its own, ``+<lane>.<tries>``.
+    tries: int = 1
+    #: A person let the run go on without it, once it ended unfinished (``--without``).
+    let_go: bool = False
     #: Its block spreads its lanes over the fleet (WF-SPREAD): it is a fleet place, on
     #: whichever host took it, and the run hears of it only through the fleet.
     spread: bool = False
@@ -571,6 +591,8 @@ class Question:
     tell: int | None = None
     #: How many times its answer was sent and never reached the asker (it is open again).
     lost: int = 0
+    #: A child's question its lead left unanswered a stall window: the caller may answer it.
+    overdue: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -747,6 +769,9 @@ class Place:
     finalize_failures: int = 0
     #: Every agent started, in order, with where its transcript is (TRANSCRIPT-KEPT).
     attempts: PVector[Attempt] = attrs.field(factory=pvector)
+    #: The head a finished place's branch had when a person deleted it (WF-NO-LOST-COMMIT: the
+    #: command that restores it is named); None: its branch stands, or tidy deleted it.
+    vanished: Sha | None = None
     #: The gates a person passed (``flume pass``), in order.
     passes: PVector[PersonPass] = attrs.field(factory=pvector)
     #: What tidy kept of the place, and why (R10: "flume names it"), as its last look found it.
@@ -812,6 +837,7 @@ class PlaceChanges(TypedDict, total=False):
     pr_url: str
     finalize_failures: int
     attempts: PVector[Attempt]
+    vanished: Sha | None
     passes: PVector[PersonPass]
     kept: PVector[str]
 
@@ -890,6 +916,7 @@ def merge_action(place: Place) -> MergeLanes:
         branch=place.branch,
         lanes=pvector(run.lane for run in runs),
         branches=pvector(run.branch for run in runs),
+        starts=pvector(place.start if run.from_base else place.entry for run in runs),
         heads=pvector(run.head for run in runs),
         spread=any(run.spread for run in runs),
     )
@@ -1000,8 +1027,11 @@ _RAISE_OPTIONS = {
 }
 
 
-def resolve_command(place: Place, paused: Paused) -> str:
-    """The command that lets a run paused so go on (a budget's: the option that raises it)."""
+def resolve_command(place: Place, paused: Paused) -> str:  # noqa: PLR0911 (one arm per cause)
+    """WF-PAUSE-HAS-A-WAY-OUT: the command that lets a run paused so go on.
+
+    A budget's names the option that raises it; a lane's names the lane.
+    """
     name = place.launch.place
     cause = paused.cause
     match cause:
@@ -1017,12 +1047,35 @@ def resolve_command(place: Place, paused: Paused) -> str:
                 f"flume resolve {name} --by-hand (merge it yourself in {place.path} and commit) "
                 f"or flume resolve {name} --agent"
             )
+        case PauseCause.MERGE_FAILED:
+            return (
+                f"flume resume {name} (once it is mended: flume merges the lanes again) or "
+                f"flume resolve {name} --by-hand (merge them yourself in {place.path} and commit)"
+            )
         case PauseCause.LANE_DROPPED:
-            return f"flume drop {name}"
+            lane = paused.lane or "LANE"
+            return (
+                f"flume retry {name} --step {lane} (a fresh lane from the block's entry) or "
+                f"flume resolve {name} --without {lane} (go on without it)"
+            )
         case PauseCause.FINALIZE_FAILED:
             return f"flume resume {name} (once the remote or the pull request command is mended)"
         case _:
             assert_never(cause)
+
+
+def restore_command(place: Place, head: str) -> str:
+    """WF-NO-LOST-COMMIT: the exact command that puts the place's branch back at ``head``."""
+    return f"git -C {place.launch.repository} update-ref refs/heads/{place.branch} {head}"
+
+
+def in_workflow(place: Place) -> bool:
+    """The place runs a workflow's rules: its kind is a workflow, or it is a workflow's lane.
+
+    A lane (a parallel's branch, an orchestrate's child) may run one plain step, yet it is a
+    block of its run's workflow: its gates are judged at its turn's end and its stalls named.
+    """
+    return place.launch.parent is not None or is_workflow(place.kind)
 
 
 def is_live(place: Place) -> bool:

@@ -68,7 +68,8 @@ RULES: dict[str, str] = {
     ),
     "WF-EDGES": "No message along an edge its step does not declare (may).",
     "WF-ASK-ONE-ANSWERER": (
-        "A question has one answerer, the nearest lead above the asker, else the caller; once."
+        "A question has one answerer, the nearest lead above the asker, else the caller; once. "
+        "One its lead leaves unanswered a stall window falls to the caller too."
     ),
     "WF-ASK-PAUSES-WITHOUT-LEAD": (
         "A question with no lead above pauses the run, named, for the caller's answer."
@@ -122,7 +123,33 @@ RULES: dict[str, str] = {
         "An agent silent mid-turn is nudged once; silent as long again, the run pauses, stalled."
     ),
     "WF-NO-SILENT-WAIT": (
-        "Every state has a pending action, an agent's move, a named pause, or is finished."
+        "Every run and lane not terminal waits on something whose deadline the core holds (a "
+        "timer the shell delivers: quiet, confirm, stall, tests, hand-over), on an action in "
+        "flight, or on a person, named."
+    ),
+    "WF-PAUSE-HAS-A-WAY-OUT": (
+        "A pause names its cause and a command, and that command is accepted by the core and "
+        "leads out of the pause; no pause's only way out is refused."
+    ),
+    "WF-NO-LOST-COMMIT": (
+        "Every commit seen on a place's branch stays reachable from a kept branch or the base, "
+        "unless a person deleted it, and flume named the command that restores it."
+    ),
+    "WF-FINISHED-HOLDS-ITS-WORK": (
+        "A run holds every lane and child it merged: each one's head an ancestor of its head, "
+        "each one's changes in its tree."
+    ),
+    "WF-DELIVERABLE-AT-TURN-END": (
+        "In a workflow, a step gated on one of the five deliverables is judged at its turn's end "
+        "on the evidence seen: told once, then paused gate-blocked; never left working."
+    ),
+    "WF-RETRY-EXITED": (
+        "In a workflow, an attempt whose agent exited before its gate was met is tried again "
+        "with a fresh agent while the step's retries last (2 by default), then stops short."
+    ),
+    "WF-DELIVERED-PASSES": (
+        "A deliverable an attempt made passes its gate whenever it is seen, before or after a "
+        "pause: the step is never redone for it."
     ),
     "WF-CAP": (
         "At most cap of a parallel's lanes run at once; the rest wait, launched in declared "

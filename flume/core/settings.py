@@ -20,6 +20,9 @@ OUTPUT_SLACK_SECONDS = 0.5
 #: PRINTED-CONFIRM-WAITS: how long a printed agent's send waits to be found in its transcript, an
 #: hour for a person to run the printed command, unless the repository declares its own.
 PRINT_CONFIRM_SECONDS = 3600.0
+#: WF-RETRY-EXITED: the seed's "retry attempts per step (default 2)": an attempt whose agent
+#: exited is tried again this many times a step, unless the run's ``retries`` budget says.
+RETRIES = 2
 #: NAME-FROM-BRIEF: how many names a launch named from its brief tries (the made name, then
 #: ``<name>-2``, ``<name>-3``, ...) while each is taken, before it asks for a name.
 NAME_TRIES = 50

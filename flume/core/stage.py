@@ -91,6 +91,7 @@ from flume.core.place import (
     Delivered,
     Delivering,
     Finalizing,
+    JoinStage,
     Judging,
     Life,
     Merging,
@@ -111,14 +112,17 @@ from flume.core.place import (
     evolve,
     finalize_action,
     has_deliverable,
+    in_workflow,
     is_live,
     is_quiet,
+    leading,
     merge_action,
     resolve_command,
+    restore_command,
     want_tidy,
     with_activity,
 )
-from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, Settings
+from flume.core.settings import LAND_RETRY_MOST_SECONDS, LAND_RETRY_SECONDS, RETRIES, Settings
 from flume.core.workflow import budget, tree
 from flume.core.workflow.budget import Spent
 from flume.core.workflow.tree import Position
@@ -370,7 +374,13 @@ def on_pane_output(place: Place, seen: PaneOutput) -> Outcome:
 
 
 def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
-    """The agent is gone; a stage still working toward its deliverable stops short."""
+    """The agent is gone; a stage still working toward its deliverable stops short.
+
+    WF-RETRY-EXITED: in a workflow, an attempt whose agent exited on its own (not ended by
+    flume or a person) before its gate was met is tried again with a fresh agent while the
+    step's retries last ("retry attempts per step (default 2)"), the cause named; then it stops
+    short. A kind of stages keeps the seed's stop short at once.
+    """
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
@@ -378,11 +388,41 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     if agent.ending or not isinstance(place.stage.phase, _RUNNING) or place.life is not Life.ACTIVE:
         return place, dropped
     status = "" if seen.status is None else f" (exit status {seen.status})"
+    shown = seen.last_words.rstrip()
+    run = place.stage
+    most = place.budgets.retries if place.budgets.retries is not None else RETRIES
+    fresh = not (isinstance(run.phase, Judging) or place.worktree_gone or place.branch_gone)
+    if in_workflow(place) and fresh and run.retried < most:
+        said = f"the agent of {run.key} (attempt {run.attempt}) exited{status}"
+        if shown.strip():
+            said = f"{said}; its pane showed last:\n{shown}"
+        return _retry_exited(place, said, most, dropped)
     words = f"the agent exited{status} before the stage's deliverable existed; retry the stage"
-    if seen.last_words.strip():
-        words = f"{words}. Its pane showed last:\n{seen.last_words.rstrip()}"
+    if in_workflow(place) and run.retried:
+        words = f"{words} (it was tried again {run.retried} times already)"
+    if shown.strip():
+        words = f"{words}. Its pane showed last:\n{shown}"
     place, short = _short(place, ShortCause.AGENT_EXITED, words)
     return place, (*dropped, *short)
+
+
+def _retry_exited(place: Place, said: str, most: int, before: tuple[Action, ...]) -> Outcome:
+    """WF-RETRY-EXITED: the step starts again with a fresh agent, the exit named in its prompt."""
+    run = place.stage
+    again = attrs.evolve(
+        _new_stage(place, current_step(place), place.now, attempt=run.attempt + 1, words=said),
+        phase=Queued(),
+        retried=run.retried + 1,
+        resolving=run.resolving,
+    )
+    place = evolve(place, stage=again)
+    report = Report(
+        event=Event.RETRIED,
+        text=f"{said}; tried again with a fresh agent (attempt {again.attempt}, retry "
+        f"{again.retried} of {most})",
+        stage=again.name,
+    )
+    return place, (*before, report)
 
 
 def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
@@ -392,7 +432,7 @@ def on_branch_head(place: Place, seen: BranchHead) -> Outcome:
     place = evolve(place, head=seen.sha)
     if not place.branch_gone:
         return place, ()
-    place = evolve(place, branch_gone=False)
+    place = evolve(place, branch_gone=False, vanished=None)
     phase = place.stage.phase
     if (
         place.life is not Life.ACTIVE
@@ -432,25 +472,45 @@ def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
     The agent's next commit would make the branch anew with none of its history; the way out
     names the commit flume last saw it at, to restore it from.
     """
-    if (
-        seen.branch != place.branch
-        or place.branch_gone
-        or place.worktree_gone
-        or not _in_flight(place)
+    if seen.branch != place.branch or place.branch_gone:
+        return place, ()
+    if place.head is not None and (
+        (place.life is Life.FINISHED and place.landed_at is None)
+        or (place.worktree_gone and _in_flight(place))
     ):
+        return _finished_branch_gone(place)
+    if place.worktree_gone:
+        return place, ()
+    if not _in_flight(place):
         return place, ()
     place = evolve(place, branch_gone=True, life=Life.ACTIVE)
     # A made place always has a head (its worktree was seen made at one).
     head = place.head or "<its last commit>"
-    restore = (
-        f"restore it with git -C {place.launch.repository} update-ref "
-        f"refs/heads/{place.branch} {head}"
-    )
+    restore = f"restore it with {restore_command(place, head)}"
     words = (
         f"its branch {place.branch} was deleted: {restore}, then flume retry {_name(place)}; "
         f"or flume drop {_name(place)}, then flume tidy"
     )
     return _stop_lost(place, ShortCause.BRANCH_GONE, words)
+
+
+def _finished_branch_gone(place: Place) -> Outcome:
+    """WF-NO-LOST-COMMIT: a finished place's branch deleted is named at once, with its restore.
+
+    A lane that finished waits for its run to merge it: its branch holds its work. Deleted by
+    a person, it is named when it happens (not only when the merge fails), with the exact
+    command that restores it at the head it finished at. So is the branch of a place whose
+    worktree was lost already (stopped short, it waits for a drop).
+    """
+    head = place.head
+    assert head is not None  # noqa: S101 (asked only with a head)
+    place = evolve(place, branch_gone=True, vanished=head)
+    when = "after it finished" if place.life is Life.FINISHED else "after its worktree"
+    words = (
+        f"its branch {place.branch} was deleted {when}, its work with it: restore it with "
+        f"{restore_command(place, head)}"
+    )
+    return place, (Report(event=Event.BRANCH_GONE, text=words, stage=place.stage.name),)
 
 
 def _stop_lost(place: Place, cause: ShortCause, words: str) -> Outcome:
@@ -853,17 +913,17 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         place, ended = _end_agent(place, words)
         place, short = _short(place, ShortCause.FAILED, words)
         return place, (report, *ended, *short)
-    if (
-        seen.action is ActionName.MERGE_LANES
-        and place.life is Life.ACTIVE
-        and isinstance(place.stage.phase, Merging)
-        and not place.stage.resolving
-    ):
+    merging = (isinstance(place.stage.phase, Merging) and not place.stage.resolving) or (
+        leading(place) is not None and place.join is JoinStage.MERGING
+    )
+    if seen.action is ActionName.MERGE_LANES and place.life is Life.ACTIVE and merging:
         # WF-NO-SILENT-WAIT: a merge git would not even start (a file in the way, the worktree
-        # gone) waits on a person, named, as a conflict does; resolve merges again.
+        # gone) waits on a person, named as what it is, never as a conflict; resumed once
+        # mended, flume merges again.
         paused = Paused(
-            cause=PauseCause.MERGE_CONFLICT,
+            cause=PauseCause.MERGE_FAILED,
             words=f"merging the lanes into {place.branch} failed: {seen.output}".rstrip(),
+            again=True,
         )
         place, pausing = pause_stage(place, paused)
         return place, (report, *pausing)
@@ -1045,9 +1105,13 @@ def pause_stage(place: Place, paused: Paused) -> Outcome:
 
 
 def _startable(place: Place) -> bool:
-    """The stage is queued for an agent: a step's, or a parallel's merge step, to resolve."""
+    """The stage is queued for an agent: a step's, or a parallel's merge step, to resolve.
+
+    A merge step's agent is asked by ``flume resolve --agent`` (merging), or again by a resume
+    once one did not merge (queued).
+    """
     if place.stage.resolving:
-        return isinstance(place.stage.phase, Merging)
+        return isinstance(place.stage.phase, Merging | Queued)
     return isinstance(place.stage.phase, Queued) and place.stage.name not in parallels(
         place.kind.body
     )

@@ -41,7 +41,7 @@ from flume.core.kinds import (
     lane_names,
 )
 from flume.core.launch import followed_by
-from flume.core.observations import Activity
+from flume.core.observations import Activity, AnswerGiven
 from flume.core.place import (
     AwaitingInput,
     AwaitingWord,
@@ -61,11 +61,13 @@ from flume.core.place import (
     Starting,
     Submission,
     Working,
+    accepts,
     current_step,
     has_deliverable,
     lanes_in_order,
     open_question,
     resolve_command,
+    restore_command,
 )
 from flume.core.transcripts import current_transcript, found
 from flume.core.workflow.budget import budget_words, caps
@@ -412,32 +414,52 @@ def _with_transcripts(view: PlaceStatus, place: Place) -> PlaceStatus:
     )
 
 
-def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:  # noqa: C901 (one field a line)
-    """The fields only a workflow's place carries: none for a kind of Steps with no budgets."""
+def _waits_on(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """What the place waits on a person for, named with the command that lets it go on.
+
+    WF-PAUSE-HAS-A-WAY-OUT: a pause; a finished place's branch a person deleted (with the
+    command that restores it, WF-NO-LOST-COMMIT); a question the caller answers (its asker
+    running, an answer taken); a child's, by the lead; a child paused, on its run.
+    """
     phase = place.stage.phase
-    if place.stage.key != place.stage.name:
-        view = attrs.evolve(view, key=place.stage.key)
     asked = open_question(place)
+    if asked is not None and (asked.answer is not None or not accepts(phase, AnswerGiven)):
+        # Stopped short (or paused) since: an answer would be refused, the stage's own state
+        # is what waits on the caller.
+        asked = None
+    if place.vanished is not None and place.life is Life.FINISHED:
+        return attrs.evolve(
+            view,
+            paused="branch-gone",
+            paused_words=f"its branch {place.branch} was deleted after it finished",
+            resolve=restore_command(place, place.vanished),
+        )
     if isinstance(phase, Paused):
-        view = attrs.evolve(
+        return attrs.evolve(
             view,
             paused=phase.cause.value,
             paused_words=phase.words,
             resolve=resolve_command(place, phase),
         )
-    elif asked is not None and asked.answer is None and place.launch.led:
+    if asked is not None and place.launch.led and not asked.overdue:
         # WF-ASK-ONE-ANSWERER: the lead of its run answers it.
-        view = attrs.evolve(view, asking=question_words(asked))
-    elif asked is not None and asked.answer is None:
+        return attrs.evolve(view, asking=question_words(asked))
+    if asked is not None:
         # WF-ASK-PAUSES-WITHOUT-LEAD: the run waits on the caller's answer, its asker live.
-        view = attrs.evolve(
+        return attrs.evolve(
             view,
             paused="question",
             paused_words=question_words(asked),
             resolve=answer_command(place, asked),
         )
-    else:
-        view = _child_paused(view, place)
+    return _child_paused(view, place)
+
+
+def _with_workflow(view: PlaceStatus, place: Place) -> PlaceStatus:
+    """The fields only a workflow's place carries: none for a kind of Steps with no budgets."""
+    if place.stage.key != place.stage.name:
+        view = attrs.evolve(view, key=place.stage.key)
+    view = _waits_on(view, place)
     if place.progress:
         view = attrs.evolve(view, progress=place.progress)
     if place.budgets != Budgets():

@@ -56,6 +56,7 @@ from flume.core.observations import (
     LanesMerged,
     Launched,
     MergeConflicted,
+    MergeRefused,
     NeedsSaid,
     Notified,
     NotifySaid,
@@ -115,6 +116,9 @@ FollowUp = Callable[[Settings, Place, Instant], Outcome]
 #:
 #: 1. ``check_deliverable`` first: the evidence just seen (a commit, a landing) moves a Working
 #:    stage to Delivered before anything else looks at the stage.
+#:    ``judge_evidence`` with it: a workflow step judging a deliverable gate at its turn's end
+#:    passes on the evidence just seen (or, its window gone by, is told once or pauses), and a
+#:    paused attempt whose deliverable is seen passes; both before the next stage may start.
 #: 2. ``end_when_quiet`` next, so a stage whose agent is already quiet ends in the step that found
 #:    its deliverable; it queues the next stage, or finishes the place (landed: tidy is wanted).
 #: 3. ``start_when_free`` after the end, so the next stage starts in the same step when no agent
@@ -134,16 +138,19 @@ FollowUp = Callable[[Settings, Place, Instant], Outcome]
 #:    before the next held one (``flush``), since tells go one at a time.
 FOLLOW_UPS: tuple[FollowUp, ...] = (
     stage.check_deliverable,
+    gates.judge_evidence,
     stage.end_when_quiet,
     stage.start_when_free,
     lanes.fan_when_free,
     orchestrate.enter_when_started,
+    orchestrate.launch_when_free,
     orchestrate.join_when_ready,
     stage.land_again,
     tidy.gather_when_free,
     gates.pause_when_spent,
     gates.nudge_when_stalled,
     gates.judge_when_waiting,
+    messages.overdue_when_unanswered,
     delivery.check_deadlines,
     tell.check_deadline,
     tell.flush,
@@ -217,6 +224,9 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case StopAsked():
             return stage.on_stop(place)
         case RetryAsked(words=words, step=named):
+            if lanes.relaunches(place):
+                # WF-JOIN-ALL: the run paused on a lane's unfinished end launches it again.
+                return lanes.on_lane_retry(place, seen)
             stage.at_step(place, named, "retry")
             return stage.on_retry(place, words)
         case DropAsked():
@@ -249,7 +259,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
         case AgentStateSeen():
             return stage.on_agent_state(place, seen)
         case TranscriptEntry():
-            return stage.on_transcript(place, seen)
+            place, actions = stage.on_transcript(place, seen)
+            return transcripts.on_entry(place, seen.session), actions
         case TranscriptUnreadable():
             return _unreadable(place, seen)
         case TranscriptFound():
@@ -301,6 +312,8 @@ def _route(place: Place, seen: Observation) -> Outcome:  # noqa: C901, PLR0911, 
             return orchestrate.on_lanes_merged(place, seen)
         case MergeConflicted():
             return lanes.on_merge_conflicted(place, seen)
+        case MergeRefused():
+            return lanes.on_merge_refused(place, seen)
         case ProgressSaid():
             return messages.on_progress(place, seen)
         case AskSaid():
@@ -398,7 +411,7 @@ def pending(place: Place) -> tuple[Action, ...]:
                 sandbox=current_step(place).sandbox,
             ),
         )
-    if place.life is Life.ACTIVE and isinstance(phase, Judging):
+    if place.life is Life.ACTIVE and isinstance(phase, Judging) and not gates.is_evidence(place):
         found.append(gates.judge_gate(place))
     if place.agent is not None and place.agent.ending:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))

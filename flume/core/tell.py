@@ -86,9 +86,16 @@ def on_told(place: Place, text: str, now: Instant) -> Outcome:
 
 
 def flush(settings: Settings, place: Place, now: Instant) -> Outcome:
-    """TELL-HELD-WHILE-WORKING: send the first held tell once the agent waits, not before."""
+    """TELL-HELD-WHILE-WORKING: send the first held tell once the agent waits, not before.
+
+    WF-BUDGET-PAUSES: a stage whose gate is met ends as it would once a budget is spent, and
+    nothing more is sent to its agent: its held tells (an answer among them) are dropped, named,
+    so that none keeps it from ending (WF-NO-SILENT-WAIT).
+    """
     del settings
     agent = place.agent
+    if place.held and isinstance(place.stage.phase, Delivered) and _over_budget(place, now):
+        return drop_all(place, "a budget is spent, and the stage's gate is met: it ends")
     if (
         not place.held
         or place.sending is not None

@@ -50,6 +50,7 @@ from flume.core.place import (
     TidyNotWanted,
     TidyWanted,
     evolve,
+    restore_command,
 )
 from flume.core.settings import Settings
 
@@ -209,7 +210,7 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
         # performed; only facts that show nothing left to remove make the place tidied.
         # What an earlier look kept is being removed now: the row no longer says it is kept.
         return evolve(place, tidy=TidyWanted(force=gathering.force), kept=pvector()), actions
-    kept = tuple(
+    kept: tuple[Action, ...] = tuple(
         Report(event=Event.KEPT, text=f"{action.path}: {action.reason}")
         if isinstance(action, KeepPlace)
         else Report(event=Event.KEPT, text=f"{action.branch}: {action.reason}")
@@ -218,12 +219,29 @@ def on_facts(place: Place, seen: TidyFactsSeen) -> Outcome:
     )
     # R10, "flume names it": what was kept, and why, shows on the place's row until a later
     # look finds it gone.
-    said = pvector(report.text for report in kept)
+    said = pvector(report.text for report in kept if isinstance(report, Report))
+    kept = (*kept, *_branch_lost(place, seen))
     place = evolve(place, tidy=TidyNotWanted(), kept=said)
     if not seen.worktree.exists:
         place, gone = _gone(place)
         return place, (*actions, *kept, *gone)
     return place, (*actions, *kept)
+
+
+def _branch_lost(place: Place, seen: TidyFactsSeen) -> tuple[Action, ...]:
+    """WF-NO-LOST-COMMIT: a branch a person deleted, found gone by tidy, named with its restore.
+
+    Tidy deletes a branch only when its base holds it; one gone that tidy did not delete (nor a
+    landing make needless) may have taken commits nothing else holds: the command that puts it
+    back at the head flume last saw is said, once, as tidy finds it.
+    """
+    if seen.branch.exists or place.branch_gone or place.head is None or place.landed_at:
+        return ()
+    words = (
+        f"{place.branch}: gone when tidied, deleted by hand; if its commits are nowhere else, "
+        f"restore it with {restore_command(place, place.head)}"
+    )
+    return (Report(event=Event.BRANCH_GONE, text=words),)
 
 
 def _gone(place: Place) -> Outcome:

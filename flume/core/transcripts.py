@@ -75,6 +75,23 @@ def on_transcript_found(place: Place, seen: TranscriptFound) -> Outcome:
     return place, ()
 
 
+def on_entry(place: Place, session: SessionId) -> Place:
+    """TRANSCRIPT-KEPT: the attempt of the session wrote its transcript: a line of it was read.
+
+    ``flume transcript`` then says a file gone was removed since; one never read was never
+    written (its agent died before writing it).
+    """
+    for index in range(len(place.attempts) - 1, -1, -1):
+        attempt = place.attempts[index]
+        if attempt.session == session:
+            if attempt.read:
+                return place
+            return evolve(
+                place, attempts=place.attempts.set(index, attrs.evolve(attempt, read=True))
+            )
+    return place
+
+
 def wants_transcript(place: Place, session: SessionId) -> bool:
     """The session is an attempt of the place's whose transcript is not known yet.
 

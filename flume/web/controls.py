@@ -268,7 +268,9 @@ def perform(verb: str, name: str, repository: Path, form: Mapping[str, str]) -> 
         "tell": lambda: api.tell(name, words, step=step, **where),
         "retry": lambda: api.retry(name, words=given.get("words", ""), step=step, **where),
         "pass": lambda: api.pass_gate(name, given.get("why", ""), step=step, **where),
-        "resolve": lambda: api.resolve(name, agent=given.get("how") == "by an agent", **where),
+        "resolve": lambda: api.resolve(
+            name, agent=given.get("how") == "by an agent", repository=repository
+        ),
         "answer": lambda: api.answer(
             name, given.get("question", ""), words.strip() or given.get("choice", ""), **where
         ),

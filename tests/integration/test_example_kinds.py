@@ -14,7 +14,7 @@ import pytest
 
 from flume.core.kinds import Merge, check_kind, lane_names, parallels
 from flume.shell.declared import kinds
-from tests.integration.places_kit import flume, repository, world_of
+from tests.integration.places_kit import flume, repository, run_git, world_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kinds"
 FILES = sorted(EXAMPLES.glob("*.toml"))
@@ -31,6 +31,8 @@ def test_an_example_kind_reads_checks_and_plans(path: Path, tmp_path: Path) -> N
     kind = kinds.load_kind_file(path)
     check_kind(kind)
     repo = repository(tmp_path / "repo", files={".flume.toml": '[tests]\ncommand = ["true"]\n'})
+    # The remote a finalize pushes to: a plan checks it is there, as the launch does.
+    run_git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
     before = world_of(repo)
     argv = ("launch", "--plan", "--repository", str(repo), "--kind-file", str(path), "--name", "x")
     text = flume(*argv)

@@ -27,6 +27,7 @@ from flume.core.observations import (
     LanesMerged,
     Launched,
     MergeConflicted,
+    MergeRefused,
 )
 from flume.core.place import Fanned, LaneState, Life, PauseCause, Paused, Working
 from flume.core.settings import Settings
@@ -299,19 +300,74 @@ def test_a_merge_a_kill_cut_short_after_its_commit_is_passed_over_and_the_next_m
     assert run_git(repo, "status", "--porcelain") == ""
 
 
-def test_a_merge_git_refuses_is_a_failure_with_its_words_and_changes_nothing(host: Path) -> None:
-    """An untracked file b would overwrite: git will not start; no merge is left under way."""
+def test_a_merge_git_refuses_is_named_as_such_with_its_words_and_changes_nothing(
+    host: Path,
+) -> None:
+    """An untracked file b would overwrite: refused (no conflict); nothing left, nothing changed.
+
+    git will not start the merge: no merge is left under way.
+    """
     repo = _lanes_repository(host)
     _commit_on(repo, "lane-b", "b.md", "b\n")
     (repo / "b.md").write_text("mine\n", encoding="utf-8")
     head = Sha(run_git(repo, "rev-parse", "HEAD").strip())
     (failed,) = lanes.merge(_merge(repo), repo, Instant(1))
-    assert isinstance(failed, ActionFailed)
-    assert failed.output.startswith("git merge of lane b (lane-b) refused: ")
-    assert "b.md" in failed.output
+    assert isinstance(failed, MergeRefused)
+    assert failed.lane == "b"
+    assert failed.reason.startswith("git merge of lane b (lane-b) refused: ")
+    assert "b.md" in failed.reason
+    assert (failed.lock, failed.missing, failed.under_way) == ("", False, False)
     assert run_git(repo, "rev-parse", "HEAD").strip() == head
     assert not git.merging(repo)
     assert (repo / "b.md").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_stale_lock_is_named_as_a_lock_never_a_conflict_and_leaves_no_merge(
+    host: Path,
+) -> None:
+    """A stale index.lock: the merge is refused naming the lock, its state cleared, nothing written.
+
+    git leaves MERGE_HEAD with nothing unmerged under the lock, and cannot abort it. Once the
+    lock is gone, the merge asked again merges every lane.
+    """
+    repo = _lanes_repository(host)
+    _commit_on(repo, "lane-a", "a.md", "a\n")
+    _commit_on(repo, "lane-b", "b.md", "b\n")
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    head = Sha(run_git(repo, "rev-parse", "HEAD").strip())
+    (refused,) = lanes.merge(_merge(repo), repo, Instant(1))
+    assert isinstance(refused, MergeRefused), refused
+    assert refused.lane == "a"
+    assert refused.lock == str(lock)
+    assert not refused.under_way
+    assert not git.merging(repo)
+    assert run_git(repo, "rev-parse", "HEAD").strip() == head
+    assert not (repo / "a.md").exists()
+    lock.unlink()
+    (merged,) = lanes.merge(_merge(repo), repo, Instant(2))
+    assert isinstance(merged, LanesMerged)
+    assert (repo / "a.md").exists()
+    assert (repo / "b.md").exists()
+
+
+def test_a_lane_merged_without_its_changes_is_not_passed_over(host: Path) -> None:
+    """A lane in the run's history without its changes is named, never passed over as merged.
+
+    WF-FINISHED-HOLDS-ITS-WORK: a merge of lane a concluded keeping none of it (git's "ours",
+    or a commit under a lock); asked to merge, flume names its changes missing, with the
+    commands that restore them.
+    """
+    repo = _lanes_repository(host)
+    start = Sha(run_git(repo, "rev-parse", "HEAD").strip())
+    _commit_on(repo, "lane-a", "a.md", "a\n")
+    run_git(repo, "merge", "-q", "--no-ff", "--no-edit", "-s", "ours", "lane-a")
+    action = attrs.evolve(_merge(repo), starts=pvector([start, start]))
+    (refused,) = lanes.merge(action, repo, Instant(1))
+    assert isinstance(refused, MergeRefused), refused
+    assert refused.lane == "a"
+    assert "its changes to a.md are not in its tree" in refused.reason
+    assert f"git -C {repo} checkout lane-a -- a.md" in refused.reason
 
 
 def test_a_repository_naming_nobody_merges_as_flume(host: Path) -> None:

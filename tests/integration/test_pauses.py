@@ -36,7 +36,7 @@ from flume.core.observations import (
     TurnEnded,
     Usage,
 )
-from flume.core.place import PauseCause, Paused, Place, Working
+from flume.core.place import Judging, PauseCause, Paused, Place, Working
 from flume.core.settings import Settings
 from flume.shell.commands import herdr_plugin
 from flume.shell.perform import launcher
@@ -87,6 +87,11 @@ def _paused(harness: Harness, repo: Path, kind: Kind, turns: int = 1) -> tuple[P
     path = _working(harness, repo, kind)
     for _ in range(turns):
         place = _turn_ends(harness, path)
+    if isinstance(place.stage.phase, Judging):
+        # A deliverable judged at the turn's end waits its evidence window (a commit seen a
+        # moment late still counts: WF-DELIVERED-PASSES); then it is judged, or pauses.
+        harness.pass_time(Settings().quiet_seconds + 1)
+        place = harness.place(path)
     phase = place.stage.phase
     assert isinstance(phase, Paused), phase
     return path, phase

@@ -33,7 +33,7 @@ from flume.core.step import pending, replay
 from flume.shell.commands import herdr_plugin
 from flume.shell.perform import launcher
 from flume.shell.store import journal
-from tests.integration.places_kit import Clock, flume, repository, run_git, world_of
+from tests.integration.places_kit import Clock, commit, flume, repository, run_git, world_of
 
 PLACE = "feature--fan"
 
@@ -88,9 +88,22 @@ def _fanned(repo: Path, join: Join = Join.ALL) -> Path:
 
 
 def _lane_ends(path: Path, lane: str, *, finished: bool = True) -> Place:
-    head = Sha(f"{lane[-1]}" * 40) if finished else None
+    """The lane's place ends: finished, its branch a real one with a commit of its own."""
+    place = _place(path)
+    head = _lane_branch(place, lane) if finished else None
     journal.append(path, LaneEnded(at=Instant(2), lane=lane, finished=finished, head=head))
     return _place(path)
+
+
+def _lane_branch(run: Place, lane: str) -> Sha:
+    """The lane's branch, cut from the run's entry, with a commit adding ``<lane>.txt``."""
+    repo = Path(run.launch.repository)
+    branch = run.lanes[lane].branch
+    where = repo.parent / f"lane-{lane}"
+    run_git(repo, "worktree", "add", "-q", "-b", branch, str(where), str(run.entry))
+    head = commit(where, f"{lane}.txt", f"{lane}\n")
+    run_git(repo, "worktree", "remove", "--force", str(where))
+    return head
 
 
 def _conflicted(repo: Path) -> tuple[Path, Paused]:
@@ -158,10 +171,19 @@ def test_the_lanes_and_merging_phases_are_shown_by_their_words(host: Path) -> No
 # --- resolve ---------------------------------------------------------------------------------
 
 
+def _merged_by_hand(place: Place, *lanes: str, ours: bool = False) -> None:
+    """A person merges ``lanes`` in the run's worktree and commits (``ours``: none of it kept)."""
+    for lane in lanes:
+        how = ("-s", "ours") if ours else ()
+        branch = place.lanes[lane].branch
+        run_git(Path(place.path), "merge", "--no-ff", "-q", "--no-edit", *how, branch)
+
+
 def test_resolve_by_hand_asks_the_merge_again(host: Path, woken: list[str]) -> None:
     """--by-hand: journaled, the run merges again (what was merged by hand is passed over)."""
     repo = repository(host / "repo")
     path, _ = _conflicted(repo)
+    _merged_by_hand(_place(path), "slice-a", "slice-b")
     ran = flume("resolve", PLACE, "--by-hand")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == (
@@ -201,8 +223,8 @@ def test_resolve_by_an_agent_queues_the_merge_step(host: Path, woken: list[str])
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        ((), "resolve: neither --by-hand nor --agent is given; give one: --by-hand"),
-        (("--by-hand", "--agent"), "resolve: both --by-hand and --agent are given; give one"),
+        ((), "resolve: none of them is given; give one: --by-hand"),
+        (("--by-hand", "--agent"), "resolve: --by-hand and --agent are given; give one"),
     ],
 )
 def test_resolve_takes_exactly_one_way_else_exit_2(
@@ -243,10 +265,14 @@ def test_resolve_with_nothing_waiting_on_it_is_refused(host: Path, woken: list[s
     assert woken == []
 
 
-def test_the_other_pause_commands_name_resolve_and_resolve_names_drop(
+def test_the_other_pause_commands_name_resolve_and_resolve_names_the_lane_s_ways(
     host: Path, woken: list[str]
 ) -> None:
-    """Approve and resume on a merge conflict point at resolve; a lane-dropped pause, at drop."""
+    """Approve and resume on a merge conflict point at resolve; a lane-dropped pause names two.
+
+    Launch the lane again (retry --step) or go on without it (resolve --without): resolve by
+    hand there is refused naming both, nothing journaled.
+    """
     repo = repository(host / "repo")
     path, _ = _conflicted(repo)
     before = _snapshot(repo, path)
@@ -259,13 +285,88 @@ def test_the_other_pause_commands_name_resolve_and_resolve_names_drop(
     assert not any(isinstance(each, ApproveAsked | ResumeAsked) for each in _lines(path))
     dropped = repository(host / "dropped")
     lanes = _fanned(dropped)
-    phase = _lane_ends(lanes, "slice-a", finished=False).stage.phase
+    _lane_ends(lanes, "slice-a", finished=False)
+    phase = _lane_ends(lanes, "slice-b").stage.phase
     assert isinstance(phase, Paused)
     assert phase.cause is PauseCause.LANE_DROPPED
     before = _snapshot(dropped, lanes)
     ran = flume("resolve", PLACE, "--by-hand", "--repository", str(dropped))
     assert ran.returncode == 1, ran.stderr
-    assert "paused for lane-dropped, which resolve does not resolve" in ran.stderr
-    assert f"flume drop {PLACE}" in ran.stderr
+    assert "paused for lane-dropped: lane slice-a ended unfinished" in ran.stderr
+    assert f"flume retry {PLACE} --step slice-a" in ran.stderr
+    assert f"flume resolve {PLACE} --without slice-a" in ran.stderr
+    assert f"flume drop {PLACE}" not in ran.stderr
     assert _snapshot(dropped, lanes) == before
     assert woken == []
+
+
+# --- resolve --by-hand checks what the run's head holds (issue 25, 2.3) ---------------------
+
+
+def test_resolve_by_hand_is_refused_until_the_head_holds_each_lane_claimed(
+    host: Path, woken: list[str]
+) -> None:
+    """WF-FINISHED-HOLDS-ITS-WORK: by hand is taken only once the head holds each lane claimed.
+
+    Nothing merged, merged without its changes, a merge left under way: each refused, exit 1,
+    naming the lane (or the merge) and the commands that mend it, nothing journaled.
+    """
+    repo = repository(host / "repo")
+    path, _ = _conflicted(repo)
+    place = _place(path)
+    worktree = Path(place.path)
+    before = _snapshot(repo, path)
+    ran = flume("resolve", PLACE, "--by-hand")
+    assert ran.returncode == 1, ran.stderr
+    assert "does not hold lane slice-a (feature/fan+slice-a): its head is not in" in ran.stderr
+    assert f"git -C {worktree} merge --no-ff feature/fan+slice-a" in ran.stderr
+    assert _snapshot(repo, path) == before
+    _merged_by_hand(place, "slice-a")
+    _merged_by_hand(place, "slice-b", ours=True)
+    ran = flume("resolve", PLACE, "--by-hand")
+    assert ran.returncode == 1, ran.stderr
+    assert (
+        "does not hold lane slice-b (feature/fan+slice-b): its changes to slice-b.txt are not "
+        "in feature/fan's tree" in ran.stderr
+    )
+    run_git(worktree, "reset", "-q", "--hard", "HEAD~1")
+    run_git(worktree, "merge", "--no-commit", "--no-ff", "feature/fan+slice-b")
+    ran = flume("resolve", PLACE, "--by-hand")
+    assert ran.returncode == 1, ran.stderr
+    assert "a merge is under way in" in ran.stderr
+    assert f"git -C {worktree} merge --abort" in ran.stderr
+    assert not any(isinstance(each, ResolveAsked) for each in _lines(path))
+    run_git(worktree, "commit", "-q", "--no-edit")
+    ran = flume("resolve", PLACE, "--by-hand")
+    assert ran.returncode == 0, ran.stderr
+    seen = _lines(path)[-1]
+    assert isinstance(seen, ResolveAsked)
+    assert (seen.under_way, dict(seen.missing)) == (False, {})
+    assert woken == ["wake"]
+
+
+def test_a_lane_dropped_is_launched_again_or_let_go_through_the_cli(
+    host: Path, woken: list[str]
+) -> None:
+    """WF-JOIN-ALL: retry --step LANE launches it afresh (a place of its own); --without lets go."""
+    del woken
+    repo = repository(host / "repo")
+    path = _fanned(repo)
+    _lane_ends(path, "slice-a", finished=False)
+    _lane_ends(path, "slice-b")
+    ran = flume("retry", PLACE, "--step", "slice-a")
+    assert ran.returncode == 0, ran.stderr
+    place = _place(path)
+    assert isinstance(place.stage.phase, Fanned)
+    assert place.lanes["slice-a"].place == f"{PLACE}+slice-a.2"
+    other = repository(host / "other")
+    path = _fanned(other)
+    _lane_ends(path, "slice-a", finished=False)
+    _lane_ends(path, "slice-b")
+    ran = flume("resolve", PLACE, "--without", "slice-a", "--repository", str(other))
+    assert ran.returncode == 0, ran.stderr
+    assert "goes on without lane slice-a (your decision)" in ran.stdout
+    place = _place(path)
+    assert isinstance(place.stage.phase, Merging)
+    assert list(place.merging) == ["slice-b"]
+    assert "a person's decision" in flume("events", PLACE, "--repository", str(other)).stdout

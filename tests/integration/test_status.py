@@ -11,9 +11,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from flume import api
-from flume.cli import board, render
+from flume.cli import board, render, statusview
 from flume.cli.app import app
 from flume.cli.board import Row
+from flume.cli.statusview import SUPERVISOR_MEND
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import Launch
@@ -122,7 +123,14 @@ def test_no_places_yet() -> None:
     assert code == 0
     assert "no places" in out
     code, out, _err = status("--json")
-    assert json.loads(out) == {"format": 2, "places": [], "unreadable": []}
+    assert json.loads(out) == {
+        "format": 2,
+        "places": [],
+        "unreadable": [],
+        "supervisor": {"running": False, "follows_places": False, "mend": SUPERVISOR_MEND},
+    }
+    code, out, _err = status()
+    assert "supervisor" not in out  # no place: nothing to follow
 
 
 #: A place's fields in format 1 (docs/status.md), less ``host`` and ``fault`` (present only when
@@ -162,6 +170,38 @@ def test_every_place_on_the_host(tmp_path: Path) -> None:
     assert "fix--typo" in out
     assert "code#1" in out
     assert "question--why" in out
+
+
+def test_status_says_the_supervisor_is_not_running_and_how_to_start_it(tmp_path: Path) -> None:
+    """No supervisor runs (killed, say): status, its JSON and the board say no place is followed.
+
+    The fault (issue 25, 2.6): after a SIGKILL, places sat ``delivering / agent unknown`` and
+    nothing said the supervisor was down, nor what starts it.
+    """
+    one = repository(tmp_path / "one")
+    place(one, "fix", "typo")
+    code, out, _err = status("--json")
+    assert code == 0
+    assert json.loads(out)["supervisor"] == {
+        "running": False,
+        "follows_places": False,
+        "mend": SUPERVISOR_MEND,
+    }
+    code, out, _err = status()
+    assert code == 0
+    said = " ".join(out[out.index("supervisor: not running") :].split())
+    assert "no place is followed" in said
+    assert "flume daemon start (flume daemon install has systemd keep it running" in said
+    assert statusview.supervisor_lines([{"life": "active"}], running=True) == []
+    assert statusview.supervisor_lines([{"life": "tidied"}], running=False) == []
+    views = api.survey().places
+    console = Console(width=80, record=True, file=io.StringIO())
+    found = [Row(view=view, age=1.0, quiet=1.0) for view in views]
+    console.print(board.board(found, heading="h", width=80, supervised=False))
+    drawn = " ".join(console.export_text().split())
+    assert "supervisor: not running: no place is followed" in drawn
+    console.print(board.board(found, heading="h", width=80, supervised=True))
+    assert console.export_text().count("supervisor:") == 0
 
 
 def test_filters_by_mark_repository_and_place(tmp_path: Path) -> None:

@@ -144,7 +144,15 @@ def test_a_running_supervisor_answers_status(host: Path) -> None:
     reply = client.survey()
     assert reply is not None
     assert [each.journal for each in reply.unreadable] == [str(bad)]
-    assert ran(["--json"]) == read
+    answered = ran(["--json"])
+    assert answered[0] == read[0]
+    before, after = json.loads(read[1]), json.loads(answered[1])
+    # The same, but that the supervisor now runs (issue 25, 2.6: status says whether it does).
+    assert (before.pop("supervisor")["running"], after.pop("supervisor")["running"]) == (
+        False,
+        True,
+    )
+    assert after == before
     assert ran([]) == read_text
     assert f"unreadable journal {bad}: " in read_text[1]
 

@@ -19,8 +19,10 @@ from flume.core.ids import Instant, SessionId, StageName
 from flume.core.observations import (
     AgentExited,
     AgentStarted,
+    Author,
     NeedsSaid,
     RetryAsked,
+    TranscriptEntry,
     TranscriptFound,
 )
 from flume.core.place import Life
@@ -61,8 +63,11 @@ def _claude_transcript(folder: Path) -> Path:
     return path
 
 
-def _retried(repo: Path, first: Path, second: Path | None) -> Path:
-    """A fix whose code stage ran twice: attempt 1 with ``first``, attempt 2 with ``second``."""
+def _retried(repo: Path, first: Path, second: Path | None, *, written: bool = True) -> Path:
+    """A fix whose code stage ran twice: attempt 1 with ``first``, attempt 2 with ``second``.
+
+    ``written``: a line of attempt 2's transcript was read (its agent wrote it).
+    """
     path = place(repo, "fix", "a")
     code = StageName("code")
     for seen in (
@@ -75,6 +80,8 @@ def _retried(repo: Path, first: Path, second: Path | None) -> Path:
         append(path, seen)
     if second is not None:
         append(path, TranscriptFound(at=Instant(9), session=SessionId("s2"), path=str(second)))
+    if second is not None and written:
+        append(path, TranscriptEntry(at=Instant(10), session=SessionId("s2"), author=Author.AGENT))
     return path
 
 
@@ -238,6 +245,20 @@ def test_a_transcript_gone_is_said_for_its_attempt_and_the_others_shown(tmp_path
     code, out, err = _run("fix--a", "code", "--attempt", "2")
     assert code == 1
     assert "is gone" in out
+
+
+def test_a_transcript_never_written_is_not_called_removed(tmp_path: Path) -> None:
+    """Named, and never a line read from it: its agent died first; never said to be removed.
+
+    The fault (issue 25, 2.8): the test agent died at once, and ``flume transcript`` said its
+    file was removed, as Claude Code removes old transcripts.
+    """
+    repo = repository(tmp_path / "repo")
+    _retried(repo, _claude_transcript(tmp_path), tmp_path / "unwritten.jsonl", written=False)
+    code, out, _ = _run("fix--a", "code", "--attempt", "2")
+    assert code == 1
+    assert f"its transcript {tmp_path / 'unwritten.jsonl'} was never written" in out
+    assert "removed" not in out
 
 
 def test_a_tidied_place_set_aside_is_still_replayed(tmp_path: Path) -> None:

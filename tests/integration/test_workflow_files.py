@@ -459,6 +459,28 @@ def test_the_example_is_planned_and_nothing_is_made(tmp_path: Path) -> None:
     assert world_of(repo) == before
 
 
+def test_a_plan_refuses_what_the_launch_refuses(tmp_path: Path) -> None:
+    """--plan runs every check a launch runs: a finalize pushing to a missing remote is refused.
+
+    The fault (issue 25, 2.9): ``finalize = { push = "upstream" }`` to a remote the repository
+    lacks was planned, exit 0, while the launch refused it, exit 2.
+    """
+    repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
+    kind_file = tmp_path / "feature.toml"
+    kind_file.write_text(
+        EXAMPLE.replace("[kind]\n", '[kind]\nfinalize = { push = "upstream" }\n', 1),
+        encoding="utf-8",
+    )
+    before = world_of(repo)
+    argv = ("--repository", str(repo), "--kind-file", str(kind_file), "--name", "x")
+    for asked in (("launch", "--plan", *argv), ("launch", *argv, "--brief", "Do it.")):
+        ran = flume(*asked)
+        assert ran.returncode == 2, (asked, ran.stdout, ran.stderr)
+        assert "the kind pushes to the remote 'upstream'" in ran.stderr
+        assert "git remote add upstream URL" in ran.stderr
+    assert world_of(repo) == before
+
+
 def test_uncapped_figures_are_said_to_have_no_cap(tmp_path: Path) -> None:
     """Without budgets, attempts, turns, tokens and wall time have no cap; none is guessed."""
     repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})

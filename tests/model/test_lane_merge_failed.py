@@ -1,8 +1,9 @@
-"""A parallel block's merge that git would not start pauses the run, named, as a conflict does.
+"""A parallel block's merge that git would not start pauses the run, named as what it is.
 
 WF-NO-SILENT-WAIT: the shell reports a ``MergeLanes`` git refused before merging anything (a
 file in the way, the worktree gone) as a failed action; the run does not wait in ``merging``
-for ever, but pauses ``merge-conflict`` with git's words, and ``flume resolve`` merges again.
+for ever, but pauses ``merge-failed`` (never called a conflict) with git's words, and ``flume
+resume`` (once mended) or ``flume resolve --by-hand`` merges again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from flume.core.observations import (
     Launched,
     Observation,
     ResolveAsked,
+    ResumeAsked,
     WorktreeMade,
 )
 from flume.core.place import Merging, PauseCause, Paused, Place
@@ -73,7 +75,7 @@ def _merging() -> list[Observation]:
     ]
 
 
-def test_a_merge_git_refused_pauses_merge_conflict_and_resolve_merges_again() -> None:
+def test_a_merge_git_refused_pauses_merge_failed_and_resolve_merges_again() -> None:
     """Merging (both lanes finished); git refuses; paused with its words; resolved, asked again."""
     place, decision = _fold(_merging()[:2])
     assert {a.lane for a in decision.actions if isinstance(a, LaunchLane)} == {"a", "b"}
@@ -89,11 +91,15 @@ def test_a_merge_git_refused_pauses_merge_conflict_and_resolve_merges_again() ->
     place, decision = _fold([*_merging(), refused])
     phase = place.stage.phase
     assert isinstance(phase, Paused)
-    assert phase.cause is PauseCause.MERGE_CONFLICT
+    assert phase.cause is PauseCause.MERGE_FAILED
     assert "untracked a.md would be overwritten" in phase.words
     assert place.agent is None
     resolved = ResolveAsked(at=Instant(7))
     place, decision = _fold([*_merging(), refused, resolved])
+    assert isinstance(place.stage.phase, Merging)
+    assert [a for a in decision.actions if isinstance(a, MergeLanes)] == [merge]
+    resumed = ResumeAsked(at=Instant(7))
+    place, decision = _fold([*_merging(), refused, resumed])
     assert isinstance(place.stage.phase, Merging)
     assert [a for a in decision.actions if isinstance(a, MergeLanes)] == [merge]
 

@@ -236,18 +236,64 @@ def test_merge_none_merges_nothing_and_tidy_keeps_the_lanes_branches() -> None:
 
 
 def test_a_lane_dropped_under_join_all_pauses_the_run_named() -> None:
-    """WF-JOIN-ALL: a lane ended unfinished pauses the run; only a drop resolves it."""
+    """WF-JOIN-ALL: a lane ended unfinished pauses the run once the others end, with choices.
+
+    The pause names the lane and two ways out, neither of them a drop: launch it again
+    (``retry --step``: a fresh lane, a place of its own, from the block's entry) or go on
+    without it (``resolve --without``). Resolve by hand or by an agent is refused there.
+    """
     world = world_of(sliced())
     end_lane(world, "slice-a", finished=False)
     place = world.place
     assert place is not None
+    assert isinstance(place.stage.phase, Fanned)
+    end_lane(world, "slice-b", finished=True)
+    end_lane(world, "slice-c", finished=True)
+    place = world.place
+    assert place is not None
     assert isinstance(place.stage.phase, Paused)
     assert place.stage.phase.cause is PauseCause.LANE_DROPPED
-    assert status(place).resolve == "flume drop feature--x"
-    refused = world.feed(ResolveAsked(at=world.instant()))
-    assert isinstance(refused, UsageError)
-    assert world.feed(DropAsked(at=world.instant())) is None
-    assert sorted(orders(world, LaneOrder.DROP)) == ["slice-b", "slice-c"]
+    assert status(place).resolve == (
+        "flume retry feature--x --step slice-a (a fresh lane from the block's entry) or "
+        "flume resolve feature--x --without slice-a (go on without it)"
+    )
+    assert isinstance(world.feed(ResolveAsked(at=world.instant())), UsageError)
+    assert isinstance(world.feed(ResolveAsked(at=world.instant(), agent=True)), UsageError)
+    wrong = world.feed(ResolveAsked(at=world.instant(), without="slice-b"))
+    assert isinstance(wrong, UsageError)
+    assert "ended: slice-a" in str(wrong)
+    assert world.feed(RetryAsked(at=world.instant(), step="slice-a")) is None
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Fanned)
+    again = place.lanes["slice-a"]
+    assert (again.place, again.state, again.tries) == (
+        "feature--x+slice-a.2",
+        LaneState.RUNNING,
+        2,
+    )
+    (relaunch,) = [
+        a for a in world.actions[-6:] if isinstance(a, LaunchLane) and a.lane == "slice-a"
+    ]
+    assert relaunch.launch.name == "x+slice-a.2"
+    assert relaunch.start == place.entry
+    assert place.lanes["slice-b"].state is LaneState.FINISHED
+    end_lane(world, "slice-a", finished=True)
+    place = world.place
+    assert place is not None
+    assert world.merges[-1] == ("slice-a", "slice-b", "slice-c")
+
+
+def test_a_lane_let_go_is_a_person_s_decision_and_the_rest_merge() -> None:
+    """WF-JOIN-ALL: ``resolve --without`` lets the run go on, merging the lanes that finished."""
+    world = world_of(sliced())
+    end_lane(world, "slice-a", finished=True)
+    end_lane(world, "slice-b", finished=False)
+    end_lane(world, "slice-c", finished=True)
+    assert world.feed(ResolveAsked(at=world.instant(), without="slice-b")) is None
+    assert world.merges[-1] == ("slice-a", "slice-c")
+    said = [r.text for r in world.reports_of(Event.RESUMED)]
+    assert said[-1] == "feature--x goes on without lane slice-b (a person's decision)"
 
 
 def test_a_conflict_pauses_naming_its_files_and_by_hand_goes_on() -> None:
@@ -663,17 +709,25 @@ def test_a_first_join_whose_every_lane_ended_unfinished_pauses() -> None:
 
 
 def test_a_merge_step_that_stopped_short_is_retried_as_the_merge_again() -> None:
-    """The merge step's agent exited: retried, the block asks its merge again, not its lanes."""
+    """The merge step's agent exited: retried, the block asks its merge again, not its lanes.
+
+    WF-RETRY-EXITED first: each exit while the step's retries last starts a fresh merge agent
+    (the step stays the merge); the last stops short, and a person's retry asks the merge again.
+    """
     world = world_of(sliced())
     world.conflicting.add("slice-c")
     for lane in LANES:
         end_lane(world, lane, finished=True)
     assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
-    agent = world.live_agent()
-    assert agent is not None
-    assert world.feed(AgentExited(at=world.instant(), session=agent.session)) is None
-    assert world.place is not None
-    assert isinstance(world.place.stage.phase, Short)
+    for tries in range(3):
+        world.deliver()
+        agent = world.live_agent()
+        assert agent is not None
+        assert world.feed(AgentExited(at=world.instant(), session=agent.session)) is None
+        assert world.place is not None
+        assert world.place.stage.resolving
+        assert isinstance(world.place.stage.phase, Short) is (tries == 2)
+    assert world.merges == [LANES]
     world.conflicting.clear()
     assert world.feed(RetryAsked(at=world.instant(), words="merge it")) is None
     assert world.merges == [LANES, LANES]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from flume.core.actions import ActionName, EndAgent, KeepBranch, KeepPlace, StartAgent
+from flume.core.actions import (
+    ActionName,
+    EndAgent,
+    Event,
+    KeepBranch,
+    KeepPlace,
+    Report,
+    StartAgent,
+)
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha
 from flume.core.observations import (
@@ -127,12 +135,20 @@ def test_a_branch_back_after_another_short_keeps_that_short() -> None:
     assert back.stage.phase == lost.stage.phase
 
 
-def test_a_branch_lost_with_its_worktree_gone_is_not_a_second_cause() -> None:
-    """Once the worktree is gone, its branch vanishing says nothing new."""
+def test_a_branch_lost_with_its_worktree_gone_is_named_not_a_second_cause() -> None:
+    """Once the worktree is gone, its branch vanishing leaves the stage as it stopped short.
+
+    WF-NO-LOST-COMMIT: but it is named, with the command that restores it at its last head,
+    rather than lost in silence until a tidy finds it gone.
+    """
     lost = step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
     after = step(S, lost, BranchVanished(at=Instant(10), branch=BRANCH))
-    assert not after.place.branch_gone
-    assert after.actions == ()
+    assert after.place.branch_gone
+    assert after.place.stage == lost.stage
+    (report,) = after.actions
+    assert isinstance(report, Report)
+    assert report.event is Event.BRANCH_GONE
+    assert report.text.endswith(f"update-ref refs/heads/{BRANCH} {lost.head}")
 
 
 def test_branch_back_when_it_was_deleted_by_tidy_changes_no_stage() -> None:

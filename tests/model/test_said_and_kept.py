@@ -389,12 +389,20 @@ def test_tidy_takes_no_facts_about_another_worktree_on_its_branch() -> None:
 
 
 def test_a_place_whose_worktree_is_gone_is_reported_tidied_by_name() -> None:
-    """TIDY-DONE-ON-FACTS: facts showing the worktree gone make the place tidied, named."""
+    """TIDY-DONE-ON-FACTS: facts showing the worktree gone make the place tidied, named.
+
+    Its branch gone too, which tidy did not delete: its restore is named (WF-NO-LOST-COMMIT).
+    """
     facts = _facts(exists=False)
     facts = attrs.evolve(facts, branch=attrs.evolve(facts.branch, exists=False))
     tidied = step(S, _dropped_and_gathering(), facts)
     assert tidied.place.life is Life.TIDIED
     assert tidied.actions == (
+        Report(
+            event=Event.BRANCH_GONE,
+            text="fix/typo: gone when tidied, deleted by hand; if its commits are nowhere else, "
+            "restore it with git -C /src/app update-ref refs/heads/fix/typo a1",
+        ),
         Report(event=Event.TIDIED, text="fix--typo tidied: its worktree is gone"),
     )
 

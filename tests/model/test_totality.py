@@ -26,7 +26,17 @@ from flume.core.ids import (
     Sha,
     StageName,
 )
-from flume.core.kinds import Budgets, Commit, Kind, Landing, Orchestrate, Sequence, Step, steps
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Kind,
+    Landing,
+    Orchestrate,
+    Parallel,
+    Sequence,
+    Step,
+    steps,
+)
 from flume.core.observations import (
     OBSERVATION_TYPES,
     Activity,
@@ -212,6 +222,38 @@ def _leading(place: Place, lead: Step) -> Place:
     )
 
 
+def _dropped_lane(place: Place) -> Place:
+    """The place's stage a parallel: lane ``slice-a`` ended unfinished, ``slice-b`` finished."""
+    lanes = Parallel(
+        name=BlockName(place.stage.name),
+        branches=pvector(
+            Step(name=StageName(name), prompt="Build.", deliverable=Commit())
+            for name in ("slice-a", "slice-b")
+        ),
+    )
+    runs = {
+        name: LaneRun(
+            lane=name,
+            index=index,
+            place=PlaceName(f"fix--x+{name}"),
+            branch=BranchName(f"fix/x+{name}"),
+            state=state,
+        )
+        for index, (name, state) in enumerate(
+            [("slice-a", LaneState.ENDED), ("slice-b", LaneState.FINISHED)]
+        )
+    }
+    phase = place.stage.phase
+    assert isinstance(phase, Paused)
+    return evolve(
+        place,
+        kind=attrs.evolve(place.kind, body=Sequence(blocks=pvector([lanes]))),
+        lanes=pmap(runs),
+        agent=None,
+        stage=attrs.evolve(place.stage, phase=attrs.evolve(phase, lane="slice-a")),
+    )
+
+
 def _willing(phase: StagePhase, command: Command | None = None) -> Place:
     """A place whose every other check lets any command through: only its phase can refuse.
 
@@ -291,8 +333,16 @@ def test_the_table_has_a_row_for_every_phase_and_names_only_commands() -> None:
 def test_each_phase_takes_each_command_as_the_table_says(
     phase: StagePhase, command: Command
 ) -> None:
-    """In a place where only the phase can refuse: accepted and moved per the table, or refused."""
+    """In a place where only the phase can refuse: accepted and moved per the table, or refused.
+
+    A run paused on a lane that ended unfinished stands at a parallel with that lane; resolve
+    there names it (``--without``), as its pause says.
+    """
     place = _willing(phase, command)
+    if isinstance(phase, Paused) and phase.cause is PauseCause.LANE_DROPPED:
+        place = _dropped_lane(place)
+        if isinstance(command, ResolveAsked):
+            command = attrs.evolve(command, without="slice-a")
     moves_to = ACCEPTS[type(phase)].get(type(command))
     if not accepts(phase, type(command)):
         with pytest.raises(UsageError) as refusal:

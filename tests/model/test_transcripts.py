@@ -17,9 +17,11 @@ from flume.core.ids import Instant, SessionId, StageName
 from flume.core.observations import (
     AgentExited,
     AgentStarted,
+    Author,
     NeedsSaid,
     RetryAsked,
     TidyAsked,
+    TranscriptEntry,
     TranscriptFound,
 )
 from flume.core.place import Attempt, Place, evolve
@@ -80,8 +82,12 @@ class TranscriptMachine(StopShortMachine):
             after = decision.place.attempts
             assert len(after) >= len(prior)
             for old, new in zip(prior, after, strict=False):
-                assert attrs.evolve(old, transcript=None) == attrs.evolve(new, transcript=None)
+                blank = {"transcript": None, "read": False}
+                assert attrs.evolve(old, **blank) == attrs.evolve(new, **blank)
                 assert old.transcript is None or new.transcript == old.transcript
+                # Read once, always read; read only on a line of its own session's.
+                wrote = isinstance(seen, TranscriptEntry) and seen.session == new.session
+                assert new.read is (old.read or wrote)
             if isinstance(seen, AgentStarted) and len(after) > len(prior):
                 taken.append((seen.stage, seen.attempt, seen.session))
             told = [
@@ -158,6 +164,23 @@ def test_a_stranger_s_transcript_is_no_attempt_s() -> None:
     after, reports = _found(place, session="s9")
     assert after.attempts == place.attempts
     assert reports == []
+
+
+def test_an_attempt_is_read_once_a_line_of_its_own_session_s_is() -> None:
+    """A line of the session's marks its attempt read, once; a stranger's line marks none.
+
+    ``flume transcript`` tells a file never written (never read) from one removed since.
+    """
+    place, _ = _found(working())
+    assert place.attempts[0].read  # its prompt's line was read
+    place = evolve(place, attempts=pvector([attrs.evolve(place.attempts[0], read=False)]))
+    line = TranscriptEntry(at=Instant(6), session=SessionId("s9"), author=Author.AGENT)
+    stranger = step(S, place, line).place
+    assert not stranger.attempts[0].read
+    line = attrs.evolve(line, session=SessionId("s1"))
+    read = step(S, place, line).place
+    assert read.attempts[0].read
+    assert step(S, read, attrs.evolve(line, at=Instant(7))).place.attempts == read.attempts
 
 
 def test_before_any_transcript_status_shows_none() -> None:

@@ -384,7 +384,7 @@ class WorkflowMachine(RuleBasedStateMachine):
 
     @invariant()
     def told_once_then_paused(self) -> None:
-        """WF-GATE-REPROMPT-ONCE: a gate that did not pass is told once an attempt, never twice."""
+        """A gate that did not pass is told once an attempt, never twice (this run's reviews)."""
         told = Counter(
             report.text.split(" did not pass")[0]
             for report in self.world.reports_of(Event.GATE_FAILED)
@@ -417,7 +417,7 @@ class WorkflowMachine(RuleBasedStateMachine):
 
     @invariant()
     def over_budget_nothing_starts(self) -> None:
-        """WF-BUDGET-PAUSES: over a budget no start or send is decided; never failed or dropped.
+        """Over a budget no start or send is decided; never failed or dropped (this run).
 
         Checked over every step taken: where the place before it had spent a budget, the step
         decided no StartAgent, prompt or tell, unless a raise in that step lifted the budget.
@@ -511,7 +511,7 @@ class WorkflowMachine(RuleBasedStateMachine):
 
     @invariant()
     def nothing_waits_silently(self) -> None:
-        """WF-NO-SILENT-WAIT: a pending action, an agent's move, a named pause, or the end.
+        """A pending action, an agent's move, a named pause, or the end (in this run alone).
 
         Every state the run reaches is finished, or waits on something named: a person (a
         pause, a stop short, the caller's word, each with its words), the live agent (its turn
@@ -532,7 +532,11 @@ class WorkflowMachine(RuleBasedStateMachine):
             assert phase.words
             return
         if isinstance(phase, Judging):
-            assert any(isinstance(action, JudgeGate) for action in pending(place))
+            # Judged now (a read asked of the shell), or once the evidence window the core
+            # holds goes by (WF-DELIVERABLE-AT-TURN-END: a commit seen late still counts).
+            later = step(S, place, Tick(at=Instant(place.now + S.quiet_seconds + 1)))
+            judged = any(isinstance(action, JudgeGate) for action in pending(place))
+            assert judged or later.actions or later.place != place, phase
             return
         live = place.agent is not None
         assert live or pending(place) or isinstance(phase, Working) is False, phase

@@ -26,6 +26,16 @@ the artifact, or runs the tests, and reports what it found (``GateRead``); the r
   again, ``flume raise`` raises the budgets in place and resumes a run paused on a budget it no
   longer exceeds (WF-BUDGET-RAISE-RESUMES); a raise the kind sets no budget for, or one that
   leaves the budget spent as it was, is refused, naming the budget spent (REFUSAL-NAMES-WAY).
+- WF-DELIVERABLE-AT-TURN-END: in a workflow, a step gated on one of the five deliverables (a
+  commit, a report, ...) is judged at its turn's end too, never left working: the stage stands
+  ``Judging`` while the evidence its observers report comes in (a commit is seen on the branch's
+  next look, a moment after the turn's end), for ``quiet_seconds``; none by then, the agent is
+  told why once, then the run pauses ``gate-blocked``. A landing under way is the lander's to
+  answer: a turn that ended on ``flume submit`` is not judged while the submission stands.
+- WF-DELIVERED-PASSES: a deliverable an attempt made passes its gate whenever it is observed,
+  before or after a pause: a stage paused for a new attempt (a budget spent at the turn's end,
+  the gate told once, a stall) whose attempt's deliverable is then seen passes, and the run
+  goes on to the next step (whose start a budget still spent pauses: a raise then starts it).
 """
 
 from __future__ import annotations
@@ -44,10 +54,12 @@ from flume.core.kinds import (
     Artifact,
     Budgets,
     Gate,
+    Landing,
     PassingTests,
     Verdict,
-    is_workflow,
+    describe_deliverable,
     judged_at_turn_end,
+    parallels,
 )
 from flume.core.observations import (
     Activity,
@@ -63,6 +75,7 @@ from flume.core.place import (
     AwaitingInput,
     Delivered,
     Delivering,
+    JoinStage,
     Judging,
     Life,
     Outcome,
@@ -79,6 +92,8 @@ from flume.core.place import (
     current_step,
     deferred,
     evolve,
+    has_deliverable,
+    in_workflow,
     open_question,
     resolve_command,
 )
@@ -86,6 +101,9 @@ from flume.core.settings import Settings
 from flume.core.workflow import budget
 
 _NO_BUDGETS = Budgets()
+#: The pauses of an agent's attempt, which its deliverable seen after them passes
+#: (WF-DELIVERED-PASSES).
+_ATTEMPT_PAUSES = frozenset({PauseCause.GATE_BLOCKED, PauseCause.BUDGET, PauseCause.STALLED})
 
 #: The most characters of a failing test run's output the agent is told.
 _TESTS_TAIL = 2000
@@ -115,10 +133,9 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         return place, (report,)
     place = _spend(place, seen.usage)
     phase = place.stage.phase
-    gate = current_step(place).deliverable
     if (
         isinstance(phase, Delivered)
-        and is_workflow(place.kind)
+        and in_workflow(place)
         and not place.held
         and place.sending is None
         and not deferred(place)
@@ -127,7 +144,7 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         # the turn's end is the agent saying it is done.
         place, ended = stage.finish_stage(place, place.now, done=False)
         return place, (report, *ended)
-    if not isinstance(phase, Working) or not judged_at_turn_end(gate) or deferred(place):
+    if not isinstance(phase, Working) or not judged_here(place) or deferred(place):
         # WF-ASK-DEFERS-GATE: a turn ended on a question open is the agent waiting for its
         # answer, not saying it is done.
         place, pausing = pause_when_spent(place.settings, place, place.now)
@@ -136,6 +153,28 @@ def on_turn_ended(place: Place, seen: TurnEnded, report: Report) -> Outcome:
         # The agent has not yet been told why its gate did not pass: this turn is not its answer.
         return place, (report,)
     return _judge_now(place, phase.session, (report,))
+
+
+def judged_here(place: Place) -> bool:
+    """The current step's gate is judged at its agent's turn's end (or once it is found waiting).
+
+    A workflow gate always (verdict, artifact, tests, approval); in a workflow, one of the five
+    deliverables too (WF-DELIVERABLE-AT-TURN-END), but a landing the lander is carrying out.
+    """
+    gate = current_step(place).deliverable
+    if judged_at_turn_end(gate):
+        return True
+    if not in_workflow(place):
+        return False
+    return not isinstance(gate, Landing) or place.submission in {
+        Submission.NONE,
+        Submission.CHECKS_FAILED,
+    }
+
+
+def is_evidence(place: Place) -> bool:
+    """The current step's gate is one of the five deliverables: judged on the evidence seen."""
+    return not judged_at_turn_end(current_step(place).deliverable)
 
 
 def _retelling(place: Place) -> bool:
@@ -160,7 +199,64 @@ def _judge_now(place: Place, session: SessionId, before: tuple[Action, ...]) -> 
     judging = Judging(session=session, since=place.now)
     run = attrs.evolve(place.stage, phase=judging, judged_at=place.now)
     place = evolve(place, stage=run)
+    if is_evidence(place):
+        # WF-DELIVERABLE-AT-TURN-END: judged on what the observers report, within the window.
+        return place, before
     return place, (*before, judge_gate(place))
+
+
+def judge_evidence(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-DELIVERABLE-AT-TURN-END, WF-DELIVERED-PASSES: a deliverable gate judged on its evidence.
+
+    A stage judging a deliverable gate passes once its deliverable is seen, and is judged not
+    to have passed once ``quiet_seconds`` went by with none (told once, then paused). A stage
+    paused for a new attempt whose attempt's deliverable is then seen passes all the same.
+    """
+    del settings
+    phase = place.stage.phase
+    if place.life is not Life.ACTIVE or not in_workflow(place) or not is_evidence(place):
+        return place, ()
+    # Only an agent's attempt paused (its gate, a budget, a stall) passes on a deliverable seen
+    # late: a block's merge paused goes on by resume or resolve alone, whatever its head shows
+    # (a person's wrong hand-merge moves it: WF-FINISHED-HOLDS-ITS-WORK).
+    late = (
+        isinstance(phase, Paused)
+        and phase.again
+        and phase.cause in _ATTEMPT_PAUSES
+        and not place.stage.resolving
+        and place.stage.name not in parallels(place.kind.body)
+    )
+    if (late or isinstance(phase, Judging)) and has_deliverable(place):
+        return _passed_late(place, phase) if isinstance(phase, Paused) else _evidence_passed(place)
+    if not isinstance(phase, Judging) or now - phase.since < place.settings.quiet_seconds:
+        return place, ()
+    gate = describe_deliverable(current_step(place).deliverable)
+    reason = f"its gate is {gate}, and none was seen made since the step started"
+    return _failed(place, phase, reason)
+
+
+def _evidence_passed(place: Place) -> Outcome:
+    """The deliverable is seen: the gate passed, and the stage ends."""
+    passed = Report(
+        event=Event.GATE_PASSED,
+        text=f"the gate of {place.stage.key} passed",
+        stage=place.stage.name,
+    )
+    place, ended = stage.finish_stage(place, place.now, done=False)
+    return place, (passed, *ended)
+
+
+def _passed_late(place: Place, paused: Paused) -> Outcome:
+    """WF-DELIVERED-PASSES: a paused attempt's deliverable, seen after the pause: it passes."""
+    place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
+    resumed = Report(
+        event=Event.RESUMED,
+        text=f"{place.launch.place} goes on past {place.stage.key}: the deliverable of attempt "
+        f"{place.stage.attempt} was seen after it paused ({paused.cause.value})",
+        stage=place.stage.name,
+    )
+    place, passed = _evidence_passed(place)
+    return place, (resumed, *passed)
 
 
 def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcome:
@@ -182,7 +278,7 @@ def judge_when_waiting(settings: Settings, place: Place, now: Instant) -> Outcom
         or not isinstance(run.phase, Working)
         or place.held
         or place.sending is not None
-        or not judged_at_turn_end(current_step(place).deliverable)
+        or not judged_here(place)
         or deferred(place)
     ):
         return place, ()
@@ -211,7 +307,7 @@ def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
     return stage.pause_stage(place, paused)
 
 
-def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:
+def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:  # noqa: PLR0911 (each wait the stall clock has)
     """WF-STALL-NUDGES-ONCE: an agent silent mid-turn is nudged once, then the run pauses.
 
     Silent: working (not waiting, not asking a person), with no line in its transcript and no
@@ -220,6 +316,10 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
     at once, a tell flume gives (the agent is mid-turn: it takes it when it can); silent as long
     again after it, the agent is ended and the run pauses ``stalled``. Only a workflow's places:
     a kind of stages keeps its agents' time its own.
+
+    WF-NO-SILENT-WAIT: an agent silent so before its prompt is found cannot be nudged (its
+    prompt waits for it to wait): silent twice as long, the run pauses ``stalled``. One silent
+    once its step's deliverable exists is ended, and the step passes (its turn never ends).
     """
     del settings
     agent = place.agent
@@ -229,17 +329,30 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         or agent is None
         or agent.ending
         or agent.activity is not Activity.WORKING
-        or not isinstance(run.phase, Working)
-        or not is_workflow(place.kind)
+        or not isinstance(run.phase, Working | AwaitingInput | Delivering | Delivered)
+        or not in_workflow(place)
         or open_question(place) is not None
     ):
         return place, ()
     stall = place.settings.stall_seconds
     last = max(agent.said_at, run.started_at)
+    if not isinstance(run.phase, Working):
+        return _stalled_outside_a_turn(place, now - last)
     if run.nudged_at is None:
-        # A tell of the caller's in flight is typed already: the nudge waits for its end.
-        if now - last < stall or place.sending is not None:
+        if now - last < stall:
             return place, ()
+        if place.sending is not None:
+            # A tell in flight is typed already, unread: it is the nudge (tells go one at a
+            # time, so no other is typed before it is found or lost); silent as long again,
+            # the run pauses (WF-NO-SILENT-WAIT: its resend waits for the agent to wait).
+            report = Report(
+                event=Event.NUDGED,
+                text=f"the agent of {run.key} (attempt {run.attempt}) said nothing for "
+                f"{stall:.0f}s mid-turn, tell {place.sending.tell.number} typed to it unread; "
+                "that is its nudge",
+                stage=run.name,
+            )
+            return evolve(place, stage=attrs.evolve(run, nudged_at=now)), (report,)
         number = place.tells_given + 1
         nudge = Tell(
             number=number,
@@ -267,6 +380,23 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
     paused = Paused(
         cause=PauseCause.STALLED,
         words=f"the agent said nothing for {stall:.0f}s after its nudge",
+        again=True,
+    )
+    return stage.pause_stage(place, paused)
+
+
+def _stalled_outside_a_turn(place: Place, silent: float) -> Outcome:
+    """A silent agent before its prompt was found (paused), or after its deliverable (passed)."""
+    stall = place.settings.stall_seconds
+    if isinstance(place.stage.phase, Delivered):
+        if silent < stall or deferred(place):
+            return place, ()
+        return stage.finish_stage(place, place.now, done=False)
+    if silent < 2 * stall:
+        return place, ()
+    paused = Paused(
+        cause=PauseCause.STALLED,
+        words=f"the agent worked {2 * stall:.0f}s saying nothing, before its prompt was found",
         again=True,
     )
     return stage.pause_stage(place, paused)
@@ -490,6 +620,9 @@ def _resume(place: Place, paused: Paused, words: str) -> Outcome:
             words="",
         )
     place = evolve(place, stage=attrs.evolve(run, phase=Queued()))
+    if paused.cause is PauseCause.MERGE_FAILED and place.join is JoinStage.MERGING:
+        # An orchestrate block's merge git refused: its lead's next turn's end merges again.
+        place = evolve(place, join=JoinStage.OPEN)
     if paused.finish:
         # Paused at the last loop's max: nothing is left to run.
         place, finished = stage.finish_place(place)

@@ -14,14 +14,23 @@ The rules:
 - WF-CAP: at most ``cap`` of the block's lanes run at once; the rest wait, launched in declared
   order as running ones end.
 - WF-JOIN-ALL: ``join = "all"`` is met when every lane finished; a lane that ends unfinished
-  (dropped) pauses the run, named (``lane-dropped``): only a drop remains.
+  (dropped) pauses the run, named (``lane-dropped``), with a person's choices: launch the lane
+  again (``flume retry RUN --step LANE``: a fresh lane, a place of its own, from the block's
+  entry) or go on without it (``flume resolve RUN --without LANE``, a person's decision).
 - WF-JOIN-FIRST: ``join = "first"`` is met by the first lane to finish; the others are dropped
   (their agents end) and those not launched never are.
 - WF-MERGE-ORDER: ``merge = "merge"`` merges every finished lane in declared order, ``pick`` the
   first to finish, ``none`` none; the merge runs in the run's worktree with no agent live. The
   first lane that conflicts pauses the run (``merge-conflict``) naming its files; ``flume
   resolve --by-hand`` merges again (what a person merged is passed over), ``--agent`` first
-  runs an agent on the merge step (:func:`flume.core.place.current_step`).
+  runs an agent on the merge step (:func:`flume.core.place.current_step`). A merge git refuses
+  for a reason that is not a conflict (a lock, the lane's branch gone) is named as what it is,
+  never as a conflict (``merge-failed``, git's words, the lock's path or the command that
+  restores the branch); resumed once mended, flume merges again.
+- WF-FINISHED-HOLDS-ITS-WORK: ``resolve --by-hand`` is taken only when no merge is under way in
+  the run's worktree and the run's head holds each lane it claims merged (the one paused on and
+  those before it): its head in the run's history, and its changes in the run's tree, as the
+  shell found them; else it is refused, naming the lane and the commands that mend it.
 - WF-TIDY-LANES: a merged lane is tidied (its branch, in the run's, goes with its worktree); a
   lane not merged is tidied too, and tidy keeps its branch, named, since the run's branch lacks
   its commits (R10). A dropped run drops its running lanes.
@@ -45,10 +54,17 @@ from flume.core.actions import Action, Event, LaneOrder, LaunchLane, OrderLane, 
 from flume.core.applies import refuse
 from flume.core.choices import AgentName
 from flume.core.errors import refused
-from flume.core.ids import Instant, PlaceName
+from flume.core.ids import Instant, PlaceName, WorkName
 from flume.core.kinds import Join, Kind, Merge, Parallel, lane_kind, lane_names, parallels, steps
 from flume.core.launch import lane_work_name, place_branch, place_name
-from flume.core.observations import LaneEnded, LanesMerged, MergeConflicted, ResolveAsked
+from flume.core.observations import (
+    LaneEnded,
+    LanesMerged,
+    MergeConflicted,
+    MergeRefused,
+    ResolveAsked,
+    RetryAsked,
+)
 from flume.core.place import (
     Fanned,
     JoinStage,
@@ -92,16 +108,25 @@ def is_spread(place: Place) -> bool:
     return block is not None and block.spread
 
 
-def lane_run(
-    place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
+def lane_run(  # noqa: PLR0913 (a lane's fields, each a keyword)
+    place: Place,
+    lane: str,
+    index: int,
+    goal: str = "",
+    agent: AgentName | None = None,
+    *,
+    tries: int = 1,
 ) -> LaneRun:
     """Lane ``lane`` of the run's current block, waiting, with the place and branch it will have.
 
     A parallel's lane or an orchestrate's child alike: ``<kind>--<name>+<lane>`` on
-    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``; a
-    fleet place if the block spreads.
+    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``; a lane
+    launched again, ``.<tries>`` after (a place of its own: its first place stays as it ended);
+    a fleet place if the block spreads.
     """
     work = lane_work_name(place.launch.name, lane, passes(place))
+    if tries > 1:
+        work = WorkName(f"{work}.{tries}")
     return LaneRun(
         lane=lane,
         index=index,
@@ -109,6 +134,7 @@ def lane_run(
         branch=place_branch(place.kind, work),
         goal=goal,
         agent=agent,
+        tries=tries,
         spread=is_spread(place),
     )
 
@@ -139,6 +165,9 @@ def lane_for(place: Place, named: str) -> tuple[PlaceName, str] | None:
     parts = named.split("/")
     for index, part in enumerate(parts):
         run = place.lanes.get(part.split("@", 1)[0])
+        if run is not None and _relaunches(place, run.lane):
+            # The run paused on this lane's end: launching it again is the run's to do.
+            return None
         if run is not None:
             inner = "/".join(parts[index:])
             return run.place, "" if inner == run.lane else inner
@@ -169,12 +198,14 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or not isinstance(place.stage.phase, Queued)
     ):
         return place, ()
-    if place.stage.attempt > 1 and any(
+    ran = place.stage.attempt > 1 and any(
         lane in place.lanes and place.lanes[lane].state is not LaneState.WAITING
         for lane in lane_names(parallel)
-    ):
-        # Its lanes ran already: a merge step stopped short and was retried; merge again. (A
-        # loop's next pass enters the block anew, at attempt 1: its lanes run again, below.)
+    )
+    if ran and not any(run.state is LaneState.WAITING for run in place.lanes.values()):
+        # Its lanes ran already: a merge step stopped short and was retried, or a merge git
+        # refused was resumed; merge again. (A loop's next pass enters the block anew, at
+        # attempt 1: its lanes run again, below.)
         place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
         return place, (merge_action(place),)
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)
@@ -182,6 +213,12 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         # WF-BUDGET-PAUSES: over a budget, no lane is launched; the block waits, queued.
         paused = Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent", spent=spent)
         return stage.pause_stage(place, paused)
+    if ran:
+        # A lane launched again (WF-JOIN-ALL): the block fans out anew for it alone, from the
+        # head it was entered at; the lanes that finished stay finished.
+        run = attrs.evolve(place.stage, phase=Fanned(since=now), turns=0)
+        place, launched = _launch_more(evolve(place, stage=run), parallel)
+        return place, launched
     run = attrs.evolve(
         place.stage, phase=Fanned(since=now), started_at=now, start_head=place.head, turns=0
     )
@@ -208,7 +245,21 @@ def _running(place: Place) -> int:
 
 
 def _launch_more(place: Place, parallel: Parallel) -> Outcome:
-    """WF-CAP: launch waiting lanes, in declared order, while fewer than ``cap`` run."""
+    """WF-CAP: launch waiting lanes, in declared order, while fewer than ``cap`` run.
+
+    WF-BUDGET-PAUSES: none is launched over a spent budget, as for an orchestrate's children:
+    the block holds the waiting ones while others run; once none runs, the run pauses on the
+    budget, and a raise launches them.
+    """
+    spent = budget.spent_budget(place.budgets, place.spent, 0, place.now)
+    if spent is not None:
+        if _running(place) or not any(
+            run.state is LaneState.WAITING for run in place.lanes.values()
+        ):
+            return place, ()
+        words = f"budget {spent} spent, and lanes of parallel {parallel.name} wait to be launched"
+        paused = Paused(cause=PauseCause.BUDGET, words=words, spent=spent, again=True)
+        return stage.pause_stage(place, paused)
     room = (parallel.cap or len(parallel.branches)) - _running(place)
     actions: list[Action] = []
     for lane in lane_names(parallel):
@@ -252,9 +303,11 @@ def lane_launch(
     )
     names = {step.name for step in steps(kind.body)}
     run = place.lanes.get(lane)
+    tries = run.tries if run is not None else 1
+    work = lane_work_name(place.launch.name, lane, passes(place))
     launch = attrs.evolve(
         place.launch,
-        name=lane_work_name(place.launch.name, lane, passes(place)),
+        name=WorkName(f"{work}.{tries}") if tries > 1 else work,
         base=place.branch,
         waits=pset(wait for wait in place.launch.waits if wait in names),
         mark=None,
@@ -310,33 +363,53 @@ def on_lane_ended(place: Place, seen: LaneEnded) -> Outcome:
     how = f"finished at {seen.head}" if seen.finished else "ended unfinished"
     report = Report(event=Event.LANE_ENDED, text=f"lane {seen.lane} {how}", stage=place.stage.name)
     if parallel.join is Join.FIRST:
-        place, then = _first_joined(place, parallel) if seen.finished else _lanes_left(place)
+        if seen.finished:
+            place, then = _first_joined(place, parallel)
+        else:
+            place, then = _lanes_left(place, seen.lane)
         return place, (report, *then)
-    if not seen.finished:
-        paused = Paused(
-            cause=PauseCause.LANE_DROPPED,
-            words=f"lane {seen.lane} ended unfinished, and parallel {parallel.name} joins all "
-            "its lanes",
-        )
-        place, pausing = stage.pause_stage(place, paused)
-        return place, (report, *pausing)
     place, launched = _launch_more(place, parallel)
-    if any(each.state is not LaneState.FINISHED for each in place.lanes.values()):
+    if isinstance(place.stage.phase, Paused) or any(
+        each.state in {LaneState.WAITING, LaneState.RUNNING} for each in place.lanes.values()
+    ):
         return place, (report, *launched)
-    place, joined = _joined(place, parallel)
+    place, joined = _all_ended(place, parallel)
     return place, (report, *launched, *joined)
 
 
-def _lanes_left(place: Place) -> Outcome:
+def _all_ended(place: Place, parallel: Parallel) -> Outcome:
+    """WF-JOIN-ALL: every lane ended; one that ended unfinished pauses the run, with choices.
+
+    The pause comes once no lane runs or waits, so a person's choice (launch it again, go on
+    without it) is the last thing the block waits on.
+    """
+    dropped = [
+        run.lane for run in lanes_in_order(place) if run.state is LaneState.ENDED and not run.let_go
+    ]
+    if not dropped:
+        return _joined(place, parallel)
+    said = ", ".join(dropped)
+    paused = Paused(
+        cause=PauseCause.LANE_DROPPED,
+        words=f"lane {said} ended unfinished, and parallel {parallel.name} joins all its lanes",
+        lane=dropped[0],
+    )
+    return stage.pause_stage(place, paused)
+
+
+def _lanes_left(place: Place, lane: str) -> Outcome:
     """A first join whose lane ended unfinished: the next waits its turn, or none is left."""
     parallel = parallel_of(place)
     assert parallel is not None  # noqa: S101 (asked only at a parallel's stage)
     place, launched = _launch_more(place, parallel)
-    if any(run.state in {LaneState.WAITING, LaneState.RUNNING} for run in place.lanes.values()):
+    if isinstance(place.stage.phase, Paused) or any(
+        run.state in {LaneState.WAITING, LaneState.RUNNING} for run in place.lanes.values()
+    ):
         return place, launched
     paused = Paused(
         cause=PauseCause.LANE_DROPPED,
         words=f"every lane of parallel {parallel.name} ended unfinished",
+        lane=lane,
     )
     return stage.pause_stage(place, paused)
 
@@ -435,33 +508,93 @@ def on_merge_conflicted(place: Place, seen: MergeConflicted) -> Outcome:
         "the merge was undone"
     )
     report = Report(event=Event.MERGE_CONFLICT, text=words, stage=place.stage.name)
-    place, pausing = stage.pause_stage(place, Paused(cause=PauseCause.MERGE_CONFLICT, words=words))
+    paused = Paused(cause=PauseCause.MERGE_CONFLICT, words=words, lane=seen.lane)
+    place, pausing = stage.pause_stage(place, paused)
     return place, (report, *pausing)
 
 
-def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
-    """A person resolved a merge conflict: merged by hand, the merge goes on; else an agent's.
+def on_merge_refused(place: Place, seen: MergeRefused) -> Outcome:
+    """WF-MERGE-ORDER: a merge git refused for no conflict is named as what it is, and waits.
 
-    ``--agent``: the merge is the block's merge step's (``resolving``): a fresh agent in the
-    run's worktree is told to merge the lanes in order, its gate a commit; once it passes, flume
-    merges again, passing over what the agent merged.
+    A lock in the way names the lock; a lane's branch gone names the command that restores it
+    at the head the lane finished at. Nothing of the lane was merged; resumed once mended,
+    flume merges again (the lanes merged already are passed over).
     """
+    if not is_merging(place):
+        return place, ()
+    run = place.lanes.get(seen.lane)
+    branch = run.branch if run is not None else seen.lane
+    if seen.missing and run is not None and run.head is not None:
+        mend = (
+            f"restore it with git -C {place.launch.repository} update-ref refs/heads/{branch} "
+            f"{run.head}"
+        )
+    elif seen.lock:
+        mend = f"if no git command runs in {place.path}, remove {seen.lock}"
+    else:
+        mend = "mend what git says"
+    if seen.under_way:
+        mend = f"{mend}; git left a merge under way there: git -C {place.path} merge --abort"
+    words = (
+        f"merging lane {seen.lane} ({branch}) into {place.branch} was refused, not for a "
+        f"conflict: {seen.reason.strip()}; {mend}"
+    )
+    report = Report(event=Event.FAILED, text=words, stage=place.stage.name)
+    paused = Paused(cause=PauseCause.MERGE_FAILED, words=words, again=True, lane=seen.lane)
+    place, pausing = stage.pause_stage(place, paused)
+    return place, (report, *pausing)
+
+
+def _refuse_resolve(place: Place, command: type[ResolveAsked | RetryAsked], word: str) -> Paused:
+    """The pause a resolve or a lane's retry lets go on; refused when there is none."""
     phase = place.stage.phase
     if place.life is not Life.ACTIVE or not isinstance(phase, Paused):
         # REFUSAL-NAMES-WAY: what the place waits on instead, and the command that applies.
-        raise refuse(place, "resolve", "a resolve: no merge conflict")
-    if not accepts(phase, ResolveAsked):
+        wanted = "a resolve: no merge conflict" if word == "resolve" else "a lane's retry"
+        raise refuse(place, word, wanted)
+    if not accepts(phase, command):
         raise refused(
-            "resolve",
-            f"{place.launch.place} is paused for {phase.cause.value}, which resolve does not "
+            word,
+            f"{place.launch.place} is paused for {phase.cause.value}, which {word} does not "
             "resolve",
             resolve_command(place, phase),
         )
+    return phase
+
+
+def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
+    """A person resolved a paused merge: merged by hand, the merge goes on; else an agent's.
+
+    ``--agent``: the merge is the block's merge step's (``resolving``): a fresh agent in the
+    run's worktree is told to merge the lanes in order, its gate a commit; once it passes, flume
+    merges again, passing over what the agent merged. ``--by-hand``: taken only when the run's
+    head holds what the person claims merged (WF-FINISHED-HOLDS-ITS-WORK). ``--without``: a
+    lane that ended unfinished is let go (WF-JOIN-ALL).
+    """
+    phase = _refuse_resolve(place, ResolveAsked, "resolve")
+    name = place.launch.place
+    if phase.cause is PauseCause.LANE_DROPPED:
+        if not seen.without:
+            raise refused(
+                "resolve",
+                f"{name} is paused for lane-dropped: lane {phase.lane or 'a lane'} ended "
+                "unfinished, and no merge waits to be resolved",
+                resolve_command(place, phase),
+            )
+        return _go_on_without(place, phase, seen)
+    if seen.without:
+        raise refused(
+            "resolve",
+            f"{name} is paused for {phase.cause.value}: no lane ended unfinished to go without",
+            resolve_command(place, phase),
+        )
+    if not seen.agent:
+        _check_held(place, phase, seen)
     place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
     how = "an agent merges the lanes" if seen.agent else "merged by hand"
     report = Report(
         event=Event.RESUMED,
-        text=f"{place.launch.place} resumed at {place.stage.key}: {how}",
+        text=f"{name} resumed at {place.stage.key}: {how}",
         stage=place.stage.name,
     )
     merging = attrs.evolve(place.stage, phase=Merging(since=place.now))
@@ -483,6 +616,139 @@ def on_resolve(place: Place, seen: ResolveAsked) -> Outcome:
         return evolve(place, stage=run), (report,)
     place = evolve(place, stage=merging)
     return place, (report, merge_action(place))
+
+
+def _check_held(place: Place, paused: Paused, seen: ResolveAsked) -> None:
+    """WF-FINISHED-HOLDS-ITS-WORK: refused unless the head holds each lane claimed merged.
+
+    Claimed: the lane the merge paused on and those before it in the merge's order (flume
+    merges the rest). No merge may be under way in the run's worktree either: a commit would
+    conclude it with whatever git could write of it.
+    """
+    name = place.launch.place
+    if seen.under_way:
+        raise refused(
+            "resolve",
+            f"a merge is under way in {place.path} (git's MERGE_HEAD), concluded by no commit",
+            f"conclude it (git -C {place.path} commit) or undo it (git -C {place.path} merge "
+            f"--abort), then flume resolve {name} --by-hand",
+        )
+    claimed = list(place.merging)
+    if paused.lane in claimed:
+        claimed = claimed[: claimed.index(paused.lane) + 1]
+    for lane in claimed:
+        why = seen.missing.get(lane)
+        if why is None:
+            continue
+        run = place.lanes.get(lane)
+        branch = run.branch if run is not None else lane
+        raise refused(
+            "resolve",
+            f"the head of {place.branch} does not hold lane {lane} ({branch}): {why}",
+            f"merge it (git -C {place.path} merge --no-ff {branch}), or restore what it "
+            f"changed and commit; then flume resolve {name} --by-hand; or flume resolve "
+            f"{name} --agent",
+        )
+
+
+def _go_on_without(place: Place, paused: Paused, seen: ResolveAsked) -> Outcome:
+    """WF-JOIN-ALL: a person lets the run go on without a lane that ended unfinished."""
+    name = place.launch.place
+    ended = [
+        run.lane for run in lanes_in_order(place) if run.state is LaneState.ENDED and not run.let_go
+    ]
+    run = place.lanes.get(seen.without)
+    if run is None or run.lane not in ended:
+        lane = ended[0] if ended else paused.lane or "LANE"
+        raise refused(
+            "resolve",
+            f"{name} has no lane {seen.without!r} that ended unfinished (ended: "
+            f"{', '.join(ended) or 'none'})",
+            f"name it: flume resolve {name} --without {lane}, or launch it again: flume retry "
+            f"{name} --step {lane}",
+        )
+    lanes = place.lanes.set(run.lane, attrs.evolve(run, let_go=True))
+    place = evolve(place, lanes=lanes, spent=budget.resumed_at(place.spent, place.now))
+    report = Report(
+        event=Event.RESUMED,
+        text=f"{name} goes on without lane {run.lane} (a person's decision)",
+        stage=place.stage.name,
+    )
+    parallel = parallel_of(place)
+    left = [lane for lane in ended if lane != run.lane]
+    if parallel is None or left:
+        place, pausing = _all_ended(place, parallel) if parallel else (place, ())
+        return place, (report, *pausing)
+    chosen = [
+        lane
+        for lane in (lane_names(parallel) if parallel.merge is Merge.MERGE else ())
+        if place.lanes[lane].state is LaneState.FINISHED
+    ]
+    if parallel.merge is Merge.PICK:
+        chosen = list(place.finished_lanes[:1])
+    place = evolve(
+        place,
+        merging=pvector(chosen),
+        stage=attrs.evolve(place.stage, phase=Merging(since=place.now)),
+    )
+    return place, (report, merge_action(place))
+
+
+def relaunches(place: Place) -> bool:
+    """The run is paused on lanes that ended unfinished: a retry launches them again."""
+    phase = place.stage.phase
+    return (
+        place.life is Life.ACTIVE
+        and isinstance(phase, Paused)
+        and phase.cause is PauseCause.LANE_DROPPED
+        and parallel_of(place) is not None
+    )
+
+
+def _relaunches(place: Place, lane: str) -> bool:
+    """The run is paused on ``lane``'s unfinished end: a retry naming it is the run's."""
+    run = place.lanes.get(lane)
+    return relaunches(place) and run is not None and run.state is LaneState.ENDED and not run.let_go
+
+
+def on_lane_retry(place: Place, seen: RetryAsked) -> Outcome:
+    """WF-JOIN-ALL: a lane that ended unfinished is launched again: a fresh lane, from the entry.
+
+    ``--step`` names it (its name or its path in the tree); none named, every lane the run
+    paused on. Each is a place of its own, ``+<lane>.<n>``; the first stays as it ended.
+    """
+    phase = _refuse_resolve(place, RetryAsked, "retry")
+    name = place.launch.place
+    ended = [
+        run.lane for run in lanes_in_order(place) if run.state is LaneState.ENDED and not run.let_go
+    ]
+    named = [part.split("@", 1)[0] for part in seen.step.split("/") if part]
+    wanted = [lane for lane in ended if lane in named] if named else ended
+    if not wanted:
+        lane = ended[0] if ended else phase.lane or "LANE"
+        raise refused(
+            "retry",
+            f"{name} has no lane {seen.step!r} that ended unfinished (ended: "
+            f"{', '.join(ended) or 'none'})",
+            f"flume retry {name} --step {lane}",
+        )
+    lanes = place.lanes
+    launched: list[str] = []
+    for lane in wanted:
+        run = lanes[lane]
+        fresh = lane_run(place, lane, run.index, run.goal, run.agent, tries=run.tries + 1)
+        lanes = lanes.set(lane, fresh)
+        launched.append(f"{lane} ({fresh.place})")
+    run_stage = attrs.evolve(place.stage, attempt=place.stage.attempt + 1, phase=Queued())
+    place = evolve(
+        place, lanes=lanes, stage=run_stage, spent=budget.resumed_at(place.spent, place.now)
+    )
+    report = Report(
+        event=Event.RETRIED,
+        text=f"lane {', '.join(launched)} launched again from {place.entry}",
+        stage=place.stage.name,
+    )
+    return place, (report,)
 
 
 def drop_lanes(place: Place) -> tuple[Place, tuple[Action, ...]]:

@@ -21,6 +21,7 @@ from flume.core import tell
 from flume.core.actions import Event, Report
 from flume.core.applies import answer_command, question_words
 from flume.core.errors import UsageError, refused
+from flume.core.ids import Instant
 from flume.core.observations import AnswerGiven, AskSaid, ProgressSaid
 from flume.core.place import (
     Life,
@@ -32,6 +33,7 @@ from flume.core.place import (
     evolve,
     open_question,
 )
+from flume.core.settings import Settings
 
 #: How many options a question may offer, and how long a question or its answer may be.
 MOST_OPTIONS = 10
@@ -155,7 +157,7 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
             f"no step of {name} is running: nothing waits on an answer",
             f"see what {name} waits on with flume status {name}",
         )
-    if place.launch.led and not (seen.by_lead or seen.no_lead):
+    if place.launch.led and not (seen.by_lead or seen.no_lead or found.overdue):
         # WF-SPREAD: a fleet place's lead is on the host of its run, where who answers is judged.
         mend = (
             f"answer it on the host that carries {place.launch.parent} (flume status --fleet "
@@ -187,3 +189,35 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
         stage=place.stage.name,
     )
     return evolve(place, questions=questions), (report, *told)
+
+
+def overdue_when_unanswered(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-ASK-ONE-ANSWERER, WF-NO-SILENT-WAIT: a child's question its lead leaves unanswered.
+
+    A question goes to the nearest lead; one the lead has not answered ``stall_seconds`` after
+    it was asked (a lead that never answers, or waits on the child) falls to the caller: the
+    child shows itself paused, ``question``, with the command that answers it, which the
+    caller may then give (the lead still may: the first answer stands).
+    """
+    del settings
+    asked = open_question(place)
+    if (
+        asked is None
+        or not place.launch.led
+        or asked.answer is not None
+        or asked.overdue
+        or place.life is not Life.ACTIVE
+        or now - asked.asked_at < place.settings.stall_seconds
+    ):
+        return place, ()
+    index = place.questions.index(asked)
+    overdue = attrs.evolve(asked, overdue=True)
+    place = evolve(place, questions=place.questions.set(index, overdue))
+    report = Report(
+        event=Event.PAUSED,
+        text=f"{place.launch.place} paused at {place.stage.key} (question): its lead did not "
+        f"answer {question_words(overdue)} in {place.settings.stall_seconds:.0f}s; "
+        f"{answer_command(place, overdue)}",
+        stage=place.stage.name,
+    )
+    return place, (report,)

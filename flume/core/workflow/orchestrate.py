@@ -150,6 +150,28 @@ def enter_when_started(settings: Settings, place: Place, now: Instant) -> Outcom
     return _launch_more(place, block)
 
 
+def launch_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
+    """WF-CHILDREN-CAP, WF-NO-SILENT-WAIT: waiting children start once nothing holds them.
+
+    Room under the cap, budget left, and the lead's stage running (not paused, not stopped
+    short, not waiting to start): a child held by a spent budget starts once a raise lets the
+    lead go on, not only when another child ends or the lead spawns.
+    """
+    del settings, now
+    block = leading(place)
+    phase = place.stage.phase
+    if (
+        block is None
+        or place.life is not Life.ACTIVE
+        or place.lanes_key != place.stage.key
+        or place.join is not JoinStage.OPEN
+        or isinstance(phase, Paused | Short | AwaitingWord | Queued)
+        or not any(run.state is LaneState.WAITING for run in place.lanes.values())
+    ):
+        return place, ()
+    return _launch_more(place, block)
+
+
 def _launch_more(place: Place, block: Orchestrate) -> Outcome:
     """WF-CHILDREN-CAP: waiting children start, in order, while fewer than ``cap`` run."""
     if budget.spent_budget(place.budgets, place.spent, 0, place.now) is not None:

@@ -11,8 +11,9 @@ A tidied place is still replayable: ``flume tidy`` sets its journal aside
 agent's transcript, which is the agent's own file outside the worktree. A name with no live
 place is looked for there, the latest set aside first.
 
-An attempt whose transcript cannot be read (never found: its agent wrote none; gone: removed
-since, as Claude Code removes transcripts older than its ``cleanupPeriodDays``) is returned
+An attempt whose transcript cannot be read (never found: its agent wrote none; named and never
+read: never written, its agent died first; read once and gone: removed since, as Claude Code
+removes transcripts older than its ``cleanupPeriodDays``) is returned
 with why, and the others still are. Nothing here writes anything.
 """
 
@@ -162,6 +163,16 @@ def _read(place: Place, attempt: Attempt) -> AttemptChat:
     try:
         chat = of(attempt.agent).conversation(Path(attempt.transcript))
     except FileNotFoundError:
+        if not attempt.read:
+            # Named where it would be, and never a line read from it: the agent died first.
+            return attrs.evolve(
+                made,
+                missing=(
+                    f"its transcript {attempt.transcript} was never written: its agent ended "
+                    "before writing a line (flume events names how it ended, with its exit "
+                    "status and the last lines its pane showed)"
+                ),
+            )
         return attrs.evolve(
             made,
             missing=(

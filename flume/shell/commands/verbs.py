@@ -26,7 +26,7 @@ from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, 
 from flume.core.kinds import steps
 from flume.core.launch import Launch
 from flume.core.observations import Launched, Observation
-from flume.core.place import evolve
+from flume.core.place import Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
 from flume.core.workflow.tree import position_of
@@ -60,6 +60,34 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
     out through the same path (:mod:`flume.shell.store.inbox`).
     """
     return places.give(found, seen, settings)
+
+
+def merge_facts(place: Place) -> tuple[bool, dict[str, str]]:
+    """What ``flume resolve --by-hand`` finds in the run's worktree, for the core to judge.
+
+    Whether a merge is under way there (git's ``MERGE_HEAD``); and each lane the run merges
+    that its branch's head does not hold, with why: its branch gone, its head not in the run's
+    history, or its changes not in the run's tree (WF-FINISHED-HOLDS-ITS-WORK).
+    """
+    worktree = Path(place.path)
+    if not worktree.is_dir():
+        return False, {}
+    missing: dict[str, str] = {}
+    for lane in place.merging:
+        run = place.lanes.get(lane)
+        if run is None:
+            continue
+        start = place.start if run.from_base else place.entry
+        if git.resolve(worktree, run.branch) is None:
+            missing[lane] = f"its branch {run.branch} does not exist"
+        elif not git.run(worktree, "merge-base", "--is-ancestor", run.branch, "HEAD").ok:
+            missing[lane] = f"its head is not in {place.branch}'s history"
+        elif start is not None and (lacking := git.lacking(worktree, start, run.branch)):
+            missing[lane] = (
+                f"its changes to {', '.join(lacking)} are not in {place.branch}'s tree (a "
+                "merge was concluded without them)"
+            )
+    return git.merging(worktree), missing
 
 
 def place_here(cwd: Path, settings: Settings) -> places.Found:

@@ -73,6 +73,11 @@ def _in_flight(place: Place) -> bool:
     return place.made and place.life in {Life.MAKING, Life.ACTIVE}
 
 
+def _holds_work(place: Place) -> bool:
+    """A finished place whose branch is its work's only home: not landed, not tidied."""
+    return place.made and place.life is Life.FINISHED and place.landed_at is None
+
+
 def _worktree_lost(place: Place) -> str | None:
     """How the place's worktree is gone, or None while its folder holds a worktree."""
     path = Path(place.path)
@@ -94,11 +99,12 @@ def _seen(
     head = heads.get(place.branch)
     if head is None:
         # A branch absent from a listing that holds others, and absent when asked again: gone.
+        # Under a place in flight, or a finished one whose branch still holds its work (a lane
+        # its run has yet to merge): named at once (WF-NO-LOST-COMMIT).
         vanished = (
             bool(heads)
-            and _in_flight(place)
+            and (_in_flight(place) or _holds_work(place))
             and not place.branch_gone
-            and not place.worktree_gone
             and git.resolve(repository, place.branch) is None
         )
         return BranchVanished(at=now, branch=place.branch) if vanished else None

@@ -45,6 +45,7 @@ from flume.core.observations import (
     LanesMerged,
     Launched,
     MergeConflicted,
+    MergeRefused,
     Notified,
     Observation,
     TidyAsked,
@@ -303,28 +304,109 @@ def _merge_each(
 ) -> list[Observation]:
     """Merge each lane not merged yet, in order: [] once all are; else why it stopped.
 
+    A merge that stopped on conflicting files is undone and reported with them
+    (``MergeConflicted``); one git refused for any other reason (a lock git left, the lane's
+    branch gone, a merge it could not finish) is named as what it is (``MergeRefused``), never
+    as a conflict, and the worktree is left as it was: a merge git left under way is undone,
+    or, under a lock (which keeps git from writing anything), its state cleared.
+
     ``refs``: what to merge for each lane: its branch, or for a spread lane the ref its branch
     was fetched into from the fleet's remote.
     """
-    for lane, branch, ref in zip(action.lanes, action.branches, refs, strict=True):
+    starts = list(action.starts) or [None] * len(action.lanes)
+    lanes = zip(action.lanes, action.branches, refs, starts, strict=True)
+    for lane, branch, ref, start in lanes:
         if git.commit(worktree, ref) is None:
-            gone = f"lane {lane}'s branch {branch} does not exist: it cannot be merged"
-            return _failed(at, gone)
+            gone = f"lane {lane}'s branch {branch} does not exist"
+            return [MergeRefused(at=at, lane=lane, reason=gone, missing=True)]
         if git.run(worktree, "merge-base", "--is-ancestor", ref, "HEAD").ok:
+            # Passed over: merged before a restart, or by a person. WF-FINISHED-HOLDS-ITS-WORK:
+            # only if its changes are in the tree (a merge can be concluded without them).
+            lacking = git.lacking(worktree, start, BranchName(ref)) if start is not None else ()
+            if lacking:
+                said = (
+                    f"lane {lane} ({branch}) is in the history of {action.branch}, but its "
+                    f"changes to {', '.join(lacking)} are not in its tree: a merge was concluded "
+                    f"without them; restore them (git -C {worktree} checkout {ref} -- "
+                    f"{' '.join(lacking)}, then git commit)"
+                )
+                return [MergeRefused(at=at, lane=lane, reason=said)]
             continue
-        message = f"Merge lane {lane} ({branch}) into {action.branch}"
-        ran = git.merge(worktree, BranchName(ref), message, pass_fds=fds)
-        if ran.ok:
-            continue
-        if not git.merging(worktree):
-            return _failed(at, f"git merge of lane {lane} ({branch}) refused", ran)
-        files = git.unmerged(worktree)
-        aborted = git.run(worktree, "merge", "--abort", pass_fds=fds)
-        if not aborted.ok:
-            what = f"merging lane {lane} ({branch}) conflicted, and git merge --abort failed"
-            return _failed(at, what, aborted)
-        return [MergeConflicted(at=at, lane=lane, files=pvector(files))]
+        stopped = _merge_one(action, lane, branch, ref, worktree=worktree, at=at, fds=fds)
+        if stopped:
+            return stopped
     return []
+
+
+def _merge_one(  # noqa: PLR0911, PLR0913 (one return a way git can stop; where it runs)
+    action: MergeLanes,
+    lane: str,
+    branch: BranchName,
+    ref: str,
+    *,
+    worktree: Path,
+    at: Instant,
+    fds: tuple[int, ...],
+) -> list[Observation]:
+    """Merge one lane's branch (at ``ref``): [] once merged; else what stopped it, as it was."""
+    if git.merging(worktree):
+        # A merge a kill cut short, under way still: undone before this one.
+        undone = git.run(worktree, "merge", "--abort", pass_fds=fds)
+        if not undone.ok:
+            what = "a merge is under way, and git merge --abort failed"
+            return _refused(at, lane, worktree, what, undone, under_way=True)
+    message = f"Merge lane {lane} ({branch}) into {action.branch}"
+    ran = git.merge(worktree, BranchName(ref), message, pass_fds=fds)
+    if ran.ok:
+        return []
+    if not git.merging(worktree):
+        return _refused(at, lane, worktree, f"git merge of lane {lane} ({branch}) refused", ran)
+    files = git.unmerged(worktree)
+    aborted = git.run(worktree, "merge", "--abort", pass_fds=fds)
+    if files and aborted.ok:
+        return [MergeConflicted(at=at, lane=lane, files=pvector(files))]
+    if files:
+        what = f"merging lane {lane} ({branch}) conflicted, and git merge --abort failed"
+        return _refused(at, lane, worktree, what, aborted, under_way=True)
+    # Under way with nothing unmerged: git could not finish the merge (a lock kept it from
+    # writing the index), which is no conflict.
+    what = f"git could not merge lane {lane} ({branch})"
+    if aborted.ok:
+        return _refused(at, lane, worktree, what, ran)
+    # A lock keeps git from writing anything: only the merge's state is there to clear.
+    cleared = bool(_lock(worktree)) and git.run(worktree, "merge", "--quit", pass_fds=fds).ok
+    return _refused(at, lane, worktree, what, ran, under_way=not cleared)
+
+
+def _lock(worktree: Path) -> str:
+    """The index's lock in ``worktree``, when one stands (a git killed mid-command left it)."""
+    found = git.run(worktree, "rev-parse", "--git-path", "index.lock")
+    if not found.ok:
+        return ""
+    lock = worktree / found.out.strip()
+    return str(lock) if lock.exists() else ""
+
+
+def _refused(  # noqa: PLR0913 (what git said, and what is left of it)
+    at: Instant,
+    lane: str,
+    worktree: Path,
+    what: str,
+    ran: Ran,
+    *,
+    under_way: bool = False,
+) -> list[Observation]:
+    """A lane's merge git refused for no conflict, in git's words, with a lock in the way."""
+    said = (ran.err.strip() or ran.out.strip()) or "no output"
+    return [
+        MergeRefused(
+            at=at,
+            lane=lane,
+            reason=f"{what}: {said}",
+            lock=_lock(worktree),
+            under_way=under_way,
+        )
+    ]
 
 
 def _failed(at: Instant, what: str, ran: Ran | None = None) -> list[Observation]:

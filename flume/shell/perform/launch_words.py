@@ -50,6 +50,31 @@ def _strings(given: str | Sequence[str]) -> tuple[str, ...]:
     return (given,) if isinstance(given, str) else tuple(given)
 
 
+#: The agent's flags whose value is a file the caller names (the test agent's script, a kind
+#: file): resolved against the caller's folder, as the caller meant, never the place's.
+PATH_FLAGS = ("--script", "--kind-file")
+
+
+def _caller_paths(args: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` with each relative file a :data:`PATH_FLAGS` flag names made absolute.
+
+    The agent starts in the place's worktree: ``--script story.json`` there names another file
+    than the one beside the caller (or none), and the agent dies at once.
+    """
+    made = list(args)
+    for number, arg in enumerate(made):
+        flag, equals, value = arg.partition("=")
+        if flag not in PATH_FLAGS:
+            continue
+        if equals and value and not Path(value).is_absolute():
+            made[number] = f"{flag}={Path(value).absolute()}"
+        elif not equals and number + 1 < len(made):
+            value = made[number + 1]
+            if value and not value.startswith("-") and not Path(value).is_absolute():
+                made[number + 1] = str(Path(value).absolute())
+    return tuple(made)
+
+
 def _optional_path(given: str | Path | None) -> Path | None:
     return None if given is None else Path(given)
 
@@ -142,7 +167,7 @@ class LaunchAsked:
             "waits": _strings(waits),
             "agent": agent,
             "model": model,
-            "agent_args": _strings(agent_args),
+            "agent_args": _caller_paths(_strings(agent_args)),
             "panes": panes,
             "carried": carried,
         }

@@ -529,14 +529,15 @@ def check_asked(asked: launch_words.LaunchAsked) -> Launched:
 def plan_asked(asked: launch_words.LaunchAsked) -> WorstCase:
     """The worst case the launch's kind's caps allow (``flume launch --plan``); starts nothing.
 
-    The launch is checked as a launch is (the kind file, the kind, the name, the base, the
-    agent's words); its brief is not read.
+    The launch is checked whole, with every check a launch runs (the kind file, the kind, the
+    name and its place free, the base, the agents and panes installed, the remote a finalize
+    pushes to), so a plan passes only what a launch would take; its brief is not read.
     """
     # The brief is the work, not its caps: a plan reads none.
     request = _request(
         asked, lambda brief: brief if isinstance(brief, str) and brief.strip() else "(planned only)"
     )
-    return worst_case(_resolve(request, Settings()).kind)
+    return worst_case(check(request, Settings(), time.time).kind)
 
 
 def _request(

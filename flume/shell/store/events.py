@@ -128,7 +128,15 @@ EVENT_MEANINGS: dict[Event, str] = {
         "the stage stopped short: the agent ran `flume needs` (its words), the caller ran "
         "`flume stop`, the agent exited, or an action it needed failed (R8)"
     ),
-    Event.RETRIED: "the caller retried a stage that stopped short (R9)",
+    Event.RETRIED: (
+        "a stage that stopped short was retried (R9), or, in a workflow, an attempt whose agent "
+        "exited was tried again with a fresh agent while its step's retries last "
+        "(WF-RETRY-EXITED): the text names the exit and the attempt"
+    ),
+    Event.BRANCH_GONE: (
+        "a finished place's branch (a lane's whose run has yet to merge it) was deleted by a "
+        "person: the text gives the git update-ref that restores it"
+    ),
     Event.TELL_HELD: (
         "a tell held while the agent works, found in the transcript, missing twice, or "
         "dropped with its agent (R6)"
@@ -295,6 +303,7 @@ EVENT_GROUPS: tuple[tuple[str, tuple[Event, ...]], ...] = (
             Event.FINISHED,
             Event.DROPPED,
             Event.KEPT,
+            Event.BRANCH_GONE,
             Event.TIDIED,
             Event.FAILED,
             Event.UNREADABLE,

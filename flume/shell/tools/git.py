@@ -384,6 +384,22 @@ def merging(worktree: Path) -> bool:
     return run(worktree, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok
 
 
+def lacking(worktree: Path, start: Sha, branch: BranchName) -> tuple[str, ...]:
+    """The files ``branch`` changed since ``start`` that ``HEAD`` holds as at ``start``.
+
+    A merge that kept a branch's work changes each file the branch changed (or takes it as the
+    branch has it); one concluded without it (a commit git left under a lock, a person's
+    "ours") leaves them as they were: those are its work missing from the worktree's branch.
+    """
+    changed = run(worktree, "diff", "--name-only", "--no-renames", start, branch)
+    paths = [line for line in changed.out.splitlines() if line]
+    if not changed.ok or not paths:
+        return ()
+    held = run(worktree, "diff", "--name-only", "--no-renames", start, "HEAD", "--", *paths)
+    moved = set(held.out.splitlines())
+    return tuple(path for path in paths if path not in moved)
+
+
 def unmerged(worktree: Path) -> tuple[str, ...]:
     """The files a merge left unmerged in ``worktree`` (``git diff --diff-filter=U``), in order."""
     ran = run(worktree, "diff", "--name-only", "--diff-filter=U")
