@@ -17,7 +17,7 @@ from pyrsistent import pvector
 from flume.core.ids import Instant
 from flume.core.kinds import Artifact, Budgets, Commit, Sequence, Step
 from flume.core.observations import AskSaid, PassAsked
-from flume.core.place import PauseCause
+from flume.core.place import PauseCause, Paused
 from flume.core.settings import Settings
 from flume.shell.store import journal
 from tests.integration.places_kit import Harness, flume, repository, run_git
@@ -70,6 +70,11 @@ def test_flume_pass_where_no_gate_is_blocked_is_refused_and_journals_nothing(
     assert f"pass: {PLACE} works on build; nothing there waits on a person's pass" in ran.stderr
     assert _snapshot(repo, path) == before
     _turn_ends(harness, path)
+    # The commit gate is judged at the turn's end after its evidence window (WF-DELIVERED-PASSES).
+    harness.pass_time(Settings().quiet_seconds + 1)
+    phase = harness.place(path).stage.phase
+    assert isinstance(phase, Paused), phase
+    assert phase.cause is PauseCause.BUDGET, phase
     before = _snapshot(repo, path)
     budget = flume("pass", PLACE, "--why", "go on")
     assert budget.returncode == 1, budget.stderr

@@ -10,7 +10,7 @@ import attrs
 import pytest
 from pyrsistent import pvector
 
-from flume.core.actions import Event, JudgeGate, SendTell, StartAgent
+from flume.core.actions import Event, JudgeGate, Report, SendTell, StartAgent
 from flume.core.choices import AgentName
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
@@ -37,7 +37,18 @@ from flume.core.observations import (
     Tick,
     TurnEnded,
 )
-from flume.core.place import Judging, Life, PauseCause, Paused, Starting, Working
+from flume.core.place import (
+    Delivered,
+    Judging,
+    Life,
+    PauseCause,
+    Paused,
+    Starting,
+    Tell,
+    TellSending,
+    Working,
+    evolve,
+)
 from flume.core.settings import Settings
 from flume.core.stage import agent_for
 from flume.core.status import status
@@ -553,3 +564,72 @@ def test_a_workflow_commit_step_ends_with_its_turn_not_on_quiet() -> None:
     held.end_turn()
     assert held.place is not None
     assert held.place.life is Life.ACTIVE
+
+
+def test_a_tell_typed_unread_when_the_agent_goes_silent_is_its_nudge() -> None:
+    """WF-STALL-NUDGES-ONCE: silent mid-turn with a tell typed unread: that tell is its nudge.
+
+    No second tell is typed (tells go one at a time); silent as long again, the run pauses.
+    """
+    world = world_of(reviewed())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    place = world.place
+    assert place is not None
+    world.now += S.stall_seconds
+    typed = Tell(number=place.tells_given + 1, text="Mind the tests.", asked_at=world.instant())
+    place = evolve(
+        place,
+        sending=TellSending(tell=typed, sends=1, sent_at=world.instant()),
+        tells_given=typed.number,
+    )
+    after = step(S, place, Tick(at=world.instant()))
+    (nudged,) = [a for a in after.actions if isinstance(a, Report) and a.event is Event.NUDGED]
+    assert f"tell {typed.number} typed to it unread; that is its nudge" in nudged.text
+    assert not [a for a in after.actions if isinstance(a, SendTell)]
+    assert after.place.stage.nudged_at == world.instant()
+
+
+def test_an_agent_silent_at_work_before_its_prompt_is_found_pauses_stalled() -> None:
+    """WF-NO-SILENT-WAIT: working before its prompt is found, silent twice the window: paused.
+
+    Its prompt waits for it to wait, so it cannot be nudged; the pause names why.
+    """
+    world = world_of(reviewed())
+    place = world.place
+    assert place is not None
+    agent = place.agent
+    assert agent is not None
+    assert not isinstance(place.stage.phase, Working)
+    busy = evolve(place, agent=attrs.evolve(agent, activity=Activity.WORKING))
+    at = Instant(float(max(agent.said_at, place.stage.started_at)) + 2 * S.stall_seconds)
+    after = step(S, busy, Tick(at=at))
+    phase = after.place.stage.phase
+    assert isinstance(phase, Paused), phase
+    assert phase.cause is PauseCause.STALLED
+    assert "before its prompt was found" in phase.words
+    early = step(S, busy, Tick(at=Instant(float(at) - 1)))
+    assert not isinstance(early.place.stage.phase, Paused)
+
+
+def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_window() -> None:
+    """R7 in a workflow: a deliverable seen, the agent silent less than the window: left be."""
+    world = world_of(reviewed())
+    assert world.deliver()
+    place = world.place
+    assert place is not None
+    agent = place.agent
+    assert agent is not None
+    since = max(agent.said_at, place.stage.started_at)
+    delivered = evolve(
+        place,
+        agent=attrs.evolve(agent, activity=Activity.WORKING),
+        stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
+    )
+    soon = step(S, delivered, Tick(at=Instant(float(since) + S.stall_seconds - 1)))
+    assert isinstance(soon.place.stage.phase, Delivered)
+    assert soon.actions == ()
+    late = step(S, delivered, Tick(at=Instant(float(since) + S.stall_seconds)))
+    assert not isinstance(late.place.stage.phase, Delivered)

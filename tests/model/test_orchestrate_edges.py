@@ -43,6 +43,7 @@ from flume.core.observations import (
     Notified,
     NotifySaid,
     ResolveAsked,
+    ResumeAsked,
     SpawnSaid,
 )
 from flume.core.place import (
@@ -280,6 +281,32 @@ def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> N
     assert "All children of build are terminal" in agent.sends[-1].text
     stale = _merged(place)
     assert step(S, place, stale).place.join is JoinStage.TOLD
+
+
+def test_a_merge_git_refuses_pauses_and_resume_lets_the_lead_s_next_turn_merge_again() -> None:
+    """WF-PAUSE-HAS-A-WAY-OUT: a lead's merge refused (a lock) pauses; resumed, it merges anew."""
+    world = world_of(crew(most=1))
+    world.refusing = {"coder-1"}
+    assert spawn(world) is None
+    world.end_turn()
+    end_child(world, "coder-1", finished=True)
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Paused)
+    assert place.stage.phase.cause is PauseCause.MERGE_FAILED
+    assert place.join is JoinStage.MERGING
+    world.refusing.clear()
+    assert world.feed(ResumeAsked(at=world.instant())) is None
+    place = world.place
+    assert place is not None
+    assert place.join is JoinStage.OPEN
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    assert world.merges == [("coder-1",), ("coder-1",)]
 
 
 def test_a_restart_launches_running_children_again_and_merges_again() -> None:

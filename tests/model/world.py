@@ -74,6 +74,7 @@ from flume.core.observations import (
     LanesMerged,
     Launched,
     MergeConflicted,
+    MergeRefused,
     Observation,
     PromptTyped,
     PromptUnwritten,
@@ -258,6 +259,8 @@ class FakeWorld:
     lanes: dict[str, FakeLane] = attrs.field(factory=dict)
     #: Lanes whose merge conflicts until a person or an agent merges them.
     conflicting: set[str] = attrs.field(factory=set)
+    #: Lanes git refuses to merge for a reason that is not a conflict (a lock in the way).
+    refusing: set[str] = attrs.field(factory=set)
     #: Each lead's words a child's journal took: (the child's place, the words).
     notified: list[tuple[str, str]] = attrs.field(factory=list)
     #: Each merge asked: the lanes in the order asked.
@@ -515,6 +518,9 @@ class FakeWorld:
                 for lane, lane_branch in zip(lanes, merged, strict=True):
                     if lane in self.conflicting:
                         return [MergeConflicted(at=at, lane=lane, files=pvector(["a.txt"]))]
+                    if lane in self.refusing:
+                        said = "Unable to write index."
+                        return [MergeRefused(at=at, lane=lane, reason=said, lock="/l")]
                     self.git.land(lane_branch, branch)
                 return [LanesMerged(at=at, head=self.git.head(branch))]
             case Push(remote=remote, branch=branch, head=head):
