@@ -72,6 +72,7 @@ from flume.shell.supervisor.handover import (
     LaunchRefused,
 )
 from flume.shell.supervisor.protocol import DaemonReport, SurveyAnswer, Unreadable
+from flume.shell.tools.notify import Notify
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
@@ -103,7 +104,7 @@ class Stats:
 class Supervisor:
     """Follows every place of every repository flume knows; one tick at a time."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (what a supervisor is made of)
         self,
         settings: Settings,
         *,
@@ -111,11 +112,14 @@ class Supervisor:
         clock: Callable[[], float] = time.time,
         observers: Sequence[Observer] = (BranchHeads(),),
         wake: Callable[[], None] = lambda: None,
+        notify: Notify | None = None,
     ) -> None:
         self.settings = settings
         self.performer = performer
         self.clock = clock
         self.observers = observers
+        #: Which files changed (read once a tick, before the observers look); None: no events.
+        self.notify = notify
         self.follower = Follower(settings, on_problem=_not_following, on_lost=_lost)
         self.stats = Stats(started_at=clock())
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
@@ -149,6 +153,8 @@ class Supervisor:
         runs = process.count.processes()
         asked = process.count.requests["herdr"]
         now = Instant(self.clock())
+        if self.notify is not None:
+            self.notify.read()
         live = [
             each
             for each in self.followed.values()
@@ -593,6 +599,11 @@ class Supervisor:
             unwritable={
                 str(each.journal): each.fault for each in self.followed.values() if each.fault
             },
+            watching=self.notify.mode if self.notify is not None else "poller (no events asked)",
+            last_tick_deadlines_checked=self.stats.last_tick_deadlines_checked,
+            last_tick_agents_looked=sum(
+                getattr(observer, "last_looked", 0) for observer in self.observers
+            ),
         )
 
     def problem_of(self, path: Path) -> str | None:
