@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -45,7 +46,8 @@ class BranchHeads:
                 by_repository[place.launch.repository].append(each)
         whole: dict[str, float] = {}
         for repository, group in by_repository.items():
-            heads = git.heads(Path(repository))
+            folder = Path(repository)
+            heads = git.heads(folder)
             for each in group:
                 assert each.place is not None  # noqa: S101 (grouped above)
                 self._carried(each.place, heads)
@@ -56,7 +58,7 @@ class BranchHeads:
                 if lost is not None:
                     yield each, WorktreeLost(at=now, path=place.path, how=lost)
                     continue
-                seen = _seen(Path(repository), place, heads, now)
+                seen = _seen(folder, place, heads, now)
                 if seen is not None:
                     yield each, seen
         self._whole = whole
@@ -65,14 +67,18 @@ class BranchHeads:
         """How a place in flight lost its worktree, if it did, looked at only when it may have."""
         if place.worktree_gone:
             return None
-        folder = Path(place.path)
         looked = self._whole.get(place.path)
         if (
             self.notify is None
             or looked is None
             or not 0 <= now - looked < SAFETY_SECONDS
             # Both asked, so both are taken: the folder (in its parent) and its ``.git``.
-            or any([self.notify.changed(folder), self.notify.changed(folder / ".git")])
+            or any(
+                [
+                    self.notify.changed_in(*os.path.split(place.path)),
+                    self.notify.changed_in(place.path, ".git"),
+                ]
+            )
         ):
             how = _worktree_lost(place)
             if how is None:

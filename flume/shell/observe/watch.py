@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,9 @@ class Looked:
     pane: Pane | None
     entry: dict[str, object] | None
     at: float
+    #: The files its look reads (its transcript, hook file, fence ref), each (folder, name);
+    #: None: one cannot be named (a fence without its mirror), so it is looked at every tick.
+    files: tuple[tuple[str, str], ...] | None
 
 
 def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
@@ -229,7 +233,13 @@ class Watch:
                 continue
             # Everything yielded is journaled: the offsets may move past it now.
             self._state(agent.session).save(agent.session)
-            self.looked[agent.session] = Looked(place=place, pane=pane, entry=entry, at=now)
+            files = self._files(place, agent)
+            # Files watched only now may have changed since the look read them: one more look,
+            # the next tick, reads what came in between.
+            at = now if files is not None and self._watched(files) else -math.inf
+            self.looked[agent.session] = Looked(
+                place=place, pane=pane, entry=entry, at=at, files=files
+            )
         self._close_dead(panes, current)
         for session in [s for s in self.seen if s not in current]:
             del self.seen[session]
@@ -252,34 +262,55 @@ class Watch:
         yet held by the place, and every file of its that no event says is unchanged.
         """
         kept = self.looked.get(agent.session)
-        state = self.seen.get(agent.session)
         if (
             self.notify is None
             or kept is None
-            or state is None
-            or state.rollout is None
+            or kept.files is None
             or kept.place is not place
             or (kept.pane, kept.entry) != shown
-            or now - kept.at >= SAFETY_SECONDS
-            or now < kept.at
+            or not 0 <= now - kept.at < SAFETY_SECONDS
             or agent.ending
             or place.sending is not None
             or isinstance(place.stage.phase, AwaitingInput | Delivering)
+        ):
+            return False
+        changed = [self.notify.changed_in(*file) for file in kept.files]  # each asked: taken
+        return not any(changed)
+
+    def _watched(self, files: tuple[tuple[str, str], ...]) -> bool:
+        """Every file's folder was watched already (those not yet are watched from now on)."""
+        assert self.notify is not None  # noqa: S101 (asked only with one)
+        fresh = [folder for folder, _name in files if not self.notify.watching(folder)]
+        for folder in fresh:
+            self.notify.watch(folder)
+        return not fresh
+
+    def _files(self, place: Place, agent: Agent) -> tuple[tuple[str, str], ...] | None:
+        """The files a look at the agent reads, each (folder, name); None: not all are known.
+
+        None as well without events to ask. Not known: a transcript not found yet (or not yet
+        held by the place), a printed agent (its file is its pane), a fence whose mirror cannot
+        be read.
+        """
+        state = self.seen.get(agent.session)
+        if (
+            self.notify is None
+            or state is None
+            or state.rollout is None
             or printed.is_printed(agent.pane)
             or wants_transcript(place, agent.session)
         ):
-            return False
-        files = [Path(state.rollout)]
+            return None
+        files = [state.rollout]
         hooks = of(program_of(place)).hooks_file(agent.session)
         if hooks is not None:
-            files.append(hooks)
+            files.append(str(hooks))
         if self._fences.get(agent.session, (False, 0.0))[0]:
             mirror = sandbox.mirror_of(agent.session)
             if mirror is None:
-                return False
-            files.append(mirror.ref)
-        changed = [self.notify.changed(path) for path in files]  # each asked: each taken
-        return not any(changed)
+                return None
+            files.append(str(mirror.ref))
+        return tuple(os.path.split(file) for file in files)
 
     @staticmethod
     def _carried(place: Place, session: SessionId, now: Instant) -> Iterator[Observation]:

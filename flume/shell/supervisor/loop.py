@@ -72,7 +72,7 @@ from flume.shell.supervisor.handover import (
     LaunchRefused,
 )
 from flume.shell.supervisor.protocol import DaemonReport, SurveyAnswer, Unreadable
-from flume.shell.tools.notify import Notify
+from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
@@ -138,6 +138,11 @@ class Supervisor:
         self._heap: list[tuple[Instant, Path]] = []
         #: When all places' deadlines were last checked (the safety net), on the clock.
         self._scanned = float("-inf")
+        #: The journals this supervisor appended to since it last read them (they grew).
+        self._written: set[Path] = set()
+        #: Each journal's folder and name, and when it was last read (monotonic).
+        self._split: dict[Path, tuple[str, str]] = {}
+        self._read_at: dict[Path, float] = {}
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -149,12 +154,10 @@ class Supervisor:
             self.host = places.host_id()
         self._write_unwritten()
         self.follower.discover()
-        self._read_all()
+        self._read_changed()
         runs = process.count.processes()
         asked = process.count.requests["herdr"]
         now = Instant(self.clock())
-        if self.notify is not None:
-            self.notify.read()
         live = [
             each
             for each in self.followed.values()
@@ -170,7 +173,7 @@ class Supervisor:
         self.stats.last_tick_herdr_requests = process.count.requests["herdr"] - asked
         self._lanes_ended(now)
         self._deadlines(now)
-        self._read_all()
+        self._read_changed()
         self._dispatch()
         self.stats.ticks += 1
         self.stats.last_tick_seconds = time.perf_counter() - started
@@ -216,6 +219,7 @@ class Supervisor:
         if each.unwritten:
             self._hold(each, seen)
             return
+        self._written.add(each.journal)
         try:
             journal.append(each.journal, seen)
         except FileNotFoundError:
@@ -254,11 +258,48 @@ class Supervisor:
                     break
                 else:
                     each.unwritten.popleft()
+                    self._written.add(each.journal)
                     self._fault(each, None)
 
     def _read_all(self) -> None:
         for each in self.followed.values():
             self._read(each)
+
+    def _read_changed(self) -> None:
+        """Read the journals that may have grown: written since, by this supervisor or another.
+
+        Without events, all are read (:meth:`_read_all`). With them, a journal is read when an
+        event names it, when this supervisor appended to it, when it is new or given up (a
+        journal mended in place is read anew), and at least every ``SAFETY_SECONDS``.
+        """
+        notify = self.notify
+        if notify is None:
+            self._read_all()
+            return
+        notify.read()
+        clock = time.monotonic()
+        for each in self.followed.values():
+            split = self._split.get(each.journal)
+            if split is None:
+                split = self._split[each.journal] = os.path.split(each.journal)
+            grown = notify.changed_in(*split)  # asked of each, so each event is taken
+            last = self._read_at.get(each.journal)
+            if (
+                grown
+                or last is None
+                or not 0 <= clock - last < SAFETY_SECONDS
+                or each.fresh
+                or each.problem is not None
+                or each.journal in self._written
+            ):
+                self._read_at[each.journal] = clock
+                self._read(each)
+        self._written.clear()
+        if len(self._split) > 2 * len(self.followed) + _HEAP_SLACK:
+            self._split = {path: self._split[path] for path in self.followed if path in self._split}
+            self._read_at = {
+                path: self._read_at[path] for path in self.followed if path in self._read_at
+            }
 
     def _read(self, each: Followed) -> None:
         """Fold the lines appended since the last read, and queue what they call for.

@@ -11,7 +11,8 @@ was before (the poller).
 
 The poller takes over wherever inotify cannot help: no inotify on this system (or the library
 missing), the watch limit reached (a folder added after that is polled; those watched before
-stay watched), the event queue overflowed (everything is looked at once). :attr:`Notify.mode`
+stay watched), the event queue overflowed (every watch dropped, so everything is looked at once
+and watched anew). :attr:`Notify.mode`
 names which, for ``flume daemon status``. Besides the events, each observer looks at everything
 it follows every :data:`SAFETY_SECONDS` (its safety net): an event missed is found within
 seconds, never lost.
@@ -19,8 +20,10 @@ seconds, never lost.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +55,24 @@ class Notify:
         self._mask = 0
         self._overflow = 0
         self._ignored = 0
+        self._gone = 0
         #: The folders watched, by watch descriptor, and the descriptors by folder.
-        self._folders: dict[int, Path] = {}
-        self._watches: dict[Path, int] = {}
+        self._folders: dict[int, str] = {}
+        self._watches: dict[str, int] = {}
         #: The names changed in each watched folder since they were taken.
-        self._changed: dict[Path, set[str]] = {}
+        self._changed: dict[str, set[str]] = {}
         #: Why the poller looks where inotify does not; None while inotify watches all asked.
         self.poller: str | None = None
-        #: The event queue overflowed at the last read: everything is to be looked at once.
-        self.missed = False
+        #: How many times the event queue overflowed (then every folder is watched anew).
+        self.overflows = 0
+        self._make: Any = None
         if not enabled:
             self.poller = "inotify turned off"
             return
         try:
             from inotify_simple import INotify, flags  # type: ignore[import-untyped]  # noqa: PLC0415
 
+            self._make = INotify
             self._inotify = INotify(nonblocking=True)
         except ImportError:
             self.poller = "inotify_simple is not installed"
@@ -77,6 +83,7 @@ class Notify:
         for name in _EVENTS:
             self._mask |= getattr(flags, name)
         self._overflow, self._ignored = flags.Q_OVERFLOW, flags.IGNORED
+        self._gone = flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF
 
     @property
     def mode(self) -> str:
@@ -92,7 +99,11 @@ class Notify:
         """How many folders are watched."""
         return len(self._watches)
 
-    def watch(self, folder: Path) -> bool:
+    def watching(self, folder: str) -> bool:
+        """``folder`` is watched now."""
+        return folder in self._watches
+
+    def watch(self, folder: str) -> bool:
         """Watch ``folder`` (once); False when it cannot be: it is polled instead."""
         if folder in self._watches:
             return True
@@ -118,8 +129,11 @@ class Notify:
             _log.warning("%s: the poller looks at the rest", self.poller)
 
     def read(self) -> None:
-        """Take in the events that came since the last read (without waiting for any)."""
-        self.missed = False
+        """Take in the events that came since the last read (without waiting for any).
+
+        Events lost (the kernel's queue overflowed): every watch is dropped, so each path asked
+        of next is taken as changed, and its folder watched anew.
+        """
         if self._inotify is None:
             return
         try:
@@ -128,32 +142,57 @@ class Notify:
             return
         for event in events:
             if event.mask & self._overflow:
-                self.missed = True
-                continue
+                self._lost()
+                return
             folder = self._folders.get(event.wd)
             if folder is None:
                 continue
-            if event.mask & self._ignored:
-                # The folder is gone (or moved): its watch with it. Asked again, it is watched anew.
-                del self._folders[event.wd]
-                self._watches.pop(folder, None)
-                self._changed.pop(folder, None)
+            if event.mask & self._gone:
+                # The folder is gone, or moved away (a watch follows the folder, not its path):
+                # its path asked of again is watched anew, and taken as changed.
+                self._forget(event.wd, folder, removed=bool(event.mask & self._ignored))
                 continue
             self._changed[folder].add(event.name)
+
+    def _forget(self, descriptor: int, folder: str, *, removed: bool) -> None:
+        del self._folders[descriptor]
+        if self._watches.get(folder) == descriptor:
+            del self._watches[folder]
+            self._changed.pop(folder, None)
+        if not removed:
+            with contextlib.suppress(OSError):
+                self._inotify.rm_watch(descriptor)
+
+    def _lost(self) -> None:
+        """Events were lost: start again with no watch (each folder is watched when asked)."""
+        self.overflows += 1
+        _log.warning("inotify's event queue overflowed: every file is looked at again")
+        self._inotify.close()
+        self._folders.clear()
+        self._watches.clear()
+        self._changed.clear()
+        try:
+            self._inotify = self._make(nonblocking=True)
+        except OSError as error:
+            self._inotify = None
+            self.poller = f"inotify is not available: {error.strerror}"
 
     def changed(self, path: Path) -> bool:
         """``path`` may have changed since it was last asked of (and is taken as asked now).
 
         True when an event said so, or when its folder is not watched (it is watched from now
-        on, when it can be), or when events were lost.
+        on, when it can be: events lost drop every watch).
         """
-        folder = path.parent
-        if self.missed or not self.watch(folder):
-            self._changed.get(folder, set()).discard(path.name)
+        return self.changed_in(*os.path.split(path))
+
+    def changed_in(self, folder: str, name: str) -> bool:
+        """:meth:`changed`, of the file ``name`` in ``folder`` (as strings: asked often)."""
+        names = self._changed.get(folder)
+        if names is None:
+            self.watch(folder)
             return True
-        names = self._changed[folder]
-        if path.name in names:
-            names.discard(path.name)
+        if name in names:
+            names.discard(name)
             return True
         return False
 
