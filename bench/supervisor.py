@@ -38,8 +38,16 @@ CPU_TARGETS = ((100, 2.0), (1000, 5.0))
 MEMORY_TARGET_MB = 100.0
 
 
+#: Places launched at once: a thousand asked together would queue their prompts behind one
+#: another's worktrees for minutes (8 workers), past every confirmation window.
+BATCH = 100
+
+
 def host_with(count: int) -> tuple[dict[str, str], Path]:
-    """A host with ``count`` places launched in one repository, and its supervisor started."""
+    """A host with ``count`` places launched in one repository, and its supervisor started.
+
+    Launched :data:`BATCH` at a time, each batch idle before the next is launched.
+    """
     home = private_host()
     repo = small_repository(home / "repo")
     for number in range(count):
@@ -51,8 +59,22 @@ def host_with(count: int) -> tuple[dict[str, str], Path]:
             agent=AgentSettings(agent=AgentName.TEST),
         )
         launcher.launch(request, Settings(), time.time)
+        if (number + 1) % BATCH == 0 and number + 1 < count:
+            client.ensure(wait=30)
+            wait_settled(repo, number + 1)
     client.ensure(wait=30)
     return dict(os.environ), repo
+
+
+def wait_settled(repo: Path, count: int) -> float:
+    """Wait until the repository's ``count`` places are idle; how long it took."""
+    started = time.monotonic()
+    while not settled(repo, count):
+        if time.monotonic() - started > 300:
+            message = f"{count} places did not settle in 300s"
+            raise TimeoutError(message)
+        time.sleep(0.5)
+    return time.monotonic() - started
 
 
 def settled(repo: Path, count: int) -> bool:
@@ -99,13 +121,9 @@ def main() -> None:
     counts = sorted({1, *arguments.places})
     hosts = {}
     for count in counts:
-        environment, repo = host_with(count)
         started = time.monotonic()
-        while not settled(repo, count):
-            if time.monotonic() - started > 300 + count:
-                message = f"{count} places did not settle in {300 + count}s"
-                raise TimeoutError(message)
-            time.sleep(0.1)
+        environment, repo = host_with(count)
+        wait_settled(repo, count)
         reply = client.status()
         assert reply is not None
         hosts[count] = (environment, reply.pid)

@@ -220,6 +220,9 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     assert shown["running"] is True
     assert shown["places"] == 1
     assert shown["last_tick_herdr_requests"] == 0  # no place runs its agents in herdr
+    # Changes are found by inotify here (Linux), and said; the poller is named where it is not.
+    assert shown["watching"] == "inotify"
+    assert "changes found by: inotify" in flume("daemon", "status").stdout
     stopped = flume("daemon", "stop")
     assert "stopped" in stopped.stdout
     assert client.ping(timeout=0.5) is None
