@@ -945,6 +945,9 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
     if os.environ.get("FLUME_INBOX", ""):
         # A sandboxed lead: the journals are not its to write; its supervisor answers for it.
         return _agent_command(_here(None), "answer", words, [place, question])
+    elsewhere = _answer_elsewhere(place, question, words, repository)
+    if elsewhere is not None:
+        return elsewhere
     by_lead, no_lead = _answerer(place, repository)
     if not by_lead:
         # Only a lead answers from an agent's session, and only its own children (its own
@@ -956,6 +959,40 @@ def answer(place: str, question: str, text: str, *, repository: str | Path | Non
         f"{_name(decision.place)}: question {question} answered; the answer goes to the agent "
         "that asked, once it waits, and counts once its transcript holds it"
     )
+
+
+def _answer_elsewhere(
+    place: str, question: str, words: str, repository: str | Path | None
+) -> str | None:
+    """An answer to a child of a run here that is a fleet place on another host (WF-SPREAD).
+
+    Who answers is judged here, at its run (the live lead, or a person while none lives), and
+    the answer goes to the child's host through the fleet. None: ``place`` is here (or is no
+    such child: then it is unknown, as any place not here is).
+    """
+    from flume.core.settings import Settings
+    from flume.core.workflow.orchestrate import spread_answerer, spread_child
+    from flume.shell.commands import verbs
+    from flume.shell.store import outbox, places
+
+    settings = Settings()
+    where = Path(repository) if repository is not None else None
+    try:
+        places.find(place, where, settings)
+    except UsageError as unknown:
+        repositories = [places.repository_of(where)] if where else places.remembered()
+        for each in repositories:
+            for found in places.places_of(each, settings):
+                run = found.place
+                child = spread_child(run, place) if run is not None else None
+                if run is None or child is None:
+                    continue
+                by_lead, no_lead = spread_answerer(run, place, verbs.session_of())
+                if not by_lead:
+                    _a_persons_word("answer")
+                return outbox.answer(run, child, question, words, by_lead=by_lead, no_lead=no_lead)
+        raise unknown from None
+    return None
 
 
 def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
@@ -974,8 +1011,14 @@ def _answerer(place: str, repository: str | Path | None) -> tuple[bool, bool]:
     child = places.find(place, where, settings).place
     if child is None or child.launch.parent is None:
         return False, False
-    run = places.find(child.launch.parent, Path(child.launch.repository), settings).place
-    return answerer(run, verbs.session_of())
+    try:
+        run = places.find(child.launch.parent, Path(child.launch.repository), settings).place
+    except UsageError:
+        if not child.launch.spread:
+            raise
+        run = None
+    # A fleet place whose run is on another host (WF-SPREAD): its answers come from there.
+    return answerer(run, verbs.session_of(), elsewhere=child.launch.spread)
 
 
 def submit(*, cwd: str | Path | None = None) -> str:

@@ -738,6 +738,14 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
         str | None,
         typer.Option(metavar="CURSOR", help="Only events after this one (its cursor in --json)."),
     ] = None,
+    until: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="EVENT",
+            help="Follow until an event of this name is shown, then stop (exit 0): landed, "
+            "paused, finished...; repeatable, the first of them ends it.",
+        ),
+    ] = None,
 ) -> None:
     """Show the places' events: launched, delivered, landed.
 
@@ -749,6 +757,19 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
 
     from flume import api
     from flume.cli import render
+    from flume.core.actions import Event
+    from flume.core.errors import did_you_mean
+
+    names = [event.value for event in Event]
+    for word in until or ():
+        if word not in names:
+            fail(
+                UsageError.one(
+                    "--until",
+                    f"{word!r} is not an event flume reports{did_you_mean(word, names)}",
+                    f"name one of {', '.join(names)}",
+                )
+            )
 
     def warn(journal_path: Path, problem: str) -> None:
         typer.echo(f"flume: warning: {journal_path} cannot be read: {problem}", err=True)
@@ -758,7 +779,7 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
             repository=repository,
             mark=mark,
             place=place,
-            follow=follow,
+            follow=follow or bool(until),
             after=after,
             on_problem=warn,
         )
@@ -770,6 +791,8 @@ def events(  # noqa: PLR0913 (each option narrows the stream or says how to show
                 typer.echo(json.dumps(event.as_dict(), ensure_ascii=False))
             else:
                 typer.echo(render.event_text(event))
+            if until and event.event.value in until:
+                return
     except KeyboardInterrupt:
         return
     except BrokenPipeError:

@@ -36,8 +36,191 @@ View = Mapping[str, Any]
 
 
 def status_json(document: Mapping[str, Any]) -> str:
-    """``flume status --json``: format 2, documented in docs/status.md."""
+    """``flume status --json``: format 2, its fields in :data:`STATUS_FIELDS`."""
     return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+#: ``status --json``'s fields of a place, each row the fields and their meaning (Markdown).
+STATUS_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("place",),
+        "`<kind>--<name>`",
+    ),
+    (
+        ("name", "kind", "repository", "path", "branch", "base", "mark"),
+        "from the launch (`mark` may be null)",
+    ),
+    (
+        ("life",),
+        "`making`, `active`, `finished`, `dropped` or `tidied`",
+    ),
+    (
+        ("stage", "attempt"),
+        "the current stage and which attempt of it (retries count up)",
+    ),
+    (
+        ("sends",),
+        "how many times this attempt's prompt was sent (at most 2)",
+    ),
+    (
+        ("phase",),
+        (
+            "`waits-word`, `queued`, `starting`, `delivering`, `working`, `delivered`, `short`; a "
+            "workflow run's also `judging`, `paused`, `lanes` (its parallel's lanes run, each a "
+            "place of its own) and `merging` (their branches are being merged into the run's); once"
+            " the place is no longer active, its life"
+        ),
+    ),
+    (
+        ("agent",),
+        "`working`, `waiting`, `asking` (a person), `stopped`, or `unknown`",
+    ),
+    (
+        ("deliverable",),
+        "the stage's deliverable in words",
+    ),
+    (
+        ("deliverable_exists",),
+        "whether it exists, made since the stage started (false for a stage not yet started)",
+    ),
+    (
+        ("submission", "submission_note"),
+        (
+            "`none`, `submitted`, `checks-failed` (with why), `blocked` (the base repository's "
+            "state keeps it from landing: why, the way out and git's words, one a line; flume tries"
+            " again), `landed` (with where)"
+        ),
+    ),
+    (
+        ("tasks",),
+        "`[ticked, total]` for a change, else null",
+    ),
+    (
+        ("validation",),
+        (
+            "for a committed OpenSpec change: `valid` or `invalid` as the OpenSpec CLI said, or "
+            "`skipped` when no CLI was there to validate it (flume then read the files itself); "
+            "null before one is seen. The table shows `(not validated)` by the tasks"
+        ),
+    ),
+    (
+        ("short_cause", "needs"),
+        (
+            "why the stage stopped short (`needs`, `stopped`, `never-began`, `setup-failed`, "
+            "`agent-exited`, `failed`, `worktree-gone`, `branch-gone`: see [When something goes "
+            "wrong](../troubleshooting.md)) and its words, else null: for `needs`, "
+            "the agent's own words; for the others, flume's (a failed setup's output, say)"
+        ),
+    ),
+    (
+        ("waits_on_caller",),
+        "the stage waits on the caller's word (`flume proceed PLACE` releases it)",
+    ),
+    (
+        ("completed",),
+        "the stages done, in order",
+    ),
+    (
+        ("tells_held",),
+        "tells not yet confirmed in the transcript",
+    ),
+    (
+        ("updated_at",),
+        "seconds since the epoch of the last thing seen",
+    ),
+    (
+        ("host",),
+        (
+            "present only for a place another host launched (another state folder, another user): "
+            "that host's state folder; its supervisor carries the place, not this host's"
+        ),
+    ),
+    (
+        (
+            "key",
+            "paused",
+            "asking",
+            "paused_words",
+            "resolve",
+            "budgets",
+            "turns_spent",
+            "tokens_spent",
+            "maxed",
+            "progress",
+            "pushed",
+            "pr_url",
+        ),
+        (
+            "a workflow run's alone, each present only when it says something (a fix's, a change's "
+            "or any kind of stages without budgets has none of them, so a reader of format 1 reads "
+            "those unchanged): `key` the attempt's place in the tree when it is not the stage's "
+            "name (`review-loop@2/review`); `paused` the cause of a pause (`approval`, `gate-"
+            "blocked`, `budget`, `loop-max`, `stalled`, `merge-conflict`, `lane-dropped`, "
+            "`finalize-failed`; `phase` is then `paused`; or `question`, an agent's question "
+            "waiting for `flume answer`, its agent live and `phase` its own; or `child-paused`, an "
+            "orchestrate run whose child is paused or stopped short, named in `paused_words`, its "
+            "lead live); `asking` an orchestrate child's open question, which its lead answers, "
+            "`paused_words` its words, `resolve` the command that lets it go on; `budgets` the "
+            "budgets the kind sets with what was spent of each, in words, `turns_spent` and "
+            "`tokens_spent` the counts; `maxed` the loops that ran their `max` passes without done;"
+            " `progress` the last progress an agent reported; `pushed` the head finalize's remote "
+            "holds the run's branch at, `pr_url` the address the pull request command printed "
+            "(empty if none). `phase` may also be `judging`: the agent's turn ended and its step's "
+            "gate is being read, or `finalizing`: the body is done and finalize pushes, opens the "
+            "pull request or lands"
+        ),
+    ),
+    (
+        ("tree",),
+        (
+            "a workflow run's alone: each named block of its kind, in the order it runs, as `{path,"
+            " block, state, runs, passes, max, gate, lane}`: `path` its name under the loops and "
+            "parallels around it (`review-loop/review`, `slices/slice-a`); `block` `step`, `loop`, "
+            "`parallel`, `lane`, `orchestrate`, `child` (a child of an orchestrate block, with its "
+            "`goal` and its last `news`) or `run` (a child run a lead composed); `state` `not run`,"
+            " `done`, the phase word of the block the run is in (a loop running: `running`; a loop "
+            "that ran out of passes: `max`), and for a lane `waiting`, `running`, `finished` or "
+            "`ended`; `runs` a step's passed attempts, `passes`/`max` a loop's passes begun and its"
+            " cap, `gate` a step's gate in words, `lane` a lane's place (`<kind>--<name>+<lane>`, "
+            "itself a row of the status)"
+        ),
+    ),
+    (
+        ("transcript", "transcripts"),
+        (
+            "present once flume found an agent's transcript (absent before, and for a journal of a "
+            "flume older than them): `transcript` is the current attempt's (its agent's file; null "
+            "while that agent has written none), `transcripts` every attempt's found, in the order "
+            "their agents started, each `{key, stage, attempt, agent, session, path}`: `key` the "
+            "attempt's place in the tree (a step's name outside loops), `agent` the program it ran "
+            "(`claude`, `codex`, `test`), `path` its agent's own file. `flume transcript` replays "
+            "them ([its command](commands.md#command-flume-transcript)); tidy never removes one"
+        ),
+    ),
+    (
+        ("fault",),
+        (
+            "what keeps the host's supervisor from carrying the place on, and the way out: its "
+            "journal cannot be written (the path and the system's words), or the supervisor cannot "
+            "follow it (not yet read since a mend); absent when nothing does, or no supervisor "
+            "answers"
+        ),
+    ),
+)
+
+#: What format 2 is to a reader of format 1, and when the number changes.
+STATUS_FORMAT_WORDS = (
+    "Format 2 is format 1 with every place's `transcript` and `transcripts` (present only once a "
+    "transcript was found, so a place whose journal names none reads as before), and a workflow "
+    "run's fields (`key`, `paused`, `paused_words`, `resolve`, `budgets`, `turns_spent`, "
+    "`tokens_spent`, `maxed`, `tree`, `progress`, `pushed`, `pr_url`) and phases (`judging`, "
+    "`paused`, `lanes`, `merging`, `finalizing`) added. A place of a kind of stages (a fix, a "
+    "change, a question, or a declared kind of stages without budgets) carries format 1's fields "
+    "alone besides those two, each meaning what it meant, so a reader of format 1 reads it "
+    "unchanged; a reader that meets a phase it does not know should show it as it is. The format "
+    "number changes when a field is removed or changes meaning, or a value a reader must know "
+    "about is added."
+)
 
 
 class Column(NamedTuple):

@@ -261,6 +261,8 @@ class LaunchLane:
     from ``start`` (the run's head when the block was entered), running the branch's block as
     its whole body; its base is the run's branch, and its board the run's. The shell journals
     this launch once: a lane whose journal exists already (a restart) is not launched again.
+    A lane of a block that spreads (``launch.spread``, WF-SPREAD) is handed to the fleet
+    instead, which launches it on whichever host takes it, with a board of its own there.
     """
 
     repository: str
@@ -290,6 +292,9 @@ class NotifyLane:
     #: Which of its run's notes it is (``<run>#<n>``): a child takes each once, so the notes
     #: asked again after a restart (RESTART-PENDING) are not told twice.
     id: str = ""
+    #: The child is a fleet place (WF-SPREAD): its journal is on its host, reached through
+    #: the fleet.
+    spread: bool = False
 
 
 class LaneOrder(enum.Enum):
@@ -309,6 +314,9 @@ class OrderLane:
     repository: str
     place: PlaceName
     order: LaneOrder
+    #: The lane is a fleet place (WF-SPREAD): its journal is on its host, reached through the
+    #: fleet.
+    spread: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -324,6 +332,11 @@ class MergeLanes:
     branch: BranchName
     lanes: PVector[str]
     branches: PVector[BranchName]
+    #: The head each lane ended at, as its run was told (``LaneEnded``).
+    heads: PVector[Sha | None] = attrs.field(factory=pvector)
+    #: The lanes are fleet places (WF-SPREAD): their branches are fetched from the fleet's
+    #: remote first, each at the head it ended at, and the run's branch pushed there once merged.
+    spread: bool = False
 
 
 @attrs.frozen(kw_only=True)

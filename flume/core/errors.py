@@ -7,7 +7,10 @@ a state plus a ``Report`` action.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class FlumeError(Exception):
@@ -52,3 +55,43 @@ class UsageError(FlumeError):
 def refused(field: str, what: str, mend: str) -> UsageError:
     """A request that is well formed but not allowed in the place's present state."""
     return UsageError.one(field, what, mend, exit_status=1)
+
+
+def slips(word: str, other: str) -> int:
+    """How many slips of the keyboard turn ``word`` into ``other``.
+
+    A slip is a letter left out, one too many, one for another, or two side by side swapped (the
+    optimal string alignment distance).
+    """
+    before: list[int] = []
+    row = list(range(len(other) + 1))
+    for i, letter in enumerate(word, start=1):
+        above, row = row, [i]
+        for j, theirs in enumerate(other, start=1):
+            cost = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + (letter != theirs))
+            if i > 1 and j > 1 and letter == other[j - 2] and word[i - 2] == theirs:
+                cost = min(cost, before[j - 2] + 1)
+            row.append(cost)
+        before = above
+    return row[-1]
+
+
+def nearest(word: str, known: Iterable[str]) -> str | None:
+    """The known word ``word`` is a near miss of, for a "did you mean"; None if none is near.
+
+    Near: at most one slip for a word of up to four letters, two up to eight, three beyond; and
+    nearer than every other known word (a tie suggests nothing rather than the wrong one).
+    """
+    most = 1 if len(word) <= 4 else 2 if len(word) <= 8 else 3
+    scored = sorted((slips(word, each), each) for each in set(known) if each != word)
+    if not scored or scored[0][0] > most:
+        return None
+    if len(scored) > 1 and scored[1][0] == scored[0][0]:
+        return None
+    return scored[0][1]
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when ``word`` is a near miss of a known word, else empty."""
+    found = nearest(word, known)
+    return "" if found is None else f" (did you mean {found!r}?)"

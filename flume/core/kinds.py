@@ -35,7 +35,7 @@ from pyrsistent import pmap, pset, pvector
 from pyrsistent.typing import PMap, PSet, PVector
 
 from flume.core.choices import AgentName
-from flume.core.errors import Problem, UsageError
+from flume.core.errors import Problem, UsageError, did_you_mean
 from flume.core.ids import BlockName, KindName, StageName
 
 
@@ -230,6 +230,8 @@ class Parallel:
     merge: Merge = Merge.MERGE
     #: The most lanes with a live agent at once; None: every branch at once.
     cap: int | None = None
+    #: Each lane a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -258,6 +260,8 @@ class Orchestrate:
     #: How many child runs the lead may compose (``flume compose``), and their depth cap.
     compose_runs: int = 0
     compose_depth: int = 2
+    #: Each child a fleet place, carried by whichever host of the fleet takes it (WF-SPREAD).
+    spread: bool = False
 
 
 #: The tree a kind's body is made of.
@@ -354,6 +358,18 @@ def steps(block: Block) -> tuple[Step, ...]:
             return (*own, *(found for inner in blocks for found in steps(inner)))
         case _:
             assert_never(block)
+
+
+def spreading(kind: Kind) -> BlockName | None:
+    """WF-SPREAD: the first block of the kind that spreads its lanes over the fleet, if any."""
+    return next(
+        (
+            block.name
+            for block in blocks_of(kind.body)
+            if isinstance(block, Parallel | Orchestrate) and block.spread
+        ),
+        None,
+    )
 
 
 def blocks_of(block: Block) -> tuple[Block, ...]:
@@ -578,6 +594,12 @@ _SAFE_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _NAME_MEND = "use 1-32 lowercase letters, digits or '-', starting with a letter"
 
 
+def _name_problem(name: str) -> tuple[str, str]:
+    """What is wrong with a step's or block's name, and how to mend it."""
+    lane = " (no '+', which joins a lane to the work's name)" if "+" in name else ""
+    return f"{name!r} is not a name flume takes", f"{_NAME_MEND}{lane}"
+
+
 @attrs.frozen(kw_only=True)
 class Flaw:
     """One problem of a kind's declaration, with the block and key it lies in (for a file's line).
@@ -667,7 +689,9 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
             field="kind.name", what=f"{kind.name!r} is not a kind name", mend=_NAME_MEND
         )
         flaws.append(Flaw(block=None, key="name", problem=problem))
-    if not _SAFE_PREFIX.fullmatch(kind.prefix):
+    # One wrong input, one error: a prefix taken from a bad name is the name's problem alone.
+    prefix_is_named = _SAFE_NAME.fullmatch(kind.name) is not None or kind.prefix != kind.name
+    if prefix_is_named and not _SAFE_PREFIX.fullmatch(kind.prefix):
         problem = Problem(
             field=f"kind {kind.name}: prefix",
             what=f"{kind.prefix!r} cannot start a branch name",
@@ -691,7 +715,7 @@ def kind_flaws(kind: Kind) -> tuple[Flaw, ...]:
 
         said: list[tuple[str | None, str, str]] = []
         if not _SAFE_NAME.fullmatch(found.name):
-            said.append((None, f"{found.name!r} is not a stage name", _NAME_MEND))
+            said.append((None, *_name_problem(found.name)))
         if found.name in seen:
             said.append(
                 (None, f"stage {found.name} is declared twice", "give each stage its own name")
@@ -723,7 +747,7 @@ def _edge_problems(found: Step, *, lead: bool) -> list[tuple[str | None, str, st
             what = f"may {edge}: only an orchestrate block's lead may {edge}"
             said.append(("may", what, f"leave {edge} out; a step may {', '.join(STEP_EDGES)}"))
         elif edge not in STEP_EDGES:
-            what = f"may names an unknown edge {edge!r}"
+            what = f"may names an unknown edge {edge!r}{did_you_mean(edge, STEP_EDGES)}"
             said.append(("may", what, f"a step may {', '.join(STEP_EDGES)}"))
     return said
 
@@ -764,7 +788,7 @@ def _block_flaws(kind: Kind, step_names: set[str]) -> list[Flaw]:
 
         said: list[tuple[str | None, str, str]] = []
         if not _SAFE_NAME.fullmatch(block.name):
-            said.append((None, f"{block.name!r} is not a block name", _NAME_MEND))
+            said.append((None, *_name_problem(block.name)))
         if block.name in names:
             what = f"the name {block.name} is given to two blocks"
             said.append((None, what, "give each step, loop and parallel its own name"))
@@ -775,7 +799,9 @@ def _block_flaws(kind: Kind, step_names: set[str]) -> list[Flaw]:
             lanes += len(block.branches)
             said.extend(_parallel_problems(block))
         else:
-            lanes += len(block.branches) + (block.max if _is_count(block.max) else 0)
+            # A max out of its bounds is its own error, not the lanes' too (one input, one error).
+            fits = _is_count(block.max) and block.max <= MAX_CHILDREN
+            lanes += len(block.branches) + (block.max if fits else 0)
             said.extend(_orchestrate_problems(block))
         flaws.extend(_flaw(block.name, key, where, what, mend) for key, what, mend in said)
     if lanes > MAX_LANES:
@@ -807,6 +833,8 @@ def _loop_problems(loop: Loop) -> list[tuple[str, str, str]]:
             else f"until names step {loop.until}, whose gate is not verdict"
         )
         verdicts = [name for name, found in inside.items() if isinstance(found.gate, Verdict)]
+        if until is None:
+            what += did_you_mean(loop.until, inside)
         mend = (
             f"name a verdict-gated step of the loop: {', '.join(verdicts)}"
             if verdicts
@@ -836,24 +864,15 @@ def _parallel_problems(parallel: Parallel) -> list[tuple[str, str, str]]:
         )
     if not parallel.branches:
         problems.append(("branches", "the parallel has no branch", "name at least one block"))
-    for branch in parallel.branches:
-        lane = block_name(branch)
-        if lane is None:
-            problems.append(
-                (
-                    "branches",
-                    "a branch is an unnamed sequence, which names no lane",
-                    "make each branch a named block (a step, loop or parallel)",
-                ),
-            )
-        elif not _SAFE_NAME.fullmatch(lane):
-            problems.append(
-                (
-                    "branches",
-                    f"lane {lane!r} is not safe as a path segment and a ref component",
-                    f"{_NAME_MEND} (no '+', which joins a lane to the work's name)",
-                ),
-            )
+    # A named branch's name is checked as its block's: one wrong name, one error.
+    if any(block_name(branch) is None for branch in parallel.branches):
+        problems.append(
+            (
+                "branches",
+                "a branch is an unnamed sequence, which names no lane",
+                "make each branch a named block (a step, loop or parallel)",
+            ),
+        )
     return problems
 
 
@@ -1013,10 +1032,11 @@ def _prompt_problems(prompt: str) -> list[tuple[str, str]]:
         ]
     unknown = sorted(set(template.get_identifiers()) - PROMPT_FIELDS)
     if unknown:
+        named = ", ".join(f"${each}{did_you_mean(each, PROMPT_FIELDS)}" for each in unknown)
         return [
             (
-                f"the prompt names unknown fields {', '.join(unknown)}",
-                f"use only {', '.join(sorted(PROMPT_FIELDS))}",
+                f"the prompt names unknown field{'s' if len(unknown) > 1 else ''} {named}",
+                f"use only {', '.join(sorted(PROMPT_FIELDS))} (and $$ for a dollar sign)",
             ),
         ]
     return []

@@ -79,6 +79,9 @@ class Launch:
     #: A fleet place carried again on another host (FLEET-CARRIED-HEAD): the head its branch
     #: starts at, the last one its lost host pushed; None: cut from the base's revision.
     carried: Sha | None = None
+    #: A lane or child of a block that spreads over the fleet (WF-SPREAD): a fleet place, its
+    #: run on the host that launched it, which hears of it only through the fleet.
+    spread: bool = False
 
     @property
     def place(self) -> PlaceName:

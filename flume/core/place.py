@@ -530,6 +530,9 @@ class LaneRun:
     reserved_tokens: int = 0
     #: A composed run cut from the run's base, not its head.
     from_base: bool = False
+    #: Its block spreads its lanes over the fleet (WF-SPREAD): it is a fleet place, on
+    #: whichever host took it, and the run hears of it only through the fleet.
+    spread: bool = False
 
 
 class JoinStage(enum.Enum):
@@ -860,6 +863,8 @@ def merge_action(place: Place) -> MergeLanes:
         branch=place.branch,
         lanes=pvector(run.lane for run in runs),
         branches=pvector(run.branch for run in runs),
+        heads=pvector(run.head for run in runs),
+        spread=any(run.spread for run in runs),
     )
 
 

@@ -139,6 +139,11 @@ RULES: dict[str, str] = {
         "A merged lane is tidied, its branch going with its worktree; a lane not merged is "
         "tidied too, its branch kept and named (R10); a dropped run drops its running lanes."
     ),
+    "WF-SPREAD": (
+        "A block with spread = true makes each lane or child a fleet place: its launch, orders "
+        "and notes go through the fleet, its run hears of it only through the fleet, and its "
+        "merge takes the head it ended at, fetched from the fleet's remote."
+    ),
     "VERSION-FROZEN": (
         "A running place keeps the definition frozen at its launch: its kind is its journal's "
         "launch's, whatever becomes of the file it was read from."

@@ -15,6 +15,16 @@ A person's command comes as a ``command`` activity on the host's own task queue:
 <command> PLACE ... --repository <clone>`` here, as that person would on this host, and answers
 what it printed and its exit status.
 
+A spread block's lane or child (WF-SPREAD, :mod:`flume.shell.commands.spread`) is carried so
+too, launched here as its run's host would have launched it; each look also reads its news (a
+led child's, signalled to its workflow) and its end, and the carry returns once it ended, its
+last head pushed, with its end for its run. Two more activities on the host's own task queue
+serve spread lanes: ``run-word`` journals what the fleet brings of a lane in its run's journal
+(this host's, where the run is), and ``lane-word`` journals what a run asks of its lane here. A
+host also hands its own runs' words for their lanes to the fleet: :meth:`FleetHost.hand_over`
+takes them from the outbox (:mod:`flume.shell.store.outbox`), pushes a lane's entry commit to
+the remote as its branch, and starts its workflow or signals it.
+
 A host keeps a record of each place it carries (``<state>/fleet/carried/<place>.json``). A host
 that comes back after it was lost reads them: a place the fleet carried on elsewhere meanwhile
 (or ended) is dropped here, so no second agent works on it, and its branch, with every commit
@@ -35,27 +45,43 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from flume import api
 from flume.core.errors import UsageError
-from flume.core.ids import BranchName, Sha
+from flume.core.ids import BranchName, Instant, Sha
+from flume.core.observations import LaneEnded, Launched
+from flume.fleet.config import Fleet
 from flume.fleet.records import (
     ROUTED,
+    WORKFLOW,
     Answer,
     Beat,
     CarryAsked,
     CarryEnded,
     FleetLaunch,
     HostCommand,
+    HostLaneWord,
+    LaneEnd,
+    LaneWord,
+    News,
+    Piece,
     Returned,
+    RunWord,
+    Standing,
     State,
     Taken,
+    shared_queue,
 )
 from flume.shell import process
+from flume.shell.commands import spread
 from flume.shell.host import state_dir
 from flume.shell.perform import lander
+from flume.shell.store import codec, outbox
+from flume.shell.supervisor import client as supervisor
 from flume.shell.tools import git
 
 _log = logging.getLogger("flume.fleet")
@@ -66,6 +92,20 @@ LOOK_SECONDS = 1.0
 COMMAND_SECONDS = 50.0
 #: The error type a carry ends with when its worker stops: the host left; treated as lost.
 HOST_LEFT = "HostLeft"
+#: What Temporal answers while it is away or busy: a word is handed over again later.
+_AWAY = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.ABORTED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.UNKNOWN,
+        RPCStatusCode.INTERNAL,
+    }
+)
+#: How long a lane's tidy, ordered by its run, may take before its host stops waiting for it.
+TIDY_SECONDS = 60.0
 #: Lives a place ends in, as ``flume status --json`` words them.
 _ENDED_LIVES = {"finished", "dropped", "tidied"}
 
@@ -114,10 +154,11 @@ class _Look:
 class FleetHost:
     """The activities of one host of the fleet, for one clone."""
 
-    def __init__(self, name: str, clone: Clone, client: Client) -> None:
+    def __init__(self, name: str, clone: Clone, client: Client, fleet: Fleet | None = None) -> None:
         self.name = name
         self.clone = clone
         self.client = client
+        self.fleet = fleet or Fleet()
         self._look = _Look()
         self._looking = asyncio.Lock()
         #: The places this worker carries now (so the returning-host sweep leaves them be).
@@ -145,12 +186,17 @@ class FleetHost:
             self._record(asked, workflow, run, branch)
             pushed = asked.carried
             beat = Beat(host=self.name, attempt=asked.attempt, pushed=pushed, branch=branch)
+            heard = _Heard(led=spread.is_led(launch.lane_line)) if launch.lane_line else _Heard()
             while True:
                 try:
                     look = await self.look()
                     beat = await asyncio.to_thread(self._beat, launch, look, beat)
                     activity.heartbeat(dataclasses.asdict(beat))
-                    if beat.life in _ENDED_LIVES:
+                    if launch.lane_line:
+                        ended = await self._lane_looked(handle, asked, beat, heard)
+                        if ended is not None:
+                            return ended
+                    elif beat.life in _ENDED_LIVES:
                         self._forget(launch.place)
                         ended = _ended(self.name, beat, look.places.get(launch.place, {}))
                         if ended.state == State.LANDED:
@@ -165,9 +211,74 @@ class FleetHost:
                             type=HOST_LEFT,
                             non_retryable=True,
                         ) from None
+                    if launch.lane_line:
+                        # Called off by its run (dropped before its host was known): no agent
+                        # works on here for nothing.
+                        await asyncio.to_thread(self._drop_here, launch.place)
                     raise
         finally:
             self.carrying.discard(launch.place)
+
+    async def _lane_looked(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        asked: CarryAsked,
+        beat: Beat,
+        heard: _Heard,
+    ) -> CarryEnded | None:
+        """A spread lane's news told its run, and its end once it ended (its head pushed).
+
+        News not told (Temporal away) is told on the next look, and the end only after it.
+        """
+        launch, path = asked.launch, self.clone.path
+        if heard.led:
+            pieces = await asyncio.to_thread(
+                spread.news, launch.place, path, frozenset(heard.told), heard.paused
+            )
+            if pieces:
+                said = News(attempt=asked.attempt, pieces=[Piece(id=i, text=t) for i, t in pieces])
+                try:
+                    await handle.signal("news", said)
+                except Exception:  # noqa: BLE001 (Temporal away: told on the next look)
+                    _log.warning("%s's news not told its run yet", launch.place, exc_info=True)
+                    return None
+                for ident, text in pieces:
+                    heard.told.add(ident)
+                    heard.paused = text if ident.startswith("paused:") else ""
+        if beat.life not in _ENDED_LIVES:
+            return None
+        end = await asyncio.to_thread(spread.ended, launch.place, path, Instant(time.time()))
+        if end is None:
+            return None
+        pushed = await asyncio.to_thread(self._push_end, beat, end)
+        self._forget(launch.place)
+        state = State.FINISHED if end.finished else State.DROPPED
+        return CarryEnded(
+            host=self.name,
+            state=state,
+            pushed=pushed,
+            words=f"{state} on {self.name}",
+            lane_end=LaneEnd(
+                finished=end.finished, head=end.head, turns=end.turns, tokens=end.tokens
+            ),
+        )
+
+    def _push_end(self, beat: Beat, end: LaneEnded) -> str | None:
+        """The head a lane ended at, pushed to the remote if it is not there yet (never forced)."""
+        if end.head is None or end.head == beat.pushed or not beat.branch:
+            return beat.pushed
+        ran = git.push(self.clone.path, self.clone.remote, f"{end.head}:refs/heads/{beat.branch}")
+        if not ran.ok:
+            _log.warning("%s ended at %s, which the remote refused: %s", beat.branch, end.head,
+                         _said(ran))  # fmt: skip
+            return beat.pushed
+        return end.head
+
+    def _drop_here(self, place: str) -> None:
+        with contextlib.suppress(UsageError):
+            found = api.status(place=place, repository=self.clone.path)
+            if found and found[0].life.value not in {"dropped", "tidied", "finished"}:
+                api.drop(place, repository=self.clone.path)
 
     def _launch(self, asked: CarryAsked) -> str:
         """Fetch what the place starts from and launch it here; its branch. Found: adopted."""
@@ -176,6 +287,8 @@ class FleetHost:
             found = api.status(place=launch.place, repository=clone.path)
             if found and found[0].life.value != "tidied":
                 return str(found[0].branch)
+        if launch.lane_line:
+            return self._launch_lane(asked)
         refspecs = [f"+refs/heads/{launch.base}:refs/remotes/{clone.remote}/{launch.base}"]
         fetched = git.fetch(clone.path, clone.remote, *refspecs)
         if not fetched.ok:
@@ -213,6 +326,26 @@ class FleetHost:
             )
         )
         return str(made.branch)
+
+    def _launch_lane(self, asked: CarryAsked) -> str:
+        """A spread lane, launched here from its branch on the remote (its entry, pushed)."""
+        launch, clone = asked.launch, self.clone
+        branch = launch.lane_branch
+        tracking = f"refs/remotes/{clone.remote}/{branch}"
+        fetched = git.fetch(clone.path, clone.remote, f"+refs/heads/{branch}:{tracking}")
+        if not fetched.ok:
+            raise UsageError.one(
+                "remote",
+                f"{branch} could not be fetched from {clone.url}: "
+                f"{fetched.err.strip() or fetched.out.strip()}",
+                "mend the host's access to the remote",
+            )
+        if asked.carried:
+            git.fetch(clone.path, clone.remote, asked.carried)
+        carried = Sha(asked.carried) if asked.carried else None
+        branch = spread.launch(launch.lane_line, clone.path, carried)
+        supervisor.ensure()
+        return str(branch)
 
     async def look(self) -> _Look:
         """The host's places and the clone's heads, looked at once a second for every carry."""
@@ -325,6 +458,203 @@ class FleetHost:
         )
         return Answer(status=ran.status, out=ran.out, err=ran.err)
 
+    # --- spread lanes: their runs' words and theirs -----------------------------------------
+
+    @activity.defn(name="run-word")
+    async def run_word(self, said: RunWord) -> int:
+        """What the fleet brings of a spread lane, journaled in its run's journal here."""
+        end = None
+        if said.end is not None:
+            end = LaneEnded(
+                at=Instant(time.time()),
+                lane=said.lane,
+                finished=said.end.finished,
+                head=Sha(said.end.head) if said.end.head else None,
+                turns=said.end.turns,
+                tokens=said.end.tokens,
+            )
+        given = await asyncio.to_thread(
+            spread.tell_run,
+            self.clone.path,
+            said.run,
+            said.lane,
+            said.place,
+            Instant(time.time()),
+            told=[(piece.id, piece.text) for piece in said.news],
+            end=end,
+            failed=said.failed,
+        )
+        if given:
+            await asyncio.to_thread(supervisor.ensure)
+        return given
+
+    @activity.defn(name="lane-word")
+    async def lane_word(self, asked: HostLaneWord) -> Answer:
+        """What a run asks of its spread lane here: an order, a note, an answer, journaled.
+
+        Tried again (by Temporal) while the lane has no journal here yet: it is being launched.
+        A tidy waits until the lane is tidied, then lets go of what its host kept for it.
+        """
+        word, place = asked.word, asked.place
+        facts = await asyncio.to_thread(spread.lane_facts, place, self.clone.path)
+        if facts is None:
+            message = f"{place} is not launched on {self.name} yet"
+            raise ApplicationError(message)
+        answer = await asyncio.to_thread(self._lane_word, asked)
+        await asyncio.to_thread(supervisor.ensure)
+        if word.kind == "order" and word.order == "tidy":
+            said = await self._tidied(place, facts)
+            answer = dataclasses.replace(answer, out=answer.out + said)
+        return answer
+
+    def _lane_word(self, asked: HostLaneWord) -> Answer:
+        """:meth:`lane_word`'s journaling, in a thread of its own."""
+        word, place, path = asked.word, asked.place, self.clone.path
+        now = Instant(time.time())
+        if word.kind == "notify":
+            spread.notify(place, path, word.text, word.id, now)
+            return Answer(status=0)
+        if word.kind == "answer":
+            try:
+                said = spread.answer(
+                    place,
+                    path,
+                    word.question,
+                    word.text,
+                    by_lead=word.by_lead,
+                    no_lead=word.no_lead,
+                    now=now,
+                )
+            except UsageError as error:
+                words = "; ".join(problem.render() for problem in error.problems)
+                return Answer(status=error.exit_status, err=words)
+            return Answer(status=0, out=said)
+        return Answer(status=0, out=spread.order(place, path, word.order, now))
+
+    async def _tidied(self, place: str, found: spread.LaneFacts) -> str:
+        """Wait (a while) for the lane's tidy here, then let go of its base copy and its branch."""
+        path = self.clone.path
+        deadline = time.monotonic() + TIDY_SECONDS
+        while not await asyncio.to_thread(spread.is_tidied, place, path):
+            if time.monotonic() > deadline:
+                return f"; not tidied within {TIDY_SECONDS:.0f} s: its branch stays, named"
+            activity.heartbeat()
+            await asyncio.sleep(LOOK_SECONDS / 2)
+        said = await asyncio.to_thread(spread.let_go, path, found)
+        return f"; {said}" if said else ""
+
+    async def hand_over(self) -> int:
+        """Hand this host's words for its runs' spread lanes to the fleet, in order; how many.
+
+        A word for another clone is left for its worker. One Temporal cannot take now (it is
+        away) stops the round: it is tried again on the next. One for a lane whose workflow
+        ended (asked again after a restart of the run's supervisor) is dropped; one that can
+        never be handed over is dropped, named, and a lane that can never be launched so is
+        told its run as ended unfinished, so the run does not wait on it.
+        """
+        handed = 0
+        for path, word in await asyncio.to_thread(self._words):
+            try:
+                await self._hand(word)
+            except RPCError as error:
+                if error.status in _AWAY:
+                    _log.warning("the fleet did not take %s's %s: %s", word.place, word.kind, error)
+                    return handed
+                if error.status is RPCStatusCode.NOT_FOUND:
+                    _log.info("%s is no fleet place now: its %s is dropped", word.place, word.kind)
+                else:
+                    await asyncio.to_thread(self._give_up, word, str(error))
+            except (ValueError, TypeError, AssertionError) as error:
+                await asyncio.to_thread(self._give_up, word, str(error) or type(error).__name__)
+            outbox.done(path)
+            handed += 1
+        return handed
+
+    def _give_up(self, word: outbox.Word, why: str) -> None:
+        """A word the fleet will never take: named, and a launch told its run as failed."""
+        _log.warning("%s's %s cannot be handed to the fleet: %s", word.place, word.kind, why)
+        if word.kind == "launch":
+            spread.tell_run(
+                self.clone.path,
+                word.run,
+                word.lane,
+                word.place,
+                Instant(time.time()),
+                told=[],
+                failed=f"the fleet did not take it: {why}",
+            )
+            supervisor.ensure()
+
+    def _words(self) -> list[tuple[Path, outbox.Word]]:
+        """The outbox's words for this clone, in order; one that cannot be read is removed."""
+        found: list[tuple[Path, outbox.Word]] = []
+        for path, word in outbox.waiting():
+            if word is None:
+                _log.warning("a word in %s cannot be read: removed", path)
+                outbox.done(path)
+            elif Path(word.repository).resolve() == self.clone.path:
+                found.append((path, word))
+        return found
+
+    async def _hand(self, word: outbox.Word) -> None:
+        if word.kind != "launch":
+            said = LaneWord(
+                kind=word.kind,
+                order=word.order,
+                text=word.text,
+                id=word.id,
+                question=word.question,
+                by_lead=word.by_lead,
+                no_lead=word.no_lead,
+            )
+            await self.client.get_workflow_handle(word.place).signal("word", said)
+            return
+        failed = await asyncio.to_thread(self._push_entry, word)
+        if failed:
+            await asyncio.to_thread(
+                spread.tell_run,
+                self.clone.path,
+                word.run,
+                word.lane,
+                word.place,
+                Instant(time.time()),
+                told=[],
+                failed=failed,
+            )
+            return
+        body = _lane_launch(word, self.fleet, self.name, self.clone.url)
+        standing = Standing(place=word.place, state=State.WAITING, remote=self.clone.url)
+        with contextlib.suppress(WorkflowAlreadyStartedError):
+            await self.client.start_workflow(
+                WORKFLOW,
+                body,
+                id=word.place,
+                task_queue=shared_queue(self.fleet.queue, self.clone.url),
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                memo={"standing": dataclasses.asdict(standing)},
+            )
+
+    def _push_entry(self, word: outbox.Word) -> str:
+        """The lane's entry commit pushed to the remote as its branch; why not, if it cannot be.
+
+        A branch there already that holds the entry (a word handed twice, or the lane carried
+        on further) is left as it is.
+        """
+        clone = self.clone
+        ran = git.push(clone.path, clone.remote, f"{word.start}:refs/heads/{word.branch}")
+        if ran.ok:
+            return ""
+        tracking = f"refs/remotes/{clone.remote}/{word.branch}"
+        git.fetch(clone.path, clone.remote, f"+refs/heads/{word.branch}:{tracking}")
+        there = git.commit(clone.path, tracking)
+        if there is not None and git.is_ancestor(clone.path, Sha(word.start), there):
+            return ""
+        return (
+            f"its entry {word.start[:12]} could not be pushed to {clone.url} as {word.branch}: "
+            f"{_said(ran)}"
+        )
+
     # --- a host back from the lost ----------------------------------------------------------
 
     async def sweep(self) -> list[str]:
@@ -407,6 +737,44 @@ class FleetHost:
             f"kept at {head[:12]} with {count} commit{'s' if count != 1 else ''} never pushed: "
             + "; ".join(unpushed)
         )
+
+
+@dataclasses.dataclass
+class _Heard:
+    """What a carry told its lane's run so far: the news' ids, and the last pause's words."""
+
+    #: The lane is an orchestrate block's child: its lead hears its news.
+    led: bool = False
+    told: set[str] = dataclasses.field(default_factory=set)
+    paused: str = ""
+
+
+def _lane_launch(word: outbox.Word, fleet: Fleet, host: str, url: str) -> FleetLaunch:
+    """The fleet launch of a spread lane its run's host hands over."""
+    seen = codec.decode(word.line)
+    if not isinstance(seen, Launched):
+        message = f"the outbox's launch of {word.place} holds no launch"
+        raise TypeError(message)
+    launch = seen.launch
+    return FleetLaunch(
+        remote=url,
+        place=word.place,
+        kind=str(launch.kind),
+        name=str(launch.name),
+        brief=launch.brief,
+        base=str(launch.base),
+        queue=fleet.queue,
+        agent=launch.agent.agent.value,
+        model=launch.agent.model,
+        relaunch=fleet.relaunch,
+        heartbeat=fleet.heartbeat,
+        launched_from=host,
+        lane_line=word.line,
+        lane_name=launch.lane,
+        lane_branch=word.branch,
+        run=word.run,
+        run_host=host,
+    )
 
 
 def _said(ran: process.Ran) -> str:

@@ -85,6 +85,15 @@ class FleetLaunch:
     heartbeat: float = 10.0
     #: The host the launch was made from.
     launched_from: str = ""
+    #: A spread block's lane or child (WF-SPREAD): its launch as its run's host would journal
+    #: it (a journal line), its name in its run's block, and its branch; empty: a caller's
+    #: launch of ``kind``.
+    lane_line: str = ""
+    lane_name: str = ""
+    lane_branch: str = ""
+    #: The lane's run (its place), and the fleet host the run is on: it hears of the lane.
+    run: str = ""
+    run_host: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +134,16 @@ class Taken:
 
 
 @dataclasses.dataclass(frozen=True)
+class LaneEnd:
+    """How a spread lane ended, as its run is to be told (``LaneEnded``)."""
+
+    finished: bool
+    head: str | None = None
+    turns: int = 0
+    tokens: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class CarryEnded:
     """A carry that ended with the place: landed, finished or dropped, on ``host``."""
 
@@ -132,6 +151,64 @@ class CarryEnded:
     state: str
     pushed: str | None = None
     words: str = ""
+    #: A spread lane's end, for its run.
+    lane_end: LaneEnd | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """One piece of a led child's news for its lead: its id (told once) and its words."""
+
+    id: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class News:
+    """A led child's news, from the host that carries it (carry ``attempt``), for its run."""
+
+    attempt: int
+    pieces: list[Piece] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunWord:
+    """What the fleet brings the run's host of its spread lane: news, its end, or a failure."""
+
+    run: str
+    lane: str
+    #: The lane's place: only the lane the run named now takes it.
+    place: str
+    news: list[Piece] = dataclasses.field(default_factory=list)
+    end: LaneEnd | None = None
+    #: The lane could not be launched: why (it ended unfinished).
+    failed: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class LaneWord:
+    """What a spread lane's run asks of it, through the fleet: an order, a note, an answer."""
+
+    #: ``order``, ``notify`` or ``answer``.
+    kind: str
+    #: ``order``: ``drop`` or ``tidy``.
+    order: str = ""
+    #: ``notify``: the lead's words; ``answer``: the answer.
+    text: str = ""
+    #: ``notify``: the note's id (told once); ``answer``: the answer's own.
+    id: str = ""
+    #: ``answer``: the question, and who gave the answer, as the run's host judged it.
+    question: str = ""
+    by_lead: bool = False
+    no_lead: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class HostLaneWord:
+    """A spread lane's word, carried to the host that carries (or carried) it."""
+
+    place: str
+    word: LaneWord
 
 
 @dataclasses.dataclass(frozen=True)

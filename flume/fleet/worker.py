@@ -7,6 +7,9 @@ person's commands for the places it carries. It marks its clone as landing throu
 (``git config flume.fleetRemote``). Before it polls, and every heartbeat window after, it sweeps
 the places it carried before: one the fleet carries elsewhere now was this host's before it was
 lost, and is dropped here, its unpushed commits kept and named (:meth:`FleetHost.sweep`).
+About twice a second it hands the fleet what this host's runs ask of their spread lanes (the
+outbox, :meth:`FleetHost.hand_over`); its own task queue also serves those lanes' words
+(``run-word``, ``lane-word``).
 
 It runs until SIGINT or SIGTERM; then it stops polling, and the places it still carries end
 their carries as ``HostLeft`` (the workflow takes that as a lost host, at once rather than a
@@ -37,13 +40,20 @@ from flume.fleet.workflow import FleetPlace
 from flume.shell.tools import git
 
 _log = logging.getLogger("flume.fleet")
+#: Seconds between two looks at the outbox: a spread lane's word reaches the fleet this soon.
+HAND_SECONDS = 0.5
+#: How long a workflow's next task waits for the worker that ran its last one (Temporal's
+#: sticky queue) before any worker of the fleet may run it. The SDK's 10 s would hold a place
+#: whose host was lost, when that host's worker also ran its workflow, 10 s past the heartbeat
+#: window before it is named host-lost; a task taken elsewhere costs a replay of its history.
+STICKY_FOR = timedelta(seconds=1)
 
 
 async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None] = print) -> int:
     """Run the host's worker until told to stop; its exit status."""
     git.run(clone.path, "config", git.FLEET_REMOTE, clone.remote)
     client = await connect(fleet, identity=f"{name}@{os.getpid()}")
-    host = FleetHost(name, clone, client)
+    host = FleetHost(name, clone, client, fleet)
     for words in await host.sweep():
         say(f"flume fleet: {words}")
     shared = Worker(
@@ -56,13 +66,14 @@ async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None
         workflow_runner=UnsandboxedWorkflowRunner(),
         activities=[host.carry],
         max_concurrent_activities=fleet.slots,
+        sticky_queue_schedule_to_start_timeout=STICKY_FOR,
         graceful_shutdown_timeout=timedelta(seconds=5),
         identity=f"{name}@{os.getpid()}",
     )
     own = Worker(
         client,
         task_queue=host_queue(fleet.queue, name),
-        activities=[host.command],
+        activities=[host.command, host.run_word, host.lane_word],
         max_concurrent_activities=8,
         graceful_shutdown_timeout=timedelta(seconds=5),
         identity=f"{name}@{os.getpid()}",
@@ -104,11 +115,24 @@ async def serve(fleet: Fleet, name: str, clone: Clone, say: Callable[[str], None
     launches = await asyncio.start_unix_server(answer, path=str(listening))
     async with shared, own, launches:
         sweeper = asyncio.create_task(sweeping())
+        hander = asyncio.create_task(_handing(host, stopping))
         await stopping.wait()
         await sweeper
+        await hander
     listening.unlink(missing_ok=True)
     say(f"flume fleet: host {name} stopped")
     return 0
+
+
+async def _handing(host: FleetHost, stopping: asyncio.Event) -> None:
+    """Hand the outbox's words to the fleet, about twice a second, until the worker stops."""
+    while not stopping.is_set():
+        try:
+            await host.hand_over()
+        except Exception:  # noqa: BLE001 (Temporal away, or a word it refused: next round)
+            _log.warning("handing the outbox to the fleet failed; again soon", exc_info=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), timeout=HAND_SECONDS)
 
 
 def run(fleet: Fleet, name: str, clone: Clone) -> int:

@@ -8,8 +8,9 @@ From the top down:
 ``commands/``
     The caller's verbs, shell side, which :mod:`flume.api` calls: a place's commands
     (``verbs.py``), their words and folder checked at once (``input_checks.py``), tidy
-    (``tidying.py``), attach (``attach.py``), herdr's plugin (``herdr_plugin.py``). May import
-    everything below.
+    (``tidying.py``), attach (``attach.py``), herdr's plugin (``herdr_plugin.py``), and what a
+    fleet host's worker asks for a spread block's lanes (``spread.py``). May import everything
+    below.
 ``supervisor/``
     The supervisor: its loop and its state (``loop.py``), the daemon that runs it, holds the
     host's lock and answers the socket (``daemon.py``), the socket's commands and typed answers
@@ -46,7 +47,8 @@ From the top down:
     files (``journal.py``), the one journal follower the supervisor and the events stream share
     (``follower.py``), the places' events read back (``events.py``), places found and read back
     (``places.py``), a transcript line's journal words read into the core's neutral facts
-    (``transcript_words.py``). May import tools, host and below.
+    (``transcript_words.py``), what this host hands its fleet worker for spread lanes
+    (``outbox.py``). May import tools, host and below.
 ``tools/`` | ``host.py``
     ``tools/``: one adapter per outside program: ``git.py``, ``openspec.py``, Unix sockets
     (``sockets.py``), where installed programs are (``locate.py``). ``host.py``: flume's folder

@@ -169,6 +169,13 @@ class Turn:
 
 #: The turn for a recorded prompt when the script has none left.
 DEFAULT_TURN = Turn(steps=(Say("ok"),))
+#: How a recorded prompt's turn is chosen (:meth:`Agent._turn_for` does it), in words.
+TURN_CHOICE = (
+    "Each prompt the agent records is answered by one turn, taken from the script's turns not "
+    "yet used: the first whose match the prompt holds; else the first without a match; with "
+    'none left, it says "ok". A turn answers one prompt, once. A prompt the agent loses (lose) '
+    "is never answered."
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -184,6 +191,139 @@ class Script:
     #: A file every submitted input is appended to (one JSON string a line), lost ones too.
     inputs: str | None = None
     turns: tuple[Turn, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ScriptKey:
+    """One key of a script, or one kind of step: its type, its default and its meaning.
+
+    :func:`parse_script` takes the keys from these lists, and the manual's reference page on the
+    script's format is drawn from them.
+    """
+
+    name: str
+    type: str
+    #: The default in words; None: required.
+    default: str | None
+    meaning: str
+
+
+#: Where a relative path of the script is read: the agent's working directory. flume starts it
+#: in the place's worktree, so a script committed in the repository is found there by its path
+#: (``--agent-arg=--script --agent-arg=agent.toml``), in every place cut from it.
+RELATIVE_PATHS = (
+    "A relative path (the script's own, given to --script, and a write's, an inputs file's) is "
+    "taken from the agent's working directory: flume starts it in the place's worktree, so a "
+    "script committed in the repository is found there by its path, in every place cut from "
+    "it. A write path starting with $board/ is in the folder --add-dir names instead: flume "
+    "adds the place's board, where a step writes its verdict and handoff."
+)
+
+#: The script's top-level keys.
+SCRIPT_KEYS = (
+    ScriptKey(
+        name="lose",
+        type='a whole number of at least 0, or "all"',
+        default="0",
+        meaning="How many submitted inputs are lost, never recorded or answered, as the real "
+        "Claude Code can lose its first: flume finds a lost prompt missing and sends it again.",
+    ),
+    ScriptKey(
+        name="ready_after",
+        type="seconds",
+        default="0.5",
+        meaning="How long after it starts it takes input; keys typed before are dropped.",
+    ),
+    ScriptKey(
+        name="record",
+        type="true or false",
+        default="true",
+        meaning="false: no prompt is ever recorded in its transcript, or answered.",
+    ),
+    ScriptKey(
+        name="inputs",
+        type="a file's path",
+        default="none",
+        meaning="A file every submitted input is appended to, one JSON string a line, lost "
+        "ones too.",
+    ),
+    ScriptKey(
+        name="turn",
+        type="[[turn]] tables",
+        default='none: every prompt is answered "ok"',
+        meaning="What it does for each prompt it records, one table a turn.",
+    ),
+)
+
+#: A turn's keys.
+TURN_KEYS = (
+    ScriptKey(
+        name="match",
+        type="text",
+        default="none: the turn answers prompts in order",
+        meaning="The turn answers the first prompt that holds this text. flume ends every "
+        "prompt with its marker, `[flume:<place>:<key>:<attempt>]`, so `:code:1]` picks the "
+        "first attempt of stage code, `:review-loop@2/review:1]` a loop's second pass; words "
+        "of a tell or of flume's own message (an answer, a gate's reason) pick those.",
+    ),
+    ScriptKey(
+        name="steps",
+        type="a list of one-key tables (below)",
+        default="[]",
+        meaning="What the turn does, in order; a turn whose last step is a tool call ends "
+        'saying "Done."',
+    ),
+)
+
+#: The kinds of step a turn takes, each a table of one key.
+STEP_KINDS = (
+    ScriptKey(
+        name="say",
+        type="text",
+        default=None,
+        meaning="Write an assistant text line.",
+    ),
+    ScriptKey(
+        name="work",
+        type="seconds",
+        default=None,
+        meaning="Stay busy this long, writing nothing (flume sees the agent working).",
+    ),
+    ScriptKey(
+        name="write",
+        type="{ path = ..., text = ... }",
+        default=None,
+        meaning="Write a file (a Write tool call): a relative path, or $board/... on the board.",
+    ),
+    ScriptKey(
+        name="commit",
+        type="text: the message",
+        default=None,
+        meaning="`git add -A` and `git commit -m MESSAGE` in the working directory (a Bash "
+        "tool call).",
+    ),
+    ScriptKey(
+        name="run",
+        type="a list of strings: a program and its arguments",
+        default=None,
+        meaning="Run a command, no shell, in the working directory (a Bash tool call): "
+        '`["flume", "submit"]`, `["flume", "needs", "..."]`, `["flume", "spawn", "--goal", '
+        '"..."]`.',
+    ),
+    ScriptKey(
+        name="ask",
+        type="text: the question",
+        default=None,
+        meaning="Ask a person (an AskUserQuestion tool call): flume shows the agent asking; "
+        "the next input submitted answers it.",
+    ),
+    ScriptKey(
+        name="exit",
+        type="a whole number from 0 to 255",
+        default=None,
+        meaning="End the process with this status.",
+    ),
+)
 
 
 def _is_number(value: object) -> bool:
@@ -205,11 +345,10 @@ def parse_script(text: str) -> Script:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ScriptError(f"not TOML: {error}") from error
-    unknown = sorted(set(data) - {"lose", "ready_after", "record", "inputs", "turn"})
+    known = [key.name for key in SCRIPT_KEYS]
+    unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ScriptError(
-            f"unknown keys {unknown}: use lose, ready_after, record, inputs, [[turn]]"
-        )
+        raise ScriptError(f"unknown keys {unknown}: use {', '.join(known)}")
     lose = data.get("lose", 0)
     if lose != "all" and not (isinstance(lose, int) and not isinstance(lose, bool) and lose >= 0):
         raise ScriptError(f'lose must be a whole number >= 0 or "all", not {lose!r}')
@@ -238,9 +377,10 @@ def _turn(data: object, number: int) -> Turn:
     """Turn ``number`` of the script."""
     if not isinstance(data, dict):
         raise ScriptError(f"turn {number} must be a table")
-    unknown = sorted(set(data) - {"match", "steps"})
+    known = [key.name for key in TURN_KEYS]
+    unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ScriptError(f"turn {number}: unknown keys {unknown}: use match, steps")
+        raise ScriptError(f"turn {number}: unknown keys {unknown}: use {', '.join(known)}")
     match = data.get("match")
     if match is not None and not isinstance(match, str):
         raise ScriptError(f"turn {number}: match must be a string")
@@ -256,9 +396,8 @@ def _turn(data: object, number: int) -> Turn:
 def _step(data: object, where: str) -> Step:  # noqa: PLR0911 (one arm per kind of step)
     """One step of a turn; ``where`` names it in errors."""
     if not isinstance(data, dict) or len(data) != 1:
-        raise ScriptError(
-            f"{where}: a step is a table of one key: say, work, write, commit, run, ask or exit"
-        )
+        kinds = ", ".join(kind.name for kind in STEP_KINDS)
+        raise ScriptError(f"{where}: a step is a table of one key: {kinds}")
     ((key, value),) = data.items()
     match key:
         case "say" if isinstance(value, str):
@@ -282,6 +421,9 @@ def _step(data: object, where: str) -> Step:  # noqa: PLR0911 (one arm per kind 
             return Ask(value)
         case "exit" if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 256:
             return Exit(value)
+    names = [kind.name for kind in STEP_KINDS]
+    if key not in names:
+        raise ScriptError(f"{where}: no step is called {key!r}; a step is {', '.join(names)}")
     raise ScriptError(f"{where}: cannot follow {key} = {value!r}")
 
 
@@ -840,7 +982,10 @@ class Agent:
                 self.show(f"the test agent failed: {error!r}", "✗")
 
     def _turn_for(self, prompt: str) -> Turn:
-        """The first unused turn matching ``prompt``, else the next unused plain one."""
+        """The first unused turn matching ``prompt``, else the next unused plain one.
+
+        With none left, :data:`DEFAULT_TURN`: it says "ok" (:data:`TURN_CHOICE` says it so).
+        """
         for index, turn in enumerate(self.turns):
             if turn.match is not None and turn.match in prompt:
                 return self.turns.pop(index)

@@ -90,9 +90,9 @@ def test_a_merge_queue_submit_command(tmp_path: Path) -> None:
         ("place = 3\n", 1, "must be a table"),
         ('[prompts.nope]\ncode = "x"\n', 1, "does not exist"),
         ('[prompts.fix]\nplan = "x"\n', 1, "has no stage plan"),
-        ('[prompts.fix]\ncode = "$nonsense"\n', 1, "unknown fields nonsense"),
+        ('[prompts.fix]\ncode = "$nonsense"\n', 1, "unknown field $nonsense"),
         ("[prompts.fix]\ncode = 3\n", 2, "is not text"),
-        (KIND.replace("commit", "nope"), 1, "deliverable 'nope'"),
+        (KIND.replace("commit", "nope"), 1, 'deliverable = "nope" is not a gate'),
         ("\n" + KIND + KIND, 8, "declared twice"),
     ],
 )

@@ -329,3 +329,35 @@ def test_bad_arguments_are_named_and_exit_2(host: Path) -> None:
     with pytest.raises(api.UsageError) as raised:
         api.events(poll=0)
     assert raised.value.exit_status == 2
+
+
+def test_until_ends_on_the_event_named_even_one_already_journaled(
+    host: Path, harness: Harness
+) -> None:
+    """``--until`` follows to the named event and exits 0; one in the journal already ends it."""
+    repo = repository(host / "repo")
+    path = launched(repo, "alpha")
+    carry_to_landing(harness, path)
+    ran = flume("events", "fix--alpha", "--repository", str(repo), "--until", "landed")
+    assert ran.returncode == 0, ran.stderr
+    shown = [line.split()[4].rstrip(":") for line in ran.stdout.splitlines()]
+    assert shown[-1] == "landed"
+    assert "tidied" not in shown
+    either = flume("events", "fix--alpha", "--repository", str(repo), "--until", "paused",
+                   "--until", "place-made", "--json")  # fmt: skip
+    assert [json.loads(line)["event"] for line in either.stdout.splitlines()] == [
+        "launched",
+        "place-made",
+    ]
+
+
+def test_until_a_name_that_is_no_event_is_bad_input(host: Path) -> None:
+    """A misspelt event: exit 2, the nearest event named, nothing followed."""
+    repo = repository(host / "repo")
+    ran = flume("events", "--repository", str(repo), "--until", "landd")
+    assert ran.returncode == 2
+    assert ran.stderr.startswith(
+        "flume: --until: 'landd' is not an event flume reports (did you mean 'landed'?); name one "
+        "of launched, place-made,"
+    )
+    assert ran.stdout == ""

@@ -4,10 +4,11 @@ Temporal runs a workflow's code again, against its history, each time a worker p
 worker restarted, a host lost, a cache evicted): code that would now decide differently breaks
 every fleet place in flight. So each history in tests/data/fleet/ (recorded from the fleet's
 tests, ``FLUME_RECORD_FLEET=1``: a landing, a host lost and its place carried on, a stranded
-place dropped, a paused run raised from another host) is replayed with the SDK's ``Replayer``
-against the workflow code as it is now. A change that fails this must be versioned
-(``workflow.patched``), not shipped. The last test shows the check can fail: a workflow that
-asks for its carry differently does not replay.
+place dropped, a paused run raised from another host, a spread run's lane and an orchestrate
+child on another host that asked its lead) is replayed with the SDK's ``Replayer`` against the
+workflow code as it is now. A change that fails this must be versioned (``workflow.patched``),
+not shipped. The last tests show the check can fail: a workflow that asks for its carry
+differently does not replay, nor one that tells a spread lane's run otherwise.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from flume.fleet.workflow import ONCE, FleetPlace
 
 HISTORIES = Path(__file__).resolve().parents[1] / "data" / "fleet"
 #: The runs whose histories must be there: each a way a fleet place goes.
-RECORDED = ("landing", "host-loss", "drop", "pause-raise")
+RECORDED = ("landing", "host-loss", "drop", "pause-raise", "spread-lanes", "spread-child")
 
 
 def history(name: str) -> WorkflowHistory:
@@ -43,7 +44,7 @@ def history(name: str) -> WorkflowHistory:
 
 
 def test_every_recorded_history_is_there() -> None:
-    """The histories the replay promises are recorded: a landing, a host lost, a drop, a raise."""
+    """The histories the replay promises are recorded: landing, host lost, drop, raise, spread."""
     found = {path.stem for path in HISTORIES.glob("*.json")}
     assert set(RECORDED) <= found, sorted(found)
 
@@ -79,5 +80,39 @@ def test_a_non_deterministic_change_fails_the_replay() -> None:
     replayer = Replayer(workflows=[CarriedTwice])
     result = asyncio.run(
         replayer.replay_workflow(history("landing"), raise_on_replay_failure=False)
+    )
+    assert isinstance(result.replay_failure, NondeterminismError), result.replay_failure
+
+
+@workflow.defn(name=WORKFLOW, sandboxed=False)
+class ToldElsewhere(FleetPlace):
+    """A deliberately changed workflow: it tells a spread lane's run through another activity."""
+
+    @workflow.run
+    async def run(self, launch: FleetLaunch) -> object:
+        """The workflow's own run, its line to the run changed below."""
+        return await super().run(launch)
+
+    async def _to_run(self, launch: FleetLaunch) -> None:
+        """Each word for the run as an activity of another name than the histories hold."""
+        del launch
+        while True:
+            await workflow.wait_condition(lambda: bool(self.to_run) or self.closing)
+            if not self.to_run:
+                return
+            await workflow.execute_activity(
+                "run-told",
+                self.to_run.pop(0),
+                task_queue="elsewhere",
+                start_to_close_timeout=timedelta(seconds=5),
+                retry_policy=ONCE,
+            )
+
+
+def test_a_non_deterministic_change_to_a_spread_lane_s_line_fails_the_replay() -> None:
+    """The check holds the lane's line to its run too: told otherwise, its history fails."""
+    replayer = Replayer(workflows=[ToldElsewhere])
+    result = asyncio.run(
+        replayer.replay_workflow(history("spread-lanes"), raise_on_replay_failure=False)
     )
     assert isinstance(result.replay_failure, NondeterminismError), result.replay_failure

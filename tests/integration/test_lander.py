@@ -191,6 +191,33 @@ def test_a_conflicting_rebase_is_aborted_and_the_place_left_as_it_was(
     assert (work / "README.md").read_text() == "the place's words\n"
 
 
+def test_a_branch_holding_the_base_lands_as_it_is_its_merges_kept(
+    host: Path, harness: Harness
+) -> None:
+    """A conflict mended in a merge (lanes merged by hand), the base unmoved: it lands, unflattened.
+
+    A rebase would replay both sides of the merge one after the other and conflict again where
+    nothing conflicts (seen trying the lanes tutorial: a run's finalize could never land).
+    """
+    repo = repository(host / "repo")
+    place = made(harness, repo, "merged")
+    work = Path(place.path)
+    run_git(work, "switch", "-q", "-c", "side")
+    commit(work, "README.md", "shouted!\n")
+    run_git(work, "switch", "-q", "fix/merged")
+    commit(work, "README.md", "spelt\n")
+    clash = git.run(work, "merge", "--no-edit", "side")
+    assert not clash.ok
+    (work / "README.md").write_text("spelt and shouted!\n", encoding="utf-8")
+    run_git(work, "add", "README.md")
+    run_git(work, "commit", "-q", "--no-edit")
+    head = rev(work, "HEAD")
+    (seen,) = land(place)
+    assert isinstance(seen, Landed), seen
+    assert rev(repo, "main") == head == seen.base_sha
+    assert (repo / "README.md").read_text() == "spelt and shouted!\n"
+
+
 def test_uncommitted_changes_in_the_place_are_refused(host: Path, harness: Harness) -> None:
     """Work not committed would not land with the branch: it goes back to the agent."""
     repo = repository(host / "repo")

@@ -187,7 +187,7 @@ BAD = {
             'deliverable = "magic"\n'
         ),
         "stage 1",
-        "deliverable 'magic'",
+        'deliverable = "magic" is not a gate',
     ),
     "unknown_key": ("wat = 1\n", "unknown top-level keys wat", "a scenario has"),
     "mark_not_text": (LAUNCH.replace("\n\n", "\nmark = 5\n"), ":1:", "mark must be text"),
@@ -264,7 +264,7 @@ def test_a_shipped_scenario_is_found_by_name_and_listed() -> None:
 def test_the_scenarios_ship_in_the_package() -> None:
     """The scenarios live in the flume package, named by its package data; examples/ links there.
 
-    ``simulate --help`` and the README point at them: a wheel without them was a broken promise.
+    ``simulate --help`` and the manual point at them: a wheel without them was a broken promise.
     """
     assert SCENARIOS.parent == Path(scenario.__file__).resolve().parents[2]
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
@@ -276,10 +276,9 @@ def test_the_scenarios_ship_in_the_package() -> None:
     assert (ROOT / "examples" / "scenarios").resolve() == SCENARIOS
 
 
-def test_the_readme_shows_what_simulate_prints() -> None:
-    """The README's sample is lines of ``flume simulate fix-clean``, in order; ``...`` skips."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## `flume simulate`") :]
+def test_the_manual_shows_what_simulate_prints() -> None:
+    """The manual's sample is lines of ``flume simulate fix-clean``, in order; ``...`` skips."""
+    section = (ROOT / "docs" / "simulate.md").read_text(encoding="utf-8")
     assert "`flume simulate fix-clean` prints" in section
     sample = section[section.index("```text\n") + len("```text\n") :]
     sample = sample[: sample.index("```")]
@@ -288,5 +287,5 @@ def test_the_readme_shows_what_simulate_prints() -> None:
     assert code == 0, err
     printed = iter(out.splitlines())
     missing = [line for line in shown if not any(line == each for each in printed)]
-    assert not missing, f"the README shows lines simulate does not print: {missing}"
+    assert not missing, f"docs/simulate.md shows lines simulate does not print: {missing}"
     assert len(shown) == 4

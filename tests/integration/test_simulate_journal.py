@@ -394,7 +394,7 @@ def test_a_bad_kind_file_or_journal_is_named_and_exit_2(host: Path, tmp_path: Pa
     cases = [
         (
             _versions(journal_path, tmp_path / "none.toml"),
-            f"{tmp_path / 'none.toml'}: cannot be read",
+            f"{tmp_path / 'none.toml'}: no such file",
         ),
         (_versions(journal_path, bad), f"{bad}:3: is not valid TOML"),
         (_versions(journal_path, capped), f"{capped}:{cap_line}: "),

@@ -395,7 +395,7 @@ BAD = {
     "missing_prompt": (
         HEAD + '[workflow.step.review]\ngate = "verdict"\n',
         ":12:",
-        "[workflow.step.review] prompt is missing",
+        "[workflow.step.review] has no prompt",
     ),
     "restart_with_fields": (
         HEAD + '[workflow.step.review]\nprompt = "x"\n\n[[seen]]\nat = 1\ntype = "Restart"\n'

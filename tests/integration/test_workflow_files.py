@@ -18,7 +18,8 @@ from flume.core.kinds import lane_names, parallels
 from flume.core.observations import Launched
 from flume.shell.declared import kinds
 from flume.shell.store import journal
-from tests.integration.places_kit import flume, repository, world_of
+from tests.integration.places_kit import flume, repository, run_git, world_of
+from tests.integration.test_kind_file_errors import PYTHON_WORDS
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "kinds" / "feature.toml").read_text(
     encoding="utf-8"
@@ -106,12 +107,12 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
     ),
     "max-zero": (_swap("max = 3", "max = 0"), "max = 0", "max = 0 is not a whole number of at"),
     "max-negative": (_swap("max = 3", "max = -1"), "max = -1", "max = -1 is not a whole"),
-    "max-text": (_swap("max = 3", 'max = "3"'), "max = ", "max = '3' is not a whole number"),
+    "max-text": (_swap("max = 3", 'max = "3"'), "max = ", 'max = "3" is not a whole number'),
     "max-fraction": (_swap("max = 3", "max = 2.5"), "max = ", "max = 2.5 is not a whole"),
-    "max-bool": (_swap("max = 3", "max = true"), "max = ", "max = True is not a whole"),
-    "max-missing": (_swap("max = 3\n", ""), "[loop.review-loop]", "max = None is not a whole"),
+    "max-bool": (_swap("max = 3", "max = true"), "max = ", "max = true is not a whole"),
+    "max-missing": (_swap("max = 3\n", ""), "[loop.review-loop]", "[loop.review-loop] has no max"),
     "cap-zero": (_swap("cap = 2", "cap = 0"), "cap = 0", "cap = 0 is not a whole number of at"),
-    "cap-text": (_swap("cap = 2", 'cap = "2"'), "cap = ", "cap = '2' is not a whole number"),
+    "cap-text": (_swap("cap = 2", 'cap = "2"'), "cap = ", 'cap = "2" is not a whole number'),
     "budget-zero": (
         _swap("turns = 100,", "turns = 0,"),
         "budgets =",
@@ -130,23 +131,23 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
     "budget-unknown": (
         _swap("turns = 100,", "turn = 100,"),
         "budgets =",
-        "budgets has no 'turn'",
+        "budgets of [kind] has no key 'turn' (did you mean 'turns'?)",
     ),
     "first-with-merge": (
         _swap('join = "all"', 'join = "first"'),
         'merge = "merge"',
         'join = "first" ends the other lanes',
     ),
-    "join-unknown": (_swap('join = "all"', 'join = "any"'), "join =", "'any' is not one of all"),
+    "join-unknown": (_swap('join = "all"', 'join = "any"'), "join =", '"any" is not one of all'),
     "merge-unknown": (
         _swap('merge = "merge"', 'merge = "squash"'),
         "merge =",
-        "'squash' is not one of merge",
+        '"squash" is not one of merge',
     ),
     "on-max-unknown": (
         _swap("max = 3", 'max = 3\non_max = "stop"'),
         "on_max =",
-        "'stop' is not one of continue",
+        '"stop" is not one of continue',
     ),
     "artifact-absolute": (
         _swap('"artifact:PLAN.md"', '"artifact:/etc/passwd"'),
@@ -171,30 +172,34 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
     "lane-with-slash": (
         EXAMPLE.replace('"slice-a"', '"slice/a"').replace("[step.slice-a]", '[step."slice/a"]'),
         '[step."slice/a"]',
-        "'slice/a' is not a stage name",
+        "'slice/a' is not a name flume takes",
     ),
     "lane-capitals": (
         EXAMPLE.replace("slice-a", "Slice-A"),
         "[step.Slice-A]",
-        "lane 'Slice-A' is not safe as a path segment and a ref component",
+        "'Slice-A' is not a name flume takes",
     ),
     "lanes-over-32": (_lanes(33), "body =", "hold 33 lanes, over 32"),
     "prompt-unknown-field": (
         _swap("Write $verdict:", "Write $verdit:"),
         "Write $verdit",
-        "the prompt names unknown fields verdit",
+        "the prompt names unknown field $verdit (did you mean 'verdict'?)",
     ),
     "prompt-unknown-braced-field": (
         _swap("$board/review", "${boards}/review"),
         "${boards}",
-        "the prompt names unknown fields boards",
+        "the prompt names unknown field $boards (did you mean 'board'?)",
     ),
     "prompt-stray-dollar": (
         _swap("Build slice a of PLAN.md; commit.", "Build slice a of PLAN.md for $5; commit."),
         "for $5",
         "a '$' that names no field",
     ),
-    "gate-unknown": (_swap('gate = "tests"', 'gate = "merged"'), 'gate = "merged"', "'merged'"),
+    "gate-unknown": (
+        _swap('gate = "tests"', 'gate = "merged"'),
+        'gate = "merged"',
+        'gate = "merged" is not a gate flume knows',
+    ),
     "step-unknown-key": (
         _swap('gate = "tests"', 'gates = "tests"'),
         "gates =",
@@ -203,22 +208,27 @@ HOSTILE: dict[str, tuple[str, str, str]] = {
     "step-without-prompt": (
         _swap('prompt = "Build slice b of PLAN.md; commit."\n', ""),
         "[step.slice-b]",
-        "prompt is missing",
+        "[step.slice-b] has no prompt",
     ),
     "agent-unknown": (
         _swap('{ agent = "codex" }', '{ agent = "gpt" }'),
         "agent = {",
-        "is not an agent flume starts",
+        'agent = { agent = "gpt" } is not an agent flume starts',
     ),
     "sandbox-not-a-boolean": (
         _swap('gate = "tests"', 'gate = "tests"\nsandbox = "yes"'),
         'sandbox = "yes"',
-        "sandbox = 'yes' is not true or false",
+        'sandbox = "yes" is not true or false',
+    ),
+    "spread-not-a-boolean": (
+        _swap("cap = 2\n", 'cap = 2\nspread = "yes"\n'),
+        'spread = "yes"',
+        "spread = 'yes' is not true or false",
     ),
     "body-empty": (
         _swap('body = ["plan", "slices", "review-loop"]', "body = []"),
         "body = []",
-        "body must be a list of block names",
+        "body is empty; name at least one block",
     ),
     "unknown-top-key": ("stray = 1\n" + EXAMPLE, "stray = 1", "'stray' is neither"),
     "body-with-stages": (
@@ -285,12 +295,17 @@ HOSTILE.update(
         "crew-pr-not-a-list": (
             _crew('pr = ["gh",', 'pr = "gh pr create", prx = ["gh",'),
             "finalize = {",
-            "finalize has no 'prx'",
+            "finalize of [kind] has no key 'prx' (did you mean 'pr'?)",
         ),
         "crew-pr-unknown-field": (
             _crew('"{title}"', '"{owner}"'),
             "finalize = {",
             "names an unknown field {owner}",
+        ),
+        "crew-spread-not-a-boolean": (
+            _crew("[orchestrate.build]\n", "[orchestrate.build]\nspread = 1\n"),
+            "spread = 1",
+            "spread = 1 is not true or false",
         ),
         "crew-lead-gate-a-commit": (
             _crew('gate = "verdict"\nmay = ["notify"', 'gate = "commit"\nmay = ["notify"'),
@@ -331,12 +346,48 @@ def test_a_hostile_workflow_file_is_named_with_its_line_and_makes_nothing(
     assert f"{bad}:{_line(text, marker)}:" in ran.stderr, ran.stderr
     assert says in ran.stderr, ran.stderr
     assert "; " in ran.stderr  # what is wrong; how to mend it
+    # One wrong input, one error: nothing else is said of it, and in the file's words (issue 27).
+    assert len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert not PYTHON_WORDS.search(ran.stderr), ran.stderr
     assert world_of(repo) == before
     planned = flume("launch", "--plan", "--repository", str(repo), "--kind-file", str(bad),
                     "--name", "x")  # fmt: skip
     assert planned.returncode == 2
     assert f"{bad}:{_line(text, marker)}:" in planned.stderr
     assert world_of(repo) == before
+
+
+@pytest.mark.parametrize("example", ["feature", "crew"])
+def test_a_spread_block_outside_a_fleet_host_s_clone_is_refused_and_makes_nothing(
+    tmp_path: Path, example: str
+) -> None:
+    """WF-SPREAD: lanes spread over the fleet need a fleet worker's clone; elsewhere exit 2.
+
+    Launched where no ``flume fleet worker`` serves the clone, nobody would hand its lanes to
+    the fleet: the launch names the block and how to mend it, and creates nothing. Planned, it
+    is planned as any kind.
+    """
+    repo = repository(tmp_path / "repo", files={".flume.toml": TESTS_DECLARED})
+    if example == "feature":
+        text, block = _swap("cap = 2\n", "cap = 2\nspread = true\n"), "slices"
+    else:
+        text, block = (
+            _crew("[orchestrate.build]\n", "[orchestrate.build]\nspread = true\n"),
+            "build",
+        )
+        run_git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))  # its finalize's
+    spread = tmp_path / f"{example}.toml"
+    spread.write_text(text, encoding="utf-8")
+    before = world_of(repo)
+    ran = flume("launch", "--repository", str(repo), "--kind-file", str(spread), "--name", "x",
+                "--brief", "Build it.", "--agent", "test")  # fmt: skip
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"block {block} of {example} spreads its lanes over the fleet" in ran.stderr
+    assert "is no fleet host's clone; start flume fleet worker in it" in ran.stderr
+    assert world_of(repo) == before
+    planned = flume("launch", "--plan", "--repository", str(repo), "--kind-file", str(spread),
+                    "--name", "x")  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
 
 
 def test_a_tests_gate_without_a_test_command_is_named_and_makes_nothing(tmp_path: Path) -> None:

@@ -63,20 +63,29 @@ from flume.core.settings import Settings
 from flume.core.stage import _block_step
 from flume.core.status import status
 from flume.core.step import pending, replay, step
-from flume.core.workflow.lanes import fan_when_free, lane_for, lanes_ended, launch_lane, takes_order
+from flume.core.workflow.lanes import (
+    fan_when_free,
+    lane_ended,
+    lane_for,
+    lanes_ended,
+    launch_lane,
+    parallel_of,
+    takes_order,
+)
 from tests.model.world import FakeWorld
 
 S = Settings()
 LANES = ("slice-a", "slice-b", "slice-c")
 
 
-def sliced(
+def sliced(  # noqa: PLR0913 (each is one thing a kind of slices is made with)
     *,
     join: Join = Join.ALL,
     merge: Merge = Merge.MERGE,
     cap: int | None = None,
     after: bool = True,
     budgets: Budgets | None = None,
+    spread: bool = False,
 ) -> Kind:
     """Three slices in a parallel (each a commit), then a step after it, if ``after``."""
     slices = Parallel(
@@ -88,6 +97,7 @@ def sliced(
         join=join,
         merge=merge,
         cap=cap,
+        spread=spread,
     )
     then = [Step(name=StageName("after"), prompt="Check it; commit.", deliverable=Commit())]
     return Kind(
@@ -359,6 +369,14 @@ def test_a_lane_launch_carries_only_the_waits_of_its_own_steps() -> None:
     assert set(launch_lane(place, parallel, "slice-b").launch.waits) == set()
 
 
+def _lane_place(run: Place, lane: str) -> Place:
+    """The lane ``lane`` of ``run`` as its own journal would have it: launched, then finished."""
+    asked = launch_lane(run, parallel_of(run) or sliced().body.blocks[0], lane)  # type: ignore[arg-type]
+    seen = Launched(at=run.now, launch=asked.launch, kind=asked.kind, start=asked.start)
+    found = step(S, None, seen).place
+    return evolve(found, life=Life.FINISHED, completed=found.completed.append(found.stage.key))
+
+
 # --- the machine --------------------------------------------------------------------------------
 
 
@@ -372,13 +390,17 @@ class LanesMachine(RuleBasedStateMachine):
         merge=st.sampled_from(list(Merge)),
         cap=st.none() | st.integers(min_value=1, max_value=3),
         conflicting=st.sets(st.sampled_from(LANES), max_size=2),
+        spread=st.booleans(),
     )
-    def launch(self, join: Join, merge: Merge, cap: int | None, conflicting: set[str]) -> None:
-        """Launch the kind with its join, merge and cap drawn (first never with merge)."""
+    def launch(
+        self, join: Join, merge: Merge, cap: int | None, conflicting: set[str], spread: bool
+    ) -> None:
+        """Launch the kind with its join, merge, cap and spread drawn (first never with merge)."""
         if join is Join.FIRST and merge is Merge.MERGE:
             merge = Merge.PICK
-        self.kind = sliced(join=join, merge=merge, cap=cap)
+        self.kind = sliced(join=join, merge=merge, cap=cap, spread=spread)
         self.join, self.merge, self.cap = join, merge, cap or len(LANES)
+        self.spread = spread
         self.world = world_of(self.kind)
         self.world.conflicting = set(conflicting)
         self.finished: list[str] = []
@@ -530,6 +552,44 @@ class LanesMachine(RuleBasedStateMachine):
             assert tidied == {
                 lane for lane, found in self.world.lanes.items() if found.life == "finished"
             }
+
+    @invariant()
+    def spread_lanes_go_through_the_fleet(self) -> None:
+        """WF-SPREAD: each launch, order and merge of a spread block's lanes says it spreads.
+
+        None of a block that does not. A merge names, for each lane, the head the run was told
+        it ended at (the head the fleet's remote must hold); and the run is never told of a
+        spread lane from a journal of it, which the fleet may have put on the run's own host.
+        """
+        told = {
+            seen.lane: seen.head
+            for before, seen, _decision in self.world.steps
+            if isinstance(seen, LaneEnded)
+            and before is not None
+            and seen.lane in before.lanes
+            and before.lanes[seen.lane].state is LaneState.RUNNING
+        }
+        for action in self.world.actions:
+            match action:
+                case LaunchLane():
+                    assert action.launch.spread is self.spread
+                case OrderLane():
+                    assert action.spread is self.spread
+                case MergeLanes():
+                    assert action.spread is self.spread
+                    assert list(action.heads) == [told[lane] for lane in action.lanes]
+                case _:
+                    pass
+        place = self.world.place
+        assert place is not None
+        assert all(run.spread is self.spread for run in place.lanes.values())
+        if self.spread:
+            seen = {
+                run.place: _lane_place(place, run.lane)
+                for run in place.lanes.values()
+                if run.state is LaneState.RUNNING
+            }
+            assert lanes_ended(place, seen, self.world.instant()) == []
 
     @invariant()
     def nothing_waits_silently(self) -> None:
@@ -814,3 +874,30 @@ def test_no_lane_is_named_where_the_run_stands_at_no_parallel() -> None:
     world.feed(LanesMerged(at=world.instant(), head=world.git.head("feature/x")))
     assert world.place.stage.name == "after"
     assert lane_for(world.place, "slice-a") is None
+
+
+def test_a_spread_lane_is_heard_of_only_through_the_fleet() -> None:
+    """A spread block's lanes say so in their launches, and their journals tell the run nothing.
+
+    The same lanes' places, finished, tell a run that does not spread; a spread run's merge
+    names the heads its lanes ended at.
+    """
+    for spread in (False, True):
+        world = world_of(sliced(spread=spread))
+        run = world.place
+        assert run is not None
+        launched = [a for a in world.actions if isinstance(a, LaunchLane)]
+        assert {a.launch.spread for a in launched} == {spread}
+        lanes = {run.lanes[lane].place: _lane_place(run, lane) for lane in LANES}
+        told = lanes_ended(run, lanes, world.instant())
+        assert [seen.lane for seen in told] == ([] if spread else list(LANES))
+        working = {name: evolve(found, life=Life.ACTIVE) for name, found in lanes.items()}
+        assert lanes_ended(run, working, world.instant()) == []
+        for lane, found in working.items():
+            assert lane_ended(lane, found, world.instant()) is None
+        for lane in LANES:
+            end_lane(world, lane, finished=True)
+        (merge,) = [a for a in world.actions if isinstance(a, MergeLanes)]
+        assert merge.spread is spread
+        assert list(merge.heads) == [world.git.head(world.lanes[lane].branch) for lane in LANES]
+        assert {a.spread for a in world.actions if isinstance(a, OrderLane)} == {spread}

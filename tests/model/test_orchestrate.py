@@ -49,7 +49,12 @@ S = Settings()
 
 
 def crew(
-    *, most: int = 3, cap: int | None = None, runs: int = 0, budgets: Budgets | None = None
+    *,
+    most: int = 3,
+    cap: int | None = None,
+    runs: int = 0,
+    budgets: Budgets | None = None,
+    spread: bool = False,
 ) -> Kind:
     """A lead (a verdict) that may spawn coders (each a commit), notify them, compose ``runs``."""
     lead = Step(
@@ -65,7 +70,13 @@ def crew(
         may=pset(["progress", "ask"]),
     )
     block = Orchestrate(
-        name=BlockName("build"), lead=lead, template=coder, max=most, cap=cap, compose_runs=runs
+        name=BlockName("build"),
+        lead=lead,
+        template=coder,
+        max=most,
+        cap=cap,
+        compose_runs=runs,
+        spread=spread,
     )
     kind = Kind(
         name=KindName("crew"),

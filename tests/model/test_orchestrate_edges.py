@@ -10,7 +10,7 @@ import attrs
 import pytest
 from pyrsistent import pset, pvector
 
-from flume.core.actions import LaunchLane, MergeLanes, OrderLane, Report
+from flume.core.actions import LaunchLane, MergeLanes, NotifyLane, OrderLane, Report
 from flume.core.choices import AgentName
 from flume.core.delivery import render_prompt, workflow_fields
 from flume.core.errors import UsageError
@@ -65,7 +65,15 @@ from flume.core.status import status
 from flume.core.step import pending, replay, step
 from flume.core.workflow.caps import worst_case
 from flume.core.workflow.lanes import children, lane_for
-from flume.core.workflow.orchestrate import PAUSED, answerer, children_news, launch_child
+from flume.core.workflow.orchestrate import (
+    PAUSED,
+    answerer,
+    children_news,
+    launch_child,
+    news_of,
+    spread_answerer,
+    spread_child,
+)
 from flume.core.workflow.tree import position_of
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
 from tests.model.world import FakeWorld
@@ -301,14 +309,7 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     child = evolve(child, start=run.entry)
     places = {child.launch.place: child}
     assert children_news(run, places, Instant(9.0)) == []
-    attempt = Attempt(
-        key="coder",
-        stage=StageName("coder"),
-        attempt=1,
-        agent=AgentName.TEST,
-        session=SessionId("c1"),
-        started_at=Instant(1.0),
-    )
+    attempt = _coder_attempt()
     question = Question(
         id="q1",
         text="Hi?",
@@ -357,6 +358,56 @@ def test_the_supervisor_s_news_of_children_from_their_places() -> None:
     assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
 
 
+def test_a_spread_child_is_heard_of_and_told_only_through_the_fleet() -> None:
+    """A spread block's child: launched and notified as a fleet place, its journal telling nothing.
+
+    Its host reads its news as the supervisor would (``news_of``), and on its host, where its
+    run is not, nobody answers its question (its lead's host judges who may).
+    """
+    world = world_of(crew(most=2, spread=True))
+    assert spawn(world) is None
+    run = world.place
+    assert run is not None
+    launch = next(a for a in world.actions if isinstance(a, LaunchLane))
+    assert launch.launch.spread
+    assert run.lanes["coder-1"].spread
+    child = evolve(step(S, None, _launched(launch)).place, start=run.entry)
+    attempt = _coder_attempt()
+    started = evolve(child, attempts=pvector([attempt]))
+    assert children_news(run, {child.launch.place: started}, Instant(9.0)) == []
+    assert news_of(run.lanes["coder-1"], started) == [
+        ("started", "started (crew--x+coder-1)"),
+    ]
+    agent = world.live_agent()
+    assert agent is not None
+    said = NotifySaid(at=world.instant(), to="coder-1", text="Use b.md.", session=agent.session)
+    assert world.feed(said) is None
+    (note,) = [a for a in world.actions if isinstance(a, NotifyLane)]
+    assert note.spread
+    assert answerer(None, None, elsewhere=True) == (False, False)
+    assert answerer(run, lead_session(world), elsewhere=True) == (True, False)
+    # On the run's host: the child found among the run's, and its answerer judged there.
+    assert spread_child(run, "crew--x+coder-1") == run.lanes["coder-1"]
+    assert spread_child(run, "crew--x+coder-9") is None
+    assert spread_answerer(run, "crew--x+coder-1", lead_session(world)) == (True, False)
+    assert spread_answerer(evolve(run, agent=None), "crew--x+coder-1", None) == (False, True)
+    with pytest.raises(UsageError, match="goes to the lead of crew--x") as refused:
+        spread_answerer(run, "crew--x+coder-1", None)
+    assert refused.value.exit_status == 1
+
+
+def _coder_attempt() -> Attempt:
+    """A child's first attempt at its coder step, by the test agent, session ``c1``."""
+    return Attempt(
+        key="coder",
+        stage=StageName("coder"),
+        attempt=1,
+        agent=AgentName.TEST,
+        session=SessionId("c1"),
+        started_at=Instant(1.0),
+    )
+
+
 def _launched(action: LaunchLane) -> Launched:
     return Launched(at=Instant(0.0), launch=action.launch, kind=action.kind, board="/b")
 
@@ -398,8 +449,14 @@ def test_a_led_child_s_question_goes_to_its_lead_and_only_the_lead_answers() -> 
     view = status(asked.place)
     assert view.paused is None
     assert view.asking == "q1: Hi?"
-    with pytest.raises(UsageError, match="goes to the lead of crew--x"):
+    with pytest.raises(UsageError, match="goes to the lead of crew--x") as refused:
         step(S, asked.place, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    assert "from its own session" in str(refused.value)
+    # A spread child's own host sends whoever answers there to its run's (WF-SPREAD).
+    spread = evolve(asked.place, launch=attrs.evolve(asked.place.launch, spread=True))
+    with pytest.raises(UsageError, match="on the host that carries crew--x") as elsewhere:
+        step(S, spread, AnswerGiven(at=Instant(2.0), question="q1", text="Hello"))
+    assert elsewhere.value.exit_status == 1
     by_caller = AnswerGiven(at=Instant(2.0), question="q1", text="Hi", no_lead=True)
     assert step(S, asked.place, by_caller).place.questions[0].answer == "Hi"  # no lead lives
     answered = step(

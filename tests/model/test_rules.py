@@ -257,12 +257,12 @@ def test_every_problem_is_named_at_once() -> None:
     [
         ([], "no stage"),
         ([("a", "Do $brief", Commit()), ("a", "Do $brief", Commit())], "declared twice"),
-        ([("a", "Do $nonsense", Commit())], "unknown fields nonsense"),
+        ([("a", "Do $nonsense", Commit())], "unknown field $nonsense"),
         ([("a", "Costs $5", Commit())], "'$$'"),
         ([("a", "   ", Commit())], "prompt is empty"),
         ([("a", "Do $brief", ReportFile(path="../out.md"))], "not a plain path"),
         ([("a", "Do $brief", ReportFile(path="/etc/x"))], "not a plain path"),
-        ([("Bad Name", "Do $brief", Commit())], "is not a stage name"),
+        ([("Bad Name", "Do $brief", Commit())], "is not a name flume takes"),
     ],
 )
 def test_bad_declared_kinds_are_refused(stages: list[tuple[str, str, object]], says: str) -> None:

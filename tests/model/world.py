@@ -68,6 +68,7 @@ from flume.core.observations import (
     BranchFacts,
     BranchHead,
     BranchVanished,
+    ChecksFailed,
     GateRead,
     Landed,
     LanesMerged,
@@ -672,9 +673,16 @@ class FakeWorld:
         return self.feed(ReportSeen(at=self.instant(), path=path, modified_at=Instant(modified)))
 
     def land(self) -> UsageError | None:
-        """The lander lands the branch on base."""
+        """The lander lands the branch on base; a branch tidy deleted meanwhile, it cannot.
+
+        As the real lander's first look says (flume/shell/perform/lander.py ``first_look``): a
+        landing asked for before a drop, performed after tidy deleted the branch.
+        """
         assert self.place is not None
         self.landing = False
+        if self.place.branch not in self.git.branches:
+            reason = f"the branch {self.place.branch} does not exist"
+            return self.feed(ChecksFailed(at=self.instant(), reason=reason, output="nothing"))
         self.landed_at = self.now
         if self.squash:
             # By squash: the branch's work as one new commit on base; its own commits stay off it.

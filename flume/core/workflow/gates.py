@@ -318,20 +318,38 @@ def judge(place: Place, gate: Gate, seen: GateRead) -> _Passed | _Blocked | _Fai
             return _Failed(reason=f"the gate {type(gate).__name__} is not read")
 
 
+#: A verdict file's keys, and what each holds (``<board>/<step>/verdict.json``, a JSON object).
+VERDICT_KEYS = {
+    "result": 'required: `"done"`, `"revise"` or `"blocked"` (below)',
+    "summary": "optional: what the step found, in words. A fix step after a review reads it "
+    "(`$board/review/verdict.json`); a blocked verdict's summary is the pause's words; "
+    "finalize puts the last verdict's in the pull request's body",
+}
+#: What each verdict's ``result`` does to its step (WF-GATE-REPROMPT-ONCE, WF-LOOP-EXITS-ON-DONE).
+VERDICT_RESULTS = {
+    "done": "the gate passes; a loop whose `until` step this is ends",
+    "revise": "the gate passes; a loop whose `until` step this is runs its body again, if "
+    "passes are left (else `loop-max`)",
+    "blocked": "the run pauses at once (`gate-blocked`), its summary as the pause's words, "
+    "until a person lets it go on (`flume resume`, `flume retry`)",
+}
+#: The results that pass the gate.
+_PASSING = ("done", "revise")
+
+
 def _judge_verdict(place: Place, seen: GateRead) -> _Passed | _Blocked | _Failed:
     where = f"{place.board}/{place.stage.name}/verdict.json"
     if not seen.found:
         return _Failed(reason=f"no verdict was written at {where}")
     if seen.problem:
         return _Failed(reason=f"the verdict at {where} cannot be read: {seen.problem}")
-    if seen.result in {"done", "revise"}:
+    if seen.result in _PASSING:
         return _Passed(done=seen.result == "done")
     if seen.result == "blocked":
         return _Blocked(words=seen.summary or "the verdict says blocked, with no summary")
-    return _Failed(
-        reason=f"the verdict at {where} says result {seen.result!r}; "
-        'write "done", "revise" or "blocked"'
-    )
+    *most, last = [f'"{result}"' for result in VERDICT_RESULTS]
+    words = f"{', '.join(most)} or {last}"
+    return _Failed(reason=f"the verdict at {where} says result {seen.result!r}; write {words}")
 
 
 def _judge_tests(seen: GateRead) -> _Passed | _Failed:

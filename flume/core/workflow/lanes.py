@@ -25,6 +25,11 @@ The rules:
 - WF-TIDY-LANES: a merged lane is tidied (its branch, in the run's, goes with its worktree); a
   lane not merged is tidied too, and tidy keeps its branch, named, since the run's branch lacks
   its commits (R10). A dropped run drops its running lanes.
+- WF-SPREAD: a block that spreads (``spread = true``) makes each of its lanes a fleet place,
+  carried by whichever host of the fleet takes it (docs/fleet.md). Every launch, order and
+  note for such a lane says so (the shell hands it to the fleet, not to a journal here), the
+  run hears of it only through the fleet (never from a journal this host may hold of it), and
+  its merge names the head the lane ended at, which the shell fetches from the fleet's remote.
 """
 
 from __future__ import annotations
@@ -80,13 +85,20 @@ def passes(place: Place) -> tuple[int, ...]:
     return () if position is None else tuple(each.number for each in position.passes)
 
 
+def is_spread(place: Place) -> bool:
+    """WF-SPREAD: the run's current block (a parallel or an orchestrate) spreads its lanes."""
+    block = parallel_of(place) or leading(place)
+    return block is not None and block.spread
+
+
 def lane_run(
     place: Place, lane: str, index: int, goal: str = "", agent: AgentName | None = None
 ) -> LaneRun:
     """Lane ``lane`` of the run's current block, waiting, with the place and branch it will have.
 
     A parallel's lane or an orchestrate's child alike: ``<kind>--<name>+<lane>`` on
-    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``.
+    ``<prefix>/<name>+<lane>``, the passes of the loops around the block after an ``@``; a
+    fleet place if the block spreads.
     """
     work = lane_work_name(place.launch.name, lane, passes(place))
     return LaneRun(
@@ -96,6 +108,7 @@ def lane_run(
         branch=place_branch(place.kind, work),
         goal=goal,
         agent=agent,
+        spread=is_spread(place),
     )
 
 
@@ -237,6 +250,7 @@ def lane_launch(
         ),
     )
     names = {step.name for step in steps(kind.body)}
+    run = place.lanes.get(lane)
     launch = attrs.evolve(
         place.launch,
         name=lane_work_name(place.launch.name, lane, passes(place)),
@@ -247,6 +261,7 @@ def lane_launch(
         lane=lane,
         goal=goal,
         led=led,
+        spread=run.spread if run is not None else is_spread(place),
     )
     return LaunchLane(
         repository=place.launch.repository,
@@ -264,7 +279,9 @@ def lane_launch(
 
 
 def _order(place: Place, run: LaneRun, order: LaneOrder) -> OrderLane:
-    return OrderLane(repository=place.launch.repository, place=run.place, order=order)
+    return OrderLane(
+        repository=place.launch.repository, place=run.place, order=order, spread=run.spread
+    )
 
 
 def on_lane_ended(place: Place, seen: LaneEnded) -> Outcome:
@@ -515,6 +532,10 @@ def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> l
     its turn under the block's cap. Only the place the run named, launched by that run and cut
     from its head at this entry of the block (a loop around the block enters it again). A lane
     a person tidied once it finished finished all the same. What it spent goes with it.
+
+    WF-SPREAD: a lane of a block that spreads is heard of only through the fleet, which tells
+    the run once its host pushed the head it ended at: a journal of it this host holds (the
+    fleet may have put it here) tells nothing.
     """
     if run.life is not Life.ACTIVE or not (isinstance(run.stage.phase, Fanned) or children(run)):
         return []
@@ -523,25 +544,35 @@ def lanes_ended(run: Place, lanes: Mapping[PlaceName, Place], now: Instant) -> l
         found = lanes.get(lane.place)
         if (
             lane.state is not LaneState.RUNNING
+            or lane.spread
             or found is None
             or found.launch.parent != run.launch.place
             or found.start != (run.start if lane.from_base else run.entry)
-            or found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED}
-            or found.agent is not None
         ):
             continue
-        finished = found.life is not Life.DROPPED and found.stage.key in found.completed
-        told.append(
-            LaneEnded(
-                at=now,
-                lane=lane.lane,
-                finished=finished,
-                head=found.head,
-                turns=found.spent.turns,
-                tokens=found.spent.tokens,
-            )
-        )
+        ended = lane_ended(lane.lane, found, now)
+        if ended is not None:
+            told.append(ended)
     return told
+
+
+def lane_ended(lane: str, found: Place, now: Instant) -> LaneEnded | None:
+    """What a run is told of its lane ``lane`` from the lane's place ``found``; None: it runs on.
+
+    Ended once the place finished its branch's block, or was dropped (or tidied), and its agent
+    is gone; finished unless dropped, and only if its last step passed its gate. The one
+    meaning of a lane's end: the supervisor's, and a fleet host's for a lane it carries.
+    """
+    if found.life not in {Life.FINISHED, Life.DROPPED, Life.TIDIED} or found.agent is not None:
+        return None
+    return LaneEnded(
+        at=now,
+        lane=lane,
+        finished=found.life is not Life.DROPPED and found.stage.key in found.completed,
+        head=found.head,
+        turns=found.spent.turns,
+        tokens=found.spent.tokens,
+    )
 
 
 def pending(place: Place) -> tuple[Action, ...]:

@@ -155,11 +155,18 @@ def on_answer(place: Place, seen: AnswerGiven) -> Outcome:
             f"see what {name} waits on with flume status {name}",
         )
     if place.launch.led and not (seen.by_lead or seen.no_lead):
+        # WF-SPREAD: a fleet place's lead is on the host of its run, where who answers is judged.
+        mend = (
+            f"answer it on the host that carries {place.launch.parent} (flume status --fleet "
+            "names it): its lead answers there, or you while no lead of it is live"
+            if place.launch.spread
+            else "the lead answers it, from its own session (you may, while no lead of it is live)"
+        )
         raise refused(
             "answer",
             f"question {found.id} of {name} goes to the lead of {place.launch.parent}, "
             "the nearest lead above it",
-            "the lead answers it, from its own session (you may, while no lead of it is live)",
+            mend,
         )
     if found is not open_question(place):
         raise refused(

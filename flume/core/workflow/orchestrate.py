@@ -204,15 +204,44 @@ def launch_child(place: Place, block: Orchestrate, run: LaneRun) -> LaunchLane:
     return attrs.evolve(launch, launch=deeper, kind=kind, start=start)
 
 
-def answerer(run: Place | None, session: SessionId | None) -> tuple[bool, bool]:
+def answerer(
+    run: Place | None, session: SessionId | None, *, elsewhere: bool = False
+) -> tuple[bool, bool]:
     """WF-ASK-ONE-ANSWERER for a child's question: the session is its lead; no lead lives.
 
     ``run`` is the place that launched the child. With no live lead at an orchestrate block
-    there (it paused, or went past the block), the caller answers.
+    there (it paused, or went past the block), the caller answers. ``elsewhere``: the child is
+    a fleet place and its run is not here, but on the host that launched it (WF-SPREAD): who
+    answers is judged there, and here nobody does.
     """
+    if run is None and elsewhere:
+        return False, False
     if run is None or leading(run) is None or not is_live(run):
         return False, True
     return run.agent is not None and run.agent.session == session, False
+
+
+def spread_child(run: Place, name: str) -> LaneRun | None:
+    """The run's child ``name`` (its place) if it is a fleet place (WF-SPREAD), else None."""
+    return next((each for each in run.lanes.values() if each.place == name and each.spread), None)
+
+
+def spread_answerer(run: Place, name: str, session: SessionId | None) -> tuple[bool, bool]:
+    """WF-ASK-ONE-ANSWERER for a child on another host, judged here, at its run.
+
+    Whether the answer is the live lead's, or a person's while no lead lives; either is
+    carried to the child's host, which takes it as judged. Anyone else is refused here (exit
+    1), as the child's rules would refuse them.
+    """
+    by_lead, no_lead = answerer(run, session)
+    if not (by_lead or no_lead):
+        raise refused(
+            "answer",
+            f"a question of {name} goes to the lead of {run.launch.place}, the nearest lead "
+            "above it",
+            "the lead answers it, from its own session (you may, while no lead of it is live)",
+        )
+    return by_lead, no_lead
 
 
 def _lead_command(
@@ -412,6 +441,7 @@ def _notify(place: Place, run: LaneRun, index: int) -> NotifyLane:
         place=run.place,
         text=run.notes[index],
         id=f"{place.launch.place}#{run.lane}#{index + 1}",
+        spread=run.spread,
     )
 
 
@@ -608,13 +638,16 @@ def children_news(run: Place, places: Mapping[PlaceName, Place], now: Instant) -
 
     Each piece once (its id): started; each gate passed; each question open (with the command
     that answers it); the last progress; paused or stopped short (with what resolves it), and
-    going on again after. Only the places the run named, launched by it from this entry.
+    going on again after. Only the places the run named, launched by it from this entry. A
+    child of a block that spreads is heard of only through the fleet (WF-SPREAD), whose host
+    reads its news as :func:`news_of` says.
     """
     told: list[ChildNews] = []
     for lane in children(run):
         found = places.get(lane.place)
         if (
             lane.state is not LaneState.RUNNING
+            or lane.spread
             or found is None
             or found.launch.parent != run.launch.place
             or found.start != (run.start if lane.from_base else run.entry)
@@ -622,14 +655,18 @@ def children_news(run: Place, places: Mapping[PlaceName, Place], now: Instant) -
             continue
         told.extend(
             ChildNews(at=now, lane=lane.lane, id=ident, text=text)
-            for ident, text in _news_of(lane, found)
+            for ident, text in news_of(lane, found)
             if ident not in lane.news
         )
     return told
 
 
-def _news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
-    """A child's news as (id, words), in the order the lead hears it."""
+def news_of(lane: LaneRun, child: Place) -> list[tuple[str, str]]:
+    """A child's news as (id, words), in the order the lead hears it.
+
+    ``lane`` is the child as its run knows it: the news told already (``news``) and whether it
+    was last told paused (``paused``), which the news after a pause says it goes on again.
+    """
     news: list[tuple[str, str]] = []
     name = child.launch.place
     if child.attempts:

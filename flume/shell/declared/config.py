@@ -296,7 +296,7 @@ def _kind_file(at: _Located, table: dict[str, Any], where: str) -> DeclaredKind:
             "repository",
             'write file = "flume/feature.toml": the kind file\'s own [kind] table names it',
         )
-    return read_kind_file(at.path.parent / str(file))
+    return read_kind_file(at.path.parent / str(file), named_at=where)
 
 
 def _prompts(

@@ -29,6 +29,42 @@ from flume.shell.declared import command
 BOARDS = ".boards"
 
 
+#: The board's files: where each is, who writes it, and what it holds.
+BOARD_FILES = (
+    (
+        "task.md",
+        "flume, at launch",
+        "the work as launched: the place, its kind, name and base, and the brief",
+    ),
+    (
+        "<step>/verdict.json",
+        "the step's agent (`$verdict`)",
+        "its verdict, for a `verdict` gate (below)",
+    ),
+    (
+        "<step>/handoff.md",
+        "the step's agent (`$handoff`)",
+        (
+            "free-form notes for whatever runs next; finalize puts each step's in the pull "
+            "request's body"
+        ),
+    ),
+    (
+        "<step>/history/<key>#<attempt>.json",
+        "flume, before a step's next attempt",
+        (
+            "an earlier attempt's verdict, moved aside (a key's `/` written `--`): a verdict never "
+            "passes a later attempt's gate"
+        ),
+    ),
+    (
+        "pr-body.md",
+        "flume, at finalize",
+        "the pull request's body: the task, the handoffs, the last verdict",
+    ),
+)
+
+
 def board_of(place_path: str, place: str) -> Path:
     """The board of the place whose worktree is ``place_path``."""
     return Path(place_path).parent / BOARDS / place

@@ -1,4 +1,4 @@
-"""The landers: a submit stage's work carried onto its base (README, "Landing").
+"""The landers: a submit stage's work carried onto its base (docs/landing.md).
 
 Theory of operation. ``flume submit`` makes the core ask for :class:`~flume.core.actions.Land`,
 and :class:`Lander` performs it. It reads the repository's config at that moment: a declared
@@ -170,6 +170,11 @@ class Lander:
         dropped commit is not brought back. Otherwise (the base only moved on, a journal older
         than ``start``, or the agent rewrote its branch off it) the branch is rebased on ``old``,
         where git also skips commits the base already holds as patches.
+
+        A branch that holds the base as it is now, when the base only moved on, is not rebased:
+        the base can move to it as it is. A rebase would only flatten its merges, and replaying
+        a merge someone resolved by hand (a workflow's lanes merged into the run's branch, a
+        conflict mended) would conflict again where nothing conflicts.
         """
         since: tuple[str, ...] = ()
         start = action.start
@@ -179,6 +184,8 @@ class Lander:
             and git.run(work, "merge-base", "--is-ancestor", start, "HEAD").ok
         ):
             since = ("--onto", old, start)
+        if not since and git.run(work, "merge-base", "--is-ancestor", old, "HEAD").ok:
+            return None
         upstream = since or (old,)
         ran = git.run(
             work, "rebase", "--quiet", "--no-autostash", *upstream, pass_fds=self.pass_fds

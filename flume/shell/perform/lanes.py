@@ -12,6 +12,12 @@ no agent in it, each lane's branch in the order asked, under the repository's la
 Each is safe to perform twice (RESTART-PENDING): a lane whose journal exists is not launched
 again, an order a lane has had is not given again, and a branch already merged is passed over
 (the state a merge cut short after its commit left is cleared first).
+
+A lane of a block that spreads (WF-SPREAD) is a fleet place, whose journal is on whichever host
+took it: its launch, orders and notes are handed to this host's fleet worker through the outbox
+(:mod:`flume.shell.store.outbox`), and its merge fetches its branch from the fleet's remote
+first, checked at the head the lane ended at; the run's branch, merged, is pushed there, so the
+lanes' hosts see their work in it.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from flume.core.actions import (
     OrderLane,
 )
 from flume.core.errors import UsageError
-from flume.core.ids import Instant, Sha
+from flume.core.ids import BranchName, Instant, Sha
+from flume.core.launch import place_branch
 from flume.core.observations import (
     ActionFailed,
     DropAsked,
@@ -49,7 +56,7 @@ from flume.core.workflow.lanes import takes_order
 from flume.shell.perform import launcher
 from flume.shell.perform.lander import base_lock
 from flume.shell.process import Ran
-from flume.shell.store import journal, places
+from flume.shell.store import codec, journal, outbox, places
 from flume.shell.tools import git
 
 _log = logging.getLogger("flume.supervisor")
@@ -77,16 +84,54 @@ def launch(action: LaunchLane, at: Instant) -> list[Observation]:
         step(action.settings, None, seen)
     except UsageError as error:
         said = "; ".join(f"{problem.what} ({problem.mend})" for problem in error.problems)
-        return [
-            ActionFailed(
-                at=at,
-                action=ActionName.LAUNCH_LANE,
-                output=f"lane {action.lane} cannot be launched: {said}",
-            ),
-            LaneEnded(at=at, lane=action.lane, finished=False),
-        ]
+        return _not_launched(action, at, said)
+    if action.launch.spread:
+        return _hand_to_fleet(action, seen, at)
     if launcher.launch_lane(seen):
         _log.info("lane %s of %s launched", action.launch.place, action.parent)
+    return []
+
+
+def _not_launched(action: LaunchLane, at: Instant, said: str) -> list[Observation]:
+    """A lane that cannot be launched: the failure reported, and the lane ended unfinished."""
+    return [
+        ActionFailed(
+            at=at,
+            action=ActionName.LAUNCH_LANE,
+            output=f"lane {action.lane} cannot be launched: {said}",
+        ),
+        LaneEnded(at=at, lane=action.lane, finished=False),
+    ]
+
+
+def _hand_to_fleet(action: LaunchLane, seen: Launched, at: Instant) -> list[Observation]:
+    """WF-SPREAD: the lane's launch, as its journal's first line would be, into the outbox.
+
+    Only from a clone a fleet worker serves (its ``flume.fleetRemote``): else nobody would ever
+    hand it to the fleet, and the lane ends unfinished at once, saying why.
+    """
+    repository = Path(action.repository)
+    if git.fleet_remote(repository) is None:
+        return _not_launched(
+            action,
+            at,
+            f"{repository} is no fleet host's clone, and its block spreads its lanes over the "
+            "fleet (start flume fleet worker there, or leave spread out)",
+        )
+    branch = place_branch(action.kind, action.launch.name)
+    outbox.put(
+        outbox.Word(
+            kind="launch",
+            place=action.launch.place,
+            run=action.parent,
+            repository=action.repository,
+            lane=action.lane,
+            line=codec.encode(seen),
+            branch=branch,
+            start=action.start or "",
+        )
+    )
+    _log.info("lane %s of %s handed to the fleet", action.launch.place, action.parent)
     return []
 
 
@@ -97,6 +142,9 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
     no journal, or one that took it already, takes nothing; one whose journal cannot be read or
     written is logged, and its run goes on: what the run does next never waits on its lanes'.
     """
+    if action.spread:
+        _to_fleet("order", action.place, action.repository, order=action.order.value)
+        return []
     path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
     if not path.is_file():
         return []
@@ -113,6 +161,16 @@ def order(action: OrderLane, at: Instant) -> list[Observation]:
     return []
 
 
+def _to_fleet(  # noqa: PLR0913 (each is one thing a word carries)
+    kind: str, place: str, repository: str, *, order: str = "", text: str = "", ident: str = ""
+) -> None:
+    """WF-SPREAD: what the run asks of a lane on another host, into the outbox for the fleet."""
+    word = outbox.Word(
+        kind=kind, place=place, run="", repository=repository, order=order, text=text, id=ident
+    )
+    outbox.put(word)
+
+
 def notify(action: NotifyLane, at: Instant) -> list[Observation]:
     """Journal a lead's words into its child's journal (``Notified``), under the journal's lock.
 
@@ -120,6 +178,9 @@ def notify(action: NotifyLane, at: Instant) -> list[Observation]:
     child with no journal, or one that ended, takes nothing; a journal that cannot be read or
     written is logged, and the run goes on.
     """
+    if action.spread:
+        _to_fleet("notify", action.place, action.repository, text=action.text, ident=action.id)
+        return []
     path = places.journals_dir(Path(action.repository)) / action.place / places.JOURNAL
     if not path.is_file():
         return []
@@ -155,15 +216,69 @@ def merge(
     merge, read as a conflict naming no file, or make the next agent's commit a merge.
     """
     worktree = Path(action.path)
+    remote = git.fleet_remote(repository) if action.spread else None
+    if action.spread and remote is None:
+        what = (
+            f"{repository} is no fleet host's clone: its spread lanes' branches are on the "
+            "fleet's remote, which it does not name (flume.fleetRemote)"
+        )
+        return _failed(at, what)
+    refs: list[str] = list(action.branches)
+    if remote is not None:
+        fetched = _fetched(action, repository, remote, at)
+        if fetched:
+            return fetched
+        refs = [f"refs/remotes/{remote}/{branch}" for branch in action.branches]
     with base_lock(repository) as held:
         fds = (*pass_fds, held)
-        stopped = _concluded(worktree, at, fds) or _merge_each(action, worktree, at, fds)
+        stopped = _concluded(worktree, at, fds) or _merge_each(action, refs, worktree, at, fds)
         if stopped:
             return stopped
         head = git.run(worktree, "rev-parse", "HEAD")
     if not head.ok:
         return _failed(at, "git cannot say the merged branch's head", head)
+    if remote is not None:
+        _push_run(worktree, remote, action.branch, head.out.strip())
+        for ref in refs:
+            # What the fetch left here for the merge; the run's branch holds it now.
+            git.run(repository, "update-ref", "-d", ref)
     return [LanesMerged(at=at, head=Sha(head.out.strip()))]
+
+
+def _fetched(action: MergeLanes, repository: Path, remote: str, at: Instant) -> list[Observation]:
+    """WF-SPREAD: each lane's branch fetched from the fleet's remote, at the head it ended at.
+
+    Into ``refs/remotes/<remote>/<branch>``, never a branch here (the lane may have been
+    carried on this very host). [] once each holds the head its run was told; else why not.
+    """
+    refspecs = [
+        f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}" for branch in action.branches
+    ]
+    ran = git.fetch(repository, remote, *refspecs)
+    if not ran.ok:
+        return _failed(at, f"the lanes' branches could not be fetched from {remote}", ran)
+    for lane, branch, head in zip(action.lanes, action.branches, action.heads, strict=False):
+        there = git.commit(repository, f"refs/remotes/{remote}/{branch}")
+        if head is not None and there != head:
+            return _failed(
+                at,
+                f"lane {lane}'s branch {branch} is at {there or 'nothing'} on {remote}, not at "
+                f"{head}, where it ended: its host did not push it (flume status --fleet names "
+                "a push refused)",
+            )
+    return []
+
+
+def _push_run(worktree: Path, remote: str, branch: str, head: str) -> None:
+    """The run's branch, its spread lanes merged, pushed to the fleet's remote (never forced).
+
+    So each lane's host finds its work in its base there, and its tidy lets its branch go
+    (R10). A push refused (the remote's branch moved otherwise) is logged: the lanes' hosts
+    then keep their branches, named, and nothing is lost.
+    """
+    ran = git.push(worktree, remote, f"{head}:refs/heads/{branch}")
+    if not ran.ok:
+        _log.warning("the run's branch %s was not pushed to %s: %s", branch, remote, ran.err)
 
 
 def _concluded(worktree: Path, at: Instant, fds: tuple[int, ...]) -> list[Observation]:
@@ -184,17 +299,21 @@ def _concluded(worktree: Path, at: Instant, fds: tuple[int, ...]) -> list[Observ
 
 
 def _merge_each(
-    action: MergeLanes, worktree: Path, at: Instant, fds: tuple[int, ...]
+    action: MergeLanes, refs: list[str], worktree: Path, at: Instant, fds: tuple[int, ...]
 ) -> list[Observation]:
-    """Merge each lane not merged yet, in order: [] once all are; else why it stopped."""
-    for lane, branch in zip(action.lanes, action.branches, strict=True):
-        if git.resolve(worktree, branch) is None:
+    """Merge each lane not merged yet, in order: [] once all are; else why it stopped.
+
+    ``refs``: what to merge for each lane: its branch, or for a spread lane the ref its branch
+    was fetched into from the fleet's remote.
+    """
+    for lane, branch, ref in zip(action.lanes, action.branches, refs, strict=True):
+        if git.commit(worktree, ref) is None:
             gone = f"lane {lane}'s branch {branch} does not exist: it cannot be merged"
             return _failed(at, gone)
-        if git.run(worktree, "merge-base", "--is-ancestor", branch, "HEAD").ok:
+        if git.run(worktree, "merge-base", "--is-ancestor", ref, "HEAD").ok:
             continue
         message = f"Merge lane {lane} ({branch}) into {action.branch}"
-        ran = git.merge(worktree, branch, message, pass_fds=fds)
+        ran = git.merge(worktree, BranchName(ref), message, pass_fds=fds)
         if ran.ok:
             continue
         if not git.merging(worktree):

@@ -32,7 +32,7 @@ from pyrsistent.typing import PMap
 from flume.core.errors import Problem, UsageError, refused
 from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName, WorkName
 from flume.core.judging import launch_settings
-from flume.core.kinds import Kind, steps
+from flume.core.kinds import Kind, spreading, steps
 from flume.core.launch import AgentSettings, Launch, Panes, check_launch, place_path
 from flume.core.observations import Launched
 from flume.core.place import Life
@@ -394,6 +394,7 @@ def staging_owner_gone(name: str) -> bool | None:
 def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> Made:
     """Check the launch and journal it; raises :class:`UsageError` and creates nothing if bad."""
     seen, folder = _checked(request, settings, clock)
+    _check_spread(seen)
     place = step(settings, None, seen).place
     repository = Path(seen.launch.repository)
 
@@ -410,6 +411,25 @@ def launch(request: Request, settings: Settings, clock: Callable[[], float]) -> 
         base=seen.launch.base,
         journal=folder / seen.launch.place / places.JOURNAL,
     )
+
+
+def _check_spread(seen: Launched) -> None:
+    """A kind whose block spreads its lanes over the fleet is launched in a fleet host's clone.
+
+    There a fleet worker hands the lanes to the fleet (``flume.fleetRemote``, which the worker
+    sets); anywhere else nobody would, and the run would wait on its lanes for ever. (A fleet
+    launch is carried, and so checked, on a fleet host: its launching host may be none.)
+    """
+    block = spreading(seen.kind)
+    repository = Path(seen.launch.repository)
+    if block is not None and git.fleet_remote(repository) is None:
+        raise _problem(
+            "kind",
+            f"block {block} of {seen.launch.kind} spreads its lanes over the fleet, and "
+            f"{repository} is no fleet host's clone",
+            "start flume fleet worker in it (docs/fleet.md), launch with --fleet, or leave "
+            "spread out",
+        )
 
 
 def journal_first(
@@ -450,15 +470,17 @@ def journal_first(
     return True
 
 
-def launch_lane(seen: Launched) -> bool:
+def launch_lane(seen: Launched, *, own_board: bool = False) -> bool:
     """Journal a lane's launch (its run's ``LaunchLane``) in its repository; False: it was already.
 
     The lane's journal starts as a ``flume launch``'s does (:func:`journal_first`), beside its
-    run's, but its board is its run's, made already: neither written nor removed. A journal of
-    the lane's name that stands already is the lane launched before a restart (or dropped and
-    tidied since): it is left be, and nothing is written. Only a tidied lane cut from another
-    head gives its name up: its journal is set aside, as a tidied place's is for a launch of its
-    name. (A loop's later pass names its lanes anew, ``+slice-a@2``: no pass takes another's.)
+    run's, but its board is its run's, made already: neither written nor removed. ``own_board``:
+    a spread lane on a fleet host, whose run is elsewhere, has a board of its own, made here. A
+    journal of the lane's name that stands already is the lane launched before a restart (or
+    dropped and tidied since): it is left be, and nothing is written. Only a tidied lane cut
+    from another head gives its name up: its journal is set aside, as a tidied place's is for a
+    launch of its name. (A loop's later pass names its lanes anew, ``+slice-a@2``: no pass takes
+    another's.)
     """
     folder = places.journals_dir(Path(seen.launch.repository))
 
@@ -472,7 +494,7 @@ def launch_lane(seen: Launched) -> bool:
         archive(folder, target)
         return True
 
-    return journal_first(seen, folder, board=False, existing=earlier_pass)
+    return journal_first(seen, folder, board=own_board, existing=earlier_pass)
 
 
 def launch_asked(asked: launch_words.LaunchAsked) -> Made:

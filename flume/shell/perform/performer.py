@@ -510,10 +510,11 @@ def remove_board(place: Place) -> None:
     """R10: the place's board goes with its worktree: flume's own notes, kept while the place is.
 
     Only a folder named as flume makes boards (``<repository>/places/.boards/<place>``) is
-    removed (a lane's board is its run's: it goes with the run), and ``.boards`` with it once
-    it holds no other place's: an empty folder left in ``places/`` would read as a place.
+    removed (a lane's board is its run's, named for the run: it goes with the run; a spread
+    lane's, on its fleet host, is its own), and ``.boards`` with it once it holds no other
+    place's: an empty folder left in ``places/`` would read as a place.
     """
-    if not place.board or place.launch.parent is not None:
+    if not place.board:
         return
     board = Path(place.board)
     if board == gates.board_of(place.path, place.launch.place):

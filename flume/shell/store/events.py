@@ -41,6 +41,295 @@ from flume.shell.store.follower import Folded, Followed, Follower
 #: The version of an event's plain-data form (docs/events.md); bumped on any change a reader
 #: must know about.
 EVENTS_FORMAT = 1
+
+#: ``flume events --json``'s fields, each row the fields and their meaning (Markdown).
+EVENT_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("format",),
+        (
+            "the version of this form: 1. It changes when a field is removed or changes meaning; "
+            "new fields and new events may appear without a change"
+        ),
+    ),
+    (
+        ("cursor",),
+        (
+            "the event's place in the stream; give it to `--after` (the guide to `flume events` "
+            "says its parts; "
+            "treat it as opaque)"
+        ),
+    ),
+    (
+        ("at",),
+        "seconds since the epoch: the instant of the observation the event came from",
+    ),
+    (
+        ("place",),
+        "`<kind>--<name>`",
+    ),
+    (
+        ("repository", "kind", "name", "mark"),
+        "from the launch (`mark` may be null; `kind` is the kind's own name)",
+    ),
+    (
+        ("stage", "attempt"),
+        (
+            "the stage the event is about and which attempt of it; null for the place as a whole "
+            "(`launched`, `place-made`, `dropped` names its stage, `tidied` and `kept` do not)"
+        ),
+    ),
+    (
+        ("key",),
+        (
+            "present only for a workflow's step in a loop: the attempt's place in the tree, each "
+            "loop's pass then the step (`review-loop@2/review`), so pass 1's and pass 2's events "
+            "tell apart; `flume events` prints it in the stage's column"
+        ),
+    ),
+    (
+        ("event",),
+        "what happened (below)",
+    ),
+    (
+        ("text",),
+        (
+            "flume's words for it; for `stopped-short`, `setup-failed` and `never-began`, the "
+            "words that reach whoever waits on the stage ([R8](../rules.md)): the agent's own for"
+            " `flume needs`"
+        ),
+    ),
+    (
+        ("journal",),
+        "the journal the event was read from",
+    ),
+)
+
+#: What each event means: when it is reported (Markdown).
+EVENT_MEANINGS: dict[Event, str] = {
+    Event.LAUNCHED: "the launch was journaled",
+    Event.PLACE_MADE: "the worktree exists, on its branch",
+    Event.SETUP_FAILED: "the repository's setup failed; the stage stops short with its output",
+    Event.STAGE_STARTED: "a stage starts with a fresh agent (R4)",
+    Event.STAGE_WAITS: "the next stage waits on the caller's word (`flume proceed`)",
+    Event.PROCEEDED: "the caller's word released it",
+    Event.PROMPT_DELIVERED: "the agent's transcript holds the stage's prompt (R5)",
+    Event.PROMPT_MISSING: "a send was not found in the transcript in time; it is sent once more",
+    Event.PROMPT_RETYPED: (
+        "a send decided but never shown typed (the supervisor was killed) is typed again, as "
+        "the same send"
+    ),
+    Event.NEVER_BEGAN: "the prompt was missing twice: the stage stops short (R5)",
+    Event.DELIVERABLE: (
+        "the stage's deliverable exists, made since it started; it ends once the agent is "
+        "quiet (R7)"
+    ),
+    Event.STAGE_ENDED: "the stage is done",
+    Event.STOPPED_SHORT: (
+        "the stage stopped short: the agent ran `flume needs` (its words), the caller ran "
+        "`flume stop`, the agent exited, or an action it needed failed (R8)"
+    ),
+    Event.RETRIED: "the caller retried a stage that stopped short (R9)",
+    Event.TELL_HELD: (
+        "a tell held while the agent works, found in the transcript, missing twice, or "
+        "dropped with its agent (R6)"
+    ),
+    Event.TELL_DELIVERED: (
+        "a tell held while the agent works, found in the transcript, missing twice, or "
+        "dropped with its agent (R6)"
+    ),
+    Event.TELL_LOST: (
+        "a tell held while the agent works, found in the transcript, missing twice, or "
+        "dropped with its agent (R6)"
+    ),
+    Event.TELL_DROPPED: (
+        "a tell held while the agent works, found in the transcript, missing twice, or "
+        "dropped with its agent (R6)"
+    ),
+    Event.SUBMITTED: "the agent ran `flume submit`; the branch goes to the lander",
+    Event.CHECKS_FAILED: (
+        "the lander refused the submission (why in `text`); the output goes back to the agent"
+    ),
+    Event.LANDING_HELD: (
+        "a run with sandboxed steps is held before landing: its own commits change files that "
+        "run outside a sandbox (`.flume.toml`, a kind file or script it names, a hooks folder, "
+        "`.claude/`, `.mcp.json`, `.codex/`, `.envrc`); `text` names them, and the run pauses "
+        "(`approval`) until `flume approve` (`LAND-HELD-FOR-A-PERSON`)"
+    ),
+    Event.LANDING_BLOCKED: (
+        "the base repository's state keeps the landing from moving the base (a lock git left,"
+        " the base checked out with uncommitted changes): `text` holds why, the way out and "
+        "git's words; nothing goes to the agent, and flume tries again (`LAND-BASE-BLOCKED-"
+        "WAITS`)"
+    ),
+    Event.LANDED: "the base holds the branch's work",
+    Event.FINISHED: "the last stage ended",
+    Event.DROPPED: "the caller dropped the work",
+    Event.KEPT: "tidy left the worktree or the branch, and says why (R10)",
+    Event.TIDIED: "tidy is done: the worktree is gone",
+    Event.FAILED: "an action failed (`text` names it and what it said)",
+    Event.UNREADABLE: "transcript lines could not be read and were skipped (counted)",
+    Event.TRANSCRIPT: (
+        "flume found the attempt's agent's transcript, its own file: `text` names the "
+        "attempt's key, its number, the agent and the path (`the transcript of code (attempt "
+        "1, claude) is /home/me/.claude/projects/.../0d9c....jsonl`). Once an attempt "
+        "([TRANSCRIPT-KEPT](../rules.md)); `flume transcript` replays it"
+    ),
+    Event.TURN_ENDED: (
+        "the agent's turn ended (Claude Code's `stop_hook_summary` or `turn_duration` line, "
+        "an interrupt; Codex's `task_complete` or `turn_aborted`): `text` gives the tokens "
+        "its model reported for the turn, `turn ended: 1234 tokens (input 10, output 200, "
+        "cache read 1000, cache written 24)`, each message counted once, or `turn ended: "
+        "usage not reported` when the agent reported none (`TURN-ENDED-ONLY-REPORTED`)"
+    ),
+    Event.GATE_PASSED: (
+        "the step's gate passed when its agent's turn ended (a verdict's result named), or a "
+        "person approved it (`flume approve`)"
+    ),
+    Event.GATE_FAILED: (
+        "the gate did not pass; the agent is told why, once (`WF-GATE-REPROMPT-ONCE`)"
+    ),
+    Event.LOOP_MAX: (
+        "a loop ran its `max` passes without its `until` step's verdict saying done: it ends "
+        'and the run goes on, or, with `on_max = "pause"`, the run pauses'
+    ),
+    Event.PAUSED: (
+        "the run pauses for a person: `text` names the cause (approval, gate-blocked, budget,"
+        " loop-max, stalled, merge-conflict, lane-dropped, finalize-failed, question: an "
+        "agent asked and waits, live, for `flume answer`), its words and the command that "
+        "lets it go on"
+    ),
+    Event.RESUMED: (
+        "a person let it go on (`flume resume`, `flume raise`, `flume resolve`: `text` says "
+        "by hand or by an agent)"
+    ),
+    Event.NUDGED: (
+        "a step's agent said nothing mid-turn (no transcript line, no hook) for `[timing] "
+        "stall` seconds; flume nudged it once (again silent as long, the run pauses, "
+        "`stalled`)"
+    ),
+    Event.LANE_LAUNCHED: (
+        "a lane was launched as a place of its own: `text` names its place and branch (`WF-"
+        "CAP` launches them in declared order)"
+    ),
+    Event.LANE_ENDED: "a lane finished its branch (at its head), or ended unfinished (dropped)",
+    Event.MERGED: (
+        "the lanes chosen were merged into the run's branch: `text` names them (or none) and "
+        "its new head; the run goes on past the block"
+    ),
+    Event.MERGE_CONFLICT: (
+        "merging a lane conflicted and was undone: `text` names the lane, its branch and the "
+        "files; a `paused` event follows (`flume resolve`)"
+    ),
+    Event.PROGRESS: (
+        "a step's agent reported progress (`flume progress`): `text` is the step's key and "
+        "its words"
+    ),
+    Event.ANSWERED: (
+        "a person answered a question (`flume answer`); the answer goes to the agent that "
+        "asked, as a message its transcript must hold"
+    ),
+    Event.SPAWNED: (
+        "a lead spawned a child (`flume spawn`): `text` names the child, how many of the "
+        "block's max, and its goal"
+    ),
+    Event.NOTIFIED: (
+        "a lead's words went to its children (`flume notify`): those running are told them, "
+        "those waiting read them in their prompt"
+    ),
+    Event.CHILD: (
+        "news of a child (started, passed a gate, asked, progress, paused, stopped short, "
+        "going on again) went to its lead, unasked"
+    ),
+    Event.ASKED: (
+        "a child of an orchestrate block asked a question; it goes to its lead, which answers"
+        " it (`flume answer`)"
+    ),
+    Event.COMPOSED: (
+        "a lead composed a child run (`flume compose`): `text` names it, its fragment, its "
+        "depth and the slice of turns and tokens reserved for it"
+    ),
+    Event.JOINED: (
+        "every child of an orchestrate block is terminal; the finished ones are merged and "
+        "the lead is told to write its verdict"
+    ),
+    Event.PUSHED: (
+        "finalize: the run's branch is on its remote at the run's head (pushed, or found there)"
+    ),
+    Event.PR_OPENED: (
+        "finalize: the pull request command ran to success, once; `text` has the address it printed"
+    ),
+}
+
+#: The events in the reference's groups, each group's title first.
+EVENT_GROUPS: tuple[tuple[str, tuple[Event, ...]], ...] = (
+    (
+        "Every place's",
+        (
+            Event.LAUNCHED,
+            Event.PLACE_MADE,
+            Event.SETUP_FAILED,
+            Event.STAGE_STARTED,
+            Event.STAGE_WAITS,
+            Event.PROCEEDED,
+            Event.PROMPT_DELIVERED,
+            Event.PROMPT_MISSING,
+            Event.PROMPT_RETYPED,
+            Event.NEVER_BEGAN,
+            Event.DELIVERABLE,
+            Event.STAGE_ENDED,
+            Event.STOPPED_SHORT,
+            Event.RETRIED,
+            Event.TELL_HELD,
+            Event.TELL_DELIVERED,
+            Event.TELL_LOST,
+            Event.TELL_DROPPED,
+            Event.SUBMITTED,
+            Event.CHECKS_FAILED,
+            Event.LANDING_HELD,
+            Event.LANDING_BLOCKED,
+            Event.LANDED,
+            Event.FINISHED,
+            Event.DROPPED,
+            Event.KEPT,
+            Event.TIDIED,
+            Event.FAILED,
+            Event.UNREADABLE,
+            Event.TRANSCRIPT,
+            Event.TURN_ENDED,
+        ),
+    ),
+    (
+        "A workflow run's steps add these",
+        (
+            Event.GATE_PASSED,
+            Event.GATE_FAILED,
+            Event.LOOP_MAX,
+            Event.PAUSED,
+            Event.RESUMED,
+            Event.NUDGED,
+        ),
+    ),
+    (
+        "A run at a parallel or orchestrate block adds these",
+        (
+            Event.LANE_LAUNCHED,
+            Event.LANE_ENDED,
+            Event.MERGED,
+            Event.MERGE_CONFLICT,
+            Event.PROGRESS,
+            Event.ANSWERED,
+            Event.SPAWNED,
+            Event.NOTIFIED,
+            Event.CHILD,
+            Event.ASKED,
+            Event.COMPOSED,
+            Event.JOINED,
+            Event.PUSHED,
+            Event.PR_OPENED,
+        ),
+    ),
+)
+
 #: A cursor's fields: the form's version, the instant in microseconds, the journal's identity,
 #: the observation's number, the report's index.
 _CURSOR_FIELDS = 5

@@ -62,8 +62,8 @@ from flume.core.place import Short, lanes_in_order
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
-from flume.core.workflow.orchestrate import answerer
-from flume.shell.store import places
+from flume.core.workflow.orchestrate import answerer, spread_answerer, spread_child
+from flume.shell.store import outbox, places
 
 #: The variable that names a sandboxed agent's inbox to the commands it runs.
 VARIABLE = "FLUME_INBOX"
@@ -226,6 +226,12 @@ def _answer_child(found: places.Found, request: Request, at: Instant, settings: 
     if len(request.options) != 2 or run is None:
         raise UsageError.one("answer", "it names no child and question", "flume answer CHILD q1")
     name, question = request.options
+    elsewhere = spread_child(run, name)
+    if elsewhere is not None:
+        # WF-SPREAD: the child is on another host; who answers is judged here, at its run.
+        by_lead, no_lead = spread_answerer(run, name, request.session)
+        words = checked_text("answer", request.words)
+        return outbox.answer(run, elsewhere, question, words, by_lead=by_lead, no_lead=no_lead)
     child = places.find(name, Path(run.launch.repository), settings)
     if child.place is None or child.place.launch.parent != run.launch.place:
         raise UsageError.one(
