@@ -1,17 +1,18 @@
-"""P3: the supervisor's cost with 1 and with 100 places in one repository, side by side.
+"""P3: the supervisor's cost with 1, 100 and more places in one repository, side by side.
 
-Targets (DESIGN.md §9): subprocesses per tick the same for 1 place as for 100 (per repository,
-not per place); with 100 idle places, idle CPU under 2% of a core and resident memory under
-100 MB.
+Targets (DESIGN.md §9, issue 29): subprocesses per tick the same for 1 place as for 100 or 1,000
+(per repository, not per place); idle CPU under 2% of a core with 100 idle places and under 5%
+with 1,000; resident memory under 100 MB with 1,000.
 
-Two hosts are built, one with 1 place and one with 100 (real launches: worktrees made by the
-supervisor), each followed by its own real supervisor process. Every place's code stage runs
+One host is built for each count asked (real launches: worktrees made by the supervisor), each
+followed by its own real supervisor process. Every place's code stage runs
 flume's test agent in a pane of the host's tmux server; once each agent took its prompt and
 waits (an idle place with a live agent: the watch reads its pane, registry and transcript every
 tick), both run together for the measuring window: CPU time from /proc/<pid>/stat over wall
 time, resident memory from /proc/<pid>/status, and the git and tmux processes of the last tick.
 
-Run: ``python bench/supervisor.py [--places N] [--seconds S]``.
+Run: ``python bench/supervisor.py [--places N [N ...]] [--seconds S]`` (1 is always measured
+too). 1,000 places run 1,000 idle test agents, about 12 MB each: mind the machine's memory.
 """
 
 from __future__ import annotations
@@ -32,12 +33,21 @@ from flume.shell.perform import launcher
 from flume.shell.store import places
 from flume.shell.supervisor import client
 
-CPU_TARGET = 2.0
+#: Idle CPU, % of a core, allowed up to (and including) so many places.
+CPU_TARGETS = ((100, 2.0), (1000, 5.0))
 MEMORY_TARGET_MB = 100.0
 
 
+#: Places launched at once: a thousand asked together would queue their prompts behind one
+#: another's worktrees for minutes (8 workers), past every confirmation window.
+BATCH = 100
+
+
 def host_with(count: int) -> tuple[dict[str, str], Path]:
-    """A host with ``count`` places launched in one repository, and its supervisor started."""
+    """A host with ``count`` places launched in one repository, and its supervisor started.
+
+    Launched :data:`BATCH` at a time, each batch idle before the next is launched.
+    """
     home = private_host()
     repo = small_repository(home / "repo")
     for number in range(count):
@@ -49,8 +59,22 @@ def host_with(count: int) -> tuple[dict[str, str], Path]:
             agent=AgentSettings(agent=AgentName.TEST),
         )
         launcher.launch(request, Settings(), time.time)
+        if (number + 1) % BATCH == 0 and number + 1 < count:
+            client.ensure(wait=30)
+            wait_settled(repo, number + 1)
     client.ensure(wait=30)
     return dict(os.environ), repo
+
+
+def wait_settled(repo: Path, count: int) -> float:
+    """Wait until the repository's ``count`` places are idle; how long it took."""
+    started = time.monotonic()
+    while not settled(repo, count):
+        if time.monotonic() - started > 300:
+            message = f"{count} places did not settle in 300s"
+            raise TimeoutError(message)
+        time.sleep(0.5)
+    return time.monotonic() - started
 
 
 def settled(repo: Path, count: int) -> bool:
@@ -91,40 +115,44 @@ def with_environment(environment: dict[str, str]) -> None:
 def main() -> None:
     """Measure both hosts' supervisors side by side and print the figures against the targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--places", type=int, default=100)
+    parser.add_argument("--places", type=int, nargs="+", default=[100])
     parser.add_argument("--seconds", type=float, default=20.0)
     arguments = parser.parse_args()
+    counts = sorted({1, *arguments.places})
     hosts = {}
-    for count in (1, arguments.places):
-        environment, repo = host_with(count)
+    for count in counts:
         started = time.monotonic()
-        while not settled(repo, count):
-            if time.monotonic() - started > 300:
-                message = f"{count} places did not settle in 300s"
-                raise TimeoutError(message)
-            time.sleep(0.1)
+        environment, repo = host_with(count)
+        wait_settled(repo, count)
         reply = client.status()
         assert reply is not None
         hosts[count] = (environment, reply.pid)
         print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
     before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
     wall = time.monotonic()
-    time.sleep(arguments.seconds)  # the measuring window: both supervisors run on their own
+    time.sleep(arguments.seconds)  # the measuring window: every supervisor runs on its own
     elapsed = time.monotonic() - wall
+    print(f"load average {os.getloadavg()[0]:.2f} over the window's last minute")
+    subprocesses = {}
     for count, (environment, pid) in hosts.items():
         with_environment(environment)
         reply = client.status()
         assert reply is not None
         share = (cpu_seconds(pid) - before[count]) / elapsed * 100
+        memory = rss_mb(pid)
+        subprocesses[count] = reply.last_tick_subprocesses
+        target = next((cpu for most, cpu in CPU_TARGETS if count <= most), None)
+        verdict = "" if target is None else f" (target < {target}%: {_met(share < target)})"
         print(
-            f"{count:>3} place(s): {reply.last_tick_subprocesses} git+tmux process(es) a tick, "
-            f"{reply.ticks} ticks so far; idle CPU {share:.2f}% of a core; "
-            f"resident memory {rss_mb(pid):.1f} MB"
+            f"{count:>5} place(s): {reply.last_tick_subprocesses} git+tmux process(es) a tick, "
+            f"{reply.ticks} ticks so far; idle CPU {share:.2f}% of a core{verdict}; "
+            f"resident memory {memory:.1f} MB (target < {MEMORY_TARGET_MB:.0f} MB: "
+            f"{_met(memory < MEMORY_TARGET_MB)})"
         )
-    few, many = (client_status(hosts[count][0]) for count in (1, arguments.places))
     print(
-        f"P3 subprocesses a tick, 1 vs {arguments.places} places: {few} vs {many}: "
-        f"{'equal' if few == many else 'NOT equal'}"
+        "P3 subprocesses a tick, by places: "
+        + ", ".join(f"{count}: {subprocesses[count]}" for count in counts)
+        + f": {'equal' if len(set(subprocesses.values())) == 1 else 'NOT equal'}"
     )
     for environment, _pid in hosts.values():
         with_environment(environment)
@@ -132,12 +160,9 @@ def main() -> None:
         Tmux().kill_server()
 
 
-def client_status(environment: dict[str, str]) -> int:
-    """The git and tmux processes the last tick of that host's supervisor ran."""
-    with_environment(environment)
-    reply = client.status()
-    assert reply is not None
-    return reply.last_tick_subprocesses
+def _met(held: bool) -> str:
+    """A verdict's word."""
+    return "met" if held else "NOT met"
 
 
 if __name__ == "__main__":

@@ -63,6 +63,9 @@ REPORT = DaemonReport(
     last_tick_seconds=0.012345,
     unreadable={"/r/places/.flume/journals/fix--a/journal.jsonl": "line 3 is not JSON"},
     unwritable={},
+    watching="inotify",
+    last_tick_deadlines_checked=1,
+    last_tick_agents_looked=2,
 )
 SURVEY = SurveyAnswer(
     format=1,
@@ -83,7 +86,8 @@ SENT: list[tuple[Reply, str]] = [
             '"busy": 1, "actions": 9, "last_tick_subprocesses": 2, "last_tick_herdr_requests": 0, '
             '"last_tick_seconds": 0.012345, "unreadable": '
             '{"/r/places/.flume/journals/fix--a/journal.jsonl": "line 3 is not JSON"}, '
-            '"unwritable": {}}'
+            '"unwritable": {}, "watching": "inotify", "last_tick_deadlines_checked": 1, '
+            '"last_tick_agents_looked": 2}'
         ),
     ),
     (
@@ -212,3 +216,17 @@ def test_every_op_is_answered_and_an_unknown_one_is_declined(
         Op.FOLLOWS: FollowsAnswer,
     }
     assert json.dumps(wire(unknown, PID)) == '{"ok": false, "error": "unknown op \'dance\'"}'
+
+
+def test_an_older_supervisor_s_report_reads_back_without_what_it_did_not_say() -> None:
+    """A report without how changes are found (an older supervisor's) reads, ``unknown``."""
+    said = wire(REPORT, PID)
+    for name in ("watching", "last_tick_deadlines_checked", "last_tick_agents_looked"):
+        del said[name]
+    old = decode_report(said)
+    assert old is not None
+    assert (old.watching, old.last_tick_deadlines_checked, old.last_tick_agents_looked) == (
+        "unknown",
+        0,
+        0,
+    )

@@ -126,6 +126,7 @@ def daemon_status(
         f"{reply.ticks} ticks, the last ran {reply.last_tick_subprocesses} git and tmux "
         f"processes and sent herdr {reply.last_tick_herdr_requests} requests"
     )
+    typer.echo(f"changes found by: {reply.watching}")
     if reply.other_hosts_places:
         typer.echo(
             f"not followed: {reply.other_hosts_places} places other hosts launched (their "

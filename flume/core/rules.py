@@ -226,5 +226,8 @@ RULES: dict[str, str] = {
         "A sandboxed run's change to what runs outside lands only once a person approved it."
     ),
     "RESTART-PENDING": "On restart, what the place waits for is asked again; nothing done twice.",
+    "NEXT-DEADLINE": (
+        "A place's next deadline is the first instant a Tick changes it; none before it does."
+    ),
     "R11": "status is a pure projection of the place's state.",
 }

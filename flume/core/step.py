@@ -17,7 +17,7 @@ from typing import assert_never
 
 import attrs
 
-from flume.core import delivery, stage, tell, tidy, transcripts
+from flume.core import deadlines, delivery, stage, tell, tidy, transcripts
 from flume.core.actions import (
     Action,
     EndAgent,
@@ -379,6 +379,29 @@ def settle(settings: Settings, place: Place, now: Instant) -> Outcome:
         place, more = follow_up(settings, place, now)
         actions.extend(more)
     return place, tuple(actions)
+
+
+def next_deadline(place: Place) -> Instant | None:
+    """NEXT-DEADLINE: the first instant at which a ``Tick`` changes the place; None: none will.
+
+    A ``Tick`` changes a place when it calls for an action or changes its state beyond its
+    clock. Time alone changes a place only at the instants its rules compare the clock with
+    (:func:`flume.core.deadlines.thresholds`), so a ``Tick`` is tried now (a place some
+    follow-up would still move) and then at each of those instants to come, in order; the first
+    that changes the place is the deadline. Until it, a ``Tick`` changes nothing, and a shell
+    that keeps the places' deadlines in order need look at no place before its own: a new
+    observation makes another place, with a deadline of its own.
+    """
+    if _ticks_change(place, place.now):
+        return place.now
+    later = sorted({at for at in deadlines.thresholds(place) if at > place.now})
+    return next((at for at in later if _ticks_change(place, at)), None)
+
+
+def _ticks_change(place: Place, at: Instant) -> bool:
+    """A ``Tick`` at ``at`` calls for an action, or changes the place beyond its clock."""
+    decision = step(place.settings, place, Tick(at=at))
+    return bool(decision.actions) or evolve(decision.place, now=place.now) != place
 
 
 def pending(place: Place) -> tuple[Action, ...]:

@@ -11,7 +11,7 @@ from flume.core.ids import Instant
 from flume.core.observations import DropAsked, SetupFinished, SubmitAsked, WorktreeMade
 from flume.core.place import Delivering, Life, TidyNotWanted, Working
 from flume.core.settings import PRINT_CONFIRM_SECONDS, Settings
-from flume.core.step import replay
+from flume.core.step import next_deadline, replay
 from flume.shell.commands import tidying
 from flume.shell.panes import printed
 from flume.shell.store import journal, places
@@ -220,6 +220,9 @@ def test_the_daemon_follows_launches_and_stops(host: Path) -> None:
     assert shown["running"] is True
     assert shown["places"] == 1
     assert shown["last_tick_herdr_requests"] == 0  # no place runs its agents in herdr
+    # Changes are found by inotify here (Linux), and said; the poller is named where it is not.
+    assert shown["watching"] == "inotify"
+    assert "changes found by: inotify" in flume("daemon", "status").stdout
     stopped = flume("daemon", "stop")
     assert "stopped" in stopped.stdout
     assert client.ping(timeout=0.5) is None
@@ -411,3 +414,29 @@ def test_the_supervisor_looks_often_only_while_an_agent_lives(host: Path, harnes
     carry_to_landing(harness, path)
     assert harness.place(path).life is Life.TIDIED
     assert not harness.supervisor.working()
+
+
+def test_a_tick_with_nothing_due_checks_no_place(host: Path, harness: Harness) -> None:
+    """NEXT-DEADLINE in the shell: idle places are not looked at until their deadline comes."""
+    repo = repository(host / "repo")
+    paths = [launch_place(repo, f"idle{number}") for number in range(3)]
+    harness.settle()
+    for _ in range(3):
+        harness.supervisor.tick()
+        assert harness.supervisor.stats.last_tick_deadlines_checked == 0
+    # Working agents that wait: no instant of the clock's alone moves them.
+    assert all(next_deadline(harness.place(path)) is None for path in paths)
+    for number, path in enumerate(paths):
+        commit(Path(harness.place(path).path), "greeting.txt", f"hello {number}\n")
+    harness.settle()
+    # A commit delivers each code stage: it is due to end once its agent is quiet (R7).
+    due = [next_deadline(harness.place(path)) for path in paths]
+    assert all(at is not None and at > harness.clock.now for at in due)
+    harness.supervisor.tick()
+    assert harness.supervisor.stats.last_tick_deadlines_checked == 0
+    harness.clock.now = max(at for at in due if at is not None)
+    harness.supervisor.tick()
+    assert harness.supervisor.stats.last_tick_deadlines_checked == len(paths)
+    harness.settle()
+    assert all(kinds_in(path).count("Tick") >= 1 for path in paths)
+    assert all(harness.place(path).stage.name == "submit" for path in paths)

@@ -275,6 +275,11 @@ def hook_activity(record: dict[str, Any]) -> Activity | None:
     }.get(str(event))
 
 
+def hooks_file(session: str) -> Path | None:
+    """The file the session's hooks append to (:func:`hooks_path`)."""
+    return hooks_path(session)
+
+
 def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:
     """The hook calls recorded after ``offset`` (whole lines only), and the last that spoke."""
     path = hooks_path(session)

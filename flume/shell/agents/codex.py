@@ -215,6 +215,11 @@ def registry_said(entry: Mapping[str, object]) -> Said | None:  # noqa: ARG001 (
     return None
 
 
+def hooks_file(session: str) -> Path | None:  # noqa: ARG001 (no hooks)
+    """Flume installs no hooks in Codex: no file."""
+    return None
+
+
 def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:  # noqa: ARG001 (no hooks)
     """Flume installs no hooks in Codex: nothing is read."""
     return offset, None

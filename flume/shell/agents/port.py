@@ -82,6 +82,10 @@ class AgentPort(Protocol):
         """
         ...
 
+    def hooks_file(self, session: str) -> Path | None:
+        """The file the session's hooks append to (watched for changes); None: it has none."""
+        ...
+
     def screen(self, capture: Callable[[], str | None]) -> Activity | None:
         """What the agent's screen says before it registers; ``capture`` reads it, if asked."""
         ...

@@ -110,6 +110,11 @@ def registry_said(entry: Mapping[str, object]) -> Said | None:
     return claude.registry_said(entry)
 
 
+def hooks_file(session: str) -> Path | None:  # noqa: ARG001 (no hooks)
+    """The test agent runs no hooks: no file."""
+    return None
+
+
 def hooks_said(session: str, offset: int) -> tuple[int, Said | None]:  # noqa: ARG001 (no hooks)
     """The test agent runs no hooks: nothing is read."""
     return offset, None

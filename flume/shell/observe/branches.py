@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -13,19 +14,26 @@ from flume.shell.agents import fencerefs, sandbox
 from flume.shell.agents.fencerefs import Mirror
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
+from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 
 class BranchHeads:
     """Every place's branch head, from one ``git for-each-ref`` per repository a tick.
 
     It also sees what a person deleted under a place in flight: its worktree (a ``stat`` of the
-    folder's ``.git``, no process) and its branch (absent from the heads). A sandboxed agent's
+    folder's ``.git``, no process: made when ``notify`` says the folder or its ``.git`` changed,
+    or it cannot watch them, and at least every :data:`~flume.shell.tools.notify.SAFETY_SECONDS`)
+    and its branch (absent from the heads). A sandboxed agent's
     commits are carried to its real branch first (:func:`sandbox.settle`); which live agents
     are fenced is looked up once a session.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, notify: Notify | None = None) -> None:
         self._mirrors: dict[str, Mirror | None] = {}
+        #: Which files changed; without one, every worktree is looked at every tick.
+        self.notify = notify
+        #: Each worktree found whole, and when it was last looked at.
+        self._whole: dict[str, float] = {}
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
@@ -36,16 +44,48 @@ class BranchHeads:
             place = each.place
             if place is not None and place.made and place.life is not Life.TIDIED:
                 by_repository[place.launch.repository].append(each)
+        whole: dict[str, float] = {}
         for repository, group in by_repository.items():
-            heads = git.heads(Path(repository))
+            folder = Path(repository)
+            heads = git.heads(folder)
             for each in group:
                 assert each.place is not None  # noqa: S101 (grouped above)
                 self._carried(each.place, heads)
             for each in group:
-                assert each.place is not None  # noqa: S101 (grouped above)
-                seen = _seen(Path(repository), each.place, heads, now)
+                place = each.place
+                assert place is not None  # noqa: S101 (grouped above)
+                lost = self._lost(place, now, whole) if _in_flight(place) else None
+                if lost is not None:
+                    yield each, WorktreeLost(at=now, path=place.path, how=lost)
+                    continue
+                seen = _seen(folder, place, heads, now)
                 if seen is not None:
                     yield each, seen
+        self._whole = whole
+
+    def _lost(self, place: Place, now: Instant, whole: dict[str, float]) -> str | None:
+        """How a place in flight lost its worktree, if it did, looked at only when it may have."""
+        if place.worktree_gone:
+            return None
+        looked = self._whole.get(place.path)
+        if (
+            self.notify is None
+            or looked is None
+            or not 0 <= now - looked < SAFETY_SECONDS
+            # Both asked, so both are taken: the folder (in its parent) and its ``.git``.
+            or any(
+                [
+                    self.notify.changed_in(*os.path.split(place.path)),
+                    self.notify.changed_in(place.path, ".git"),
+                ]
+            )
+        ):
+            how = _worktree_lost(place)
+            if how is None:
+                whole[place.path] = now
+            return how
+        whole[place.path] = looked
+        return None
 
     def _carried(self, place: Place, heads: dict[BranchName, Sha]) -> None:
         """A live fenced agent's commits carried to its real branch: two small files read."""
@@ -91,11 +131,7 @@ def _worktree_lost(place: Place) -> str | None:
 def _seen(
     repository: Path, place: Place, heads: dict[BranchName, Sha], now: Instant
 ) -> Observation | None:
-    """What changed of the place's worktree and branch since its state, if anything."""
-    if _in_flight(place) and not place.worktree_gone:
-        how = _worktree_lost(place)
-        if how is not None:
-            return WorktreeLost(at=now, path=place.path, how=how)
+    """What changed of the place's branch since its state, if anything."""
     head = heads.get(place.branch)
     if head is None:
         # A branch absent from a listing that holds others, and absent when asked again: gone.

@@ -187,6 +187,10 @@ def is_change_kind(kind: Kind) -> bool:
     )
 
 
+#: How many kinds' answers are remembered before all are forgotten (and worked out again).
+_KINDS_KEPT = 1024
+
+
 def _is_safe_name(name: str) -> bool:
     return bool(name) and "/" not in name and name not in {".", ".."}
 
@@ -202,6 +206,8 @@ class Changes:
     def __init__(self, cli: Path | None) -> None:
         """Observe with the CLI at ``cli`` (:func:`binary`), or None to skip validation."""
         self.cli = OpenSpec(cli) if cli is not None else None
+        #: Whether each kind met works on a change, by its id (the kind kept, so the id is its).
+        self._kinds: dict[int, tuple[Kind, bool]] = {}
         #: Said to whoever asks (status, the supervisor's report): how changes are validated.
         self.validation = (
             f"openspec at {cli}"
@@ -219,6 +225,15 @@ class Changes:
         #: The last head each place's committed change was read at.
         self.heads: dict[_Key, Sha] = {}
 
+    def _is_change_kind(self, kind: Kind) -> bool:
+        """:func:`is_change_kind`, remembered for each kind met (asked of every place a tick)."""
+        kept = self._kinds.get(id(kind))
+        if kept is None or kept[0] is not kind:
+            if len(self._kinds) > _KINDS_KEPT:
+                self._kinds.clear()
+            kept = self._kinds[id(kind)] = (kind, is_change_kind(kind))
+        return kept[1]
+
     def observe(
         self, followed: Sequence[Followed], now: Instant
     ) -> Iterator[tuple[Followed, Observation]]:
@@ -229,7 +244,7 @@ class Changes:
             if (
                 place is None
                 or place.life is not Life.ACTIVE
-                or not is_change_kind(place.kind)
+                or not self._is_change_kind(place.kind)
                 or not _is_safe_name(place.launch.name)
             ):
                 continue

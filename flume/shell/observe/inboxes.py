@@ -20,10 +20,10 @@ from collections.abc import Iterator, Sequence
 from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.observations import Observation
-from flume.core.place import current_step
 from flume.core.settings import Settings
 from flume.shell.agents.port import agents_dir
 from flume.shell.declared import kinds
+from flume.shell.observe.port import Steps
 from flume.shell.store import inbox, places
 from flume.shell.store.follower import Followed
 
@@ -38,6 +38,7 @@ class Inboxes:
         #: The ids of the requests taken since this supervisor started: one sent again is not
         #: carried out again (its answer stays in the inbox for one sent after a restart).
         self._taken: set[str] = set()
+        self._steps = Steps()
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
@@ -45,7 +46,7 @@ class Inboxes:
         """Carry out each waiting request; nothing is yielded (the rules journal what they take)."""
         for each in followed:
             place = each.place
-            if place is None or place.agent is None or not current_step(place).sandbox:
+            if place is None or place.agent is None or not self._steps.of(each, place).sandbox:
                 continue
             session = place.agent.session
             folder = inbox.folder(agents_dir(), session)
@@ -63,6 +64,7 @@ class Inboxes:
                     inbox.answer(folder, taken.ident, said)
                 except OSError as error:
                     _log.warning("cannot answer %s in %s: %s", taken.ident, folder, error)
+        self._steps.tick()
         return iter(())
 
     def _carry_out(self, each: Followed, request: inbox.Request, now: Instant) -> str | UsageError:

@@ -17,7 +17,8 @@ from pathlib import Path
 from flume.core.ids import Instant
 from flume.core.kinds import ReportFile
 from flume.core.observations import Observation, ReportSeen
-from flume.core.place import Life, current_step
+from flume.core.place import Life
+from flume.shell.observe.port import Steps
 from flume.shell.store.follower import Followed
 
 _log = logging.getLogger("flume.reports")
@@ -32,6 +33,7 @@ class Reports:
     def __init__(self) -> None:
         #: The modification time last reported, per place and report.
         self.reported: dict[_Key, Instant] = {}
+        self._steps = Steps()
 
     def observe(
         self, followed: Sequence[Followed], now: Instant
@@ -42,7 +44,7 @@ class Reports:
             place = each.place
             if place is None or place.life is not Life.ACTIVE:
                 continue
-            deliverable = current_step(place).deliverable
+            deliverable = self._steps.of(each, place).deliverable
             if not isinstance(deliverable, ReportFile):
                 continue
             key = (each.journal, each.identity, deliverable.path)
@@ -61,3 +63,4 @@ class Reports:
                 self.reported[key] = modified
                 yield each, ReportSeen(at=now, path=deliverable.path, modified_at=modified)
         self.reported = {key: value for key, value in self.reported.items() if key in current}
+        self._steps.tick()

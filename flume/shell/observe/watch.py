@@ -25,6 +25,14 @@ observation as it is yielded, so the offsets are saved once a place's observatio
 yielded. A supervisor killed before that reads the lines again, and the rules take a line seen
 twice as they take it once.
 
+An agent at rest is not looked at again until something of its changed: a tick passes it over
+while its place is the one last looked at, settled and not mid-delivery (no prompt or tell
+awaiting its proof, no end asked), its pane and registry entry as they were, and its transcript,
+hook file and fence ref not changed (:class:`~flume.shell.tools.notify.Notify`: inotify's
+events, or, where it cannot watch, every tick as before), and at least every
+:data:`~flume.shell.tools.notify.SAFETY_SECONDS`, whatever the events said (the safety net).
+What it would have reported is then what it reports when next looked at: the same facts.
+
 What is particular to each agent (where its transcript is and how its lines read, its hooks, its
 registry entries, its screen) is asked of its module through the agent port
 (:mod:`flume.shell.agents.port`): nothing here branches on the agent's name.
@@ -34,6 +42,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,6 +79,7 @@ from flume.shell.panes.port import PaneServer, typed_mark
 from flume.shell.panes.tmux import Pane, Tmux
 from flume.shell.store.follower import Followed
 from flume.shell.store.transcript_words import in_conversation
+from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 _log = logging.getLogger("flume.watch")
 #: How many lines of a dead agent's screen are kept as its last words.
@@ -130,6 +141,19 @@ class Seen:
         return loaded
 
 
+@attrs.frozen
+class Looked:
+    """What a session's last whole look saw: the place, its pane and registry entry, when."""
+
+    place: Place
+    pane: Pane | None
+    entry: dict[str, object] | None
+    at: float
+    #: The files its look reads (its transcript, hook file, fence ref), each (folder, name);
+    #: None: one cannot be named (a fence without its mirror), so it is looked at every tick.
+    files: tuple[tuple[str, str], ...] | None
+
+
 def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
     return attribute.name in {"transcript", "hooks", "rollout", "registered"}
 
@@ -137,10 +161,23 @@ def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
 class Watch:
     """The supervisor's observer of agents."""
 
-    def __init__(self, tmux: PaneServer | None = None, herdr: PaneServer | None = None) -> None:
+    def __init__(
+        self,
+        tmux: PaneServer | None = None,
+        herdr: PaneServer | None = None,
+        notify: Notify | None = None,
+    ) -> None:
         self.tmux: PaneServer = tmux or Tmux()
         self.herdr: PaneServer = herdr or Herdr()
+        #: Which files changed; without one, every agent is looked at every tick.
+        self.notify = notify
         self.seen: dict[str, Seen] = {}
+        #: What each session's last whole look saw (an agent at rest is passed over).
+        self.looked: dict[str, Looked] = {}
+        #: Each session's fence: found (its mirror), or not, and when last looked for.
+        self._fences: dict[str, tuple[bool, float]] = {}
+        #: How many agents the last tick looked at whole (the rest were at rest).
+        self.last_looked = 0
         #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
         self.dead_ticks: dict[str, int] = {}
 
@@ -164,8 +201,9 @@ class Watch:
         )
         panes = self.tmux.panes() if wants_tmux else None
         herdr_panes = self.herdr.panes() if in_herdr else None
-        registry = live_sessions(self._fenced(live)) if live else {}
+        registry = live_sessions(self._fenced(live, now)) if live else {}
         current: set[str] = set()
+        self.last_looked = 0
         for each in live:
             place = each.place
             assert place is not None  # noqa: S101 (filtered above)
@@ -176,6 +214,11 @@ class Watch:
             # A place whose actions are queued or being performed may have a send decided and
             # not yet made: only a settled place's pane can say a send was never made.
             settled = not each.busy and not each.batches
+            pane = _pane_of(listed, agent)
+            entry = registry.get(agent.session)
+            if settled and self._at_rest(place, agent, (pane, entry), now):
+                continue
+            self.last_looked += 1
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
@@ -190,9 +233,84 @@ class Watch:
                 continue
             # Everything yielded is journaled: the offsets may move past it now.
             self._state(agent.session).save(agent.session)
+            files = self._files(place, agent)
+            # Files watched only now may have changed since the look read them: one more look,
+            # the next tick, reads what came in between.
+            at = now if files is not None and self._watched(files) else -math.inf
+            self.looked[agent.session] = Looked(
+                place=place, pane=pane, entry=entry, at=at, files=files
+            )
         self._close_dead(panes, current)
         for session in [s for s in self.seen if s not in current]:
             del self.seen[session]
+        for session in [s for s in self.looked if s not in current]:
+            del self.looked[session]
+        for session in [s for s in self._fences if s not in current]:
+            del self._fences[session]
+
+    def _at_rest(
+        self,
+        place: Place,
+        agent: Agent,
+        shown: tuple[Pane | None, dict[str, object] | None],
+        now: Instant,
+    ) -> bool:
+        """Nothing the agent's look reads changed since it was last looked at whole, lately.
+
+        Looked at whole, always: a place that changed since, one mid-delivery (a prompt or a
+        tell not yet proven, an end asked), a printed agent, a transcript not yet found or not
+        yet held by the place, and every file of its that no event says is unchanged.
+        """
+        kept = self.looked.get(agent.session)
+        if (
+            self.notify is None
+            or kept is None
+            or kept.files is None
+            or kept.place is not place
+            or (kept.pane, kept.entry) != shown
+            or not 0 <= now - kept.at < SAFETY_SECONDS
+            or agent.ending
+            or place.sending is not None
+            or isinstance(place.stage.phase, AwaitingInput | Delivering)
+        ):
+            return False
+        changed = [self.notify.changed_in(*file) for file in kept.files]  # each asked: taken
+        return not any(changed)
+
+    def _watched(self, files: tuple[tuple[str, str], ...]) -> bool:
+        """Every file's folder was watched already (those not yet are watched from now on)."""
+        assert self.notify is not None  # noqa: S101 (asked only with one)
+        fresh = [folder for folder, _name in files if not self.notify.watching(folder)]
+        for folder in fresh:
+            self.notify.watch(folder)
+        return not fresh
+
+    def _files(self, place: Place, agent: Agent) -> tuple[tuple[str, str], ...] | None:
+        """The files a look at the agent reads, each (folder, name); None: not all are known.
+
+        None as well without events to ask. Not known: a transcript not found yet (or not yet
+        held by the place), a printed agent (its file is its pane), a fence whose mirror cannot
+        be read.
+        """
+        state = self.seen.get(agent.session)
+        if (
+            self.notify is None
+            or state is None
+            or state.rollout is None
+            or printed.is_printed(agent.pane)
+            or wants_transcript(place, agent.session)
+        ):
+            return None
+        files = [state.rollout]
+        hooks = of(program_of(place)).hooks_file(agent.session)
+        if hooks is not None:
+            files.append(str(hooks))
+        if self._fences.get(agent.session, (False, 0.0))[0]:
+            mirror = sandbox.mirror_of(agent.session)
+            if mirror is None:
+                return None
+            files.append(str(mirror.ref))
+        return tuple(os.path.split(file) for file in files)
 
     @staticmethod
     def _carried(place: Place, session: SessionId, now: Instant) -> Iterator[Observation]:
@@ -201,16 +319,24 @@ class Watch:
         if carried is not None and carried != place.head:
             yield BranchHead(at=now, branch=place.branch, sha=carried)
 
-    @staticmethod
-    def _fenced(live: Sequence[Followed]) -> list[str]:
-        """The live agents that run fenced (their registry is in their fence's stand-in)."""
-        return [
-            each.place.agent.session
-            for each in live
-            if each.place is not None
-            and each.place.agent is not None
-            and sandbox.folder_of(each.place.agent.session).is_dir()
-        ]
+    def _fenced(self, live: Sequence[Followed], now: Instant) -> list[str]:
+        """The live agents that run fenced (their registry is in their fence's stand-in).
+
+        A session's fence is made before its agent starts: once found, it is kept; one not
+        found is looked for again every :data:`SAFETY_SECONDS`.
+        """
+        fenced: list[str] = []
+        for each in live:
+            if each.place is None or each.place.agent is None:
+                continue
+            session = each.place.agent.session
+            found, at = self._fences.get(session, (False, -math.inf))
+            if not found and not 0 <= now - at < SAFETY_SECONDS:
+                found = sandbox.folder_of(session).is_dir()
+                self._fences[session] = (found, now)
+            if found:
+                fenced.append(session)
+        return fenced
 
     def _state(self, session: str) -> Seen:
         state = self.seen.get(session)

@@ -30,6 +30,7 @@ import collections
 import contextlib
 import hashlib
 import os
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,12 @@ from flume.shell.tools import git
 
 #: How much of a digest of the launch line names a journal (in the events' cursors).
 _DIGEST_LENGTH = 16
+
+
+#: How often a journals folder is listed even when its times say it did not change.
+LISTED_SECONDS = 5.0
+#: A folder's times are trusted once they are this old (a file system's clock ticks coarsely).
+_SETTLED_NS = 1_000_000_000
 
 
 @attrs.define(eq=False)
@@ -142,6 +149,10 @@ class Follower:
         self.followed: dict[Path, Followed] = {}
         #: Each repository's journals folder, once found.
         self.folders: dict[Path, Path] = {}
+        #: What each journals folder listed last: the folder's (mtime, ctime, inode) then, when
+        #: it was listed (monotonic), and the journals found in it; None when one of its places
+        #: had no journal yet (it is listed again until it has).
+        self._listed: dict[Path, tuple[tuple[int, int, int], float, frozenset[Path] | None]] = {}
 
     def repositories(self) -> list[Path]:
         """The repositories looked in: the one named, or the registry's, as it is now."""
@@ -157,24 +168,56 @@ class Follower:
             folder = self._folder(repository)
             if folder is None:
                 continue
-            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
-                    # Dot folders are not places: a launch's staging, tidied places set aside.
-                    if entry.name.startswith(".") or not entry.is_dir():
-                        continue
-                    if self.place is not None and entry.name != self.place:
-                        continue
-                    path = Path(entry.path, places.JOURNAL)
-                    each = self.followed.get(path)
-                    if each is None:
-                        if not path.exists():
-                            continue  # a launch still making it: found at a later look
-                        each = self.followed[path] = Followed(journal=path)
-                    # The path kept, not the one just made: its hash is computed once, ever.
-                    seen.add(each.journal)
+            seen |= self._listing(folder)
         for path in [path for path, each in self.followed.items() if path not in seen]:
             if not self.followed[path].busy:
                 del self.followed[path]
+
+    def _listing(self, folder: Path) -> frozenset[Path]:
+        """The journals in a journals folder, listed again only when the folder may have changed.
+
+        A place's folder made or removed (set aside, tidied) changes the journals folder's
+        times: while they are as at the last listing, and were already when it was made (a
+        change within the clock's last tick would not show), the journals found then are the
+        journals now; and at least every :data:`LISTED_SECONDS` it is listed whatever they say.
+        """
+        began = time.monotonic()
+        try:
+            info = folder.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return frozenset()
+        mark = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        kept = self._listed.get(folder)
+        if (
+            kept is not None
+            and kept[0] == mark
+            and kept[2] is not None
+            and 0 <= began - kept[1] < LISTED_SECONDS
+            and time.time_ns() - info.st_ctime_ns > _SETTLED_NS
+            and all(path in self.followed for path in kept[2])
+        ):
+            return kept[2]
+        found: set[Path] = set()
+        whole = True
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+                # Dot folders are not places: a launch's staging, tidied places set aside.
+                if entry.name.startswith(".") or not entry.is_dir():
+                    continue
+                if self.place is not None and entry.name != self.place:
+                    continue
+                path = Path(entry.path, places.JOURNAL)
+                each = self.followed.get(path)
+                if each is None:
+                    if not path.exists():
+                        whole = False
+                        continue  # a launch still making it: found at a later look
+                    each = self.followed[path] = Followed(journal=path)
+                # The path kept, not the one just made: its hash is computed once, ever.
+                found.add(each.journal)
+        listed = frozenset(found)
+        self._listed[folder] = (mark, began, listed if whole else None)
+        return listed
 
     def _folder(self, repository: Path) -> Path | None:
         """The repository's journals folder; None when it is no longer a repository."""

@@ -57,6 +57,7 @@ from flume.shell.supervisor.protocol import (
     wire,
 )
 from flume.shell.tools import openspec, sockets
+from flume.shell.tools.notify import Notify
 
 #: How often the supervisor looks when nothing wakes it.
 TICK_SECONDS = 1.0
@@ -115,16 +116,19 @@ def _stopped_since(asked_after: int | None) -> bool:
     return asked_after is not None and client.stops() > asked_after
 
 
-def observers(tmux: PaneServer, herdr: PaneServer, settings: Settings) -> tuple[Observer, ...]:
+def observers(
+    tmux: PaneServer, herdr: PaneServer, settings: Settings, notify: Notify | None = None
+) -> tuple[Observer, ...]:
     """The supervisor's batch observers, every one, in the order each tick asks them.
 
     Branch heads first; the agents' watch on the same pane servers the performer starts agents
-    in; then landings, OpenSpec changes and report files; last, sandboxed agents' commands
-    from their inboxes (carried out through the rules, with ``settings``).
+    in (both learn from ``notify`` which files changed); then landings, OpenSpec changes and
+    report files; last, sandboxed agents' commands from their inboxes (carried out through the
+    rules, with ``settings``).
     """
     return (
-        BranchHeads(),
-        Watch(tmux, herdr),
+        BranchHeads(notify),
+        Watch(tmux, herdr, notify),
         Landings(),
         Changes(openspec.binary()),
         Reports(),
@@ -183,11 +187,14 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         lander=Lander(pass_fds=(descriptor,)),
         pass_fds=(descriptor,),
     )
+    # Which files changed, from inotify where it can tell (the poller where it cannot).
+    notify = Notify()
     supervisor = Supervisor(
         settings,
         performer=performer,
-        observers=observers(server, herdr_server, settings),
+        observers=observers(server, herdr_server, settings, notify),
         wake=wake,
+        notify=notify,
     )
     stopping = False
 

@@ -13,8 +13,12 @@ asked for and never observed done. Lines read after that have their own actions 
 Each tick observes in batches, never place by place: :class:`Observer` sources get every place
 followed at once and group them as their tool allows (one ``git for-each-ref`` per repository
 for all branch heads; one ``tmux list-panes -a`` for every agent's pane, and transcripts and
-hook files read from stored offsets: :mod:`flume.shell.observe.watch`). Deadlines are checked by
-stepping a ``Tick``; a tick that changes nothing is not journaled, so idle places cost no disk.
+hook files read from stored offsets: :mod:`flume.shell.observe.watch`). Deadlines are kept in a
+heap: each time a place changes, the core says when a ``Tick`` will next change it
+(:func:`~flume.core.step.next_deadline`), and a tick looks only at the places whose deadline has
+come, stepping a ``Tick`` to check; a tick with nothing due looks at no place. A tick that changes
+nothing is not journaled, so idle places cost no disk. Every :data:`SCAN_SECONDS` all places are
+checked as well, as a safety net (it finds nothing the heap would not).
 
 Actions run on worker threads, one batch at a time per place and in order, so a long setup in
 one place never holds up another. The daemon that runs this loop, answers the socket and holds
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import heapq
 import logging
 import os
 import queue
@@ -48,7 +53,7 @@ from flume.core.observations import (
 from flume.core.place import Life, Place, evolve
 from flume.core.settings import Settings
 from flume.core.status import status as core_status
-from flume.core.step import pending, step
+from flume.core.step import next_deadline, pending, step
 from flume.core.workflow.lanes import lanes_ended
 from flume.core.workflow.orchestrate import children_news
 from flume.shell import environment, process
@@ -67,9 +72,14 @@ from flume.shell.supervisor.handover import (
     LaunchRefused,
 )
 from flume.shell.supervisor.protocol import DaemonReport, SurveyAnswer, Unreadable
+from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 #: How many actions run at once, each for a different place.
 WORKERS = 8
+#: How often every place's deadlines are checked besides those the heap says are due.
+SCAN_SECONDS = 30.0
+#: Outdated heap entries allowed beyond twice the places before the heap is made anew.
+_HEAP_SLACK = 64
 _NO_EFFECT = (KeepBranch, KeepPlace, Report)
 _log = logging.getLogger("flume.supervisor")
 
@@ -86,12 +96,15 @@ class Stats:
     last_tick_herdr_requests: int = 0
     last_tick_seconds: float = 0.0
     actions: int = 0
+    #: places whose deadlines the last tick checked (a ``Tick`` stepped): those due, or all at a
+    #: safety net's scan.
+    last_tick_deadlines_checked: int = 0
 
 
 class Supervisor:
     """Follows every place of every repository flume knows; one tick at a time."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (what a supervisor is made of)
         self,
         settings: Settings,
         *,
@@ -99,11 +112,14 @@ class Supervisor:
         clock: Callable[[], float] = time.time,
         observers: Sequence[Observer] = (BranchHeads(),),
         wake: Callable[[], None] = lambda: None,
+        notify: Notify | None = None,
     ) -> None:
         self.settings = settings
         self.performer = performer
         self.clock = clock
         self.observers = observers
+        #: Which files changed (read once a tick, before the observers look); None: no events.
+        self.notify = notify
         self.follower = Follower(settings, on_problem=_not_following, on_lost=_lost)
         self.stats = Stats(started_at=clock())
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
@@ -116,6 +132,17 @@ class Supervisor:
         self.host = places.host_id()
         #: Each followed place's status as the last ``survey`` answered it (:meth:`_view_of`).
         self._shown: dict[Path, tuple[Place, str | None, str | None, dict[str, Any]]] = {}
+        #: Each followed place's next deadline, with the place it was computed for.
+        self._due: dict[Path, tuple[Place, Instant | None]] = {}
+        #: The deadlines in order, with their journals; an entry the place outdated is skipped.
+        self._heap: list[tuple[Instant, Path]] = []
+        #: When all places' deadlines were last checked (the safety net), on the clock.
+        self._scanned = float("-inf")
+        #: The journals this supervisor appended to since it last read them (they grew).
+        self._written: set[Path] = set()
+        #: Each journal's folder and name, and when it was last read (monotonic).
+        self._split: dict[Path, tuple[str, str]] = {}
+        self._read_at: dict[Path, float] = {}
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -127,7 +154,7 @@ class Supervisor:
             self.host = places.host_id()
         self._write_unwritten()
         self.follower.discover()
-        self._read_all()
+        self._read_changed()
         runs = process.count.processes()
         asked = process.count.requests["herdr"]
         now = Instant(self.clock())
@@ -146,7 +173,7 @@ class Supervisor:
         self.stats.last_tick_herdr_requests = process.count.requests["herdr"] - asked
         self._lanes_ended(now)
         self._deadlines(now)
-        self._read_all()
+        self._read_changed()
         self._dispatch()
         self.stats.ticks += 1
         self.stats.last_tick_seconds = time.perf_counter() - started
@@ -192,6 +219,7 @@ class Supervisor:
         if each.unwritten:
             self._hold(each, seen)
             return
+        self._written.add(each.journal)
         try:
             journal.append(each.journal, seen)
         except FileNotFoundError:
@@ -230,11 +258,48 @@ class Supervisor:
                     break
                 else:
                     each.unwritten.popleft()
+                    self._written.add(each.journal)
                     self._fault(each, None)
 
     def _read_all(self) -> None:
         for each in self.followed.values():
             self._read(each)
+
+    def _read_changed(self) -> None:
+        """Read the journals that may have grown: written since, by this supervisor or another.
+
+        Without events, all are read (:meth:`_read_all`). With them, a journal is read when an
+        event names it, when this supervisor appended to it, when it is new or given up (a
+        journal mended in place is read anew), and at least every ``SAFETY_SECONDS``.
+        """
+        notify = self.notify
+        if notify is None:
+            self._read_all()
+            return
+        notify.read()
+        clock = time.monotonic()
+        for each in self.followed.values():
+            split = self._split.get(each.journal)
+            if split is None:
+                split = self._split[each.journal] = os.path.split(each.journal)
+            grown = notify.changed_in(*split)  # asked of each, so each event is taken
+            last = self._read_at.get(each.journal)
+            if (
+                grown
+                or last is None
+                or not 0 <= clock - last < SAFETY_SECONDS
+                or each.fresh
+                or each.problem is not None
+                or each.journal in self._written
+            ):
+                self._read_at[each.journal] = clock
+                self._read(each)
+        self._written.clear()
+        if len(self._split) > 2 * len(self.followed) + _HEAP_SLACK:
+            self._split = {path: self._split[path] for path in self.followed if path in self._split}
+            self._read_at = {
+                path: self._read_at[path] for path in self.followed if path in self._read_at
+            }
 
     def _read(self, each: Followed) -> None:
         """Fold the lines appended since the last read, and queue what they call for.
@@ -242,6 +307,10 @@ class Supervisor:
         On a journal's first read, what its place is pending (:func:`~flume.core.step.pending`)
         is queued, not its history: after a SIGKILL that is what was asked and never seen done.
         """
+        self._fold(each)
+        self._schedule(each)
+
+    def _fold(self, each: Followed) -> None:
         folded = self.follower.read(each)
         if folded is None or each.problem is not None:
             return
@@ -290,15 +359,68 @@ class Supervisor:
             for ended in lanes_ended(run, found, now):
                 self._append(each, ended)
 
+    def _schedule(self, each: Followed) -> None:
+        """Keep the place's next deadline in the heap, computed again only once it changed."""
+        place = each.place
+        if place is None or not self._ticked(each):
+            self._due.pop(each.journal, None)
+            return
+        kept = self._due.get(each.journal)
+        if kept is not None and kept[0] is place:
+            return
+        due = next_deadline(place)
+        self._due[each.journal] = (place, due)
+        if due is not None:
+            heapq.heappush(self._heap, (due, each.journal))
+        if len(self._heap) > 2 * len(self._due) + _HEAP_SLACK:
+            # Outdated entries far in the future are many: the heap is made again of the kept.
+            self._heap = [(at, path) for path, (_, at) in self._due.items() if at is not None]
+            heapq.heapify(self._heap)
+
+    @staticmethod
+    def _ticked(each: Followed) -> bool:
+        """The place is this supervisor's to tick: followed whole, its own, not tidied."""
+        place = each.place
+        return (
+            place is not None
+            and not each.problem
+            and not each.foreign
+            and place.life is not Life.TIDIED
+        )
+
     def _deadlines(self, now: Instant) -> None:
-        """Journal a tick for each place whose deadlines it moves; others cost nothing."""
-        for each in self.followed.values():
+        """Journal a tick for each place whose deadline has come; others cost nothing.
+
+        The places due are those at the heap's top; every :data:`SCAN_SECONDS`, all are looked
+        at as well. A tick journaled is read back (the place changes, and its next deadline is
+        computed); one that could not be written is tried again at the next tick, as it was due.
+        """
+        due: dict[Path, Followed] = {}
+        if now - self._scanned >= SCAN_SECONDS:
+            self._scanned = now
+            due = {path: each for path, each in self.followed.items() if self._ticked(each)}
+            for gone in self._due.keys() - self.followed.keys():
+                del self._due[gone]
+        while self._heap and self._heap[0][0] <= now:
+            at, path = heapq.heappop(self._heap)
+            each = self.followed.get(path)
+            kept = self._due.get(path)
+            if each is None or kept is None or kept[0] is not each.place:
+                continue  # outdated: the place changed since (or is no longer followed)
+            due[path] = each
+            if kept[1] == at:
+                self._due[path] = (kept[0], None)  # popped: pushed again only if still due
+        self.stats.last_tick_deadlines_checked = len(due)
+        for each in due.values():
             place = each.place
-            if place is None or each.problem or each.foreign or place.life is Life.TIDIED:
+            if place is None or not self._ticked(each):
                 continue
             trial = step(self.settings, place, Tick(at=now))
             if trial.actions or evolve(trial.place, now=place.now) != place:
                 self._append(each, Tick(at=now))
+                # Due until the place changes: a tick not written is tried again next time.
+                self._due[each.journal] = (place, now)
+                heapq.heappush(self._heap, (now, each.journal))
 
     # --- performing --------------------------------------------------------------------------
 
@@ -518,6 +640,11 @@ class Supervisor:
             unwritable={
                 str(each.journal): each.fault for each in self.followed.values() if each.fault
             },
+            watching=self.notify.mode if self.notify is not None else "poller (no events asked)",
+            last_tick_deadlines_checked=self.stats.last_tick_deadlines_checked,
+            last_tick_agents_looked=sum(
+                getattr(observer, "last_looked", 0) for observer in self.observers
+            ),
         )
 
     def problem_of(self, path: Path) -> str | None:

@@ -74,6 +74,12 @@ class DaemonReport(NamedTuple):
     unreadable: Mapping[str, str]
     #: Journals that cannot be written, and the fault.
     unwritable: Mapping[str, str]
+    #: How changes to files are found: ``inotify``, or the poller and why (an older supervisor's
+    #: answer, without it: ``unknown``).
+    watching: str = "unknown"
+    #: Places whose deadlines the last tick checked; agents it looked at whole (the rest rest).
+    last_tick_deadlines_checked: int = 0
+    last_tick_agents_looked: int = 0
 
     def answer(self) -> dict[str, Any]:
         """The answer as sent, and as ``flume daemon status --json`` prints it after its own."""
@@ -202,6 +208,9 @@ def decode_report(said: Mapping[str, Any]) -> DaemonReport | None:
         last_tick_seconds=said["last_tick_seconds"],
         unreadable=unreadable,
         unwritable=unwritable,
+        watching=str(said.get("watching", "unknown")),
+        last_tick_deadlines_checked=number_of(said.get("last_tick_deadlines_checked")) or 0,
+        last_tick_agents_looked=number_of(said.get("last_tick_agents_looked")) or 0,
     )
 
 
