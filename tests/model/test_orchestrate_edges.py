@@ -254,10 +254,8 @@ def _merged(place: Place) -> LanesMerged:
     return LanesMerged(at=place.now, head=place.head)
 
 
-def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> None:
-    """A child's merge that conflicts pauses the run; resolved by hand, the lead is asked again."""
-    world = world_of(crew(most=1))
-    world.conflicting = {"coder-1"}
+def _merge_paused(world: FakeWorld, cause: PauseCause) -> Place:
+    """The lead spawns one child, which finishes; its merge at the lead's turn's end pauses."""
     assert spawn(world) is None
     world.end_turn()
     end_child(world, "coder-1", finished=True)
@@ -267,7 +265,15 @@ def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> N
     place = world.place
     assert place is not None
     assert isinstance(place.stage.phase, Paused)
-    assert place.stage.phase.cause is PauseCause.MERGE_CONFLICT
+    assert place.stage.phase.cause is cause
+    return place
+
+
+def test_a_conflict_pauses_and_a_merge_by_hand_queues_the_lead_again_told() -> None:
+    """A child's merge that conflicts pauses the run; resolved by hand, the lead is asked again."""
+    world = world_of(crew(most=1))
+    world.conflicting = {"coder-1"}
+    place = _merge_paused(world, PauseCause.MERGE_CONFLICT)
     world.conflicting.clear()
     assert world.feed(ResolveAsked(at=world.instant())) is None
     place = world.place
@@ -287,16 +293,7 @@ def test_a_merge_git_refuses_pauses_and_resume_lets_the_lead_s_next_turn_merge_a
     """WF-PAUSE-HAS-A-WAY-OUT: a lead's merge refused (a lock) pauses; resumed, it merges anew."""
     world = world_of(crew(most=1))
     world.refusing = {"coder-1"}
-    assert spawn(world) is None
-    world.end_turn()
-    end_child(world, "coder-1", finished=True)
-    for _ in range(2):
-        world.deliver()
-        world.end_turn()
-    place = world.place
-    assert place is not None
-    assert isinstance(place.stage.phase, Paused)
-    assert place.stage.phase.cause is PauseCause.MERGE_FAILED
+    place = _merge_paused(world, PauseCause.MERGE_FAILED)
     assert place.join is JoinStage.MERGING
     world.refusing.clear()
     assert world.feed(ResumeAsked(at=world.instant())) is None
