@@ -640,15 +640,7 @@ def worktree_gone(trial: Trial) -> None:
     _moment(trial, 3, 12)
     folder = trial.repo / "places" / trial.works[0].name
     shutil.rmtree(folder, ignore_errors=True)
-
-    def remedy(said: str) -> str | None:
-        asked = any("by hand" in line and str(folder) in line for line in said.splitlines())
-        if asked and folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            return f"rm -rf {folder}"
-        return None
-
-    trial.remedy = remedy
+    _rm_by_hand(trial, [folder])
 
 
 def drop_while_paused(trial: Trial) -> None:
