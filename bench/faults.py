@@ -1233,7 +1233,8 @@ def _where(trial: Trial) -> str:
             continue
         place = _place(trial.journal(work))
         if place is None:
-            stands.append(f"{work.name}: journal unreadable or missing")
+            missing = work.lane and not trial.journal(work).exists()
+            stands.append(f"{work.name}: {'not launched' if missing else 'journal unreadable'}")
             continue
         stage = place.stage
         stands.append(
