@@ -71,7 +71,8 @@ The workflow kinds (``--kinds``, default ``fix`` alone): ``lanes`` runs examples
 slices.toml (a plan, two commit-gated lanes side by side merged in order, a review); ``crew``
 runs examples/kinds/crew.toml (a plan, a lead that spawns three coders, one of whom asks and is
 answered, a review, then finalize: a push to a bare ``origin`` on local disk and a PR program of
-the trial's). Each lane's (child's) agent commits ``fixed-<place>.txt`` by the logging command.
+the trial's). Each lane's (child's) agent commits ``fixed-<place>.txt`` by the logging command;
+slice-b's works two seconds longer than slice-a's, so that a finished lane waits for its merge.
 A workflow run has ended once it finished (its lanes no longer at work), or once it is tidied.
 Its faults:
 
@@ -454,8 +455,12 @@ match = ":plan:"
 steps = [{{write = {{path = "PLAN.md", text = "a; b\\n"}}}}]
 
 [[turn]]
-match = ":slice-"
+match = ":slice-a:"
 steps = [{{say = "Building."}}, {{work = 1.0}}, {{run = ["sh", "-c", {commit}]}}, {{work = 1.0}}]
+
+[[turn]]
+match = ":slice-b:"
+steps = [{{say = "Building."}}, {{work = 3.0}}, {{run = ["sh", "-c", {commit}]}}, {{work = 1.0}}]
 
 [[turn]]
 match = ":review-loop@"
