@@ -16,8 +16,9 @@ folder left where a worktree was, when flume asks for it to be removed by hand).
 The run is then driven to its end as an operator following ``flume status`` would, once any
 passing fault is over: every two seconds it reads ``flume status`` and ``flume daemon status``
 and takes the first way out named for a place that has not ended (or named by the output of
-the way out it took last): a clause of commands run in order, ``flume retry|drop|tidy|proceed|
-stop|daemon start|daemon stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
+the way out it took last, or by what status says of the supervisor under its table): a clause
+of commands run in order, ``flume retry|drop|tidy|proceed|resume|stop|daemon start|daemon
+stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
 restored) or ``git -C R worktree prune``, as in "flume drop X, then flume tidy"; a clause naming
 any other git command is left alone. Each way out is taken at most three times. A trial is:
 
@@ -1030,6 +1031,23 @@ def _steps(clause: str, pending: set[str], named: list[str]) -> list[tuple[str, 
     return [step for _, step in sorted(steps)]
 
 
+def _supervisor_said(text: str) -> str:
+    """What ``text`` says of the supervisor, a line each, its wrapped lines joined again.
+
+    ``flume status`` says under its table, naming no place, that the supervisor is not running
+    and the command that starts it, wrapped at the table's width (its next lines indented).
+    """
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("supervisor:"):
+            blocks.append([line])
+        elif blocks and line[:1].isspace() and line.strip():
+            blocks[-1].append(line.strip())
+        elif blocks and blocks[-1]:
+            blocks.append([])
+    return "\n".join(" ".join(block) for block in blocks if block)
+
+
 @attrs.define
 class _Operator:
     """A person following `flume status`: what they took, how often, and what it said."""
@@ -1050,7 +1068,11 @@ class _Operator:
         if trial.undo:
             return  # a fault that lasts a while is waited out before any way out is taken
         now = time.monotonic()
-        ways = _way_outs(said, names) + _way_outs(self.said_last, names, anywhere=True)
+        ways = (
+            _way_outs(said, names)
+            + _way_outs(_supervisor_said(said), names, anywhere=True)
+            + _way_outs(self.said_last, names, anywhere=True)
+        )
         for way in ways:
             if (
                 self.counts.get(way, 0) < TAKE_AT_MOST
