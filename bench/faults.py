@@ -71,7 +71,9 @@ The faults (issue 15, items 1-10):
 The workflow kinds (``--kinds``, default ``fix`` alone): ``lanes`` runs examples/kinds/
 slices.toml (a plan, two commit-gated lanes side by side merged in order, a review); ``crew``
 runs examples/kinds/crew.toml (a plan, a lead that spawns three coders, one of whom asks and is
-answered, a review, then finalize: a push to a bare ``origin`` on local disk and a PR program of
+answered (the lead answers q1 of each of the three children, as it cannot tell which asked: a
+lead retried after tmux was killed spawns again, and slice b may go to any of them), a review,
+then finalize: a push to a bare ``origin`` on local disk and a PR program of
 the trial's). Each lane's (child's) agent commits ``fixed-<place>.txt`` by the logging command;
 slice-b's works two seconds longer than slice-a's, so that a finished lane waits for its merge.
 A workflow run has ended once it finished (its lanes no longer at work), or once it is tidied.
@@ -495,7 +497,11 @@ steps = [{{work = 1.0}}, {{run = ["sh", "-c", {commit}]}}]
 
 [[turn]]
 match = "asks q1: Hello or Hi?"
-steps = [{{run = ["flume", "answer", "crew--t+coder-2", "q1", "Hello"]}}]
+steps = [
+    {{run = ["flume", "answer", "crew--t+coder-1", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-2", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-3", "q1", "Hello"]}},
+]
 
 [[turn]]
 match = "All children of build are terminal"
