@@ -668,3 +668,39 @@ def test_a_hung_agent_whose_answer_is_held_is_still_nudged() -> None:
     unanswered = evolve(held, questions=pvector([attrs.evolve(asked, answer=None, tell=None)]))
     later = step(S, unanswered, Tick(at=Instant(float(world.instant()) + S.stall_seconds)))
     assert later.actions == ()
+
+
+def test_a_hung_agent_past_its_deliverable_whose_answer_is_held_is_ended() -> None:
+    """WF-NO-SILENT-WAIT: delivered, then answered, the answer held: silent a window, ended.
+
+    Found by the machine over generated workflows (the ``ci`` profile): an answered question
+    whose answer the hung agent never takes deferred the end of a delivered step for ever.
+    """
+    world = world_of(reviewed())
+    assert world.deliver()
+    place = world.place
+    assert place is not None
+    agent = place.agent
+    assert agent is not None
+    since = max(agent.said_at, place.stage.started_at)
+    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=since)
+    asked = Question(
+        id="q1",
+        text="Which?",
+        key=place.stage.key,
+        attempt=1,
+        session=agent.session,
+        asked_at=since,
+        answer="yes",
+        tell=1,
+    )
+    held = evolve(
+        place,
+        agent=attrs.evolve(agent, activity=Activity.WORKING),
+        stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
+        questions=pvector([asked]),
+        held=pvector([answer]),
+        tells_given=1,
+    )
+    after = step(S, held, Tick(at=Instant(float(since) + S.stall_seconds)))
+    assert not isinstance(after.place.stage.phase, Delivered)

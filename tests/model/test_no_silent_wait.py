@@ -633,7 +633,7 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
 
     @invariant()
     def due_no_later_than_time_moves_it(self) -> None:
-        """NEXT-DEADLINE over generated workflows: the supervisor ticks a place only when due.
+        """The next deadline's promise over generated workflows: a place ticked only when due.
 
         The deadline the core names is an instant a ``Tick`` changes the place, and no ``Tick``
         before it does: none just before it, nor a window's length after now (quiet, confirm,

@@ -96,6 +96,7 @@ from flume.core.place import (
     in_workflow,
     open_question,
     resolve_command,
+    waits_on_children,
 )
 from flume.core.settings import Settings
 from flume.core.workflow import budget
@@ -400,7 +401,7 @@ def _stalled_outside_a_turn(place: Place, silent: float) -> Outcome:
     """A silent agent before its prompt was found (paused), or after its deliverable (passed)."""
     stall = place.settings.stall_seconds
     if isinstance(place.stage.phase, Delivered):
-        if silent < stall or deferred(place):
+        if silent < stall or _unanswered(place) or waits_on_children(place):
             return place, ()
         return stage.finish_stage(place, place.now, done=False)
     if silent < 2 * stall:
