@@ -43,6 +43,7 @@ from flume.core.place import (
     Life,
     PauseCause,
     Paused,
+    Place,
     Question,
     Starting,
     Tell,
@@ -637,6 +638,22 @@ def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_windo
     assert not isinstance(late.place.stage.phase, Delivered)
 
 
+def _answered_held(place: Place, session: SessionId, at: Instant) -> Place:
+    """The live agent asked q1 and a person answered; the answer is held until it waits."""
+    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=at)
+    asked = Question(
+        id="q1",
+        text="Which?",
+        key=place.stage.key,
+        attempt=1,
+        session=session,
+        asked_at=at,
+        answer="yes",
+        tell=1,
+    )
+    return evolve(place, questions=pvector([asked]), held=pvector([answer]), tells_given=1)
+
+
 def test_a_hung_agent_whose_answer_is_held_is_still_nudged() -> None:
     """WF-NO-SILENT-WAIT: answered, the answer held until the agent waits, which it never does.
 
@@ -650,18 +667,8 @@ def test_a_hung_agent_whose_answer_is_held_is_still_nudged() -> None:
     world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
     place = world.place
     assert place is not None
-    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=world.instant())
-    asked = Question(
-        id="q1",
-        text="Which?",
-        key=place.stage.key,
-        attempt=1,
-        session=agent.session,
-        asked_at=world.instant(),
-        answer="yes",
-        tell=1,
-    )
-    held = evolve(place, questions=pvector([asked]), held=pvector([answer]), tells_given=1)
+    held = _answered_held(place, agent.session, world.instant())
+    (asked,) = held.questions
     assert open_question(held) == asked
     after = step(S, held, Tick(at=Instant(float(world.instant()) + S.stall_seconds)))
     assert [a for a in after.actions if isinstance(a, Report) and a.event is Event.NUDGED]
@@ -683,24 +690,10 @@ def test_a_hung_agent_past_its_deliverable_whose_answer_is_held_is_ended() -> No
     agent = place.agent
     assert agent is not None
     since = max(agent.said_at, place.stage.started_at)
-    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=since)
-    asked = Question(
-        id="q1",
-        text="Which?",
-        key=place.stage.key,
-        attempt=1,
-        session=agent.session,
-        asked_at=since,
-        answer="yes",
-        tell=1,
-    )
     held = evolve(
-        place,
+        _answered_held(place, agent.session, since),
         agent=attrs.evolve(agent, activity=Activity.WORKING),
         stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
-        questions=pvector([asked]),
-        held=pvector([answer]),
-        tells_given=1,
     )
     after = step(S, held, Tick(at=Instant(float(since) + S.stall_seconds)))
     assert not isinstance(after.place.stage.phase, Delivered)
