@@ -3,12 +3,13 @@
 Theory of operation. Between two observations a place changes only when the clock passes one of
 the instants its rules compare it with: an agent slow to take input (R5), a send or a tell not
 found in time (R5, R6), an agent quiet long enough for its delivered stage to end (R7), a gate
-to read of an agent long found waiting, an agent silent mid-turn (WF-STALL-NUDGES-ONCE), a
-blocked landing's wait (LAND-BASE-BLOCKED-WAITS), a run's wall-clock budget
-(WF-BUDGET-PAUSES). :func:`thresholds` lists those instants, each the first one at which its
-rule's own comparison holds. It decides nothing and need not be exact about which rule would
-act: :func:`flume.core.step.next_deadline` tries a ``Tick`` at each, in order, and the first
-that changes the place is its deadline.
+to read of an agent long found waiting, a gate's evidence awaited at a turn's end, an agent
+silent mid-turn or outside it (WF-STALL-NUDGES-ONCE, WF-NO-SILENT-WAIT), a led child's
+question left unanswered, a blocked landing's wait (LAND-BASE-BLOCKED-WAITS), a run's
+wall-clock budget (WF-BUDGET-PAUSES). :func:`thresholds` lists those instants, each the first
+one at which its rule's own comparison holds. It decides nothing and need not be exact about
+which rule would act: :func:`flume.core.step.next_deadline` tries a ``Tick`` at each, in
+order, and the first that changes the place is its deadline.
 
 Every rule compares the clock as ``now - since >= span`` (or its negation): in floating point,
 ``since + span`` is not always the first instant that holds, so :func:`first_instant` finds it
@@ -22,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from flume.core.ids import Instant
-from flume.core.place import AwaitingInput, Delivering, Place, Working
+from flume.core.place import (
+    Agent,
+    AwaitingInput,
+    Delivered,
+    Delivering,
+    Judging,
+    Place,
+    Working,
+    open_question,
+)
 from flume.core.workflow.budget import active_minutes
 
 #: Where a bracket's search starts: a few units in the last place of a clock's reading.
@@ -80,16 +90,20 @@ def thresholds(place: Place) -> Iterator[Instant]:
         yield from _maybe(first_instant(phase.since, settings.ready_seconds))
     if isinstance(phase, Delivering):
         yield from _maybe(first_instant(phase.sent_at, settings.confirm_seconds))
+    # WF-DELIVERED-PASSES (gates.judge_evidence): a deliverable gate judged at the turn's end
+    # waits quiet_seconds for its evidence (a commit seen a moment late), then is judged failed.
+    if isinstance(phase, Judging):
+        yield from _maybe(first_instant(phase.since, settings.quiet_seconds))
     # R6 (tell.check_deadline): the tell in flight sent once more, or found lost.
     if place.sending is not None:
         yield from _maybe(first_instant(place.sending.sent_at, settings.confirm_seconds))
-    agent = place.agent
-    if agent is not None:
-        # R7 (is_quiet, for end_when_quiet): waited, and the pane still, for quiet_seconds.
-        yield from _maybe(first_instant(agent.activity_since, settings.quiet_seconds))
-        yield from _maybe(first_instant(agent.last_output_at, settings.quiet_seconds))
-        if isinstance(phase, Working):
-            yield from _working(place, agent.activity_since, agent.last_output_at, agent.said_at)
+    if place.agent is not None:
+        yield from _agent(place, place.agent)
+    # WF-CHILD-ASKING-SURFACES (messages.overdue_when_unanswered): a led child's question its
+    # lead leaves unanswered for stall_seconds falls to the caller.
+    asked = open_question(place)
+    if asked is not None and asked.answer is None and not asked.overdue:
+        yield from _maybe(first_instant(asked.asked_at, settings.stall_seconds))
     # LAND-BASE-BLOCKED-WAITS (stage.land_again): the blocked landing tried again.
     if place.land_retry_at is not None:
         yield place.land_retry_at
@@ -100,6 +114,23 @@ def thresholds(place: Place) -> Iterator[Instant]:
     if limit is not None and spent.paused_at is None:
         guess = spent.began_at + spent.paused_seconds + 60.0 * limit
         yield from _maybe(_first(lambda t: active_minutes(spent, Instant(t)) >= limit, guess))
+
+
+def _agent(place: Place, agent: Agent) -> Iterator[Instant]:
+    """The instants of a live agent: quiet (R7), and its silence, in a turn or outside it."""
+    settings = place.settings
+    phase = place.stage.phase
+    # R7 (is_quiet, for end_when_quiet): waited, and the pane still, for quiet_seconds.
+    yield from _maybe(first_instant(agent.activity_since, settings.quiet_seconds))
+    yield from _maybe(first_instant(agent.last_output_at, settings.quiet_seconds))
+    if isinstance(phase, Working):
+        yield from _working(place, agent.activity_since, agent.last_output_at, agent.said_at)
+    elif isinstance(phase, AwaitingInput | Delivering | Delivered):
+        # WF-NO-SILENT-WAIT (gates.nudge_when_stalled, outside a turn): silent a window after
+        # its deliverable, ended; twice the window before its prompt was found, paused.
+        last = max(agent.said_at, place.stage.started_at)
+        yield from _maybe(first_instant(last, settings.stall_seconds))
+        yield from _maybe(first_instant(last, 2 * settings.stall_seconds))
 
 
 def _working(place: Place, since: Instant, output: Instant, said: Instant) -> Iterator[Instant]:

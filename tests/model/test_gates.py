@@ -43,11 +43,14 @@ from flume.core.place import (
     Life,
     PauseCause,
     Paused,
+    Place,
+    Question,
     Starting,
     Tell,
     TellSending,
     Working,
     evolve,
+    open_question,
 )
 from flume.core.settings import Settings
 from flume.core.stage import agent_for
@@ -633,3 +636,64 @@ def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_windo
     assert soon.actions == ()
     late = step(S, delivered, Tick(at=Instant(float(since) + S.stall_seconds)))
     assert not isinstance(late.place.stage.phase, Delivered)
+
+
+def _answered_held(place: Place, session: SessionId, at: Instant) -> Place:
+    """The live agent asked q1 and a person answered; the answer is held until it waits."""
+    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=at)
+    asked = Question(
+        id="q1",
+        text="Which?",
+        key=place.stage.key,
+        attempt=1,
+        session=session,
+        asked_at=at,
+        answer="yes",
+        tell=1,
+    )
+    return evolve(place, questions=pvector([asked]), held=pvector([answer]), tells_given=1)
+
+
+def test_a_hung_agent_whose_answer_is_held_is_still_nudged() -> None:
+    """WF-NO-SILENT-WAIT: answered, the answer held until the agent waits, which it never does.
+
+    Found by the machine over generated workflows: an open question stopped the stall clock
+    even once answered, so a hung agent's run waited for ever, saying nothing.
+    """
+    world = world_of(reviewed())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    place = world.place
+    assert place is not None
+    held = _answered_held(place, agent.session, world.instant())
+    (asked,) = held.questions
+    assert open_question(held) == asked
+    after = step(S, held, Tick(at=Instant(float(world.instant()) + S.stall_seconds)))
+    assert [a for a in after.actions if isinstance(a, Report) and a.event is Event.NUDGED]
+    unanswered = evolve(held, questions=pvector([attrs.evolve(asked, answer=None, tell=None)]))
+    later = step(S, unanswered, Tick(at=Instant(float(world.instant()) + S.stall_seconds)))
+    assert later.actions == ()
+
+
+def test_a_hung_agent_past_its_deliverable_whose_answer_is_held_is_ended() -> None:
+    """WF-NO-SILENT-WAIT: delivered, then answered, the answer held: silent a window, ended.
+
+    Found by the machine over generated workflows (the ``ci`` profile): an answered question
+    whose answer the hung agent never takes deferred the end of a delivered step for ever.
+    """
+    world = world_of(reviewed())
+    assert world.deliver()
+    place = world.place
+    assert place is not None
+    agent = place.agent
+    assert agent is not None
+    since = max(agent.said_at, place.stage.started_at)
+    held = evolve(
+        _answered_held(place, agent.session, since),
+        agent=attrs.evolve(agent, activity=Activity.WORKING),
+        stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
+    )
+    after = step(S, held, Tick(at=Instant(float(since) + S.stall_seconds)))
+    assert not isinstance(after.place.stage.phase, Delivered)

@@ -15,6 +15,7 @@ promises of DESIGN.md §6, and the re-prompt and the budget the seed names.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -73,7 +74,7 @@ from flume.core.place import (
 )
 from flume.core.settings import Settings
 from flume.core.status import PhaseWord, status
-from flume.core.step import step
+from flume.core.step import next_deadline, step
 from flume.core.workflow.budget import spent_budget
 from flume.core.workflow.gates import judged_here
 from flume.core.workflow.lanes import children, lanes_ended, parallel_of
@@ -82,6 +83,14 @@ from tests.model.fleet import Agent, Fleet
 from tests.strategies import runnable_workflows
 
 S = Settings()
+
+
+def _ticks_change(place: Place, at: float) -> bool:
+    """A ``Tick`` at ``at`` calls for an action or changes the place beyond its clock."""
+    decided = step(place.settings, place, Tick(at=Instant(at)))
+    return bool(decided.actions) or attrs.evolve(decided.place, now=place.now) != place
+
+
 #: The option of ``flume raise`` that raises each budget, as a person types it.
 RAISE_OPTIONS = {
     "turns": "--turns",
@@ -621,6 +630,25 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
         """
         for name, place in self.active():
             assert not self.silent(name, place), self.why(name, place)
+
+    @invariant()
+    def due_no_later_than_time_moves_it(self) -> None:
+        """The next deadline's promise over generated workflows: a place ticked only when due.
+
+        The deadline the core names is an instant a ``Tick`` changes the place, and no ``Tick``
+        before it does: none just before it, nor a window's length after now (quiet, confirm,
+        ready, stall, twice the stall); with none named, no ``Tick`` ever changes it.
+        """
+        for _name, place in self.active():
+            due = next_deadline(place)
+            windows = (S.quiet_seconds, S.confirm_seconds, S.ready_seconds, S.stall_seconds)
+            tried = [place.now + w + 1 for w in (*windows, 2 * S.stall_seconds, FAR)]
+            if due is None:
+                assert not any(_ticks_change(place, at) for at in tried), place.stage
+                continue
+            assert _ticks_change(place, due), (due, place.stage)
+            early = [at for at in (*tried, math.nextafter(due, -math.inf)) if place.now <= at < due]
+            assert not any(_ticks_change(place, at) for at in early), (due, place.stage)
 
     def silent(self, name: PlaceName, place: Place) -> bool:
         """The place waits on nothing that will move it and names nothing to a person."""

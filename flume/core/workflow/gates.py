@@ -96,6 +96,7 @@ from flume.core.place import (
     in_workflow,
     open_question,
     resolve_command,
+    waits_on_children,
 )
 from flume.core.settings import Settings
 from flume.core.workflow import budget
@@ -310,7 +311,8 @@ def pause_when_spent(settings: Settings, place: Place, now: Instant) -> Outcome:
 def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcome:  # noqa: PLR0911 (each wait the stall clock has)
     """WF-STALL-NUDGES-ONCE: an agent silent mid-turn is nudged once, then the run pauses.
 
-    Silent: working (not waiting, not asking a person), with no line in its transcript and no
+    Silent: working (not waiting, not asking a person; a question answered, its answer not yet
+    read, does not stop the clock), with no line in its transcript and no
     word from its hooks for ``stall_seconds``. Its pane does not count: Claude Code's spinner
     renews it the whole time the agent waits on a model that never answers. The nudge is typed
     at once, a tell flume gives (the agent is mid-turn: it takes it when it can); silent as long
@@ -331,7 +333,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
         or agent.activity is not Activity.WORKING
         or not isinstance(run.phase, Working | AwaitingInput | Delivering | Delivered)
         or not in_workflow(place)
-        or open_question(place) is not None
+        or _unanswered(place)
     ):
         return place, ()
     stall = place.settings.stall_seconds
@@ -385,11 +387,21 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
     return stage.pause_stage(place, paused)
 
 
+def _unanswered(place: Place) -> bool:
+    """The live agent waits on a person's answer: its stall clock does not run.
+
+    Answered, its answer held or in flight, it does: a hung agent never takes the answer
+    (held until it waits), and its silence must still end in a nudge, then a pause.
+    """
+    asked = open_question(place)
+    return asked is not None and asked.answer is None
+
+
 def _stalled_outside_a_turn(place: Place, silent: float) -> Outcome:
     """A silent agent before its prompt was found (paused), or after its deliverable (passed)."""
     stall = place.settings.stall_seconds
     if isinstance(place.stage.phase, Delivered):
-        if silent < stall or deferred(place):
+        if silent < stall or _unanswered(place) or waits_on_children(place):
             return place, ()
         return stage.finish_stage(place, place.now, done=False)
     if silent < 2 * stall:
