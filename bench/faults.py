@@ -781,21 +781,26 @@ def lock_or_branch(trial: Trial) -> None:
     """7: a stale index.lock in the main repository, or the place's branch deleted by hand."""
     if trial.occurrence % 2 == 0:
         _moment(trial, 3, 20)
-        lock = Path(trial.git("rev-parse", "--absolute-git-dir").strip()) / "index.lock"
-        lock.write_bytes(b"")
+        _stale_lock(trial, Path(trial.git("rev-parse", "--absolute-git-dir").strip()))
         trial.moment += ", index.lock"
-
-        def remedy(said: str) -> str | None:
-            if "index.lock" in said and lock.exists():
-                lock.unlink()
-                return f"rm {lock}"
-            return None
-
-        trial.remedy = remedy
     else:
         _moment(trial, 3, 6)
         trial.git("update-ref", "-d", "refs/heads/fix/t")
         trial.moment += ", branch deleted"
+
+
+def _stale_lock(trial: Trial, git_dir: Path) -> None:
+    """A stale ``index.lock`` made in ``git_dir``, removed only once flume names it."""
+    lock = git_dir / "index.lock"
+    lock.write_bytes(b"")
+
+    def remedy(said: str) -> str | None:
+        if "index.lock" in said and lock.exists():
+            lock.unlink()
+            return f"rm {lock}"
+        return None
+
+    trial.remedy = remedy
 
 
 def base_rewritten(trial: Trial) -> None:
@@ -891,17 +896,8 @@ def merge_lock(trial: Trial) -> None:
     if not git_dir:
         trial.not_injected = f"no worktree of the run at {worktree}"
         return
-    lock = Path(git_dir) / "index.lock"
-    lock.write_bytes(b"")
+    _stale_lock(trial, Path(git_dir))
     trial.moment += ", index.lock in the run's worktree"
-
-    def remedy(said: str) -> str | None:
-        if "index.lock" in said and lock.exists():
-            lock.unlink()
-            return f"rm {lock}"
-        return None
-
-    trial.remedy = remedy
 
 
 def lane_branch_gone(trial: Trial) -> None:
