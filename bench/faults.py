@@ -1,4 +1,7 @@
-"""Issue 15's trials: the ten faults injected at random moments into whole fix runs.
+"""Issues 15 and 25's trials: faults injected at random moments into whole fix and workflow runs.
+
+Issue 15's ten faults go into fix runs; issue 25's five into workflow runs with lanes
+(``lanes``) and with a lead and its children (``crew``).
 
 Each trial is a fix run on a host of its own (a private HOME, state folder and tmux socket, the
 real ``flume`` CLI in its own processes, the real ``flume daemon``, real git and tmux) with
@@ -13,14 +16,16 @@ folder left where a worktree was, when flume asks for it to be removed by hand).
 The run is then driven to its end as an operator following ``flume status`` would, once any
 passing fault is over: every two seconds it reads ``flume status`` and ``flume daemon status``
 and takes the first way out named for a place that has not ended (or named by the output of
-the way out it took last): a clause of commands run in order, ``flume retry|drop|tidy|proceed|
-stop|daemon start|daemon stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
+the way out it took last, or by what status says of the supervisor under its table): a clause
+of commands run in order, ``flume retry|drop|tidy|proceed|resume|stop|daemon start|daemon
+stop``, ``git -C R update-ref refs/heads/B SHA`` (a deleted branch
 restored) or ``git -C R worktree prune``, as in "flume drop X, then flume tidy"; a clause naming
 any other git command is left alone. Each way out is taken at most three times. A trial is:
 
 - **survived**: every place of the trial ended (tidied, after landing or a drop) with no action
   beyond what the fault itself needs undone;
-- **named**: status named a way out, the harness took it, and every place ended;
+- **named**: status named a way out, the harness took it, and every place ended (a way out may
+  also be ``flume resume X`` or ``flume retry X --step LANE``);
 - **stuck**: neither, by the deadline (``--deadline``, 90 s from the fault); a launch refusing
   the .bare layout is named when it exits 2 with a message naming it, else stuck;
 - **not-injected**: the fault could not be made here (fault 6 without mount), or the fix's own
@@ -29,11 +34,11 @@ any other git command is left alone. Each way out is taken at most three times. 
 Counted besides: **commits lost** (a commit the agent logged that is reachable neither from
 ``main``, nor from a branch that status, tidy or drop named, nor from a running place's
 branch), **tracebacks** (``Traceback (most recent call last)`` in the output of any flume
-command the harness ran, or in an agent's transcript: what ``flume submit`` printed to the
-agent), and **wrong** outcomes a fault's own promise forbids (an agent started after the fault
-working on the base, two agents for one stage attempt, a commit dropped from ``main`` brought
-back by a landing, a paused supervisor reported as not running, a flume command still running
-after a minute).
+command the harness ran, in an agent's transcript: what ``flume submit`` printed to the
+agent, or in a supervisor's log), and **wrong** outcomes a fault's own promise forbids (an
+agent started after the fault working on the base, two agents for one stage attempt, a commit
+dropped from ``main`` brought back by a landing, a paused supervisor reported as not running, a
+flume command still running after a minute).
 
 The faults (issue 15, items 1-10):
 
@@ -63,8 +68,35 @@ The faults (issue 15, items 1-10):
 10. ``stop-stamp-future``: ``flume daemon stop``, its stop file rewritten an hour in the
     future (as a clock stepped back leaves it), then a second place launched.
 
-    .venv/bin/python bench/faults.py [--trials 30] [--seed 1] [--fault NAME] [--deadline 90]
-        [--json]
+The workflow kinds (``--kinds``, default ``fix`` alone): ``lanes`` runs examples/kinds/
+slices.toml (a plan, two commit-gated lanes side by side merged in order, a review); ``crew``
+runs examples/kinds/crew.toml (a plan, a lead that spawns three coders, one of whom asks and is
+answered (the lead answers q1 of each of the three children, as it cannot tell which asked: a
+lead retried after tmux was killed spawns again, and slice b may go to any of them), a review,
+then finalize: a push to a bare ``origin`` on local disk and a PR program of
+the trial's). Each lane's (child's) agent commits ``fixed-<place>.txt`` by the logging command;
+slice-b's works two seconds longer than slice-a's, so that a finished lane waits for its merge.
+A workflow run has ended once it finished (its lanes no longer at work), or once it is tidied.
+Its faults:
+
+- ``merge-lock``: a stale ``index.lock`` in the run's worktree, made while its lanes work, so
+  that their merge meets it; removed only once flume names it.
+- ``lane-branch-gone``: a finished lane's branch deleted (``git update-ref -d``) while it waits
+  for its run's merge.
+- ``worktrees-gone``: a working lane's worktree and its run's removed (``rm -rf``).
+- ``tmux-killed``: the tmux server killed while the run (the crew's lead) waits on its lanes.
+- ``supervisor-killed``: the supervisor SIGKILLed at a random line of the run's journals, and
+  no command after it but the operator's look at ``flume status``.
+
+Judged as the fix faults are, and besides: a workflow never lands, so the base moving is
+**wrong**; a run that finished must hold in its head's tree each launched lane's file
+(WF-FINISHED-HOLDS-ITS-WORK), else **wrong**. For every kind a ``Traceback`` in a host's
+``supervisor.log`` counts among the **tracebacks**, and a branch counts as kept only when a
+command's output names it exactly (``fix/t`` is not named by ``fix/tt``), or its place is not
+tidied.
+
+    .venv/bin/python bench/faults.py [--kinds fix,lanes,crew] [--trials 30] [--seed 1]
+        [--fault NAME] [--deadline SECONDS] [--json]
 
 Prints one line a trial (what the operator took, what went wrong, where a stuck run stands, what
 the supervisors' logs hold) and a table by fault; exits 1 if any trial was stuck or not
@@ -121,6 +153,31 @@ FAULTS = (
     "supervisor-paused",
     "stop-stamp-future",
 )
+#: The faults of workflow runs (issue 25 §3), injected into runs of ``lanes`` and ``crew``.
+WORKFLOW_FAULTS = (
+    "merge-lock",
+    "lane-branch-gone",
+    "worktrees-gone",
+    "tmux-killed",
+    "supervisor-killed",
+)
+#: The kinds a trial runs, and the faults injected into each.
+KIND_FAULTS = {"fix": FAULTS, "lanes": WORKFLOW_FAULTS, "crew": WORKFLOW_FAULTS}
+#: How long a run of each kind may take once its fault is in, unless ``--deadline`` says.
+DEADLINES = {"fix": 90.0, "lanes": 150.0, "crew": 180.0}
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kinds"
+#: A workflow run's place, and its lanes' (or children's), as ``--name t`` names them.
+WORKFLOW_PLACES = {
+    "lanes": ("slices--t", ("slices--t+slice-a", "slices--t+slice-b")),
+    "crew": ("crew--t", tuple(f"crew--t+coder-{n}" for n in (1, 2, 3))),
+}
+#: The pull request command of the crew kind's finalize: records its run, prints a URL.
+PR_PROGRAM = """\
+import sys
+with open(sys.argv[1], "a", encoding="utf-8") as out:
+    out.write(" ".join(sys.argv[2:]) + "\\n")
+print("https://example.test/acme/app/pull/7")
+"""
 CONFIG = "[timing]\nquiet = 0.3\nconfirm = 2\nready = 20\n"
 #: The commit a person made on main before the launch; fault 8 drops it.
 PERSONS = "A person's commit"
@@ -132,8 +189,9 @@ TAKE_AT_MOST, TAKE_APART = 3, 3.0
 LOOK_APART = 2.0
 #: The flume commands a status line may name as a way out that the operator takes.
 FLUME_STEP = re.compile(
-    r"\bflume (retry|drop|tidy|proceed|stop|daemon start|daemon stop)\b"
-    r"(?: ((?:fix|change)--[\w.-]+))?"
+    r"\bflume (retry|drop|tidy|proceed|stop|resume|daemon start|daemon stop)\b"
+    r"(?: ((?:fix|change|slices|crew)--[\w+-]+(?:\.[\w+-]+)*))?"
+    r"(?: (--step [\w-]+))?"
 )
 #: The git commands a way out may name that the operator takes: a deleted branch restored, the
 #: records of deleted worktrees pruned.
@@ -209,6 +267,8 @@ class Work:
     name: str
     host: Host
     launched: bool = True  #: False: its launch was refused (it never existed)
+    #: A workflow run's lane or child: launched by its run, ended once it is not at work.
+    lane: bool = False
 
 
 @attrs.define
@@ -239,6 +299,8 @@ class Trial:
     named_by_launch: bool = False  #: the launch refused the fault's layout, naming it
     fault_at: float = 0.0  #: when the fault was injected (seconds since the epoch)
     refused_unnamed: bool = False  #: the launch refused it, for a reason that does not name it
+    kind: str = "fix"  #: fix, or a workflow's: lanes, crew
+    base: str = ""  #: main's head once the repository was made (a workflow never lands)
 
     @property
     def host(self) -> Host:
@@ -333,10 +395,21 @@ def _lines(path: Path) -> int:
 
 
 def _ended(trial: Trial, work: Work) -> bool:
-    """The place is tidied (after landing or a drop), or its launch was refused."""
+    """The place is tidied (after landing or a drop), or its launch was refused.
+
+    A workflow's run has ended once it finished (its branch waits for a person to land it); a
+    lane or child once it is no longer at work (finished, dropped, tidied), or, never launched
+    by its run, once the run has ended.
+    """
     if not work.launched:
         return True
     place = _place(trial.journal(work))
+    if work.lane:
+        if place is None:
+            return _ended(trial, trial.works[0])
+        return place.life not in {Life.MAKING, Life.ACTIVE}
+    if trial.kind != "fix" and work is trial.works[0]:
+        return place is not None and place.life in {Life.FINISHED, Life.TIDIED}
     return place is not None and place.life is Life.TIDIED
 
 
@@ -354,16 +427,17 @@ def _wait(predicate: Callable[[], object], seconds: float) -> bool:
 # --- setting a trial up --------------------------------------------------------------------
 
 
-def _agent_script(trial: Trial) -> str:
-    """The test agent's script: the code stage writes, commits and logs; submit submits.
+def _commit_command(trial: Trial) -> str:
+    """The shell command an agent commits by, logging where it ran and what it committed.
 
-    The commit is made by a command that logs where it ran (the top folder and branch git
-    resolves there, and when its agent began) and each commit it made, with a message of its
-    own, so that a commit is found again after the lander rebased it, and an agent working on
-    the base is seen.
+    It logs where it ran (the top folder and branch git resolves there, and when its agent
+    began) and each commit it made, with a message of its own, so that a commit is found again
+    after the lander rebased it, and an agent working on the base is seen. The file it writes
+    is named after its place's folder, ``fixed-<place>.txt``, so that a run's tree shows whose
+    change it holds.
     """
     log = trial.commits_log
-    commit = (
+    return (
         "n=$(date +%s%N); top=$(git rev-parse --show-toplevel 2>/dev/null); "
         "branch=$(git symbolic-ref -q --short HEAD 2>/dev/null); "
         'age=$(ps -o etimes= -p "$PPID" 2>/dev/null | tr -d " "); '
@@ -372,6 +446,71 @@ def _agent_script(trial: Trial) -> str:
         'f="fixed-$(basename "$PWD").txt"; echo "$n" >> "$f" && git add -A '
         f'&& git commit -qm "agent $n" && printf "commit\\tagent %s\\n" "$n" >> {log}'
     )
+
+
+def _agent_script(trial: Trial) -> str:
+    """The test agent's script for the trial's kind (:func:`_commit_command` commits)."""
+    commit = json.dumps(_commit_command(trial))
+    if trial.kind == "lanes":
+        return f"""
+[[turn]]
+match = ":plan:"
+steps = [{{write = {{path = "PLAN.md", text = "a; b\\n"}}}}]
+
+[[turn]]
+match = ":slice-a:"
+steps = [{{say = "Building."}}, {{work = 1.0}}, {{run = ["sh", "-c", {commit}]}}, {{work = 1.0}}]
+
+[[turn]]
+match = ":slice-b:"
+steps = [{{say = "Building."}}, {{work = 3.0}}, {{run = ["sh", "-c", {commit}]}}, {{work = 1.0}}]
+
+[[turn]]
+match = ":review-loop@"
+steps = [{{write = {{path = "$board/review/verdict.json", text = '{{"result": "done"}}'}}}}]
+"""
+    if trial.kind == "crew":
+        return f"""
+[[turn]]
+match = ":plan:"
+steps = [{{write = {{path = "PLAN.md", text = "a\\nb\\nc\\n"}}}}]
+
+[[turn]]
+match = ":lead:"
+steps = [
+    {{run = ["flume", "spawn", "--goal", "slice a"]}},
+    {{run = ["flume", "spawn", "--goal", "slice b"]}},
+    {{run = ["flume", "spawn", "--goal", "slice c"]}},
+]
+
+[[turn]]
+match = "Build: slice b."
+steps = [{{run = ["flume", "ask", "Hello or Hi?"]}}]
+
+[[turn]]
+match = "Build: slice"
+steps = [{{say = "Building."}}, {{work = 1.0}}, {{run = ["sh", "-c", {commit}]}}, {{work = 1.0}}]
+
+[[turn]]
+match = "The answer to your question"
+steps = [{{work = 1.0}}, {{run = ["sh", "-c", {commit}]}}]
+
+[[turn]]
+match = "asks q1: Hello or Hi?"
+steps = [
+    {{run = ["flume", "answer", "crew--t+coder-1", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-2", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-3", "q1", "Hello"]}},
+]
+
+[[turn]]
+match = "All children of build are terminal"
+steps = [{{write = {{path = "$board/lead/verdict.json", text = '{{"result": "done"}}'}}}}]
+
+[[turn]]
+match = ":review-loop@"
+steps = [{{write = {{path = "$board/review/verdict.json", text = '{{"result": "done"}}'}}}}]
+"""
     return f"""
 [[turn]]
 match = ":code:"
@@ -379,7 +518,7 @@ steps = [
   {{say = "Mending it."}},
   {{work = 1.0}},
   {{write = {{path = "notes.txt", text = "working\\n"}}}},
-  {{run = ["sh", "-c", {json.dumps(commit)}]}},
+  {{run = ["sh", "-c", {commit}]}},
   {{work = 1.0}},
 ]
 
@@ -430,6 +569,46 @@ def _launch(trial: Trial, name: str, host: Host | None = None) -> Work:
     return work
 
 
+def _launch_workflow(trial: Trial) -> Work:
+    """Launch the trial's workflow run (slices.toml, or crew.toml finalizing to a bare origin).
+
+    The crew's finalize pushes to an ``origin`` on local disk and runs a PR program of the
+    trial's that records its run and prints a URL. Its lanes (children) are the trial's works
+    after the run's, launched by the run.
+    """
+    run, lanes = WORKFLOW_PLACES[trial.kind]
+    kind = EXAMPLES / "slices.toml"
+    if trial.kind == "crew":
+        origin, program = trial.folder / "origin.git", trial.folder / "pr.py"
+        trial.git("init", "-q", "--bare", str(origin), cwd=trial.folder)
+        trial.git("remote", "add", "origin", str(origin))
+        program.write_text(PR_PROGRAM, encoding="utf-8")
+        argv = [
+            sys.executable, str(program), str(trial.folder / "pr-runs.txt"), "--base", "{base}",
+            "--head", "{branch}", "--title", "{title}", "--body-file", "{body}",
+        ]  # fmt: skip
+        text = (EXAMPLES / "crew.toml").read_text(encoding="utf-8")
+        start = text.index("finalize = ")
+        end = text.index("\n", start)
+        kind = trial.folder / "crew.toml"
+        kind.write_text(
+            f'{text[:start]}finalize = {{ push = "origin", pr = {json.dumps(argv)} }}{text[end:]}',
+            encoding="utf-8",
+        )
+    ran = trial.flume(
+        "launch", "--repository", str(trial.repo), "--kind-file", str(kind), "--name", "t",
+        "--brief", "Say hello", "--agent", "test",
+        "--agent-arg=--script", f"--agent-arg={trial.script}",
+    )  # fmt: skip
+    work = Work(name=run, host=trial.host)
+    trial.works.append(work)
+    work.launched = ran.code == 0 or trial.journal(work).exists()
+    if ran.code != 0:
+        trial.notes.append(f"launch of {run} exited {ran.code}: {' '.join(ran.out.split())[:240]}")
+    trial.works.extend(Work(name=lane, host=trial.host, lane=True) for lane in lanes)
+    return work
+
+
 def _moment(trial: Trial, low: int, high: int) -> None:
     """Wait for a random moment: the journal holding a random number of lines, and a bit."""
     target = trial.rng.randint(low, high)
@@ -473,15 +652,7 @@ def worktree_gone(trial: Trial) -> None:
     _moment(trial, 3, 12)
     folder = trial.repo / "places" / trial.works[0].name
     shutil.rmtree(folder, ignore_errors=True)
-
-    def remedy(said: str) -> str | None:
-        asked = any("by hand" in line and str(folder) in line for line in said.splitlines())
-        if asked and folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            return f"rm -rf {folder}"
-        return None
-
-    trial.remedy = remedy
+    _rm_by_hand(trial, [folder])
 
 
 def drop_while_paused(trial: Trial) -> None:
@@ -610,21 +781,26 @@ def lock_or_branch(trial: Trial) -> None:
     """7: a stale index.lock in the main repository, or the place's branch deleted by hand."""
     if trial.occurrence % 2 == 0:
         _moment(trial, 3, 20)
-        lock = Path(trial.git("rev-parse", "--absolute-git-dir").strip()) / "index.lock"
-        lock.write_bytes(b"")
+        _stale_lock(trial, Path(trial.git("rev-parse", "--absolute-git-dir").strip()))
         trial.moment += ", index.lock"
-
-        def remedy(said: str) -> str | None:
-            if "index.lock" in said and lock.exists():
-                lock.unlink()
-                return f"rm {lock}"
-            return None
-
-        trial.remedy = remedy
     else:
         _moment(trial, 3, 6)
         trial.git("update-ref", "-d", "refs/heads/fix/t")
         trial.moment += ", branch deleted"
+
+
+def _stale_lock(trial: Trial, git_dir: Path) -> None:
+    """A stale ``index.lock`` made in ``git_dir``, removed only once flume names it."""
+    lock = git_dir / "index.lock"
+    lock.write_bytes(b"")
+
+    def remedy(said: str) -> str | None:
+        if "index.lock" in said and lock.exists():
+            lock.unlink()
+            return f"rm {lock}"
+        return None
+
+    trial.remedy = remedy
 
 
 def base_rewritten(trial: Trial) -> None:
@@ -661,7 +837,134 @@ def stop_stamp_future(trial: Trial) -> None:
     _launch(trial, "u")
 
 
+# --- the faults of workflow runs (issue 25 section 3) -------------------------------------
+
+
+def _lanes_of(trial: Trial) -> list[Work]:
+    """The run's lanes (or children), launched or not."""
+    return [work for work in trial.works if work.lane]
+
+
+def _life(trial: Trial, work: Work) -> Life | None:
+    place = _place(trial.journal(work))
+    return None if place is None else place.life
+
+
+def _workflow_moment(trial: Trial, low: int, high: int, *, lanes_only: bool = True) -> None:
+    """Wait for a random moment of a workflow run, and a bit.
+
+    The moment: its lanes' journals (or all of the run's journals) hold a random number of
+    lines together.
+    """
+    target = trial.rng.randint(low, high)
+    works = _lanes_of(trial) if lanes_only else trial.works
+
+    def lines() -> int:
+        return sum(_lines(trial.journal(work)) for work in works)
+
+    _wait(lambda: lines() >= target or _ended(trial, trial.works[0]), 120)
+    time.sleep(trial.rng.uniform(0, 0.25))  # a point between two lines, maybe mid-action
+    trial.fault_at = time.time()
+    trial.moment = f"{'lane ' if lanes_only else ''}line {target}"
+    life = _life(trial, trial.works[0])
+    if life is not Life.ACTIVE:
+        trial.notes.append(f"the fault came once the run was {life.value if life else 'gone'}")
+
+
+def _rm_by_hand(trial: Trial, folders: list[Path]) -> None:
+    """Where flume asks a person to remove one of ``folders`` by hand, the operator does."""
+
+    def remedy(said: str) -> str | None:
+        for folder in folders:
+            asked = any("by hand" in line and str(folder) in line for line in said.splitlines())
+            if asked and folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                return f"rm -rf {folder}"
+        return None
+
+    trial.remedy = remedy
+
+
+def merge_lock(trial: Trial) -> None:
+    """W1: a stale index.lock in the run's worktree, made while its lanes work.
+
+    The lanes' merge meets it; the operator removes it once flume names it.
+    """
+    _workflow_moment(trial, 1, 12)
+    worktree = trial.repo / "places" / trial.works[0].name
+    git_dir = trial.git("rev-parse", "--absolute-git-dir", cwd=worktree).strip()
+    if not git_dir:
+        trial.not_injected = f"no worktree of the run at {worktree}"
+        return
+    _stale_lock(trial, Path(git_dir))
+    trial.moment += ", index.lock in the run's worktree"
+
+
+def lane_branch_gone(trial: Trial) -> None:
+    """W2: a finished lane's branch deleted by hand, as it waits for its run's merge."""
+    lanes = _lanes_of(trial)
+    _wait(
+        lambda: (
+            any(_life(trial, lane) is Life.FINISHED for lane in lanes)
+            or _ended(trial, trial.works[0])
+        ),
+        120,
+    )
+    time.sleep(trial.rng.uniform(0, 0.25))
+    trial.fault_at = time.time()
+    finished = [lane for lane in lanes if _life(trial, lane) is Life.FINISHED]
+    if not finished:
+        trial.not_injected = "no lane was finished (and not yet tidied) before the run ended"
+        return
+    lane = trial.rng.choice(finished)
+    branch = lane.name.replace("--", "/", 1)
+    trial.git("update-ref", "-d", f"refs/heads/{branch}")
+    trial.moment = f"{lane.name.split('+')[-1]} finished, its branch deleted"
+    merged = trial.git("ls-tree", "--name-only", trial.works[0].name.replace("--", "/", 1))
+    if f"fixed-{lane.name}.txt" in merged.split():
+        trial.notes.append(f"{lane.name} was merged before its branch was deleted")
+
+
+def worktrees_gone(trial: Trial) -> None:
+    """W3: a working lane's worktree and its run's removed by hand (``rm -rf``)."""
+    _workflow_moment(trial, 3, 12)
+    working = [lane for lane in _lanes_of(trial) if _life(trial, lane) is Life.ACTIVE]
+    lane = trial.rng.choice(working) if working else _lanes_of(trial)[0]
+    folders = [trial.repo / "places" / trial.works[0].name, trial.repo / "places" / lane.name]
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    trial.moment += f", the run's and {lane.name.split('+')[-1]}'s worktrees removed"
+    _rm_by_hand(trial, folders)
+
+
+def tmux_killed(trial: Trial) -> None:
+    """W4: tmux's server killed while the run (the crew's lead) waits on its lanes."""
+    _workflow_moment(trial, 2, 16)
+    subprocess.run(  # noqa: S603 (fixed arguments)
+        ("tmux", "-S", str(trial.host.folder / "tmux.sock"), "kill-server"),
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    trial.moment += ", tmux killed"
+
+
+def supervisor_killed(trial: Trial) -> None:
+    """W5: the supervisor SIGKILLed, and no command after it but the operator's look."""
+    _workflow_moment(trial, 1, 60 if trial.kind == "lanes" else 150, lanes_only=False)
+    pid = trial.host.supervisor()
+    if pid is None:
+        trial.notes.append("no supervisor was running at the moment")
+    _signal(pid, signal.SIGKILL)
+    trial.moment += ", SIGKILL"
+
+
 INJECT: dict[str, Callable[[Trial], None]] = {
+    "merge-lock": merge_lock,
+    "lane-branch-gone": lane_branch_gone,
+    "worktrees-gone": worktrees_gone,
+    "tmux-killed": tmux_killed,
+    "supervisor-killed": supervisor_killed,
     "worktree-gone": worktree_gone,
     "drop-while-paused": drop_while_paused,
     "two-state-folders": two_state_folders,
@@ -723,10 +1026,28 @@ def _steps(clause: str, pending: set[str], named: list[str]) -> list[tuple[str, 
         if verb in {"tidy", "daemon start", "daemon stop"}:
             steps.append((match.start(), ("flume", *verb.split())))
         elif place in pending or (place is None and named):
-            steps.append((match.start(), ("flume", verb, place or named[0])))
+            option = (match.group(3) or "").split()
+            steps.append((match.start(), ("flume", verb, place or named[0], *option)))
         else:
             return []
     return [step for _, step in sorted(steps)]
+
+
+def _supervisor_said(text: str) -> str:
+    """What ``text`` says of the supervisor, a line each, its wrapped lines joined again.
+
+    ``flume status`` says under its table, naming no place, that the supervisor is not running
+    and the command that starts it, wrapped at the table's width (its next lines indented).
+    """
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("supervisor:"):
+            blocks.append([line])
+        elif blocks and line[:1].isspace() and line.strip():
+            blocks[-1].append(line.strip())
+        elif blocks and blocks[-1]:
+            blocks.append([])
+    return "\n".join(" ".join(block) for block in blocks if block)
 
 
 @attrs.define
@@ -749,7 +1070,11 @@ class _Operator:
         if trial.undo:
             return  # a fault that lasts a while is waited out before any way out is taken
         now = time.monotonic()
-        ways = _way_outs(said, names) + _way_outs(self.said_last, names, anywhere=True)
+        ways = (
+            _way_outs(said, names)
+            + _way_outs(_supervisor_said(said), names, anywhere=True)
+            + _way_outs(self.said_last, names, anywhere=True)
+        )
         for way in ways:
             if (
                 self.counts.get(way, 0) < TAKE_AT_MOST
@@ -802,11 +1127,49 @@ def _lost_commits(trial: Trial) -> list[str]:
     # A branch counts when a command other than the launch names it (status, tidy, drop: the
     # launch names every place's branch), or when it is the branch of a place still running.
     said = "\n".join(ran.out for ran in trial.outputs if ran.argv[:1] != ("launch",))
-    running = {work.name.replace("--", "/", 1) for work in trial.works if not _ended(trial, work)}
+    running = {
+        work.name.replace("--", "/", 1)
+        for work in trial.works
+        if work.launched and _life(trial, work) not in {Life.TIDIED, None}
+    }
     heads = trial.git("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
-    kept = [head for head in heads if head != "main" and (head in said or head in running)]
+    kept = [head for head in heads if head != "main" and (_named(head, said) or head in running)]
     reachable = set(trial.git("log", "--format=%s", "main", *kept).splitlines())
     return [message for message in made if message not in reachable]
+
+
+def _named(branch: str, text: str) -> bool:
+    """``text`` names ``branch`` exactly, not as a part of a longer name.
+
+    Not ``fix/t`` in ``fix/tt`` nor ``crew/t`` in ``crew/t+coder-1``; a full stop may follow it.
+    """
+    edge = r"[\w/+-]"
+    pattern = rf"(?<!{edge})(?<!\.){re.escape(branch)}(?!{edge})(?!\.[\w/+-])"
+    return re.search(pattern, text) is not None
+
+
+def _workflow_wrong(trial: Trial) -> None:
+    """A workflow run's promises: the base unmoved, and a finished run holds its lanes' work.
+
+    WF-FINISHED-HOLDS-ITS-WORK: a run that finished holds, in its head's tree, the file each of
+    its lanes (children) that was launched and not dropped committed (``fixed-<lane>.txt``).
+    """
+    if trial.git("rev-parse", "main").strip() != trial.base:
+        trial.wrong.append("the base moved, and a workflow run never lands")
+    run = _place(trial.journal(trial.works[0]))
+    if run is None or run.life is not Life.FINISHED:
+        return
+    tree = set(trial.git("ls-tree", "-r", "--name-only", str(run.head)).split())
+    for lane in _lanes_of(trial):
+        life = _life(trial, lane)
+        if life is None or life is Life.DROPPED:
+            trial.notes.append(f"{lane.name} {'dropped' if life else 'never launched'}")
+            continue
+        if f"fixed-{lane.name}.txt" not in tree:
+            trial.wrong.append(
+                f"the run finished without {lane.name}'s change in its head "
+                f"{str(run.head)[:10]} (WF-FINISHED-HOLDS-ITS-WORK)"
+            )
 
 
 def _wrong_after(trial: Trial) -> None:
@@ -843,12 +1206,17 @@ def _wrong_after(trial: Trial) -> None:
         )
     if trial.fault == "base-rewritten" and PERSONS in trial.git("log", "--format=%s", "main"):
         trial.wrong.append("the commit dropped from main came back with the landing")
+    if trial.kind != "fix":
+        _workflow_wrong(trial)
 
 
 def _tracebacks(trial: Trial) -> list[str]:
     """Where a traceback reached a user: a command's output, or an agent's transcript."""
     found = [f"`flume {' '.join(ran.argv)[:60]}`" for ran in trial.outputs if TRACEBACK in ran.out]
     for host in trial.hosts:
+        with contextlib.suppress(OSError):
+            log = (host.folder / "state" / "flume" / "supervisor.log").read_text(errors="replace")
+            found.extend([f"{host.folder.name}'s supervisor.log"] * log.count(TRACEBACK))
         agents = host.folder / "state" / "flume" / "test-agent"
         for path in agents.rglob("*.jsonl") if agents.is_dir() else []:
             with contextlib.suppress(OSError):
@@ -858,17 +1226,22 @@ def _tracebacks(trial: Trial) -> list[str]:
 
 
 def _logged(trial: Trial) -> None:
-    """Note what the supervisors' logs hold: tracebacks and errno, seen by no user."""
+    """Note what the supervisors' logs hold: tracebacks (each one's exception) and errno.
+
+    The tracebacks count as such (:func:`_tracebacks`); the note says what each raised.
+    """
     for host in trial.hosts:
         try:
             text = (host.folder / "state" / "flume" / "supervisor.log").read_text(errors="replace")
         except OSError:
             continue
         tracebacks = text.count(TRACEBACK)
+        raised = re.findall(rf"{re.escape(TRACEBACK)}:\n(?:[ \t].*\n)*(.+)", text)
         errors = sorted(set(re.findall(r"\[Errno \d+\] [^:'\n]+", text)))
         if tracebacks or errors:
             trial.notes.append(
                 f"{host.folder.name}'s supervisor log: {tracebacks} tracebacks"
+                + (f" ({'; '.join(dict.fromkeys(r[:160] for r in raised))})" if raised else "")
                 + (f", {'; '.join(errors)}" if errors else "")
             )
 
@@ -889,7 +1262,8 @@ def _where(trial: Trial) -> str:
             continue
         place = _place(trial.journal(work))
         if place is None:
-            stands.append(f"{work.name}: journal unreadable or missing")
+            missing = work.lane and not trial.journal(work).exists()
+            stands.append(f"{work.name}: {'not launched' if missing else 'journal unreadable'}")
             continue
         stage = place.stage
         stands.append(
@@ -946,6 +1320,7 @@ class Outcome:
     """What one trial came to."""
 
     number: int
+    kind: str
     fault: str
     moment: str
     verdict: str  #: survived, named, stuck, or not-injected
@@ -998,13 +1373,14 @@ def run_trial(trial: Trial) -> Outcome:
         _repository(trial)
         if trial.fault == "journal-unwritable":
             _mount_journals(trial)
-        first = _launch(trial, "t")
+        trial.base = trial.git("rev-parse", "main").strip()
+        first = _launch(trial, "t") if trial.kind == "fix" else _launch_workflow(trial)
         if first.launched:
             INJECT[trial.fault](trial)
         elif trial.fault == "bare-layout":
             _judge_refusal(trial)
         else:
-            trial.not_injected = "the fix's launch was refused"
+            trial.not_injected = f"the {trial.kind}'s launch was refused"
         trial.deadline = time.monotonic() + trial.allowed
         ended = trial.not_injected is None and operate(trial)
     finally:
@@ -1025,6 +1401,7 @@ def run_trial(trial: Trial) -> Outcome:
     _logged(trial)
     return Outcome(
         number=trial.number,
+        kind=trial.kind,
         fault=trial.fault,
         moment=trial.moment,
         verdict=verdict,
@@ -1074,7 +1451,7 @@ def _line(outcome: Outcome) -> str:
     said += [f"WRONG: {'; '.join(outcome.wrong)}"] if outcome.wrong else []
     said += list(outcome.notes)
     return (
-        f"trial {outcome.number:>2} {outcome.fault:<19} at {outcome.moment:<28} "
+        f"trial {outcome.number:>2} {outcome.kind:<5} {outcome.fault:<19} at {outcome.moment:<28} "
         f"{outcome.seconds:5.1f}s  " + " | ".join(said)
     )
 
@@ -1098,9 +1475,10 @@ def _counts(outcomes: list[Outcome]) -> dict[str, int]:
 def _table(outcomes: list[Outcome]) -> str:
     heads = ("fault", "trials", *COLUMNS)
     rows = [
-        (f"{FAULTS.index(fault) + 1} {fault}", *map(str, _counts(mine).values()))
-        for fault in FAULTS
-        if (mine := [o for o in outcomes if o.fault == fault])
+        (f"{kind} {faults.index(fault) + 1} {fault}", *map(str, _counts(mine).values()))
+        for kind, faults in KIND_FAULTS.items()
+        for fault in faults
+        if (mine := [o for o in outcomes if o.kind == kind and o.fault == fault])
     ]
     rows.append(("total", *map(str, _counts(outcomes).values())))
     widths = [max(len(heads[i]), *(len(r[i]) for r in rows)) for i in range(len(heads))]
@@ -1109,47 +1487,79 @@ def _table(outcomes: list[Outcome]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _arguments() -> tuple[argparse.Namespace, tuple[str, ...]]:
-    """The command line, and the faults it asks for."""
+def _arguments() -> tuple[argparse.Namespace, dict[str, tuple[str, ...]]]:
+    """The command line, and the faults it asks for, by kind."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--fault", help="only this fault: its name or number (1-10)")
     parser.add_argument(
-        "--deadline", type=float, default=90.0, help="seconds a run may take after its fault"
+        "--kinds",
+        default="fix",
+        help=f"the kinds of run, comma-separated, of {', '.join(KIND_FAULTS)} (default: fix)",
+    )
+    parser.add_argument("--fault", help="only this fault: its name, or a fix fault's number (1-10)")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        help="seconds a run may take after its fault (default: fix 90, lanes 150, crew 180)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (trial lines to stderr)")
     parser.add_argument(
         "--keep", action="store_true", help="keep each trial's folder (its processes still end)"
     )
     arguments = parser.parse_args()
-    if arguments.trials < 1 or arguments.deadline <= 0:
+    if arguments.trials < 1 or (arguments.deadline is not None and arguments.deadline <= 0):
         parser.error("--trials and --deadline must be positive")
-    if arguments.fault is None:
-        return arguments, FAULTS
+    kinds = [kind.strip() for kind in arguments.kinds.split(",") if kind.strip()]
+    unknown = [kind for kind in kinds if kind not in KIND_FAULTS]
+    if unknown or not kinds:
+        parser.error(
+            f"--kinds {arguments.kinds}: use one or more of {', '.join(KIND_FAULTS)}, "
+            "comma-separated (e.g. --kinds fix,lanes,crew)"
+        )
     chosen = arguments.fault
-    if chosen.isdigit() and 1 <= int(chosen) <= len(FAULTS):
+    if chosen is not None and chosen.isdigit() and 1 <= int(chosen) <= len(FAULTS):
         chosen = FAULTS[int(chosen) - 1]
-    if chosen not in FAULTS:
-        parser.error(f"--fault {arguments.fault}: use one of {', '.join(FAULTS)}, or 1-10")
-    return arguments, (chosen,)
+    asked = {
+        kind: tuple(f for f in KIND_FAULTS[kind] if chosen is None or f == chosen)
+        for kind in dict.fromkeys(kinds)
+    }
+    asked = {kind: faults for kind, faults in asked.items() if faults}
+    if not asked:
+        every = sorted({f for kind in kinds for f in KIND_FAULTS[kind]})
+        parser.error(
+            f"--fault {arguments.fault}: no such fault of {', '.join(kinds)}; use one of "
+            f"{', '.join(every)}, or 1-10 for a fix fault"
+        )
+    return arguments, asked
 
 
-def _run_all(arguments: argparse.Namespace, faults: tuple[str, ...]) -> tuple[list[Outcome], bool]:
-    """Run the trials one after another, each cleaned up; the outcomes, and whether all ran."""
+def _run_all(
+    arguments: argparse.Namespace, faults: dict[str, tuple[str, ...]]
+) -> tuple[list[Outcome], bool]:
+    """Run the trials one after another, each cleaned up; the outcomes, and whether all ran.
+
+    Round robin over the kinds, and within a kind over a shuffled order of its faults: N trials
+    of three kinds run each kind N/3 times, each of a kind's faults N/3/len(faults) times.
+    """
     rng = random.Random(arguments.seed)  # noqa: S311 (moments, not secrets)
-    order = list(faults)
-    rng.shuffle(order)  # round robin over a shuffled order: N trials cover each N/10 times
+    kinds = list(faults)
+    orders = {kind: list(faults[kind]) for kind in kinds}
+    for kind in kinds:
+        rng.shuffle(orders[kind])
     report = sys.stderr if arguments.json else sys.stdout
     outcomes: list[Outcome] = []
     for number in range(arguments.trials):
+        kind = kinds[number % len(kinds)]
+        order, turn = orders[kind], number // len(kinds)
         trial = Trial(
             number=number + 1,
-            fault=order[number % len(order)],
-            occurrence=number // len(order),
+            fault=order[turn % len(order)],
+            occurrence=turn // len(order),
             rng=random.Random(rng.random()),  # noqa: S311
             folder=Path(tempfile.mkdtemp(prefix="flfault-", dir="/tmp")),
-            allowed=arguments.deadline,
+            allowed=arguments.deadline or DEADLINES[kind],
+            kind=kind,
         )
         try:
             outcomes.append(run_trial(trial))

@@ -17,9 +17,17 @@ by place: two lanes' agents live at once, never two in one place. ``--kind final
 commit-gated step, then the kind's finalize (WF-FINALIZE-ONCE): the run's branch pushed to a bare
 origin on local disk and a PR command that is a real program, recording each run and taking
 0.4 s, so that some kills land while it runs; it must have run once, origin must hold the run's
-branch alone at the run's head, and ``flume status`` must show the URL it printed.
+branch alone at the run's head, and ``flume status`` must show the URL it printed. ``--kind
+crew``: examples/kinds/crew.toml, a lead spawning three coders (one asks, the lead answers), a
+review, a push and the PR command; kill points are drawn only before the run finishes, and a
+quarter of the trials aim the kill at the PR command in flight instead of at a line.
 
-    .venv/bin/python bench/kill_fix.py [--kind fix|workflow|lanes|finalize] [--trials 100]
+Every kind but fix also checks the merged tree and where each commit was made: the run's final
+head holds each lane's, child's and fix's file with its text (WF-FINISHED-HOLDS-ITS-WORK), the
+base (main) has not moved (these kinds never land), and the repository's post-commit hook logged
+every commit at the top of a place's worktree, on that place's branch (flume's merges included).
+
+    .venv/bin/python bench/kill_fix.py [--kind fix|workflow|lanes|finalize|crew] [--trials 100]
         [--seed 1]
 """
 
@@ -74,8 +82,13 @@ def main() -> None:
             window += f"; the run {trial.stood} at the kill point"
         if trial.killed_mid_command:
             window += "; killed while the PR command ran"
+        if trial.aimed:
+            window += " (aimed at it)"
+        if not trial.killed:
+            window += "; the supervisor was not running at the kill point: no kill"
+        point = "the PR command" if trial.aimed else f"line {trial.kill_at:>3}"
         print(
-            f"trial {number + 1:>3}: kill at line {trial.kill_at:>2} ({loss}): {said}{window}",
+            f"trial {number + 1:>3}: kill at {point} ({loss}): {said}{window}",
             flush=True,
         )
     kept = sum(not trial.problems for trial in trials)
@@ -84,12 +97,15 @@ def main() -> None:
         commands = (
             f"PR command runs per trial max {max(t.command_runs for t in trials)} "
             f"(min {min(t.command_runs for t in trials)}); "
-            f"{sum(t.killed_mid_command for t in trials)} killed while the PR command ran, "
+            f"{sum(t.killed_mid_command for t in trials)} killed while the PR command ran "
+            f"({sum(t.aimed for t in trials)} aimed at it), "
             f"{sum(t.stood.startswith('finalizing') for t in trials)} at a line while finalizing; "
         )
     print(
         f"{len(trials)} {arguments.kind} trials: {kept} completed with every promise kept; "
         f"finished {sum(t.finished for t in trials)}/{len(trials)}; "
+        f"killed {sum(t.killed for t in trials)}, "
+        f"{sum(t.killed and t.stood == 'finished' for t in trials)} of them after it finished; "
         f"max sends received per marker {max(t.most_sends for t in trials)}; "
         f"max agents live at once in one place {max(t.most_agents for t in trials)} "
         f"({max(t.most_panes for t in trials)} in all); "

@@ -221,6 +221,14 @@ class Kind:
     #: The runs of a command the kind drives (its pull request command), from the repository:
     #: each run's start and end (None: not ended), wall-clock seconds. None: it drives none.
     commands: Callable[[Path], list[tuple[float, float | None]]] | None = None
+    #: The files the run's final tree must hold, by path, with their text: each lane's and
+    #: child's change, present in the run's head once it finished (WF-FINISHED-HOLDS-ITS-WORK).
+    tree: dict[str, str] = attrs.field(factory=dict)
+    #: The kind never lands: the base must not move, and every commit (the repository's
+    #: post-commit hook logs where each was made) is made in a place's worktree, on its branch.
+    base_fixed: bool = False
+    #: The share of kills aimed at the PR command in flight (its start recorded, its end not).
+    aim_at_command: float = 0.0
 
 
 @attrs.frozen(kw_only=True)
@@ -249,6 +257,10 @@ class Trial:
     #: Where the run stood at its journal's kill point (its first ``kill_at`` lines): finished,
     #: finalizing (pushed or not), or its phase's name.
     stood: str = ""
+    #: The kill was aimed at the PR command in flight (not at a journal line).
+    aimed: bool = False
+    #: The supervisor was alive at the kill point and SIGKILLed (not: the run had already ended).
+    killed: bool = False
 
 
 def _fix_launch(folder: Path, repo: Path, script_path: Path) -> Path:
@@ -564,6 +576,8 @@ WORKFLOW = Kind(
     waiting="the workflow to finish",
     answer=_approve_when_asked,
     ends=_workflow_ends,
+    tree={"fix-1.md": "mended\n"},
+    base_fixed=True,
 )
 LANES = Kind(
     name="lanes",
@@ -574,6 +588,8 @@ LANES = Kind(
     waiting="the run with lanes to finish",
     ends=_lanes_ends,
     lanes=tuple(LANE_PLACES.values()),
+    tree={"a.md": "slice a\n", "b.md": "slice b\n", "fix-1.md": "mended\n"},
+    base_fixed=True,
 )
 
 
@@ -588,6 +604,8 @@ FINALIZE = Kind(
     waiting="the run to push, open its pull request and finish",
     ends=_finalize_ends,
     commands=_pr_runs,
+    tree={"GREETING.md": "hello\n"},
+    base_fixed=True,
 )
 
 
@@ -703,12 +721,19 @@ CREW_KIND = Kind(
     name="crew",
     launch=_crew_launch,
     script=CREW_SCRIPT,
-    lines=210,
+    #: Every journal's lines together once the run finished: 189 and 192 in two runs whose agent
+    #: lost no input, 209 and 216 in two that lost the first; kills drawn over the first 180
+    #: fall before the run's finish (its push, PR command and finish are its last lines): the
+    #: PR command in flight is the aimed share's.
+    lines=180,
     done=lambda place: place.life is Life.FINISHED,
     waiting="the crew run to push, open its pull request and finish",
     ends=_crew_ends,
     lanes=tuple(CREW_CHILDREN.values()),
     commands=_pr_runs,
+    tree={"a.md": "a\n", "b.md": "Hello\n", "c.md": "c\n"},
+    base_fixed=True,
+    aim_at_command=0.25,
 )
 
 
@@ -760,30 +785,107 @@ def _lines(paths: list[Path]) -> int:
     return sum(len(observations(each)) for each in paths if each.is_file())
 
 
-def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
-    """One trial in ``folder`` (a fresh host); the caller stops the supervisor afterwards."""
+#: The repository's post-commit hook: where each commit was made (the top of the worktree git
+#: resolves, its branch, the commit), a line each, to the log its first argument names. Flume's
+#: git runs the main configuration's hooks, so flume's own commits (a lane's merge) are logged
+#: with the agents'.
+COMMIT_HOOK = """#!/bin/sh
+printf '%s\\t%s\\t%s\\n' "$(git rev-parse --show-toplevel)" \\
+    "$(git symbolic-ref -q --short HEAD)" "$(git rev-parse HEAD)" >> {log}
+"""
+
+
+def _hook_commits(repo: Path, log: Path) -> None:
+    """Have every commit made in ``repo`` (in any worktree) logged to ``log``."""
+    hook = Path(git.run(repo, "rev-parse", "--git-common-dir").out.strip())
+    hook = (hook if hook.is_absolute() else repo / hook) / "hooks" / "post-commit"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(COMMIT_HOOK.format(log=json.dumps(str(log))), encoding="utf-8")
+    hook.chmod(0o755)
+
+
+def _outside(repo: Path, log: Path, base: str, kind: Kind) -> list[str]:
+    """The commits made outside a place's worktree, or off its branch; the base moved.
+
+    A kind that never lands leaves the base where it was; every commit is made at the top of a
+    place's worktree (``places/<place>``), on that place's branch (``<kind>/<name>[+<lane>]``).
+    """
+    if not kind.base_fixed:
+        return []
+    problems: list[str] = []
+    now = git.run(repo, "rev-parse", "main").out.strip()
+    if now != base:
+        problems.append(f"the base moved from {base[:10]} to {now[:10]} with nothing landed")
+    made = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    if not made:
+        problems.append("the post-commit hook logged no commit")
+    worktrees = (repo / "places").resolve()
+    for line in made:
+        top, branch, sha = [*line.split("\t"), "", ""][:3]
+        where = Path(top)
+        if where.parent != worktrees or branch != where.name.replace("--", "/", 1):
+            problems.append(f"commit {sha[:10]} made in {top} on {branch or 'no branch'}")
+    return problems
+
+
+def _tree(repo: Path, path: Path, kind: Kind) -> list[str]:
+    """Each file the kind's run must hold, missing from (or other in) its final head's tree."""
+    if not kind.tree:
+        return []
+    head = place_of(path).head
+    problems = []
+    for name, text in kind.tree.items():
+        shown = git.run(repo, "show", f"{head}:{name}")
+        if not shown.ok or shown.out != text:
+            said = repr(shown.out) if shown.ok else "missing"
+            problems.append(f"the run's head {str(head)[:10]} holds {name} {said}, not {text!r}")
+    return problems
+
+
+def _command_in_flight(repo: Path, kind: Kind) -> bool:
+    """The kind's command has started a run that has not ended."""
+    return kind.commands is not None and any(end is None for _, end in kind.commands(repo))
+
+
+def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:  # noqa: PLR0915 (one trial, told in order)
+    """One trial in ``folder`` (a fresh host); the caller stops the supervisor afterwards.
+
+    The kill falls once the journals hold a random number of lines, or, for a share of a kind's
+    trials (``aim_at_command``), while its PR command runs: a random moment of its run.
+    """
     started = time.monotonic()
     os.environ["XDG_STATE_HOME"] = str(folder / "state")
     os.environ["FLUME_TMUX_SOCKET"] = str(folder / "tmux.sock")
     os.environ.update(GIT_IDENTITY)
     lost_first = rng.random() < 0.5
     repo = agent_repository(folder, CONFIG)
+    commits = folder / "commits.log"
+    _hook_commits(repo, commits)
+    base = git.run(repo, "rev-parse", "main").out.strip()
     inputs = folder / "inputs.jsonl"
     head = f"inputs = {json.dumps(str(inputs))}\n" + ("lose = 1\n" if lost_first else "")
     panes = _PaneCount(folder / "tmux.sock")
     path = kind.launch(folder, repo, script(folder, head + kind.script))
     paths = _journals(path, kind)
+    aimed = rng.random() < kind.aim_at_command
     kill_at = rng.randint(1, kind.lines)
     killed: float | None = None
+    stood_lines = 0
     problems: list[str] = []
 
     def reached() -> bool:
         kind.answer(repo, path)
-        return _lines(paths) >= kill_at or kind.done(place_of(path))
+        if kind.done(place_of(path)):
+            return True
+        if aimed:
+            return _command_in_flight(repo, kind)
+        return _lines(paths) >= kill_at
 
     try:
-        wait_for(reached, 60, f"{kill_at} journal lines")
-        time.sleep(rng.uniform(0, 0.2))  # a point between lines, maybe mid-action
+        wait_for(reached, 120 if aimed else 60, "the PR command" if aimed else f"{kill_at} lines")
+        # A point between lines, maybe mid-action; within the PR command's 0.4 s when aimed.
+        time.sleep(rng.uniform(0, 0.35 if aimed else 0.2))
+        stood_lines = len(observations(path)) if path.is_file() else 0
         pid = _daemon_pid()
         if pid is not None and process.alive(pid):
             killed = time.time()
@@ -804,6 +906,9 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         finished = kind.done(place_of(path))
         # The kind's end may wait on what follows its run's (the lanes' tidy): sampled still.
         problems.extend(kind.ends(repo, path))
+        if finished:
+            problems.extend(_tree(repo, path, kind))
+        problems.extend(_outside(repo, commits, base, kind))
     finally:
         most_panes, most_in_one = panes.stop()
     if most_in_one > 1:
@@ -829,7 +934,9 @@ def run(folder: Path, rng: random.Random, kind: Kind = FIX) -> Trial:
         finished=finished,
         command_runs=len(runs),
         killed_mid_command=mid_command,
-        stood=_stood(path, kill_at),
+        stood=_stood(path, stood_lines),
+        aimed=aimed,
+        killed=killed is not None,
     )
 
 
