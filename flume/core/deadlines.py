@@ -34,6 +34,7 @@ from flume.core.place import (
     open_question,
 )
 from flume.core.workflow.budget import active_minutes
+from flume.core.workflow.gates import stall_since
 
 #: Where a bracket's search starts: a few units in the last place of a clock's reading.
 _NARROW = 2.0**-50
@@ -124,25 +125,25 @@ def _agent(place: Place, agent: Agent) -> Iterator[Instant]:
     yield from _maybe(first_instant(agent.activity_since, settings.quiet_seconds))
     yield from _maybe(first_instant(agent.last_output_at, settings.quiet_seconds))
     if isinstance(phase, Working):
-        yield from _working(place, agent.activity_since, agent.last_output_at, agent.said_at)
+        yield from _working(place, agent)
     elif isinstance(phase, AwaitingInput | Delivering | Delivered):
         # WF-NO-SILENT-WAIT (gates.nudge_when_stalled, outside a turn): silent a window after
         # its deliverable, ended; twice the window before its prompt was found, paused.
-        last = max(agent.said_at, place.stage.started_at)
+        last = stall_since(place, agent)
         yield from _maybe(first_instant(last, settings.stall_seconds))
         yield from _maybe(first_instant(last, 2 * settings.stall_seconds))
 
 
-def _working(place: Place, since: Instant, output: Instant, said: Instant) -> Iterator[Instant]:
+def _working(place: Place, agent: Agent) -> Iterator[Instant]:
     """A working stage's agent: its gate read once long found waiting; its stall's nudge, pause."""
     settings = place.settings
     run = place.stage
     # gates.judge_when_waiting: found waiting for confirm_seconds, since its gate was last read.
-    waited = max(since, output, run.judged_at or run.started_at)
+    waited = max(agent.activity_since, agent.last_output_at, run.judged_at or run.started_at)
     yield from _maybe(first_instant(waited, settings.confirm_seconds))
     # WF-STALL-NUDGES-ONCE (gates.nudge_when_stalled): silent for stall_seconds, nudged once;
     # silent as long again after the nudge, paused.
-    last = max(said, run.started_at)
+    last = stall_since(place, agent)
     yield from _maybe(first_instant(last, settings.stall_seconds))
     if run.nudged_at is not None:
         yield from _maybe(first_instant(max(last, run.nudged_at), settings.stall_seconds))

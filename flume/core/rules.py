@@ -75,7 +75,8 @@ RULES: dict[str, str] = {
         "A question with no lead above pauses the run, named, for the caller's answer."
     ),
     "WF-ASK-DEFERS-GATE": (
-        "While its question is open, the asker's gate is not judged and its stall clock stops."
+        "While its question is open, the asker's gate is not judged; unanswered, its stall "
+        "clock stops."
     ),
     "WF-MESSAGE-TRANSCRIPT": (
         "An answer counts only when the asker's transcript holds it; two sends at most."

@@ -20,7 +20,7 @@ from pyrsistent import pset, pvector
 from flume.core.deadlines import _first, first_instant, thresholds
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, WorkName
-from flume.core.kinds import Budgets
+from flume.core.kinds import Budgets, Commit
 from flume.core.launch import Launch
 from flume.core.observations import (
     Activity,
@@ -30,11 +30,24 @@ from flume.core.observations import (
     Tick,
     Told,
 )
-from flume.core.place import AwaitingInput, Delivered, Place, Queued, Working, evolve
+from flume.core.place import (
+    AwaitingInput,
+    Delivered,
+    Judging,
+    Place,
+    Question,
+    Queued,
+    Tell,
+    TellSending,
+    Working,
+    evolve,
+)
 from flume.core.settings import Settings
 from flume.core.step import next_deadline, step
+from flume.core.workflow.gates import stall_since
 from tests.model.test_landing import BLOCKED
 from tests.model.test_rules import SESSION, S, made, run, started, submitting, working
+from tests.model.test_ways_out import _kind, _launched, _step
 from tests.model.test_workflow_run import reviewed
 from tests.strategies import any_places, fitting, launched
 
@@ -276,3 +289,49 @@ class DeadlineMachine(RuleBasedStateMachine):
 
 
 TestDeadlines = DeadlineMachine.TestCase
+
+
+def test_a_gate_judged_at_the_turn_s_end_is_due_when_its_evidence_window_closes() -> None:
+    """WF-DELIVERED-PASSES: a commit gate judging at a turn's end waits ``quiet_seconds``."""
+    world = _launched(_kind(_step("build", Commit())))
+    world.end_turn()
+    place = world.place
+    assert place is not None
+    phase = place.stage.phase
+    assert isinstance(phase, Judging), phase
+    assert next_deadline(place) == phase.since + S.quiet_seconds
+    _holds_until_its_deadline(place)
+
+
+def test_an_open_question_and_an_answer_in_flight_move_the_deadlines_they_touch() -> None:
+    """An unanswered question's window is listed; an answer sent, unread, restarts the stall."""
+    world = _launched(_kind(_step("build", Commit())))
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
+    place = world.place
+    assert place is not None
+    live = place.agent
+    assert live is not None
+    asked = Question(
+        id="q1",
+        text="Which?",
+        key=place.stage.key,
+        attempt=1,
+        session=live.session,
+        asked_at=world.instant(),
+    )
+    unanswered = evolve(place, questions=pvector([asked]))
+    assert asked.asked_at + S.stall_seconds in set(thresholds(unanswered))
+    _holds_until_its_deadline(unanswered)
+    later = Instant(float(world.instant()) + 100)
+    answer = Tell(number=1, text="The answer to your question q1: yes", asked_at=later)
+    sent = evolve(
+        unanswered,
+        now=later,
+        questions=pvector([attrs.evolve(asked, answer="yes", tell=1)]),
+        sending=TellSending(tell=answer, sends=1, sent_at=later),
+        tells_given=1,
+    )
+    assert stall_since(sent, live) == later
+    _holds_until_its_deadline(sent)

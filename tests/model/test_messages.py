@@ -326,15 +326,22 @@ class MessagesMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_judging_while_asking(self) -> None:
-        """WF-ASK-DEFERS-GATE: no gate read and no nudge decided while a question is open."""
-        for before, _seen, decision in self.world.steps:
-            if before is None or open_question(before) is None:
+        """WF-ASK-DEFERS-GATE: no gate read while a question is open; no nudge while unanswered.
+
+        Answered, its answer not yet read, the stall clock runs again from the answer: a nudge
+        then comes no sooner than a whole window after the answer was given.
+        """
+        for before, seen, decision in self.world.steps:
+            if before is None or (asked := open_question(before)) is None:
                 continue
             if open_question(decision.place) is None:
                 continue  # this step closed it (delivered, or its asker gone)
             for action in decision.actions:
                 assert not isinstance(action, JudgeGate), action
-                assert getattr(action, "event", None) is not Event.NUDGED
+                if getattr(action, "event", None) is Event.NUDGED:
+                    assert asked.answer is not None, asked
+                    given = [t.asked_at for t in before.held if t.number == asked.tell]
+                    assert all(seen.at - at >= S.stall_seconds for at in given), (seen, given)
 
     @invariant()
     def answers_proven_in_the_transcript(self) -> None:

@@ -72,6 +72,7 @@ from flume.core.observations import (
     Usage,
 )
 from flume.core.place import (
+    Agent,
     AwaitingInput,
     Delivered,
     Delivering,
@@ -337,7 +338,7 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
     ):
         return place, ()
     stall = place.settings.stall_seconds
-    last = max(agent.said_at, run.started_at)
+    last = stall_since(place, agent)
     if not isinstance(run.phase, Working):
         return _stalled_outside_a_turn(place, now - last)
     if run.nudged_at is None:
@@ -388,13 +389,30 @@ def nudge_when_stalled(settings: Settings, place: Place, now: Instant) -> Outcom
 
 
 def _unanswered(place: Place) -> bool:
-    """The live agent waits on a person's answer: its stall clock does not run.
+    """WF-ASK-DEFERS-GATE: the live agent waits on a person's answer; its stall clock stops.
 
-    Answered, its answer held or in flight, it does: a hung agent never takes the answer
-    (held until it waits), and its silence must still end in a nudge, then a pause.
+    Answered, its answer held or in flight, the clock runs again from the answer: a hung agent
+    never takes the answer (held until it waits), and its silence must still end in a nudge,
+    then a pause.
     """
     asked = open_question(place)
     return asked is not None and asked.answer is None
+
+
+def stall_since(place: Place, agent: Agent) -> Instant:
+    """When the stall clock of ``agent`` last started.
+
+    Its last word, its step's start, or the answer to its question, given and not yet read (the
+    clock stopped while it was asked: WF-ASK-DEFERS-GATE).
+    """
+    since = max(agent.said_at, place.stage.started_at)
+    asked = open_question(place)
+    if asked is None or asked.answer is None:
+        return since
+    given = [tell.asked_at for tell in place.held if tell.number == asked.tell]
+    if place.sending is not None and place.sending.tell.number == asked.tell:
+        given.append(place.sending.tell.asked_at)
+    return max(since, *given)
 
 
 def _stalled_outside_a_turn(place: Place, silent: float) -> Outcome:
