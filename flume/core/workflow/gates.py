@@ -412,7 +412,7 @@ def stall_since(place: Place, agent: Agent) -> Instant:
     given = [tell.asked_at for tell in place.held if tell.number == asked.tell]
     if place.sending is not None and place.sending.tell.number == asked.tell:
         given.append(place.sending.tell.asked_at)
-    return max(since, *given)
+    return max([since, *given])
 
 
 def _stalled_outside_a_turn(place: Place, silent: float) -> Outcome:
