@@ -617,8 +617,8 @@ def test_an_agent_silent_at_work_before_its_prompt_is_found_pauses_stalled() -> 
     assert not isinstance(early.place.stage.phase, Paused)
 
 
-def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_window() -> None:
-    """R7 in a workflow: a deliverable seen, the agent silent less than the window: left be."""
+def _delivered_at_work() -> tuple[Place, Instant]:
+    """A workflow step whose deliverable is seen while its agent still works, and since when."""
     world = world_of(reviewed())
     assert world.deliver()
     place = world.place
@@ -631,6 +631,12 @@ def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_windo
         agent=attrs.evolve(agent, activity=Activity.WORKING),
         stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
     )
+    return delivered, since
+
+
+def test_an_agent_silent_after_its_deliverable_is_ended_only_after_a_whole_window() -> None:
+    """R7 in a workflow: a deliverable seen, the agent silent less than the window: left be."""
+    delivered, since = _delivered_at_work()
     soon = step(S, delivered, Tick(at=Instant(float(since) + S.stall_seconds - 1)))
     assert isinstance(soon.place.stage.phase, Delivered)
     assert soon.actions == ()
@@ -683,17 +689,8 @@ def test_a_hung_agent_past_its_deliverable_whose_answer_is_held_is_ended() -> No
     Found by the machine over generated workflows (the ``ci`` profile): an answered question
     whose answer the hung agent never takes deferred the end of a delivered step for ever.
     """
-    world = world_of(reviewed())
-    assert world.deliver()
-    place = world.place
-    assert place is not None
-    agent = place.agent
-    assert agent is not None
-    since = max(agent.said_at, place.stage.started_at)
-    held = evolve(
-        _answered_held(place, agent.session, since),
-        agent=attrs.evolve(agent, activity=Activity.WORKING),
-        stage=attrs.evolve(place.stage, phase=Delivered(at=since)),
-    )
+    delivered, since = _delivered_at_work()
+    assert delivered.agent is not None
+    held = _answered_held(delivered, delivered.agent.session, since)
     after = step(S, held, Tick(at=Instant(float(since) + S.stall_seconds)))
     assert not isinstance(after.place.stage.phase, Delivered)
