@@ -15,18 +15,20 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pyrsistent import pvector
 
-from flume.core.actions import Event, Land, OpenPR, Push
+from flume.core.actions import Event, Land, OpenPR, Push, Report
 from flume.core.errors import UsageError
-from flume.core.ids import KindName, StageName
+from flume.core.ids import BranchName, KindName, Sha, StageName
 from flume.core.kinds import Commit, Finalize, Kind, Sequence, Step, check_kind
-from flume.core.observations import ChecksFailed, ResumeAsked, Tick
-from flume.core.place import Finalizing, Life, PauseCause, Paused
+from flume.core.observations import ChecksFailed, PROpened, Pushed, ResumeAsked, Tick
+from flume.core.place import Finalizing, Life, PauseCause, Paused, Place
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import pending, replay
+from flume.core.workflow import finalize
 from tests.model.world import FakeWorld
 
 S = Settings()
+SHA = Sha("0123456789abcdef0123456789abcdef01234567")
 PR = pvector(["gh", "pr", "create", "--base", "{base}", "--head", "{branch}", "--title", "{title}"])
 
 
@@ -185,6 +187,47 @@ def test_a_finalize_word_out_of_its_time_changes_nothing() -> None:
     assert world.feed(PROpened(at=world.instant(), url="https://y")) is None
     assert world.place is not None
     assert world.place.pr_url == "https://example.test/pr/1"
+
+
+def landing_run() -> tuple[FakeWorld, Place]:
+    """A run finalizing by landing: its body done, the landing asked and not yet seen."""
+    world = world_of(Finalize(land=True))
+    body_done(world)
+    place = world.place
+    assert place is not None
+    assert isinstance(place.stage.phase, Finalizing)
+    return world, place
+
+
+def test_a_push_of_another_branch_while_finalizing_changes_nothing() -> None:
+    """Only a push of the run's own branch counts: another branch's, at any head, is no news."""
+    world, place = landing_run()
+    other = Pushed(at=world.instant(), remote="origin", branch=BranchName("other"), head=SHA)
+    assert finalize.on_pushed(place, other) == (place, ())
+
+
+def test_a_push_of_the_runs_branch_before_its_body_is_done_changes_nothing() -> None:
+    """A push seen while the body still runs, naming the run's branch and a head, is no news."""
+    world = world_of(Finalize(push="origin", pr=PR))
+    place = world.place
+    assert place is not None
+    seen = Pushed(at=world.instant(), remote="origin", branch=place.branch, head=SHA)
+    assert finalize.on_pushed(place, seen) == (place, ())
+
+
+def test_the_push_and_the_pr_are_reported_for_the_last_step_and_a_pr_without_url_says_so() -> None:
+    """Each finalize report names the run's last step; a PR command that printed no URL says so."""
+    world = world_of(Finalize(push="origin", pr=PR))
+    world.pr_ok = False
+    body_done(world)
+    assert [r.stage for r in world.reports_of(Event.PUSHED)] == ["code"]
+    world, place = landing_run()
+    _, reports = finalize.on_pr_opened(place, PROpened(at=world.instant()))
+    assert reports[0] == Report(
+        event=Event.PR_OPENED,
+        text="the pull request for ship/x is open: no URL printed",
+        stage=StageName("code"),
+    )
 
 
 def test_a_lane_does_not_finalize_its_run_does() -> None:
