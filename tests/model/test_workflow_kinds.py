@@ -13,7 +13,7 @@ import weakref
 
 import attrs
 import pytest
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap, pset, pvector
 
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, Instant, KindName, StageName
@@ -30,6 +30,7 @@ from flume.core.kinds import (
     Landing,
     Loop,
     Merge,
+    Orchestrate,
     Parallel,
     PassingTests,
     ReportFile,
@@ -238,6 +239,50 @@ def test_the_worst_case_follows_caps_nesting_and_missing_budgets() -> None:
     assert worst_case(_kind(_par("p", _step("a"), _step("b")))).agents_at_once == 2
     empty = Kind(name=KindName("e"), prefix="e", body=_seq())
     assert worst_case(empty).agents_at_once == 0
+
+
+def _crew(*branches: Block, spawns: int = 0, cap: int | None = None) -> Kind:
+    """A kind of one orchestrate block: a lead, ``branches``, and ``spawns`` coders at most."""
+    lead = Step(
+        name=StageName("lead"),
+        prompt="Lead; write $verdict.",
+        deliverable=Verdict(),
+        may=pset(["spawn"] if spawns else []),
+    )
+    block = Orchestrate(
+        name=BlockName("build"),
+        lead=lead,
+        template=_step("coder") if spawns else None,
+        max=spawns,
+        branches=pvector(branches),
+        cap=cap,
+    )
+    kind = _kind(block)
+    check_kind(kind)
+    return kind
+
+
+def test_the_worst_case_of_an_orchestrate_block_counts_its_lead_and_its_hungriest_children() -> (
+    None
+):
+    """The lead, then the hungriest ``cap`` children (spawned ones one agent each); lanes nest."""
+    wide = _par("wide", _step("w1"), _step("w2"), _step("w3"))
+    capped = worst_case(_crew(_step("docs"), wide, spawns=2, cap=1))
+    # Children of 1 (docs), 3 (wide), 1 and 1 (spawns): the hungriest, wide, beside the lead.
+    assert capped.agents_at_once == 1 + 3
+    # The main worktree; docs, wide and two spawns; wide's three lanes.
+    assert capped.lanes == 1 + 4 + 3
+    every = worst_case(_crew(_step("docs"), wide, spawns=2))
+    assert (every.agents_at_once, every.lanes) == (1 + 1 + 3 + 2, 1 + 4 + 3)
+    # With no template, the lead spawns nothing, whatever its max says.
+    unspawned = _crew(_step("docs"), wide)
+    body = unspawned.body.blocks[0]
+    assert isinstance(body, Orchestrate)
+    many = attrs.evolve(unspawned, body=_seq(attrs.evolve(body, max=3)))
+    check_kind(many)
+    for kind in (unspawned, many):
+        planned = worst_case(kind)
+        assert (planned.agents_at_once, planned.lanes) == (1 + 1 + 3, 1 + 2 + 3)
 
 
 def _one_step(number: int) -> Sequence:
