@@ -220,6 +220,140 @@ def test_an_edge_a_step_cannot_have_is_refused(may: frozenset[str], says: str) -
         check_kind(talking(may=may))
 
 
+def said(refusal: UsageError | None) -> tuple[int, list[tuple[str, str, str]]]:
+    """A refusal whole: its exit status, and each problem's field, what is wrong and the mend."""
+    assert refusal is not None
+    return refusal.exit_status, [tuple(problem) for problem in refusal.problems]
+
+
+def test_every_refusal_of_a_message_names_its_field_what_is_wrong_and_the_way_out() -> None:
+    """Each refusal of progress, ask and answer, compared whole: what a person or agent reads."""
+    world = world_of(talking())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    at = world.instant()
+    assert said(world.feed(AnswerGiven(at=at, question="q1", text="x"))) == (
+        2,
+        [("question", "talk--x has no question 'q1' (its questions: none)", SEE_QUESTION)],
+    )
+    assert said(world.feed(ProgressSaid(at=at, words="x", session=SessionId("s-9")))) == (
+        1,
+        [("progress", "session s-9 is not the live agent of talk--x", FOR_THE_AGENT)],
+    )
+    assert said(world.feed(ProgressSaid(at=at, words=" ", session=agent.session))) == (
+        1,
+        [("progress", "the words are empty", "say what you have done")],
+    )
+    assert said(ask(world, " ")) == (1, [("ask", "the question is empty", WHAT_YOU_WANT)])
+    eleven = [str(number) for number in range(11)]
+    for options in (eleven, ["a", " "]):
+        assert said(ask(world, "Which?", *options)) == (1, [("ask", *TOO_MANY_OPTIONS)])
+    assert ask(world, "Which?", *eleven[:10]) is None
+    assert said(ask(world, "And?")) == (
+        1,
+        [("ask", "talk--x has a question open already", "wait for its answer, then ask the next")],
+    )
+    assert said(world.feed(AnswerGiven(at=at, question="q1", text=" "))) == (
+        1,
+        [("answer", "the answer is empty", "give the answer as text")],
+    )
+    assert world.feed(AnswerGiven(at=at, question="q1", text=" Ten. ")) is None
+    assert said(world.feed(AnswerGiven(at=at, question="q1", text="x"))) == (
+        1,
+        [("answer", "question q1 of talk--x is answered already", "a question is answered once")],
+    )
+    assert said(world.feed(AnswerGiven(at=at, question="q2", text="x"))) == (
+        2,
+        [("question", "talk--x has no question 'q2' (its questions: q1)", SEE_QUESTION)],
+    )
+    assert [(r.text, r.stage) for r in world.reports_of(Event.ANSWERED)] == [
+        ("question q1 answered; the answer goes to the agent of code", "code")
+    ]
+    assert world.place is not None
+    assert world.place.questions[0].answer == "Ten."
+    assert world.place.progress == ""  # the refused progress left none
+
+
+SEE_QUESTION = "see the open question with flume status talk--x"
+FOR_THE_AGENT = "flume progress is for the agent of the place's running step"
+WHAT_YOU_WANT = "say what you want to know"
+TOO_MANY_OPTIONS = (
+    "a question offers 1-10 options, none empty",
+    "give fewer options, each with words",
+)
+
+
+def test_every_refusal_with_no_step_running_names_the_command_that_applies() -> None:
+    """Stopped: progress, ask and an answer are refused, each saying nothing runs, word for word."""
+    world = world_of(talking())
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    assert ask(world) is None
+    from flume.core.observations import RetryAsked, StopAsked  # noqa: PLC0415 (here alone)
+
+    assert world.feed(StopAsked(at=world.instant())) is None
+    at = world.instant()
+    assert said(world.feed(ProgressSaid(at=at, words="x", session=agent.session))) == (
+        1,
+        [
+            (
+                "progress",
+                "no step of talk--x is running",
+                "flume progress is for the agent of a running step",
+            )
+        ],
+    )
+    assert said(world.feed(AskSaid(at=at, question="Q?", session=agent.session))) == (
+        1,
+        [("ask", "no step of talk--x is running", "flume ask is for the agent of a running step")],
+    )
+    assert said(world.feed(AnswerGiven(at=at, question="q1", text="x"))) == (
+        1,
+        [
+            (
+                "answer",
+                "no step of talk--x is running: nothing waits on an answer",
+                "see what talk--x waits on with flume status talk--x",
+            )
+        ],
+    )
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    assert world.deliver()
+    assert said(world.feed(AnswerGiven(at=world.instant(), question="q1", text="x"))) == (
+        1,
+        [
+            (
+                "answer",
+                "the agent that asked q1 of talk--x is gone",
+                "tell the step's agent instead (flume tell talk--x)",
+            )
+        ],
+    )
+
+
+def test_edges_are_checked_for_a_command_given_without_a_session() -> None:
+    """WF-EDGES: ``flume ask`` or ``progress`` run outside an agent (no session) is held to may."""
+    world = world_of(talking(may=frozenset({"progress"})))
+    assert world.deliver()
+    at = world.instant()
+    assert said(world.feed(AskSaid(at=at, question="Q?", session=None))) == (
+        1,
+        [
+            (
+                "ask",
+                "step code of talk--x may not ask: its may is [progress]",
+                'declare may = ["ask"] on the step to let its agent ask',
+            )
+        ],
+    )
+    assert world.feed(ProgressSaid(at=at, words=" half ", session=None)) is None
+    assert world.place is not None
+    assert world.place.progress == "half"
+    assert [(r.text, r.stage) for r in world.reports_of(Event.PROGRESS)] == [("code: half", "code")]
+
+
 # --- the machine --------------------------------------------------------------------------------
 
 
