@@ -241,6 +241,16 @@ def test_every_refusal_of_a_message_names_its_field_what_is_wrong_and_the_way_ou
         1,
         [("progress", "session s-9 is not the live agent of talk--x", FOR_THE_AGENT)],
     )
+    assert said(world.feed(AskSaid(at=at, question="Q?", session=SessionId("s-9")))) == (
+        1,
+        [
+            (
+                "ask",
+                "session s-9 is not the live agent of talk--x",
+                "flume ask is for the agent of the place's running step",
+            )
+        ],
+    )
     assert said(world.feed(ProgressSaid(at=at, words=" ", session=agent.session))) == (
         1,
         [("progress", "the words are empty", "say what you have done")],
@@ -352,6 +362,24 @@ def test_edges_are_checked_for_a_command_given_without_a_session() -> None:
     assert world.place is not None
     assert world.place.progress == "half"
     assert [(r.text, r.stage) for r in world.reports_of(Event.PROGRESS)] == [("code: half", "code")]
+
+
+def test_an_edge_not_declared_names_every_edge_the_step_may() -> None:
+    """WF-EDGES: a lead that may spawn and notify, asking, is told both edges it has, in order."""
+    from tests.model.test_orchestrate import crew  # noqa: PLC0415 (here alone)
+    from tests.model.test_orchestrate import world_of as crew_world  # noqa: PLC0415
+
+    world = crew_world(crew())
+    assert said(ask(world)) == (
+        1,
+        [
+            (
+                "ask",
+                "step lead of crew--x may not ask: its may is [notify, spawn]",
+                'declare may = ["ask"] on the step to let its agent ask',
+            )
+        ],
+    )
 
 
 # --- the machine --------------------------------------------------------------------------------

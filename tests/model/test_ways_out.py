@@ -24,7 +24,7 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
-from flume.core.errors import UsageError
+from flume.core.errors import Problem, UsageError
 from flume.core.ids import BlockName, BranchName, KindName, PlaceName, Sha, StageName
 from flume.core.kinds import (
     Approval,
@@ -70,6 +70,7 @@ from flume.core.place import (
     Place,
     Short,
     ShortCause,
+    evolve,
 )
 from flume.core.settings import Settings
 from flume.core.status import status
@@ -634,6 +635,71 @@ def test_a_child_s_question_its_lead_leaves_unanswered_falls_to_the_caller() -> 
     assert place.questions[0].overdue
     assert status(place).paused == "question"
     assert fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
+
+
+def _child_asks() -> tuple[Fleet, PlaceName]:
+    """A crew whose static child ``c1`` asked its lead ``Which?``; everything asked is done."""
+    block = Orchestrate(
+        name=BlockName("build"),
+        lead=_step("lead", Verdict()),
+        branches=pvector([_step("c1", Commit(), may=("ask",))]),
+    )
+    fleet = _waiting(_kind(block))
+    child = PlaceName("wf--x+c1")
+    (agent,) = fleet.live_agents(child)
+    asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
+    assert fleet.feed(child, asked) is None
+    return fleet, child
+
+
+def _child_reports(fleet: Fleet, child: PlaceName, event: Event) -> list[tuple[str, str | None]]:
+    return [(r.text, r.stage) for home, r in fleet.reports() if home == child and r.event is event]
+
+
+def test_a_led_child_s_question_and_its_refusals_are_said_word_for_word() -> None:
+    """A led child's question is said to go to its lead; the caller's answer is refused, whole."""
+    fleet, child = _child_asks()
+    assert _child_reports(fleet, child, Event.ASKED) == [
+        ("q1: Which?; it goes to the lead of wf--x", "c1")
+    ]
+    early = fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this"))
+    nearest = "question q1 of wf--x+c1 goes to the lead of wf--x, the nearest lead above it"
+    mend = "the lead answers it, from its own session (you may, while no lead of it is live)"
+    assert isinstance(early, UsageError)
+    assert (early.exit_status, early.problems) == (1, (Problem("answer", nearest, mend),))
+    place = fleet.homes[child].place
+    assert place is not None
+    spread = evolve(place, launch=attrs.evolve(place.launch, spread=True))
+    with pytest.raises(UsageError) as elsewhere:
+        step(S, spread, AnswerGiven(at=fleet.instant(), question="q1", text="this"))
+    on_host = (
+        "answer it on the host that carries wf--x (flume status --fleet names it): its lead "
+        "answers there, or you while no lead of it is live"
+    )
+    assert elsewhere.value.problems == (Problem("answer", nearest, on_host),)
+
+
+def test_a_led_child_s_question_overdue_is_said_once_not_while_its_answer_is_in_flight() -> None:
+    """WF-NO-SILENT-WAIT: an overdue question pauses once; an answer in flight is not overdue."""
+    fleet, child = _child_asks()
+    fleet.now += S.stall_seconds + 1
+    fleet.feed(child, Tick(at=fleet.instant()))
+    fleet.now += S.stall_seconds + 1
+    fleet.feed(child, Tick(at=fleet.instant()))
+    said = (
+        "wf--x+c1 paused at c1 (question): its lead did not answer q1: Which? in "
+        f'{S.stall_seconds:.0f}s; flume answer wf--x+c1 q1 "..."'
+    )
+    assert _child_reports(fleet, child, Event.PAUSED) == [(said, "c1")]
+    fleet, child = _child_asks()
+    by_lead = AnswerGiven(at=fleet.instant(), question="q1", text="this", by_lead=True)
+    assert fleet.feed(child, by_lead) is None
+    fleet.now += S.stall_seconds + 1
+    fleet.feed(child, Tick(at=fleet.instant()))
+    place = fleet.homes[child].place
+    assert place is not None
+    assert not place.questions[0].overdue
+    assert _child_reports(fleet, child, Event.PAUSED) == []
 
 
 def _world_runs(fleet: Fleet, *, holding: type, rounds: int = 8) -> None:
