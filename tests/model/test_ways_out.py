@@ -647,6 +647,7 @@ def _child_asks() -> tuple[Fleet, PlaceName]:
     fleet = _waiting(_kind(block))
     child = PlaceName("wf--x+c1")
     (agent,) = fleet.live_agents(child)
+    fleet.now += 7  # asked a while after the launch: its window counts from the asking
     asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
     assert fleet.feed(child, asked) is None
     return fleet, child
@@ -682,10 +683,16 @@ def test_a_led_child_s_question_and_its_refusals_are_said_word_for_word() -> Non
 def test_a_led_child_s_question_overdue_is_said_once_not_while_its_answer_is_in_flight() -> None:
     """WF-NO-SILENT-WAIT: an overdue question pauses once; an answer in flight is not overdue."""
     fleet, child = _child_asks()
-    fleet.now += S.stall_seconds + 1
+    place = fleet.homes[child].place
+    assert place is not None
+    asked_at = place.questions[0].asked_at
+    assert asked_at > 0
+    fleet.now = asked_at + S.stall_seconds - 1
     fleet.feed(child, Tick(at=fleet.instant()))
-    fleet.now += S.stall_seconds + 1
-    fleet.feed(child, Tick(at=fleet.instant()))
+    assert _child_reports(fleet, child, Event.PAUSED) == []
+    for _ in range(2):  # due the moment the window ends; said once, however often looked at
+        fleet.now = asked_at + S.stall_seconds if not _ else fleet.now + S.stall_seconds
+        fleet.feed(child, Tick(at=fleet.instant()))
     said = (
         "wf--x+c1 paused at c1 (question): its lead did not answer q1: Which? in "
         f'{S.stall_seconds:.0f}s; flume answer wf--x+c1 q1 "..."'
