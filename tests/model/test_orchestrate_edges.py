@@ -10,11 +10,11 @@ import attrs
 import pytest
 from pyrsistent import pset, pvector
 
-from flume.core.actions import LaunchLane, MergeLanes, NotifyLane, OrderLane, Report
+from flume.core.actions import Event, LaunchLane, MergeLanes, NotifyLane, OrderLane, Report
 from flume.core.choices import AgentName
 from flume.core.delivery import render_prompt, workflow_fields
-from flume.core.errors import UsageError
-from flume.core.ids import BlockName, Instant, KindName, SessionId, StageName
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BlockName, Instant, KindName, SessionId, Sha, StageName
 from flume.core.kinds import (
     Budgets,
     Commit,
@@ -67,6 +67,7 @@ from flume.core.step import pending, replay, step
 from flume.core.workflow.caps import worst_case
 from flume.core.workflow.lanes import children, lane_for
 from flume.core.workflow.orchestrate import (
+    MOST_WORDS,
     PAUSED,
     answerer,
     children_news,
@@ -855,3 +856,171 @@ def test_the_answerer_of_a_child_s_question_is_its_live_lead_else_the_caller() -
     assert answerer(run, SessionId("someone")) == (False, False)
     assert answerer(evolve(run, agent=None), lead_session(world)) == (False, True)
     assert answerer(None, None) == (False, True)
+
+
+# --- what the survivors of the workflow mutation run showed no test held ------------------------
+
+
+def said(refused: UsageError | None) -> tuple[int, tuple[Problem, ...]]:
+    """A refusal whole: its exit status and its problems (field, what is wrong, the mend)."""
+    assert refused is not None
+    return refused.exit_status, refused.problems
+
+
+def test_every_refusal_of_notify_is_said_whole_and_each_note_is_numbered() -> None:
+    """Notify's refusals compared whole; notes to two children reported once, each numbered."""
+    world = world_of(crew(most=2))
+    lead = lead_session(world)
+
+    def notify(to: str, text: str, session: SessionId = lead) -> UsageError | None:
+        return world.feed(NotifySaid(at=world.instant(), to=to, text=text, session=session))
+
+    unknown = "name a child, or all"
+    assert said(notify("zz", "hi")) == (
+        2,
+        (Problem("to", "build has no child 'zz' (its children: none yet)", unknown),),
+    )
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    assert said(notify("zz", "hi")) == (
+        2,
+        (Problem("to", "build has no child 'zz' (its children: coder-1, coder-2)", unknown),),
+    )
+    empty = Problem("notify", "the words are empty or over 4000 characters", "say it shorter")
+    assert said(notify("all", " ")) == (1, (empty,))
+    assert said(notify("all", "x" * (MOST_WORDS + 1))) == (1, (empty,))
+    assert said(notify("all", "hi", SessionId("s-other"))) == (
+        1,
+        (
+            Problem(
+                "notify",
+                "session s-other is not the live agent of crew--x",
+                "flume notify is for the agent of the place's running step",
+            ),
+        ),
+    )
+    assert notify("all", "use tabs") is None
+    assert notify("coder-1", "x" * MOST_WORDS) is None
+    place = world.place
+    assert place is not None
+    notes = [(a.id, a.text[-8:]) for a in world.actions if isinstance(a, NotifyLane)]
+    assert notes == [
+        ("crew--x#coder-1#1", "use tabs"),
+        ("crew--x#coder-2#1", "use tabs"),
+        ("crew--x#coder-1#2", "x" * 8),
+    ]
+    told = [(r.text[:40], r.stage) for r in world.reports_of(Event.NOTIFIED)]
+    assert told == [
+        ("lead told coder-1, coder-2: use tabs", "lead"),
+        ("lead told coder-1: " + "x" * 21, "lead"),
+    ]
+    end_child(world, "coder-1", finished=False)
+    assert said(notify("coder-1", "hi")) == (
+        1,
+        (
+            Problem(
+                "notify",
+                "no child of build named coder-1 is running or waiting",
+                "a child that ended hears nothing more",
+            ),
+        ),
+    )
+
+
+def test_an_answer_from_another_session_is_refused_whole_at_a_spread_child_s_run() -> None:
+    """WF-SPREAD: judged at the run, a session not its live lead's is refused, exit 1, whole."""
+    world = world_of(crew())
+    place = world.place
+    assert place is not None
+    with pytest.raises(UsageError) as refused:
+        spread_answerer(place, "crew--x+coder-1", SessionId("s-other"))
+    assert said(refused.value) == (
+        1,
+        (
+            Problem(
+                "answer",
+                "a question of crew--x+coder-1 goes to the lead of crew--x, the nearest lead "
+                "above it",
+                "the lead answers it, from its own session (you may, while no lead of it is live)",
+            ),
+        ),
+    )
+
+
+def test_a_compose_past_the_tokens_left_is_refused_naming_tokens() -> None:
+    """WF-BUDGET-RESERVE: a slice of tokens the run has not left is refused, naming tokens."""
+    world = world_of(composing(budgets=Budgets(tokens=100)))
+    assert compose(world, DOCS) == (
+        "compose: the run cannot reserve 100 tokens: 0 of its 100 are spent or reserved already; "
+        "ask for fewer tokens, or raise the run's budget (flume raise)"
+    )
+
+
+def test_the_run_s_head_is_the_children_s_merge_at_once() -> None:
+    """Children merged: the run's head is the merge's head from that observation on."""
+    world = world_of(crew(most=1))
+    assert spawn(world) is None
+    end_child(world, "coder-1", finished=True)
+    for _ in range(3):
+        if world.merges:
+            break
+        world.deliver()
+        world.end_turn()
+    merged = [(seen, d.place) for _b, seen, d in world.steps if isinstance(seen, LanesMerged)]
+    assert merged
+    for seen, place in merged:
+        assert place.head == seen.head
+
+
+def _two_children() -> tuple[Place, Place]:
+    """A lead with coder-1 ended and coder-2 running; coder-2's place, launched, with progress."""
+    world = world_of(crew(most=2))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    end_child(world, "coder-1", finished=False)
+    launch = [a for a in world.actions if isinstance(a, LaunchLane) and a.lane == "coder-2"][-1]
+    run = world.place
+    assert run is not None
+    # Made from the run's entry, as the shell makes it.
+    child = evolve(step(S, None, _launched(launch)).place, progress="half", start=run.entry)
+    return run, child
+
+
+def test_news_is_read_past_an_ended_child_and_only_of_a_child_of_this_entry() -> None:
+    """A running child's news is heard though one before it ended; one of another start is not."""
+    run, child = _two_children()
+    news = children_news(run, {child.launch.place: child}, Instant(9.0))
+    assert [(each.lane, each.id) for each in news] == [("coder-2", "progress:half")]
+    other = evolve(child, start=Sha("f" * 40))
+    assert other.start != run.entry
+    assert children_news(run, {child.launch.place: other}, Instant(9.0)) == []
+    # A child launched from the base is read against the run's start, not its entry.
+    based = run.lanes.set("coder-2", attrs.evolve(run.lanes["coder-2"], from_base=True))
+    moved = evolve(run, lanes=based, start=Sha("d" * 40))
+    from_base = evolve(child, start=moved.start)
+    assert from_base.start != moved.entry
+    news = children_news(moved, {child.launch.place: from_base}, Instant(9.0))
+    assert [each.id for each in news] == ["progress:half"]
+
+
+def test_a_child_s_news_ids_number_lost_answers_cut_long_progress_and_say_it_goes_on() -> None:
+    """News ids: a question whose answer was lost is q1#2, progress is cut at 200, then goes on."""
+    run, child = _two_children()
+    lane = attrs.evolve(run.lanes["coder-2"], paused="paused (stalled)")
+    asked = Question(
+        id="q1",
+        text="Which?",
+        key="coder",
+        attempt=1,
+        session=SessionId("s-child"),
+        asked_at=Instant(1.0),
+        lost=1,
+    )
+    child = evolve(child, progress="p" * 250, questions=pvector([asked]))
+    news = news_of(lane, child)
+    assert [ident for ident, _text in news] == [
+        "q1#2",
+        "progress:" + "p" * 200,
+        f"resumed:{len(lane.news)}",
+    ]
+    assert news[-1][1] == "goes on again"
