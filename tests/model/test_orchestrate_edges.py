@@ -1024,3 +1024,22 @@ def test_a_child_s_news_ids_number_lost_answers_cut_long_progress_and_say_it_goe
         f"resumed:{len(lane.news)}",
     ]
     assert news[-1][1] == "goes on again"
+
+
+def test_a_child_s_end_is_said_as_it_ended_and_taken_once() -> None:
+    """A finished child is said finished at its head, a dropped one unfinished; no repeat."""
+    world = world_of(crew(most=3))
+    for goal in ("a", "b", "c"):
+        assert spawn(world, goal) is None
+    end_child(world, "coder-1", finished=True)
+    end_child(world, "coder-2", finished=False)
+    place = world.place
+    assert place is not None
+    head = place.lanes["coder-1"].head
+    assert [(r.text, r.stage) for r in world.reports_of(Event.LANE_ENDED)] == [
+        (f"child coder-1 finished at {head}", "lead"),
+        ("child coder-2 ended unfinished (dropped)", "lead"),
+    ]
+    again = LaneEnded(at=world.instant(), lane="coder-2", finished=False, head=head, turns=3)
+    assert step(S, place, again).place == place
+    assert step(S, place, again).actions == ()
