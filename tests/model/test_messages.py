@@ -260,6 +260,7 @@ def test_every_refusal_of_a_message_names_its_field_what_is_wrong_and_the_way_ou
     for options in (eleven, ["a", " "]):
         assert said(ask(world, "Which?", *options)) == (1, [("ask", *TOO_MANY_OPTIONS)])
     assert ask(world, "Which?", *eleven[:10]) is None
+    assert [r.stage for r in world.reports_of(Event.PAUSED)] == ["code"]
     assert said(ask(world, "And?")) == (
         1,
         [("ask", "talk--x has a question open already", "wait for its answer, then ask the next")],
