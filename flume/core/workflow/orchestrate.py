@@ -656,8 +656,8 @@ def requeue_lead(place: Place) -> Outcome:
     """A merge resolved by hand while the lead was paused: its next attempt writes the verdict."""
     block = leading(place)
     assert block is not None  # noqa: S101 (asked only at an orchestrate's lead)
-    place = evolve(place, join=JoinStage.OPEN)
     run = attrs.evolve(place.stage, phase=Queued(), attempt=place.stage.attempt + 1)
+    # _told sets the join told: the lead's next attempt is told in its prompt.
     return _told(evolve(place, stage=run), block)
 
 
