@@ -1035,7 +1035,12 @@ def test_a_child_s_end_is_said_as_it_ended_and_taken_once() -> None:
     end_child(world, "coder-2", finished=False)
     place = world.place
     assert place is not None
-    head = place.lanes["coder-1"].head
+    head = world.git.head(world.lanes["coder-1"].branch)
+    ended = place.lanes["coder-1"], place.lanes["coder-2"]
+    assert [(run.head, run.note) for run in ended] == [
+        (head, f"finished at {head}"),
+        (world.git.head(world.lanes["coder-2"].branch), "ended unfinished (dropped)"),
+    ]
     assert [(r.text, r.stage) for r in world.reports_of(Event.LANE_ENDED)] == [
         (f"child coder-1 finished at {head}", "lead"),
         ("child coder-2 ended unfinished (dropped)", "lead"),
