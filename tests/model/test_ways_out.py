@@ -690,9 +690,11 @@ def test_a_led_child_s_question_overdue_is_said_once_not_while_its_answer_is_in_
     fleet.now = asked_at + S.stall_seconds - 1
     fleet.feed(child, Tick(at=fleet.instant()))
     assert _child_reports(fleet, child, Event.PAUSED) == []
-    for _ in range(2):  # due the moment the window ends; said once, however often looked at
-        fleet.now = asked_at + S.stall_seconds if not _ else fleet.now + S.stall_seconds
-        fleet.feed(child, Tick(at=fleet.instant()))
+    fleet.now = asked_at + S.stall_seconds  # due the moment the window ends
+    fleet.feed(child, Tick(at=fleet.instant()))
+    assert len(_child_reports(fleet, child, Event.PAUSED)) == 1
+    fleet.now += S.stall_seconds  # said once, however often looked at
+    fleet.feed(child, Tick(at=fleet.instant()))
     said = (
         "wf--x+c1 paused at c1 (question): its lead did not answer q1: Which? in "
         f'{S.stall_seconds:.0f}s; flume answer wf--x+c1 q1 "..."'
