@@ -8,7 +8,10 @@ in
 the transcript. Then once more through the real supervisor: a launch's journal gives the instant
 the prompt was sent for and the instant the watch journaled the transcript line.
 
-    .venv/bin/python bench/delivery.py [--rounds 10]
+    .venv/bin/python bench/delivery.py [--rounds 10] [--places N] [--only-supervisor]
+
+``--places`` launches that many places at once through the supervisor (all alive, each
+delivered to; P6 at 100 busy places: ``--places 100 --only-supervisor``).
 """
 
 from __future__ import annotations
@@ -149,7 +152,25 @@ def main() -> None:
     """Print the delivery latencies."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
-    rounds = parser.parse_args().rounds
+    parser.add_argument(
+        "--places",
+        type=int,
+        default=None,
+        help="places launched at once through the supervisor (default: as many as rounds)",
+    )
+    parser.add_argument(
+        "--only-supervisor",
+        action="store_true",
+        help="only the delivery through the supervisor (the agents' own pastes are skipped)",
+    )
+    arguments = parser.parse_args()
+    rounds = arguments.rounds
+    if arguments.only_supervisor:
+        _report(
+            "test agent via the supervisor: send -> journal",
+            through_supervisor(arguments.places or rounds),
+        )
+        return
     with tempfile.TemporaryDirectory(prefix="flb-", dir="/tmp") as name:
         folder = Path(name)
         env = {"HOME": str(folder / "home"), "PATH": os.environ["PATH"]}
@@ -172,7 +193,10 @@ def main() -> None:
                 one(folder, lambda s: [str(binary), "--session-id", s], env) for _ in range(rounds)
             ]
         _report("real Claude Code: paste -> transcript", claude)
-    _report("test agent via the supervisor: send -> journal", through_supervisor(rounds))
+    _report(
+        "test agent via the supervisor: send -> journal",
+        through_supervisor(arguments.places or rounds),
+    )
 
 
 if __name__ == "__main__":
