@@ -212,6 +212,13 @@ class Supervisor:
             or any(getattr(observer, "last_looked", 0) for observer in self.observers)
         )
 
+    def next_due(self) -> float | None:
+        """When the earliest deadline the heap holds comes, on the supervisor's clock; None: none.
+
+        An entry the place outdated may be first: a tick at it finds nothing due, and costs little.
+        """
+        return float(self._heap[0][0]) if self._heap else None
+
     def idle(self) -> bool:
         """Nothing is being performed or waits to be."""
         return not any(each.busy or each.batches for each in self.followed.values())
