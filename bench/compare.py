@@ -238,6 +238,14 @@ BENCHES: dict[str, Bench] = {
                 "100 places: send -> journal, worst (wall)",
                 rf"^test agent via the supervisor: send -> journal.*worst\s+{NUMBER}",
             ),
+            _ms(
+                "100 places: tell -> journal, median (wall)",
+                rf"^test agent via the supervisor: tell -> journal\s+median\s+{NUMBER} ms",
+            ),
+            _ms(
+                "100 places: tell -> journal, worst (wall)",
+                rf"^test agent via the supervisor: tell -> journal.*worst\s+{NUMBER}",
+            ),
         ),
     ),
     "transcript": Bench(

@@ -67,6 +67,8 @@ P3 subprocesses a tick, 1 vs 5 places: 3 vs 4: NOT equal
 DELIVERY = """\
 test agent via the supervisor: send -> journal median   121.4 ms  best    80.2  worst   373.9  \
 (100 prompts)
+test agent via the supervisor: tell -> journal median   211.0 ms  best    95.5  worst   512.3  \
+(100 prompts)
 """
 
 TRANSCRIPT = """\
@@ -122,6 +124,8 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
     assert read["delivery"] == {
         "100 places: send -> journal, median (wall)": 121.4,
         "100 places: send -> journal, worst (wall)": 373.9,
+        "100 places: tell -> journal, median (wall)": 211.0,
+        "100 places: tell -> journal, worst (wall)": 512.3,
     }
     assert read["transcript"] == {
         "input: transcript lines": 45120.0,
