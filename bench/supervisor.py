@@ -94,6 +94,32 @@ def settled(repo: Path, count: int) -> bool:
     return done == count
 
 
+def at_rest(reads: int = 5, seconds: float = 180.0) -> float:
+    """Wait until this host's supervisor is at rest: how long it took.
+
+    At rest: ``reads`` answers of ``daemon status`` in a row, a second apart, with no action
+    under way and its last tick having looked at no agent whole and checked no place's deadline
+    (a host just made still has windows open: each place's delivery confirmed, its pane's
+    output gone quiet, the first safety-net looks). Idle is measured from there.
+    """
+    started = time.monotonic()
+    calm = 0
+    while calm < reads:
+        if time.monotonic() - started > seconds:
+            message = f"the supervisor was not at rest after {seconds:.0f}s"
+            raise TimeoutError(message)
+        time.sleep(1.0)
+        reply = client.status()
+        assert reply is not None
+        quiet = (
+            reply.busy == 0
+            and reply.last_tick_agents_looked == 0
+            and reply.last_tick_deadlines_checked == 0
+        )
+        calm = calm + 1 if quiet else 0
+    return time.monotonic() - started
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time the process has used."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -130,6 +156,9 @@ def main() -> None:
         assert reply is not None
         hosts[count] = (environment, reply.pid)
         print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
+    for count, (environment, _pid) in hosts.items():
+        with_environment(environment)
+        print(f"{count} place(s): supervisor at rest after {at_rest():.1f}s more")
     before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
     wall = time.monotonic()
     # The measuring window: every supervisor runs on its own. The observing processes of a tick
