@@ -40,17 +40,20 @@ CPU_TARGETS = ((100, 2.0), (1000, 5.0))
 MEMORY_TARGET_MB = 100.0
 
 
+#: How long a batch of places may take to be made and idle (a loaded machine is slow).
+SETTLE_SECONDS = 900.0
 #: Places launched at once: a thousand asked together would queue their prompts behind one
 #: another's worktrees for minutes (8 workers), past every confirmation window.
 BATCH = 100
 
 
-def host_with(count: int) -> tuple[dict[str, str], Path]:
+def host_with(count: int, made: list[dict[str, str]]) -> tuple[dict[str, str], Path]:
     """A host with ``count`` places launched in one repository, and its supervisor started.
 
     Launched :data:`BATCH` at a time, each batch idle before the next is launched.
     """
     home = private_host()
+    made.append(dict(os.environ))  # stopped at the end, whatever happens
     repo = small_repository(home / "repo")
     for number in range(count):
         request = launcher.Request(
@@ -72,8 +75,8 @@ def wait_settled(repo: Path, count: int) -> float:
     """Wait until the repository's ``count`` places are idle; how long it took."""
     started = time.monotonic()
     while not settled(repo, count):
-        if time.monotonic() - started > 300:
-            message = f"{count} places did not settle in 300s"
+        if time.monotonic() - started > SETTLE_SECONDS:
+            message = f"{count} places did not settle in {SETTLE_SECONDS:.0f}s"
             raise TimeoutError(message)
         time.sleep(0.5)
     return time.monotonic() - started
@@ -147,10 +150,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     arguments = parser.parse_args()
     counts = sorted({1, *arguments.places})
+    made: list[dict[str, str]] = []
+    try:
+        _measure(counts, arguments.seconds, made)
+    finally:
+        # Every host made, measured or not (a batch that never settled included): stopped.
+        for environment in made:
+            with_environment(environment)
+            client.stop()
+            Tmux().kill_server()
+
+
+def _measure(counts: list[int], seconds: float, made: list[dict[str, str]]) -> None:
+    """Make a host for each count, wait until all rest, and print their figures side by side."""
     hosts = {}
     for count in counts:
         started = time.monotonic()
-        environment, repo = host_with(count)
+        environment, repo = host_with(count, made)
         wait_settled(repo, count)
         reply = client.status()
         assert reply is not None
@@ -165,8 +181,8 @@ def main() -> None:
     # are read from each now and then (at most 2 a repository: one git listing, only once a ref
     # moved or at the safety net, and one tmux listing); asking costs each one request.
     most = dict.fromkeys(hosts, 0)
-    while time.monotonic() - wall < arguments.seconds:
-        time.sleep(min(2.0, max(0.0, arguments.seconds - (time.monotonic() - wall))))
+    while time.monotonic() - wall < seconds:
+        time.sleep(min(2.0, max(0.0, seconds - (time.monotonic() - wall))))
         for count, (environment, _pid) in hosts.items():
             with_environment(environment)
             reply = client.status()
@@ -195,10 +211,6 @@ def main() -> None:
         + ", ".join(f"{count}: {subprocesses[count]}" for count in counts)
         + f": {'equal' if len(set(subprocesses.values())) == 1 else 'NOT equal'}"
     )
-    for environment, _pid in hosts.values():
-        with_environment(environment)
-        client.stop()
-        Tmux().kill_server()
 
 
 def _met(held: bool) -> str:
