@@ -606,37 +606,6 @@ def test_a_parallel_lane_s_question_shows_paused_question_with_its_answer_comman
     assert fleet.feed(lane, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
 
 
-def test_a_child_s_question_its_lead_leaves_unanswered_falls_to_the_caller() -> None:
-    """WF-ASK-ONE-ANSWERER: unanswered by its lead a stall window long, the caller may answer.
-
-    A led child's question goes to its lead; refused to the caller at first, it is named
-    ``paused (question)`` once ``stall_seconds`` went by unanswered, and the caller's answer
-    is then taken.
-    """
-    block = Orchestrate(
-        name=BlockName("build"),
-        lead=_step("lead", Verdict()),
-        branches=pvector([_step("c1", Commit(), may=("ask",))]),
-    )
-    fleet = _waiting(_kind(block))
-    child = PlaceName("wf--x+c1")
-    (agent,) = fleet.live_agents(child)
-    asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
-    assert fleet.feed(child, asked) is None
-    place = fleet.homes[child].place
-    assert place is not None
-    assert place.launch.led
-    early = fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this"))
-    assert isinstance(early, UsageError)
-    fleet.now += S.stall_seconds + 1
-    fleet.feed(child, Tick(at=fleet.instant()))
-    place = fleet.homes[child].place
-    assert place is not None
-    assert place.questions[0].overdue
-    assert status(place).paused == "question"
-    assert fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
-
-
 def _child_asks() -> tuple[Fleet, PlaceName]:
     """A crew whose static child ``c1`` asked its lead ``Which?``; everything asked is done."""
     block = Orchestrate(
@@ -651,6 +620,28 @@ def _child_asks() -> tuple[Fleet, PlaceName]:
     asked = AskSaid(at=fleet.instant(), question="Which?", session=agent.session)
     assert fleet.feed(child, asked) is None
     return fleet, child
+
+
+def test_a_child_s_question_its_lead_leaves_unanswered_falls_to_the_caller() -> None:
+    """WF-ASK-ONE-ANSWERER: unanswered by its lead a stall window long, the caller may answer.
+
+    A led child's question goes to its lead; refused to the caller at first, it is named
+    ``paused (question)`` once ``stall_seconds`` went by unanswered, and the caller's answer
+    is then taken.
+    """
+    fleet, child = _child_asks()
+    place = fleet.homes[child].place
+    assert place is not None
+    assert place.launch.led
+    early = fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this"))
+    assert isinstance(early, UsageError)
+    fleet.now += S.stall_seconds + 1
+    fleet.feed(child, Tick(at=fleet.instant()))
+    place = fleet.homes[child].place
+    assert place is not None
+    assert place.questions[0].overdue
+    assert status(place).paused == "question"
+    assert fleet.feed(child, AnswerGiven(at=fleet.instant(), question="q1", text="this")) is None
 
 
 def _child_reports(fleet: Fleet, child: PlaceName, event: Event) -> list[tuple[str, str | None]]:
