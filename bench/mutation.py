@@ -193,7 +193,10 @@ def main() -> None:
         where = workdir(args.set)
         run(args.names, args.children, args.nice, where)
     typed = set(json.loads(args.typed.read_text())) if args.typed else set()
-    tally(typed, where)
+    try:
+        tally(typed, where)
+    except BrokenPipeError:  # the reader (head, a pager) stopped reading: nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
