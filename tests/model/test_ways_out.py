@@ -340,6 +340,10 @@ def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge
     assert world.merges == [("a",)]
 
 
+#: git in the run's worktree, as the commands a refusal names run it.
+_GIT = "git -C /src/app/places/wf--x"
+
+
 @pytest.mark.parametrize(
     ("facts", "says"),
     [
@@ -348,6 +352,36 @@ def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge
         (
             {"missing": pmap({"b": "its changes to b.txt are not in wf/x's tree"})},
             "does not hold lane b (wf/x+b): its changes to b.txt",
+        ),
+        (
+            {"missing": pmap({"a": "its head is not in wf/x's history"})},
+            f"merge it ({_GIT} merge --no-ff wf/x+a); then flume resolve wf--x --by-hand",
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to b.txt, my c.txt are not in wf/x's tree"}),
+                "restore": pmap({"b": pvector(["b.txt", "my c.txt"])}),
+            },
+            (
+                f"take its changes back: {_GIT} checkout wf/x+b -- b.txt 'my c.txt' && {_GIT} "
+                "commit --quiet -m 'Take back the changes of lane b'; then flume resolve wf--x "
+                "--by-hand"
+            ),
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to b.txt, old.txt are not in wf/x's tree"}),
+                "restore": pmap({"b": pvector(["b.txt"])}),
+                "remove": pmap({"b": pvector(["old.txt"])}),
+            },
+            f"{_GIT} checkout wf/x+b -- b.txt && {_GIT} rm --quiet -- old.txt && {_GIT} commit",
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to old.txt are not in wf/x's tree"}),
+                "remove": pmap({"b": pvector(["old.txt"])}),
+            },
+            f"take its changes back: {_GIT} rm --quiet -- old.txt && {_GIT} commit",
         ),
     ],
 )

@@ -43,7 +43,8 @@ The rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterable, Mapping
 from typing import assert_never
 
 import attrs
@@ -645,10 +646,31 @@ def _check_held(place: Place, paused: Paused, seen: ResolveAsked) -> None:
         raise refused(
             "resolve",
             f"the head of {place.branch} does not hold lane {lane} ({branch}): {why}",
-            f"merge it (git -C {place.path} merge --no-ff {branch}), or restore what it "
-            f"changed and commit; then flume resolve {name} --by-hand; or flume resolve "
-            f"{name} --agent",
+            f"{_take_back(place, lane, branch, seen)}; then flume resolve {name} --by-hand; or "
+            f"flume resolve {name} --agent",
         )
+
+
+def _take_back(place: Place, lane: str, branch: str, seen: ResolveAsked) -> str:
+    """The exact commands that put lane ``lane``'s work into the run's head.
+
+    A lane whose head is not in the run's history is merged. One merged without its changes
+    is in that history already (a merge again does nothing): its files are taken back from
+    its branch (``restore``), those it deleted removed (``remove``), and committed.
+    """
+    git = f"git -C {shlex.quote(place.path)}"
+    restore, remove = seen.restore.get(lane, pvector()), seen.remove.get(lane, pvector())
+    if not (restore or remove):
+        return f"merge it ({git} merge --no-ff {branch})"
+    taken = [f"{git} checkout {branch} -- {_quoted(restore)}"] if restore else []
+    taken += [f"{git} rm --quiet -- {_quoted(remove)}"] if remove else []
+    message = shlex.quote(f"Take back the changes of lane {lane}")
+    return f"take its changes back: {' && '.join(taken)} && {git} commit --quiet -m {message}"
+
+
+def _quoted(paths: Iterable[str]) -> str:
+    """Paths as a shell reads them, each one word."""
+    return " ".join(shlex.quote(path) for path in paths)
 
 
 def _go_on_without(place: Place, paused: Paused, seen: ResolveAsked) -> Outcome:

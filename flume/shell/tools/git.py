@@ -7,6 +7,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -398,6 +399,12 @@ def lacking(worktree: Path, start: Sha, branch: BranchName) -> tuple[str, ...]:
     held = run(worktree, "diff", "--name-only", "--no-renames", start, "HEAD", "--", *paths)
     moved = set(held.out.splitlines())
     return tuple(path for path in paths if path not in moved)
+
+
+def held_paths(worktree: Path, branch: BranchName, paths: Sequence[str]) -> frozenset[str]:
+    """Which of ``paths`` the tree of ``branch``'s head holds (``git ls-tree``)."""
+    ran = run(worktree, "ls-tree", "-r", "--name-only", "-z", branch, "--", *paths)
+    return frozenset(path for path in ran.out.split("\0") if path)
 
 
 def unmerged(worktree: Path) -> tuple[str, ...]:
