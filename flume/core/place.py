@@ -534,6 +534,8 @@ class LaneRun:
     #: A spawned child's goal (``$goal`` in its prompt), and the agent its lead named for it.
     goal: str = ""
     agent: AgentName | None = None
+    #: The goal as its lead spawned it, before any words a notify added (WF-SPAWN-ONCE).
+    spawned: str = ""
     #: An orchestrate child's news its lead was told of, by id (once each), and the last.
     news: PSet[str] = attrs.field(factory=pset)
     note: str = ""

@@ -91,6 +91,10 @@ RULES: dict[str, str] = {
         "A lead spawns at most max children, none over a spent budget; at most cap run at once; a "
         "refused spawn journals nothing."
     ),
+    "WF-SPAWN-ONCE": (
+        "A lead's spawn of a goal a child of its block was spawned with names that child and "
+        "starts none: no two children of one lead share a goal."
+    ),
     "WF-LEAD-WAITS-JOIN": (
         "A lead's gate is judged only once every child is terminal, the finished merged, and its "
         "transcript holds the join's tell."

@@ -42,7 +42,7 @@ from flume.core.place import JoinStage, LaneState, Life, Place, leading
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.workflow.lanes import children
-from flume.core.workflow.orchestrate import PAUSED, launch_child
+from flume.core.workflow.orchestrate import PAUSED, launch_child, spawned_child
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -247,19 +247,32 @@ class OrchestrateMachine(RuleBasedStateMachine):
         assert self.world.place is not None
         return self.world.place
 
-    @rule(goal=st.sampled_from(["slice a", "slice b"]))
+    @rule(goal=st.sampled_from(["slice a", "slice b", " slice a", "slice c"]))
     def the_lead_spawns(self, goal: str) -> None:
-        """WF-CHILDREN-CAP: at most max spawned, none past it, a refusal journals nothing."""
+        """WF-CHILDREN-CAP: at most max spawned, none past it, a refusal journals nothing.
+
+        A goal spawned before (a lead retried spawns again what it spawned) starts nothing and
+        is never refused for the cap: the child it names is the one spawned with it.
+        """
         if self.world.live_agent() is None:
             return
         before = len(self.world.journal)
-        spawned = len(children(self._place()))
+        place = self._place()
+        spawned = len(children(place))
+        twin = spawned_child(place, goal)
+        launches = len(self.world.actions)
         refused = spawn(self.world, goal)
         if refused is not None:
             assert len(self.world.journal) == before
+            assert twin is None or "children at most" not in str(refused)
+            return
+        if twin is not None:
+            assert self._place().lanes == place.lanes
+            assert self.world.actions[launches:] == []
             return
         assert spawned < self.most
         assert len(children(self._place())) == spawned + 1
+        assert spawned_child(self._place(), goal) == children(self._place())[-1]
 
     @precondition(lambda self: self._running())
     @rule(data=st.data(), finished=st.booleans(), turns=st.integers(min_value=0, max_value=12))
@@ -395,6 +408,12 @@ class OrchestrateMachine(RuleBasedStateMachine):
                 assert place.budgets.turns is not None
                 assert before.spent.turns + seen.turns < place.budgets.turns
                 assert decision.place.spent.turns == before.spent.turns + seen.turns
+
+    @invariant()
+    def no_two_children_share_a_goal(self) -> None:
+        """WF-SPAWN-ONCE: no two children of the lead's block were spawned with one goal."""
+        goals = [run.spawned for run in children(self._place()) if run.spawned]
+        assert len(goals) == len(set(goals))
 
     @invariant()
     def children_stay_within_max_and_cap(self) -> None:
