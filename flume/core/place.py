@@ -725,6 +725,9 @@ class Place:
     tidy: Tidy = TidyNotWanted()
     #: The place's worktree was lost from under it while in flight (its stage stopped short).
     worktree_gone: bool = False
+    #: A retry asked its lost worktree again, on its branch as it stands, and it is not yet
+    #: seen made (PLACE-REBUILT).
+    rebuilding: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
     branch_gone: bool = False
     #: The blackboard the steps share (empty: a launch journaled before boards).
@@ -815,6 +818,7 @@ class PlaceChanges(TypedDict, total=False):
     unreadable: int
     tidy: Tidy
     worktree_gone: bool
+    rebuilding: bool
     branch_gone: bool
     board: str
     tests: PVector[PVector[str]]

@@ -213,6 +213,10 @@ RULES: dict[str, str] = {
     "PLACE-LOST-STOPS-SHORT": (
         "A worktree or branch deleted under a place stops it short, named, with the way out."
     ),
+    "PLACE-REBUILT": (
+        "A retry of a place whose worktree was removed adds it again on its kept branch, at its "
+        "head, before a fresh agent starts there; its branch gone too, it is restored first."
+    ),
     "START-ONLY-IN-PLACE": "An agent starts only in its place's worktree, on its branch.",
     "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",
     "TIDY-ONLY-OURS": "flume removes only places it made; a hand-made worktree is never touched.",

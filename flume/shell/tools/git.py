@@ -476,12 +476,13 @@ def changes(worktree: Path) -> WorktreeChanges:
     )
 
 
-def add_worktree(
+def add_worktree(  # noqa: PLR0913 (its place, its branch and how it is added)
     repository: Path,
     path: Path,
     branch: BranchName,
     start: Sha | None,
     *,
+    force: bool = False,
     pass_fds: tuple[int, ...] = (),
 ) -> Ran:
     """``git worktree add``: a new ``branch`` cut at ``start``, or (None) the branch as it is.
@@ -489,11 +490,13 @@ def add_worktree(
     The files are checked out by one worker a core (``checkout.workers=0``, git's parallel
     checkout): most of a launch's time is this checkout, and the result is the same file for
     file. A person's own ``checkout.workers`` gives way to it for flume's worktrees only.
+    ``force``: over git's entry of a worktree whose folder was removed (``--force``).
     """
     where = ("-b", branch, str(path), start) if start is not None else (str(path), branch)
+    forced = ("--force",) if force else ()
     return run(
         repository,
-        *("-c", "checkout.workers=0", "worktree", "add", "--quiet", *where),
+        *("-c", "checkout.workers=0", "worktree", "add", "--quiet", *forced, *where),
         pass_fds=pass_fds,
     )
 
