@@ -61,6 +61,7 @@ from flume.core.observations import (
     Tick,
 )
 from flume.core.place import (
+    Fanned,
     JoinStage,
     Judging,
     LaneState,
@@ -316,6 +317,34 @@ def test_a_merge_refused_while_none_is_asked_and_wrong_ways_out_change_nothing()
     assert isinstance(refused, UsageError)
     assert refused.exit_status == 1
     assert "has no lane 'zzz' that ended unfinished" in str(refused)
+
+
+def test_a_run_retried_while_its_lanes_work_waits_on_them_before_it_merges() -> None:
+    """WF-FINISHED-HOLDS-ITS-WORK: a run retried while its lanes work merges them once they end.
+
+    Its worktree removed and added again by the retry, its lanes still at work: the retried
+    block waits on them, and merges both once they finish, never none. Found trying the
+    removed worktree's retry as a user: the block merged "none" at once and landed, its two
+    lanes still at work.
+    """
+    lanes = Parallel(
+        name=BlockName("slices"), branches=pvector([_step("a", Commit()), _step("b", Commit())])
+    )
+    world = FakeWorld(settings=S, kind=_kind(lanes))
+    assert world.launch() is None
+    assert world.delete_worktree_by_hand() is None
+    assert isinstance(_place(world).stage.phase, Short)
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    world.now += 1
+    assert world.feed(Tick(at=world.instant())) is None
+    place = _place(world)
+    assert place.path in world.worktrees
+    assert isinstance(place.stage.phase, Fanned), place.stage.phase
+    assert world.merges == []
+    for lane in ("a", "b"):
+        head = world.git.commit(world.lanes[lane].branch, world.now)
+        world.feed(LaneEnded(at=world.instant(), lane=lane, finished=True, head=head))
+    assert world.merges == [("a", "b")]
 
 
 @pytest.mark.parametrize("merge", [Merge.MERGE, Merge.PICK])

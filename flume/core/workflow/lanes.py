@@ -203,10 +203,13 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         lane in place.lanes and place.lanes[lane].state is not LaneState.WAITING
         for lane in lane_names(parallel)
     )
-    if ran and not any(run.state is LaneState.WAITING for run in place.lanes.values()):
+    working = {LaneState.WAITING, LaneState.RUNNING}
+    if ran and not any(run.state in working for run in place.lanes.values()):
         # Its lanes ran already: a merge step stopped short and was retried, or a merge git
         # refused was resumed; merge again. (A loop's next pass enters the block anew, at
-        # attempt 1: its lanes run again, below.)
+        # attempt 1: its lanes run again, below.) Never while a lane runs: the run retried
+        # once its worktree or branch was back, its lanes still at work, waits on them
+        # (WF-FINISHED-HOLDS-ITS-WORK).
         place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
         return place, (merge_action(place),)
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)
@@ -215,8 +218,9 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         paused = Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent", spent=spent)
         return stage.pause_stage(place, paused)
     if ran:
-        # A lane launched again (WF-JOIN-ALL): the block fans out anew for it alone, from the
-        # head it was entered at; the lanes that finished stay finished.
+        # A lane launched again (WF-JOIN-ALL), or lanes still at work: the block fans out anew
+        # for those waiting alone, from the head it was entered at, and waits on those running;
+        # the lanes that finished stay finished.
         run = attrs.evolve(place.stage, phase=Fanned(since=now), turns=0)
         place, launched = _launch_more(evolve(place, stage=run), parallel)
         return place, launched
