@@ -635,9 +635,15 @@ def retry(
     client.ensure()
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
+    place = decision.place
+    again = (
+        f", once its worktree is added again from its branch {place.branch} at {place.head}"
+        if place.rebuilding
+        else ""
+    )
     return (
-        f"{_name(decision.place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
-        f"with a fresh agent{with_words}"
+        f"{_name(place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
+        f"with a fresh agent{with_words}{again}"
     )
 
 

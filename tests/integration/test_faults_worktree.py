@@ -158,6 +158,10 @@ def test_a_deleted_worktree_is_added_again_by_retry_from_its_branch_with_its_com
 
     retried = flume_process("retry", "fix--again", "--repository", str(repo))
     assert retried.returncode == 0, retried.stderr
+    assert retried.stdout == (
+        "fix--again: stage code starts again (attempt 2) with a fresh agent, once its worktree "
+        f"is added again from its branch fix/again at {head}\n"
+    )
     wait_for(lambda: sessions_started(journal_path, "code", 2) != set(), 60, "attempt 2 started")
     assert run_git(folder, "rev-parse", "HEAD").strip() == head
     assert run_git(folder, "rev-parse", "--abbrev-ref", "HEAD").strip() == "fix/again"
