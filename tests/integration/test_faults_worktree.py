@@ -53,6 +53,18 @@ steps = [
 """
 
 
+def _committed(tmp_path: Path, repo: Path, name: str) -> Path:
+    """Launch ``fix--<name>``, its agent committing then working on; once its commit is seen."""
+    journal_path = launch_test_agent(repo, name, script(tmp_path, COMMITS_THEN_BUSY))
+
+    def committed() -> bool:
+        place = place_of(journal_path)
+        return place.head is not None and place.head != place.stage.start_head
+
+    wait_for(committed, 60, "the agent's commit")
+    return journal_path
+
+
 def _working(journal_path: Path) -> bool:
     return isinstance(place_of(journal_path).stage.phase, Working)
 
@@ -144,13 +156,7 @@ def test_a_deleted_worktree_is_added_again_by_retry_from_its_branch_with_its_com
     """
     del panes
     repo = agent_repository(tmp_path)
-    journal_path = launch_test_agent(repo, "again", script(tmp_path, COMMITS_THEN_BUSY))
-
-    def committed() -> bool:
-        place = place_of(journal_path)
-        return place.head is not None and place.head != place.stage.start_head
-
-    wait_for(committed, 60, "the agent's commit")
+    journal_path = _committed(tmp_path, repo, "again")
     head = place_of(journal_path).head
     folder = Path(place_of(journal_path).path)
     shutil.rmtree(folder)
@@ -177,13 +183,7 @@ def test_a_worktree_removed_with_git_is_tidied_and_its_commits_branch_kept(
     """Removed by git worktree remove --force: named; tidy keeps the branch it cannot lose."""
     del panes
     repo = agent_repository(tmp_path)
-    journal_path = launch_test_agent(repo, "removed", script(tmp_path, COMMITS_THEN_BUSY))
-
-    def committed() -> bool:
-        place = place_of(journal_path)
-        return place.head is not None and place.head != place.stage.start_head
-
-    wait_for(committed, 60, "the agent's commit")
+    journal_path = _committed(tmp_path, repo, "removed")
     folder = place_of(journal_path).path
     run_git(repo, "worktree", "remove", "--force", folder)
 
