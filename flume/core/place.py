@@ -194,7 +194,7 @@ class Paused:
     words: str
     again: bool = False
     finish: bool = False
-    #: The budget spent, by name (``turns``), for a pause on a budget.
+    #: The budgets spent, by name (``turns``, ``turns and tokens``), for a pause on a budget.
     spent: str = ""
     #: The lane a pause is about: whose merge conflicted or was refused, or which ended
     #: unfinished.
@@ -1044,8 +1044,8 @@ def resolve_command(place: Place, paused: Paused) -> str:  # noqa: PLR0911 (one 
         case PauseCause.APPROVAL:
             return f"flume approve {name}"
         case PauseCause.BUDGET:
-            option = _RAISE_OPTIONS.get(paused.spent, "--turns")
-            return f"flume raise {name} {option} +N"
+            options = [_RAISE_OPTIONS.get(each, "--turns") for each in paused.spent.split(" and ")]
+            return f"flume raise {name} {' '.join(f'{option} +N' for option in options)}"
         case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX | PauseCause.STALLED:
             return f"flume resume {name} (or flume retry {name} with words)"
         case PauseCause.MERGE_CONFLICT:
