@@ -509,20 +509,26 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
 
         The lock removed, a merge git left under way concluded with ``git commit`` (the issue's
         "doing what git and flume both advise"), a deleted branch restored as named; then the
-        first way out the place's status names, as the shell builds it.
+        first way out the place's status names, as the shell builds it. A place stopped short
+        (its worktree removed, say) names its way out in its words: ``flume retry``.
         """
-        paused = [name for name in self.names() if status(self.place(name)).paused is not None]
-        name = self.pick(index, paused)
+        advised = [
+            name
+            for name in self.names()
+            if status(self.place(name)).paused is not None
+            or status(self.place(name)).phase is PhaseWord.SHORT
+        ]
+        name = self.pick(index, advised)
         if name is None:
             return
         self.person_removes_the_lock()
         self.person_commits_the_merge()
         shown = status(self.place(name))
-        said = f"{shown.paused_words or ''} {shown.resolve or ''}"
+        said = f"{shown.paused_words or ''} {shown.resolve or ''} {shown.needs or ''}"
         for branch, head in re.findall(r"update-ref refs/heads/(\S+) (\w+)", said):
             if branch not in self.fleet.repo.refs and head in self.fleet.repo.commits:
                 self.fleet.repo.refs[BranchName(branch)] = Sha(head)
-        ways = self.ways_out(name, shown.resolve or "")
+        ways = self.ways_out(name, shown.resolve or shown.needs or "")
         if ways:
             where, seen = ways[0]
             self.feed(where, seen)

@@ -201,6 +201,35 @@ def test_a_child_s_question_and_pause_reach_the_lead_and_the_run_s_status() -> N
     assert "flume answer crew--x+coder-1 q1" in news
 
 
+def test_a_goal_spawned_again_names_its_child_and_starts_none() -> None:
+    """A lead retried spawns what it spawned: the same goal is its child's, within max 2.
+
+    The fault trials: a crew lead retried after tmux was killed spawned slice a again, hit its
+    max, and the run finished without slice c. Words a notify added do not make it another.
+    """
+    world = world_of(crew(most=2, cap=1))
+    assert world.place is not None
+    assert spawned_child(world.place, "slice a") is None  # the block not entered yet
+    assert spawn(world, "slice a") is None
+    assert spawn(world, "slice b") is None
+    agent = world.live_agent()
+    assert agent is not None
+    assert (
+        world.feed(NotifySaid(at=world.instant(), to="all", text="tabs", session=agent.session))
+        is None
+    )
+    launches = [a for a in world.actions if isinstance(a, LaunchLane)]
+    lanes = world.place.lanes
+    for goal in ("slice a", " slice b "):
+        assert spawn(world, goal) is None
+    assert world.place.lanes == lanes
+    assert [a for a in world.actions if isinstance(a, LaunchLane)] == launches
+    twin = spawned_child(world.place, "slice b")
+    assert twin is not None
+    assert (twin.lane, twin.state) == ("coder-2", LaneState.WAITING)
+    assert spawn(world, "slice c") is not None  # past max 2: a third goal is refused
+
+
 def test_notify_reaches_a_running_child_and_waits_in_the_goal_of_one_not_started() -> None:
     """A running child's journal takes the words; a waiting one's goal holds them."""
     world = world_of(crew(most=2, cap=1))

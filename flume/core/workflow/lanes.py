@@ -43,7 +43,6 @@ The rules:
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from typing import assert_never
 
@@ -87,6 +86,7 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.settings import Settings
+from flume.core.text import shell_word
 from flume.core.workflow import budget
 
 
@@ -662,19 +662,19 @@ def _take_back(place: Place, lane: str, branch: str, seen: ResolveAsked) -> str:
     is in that history already (a merge again does nothing): its files are taken back from
     its branch (``restore``), those it deleted removed (``remove``), and committed.
     """
-    git = f"git -C {shlex.quote(place.path)}"
+    git = f"git -C {shell_word(place.path)}"
     restore, remove = seen.restore.get(lane, pvector()), seen.remove.get(lane, pvector())
     if not (restore or remove):
         return f"merge it ({git} merge --no-ff {branch})"
     taken = [f"{git} checkout {branch} -- {_quoted(restore)}"] if restore else []
     taken += [f"{git} rm --quiet -- {_quoted(remove)}"] if remove else []
-    message = shlex.quote(f"Take back the changes of lane {lane}")
+    message = shell_word(f"Take back the changes of lane {lane}")
     return f"take its changes back: {' && '.join(taken)} && {git} commit --quiet -m {message}"
 
 
 def _quoted(paths: Iterable[str]) -> str:
     """Paths as a shell reads them, each one word."""
-    return " ".join(shlex.quote(path) for path in paths)
+    return " ".join(shell_word(path) for path in paths)
 
 
 def _go_on_without(place: Place, paused: Paused, seen: ResolveAsked) -> Outcome:
