@@ -635,14 +635,14 @@ def retry(
     client.ensure()
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
-    place = decision.place
+    retried = decision.place
     again = (
-        f", once its worktree is added again from its branch {place.branch} at {place.head}"
-        if place.rebuilding
+        f", once its worktree is added again from its branch {retried.branch} at {retried.head}"
+        if retried.rebuilding
         else ""
     )
     return (
-        f"{_name(place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
+        f"{_name(retried)}: stage {stage.name} starts again (attempt {stage.attempt}) "
         f"with a fresh agent{with_words}{again}"
     )
 
