@@ -63,6 +63,9 @@ def _ms(name: str, pattern: str) -> Figure:
     return Figure(name=name, unit="ms", pattern=pattern)
 
 
+#: Benches run only when named: each takes minutes (100 places launched and delivered to).
+NAMED_ONLY = frozenset({"delivery"})
+
 BENCHES: dict[str, Bench] = {
     "replay": Bench(
         script="replay.py",
@@ -220,6 +223,28 @@ BENCHES: dict[str, Bench] = {
                 "1 run of 8 lanes: supervisor idle CPU (CPU)",
                 "% core",
                 rf"^1 run of \d+ lanes .*idle CPU {NUMBER}%",
+            ),
+        ),
+    ),
+    "delivery": Bench(
+        script="delivery.py",
+        arguments=("--places", "100", "--only-supervisor"),
+        figures=(
+            _ms(
+                "100 places: send -> journal, median (wall)",
+                rf"^test agent via the supervisor: send -> journal\s+median\s+{NUMBER} ms",
+            ),
+            _ms(
+                "100 places: send -> journal, worst (wall)",
+                rf"^test agent via the supervisor: send -> journal.*worst\s+{NUMBER}",
+            ),
+            _ms(
+                "100 places: tell -> journal, median (wall)",
+                rf"^test agent via the supervisor: tell -> journal\s+median\s+{NUMBER} ms",
+            ),
+            _ms(
+                "100 places: tell -> journal, worst (wall)",
+                rf"^test agent via the supervisor: tell -> journal.*worst\s+{NUMBER}",
             ),
         ),
     ),
@@ -523,7 +548,9 @@ def command_line(argv: list[str] | None = None) -> argparse.Namespace:
     # Checked here, not by argparse's choices: with no bench named, argparse checks its empty
     # list (or a default list) against the choices as if it were one, and refuses it.
     parser.add_argument(
-        "benches", nargs="*", help=f"the benches, of {', '.join(BENCHES)} (default: all of them)"
+        "benches",
+        nargs="*",
+        help=f"the benches, of {', '.join(BENCHES)} (default: all but {', '.join(NAMED_ONLY)})",
     )
     parser.add_argument("--against", type=Path, required=True, help="the checkout before")
     parser.add_argument("--rounds", type=int, default=5)
@@ -537,7 +564,7 @@ def command_line(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = [name for name in arguments.benches if name not in BENCHES]
     if unknown:
         parser.error(f"no bench {', '.join(unknown)}: choose from {', '.join(BENCHES)}")
-    arguments.benches = arguments.benches or list(BENCHES)
+    arguments.benches = arguments.benches or [name for name in BENCHES if name not in NAMED_ONLY]
     return arguments
 
 

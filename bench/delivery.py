@@ -8,7 +8,10 @@ in
 the transcript. Then once more through the real supervisor: a launch's journal gives the instant
 the prompt was sent for and the instant the watch journaled the transcript line.
 
-    .venv/bin/python bench/delivery.py [--rounds 10]
+    .venv/bin/python bench/delivery.py [--rounds 10] [--places N] [--only-supervisor]
+
+``--places`` launches that many places at once through the supervisor (all alive, each
+delivered to; P6 at 100 busy places: ``--places 100 --only-supervisor``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from flume.core.observations import AgentStateSeen, TranscriptEntry
+from flume.core.observations import AgentStateSeen, Told, TranscriptEntry
 from flume.shell.agents.claude import project_slug
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store import journal, places
@@ -95,9 +98,14 @@ def _report(name: str, seconds: list[float]) -> None:
     )
 
 
-def through_supervisor(rounds: int) -> list[float]:
-    """Journaled instants: the agent said it waits (the send) to the prompt's transcript line."""
+def through_supervisor(rounds: int) -> tuple[list[float], list[float]]:
+    """Journaled instants, prompts and tells, each place's once all are alive.
+
+    A prompt: the agent said it waits (the send) to the prompt's transcript line. A tell:
+    ``flume tell`` journaled it to its transcript line.
+    """
     found: list[float] = []
+    told: list[float] = []
     with tempfile.TemporaryDirectory(prefix="flb-", dir="/tmp") as name:
         folder = Path(name)
         env = os.environ | {
@@ -129,10 +137,32 @@ def through_supervisor(rounds: int) -> list[float]:
                 marker = f"flume:fix--b{number}:code:1"
                 _wait(lambda p=path, m=marker: _journaled(p, m) is not None, 60)
                 found.append(_journaled(path, marker) or 0.0)
+            for number in range(rounds):
+                subprocess.run(  # noqa: S603
+                    [*flume, "tell", f"fix--b{number}", f"Tell {number}.",
+                     "--repository", str(repo)],
+                    env=env, check=True, capture_output=True,
+                )  # fmt: skip
+            for number in range(rounds):
+                path = journals / f"fix--b{number}" / places.JOURNAL
+                text = f"Tell {number}."
+                _wait(lambda p=path, t=text: _told(p, t) is not None, 60)
+                told.append(_told(path, text) or 0.0)
         finally:
             subprocess.run([*flume, "daemon", "stop"], env=env, check=False, capture_output=True)  # noqa: S603
             Tmux(folder / "tmux.sock").kill_server()
-    return found
+    return found, told
+
+
+def _told(path: Path, text: str) -> float | None:
+    """From the tell's line to the transcript's line holding its words, in one journal."""
+    asked = None
+    for seen in journal.read(path).observations:
+        if isinstance(seen, Told) and seen.text == text:
+            asked = seen.at
+        if isinstance(seen, TranscriptEntry) and text in seen.text and asked is not None:
+            return seen.at - asked
+    return None
 
 
 def _journaled(path: Path, marker: str) -> float | None:
@@ -149,7 +179,22 @@ def main() -> None:
     """Print the delivery latencies."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
-    rounds = parser.parse_args().rounds
+    parser.add_argument(
+        "--places",
+        type=int,
+        default=None,
+        help="places launched at once through the supervisor (default: as many as rounds)",
+    )
+    parser.add_argument(
+        "--only-supervisor",
+        action="store_true",
+        help="only the delivery through the supervisor (the agents' own pastes are skipped)",
+    )
+    arguments = parser.parse_args()
+    rounds = arguments.rounds
+    if arguments.only_supervisor:
+        _supervised(arguments.places or rounds)
+        return
     with tempfile.TemporaryDirectory(prefix="flb-", dir="/tmp") as name:
         folder = Path(name)
         env = {"HOME": str(folder / "home"), "PATH": os.environ["PATH"]}
@@ -172,7 +217,14 @@ def main() -> None:
                 one(folder, lambda s: [str(binary), "--session-id", s], env) for _ in range(rounds)
             ]
         _report("real Claude Code: paste -> transcript", claude)
-    _report("test agent via the supervisor: send -> journal", through_supervisor(rounds))
+    _supervised(arguments.places or rounds)
+
+
+def _supervised(places_alive: int) -> None:
+    """Print the prompts' and the tells' delivery through the supervisor."""
+    prompts, tells = through_supervisor(places_alive)
+    _report("test agent via the supervisor: send -> journal", prompts)
+    _report("test agent via the supervisor: tell -> journal", tells)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ Targets (DESIGN.md §9, issue 29): subprocesses per tick the same for 1 place as
 with 1,000; resident memory under 100 MB with 1,000.
 
 One host is built for each count asked (real launches: worktrees made by the supervisor), each
-followed by its own real supervisor process. Every place's code stage runs
-flume's test agent in a pane of the host's tmux server; once each agent took its prompt and
-waits (an idle place with a live agent: the watch reads its pane, registry and transcript every
-tick), both run together for the measuring window: CPU time from /proc/<pid>/stat over wall
-time, resident memory from /proc/<pid>/status, and the git and tmux processes of the last tick.
+followed by its own real supervisor process. Every place's code stage runs flume's test agent
+in a pane of the host's tmux server; once each agent took its prompt and waits (an idle place
+with a live agent: its pane is listed every tick, its registry entry, transcript and hook file
+looked at on their events and at the safety net), all run together for the measuring window:
+CPU time from /proc/<pid>/stat over wall time, resident memory from /proc/<pid>/status, and the
+most git and tmux processes a tick ran among those read every 2 s (``daemon status``'s last
+tick).
 
 Run: ``python bench/supervisor.py [--places N [N ...]] [--seconds S]`` (1 is always measured
 too). 1,000 places run 1,000 idle test agents, about 12 MB each: mind the machine's memory.
@@ -130,7 +132,17 @@ def main() -> None:
         print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
     before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
     wall = time.monotonic()
-    time.sleep(arguments.seconds)  # the measuring window: every supervisor runs on its own
+    # The measuring window: every supervisor runs on its own. The observing processes of a tick
+    # are read from each now and then (at most 2 a repository: one git listing, only once a ref
+    # moved or at the safety net, and one tmux listing); asking costs each one request.
+    most = dict.fromkeys(hosts, 0)
+    while time.monotonic() - wall < arguments.seconds:
+        time.sleep(min(2.0, max(0.0, arguments.seconds - (time.monotonic() - wall))))
+        for count, (environment, _pid) in hosts.items():
+            with_environment(environment)
+            reply = client.status()
+            assert reply is not None
+            most[count] = max(most[count], reply.last_tick_subprocesses)
     elapsed = time.monotonic() - wall
     print(f"load average {os.getloadavg()[0]:.2f} over the window's last minute")
     subprocesses = {}
@@ -140,17 +152,17 @@ def main() -> None:
         assert reply is not None
         share = (cpu_seconds(pid) - before[count]) / elapsed * 100
         memory = rss_mb(pid)
-        subprocesses[count] = reply.last_tick_subprocesses
+        subprocesses[count] = most[count]
         target = next((cpu for most, cpu in CPU_TARGETS if count <= most), None)
         verdict = "" if target is None else f" (target < {target}%: {_met(share < target)})"
         print(
-            f"{count:>5} place(s): {reply.last_tick_subprocesses} git+tmux process(es) a tick, "
+            f"{count:>5} place(s): {most[count]} git+tmux process(es) a tick at most, "
             f"{reply.ticks} ticks so far; idle CPU {share:.2f}% of a core{verdict}; "
             f"resident memory {memory:.1f} MB (target < {MEMORY_TARGET_MB:.0f} MB: "
             f"{_met(memory < MEMORY_TARGET_MB)})"
         )
     print(
-        "P3 subprocesses a tick, by places: "
+        "P3 most subprocesses a tick, by places: "
         + ", ".join(f"{count}: {subprocesses[count]}" for count in counts)
         + f": {'equal' if len(set(subprocesses.values())) == 1 else 'NOT equal'}"
     )

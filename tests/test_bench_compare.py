@@ -64,6 +64,13 @@ resident memory 52.9 MB
 P3 subprocesses a tick, 1 vs 5 places: 3 vs 4: NOT equal
 """
 
+DELIVERY = """\
+test agent via the supervisor: send -> journal median   121.4 ms  best    80.2  worst   373.9  \
+(100 prompts)
+test agent via the supervisor: tell -> journal median   211.0 ms  best    95.5  worst   512.3  \
+(100 prompts)
+"""
+
 TRANSCRIPT = """\
 transcript: 20.0 MB, 45,120 lines; first read 0.41 s; 5 rounds of ~1.10 KB appended
 tail (read_from offset)  median     0.081 ms  best     0.070 ms  worst     0.120 ms
@@ -74,7 +81,7 @@ P4 (1 KB appended observed in < 10 ms): met, worst round 0.120 ms
 
 
 def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
-    """Each figure of the five benches is the number printed beside its words."""
+    """Each figure of the six benches is the number printed beside its words."""
     read = {
         name: compare.parse(compare.BENCHES[name], text)
         for name, text in (
@@ -83,6 +90,7 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
             ("status", STATUS),
             ("supervisor", SUPERVISOR),
             ("transcript", TRANSCRIPT),
+            ("delivery", DELIVERY),
         )
     }
     assert read["replay"] == {
@@ -112,6 +120,12 @@ def test_every_figure_of_every_bench_is_read_from_its_text() -> None:
         "1 place: resident memory": 48.2,
         "N places: resident memory": 52.9,
         "N places: made and idle after (wall)": 31.0,
+    }
+    assert read["delivery"] == {
+        "100 places: send -> journal, median (wall)": 121.4,
+        "100 places: send -> journal, worst (wall)": 373.9,
+        "100 places: tell -> journal, median (wall)": 211.0,
+        "100 places: tell -> journal, worst (wall)": 512.3,
     }
     assert read["transcript"] == {
         "input: transcript lines": 45120.0,
@@ -237,8 +251,10 @@ def test_on_the_cpu_clock_only_the_figures_it_can_measure_are_kept() -> None:
 
 
 def test_no_bench_named_is_every_bench_and_a_named_one_is_that_one() -> None:
-    """``compare.py --against X`` compares all five; naming some compares those; a typo is told."""
-    assert compare.command_line(["--against", "x"]).benches == list(compare.BENCHES)
+    """``compare.py --against X`` compares all but the slow ones; named, those; a typo is told."""
+    default = compare.command_line(["--against", "x"]).benches
+    assert default == [name for name in compare.BENCHES if name != "delivery"]
+    assert compare.command_line(["--against", "x", "delivery"]).benches == ["delivery"]
     assert compare.command_line(["--against", "x", "replay", "status"]).benches == [
         "replay",
         "status",

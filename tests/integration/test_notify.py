@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from flume.core.ids import Instant
 from flume.core.observations import (
     AgentReady,
     Author,
+    BranchHead,
     Observation,
     TranscriptEntry,
     TranscriptFound,
@@ -28,13 +30,16 @@ from flume.core.observations import (
 from flume.core.place import Working
 from flume.core.settings import Settings
 from flume.core.step import step
+from flume.shell import process
 from flume.shell.agents import claude, scripted
+from flume.shell.agents.runner import live_sessions
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.watch import Watch
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store.follower import Followed
+from flume.shell.tools import git
 from flume.shell.tools.notify import SAFETY_SECONDS, Notify
-from tests.integration.places_kit import Harness, launch_place, repository
+from tests.integration.places_kit import Harness, commit, launch_place, repository, run_git
 from tests.integration.test_watch import _followed
 
 pytestmark = pytest.mark.skipif(
@@ -191,3 +196,126 @@ def test_a_deleted_worktree_is_noticed_at_the_next_tick(host: Path, harness: Har
         paths[1]: "its folder holds no worktree: git there is the main repository's",
     }
     assert notify.mode == "inotify"
+
+
+def _heads_seen(heads: BranchHeads, followed: list[Followed], now: float) -> dict[str, str]:
+    """The branch heads one look reported, by branch."""
+    return {
+        obs.branch: obs.sha
+        for _each, obs in heads.observe(followed, Instant(now))
+        if isinstance(obs, BranchHead)
+    }
+
+
+def test_branches_are_listed_again_only_once_a_ref_of_theirs_changes(
+    host: Path, harness: Harness
+) -> None:
+    """No event in their refs' folders: no git process; a commit: listed and seen the next tick."""
+    repo = repository(host / "repo")
+    path = launch_place(repo, "moved")
+    harness.settle()
+    followed = [harness.supervisor.followed[path]]
+    place = followed[0].place
+    assert place is not None
+    notify = Notify()
+    heads = BranchHeads(notify)
+    now = harness.clock.now
+    assert _heads_seen(heads, followed, now) == {}
+    notify.read()
+    assert _heads_seen(heads, followed, now + 1) == {}  # its refs' folders watched from now on
+    for tick in (2, 3):
+        notify.read()
+        ran = process.count.runs["git"]
+        assert _heads_seen(heads, followed, now + tick) == {}
+        assert process.count.runs["git"] == ran  # the heads last listed: nothing moved
+    sha = commit(Path(place.path), "moved.txt")
+    notify.read()
+    ran = process.count.runs["git"]
+    assert _heads_seen(heads, followed, now + 4) == {place.branch: sha}
+    assert process.count.runs["git"] == ran + 1
+
+
+def test_a_ref_moved_with_no_event_is_found_by_the_safety_net(host: Path, harness: Harness) -> None:
+    """A branch moved through a hard link elsewhere (no event): listed again within the window."""
+    repo = repository(host / "repo")
+    path = launch_place(repo, "linked")
+    harness.settle()
+    worktree = Path(harness.place(path).path)
+    commit(worktree, "first.txt")  # the branch's ref is a loose file now
+    harness.settle()
+    followed = [harness.supervisor.followed[path]]
+    place = followed[0].place
+    assert place is not None
+    sha = run_git(worktree, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "unseen").strip()
+    ref = git.common_dir(repo) / "refs" / "heads" / place.branch
+    elsewhere = host / "elsewhere"
+    elsewhere.mkdir()
+    os.link(ref, elsewhere / "ref")  # before the folder is watched: linking is an event too
+    notify = Notify()
+    heads = BranchHeads(notify)
+    now = harness.clock.now
+    _heads_seen(heads, followed, now)
+    notify.read()
+    _heads_seen(heads, followed, now + 1)
+    with (elsewhere / "ref").open("w", encoding="ascii") as file:
+        file.write(sha + "\n")
+    notify.read()
+    assert _heads_seen(heads, followed, now + 2) == {}
+    notify.read()
+    assert _heads_seen(heads, followed, now + 1 + SAFETY_SECONDS) == {place.branch: sha}
+
+
+def test_registry_entries_are_read_again_only_on_their_events(host: Path) -> None:
+    """A registry folder watched: a file written or removed is seen at the next look."""
+    folder = scripted.home() / "sessions"
+    folder.mkdir(parents=True)
+    notify = Notify()
+
+    def entry(name: str, session: str) -> None:
+        (folder / name).write_text(json.dumps({"sessionId": session, "pid": 1}), encoding="utf-8")
+
+    entry("1.json", "first")
+    assert set(live_sessions(notify=notify)) == {"first"}
+    notify.read()
+    assert set(live_sessions(notify=notify)) == {"first"}
+    entry("2.json", "second")
+    notify.read()
+    assert set(live_sessions(notify=notify)) == {"first", "second"}
+    (folder / "1.json").unlink()
+    notify.read()
+    assert set(live_sessions(notify=notify)) == {"second"}
+    assert notify.watching(str(folder))
+    del host
+
+
+class _Looking:
+    """An observer that looked at ``last_looked`` agents whole at its last look."""
+
+    def __init__(self) -> None:
+        self.last_looked = 0
+
+    def observe(
+        self, followed: Sequence[Followed], now: Instant
+    ) -> Iterator[tuple[Followed, Observation]]:
+        """Nothing seen."""
+        del followed, now
+        return iter(())
+
+
+def test_the_loop_hurries_only_while_an_agent_is_looked_at(host: Path, harness: Harness) -> None:
+    """Events told: agents at rest wait for them (no hurried tick); one looked at hurries it."""
+    repo = repository(host / "repo")
+    launch_place(repo, "resting")
+    harness.settle()
+    supervisor = harness.supervisor
+    assert supervisor.working()
+    assert supervisor.hurried()  # no events to wait for: looked at often, as before
+    looking = _Looking()
+    supervisor.notify, supervisor.observers = Notify(), (looking,)
+    assert not supervisor.hurried()
+    looking.last_looked = 1
+    assert supervisor.hurried()
+    supervisor.notify = Notify(most=0)  # the poller looks somewhere: often again
+    looking.last_looked = 0
+    supervisor.notify.watch(str(host))
+    assert supervisor.hurried()

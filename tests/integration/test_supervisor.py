@@ -432,6 +432,8 @@ def test_a_tick_with_nothing_due_checks_no_place(host: Path, harness: Harness) -
     # A commit delivers each code stage: it is due to end once its agent is quiet (R7).
     due = [next_deadline(harness.place(path)) for path in paths]
     assert all(at is not None and at > harness.clock.now for at in due)
+    # The daemon's loop ticks at the earliest of them, not at its slow tick after it.
+    assert harness.supervisor.next_due() == min(at for at in due if at is not None)
     harness.supervisor.tick()
     assert harness.supervisor.stats.last_tick_deadlines_checked == 0
     harness.clock.now = max(at for at in due if at is not None)

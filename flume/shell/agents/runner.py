@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,6 +52,7 @@ from flume.shell.panes.printed import Printed
 from flume.shell.panes.tmux import SESSION_VARIABLE, Tmux
 from flume.shell.store import inbox
 from flume.shell.tools import locate
+from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 #: Fixed, so that one stage attempt always names the same session.
 _NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
@@ -345,41 +347,89 @@ def _runs_session(pid: int, session: str) -> bool:
     return session.encode() in command
 
 
-def live_sessions(fenced: Iterable[str] = ()) -> dict[str, dict[str, object]]:
+def live_sessions(
+    fenced: Iterable[str] = (), notify: Notify | None = None
+) -> dict[str, dict[str, object]]:
     """The live-session registries, by session id: of each agent that keeps one (§1).
 
     The sessions ``fenced`` named keep theirs in their fence's stand-in of the agent's home
     (:func:`~flume.shell.agents.sandbox.seen_home`), looked at too when it exists. One folder
     listing each; a file is read again only when it changed since it was last read, so a look
-    costs what changed, not how many agents live.
+    costs what changed, not how many agents live. With ``notify``, a folder it watches is
+    listed again only every :data:`~flume.shell.tools.notify.SAFETY_SECONDS`: between, only
+    the files its events name are looked at.
     """
     found: dict[str, dict[str, object]] = {}
     seen: set[str] = set()
     homes = [home for home in (each.registry_home() for each in KNOWN.values()) if home]
     stand_ins = [sandbox.seen_home(session, home) for session in fenced for home in homes]
-    for home in dict.fromkeys([*homes, *stand_ins]):
-        try:
-            entries = list(os.scandir(home / "sessions"))
-        except FileNotFoundError:
-            continue
-        for entry in entries:
-            if not entry.name.endswith(".json"):
-                continue
-            seen.add(entry.path)
-            try:
-                changed = entry.stat().st_mtime_ns
-            except OSError:
-                continue
-            cached = _REGISTRY.get(entry.path)
-            if cached is None or cached[0] != changed:
-                cached = (changed, _read_entry(Path(entry.path)))
-                _REGISTRY[entry.path] = cached
-            data = cached[1]
+    clock = time.monotonic()
+    folders = [str(home / "sessions") for home in dict.fromkeys([*homes, *stand_ins])]
+    for folder in folders:
+        entries = _registry_files(folder, notify, clock)
+        seen.update(entries)
+        for data in entries.values():
             if data is not None:
                 found[str(data["sessionId"])] = data
     for gone in [path for path in _REGISTRY if path not in seen]:
         del _REGISTRY[gone]
+    for gone in _LISTED.keys() - set(folders):
+        del _LISTED[gone]
     return found
+
+
+#: Each registry folder's files at its last listing, by path, and when it was listed.
+_LISTED: dict[str, tuple[float, dict[str, dict[str, object] | None]]] = {}
+
+
+def _registry_files(
+    folder: str, notify: Notify | None, clock: float
+) -> dict[str, dict[str, object] | None]:
+    """Each registry file of ``folder`` and its entry (None: unreadable), by path."""
+    listed = _LISTED.get(folder)
+    changed = notify.taken(folder) if notify is not None else None
+    if changed is not None and listed is not None and 0 <= clock - listed[0] < SAFETY_SECONDS:
+        files = listed[1]
+        for name in changed:
+            if name.endswith(".json"):
+                path = os.path.join(folder, name)  # noqa: PTH118 (a string: asked often)
+                entry = _entry(path)
+                if entry is _GONE:
+                    files.pop(path, None)
+                else:
+                    files[path] = entry
+        return files
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except FileNotFoundError:
+        _LISTED.pop(folder, None)
+        return {}
+    files = {}
+    for name in names:
+        if name.endswith(".json"):
+            path = os.path.join(folder, name)  # noqa: PTH118 (a string: asked often)
+            entry = _entry(path)
+            if entry is not _GONE:
+                files[path] = entry
+    _LISTED[folder] = (clock, files)
+    return files
+
+
+#: A registry file gone (or not to be read) since it was listed.
+_GONE: dict[str, object] = {}
+
+
+def _entry(path: str) -> dict[str, object] | None:
+    """The registry file's entry, read again only when its modification time moved."""
+    try:
+        changed = os.stat(path).st_mtime_ns  # noqa: PTH116 (a string: asked often)
+    except OSError:
+        return _GONE
+    cached = _REGISTRY.get(path)
+    if cached is None or cached[0] != changed:
+        cached = (changed, _read_entry(Path(path)))
+        _REGISTRY[path] = cached
+    return cached[1]
 
 
 def _read_entry(path: Path) -> dict[str, object] | None:

@@ -29,8 +29,10 @@ An agent at rest is not looked at again until something of its changed: a tick p
 while its place is the one last looked at, settled and not mid-delivery (no prompt or tell
 awaiting its proof, no end asked), its pane and registry entry as they were, and its transcript,
 hook file and fence ref not changed (:class:`~flume.shell.tools.notify.Notify`: inotify's
-events, or, where it cannot watch, every tick as before), and at least every
-:data:`~flume.shell.tools.notify.SAFETY_SECONDS`, whatever the events said (the safety net).
+events, or, where it cannot watch, every tick as before); and every
+:data:`~flume.shell.tools.notify.SAFETY_SECONDS`, whatever the events said, its files' sizes and
+times are compared with those taken before its last look, and it is looked at whole if one moved
+(the safety net: an event missed is found within seconds, at the cost of a ``stat`` a file).
 What it would have reported is then what it reports when next looked at: the same facts.
 
 What is particular to each agent (where its transcript is and how its lines read, its hooks, its
@@ -152,6 +154,9 @@ class Looked:
     #: The files its look reads (its transcript, hook file, fence ref), each (folder, name);
     #: None: one cannot be named (a fence without its mirror), so it is looked at every tick.
     files: tuple[tuple[str, str], ...] | None
+    #: Those files' sizes and modification times, taken just before the look read them: the
+    #: safety net compares them, and looks whole only when one moved. None: not taken.
+    marks: tuple[tuple[int, int], ...] | None = None
 
 
 def _saved(attribute: attrs.Attribute[Any], _value: object) -> bool:
@@ -176,6 +181,8 @@ class Watch:
         self.looked: dict[str, Looked] = {}
         #: Each session's fence: found (its mirror), or not, and when last looked for.
         self._fences: dict[str, tuple[bool, float]] = {}
+        #: Where each session's fence would be, as a string (built once).
+        self._fence_folders: dict[str, str] = {}
         #: How many agents the last tick looked at whole (the rest were at rest).
         self.last_looked = 0
         #: Dead panes no agent of a place holds, and for how many ticks they have been seen so.
@@ -201,7 +208,7 @@ class Watch:
         )
         panes = self.tmux.panes() if wants_tmux else None
         herdr_panes = self.herdr.panes() if in_herdr else None
-        registry = live_sessions(self._fenced(live, now)) if live else {}
+        registry = live_sessions(self._fenced(live, now), self.notify) if live else {}
         current: set[str] = set()
         self.last_looked = 0
         for each in live:
@@ -219,6 +226,8 @@ class Watch:
             if settled and self._at_rest(place, agent, (pane, entry), now):
                 continue
             self.last_looked += 1
+            kept = self.looked.get(agent.session)
+            marks = _marks(kept.files) if kept is not None and kept.files is not None else None
             try:
                 for seen in self._agent(place, agent, (server, listed), registry, now):
                     yield each, seen
@@ -238,7 +247,12 @@ class Watch:
             # the next tick, reads what came in between.
             at = now if files is not None and self._watched(files) else -math.inf
             self.looked[agent.session] = Looked(
-                place=place, pane=pane, entry=entry, at=at, files=files
+                place=place,
+                pane=pane,
+                entry=entry,
+                at=at,
+                files=files,
+                marks=marks if kept is not None and files == kept.files else None,
             )
         self._close_dead(panes, current)
         for session in [s for s in self.seen if s not in current]:
@@ -247,6 +261,7 @@ class Watch:
             del self.looked[session]
         for session in [s for s in self._fences if s not in current]:
             del self._fences[session]
+            self._fence_folders.pop(session, None)
 
     def _at_rest(
         self,
@@ -268,14 +283,34 @@ class Watch:
             or kept.files is None
             or kept.place is not place
             or (kept.pane, kept.entry) != shown
-            or not 0 <= now - kept.at < SAFETY_SECONDS
+            or not self._safe(agent.session, kept, now)
             or agent.ending
             or place.sending is not None
             or isinstance(place.stage.phase, AwaitingInput | Delivering)
         ):
             return False
-        changed = [self.notify.changed_in(*file) for file in kept.files]  # each asked: taken
+        notify = self.notify
+        if all(notify.quiet(folder) for folder, _name in kept.files):
+            return True  # no event in any of their folders: nothing to take
+        changed = [notify.changed_in(*file) for file in kept.files]  # each asked: taken
         return not any(changed)
+
+    def _safe(self, session: str, kept: Looked, now: Instant) -> bool:
+        """The safety net finds nothing: looked at lately, or its files' marks have not moved.
+
+        Every :data:`~flume.shell.tools.notify.SAFETY_SECONDS` an agent at rest has its files'
+        sizes and times compared with those taken before its last look (a ``stat`` each, not
+        a look): an event missed is found within seconds, and 1,000 agents at rest cost 1,000
+        ``stat`` calls a window, not 1,000 looks.
+        """
+        if 0 <= now - kept.at < SAFETY_SECONDS:
+            return True
+        if kept.at == -math.inf or kept.files is None or kept.marks is None:
+            return False
+        if _marks(kept.files) != kept.marks:
+            return False
+        self.looked[session] = attrs.evolve(kept, at=now)
+        return True
 
     def _watched(self, files: tuple[tuple[str, str], ...]) -> bool:
         """Every file's folder was watched already (those not yet are watched from now on)."""
@@ -332,11 +367,18 @@ class Watch:
             session = each.place.agent.session
             found, at = self._fences.get(session, (False, -math.inf))
             if not found and not 0 <= now - at < SAFETY_SECONDS:
-                found = sandbox.folder_of(session).is_dir()
+                found = os.path.isdir(self._fence_folder(session))  # noqa: PTH112 (a string)
                 self._fences[session] = (found, now)
             if found:
                 fenced.append(session)
         return fenced
+
+    def _fence_folder(self, session: str) -> str:
+        """Where the session's fence would be (its path built once a session)."""
+        folder = self._fence_folders.get(session)
+        if folder is None:
+            folder = self._fence_folders[session] = str(sandbox.folder_of(session))
+        return folder
 
     def _state(self, session: str) -> Seen:
         state = self.seen.get(session)
@@ -511,6 +553,19 @@ class Watch:
             if self.dead_ticks[pane_id] >= _DEAD_TICKS:
                 self.tmux.kill_pane(pane_id)
         self.dead_ticks = {key: value for key, value in self.dead_ticks.items() if key in dead}
+
+
+def _marks(files: tuple[tuple[str, str], ...]) -> tuple[tuple[int, int], ...]:
+    """Each file's size and modification time (-1, -1: not there)."""
+    marks: list[tuple[int, int]] = []
+    for folder, name in files:
+        try:
+            found = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 (strings: asked often)
+        except OSError:
+            marks.append((-1, -1))
+        else:
+            marks.append((found.st_size, found.st_mtime_ns))
+    return tuple(marks)
 
 
 def _in_herdr(place: Place | None) -> bool:

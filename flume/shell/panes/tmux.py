@@ -47,7 +47,10 @@ _FIELDS = (
     "#{session_name}",
     "#{window_name}",
     "#{@flume_typed}",
-    "#{pane_start_command}",
+    # Only the session's variable of the pane's command, cut out by tmux itself: the whole
+    # command is hundreds of bytes a pane, and the listing is taken every tick (issue 29: at
+    # 1,000 panes it was 370 KB a listing). A command without it comes whole, and names none.
+    "#{s/.*(" + SESSION_VARIABLE + "=[0-9A-Za-z-]+).*/\\1/:pane_start_command}",
 )
 #: What the server is set to when flume starts it (reference/tmux.md §1, §8).
 _SERVER_OPTIONS = (
@@ -123,6 +126,8 @@ class Tmux:
     def __init__(self, socket: Path | None = None) -> None:
         self.socket = socket or socket_path()
         self._creating = threading.Lock()
+        #: Each line of the last listing, and the pane it was read as.
+        self._parsed: dict[str, Pane] = {}
 
     def run(self, *args: str, stdin: str | None = None) -> Ran:
         """Run ``tmux -S SOCKET -f /dev/null args``; never raises on a non-zero exit."""
@@ -189,7 +194,13 @@ class Tmux:
             # The server is gone, or went as the call reached it (its last pane was closed).
             return {} if server_gone(ran) else None
         found: dict[str, Pane] = {}
+        # A pane listed as it was last time is the same Pane (most are, tick after tick).
+        parsed: dict[str, Pane] = {}
         for line in ran.out.splitlines():
+            same = self._parsed.get(line)
+            if same is not None:
+                found[same.id] = parsed[line] = same
+                continue
             parts = line.split("\t", len(_FIELDS) - 1)
             if len(parts) != len(_FIELDS):
                 continue
@@ -207,6 +218,8 @@ class Tmux:
                 session=match.group(1) if match else None,
                 typed=typed,
             )
+            parsed[line] = found[pane_id]
+        self._parsed = parsed
         return found
 
     def capture(self, pane: str) -> str | None:

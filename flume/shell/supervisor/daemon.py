@@ -136,7 +136,7 @@ def observers(
     )
 
 
-def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: PLR0915 (the daemon's whole life, in order)
+def serve(settings: Settings, asked_after: int | None = None) -> int:
     """Run the supervisor until ``flume daemon stop`` or SIGTERM; 0 if another one runs.
 
     ``asked_after`` is how many stops the host had counted when a command asked for this
@@ -196,34 +196,18 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         wake=wake,
         notify=notify,
     )
-    stopping = False
-
-    def on_term(_signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        wake()
-
-    signal.signal(signal.SIGTERM, on_term)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "listener")
     selector.register(wake_read, selectors.EVENT_READ, "wake")
+    loop = _Loop(supervisor, selector, _Events(selector, notify))
+
+    def on_term(_signum: int, _frame: object) -> None:
+        loop.stopping = True
+        wake()
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
-        due = time.monotonic()
-        while not stopping:
-            if time.monotonic() >= due:
-                supervisor.tick()
-                every = BUSY_TICK_SECONDS if supervisor.working() else TICK_SECONDS
-                due = time.monotonic() + every
-            for key, _events in selector.select(max(0.0, due - time.monotonic())):
-                if key.data == "wake":
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(wake_read, 4096)
-                    due = 0.0
-                    continue
-                asks = _answer(listener, supervisor)
-                stopping |= asks.stop
-                if asks.look:
-                    due = 0.0
+        loop.run(listener, wake_read)
     finally:
         _log.info("supervisor stopping")
         listener.close()
@@ -232,6 +216,82 @@ def serve(settings: Settings, asked_after: int | None = None) -> int:  # noqa: P
         supervisor.close()
         os.close(descriptor)
     return 0
+
+
+class _Loop:
+    """The daemon's loop: a tick when one is due, requests and wakes answered between."""
+
+    def __init__(
+        self, supervisor: Supervisor, selector: selectors.BaseSelector, events: _Events
+    ) -> None:
+        self.supervisor = supervisor
+        self.selector = selector
+        self.events = events
+        #: Set by SIGTERM or a stop asked: the loop ends after what it is doing.
+        self.stopping = False
+
+    def run(self, listener: socket.socket, wake_read: int) -> None:
+        """Tick and answer until stopped."""
+        supervisor, events = self.supervisor, self.events
+        due = ticked = time.monotonic()
+        while not self.stopping:
+            if time.monotonic() >= due:
+                supervisor.tick()
+                ticked = time.monotonic()
+                every = BUSY_TICK_SECONDS if supervisor.hurried() else TICK_SECONDS
+                deadline = supervisor.next_due()
+                if deadline is not None:
+                    # A place's deadline before the next tick: a tick at it, not after it (but
+                    # never sooner than a hurried tick).
+                    every = min(every, max(BUSY_TICK_SECONDS, deadline - time.time()))
+                due = ticked + every
+                events.listen()
+            for key, _events in self.selector.select(max(0.0, due - time.monotonic())):
+                if key.data == "wake":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_read, 4096)
+                    due = 0.0
+                elif key.data == "events":
+                    # Files changed: looked at by the next tick, but no sooner than a hurried
+                    # tick would (an agent writing its transcript must not tick the loop each
+                    # line). Not listened to until that tick has read them.
+                    events.pause()
+                    due = min(due, ticked + BUSY_TICK_SECONDS)
+                else:
+                    asks = _answer(listener, supervisor)
+                    self.stopping |= asks.stop
+                    if asks.look:
+                        due = 0.0
+
+
+class _Events:
+    """inotify's descriptor in the loop's selector: events wake the loop (issue 29).
+
+    Listened to after each tick (the tick reads the events that came), and not between a wake
+    and the tick it asks for, so the loop never spins on a descriptor left readable. Its
+    descriptor changes when the event queue overflowed: the current one is listened to.
+    """
+
+    def __init__(self, selector: selectors.BaseSelector, notify: Notify) -> None:
+        self.selector = selector
+        self.notify = notify
+        self.listening: int | None = None
+
+    def listen(self) -> None:
+        """Wake the loop on the next event."""
+        descriptor = self.notify.fileno()
+        if descriptor != self.listening:
+            self.pause()
+            if descriptor is not None:
+                self.selector.register(descriptor, selectors.EVENT_READ, "events")
+                self.listening = descriptor
+
+    def pause(self) -> None:
+        """Wake the loop on no event until :meth:`listen` is called again."""
+        if self.listening is not None:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.unregister(self.listening)
+            self.listening = None
 
 
 @attrs.frozen

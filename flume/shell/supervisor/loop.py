@@ -143,6 +143,8 @@ class Supervisor:
         #: Each journal's folder and name, and when it was last read (monotonic).
         self._split: dict[Path, tuple[str, str]] = {}
         self._read_at: dict[Path, float] = {}
+        #: The runs told nothing by their lanes at the last tick, with the lanes they had then.
+        self._quiet: dict[Path, tuple[Place, dict[PlaceName, Place]]] = {}
 
     # --- one tick ----------------------------------------------------------------------------
 
@@ -192,6 +194,30 @@ class Supervisor:
             and not each.foreign
             for each in self.followed.values()
         )
+
+    def hurried(self) -> bool:
+        """The next tick should come soon: an agent's change would be seen late otherwise.
+
+        An agent lives (its turn may end at any moment), and either no event tells of its
+        files (no inotify, or folders the poller looks at), or the last tick looked at some
+        agent whole: one mid-delivery, or whose files just changed. Agents all at rest, their
+        folders watched, wait for the events (which wake the loop) or the next slow tick.
+        """
+        if not self.working():
+            return False
+        notify = self.notify
+        return (
+            notify is None
+            or notify.mode != "inotify"
+            or any(getattr(observer, "last_looked", 0) for observer in self.observers)
+        )
+
+    def next_due(self) -> float | None:
+        """When the earliest deadline the heap holds comes, on the supervisor's clock; None: none.
+
+        An entry the place outdated may be first: a tick at it finds nothing due, and costs little.
+        """
+        return float(self._heap[0][0]) if self._heap else None
 
     def idle(self) -> bool:
         """Nothing is being performed or waits to be."""
@@ -348,16 +374,28 @@ class Supervisor:
             if each.place is not None and not each.problem and each.place.launch.parent:
                 found = lanes.setdefault(each.place.launch.repository, {})
                 found[each.place.launch.place] = each.place
-        for each in self.followed.values():
+        quiet: dict[Path, tuple[Place, dict[PlaceName, Place]]] = {}
+        for path, each in self.followed.items():
             run = each.place
             if run is None or each.problem or each.foreign:
                 continue
             found = lanes.get(run.launch.repository, {})
+            kept = self._quiet.get(path)
+            if kept is not None and kept[0] is run and _same(kept[1], found):
+                # Nothing to tell the last time, and neither the run nor a lane changed since:
+                # nothing now (what is told depends on them alone, ``now`` being its instant).
+                quiet[path] = kept
+                continue
             # A child's news (its gate passed) before its end: the lead hears them in order.
-            for news in children_news(run, found, now):
-                self._append(each, news)
-            for ended in lanes_ended(run, found, now):
-                self._append(each, ended)
+            told: list[Observation] = [
+                *children_news(run, found, now),
+                *lanes_ended(run, found, now),
+            ]
+            for seen in told:
+                self._append(each, seen)
+            if not told:
+                quiet[path] = (run, found)
+        self._quiet = quiet
 
     def _schedule(self, each: Followed) -> None:
         """Keep the place's next deadline in the heap, computed again only once it changed."""
@@ -659,6 +697,11 @@ class Supervisor:
             return None
         self._read(each)
         return each.problem
+
+
+def _same(kept: Mapping[PlaceName, Place], found: Mapping[PlaceName, Place]) -> bool:
+    """The same lanes, each the very place it was (places are immutable: unchanged)."""
+    return kept.keys() == found.keys() and all(kept[name] is found[name] for name in kept)
 
 
 def _not_following(path: Path, why: str) -> None:

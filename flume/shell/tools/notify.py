@@ -99,6 +99,13 @@ class Notify:
         """How many folders are watched."""
         return len(self._watches)
 
+    def fileno(self) -> int | None:
+        """The descriptor that turns readable when events come; None without inotify.
+
+        It changes when the event queue overflows (inotify is opened anew): ask after each read.
+        """
+        return None if self._inotify is None else int(self._inotify.fileno())
+
     def watching(self, folder: str) -> bool:
         """``folder`` is watched now."""
         return folder in self._watches
@@ -195,6 +202,25 @@ class Notify:
             names.discard(name)
             return True
         return False
+
+    def quiet(self, folder: str) -> bool:
+        """``folder`` is watched and nothing in it changed since last asked (nothing is taken)."""
+        names = self._changed.get(folder)
+        return names is not None and not names
+
+    def taken(self, folder: str) -> set[str] | None:
+        """The names changed in ``folder`` since last taken, all taken now.
+
+        None when the folder is not watched (it is watched from now on, when it can be): all
+        of it may have changed.
+        """
+        names = self._changed.get(folder)
+        if names is None:
+            self.watch(folder)
+            return None
+        changed = set(names)
+        names.clear()
+        return changed
 
     def close(self) -> None:
         """Stop watching."""
