@@ -40,17 +40,20 @@ CPU_TARGETS = ((100, 2.0), (1000, 5.0))
 MEMORY_TARGET_MB = 100.0
 
 
+#: How long a batch of places may take to be made and idle (a loaded machine is slow).
+SETTLE_SECONDS = 900.0
 #: Places launched at once: a thousand asked together would queue their prompts behind one
 #: another's worktrees for minutes (8 workers), past every confirmation window.
 BATCH = 100
 
 
-def host_with(count: int) -> tuple[dict[str, str], Path]:
+def host_with(count: int, made: list[dict[str, str]]) -> tuple[dict[str, str], Path]:
     """A host with ``count`` places launched in one repository, and its supervisor started.
 
     Launched :data:`BATCH` at a time, each batch idle before the next is launched.
     """
     home = private_host()
+    made.append(dict(os.environ))  # stopped at the end, whatever happens
     repo = small_repository(home / "repo")
     for number in range(count):
         request = launcher.Request(
@@ -72,8 +75,8 @@ def wait_settled(repo: Path, count: int) -> float:
     """Wait until the repository's ``count`` places are idle; how long it took."""
     started = time.monotonic()
     while not settled(repo, count):
-        if time.monotonic() - started > 300:
-            message = f"{count} places did not settle in 300s"
+        if time.monotonic() - started > SETTLE_SECONDS:
+            message = f"{count} places did not settle in {SETTLE_SECONDS:.0f}s"
             raise TimeoutError(message)
         time.sleep(0.5)
     return time.monotonic() - started
@@ -92,6 +95,32 @@ def settled(repo: Path, count: int) -> bool:
         ):
             done += 1
     return done == count
+
+
+def at_rest(reads: int = 5, seconds: float = 180.0) -> float:
+    """Wait until this host's supervisor is at rest: how long it took.
+
+    At rest: ``reads`` answers of ``daemon status`` in a row, a second apart, with no action
+    under way and its last tick having looked at no agent whole and checked no place's deadline
+    (a host just made still has windows open: each place's delivery confirmed, its pane's
+    output gone quiet, the first safety-net looks). Idle is measured from there.
+    """
+    started = time.monotonic()
+    calm = 0
+    while calm < reads:
+        if time.monotonic() - started > seconds:
+            message = f"the supervisor was not at rest after {seconds:.0f}s"
+            raise TimeoutError(message)
+        time.sleep(1.0)
+        reply = client.status()
+        assert reply is not None
+        quiet = (
+            reply.busy == 0
+            and reply.last_tick_agents_looked == 0
+            and reply.last_tick_deadlines_checked == 0
+        )
+        calm = calm + 1 if quiet else 0
+    return time.monotonic() - started
 
 
 def cpu_seconds(pid: int) -> float:
@@ -121,23 +150,39 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     arguments = parser.parse_args()
     counts = sorted({1, *arguments.places})
+    made: list[dict[str, str]] = []
+    try:
+        _measure(counts, arguments.seconds, made)
+    finally:
+        # Every host made, measured or not (a batch that never settled included): stopped.
+        for environment in made:
+            with_environment(environment)
+            client.stop()
+            Tmux().kill_server()
+
+
+def _measure(counts: list[int], seconds: float, made: list[dict[str, str]]) -> None:
+    """Make a host for each count, wait until all rest, and print their figures side by side."""
     hosts = {}
     for count in counts:
         started = time.monotonic()
-        environment, repo = host_with(count)
+        environment, repo = host_with(count, made)
         wait_settled(repo, count)
         reply = client.status()
         assert reply is not None
         hosts[count] = (environment, reply.pid)
         print(f"{count} place(s): made and idle after {time.monotonic() - started:.1f}s")
+    for count, (environment, _pid) in hosts.items():
+        with_environment(environment)
+        print(f"{count} place(s): supervisor at rest after {at_rest():.1f}s more")
     before = {count: cpu_seconds(pid) for count, (_env, pid) in hosts.items()}
     wall = time.monotonic()
     # The measuring window: every supervisor runs on its own. The observing processes of a tick
     # are read from each now and then (at most 2 a repository: one git listing, only once a ref
     # moved or at the safety net, and one tmux listing); asking costs each one request.
     most = dict.fromkeys(hosts, 0)
-    while time.monotonic() - wall < arguments.seconds:
-        time.sleep(min(2.0, max(0.0, arguments.seconds - (time.monotonic() - wall))))
+    while time.monotonic() - wall < seconds:
+        time.sleep(min(2.0, max(0.0, seconds - (time.monotonic() - wall))))
         for count, (environment, _pid) in hosts.items():
             with_environment(environment)
             reply = client.status()
@@ -166,10 +211,6 @@ def main() -> None:
         + ", ".join(f"{count}: {subprocesses[count]}" for count in counts)
         + f": {'equal' if len(set(subprocesses.values())) == 1 else 'NOT equal'}"
     )
-    for environment, _pid in hosts.values():
-        with_environment(environment)
-        client.stop()
-        Tmux().kill_server()
 
 
 def _met(held: bool) -> str:
