@@ -688,9 +688,8 @@ def test_blocked_pauses_at_once_with_its_summary() -> None:
     assert world.reports_of(Event.GATE_FAILED) == []
 
 
-def test_a_loop_at_max_pauses_when_asked_and_resume_goes_on() -> None:
-    """on_max pause: after pass 1 of 1 without done, paused loop-max; resume starts sign-off."""
-    world = world_of(reviewed(most=1, on_max=OnMax.PAUSE))
+def _paused_after_a_revise(world: FakeWorld) -> Paused:
+    """The plan through, a review that says revise, its fix committed: the run's pause."""
     through_plan(world)
     review(world, "revise")
     assert world.deliver()
@@ -698,6 +697,13 @@ def test_a_loop_at_max_pauses_when_asked_and_resume_goes_on() -> None:
     assert world.place is not None
     phase = world.place.stage.phase
     assert isinstance(phase, Paused)
+    return phase
+
+
+def test_a_loop_at_max_pauses_when_asked_and_resume_goes_on() -> None:
+    """on_max pause: after pass 1 of 1 without done, paused loop-max; resume starts sign-off."""
+    world = world_of(reviewed(most=1, on_max=OnMax.PAUSE))
+    phase = _paused_after_a_revise(world)
     assert phase.cause is PauseCause.LOOP_MAX
     assert world.place.stage.name == "sign-off"
     assert [r.text for r in world.reports_of(Event.LOOP_MAX)] == [
@@ -802,13 +808,7 @@ def test_two_budgets_spent_at_once_are_both_named_and_both_raised_by_its_way_out
     turn): the pause named turns alone, and its way out paused the run again on tokens.
     """
     world = world_of(reviewed(budgets=Budgets(turns=3, tokens=25)))
-    through_plan(world)
-    review(world, "revise")
-    assert world.deliver()
-    commit_and_end(world)
-    assert world.place is not None
-    phase = world.place.stage.phase
-    assert isinstance(phase, Paused)
+    phase = _paused_after_a_revise(world)
     assert phase.words == "budget turns and tokens spent"
     assert status(world.place).resolve == "flume raise reviewed--x --turns +N --tokens +N"
     refused = world.feed(BudgetRaised(at=world.instant(), retries=1))
