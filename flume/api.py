@@ -635,9 +635,15 @@ def retry(
     client.ensure()
     stage = decision.place.stage
     with_words = " and your words in its prompt" if stage.words.strip() else ""
+    retried = decision.place
+    again = (
+        f", once its worktree is added again from its branch {retried.branch} at {retried.head}"
+        if retried.rebuilding
+        else ""
+    )
     return (
-        f"{_name(decision.place)}: stage {stage.name} starts again (attempt {stage.attempt}) "
-        f"with a fresh agent{with_words}"
+        f"{_name(retried)}: stage {stage.name} starts again (attempt {stage.attempt}) "
+        f"with a fresh agent{with_words}{again}"
     )
 
 
@@ -726,8 +732,6 @@ def resolve(
     goes on. Without: the run goes on without a lane that ended unfinished, a person's
     decision. Refused (exit status 1, nothing journaled) when nothing of the kind waits.
     """
-    from pyrsistent import pmap
-
     from flume.core.observations import ResolveAsked
     from flume.core.settings import Settings
     from flume.shell.commands import verbs
@@ -740,8 +744,7 @@ def resolve(
     found = places.find(place, where, settings)
     seen = ResolveAsked(at=_now(), agent=agent, without=without)
     if not agent and not without and found.place is not None:
-        under_way, missing = verbs.merge_facts(found.place)
-        seen = ResolveAsked(at=seen.at, under_way=under_way, missing=pmap(missing))
+        seen = verbs.merge_facts(found.place, seen.at)
     decision = verbs.give(found, seen, settings)
     client.ensure()
     name = _name(decision.place)

@@ -77,7 +77,7 @@ def supervisor_lines(
         "supervisor: not running: no place is followed (its agent's state is unknown, and no "
         f"timer, tell or landing moves) until it runs: {SUPERVISOR_MEND}"
     )
-    return textwrap.wrap(said, width=width or len(said), subsequent_indent="  ")
+    return list(wrapped([said], width, indent="  "))
 
 
 #: ``status --json``'s fields of a place, each row the fields and their meaning (Markdown).
@@ -500,25 +500,112 @@ def status_table(
         )
 
 
-def wrapped(lines: Iterable[str], width: int | None) -> Iterator[str]:
-    """Each line wrapped at its spaces to ``width``, set in after its first: no word broken."""
+def wrapped(lines: Iterable[str], width: int | None, indent: str | None = None) -> Iterator[str]:
+    """Each line wrapped at its spaces to ``width``, set in after its first: no word broken.
+
+    Nor a command: the words of each ``flume ...`` or ``git ...`` a line names stay on one line
+    (:func:`commands_glued`), so a person copies it whole, whatever the width (a command wider
+    than the width is one line over it).
+    """
     if width is None:
         yield from lines
         return
-    import textwrap
-
     for line in lines:
         if cell_width(line) <= width:
             yield line
             continue
-        lead = " " * min(len(line) - len(line.lstrip(" ")) + 4, max(0, width // 2))
-        yield from textwrap.wrap(
-            line,
+        lead = indent
+        if lead is None:
+            lead = " " * min(len(line) - len(line.lstrip(" ")) + 4, max(0, width // 2))
+        wrapped_lines = textwrap.wrap(
+            commands_glued(line),
             width=width,
             subsequent_indent=lead,
             break_long_words=False,
             break_on_hyphens=False,
-        ) or [line]
+        )
+        yield from (each.replace(_GLUE, " ") for each in wrapped_lines or [line])
+
+
+#: What joins a command's words while its line is wrapped: no space textwrap breaks at.
+_GLUE = "\ue000"
+#: flume's commands that take a command of their own (``flume daemon start``).
+_GROUPS = frozenset({"daemon", "fleet", "herdr", "inspect"})
+#: What ends a command's last word, not part of it.
+_CLOSING = ",;:.)"
+
+
+def commands_glued(line: str) -> str:
+    """``line`` with the words of each command it names joined by :data:`_GLUE`.
+
+    A command starts at the word ``flume`` or ``git`` (after an opening parenthesis or a
+    backquote, if any) and takes its command word (two for a group: ``daemon start``; for git
+    ``-C PATH`` first), then each word that reads as an argument: an option, a quoted string (to
+    its closing quote), a placeholder ``<...>``, a word holding a character no plain word does
+    (``-`` ``/`` ``+`` ``.`` ``=`` ``@`` ``_`` ``:`` or a digit), or an option's value. The first
+    plain word (``lets``, ``or``, ``then``) ends it, as does a word ending in ``,;:.)``.
+    """
+    words = line.split(" ")
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        end = _command_end(words, index)
+        out.append(_GLUE.join(words[index:end]) if end > index + 1 else words[index])
+        index = max(end, index + 1)
+    return " ".join(out)
+
+
+def _command_end(words: Sequence[str], start: int) -> int:
+    """The index past the last word of the command that starts at ``start``; else ``start``."""
+    index = _head_end(words, start)
+    if index == start or words[index - 1][-1] in _CLOSING:
+        return index
+    quoted = False
+    while index < len(words):
+        word = words[index]
+        bare = word.rstrip(_CLOSING + "`")
+        if quoted:
+            quoted = not bare.endswith(('"', "'"))
+        elif bare[:1] in {'"', "'"}:
+            quoted = len(bare) == 1 or not bare.endswith(bare[0])
+        elif not (_ARGUMENT.search(bare) or _after_option(words[index - 1])):
+            return index
+        index += 1
+        if not quoted and word != bare:
+            return index
+    return index
+
+
+def _head_end(words: Sequence[str], start: int) -> int:
+    """Past ``flume`` and its command word (two for a group), or ``git [-C PATH]`` and its."""
+    program = words[start].lstrip("(`")
+    index = start + 1
+    if program == "git" and words[index : index + 1] == ["-C"]:
+        index += 2
+    if program not in {"flume", "git"} or index >= len(words) or not _WORD.fullmatch(words[index]):
+        return start
+    group = program == "flume" and words[index] in _GROUPS
+    index += 1
+    if group and index < len(words) and _WORD.fullmatch(words[index]):
+        index += 1
+    return index
+
+
+#: A command word: lowercase letters and hyphens, maybe closing a sentence or a clause.
+_WORD = re.compile(r"[a-z][a-z-]*[,;:.)`]?")
+#: A word no plain word of prose is: it holds one of these.
+_ARGUMENT = re.compile(r"^[-<]|[-/+.=@_:0-9<>]")
+
+
+def _after_option(word: str) -> bool:
+    """``word`` is an option that takes a value (``--step``): not ``--flag=value`` or ``-q``."""
+    return word.startswith("--") and "=" not in word and word not in _FLAGS
+
+
+#: Options that take no value: the word after them is not theirs.
+_FLAGS = frozenset(
+    {"--by-hand", "--agent", "--json", "--all", "--active", "--quiet", "--no-ff", "--abort"}
+)
 
 
 def layout_lines(layout: Layout, found: Sequence[View], width: int | None) -> Iterator[str]:

@@ -33,6 +33,9 @@ class MakeWorktree:
     #: Only look: report the worktree if it was made (before a restart), make none (the work
     #: was dropped before it was seen made).
     look_only: bool = False
+    #: Add it again on ``branch`` as it stands, its commits kept: the place's worktree was
+    #: removed under it and a person retried it (PLACE-REBUILT).
+    again: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -408,7 +408,9 @@ class ResolveAsked:
     By hand, the shell says what it found in the run's worktree when asked, for the rules to
     judge: ``under_way``, a merge is under way there (``MERGE_HEAD``, no commit concluded it);
     ``missing``, each lane the run's head does not hold, with why (its head is not in the
-    run's history, or a file it changed is as it was at the block's entry). ``without``: go on
+    run's history, or a file it changed is as it was at the block's entry); for a lane whose
+    changes are missing from the tree, ``restore`` names the files its branch holds and
+    ``remove`` those it deleted, for the commands that take them back. ``without``: go on
     without that lane, which ended unfinished (a person's decision, ``--without``).
     """
 
@@ -417,6 +419,8 @@ class ResolveAsked:
     without: str = ""
     under_way: bool = False
     missing: PMap[str, str] = attrs.field(factory=pmap)
+    restore: PMap[str, PVector[str]] = attrs.field(factory=pmap)
+    remove: PMap[str, PVector[str]] = attrs.field(factory=pmap)
 
 
 @attrs.frozen(kw_only=True)

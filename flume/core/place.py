@@ -194,7 +194,7 @@ class Paused:
     words: str
     again: bool = False
     finish: bool = False
-    #: The budget spent, by name (``turns``), for a pause on a budget.
+    #: The budgets spent, by name (``turns``, ``turns and tokens``), for a pause on a budget.
     spent: str = ""
     #: The lane a pause is about: whose merge conflicted or was refused, or which ended
     #: unfinished.
@@ -534,6 +534,8 @@ class LaneRun:
     #: A spawned child's goal (``$goal`` in its prompt), and the agent its lead named for it.
     goal: str = ""
     agent: AgentName | None = None
+    #: The goal as its lead spawned it, before any words a notify added (WF-SPAWN-ONCE).
+    spawned: str = ""
     #: An orchestrate child's news its lead was told of, by id (once each), and the last.
     news: PSet[str] = attrs.field(factory=pset)
     note: str = ""
@@ -723,6 +725,9 @@ class Place:
     tidy: Tidy = TidyNotWanted()
     #: The place's worktree was lost from under it while in flight (its stage stopped short).
     worktree_gone: bool = False
+    #: A retry asked its lost worktree again, on its branch as it stands, and it is not yet
+    #: seen made (PLACE-REBUILT).
+    rebuilding: bool = False
     #: The place's branch is gone: deleted by tidy, or deleted by hand under a place in flight.
     branch_gone: bool = False
     #: The blackboard the steps share (empty: a launch journaled before boards).
@@ -813,6 +818,7 @@ class PlaceChanges(TypedDict, total=False):
     unreadable: int
     tidy: Tidy
     worktree_gone: bool
+    rebuilding: bool
     branch_gone: bool
     board: str
     tests: PVector[PVector[str]]
@@ -1038,8 +1044,8 @@ def resolve_command(place: Place, paused: Paused) -> str:  # noqa: PLR0911 (one 
         case PauseCause.APPROVAL:
             return f"flume approve {name}"
         case PauseCause.BUDGET:
-            option = _RAISE_OPTIONS.get(paused.spent, "--turns")
-            return f"flume raise {name} {option} +N"
+            options = [_RAISE_OPTIONS.get(each, "--turns") for each in paused.spent.split(" and ")]
+            return f"flume raise {name} {' '.join(f'{option} +N' for option in options)}"
         case PauseCause.GATE_BLOCKED | PauseCause.LOOP_MAX | PauseCause.STALLED:
             return f"flume resume {name} (or flume retry {name} with words)"
         case PauseCause.MERGE_CONFLICT:

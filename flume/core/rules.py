@@ -91,6 +91,10 @@ RULES: dict[str, str] = {
         "A lead spawns at most max children, none over a spent budget; at most cap run at once; a "
         "refused spawn journals nothing."
     ),
+    "WF-SPAWN-ONCE": (
+        "A lead's spawn of a goal a child of its block was spawned with names that child and "
+        "starts none: no two children of one lead share a goal."
+    ),
     "WF-LEAD-WAITS-JOIN": (
         "A lead's gate is judged only once every child is terminal, the finished merged, and its "
         "transcript holds the join's tell."
@@ -208,6 +212,10 @@ RULES: dict[str, str] = {
     "DROP-ENDS-WORK": "drop abandons the work: no agent starts and nothing is sent again.",
     "PLACE-LOST-STOPS-SHORT": (
         "A worktree or branch deleted under a place stops it short, named, with the way out."
+    ),
+    "PLACE-REBUILT": (
+        "A retry of a place whose worktree was removed adds it again on its kept branch, at its "
+        "head, before a fresh agent starts there; its branch gone too, it is restored first."
     ),
     "START-ONLY-IN-PLACE": "An agent starts only in its place's worktree, on its branch.",
     "R10": "Landed work: its clean place is removed, and its branch when the base holds it.",

@@ -231,7 +231,8 @@ def make_worktree(place: Place) -> MakeWorktree:
 
     FLEET-CARRIED-HEAD: a fleet place carried again on another host is cut at the head its lost
     host last pushed, so its work goes on from there; its ``start`` stays the base's revision at
-    launch, so the lander still carries every commit made since onto the base.
+    launch, so the lander still carries every commit made since onto the base. PLACE-REBUILT:
+    a worktree removed under the place and retried is added again on its branch as it stands.
     """
     carried = place.launch.carried
     return MakeWorktree(
@@ -240,6 +241,7 @@ def make_worktree(place: Place) -> MakeWorktree:
         branch=place.branch,
         base=place.launch.base,
         start=carried if carried is not None else place.start,
+        again=place.rebuilding,
     )
 
 
@@ -255,10 +257,17 @@ def run_setup(place: Place) -> RunSetup:
 
 def on_worktree_made(place: Place, seen: WorktreeMade) -> Outcome:
     """R2: the worktree exists; the repository's own setup makes it ready."""
-    if place.made or seen.path != place.path or seen.branch != place.branch:
+    if (
+        (place.made and not place.rebuilding)
+        or seen.path != place.path
+        or seen.branch != place.branch
+    ):
         return place, ()
-    place = evolve(place, made=True, head=seen.head)
-    report = Report(event=Event.PLACE_MADE, text=f"worktree {place.path} made at {seen.head}")
+    again = " again on its branch, its commits kept," if place.rebuilding else ""
+    place = evolve(place, made=True, head=seen.head, rebuilding=False)
+    report = Report(
+        event=Event.PLACE_MADE, text=f"worktree {place.path} made{again} at {seen.head}"
+    )
     if place.life in {Life.DROPPED, Life.TIDIED}:
         # Made for work already dropped (a make in flight, or seen after a restart): tidy
         # looks again, even at a place it had found nothing of, so the worktree is not left.
@@ -453,15 +462,20 @@ def on_worktree_lost(place: Place, seen: WorktreeLost) -> Outcome:
     """PLACE-LOST-STOPS-SHORT: a worktree deleted under a place in flight stops it short, named.
 
     Its agent is ended (it would write into a plain folder, where git resolves to the main
-    repository); no agent starts there again. The way out is to drop the work and tidy.
+    repository); no agent starts there until a retry adds it again from its branch, kept at its
+    head (PLACE-REBUILT). The other way out is to drop the work and tidy.
     """
-    if seen.path != place.path or place.worktree_gone or not _in_flight(place):
+    if seen.path != place.path or place.worktree_gone or place.rebuilding or not _in_flight(place):
         return place, ()
     place = evolve(place, worktree_gone=True, life=Life.ACTIVE)
     how = f" ({seen.how})" if seen.how else ""
+    head = place.head or "<its last commit>"
+    restore = restore_command(place, head)
+    first = f"restore its branch ({restore}), then " if place.branch_gone else ""
     words = (
-        f"its worktree {place.path} is gone{how}: no agent starts there again; "
-        f"flume drop {_name(place)}, then flume tidy"
+        f"its worktree {place.path} is gone{how}: no agent starts there until {first}flume "
+        f"retry {_name(place)} adds it again from its branch {place.branch} at {head}, its "
+        f"commits kept; or flume drop {_name(place)}, then flume tidy"
     )
     return _stop_lost(place, ShortCause.WORKTREE_GONE, words)
 
@@ -641,7 +655,11 @@ def passless(key: str) -> str:
 
 
 def on_retry(place: Place, words: str) -> Outcome:
-    """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words."""
+    """RETRY-FRESH-AGENT: the short stage starts again with a fresh agent and the caller's words.
+
+    PLACE-REBUILT: a place whose worktree was removed gets it again first, on its branch as it
+    stands (its branch gone too, the retry is refused until it is restored).
+    """
     if place.life is not Life.ACTIVE or not accepts(place.stage.phase, RetryAsked):
         what = (
             "nothing to retry"
@@ -650,18 +668,15 @@ def on_retry(place: Place, words: str) -> Outcome:
             "to retry"
         )
         raise refuse(place, "retry", "a retry", said=what)
-    if place.worktree_gone:
-        raise refused(
-            "retry",
-            f"the worktree of {_name(place)} is gone: no agent starts there",
-            f"flume drop {_name(place)}, then flume tidy",
-        )
     if place.branch_gone:
+        head = place.head or "<its last commit>"
         raise refused(
             "retry",
             f"the branch {place.branch} of {_name(place)} is gone",
-            "restore it as flume status says, then retry",
+            f"restore it ({restore_command(place, head)}), then flume retry {_name(place)}",
         )
+    if place.worktree_gone:
+        place = evolve(place, worktree_gone=False, ready=False, rebuilding=True)
     place, actions = _end_agent(place, "the stage is retried")
     place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
     if place.submission is not Submission.LANDED:
@@ -677,7 +692,7 @@ def on_retry(place: Place, words: str) -> Outcome:
         text=f"stage {stage.name} retried{with_words} (attempt {stage.attempt})",
         stage=stage.name,
     )
-    if not place.made:
+    if not place.made or place.rebuilding:
         redo: tuple[Action, ...] = (make_worktree(place),)
     elif not place.ready:
         redo = (run_setup(place),)
@@ -898,7 +913,7 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         stage=place.stage.name,
     )
     pending = {
-        ActionName.MAKE_WORKTREE: not place.made,
+        ActionName.MAKE_WORKTREE: not place.made or place.rebuilding,
         ActionName.RUN_SETUP: place.made and not place.ready,
         ActionName.START_AGENT: isinstance(place.stage.phase, Starting),
         # A verdict not moved aside could pass the new attempt: it does not start.

@@ -416,7 +416,11 @@ def pending(place: Place) -> tuple[Action, ...]:
     found: list[Action] = []
     phase = place.stage.phase
     short = isinstance(phase, Short)
-    if not place.made and not short and place.life in {Life.MAKING, Life.ACTIVE}:
+    if (
+        (not place.made or place.rebuilding)
+        and not short
+        and place.life in {Life.MAKING, Life.ACTIVE}
+    ):
         found.append(stage.make_worktree(place))
     elif not place.made and place.life is Life.DROPPED:
         # Dropped before its worktree was seen made: it may have been made before a crash.

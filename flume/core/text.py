@@ -69,3 +69,18 @@ def checked_text(field: str, text: str, *, empty_ok: bool = False) -> str:
             "shorten it, or point to a file in the repository",
         )
     return text
+
+
+#: A word a POSIX shell reads back as it is, unquoted.
+_PLAIN_WORD = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a command a person copies: quoted unless a shell keeps it as is.
+
+    As ``shlex.quote`` (which the pure core does not import): in single quotes, a single quote
+    closed, escaped and opened again.
+    """
+    if _PLAIN_WORD.fullmatch(text):
+        return text
+    return "'" + text.replace("'", "'\"'\"'") + "'"

@@ -19,7 +19,7 @@ from flume.core.ids import BranchName, Instant, KindName, StageName, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import AgentSettings, Launch, place_path
 from flume.core.observations import ActionFailed, Launched, WorktreeMade
-from flume.core.place import Place, ShortCause, Working
+from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell.panes.tmux import Tmux
@@ -53,6 +53,18 @@ steps = [
 """
 
 
+def _committed(tmp_path: Path, repo: Path, name: str) -> Path:
+    """Launch ``fix--<name>``, its agent committing then working on; once its commit is seen."""
+    journal_path = launch_test_agent(repo, name, script(tmp_path, COMMITS_THEN_BUSY))
+
+    def committed() -> bool:
+        place = place_of(journal_path)
+        return place.head is not None and place.head != place.stage.start_head
+
+    wait_for(committed, 60, "the agent's commit")
+    return journal_path
+
+
 def _working(journal_path: Path) -> bool:
     return isinstance(place_of(journal_path).stage.phase, Working)
 
@@ -79,7 +91,11 @@ def _no_traceback(ran: object) -> None:
 def test_a_deleted_worktree_stops_short_named_and_no_agent_starts_in_the_plain_folder(
     tmp_path: Path, panes: Tmux
 ) -> None:
-    """Deleted by rm -rf under a working agent: named; stop and retry start nothing; tidied."""
+    """Deleted by rm -rf under a working agent: named; stop and retry start nothing; tidied.
+
+    A plain folder made where it was (the agent wrote there) is never made over: the retry
+    stops short naming it, and no agent starts.
+    """
     del panes
     repo = agent_repository(tmp_path)
     journal_path = launch_test_agent(repo, "gone", script(tmp_path, BUSY))
@@ -91,7 +107,9 @@ def test_a_deleted_worktree_stops_short_named_and_no_agent_starts_in_the_plain_f
     wait_for(lambda: place_of(journal_path).agent is None, 30, "the agent to be ended")
     view = _shown(repo, "fix--gone")
     assert view["short_cause"] == "worktree-gone"
-    assert "flume drop fix--gone, then flume tidy" in _status_text(repo)
+    said = " ".join(_status_text(repo).split())
+    assert "flume retry fix--gone adds it again from its branch fix/gone at" in said
+    assert "flume drop fix--gone, then flume tidy" in said
 
     # The agent's next write would make a plain folder, where git answers for the main
     # repository on main: neither stop nor retry may start an agent there.
@@ -100,10 +118,14 @@ def test_a_deleted_worktree_stops_short_named_and_no_agent_starts_in_the_plain_f
     stopped = flume_process("stop", "fix--gone", "--repository", str(repo))
     retried = flume_process("retry", "fix--gone", "--repository", str(repo))
     assert stopped.returncode != 0
-    assert retried.returncode != 0
-    assert "flume drop fix--gone, then flume tidy" in retried.stderr
+    assert retried.returncode == 0, retried.stderr
     _no_traceback(retried)
+    wait_for(stopped_short(journal_path, ShortCause.FAILED), 30, "the make refused")
+    phase = place_of(journal_path).stage.phase
+    assert isinstance(phase, Short)
+    assert f"{folder} already exists and is not the place's worktree" in phase.words
     assert sessions_started(journal_path, "code", 2) == set()
+    assert (folder / "notes.txt").exists()
     assert run_git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
     dropped = flume_process("drop", "fix--gone", "--repository", str(repo))
@@ -124,19 +146,44 @@ def test_a_deleted_worktree_stops_short_named_and_no_agent_starts_in_the_plain_f
     assert run_git(repo, "branch", "--list", "fix/gone").strip() == ""
 
 
+def test_a_deleted_worktree_is_added_again_by_retry_from_its_branch_with_its_commit(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """PLACE-REBUILT: rm -rf after a commit; flume retry adds it again there, a fresh agent in it.
+
+    The branch, kept at its head, is checked out again at the place's path (git still listed
+    the removed folder); the retried attempt's agent starts in it, and the commit is there.
+    """
+    del panes
+    repo = agent_repository(tmp_path)
+    journal_path = _committed(tmp_path, repo, "again")
+    head = place_of(journal_path).head
+    folder = Path(place_of(journal_path).path)
+    shutil.rmtree(folder)
+    wait_for(stopped_short(journal_path, ShortCause.WORKTREE_GONE), 30, "the loss to be named")
+
+    retried = flume_process("retry", "fix--again", "--repository", str(repo))
+    assert retried.returncode == 0, retried.stderr
+    assert retried.stdout == (
+        "fix--again: stage code starts again (attempt 2) with a fresh agent, once its worktree "
+        f"is added again from its branch fix/again at {head}\n"
+    )
+    wait_for(lambda: sessions_started(journal_path, "code", 2) != set(), 60, "attempt 2 started")
+    assert run_git(folder, "rev-parse", "HEAD").strip() == head
+    assert run_git(folder, "rev-parse", "--abbrev-ref", "HEAD").strip() == "fix/again"
+    assert (folder / "README.md").read_text(encoding="utf-8") == "hello\n"
+    assert not place_of(journal_path).worktree_gone
+    dropped = flume_process("drop", "fix--again", "--repository", str(repo))
+    assert dropped.returncode == 0, dropped.stderr
+
+
 def test_a_worktree_removed_with_git_is_tidied_and_its_commits_branch_kept(
     tmp_path: Path, panes: Tmux
 ) -> None:
     """Removed by git worktree remove --force: named; tidy keeps the branch it cannot lose."""
     del panes
     repo = agent_repository(tmp_path)
-    journal_path = launch_test_agent(repo, "removed", script(tmp_path, COMMITS_THEN_BUSY))
-
-    def committed() -> bool:
-        place = place_of(journal_path)
-        return place.head is not None and place.head != place.stage.start_head
-
-    wait_for(committed, 60, "the agent's commit")
+    journal_path = _committed(tmp_path, repo, "removed")
     folder = place_of(journal_path).path
     run_git(repo, "worktree", "remove", "--force", folder)
 

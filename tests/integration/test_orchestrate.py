@@ -64,6 +64,7 @@ steps = [
     {run = ["flume", "spawn", "--goal", "slice b: write b.md"]},
     {run = ["flume", "spawn", "--goal", "slice c: write c.md"]},
     {run = ["sh", "-c", "flume spawn --goal 'one too many' > over.txt 2>&1; echo $? >> over.txt"]},
+    {run = ["sh", "-c", "flume spawn --goal 'slice a: write a.md' >a.txt; echo $? >>a.txt"]},
 ]
 
 [[turn]]
@@ -117,15 +118,21 @@ def test_a_lead_spawns_coders_answers_one_and_the_block_ends_on_its_verdict(
     run = place_of(path)
     assert list(run.completed) == ["lead"]
     # Three spawned, the fourth refused with its reason where the lead reads it; cap 2 held.
+    # Slice a spawned again (as a lead retried does) names coder-1 and starts nothing.
     spawned = [seen for seen in observations(path) if isinstance(seen, SpawnSaid)]
     assert [seen.goal for seen in spawned] == [
         "slice a: write a.md",
         "slice b: write b.md",
         "slice c: write c.md",
+        "slice a: write a.md",
     ]
     over = (repo / "places" / "crew--team" / "over.txt").read_text()
     assert "may spawn 3 coder children at most, and 3 are spawned" in over
     assert over.strip().endswith("1")
+    again = (repo / "places" / "crew--team" / "a.txt").read_text()
+    assert "crew--team: coder-1 (crew--team+coder-1, " in again
+    assert "was spawned with this goal already; no second child is started" in again
+    assert again.strip().endswith("0")
     launches = [a for a in decided(path, LaunchLane) if isinstance(a, LaunchLane)]
     assert [a.launch.name for a in launches] == ["team+coder-1", "team+coder-2", "team+coder-3"]
     assert all(a.launch.led for a in launches)

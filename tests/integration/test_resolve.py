@@ -10,6 +10,8 @@ recorded instead of done.
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -329,6 +331,13 @@ def test_resolve_by_hand_is_refused_until_the_head_holds_each_lane_claimed(
         "does not hold lane slice-b (feature/fan+slice-b): its changes to slice-b.txt are not "
         "in feature/fan's tree" in ran.stderr
     )
+    # Merged already, a merge again would do nothing: the commands that take its changes back.
+    take_back = (
+        f"git -C {worktree} checkout feature/fan+slice-b -- slice-b.txt && git -C {worktree} "
+        "commit --quiet -m 'Take back the changes of lane slice-b'"
+    )
+    said = " ".join(ran.stderr.split())
+    assert f"take its changes back: {take_back}; then flume resolve {PLACE} --by-hand" in said
     run_git(worktree, "reset", "-q", "--hard", "HEAD~1")
     run_git(worktree, "merge", "--no-commit", "--no-ff", "feature/fan+slice-b")
     ran = flume("resolve", PLACE, "--by-hand")
@@ -336,7 +345,10 @@ def test_resolve_by_hand_is_refused_until_the_head_holds_each_lane_claimed(
     assert "a merge is under way in" in ran.stderr
     assert f"git -C {worktree} merge --abort" in ran.stderr
     assert not any(isinstance(each, ResolveAsked) for each in _lines(path))
-    run_git(worktree, "commit", "-q", "--no-edit")
+    run_git(worktree, "merge", "--abort")
+    _merged_by_hand(place, "slice-b", ours=True)
+    for each in take_back.split(" && "):
+        subprocess.run(shlex.split(each), check=True, capture_output=True)  # noqa: S603
     ran = flume("resolve", PLACE, "--by-hand")
     assert ran.returncode == 0, ran.stderr
     seen = _lines(path)[-1]

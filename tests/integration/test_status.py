@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -346,6 +351,71 @@ def test_status_into_a_pipe_is_one_whole_line_a_place(tmp_path: Path) -> None:
             "none",
             view.repository,
         ]
+
+
+@pytest.mark.parametrize("columns", ["24", "40", "61", "80"])
+def test_a_command_to_copy_is_never_wrapped_in_piped_output(tmp_path: Path, columns: str) -> None:
+    """``flume status`` piped with ``COLUMNS`` set: each command it names stays on one line.
+
+    The fault (issue 25's fault trials): piped, ``flume daemon start`` was wrapped across two
+    lines, and a person copying it got half a command.
+    """
+    one = repository(tmp_path / "one")
+    place(one, "fix", "typo")
+    ran = subprocess.run(
+        [sys.executable, "-m", "flume", "status"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": columns},
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = [line.strip() for line in ran.stdout.splitlines()]
+    for command in ("flume daemon start", "flume daemon install"):
+        assert any(command in line for line in lines), (command, ran.stdout)
+    said = " ".join(ran.stdout.split())
+    assert "no place is followed" in said
+
+
+PROSE = st.lists(st.from_regex(r"[a-z]{1,9}", fullmatch=True), max_size=8).map(" ".join)
+PLACE_NAME = st.from_regex(r"[a-z]{2,7}--[a-z]{2,7}(\+[a-z]{1,5}-[0-9])?", fullmatch=True)
+ARGUMENT = st.one_of(
+    PLACE_NAME,
+    st.sampled_from(["--by-hand", "--agent", "--json", "q1", '"<your answer>"', "--step spell"]),
+    st.from_regex(r"refs/heads/[a-z]{1,5}/[a-z]{1,5} [0-9a-f]{7}", fullmatch=True),
+)
+COMMAND = st.one_of(
+    st.builds(
+        lambda verb, args: " ".join(["flume", verb, *args]),
+        st.sampled_from(["resume", "retry", "resolve", "answer", "drop", "daemon start"]),
+        st.lists(ARGUMENT, max_size=3),
+    ),
+    st.builds(
+        lambda path, args: " ".join(["git", "-C", path, "update-ref", *args]),
+        st.from_regex(r"/[a-z]{1,8}(/[a-z]{1,8}){0,3}", fullmatch=True),
+        st.lists(ARGUMENT, max_size=2),
+    ),
+)
+
+
+@given(
+    before=PROSE,
+    command=COMMAND,
+    close=st.sampled_from(["", ",", ";", ")", "."]),
+    after=PROSE,
+    width=st.integers(min_value=8, max_value=120),
+)
+def test_wrapping_keeps_each_command_whole_and_every_word(
+    before: str, command: str, close: str, after: str, width: int
+) -> None:
+    """Wrapped at any width, a command a line names is on one line, and no word is lost."""
+    line = f"x: {before} {command}{close} {after}".replace("  ", " ").rstrip()
+    out = list(statusview.wrapped([line], width))
+    assert " ".join(" ".join(out).split()) == " ".join(line.split())
+    assert any(command in each.strip() for each in out), out
+    for each in out:
+        assert len(each) <= width or command in each or " " not in each.strip()
 
 
 def test_the_cli_fits_columns_and_json_ignores_them(tmp_path: Path) -> None:

@@ -419,6 +419,12 @@ class Fleet:
                     ]
                 if look_only:
                     return []
+                if action.again and tree is None and branch in self.repo.refs:
+                    # Added again on its branch as it stands (PLACE-REBUILT).
+                    self.repo.worktrees[path] = Worktree(branch=branch)
+                    return [
+                        WorktreeMade(at=at, path=path, branch=branch, head=self.repo.refs[branch])
+                    ]
                 if tree is not None or branch in self.repo.refs:
                     return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output="exists")]
                 cut = start or self.repo.refs[action.base]

@@ -10,6 +10,7 @@ from flume.core.actions import (
     Event,
     KeepBranch,
     KeepPlace,
+    MakeWorktree,
     Report,
     StartAgent,
 )
@@ -17,18 +18,21 @@ from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, Sha
 from flume.core.observations import (
     ActionFailed,
+    AgentExited,
     BranchFacts,
     BranchHead,
     BranchVanished,
     DropAsked,
     RetryAsked,
     SetupFinished,
+    Tick,
     WorktreeFacts,
     WorktreeLost,
+    WorktreeMade,
 )
 from flume.core.place import Life, Short, ShortCause, TidyWanted
 from flume.core.status import PhaseWord, status
-from flume.core.step import step
+from flume.core.step import pending, step
 from flume.core.tidy import plan
 from tests.model.test_rules import SESSION, S, made, run, working
 
@@ -49,14 +53,81 @@ def test_a_deleted_worktree_stops_the_stage_short_and_ends_the_agent() -> None:
     assert (shown.short_cause, shown.phase) == ("worktree-gone", PhaseWord.SHORT)
 
 
-def test_a_lost_worktree_is_never_retried_in_and_drop_tidies_it() -> None:
-    """Retry is refused (no agent starts in the plain folder); drop is taken and tidy follows."""
+def test_a_lost_worktree_is_added_again_by_retry_before_its_agent_starts() -> None:
+    """PLACE-REBUILT: retry asks the worktree again on its branch; the agent starts once it is.
+
+    Its status names the way (retry adds it again from its branch, at its head) beside drop;
+    nothing starts in the missing folder; once the shell says it made it, the retried attempt
+    starts. Drop is still taken, and tidy follows.
+    """
     lost = step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
-    with pytest.raises(UsageError, match="flume drop fix--typo, then flume tidy"):
-        step(S, lost, RetryAsked(at=Instant(10)))
+    assert isinstance(lost.stage.phase, Short)
+    assert (
+        f"no agent starts there until flume retry fix--typo adds it again from its branch "
+        f"{BRANCH} at {lost.head}, its commits kept; or flume drop fix--typo, then flume tidy"
+    ) in lost.stage.phase.words
+    retried = step(S, lost, RetryAsked(at=Instant(10)))
+    (again,) = [a for a in retried.actions if isinstance(a, MakeWorktree)]
+    assert (again.path, again.branch, again.again) == (PATH, BRANCH, True)
+    assert not any(isinstance(a, StartAgent) for a in retried.actions)
+    assert not retried.place.worktree_gone
+    assert (retried.place.rebuilding, retried.place.ready) == (True, False)
+    assert [a.again for a in pending(retried.place) if isinstance(a, MakeWorktree)] == [True]
+    # The shell's look, before the make is seen, finds the folder still gone: nothing new.
+    looked = step(S, retried.place, WorktreeLost(at=Instant(10), path=PATH))
+    assert (looked.place, looked.actions) == (retried.place, ())
+    assert retried.place.stage.attempt == lost.stage.attempt + 1
+    waiting = step(S, retried.place, Tick(at=Instant(11)))
+    assert not any(isinstance(a, StartAgent) for a in waiting.actions)
+    gone = step(S, waiting.place, AgentExited(at=Instant(12), session=SESSION)).place
+    made_again = WorktreeMade(at=Instant(12), path=PATH, branch=BRANCH, head=Sha("c2"))
+    ready = step(S, gone, made_again)
+    assert (ready.place.made, ready.place.ready, ready.place.head) == (True, True, Sha("c2"))
+    assert (
+        Report(
+            event=Event.PLACE_MADE,
+            text=f"worktree {PATH} made again on its branch, its commits kept, at c2",
+        )
+        in ready.actions
+    )
+    started = [*ready.actions, *step(S, ready.place, Tick(at=Instant(13))).actions]
+    assert [a.attempt for a in started if isinstance(a, StartAgent)][:1] == [
+        retried.place.stage.attempt
+    ]
     dropped = step(S, lost, DropAsked(at=Instant(10))).place
     assert dropped.life is Life.DROPPED
     assert dropped.tidy == TidyWanted(force=False)
+
+
+def test_a_worktree_git_will_not_add_again_stops_short_and_a_retry_asks_it_again() -> None:
+    """PLACE-LOST-STOPS-SHORT: the make again refused (a folder stands there) is named; retry."""
+    lost = step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
+    retried = step(S, lost, RetryAsked(at=Instant(10))).place
+    output = f"{PATH} already exists and is not the place's worktree"
+    failed = step(
+        S, retried, ActionFailed(at=Instant(11), action=ActionName.MAKE_WORKTREE, output=output)
+    ).place
+    assert isinstance(failed.stage.phase, Short)
+    assert failed.stage.phase.cause is ShortCause.FAILED
+    assert output in failed.stage.phase.words
+    again = step(S, failed, RetryAsked(at=Instant(12)))
+    assert [a.again for a in again.actions if isinstance(a, MakeWorktree)] == [True]
+
+
+def test_a_lost_worktree_whose_branch_is_gone_too_is_retried_once_it_is_restored() -> None:
+    """PLACE-LOST-STOPS-SHORT: both gone, retry is refused naming the command that restores it."""
+    lost = step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
+    both = step(S, lost, BranchVanished(at=Instant(10), branch=BRANCH)).place
+    with pytest.raises(UsageError) as refused:
+        step(S, both, RetryAsked(at=Instant(11)))
+    assert refused.value.exit_status == 1
+    assert (
+        f"restore it (git -C /src/app update-ref refs/heads/{BRANCH} {lost.head}), then flume "
+        "retry fix--typo"
+    ) in str(refused.value)
+    back = step(S, both, BranchHead(at=Instant(12), branch=BRANCH, sha=Sha(str(lost.head))))
+    retried = step(S, back.place, RetryAsked(at=Instant(13)))
+    assert [a.again for a in retried.actions if isinstance(a, MakeWorktree)] == [True]
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from pyrsistent import pmap
 
-from flume.core.actions import Event, LaunchLane, SendPrompt, SendTell, StartAgent
+from flume.core.actions import Event, LaunchLane, MergeLanes, SendPrompt, SendTell, StartAgent
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha
 from flume.core.kinds import Artifact, Commit, Kind, ReportFile, Verdict
@@ -509,20 +509,26 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
 
         The lock removed, a merge git left under way concluded with ``git commit`` (the issue's
         "doing what git and flume both advise"), a deleted branch restored as named; then the
-        first way out the place's status names, as the shell builds it.
+        first way out the place's status names, as the shell builds it. A place stopped short
+        (its worktree removed, say) names its way out in its words: ``flume retry``.
         """
-        paused = [name for name in self.names() if status(self.place(name)).paused is not None]
-        name = self.pick(index, paused)
+        advised = [
+            name
+            for name in self.names()
+            if status(self.place(name)).paused is not None
+            or status(self.place(name)).phase is PhaseWord.SHORT
+        ]
+        name = self.pick(index, advised)
         if name is None:
             return
         self.person_removes_the_lock()
         self.person_commits_the_merge()
         shown = status(self.place(name))
-        said = f"{shown.paused_words or ''} {shown.resolve or ''}"
+        said = f"{shown.paused_words or ''} {shown.resolve or ''} {shown.needs or ''}"
         for branch, head in re.findall(r"update-ref refs/heads/(\S+) (\w+)", said):
             if branch not in self.fleet.repo.refs and head in self.fleet.repo.commits:
                 self.fleet.repo.refs[BranchName(branch)] = Sha(head)
-        ways = self.ways_out(name, shown.resolve or "")
+        ways = self.ways_out(name, shown.resolve or shown.needs or "")
         if ways:
             where, seen = ways[0]
             self.feed(where, seen)
@@ -579,13 +585,17 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
                 repo.refs[place.branch] = restored
                 repo.seen.add(restored)
 
-    @rule(index=st.integers(0, 50), worktree=st.booleans())
-    def person_deletes_a_lane(self, index: int, worktree: bool) -> None:
-        """A person deletes a lane's branch (``git branch -D``) or its worktree folder."""
-        lanes = [name for name in self.names() if self.place(name).launch.parent]
+    @rule(index=st.integers(0, 50), worktree=st.booleans(), run=st.booleans())
+    def person_deletes_a_lane(self, index: int, worktree: bool, run: bool) -> None:
+        """A person deletes a lane's branch (``git branch -D``) or its worktree folder.
+
+        Or (``run``) the run's own worktree folder, its lanes at work: a retry adds it again.
+        """
+        lanes = [name for name in self.names() if bool(self.place(name).launch.parent) != run]
         name = self.pick(index, lanes)
         if name is None:
             return
+        worktree = worktree or run
         place = self.place(name)
         repo = self.fleet.repo
         if worktree:
@@ -836,9 +846,19 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
         """WF-FINISHED-HOLDS-ITS-WORK: a run holds each lane it was told merged, history and tree.
 
         Each merged lane's (and child's) head is an ancestor of the run's head, and the run's
-        tree holds every file the lane added since the block's entry.
+        tree holds every file the lane added since the block's entry. Its merge is asked only
+        once no lane of the block runs or waits: a run never goes past a block whose lanes work.
         """
         repo = self.fleet.repo
+        for each in self.fleet.steps:
+            if any(isinstance(action, MergeLanes) for action in each.decision.actions):
+                # A block's merge is asked only once none of its lanes runs or waits.
+                at_work = [
+                    run.lane
+                    for run in each.decision.place.lanes.values()
+                    if run.state in {LaneState.WAITING, LaneState.RUNNING}
+                ]
+                assert not at_work, f"{each.home} merges with lanes at work: {at_work}"
         for merged in self.fleet.merged:
             run = self.place(merged.run)
             head = repo.refs.get(run.branch)
@@ -957,11 +977,18 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
         """WF-DELIVERED-PASSES: an attempt's commit, once seen, passes its gate; never redone.
 
         Before or after a pause: no step gated on a commit pauses for a new attempt, or is
-        queued again, while the commit its attempt made is seen on its branch.
+        queued again, while the commit its attempt made is seen on its branch. A parallel
+        block's stage is no step's attempt: its pause's way on merges its lanes again (a
+        person's merge commit on the run's branch is no deliverable of a step).
         """
         for name, place in self.active():
             phase = place.stage.phase
-            if not isinstance(phase, Paused) or not phase.again or place.stage.resolving:
+            if (
+                not isinstance(phase, Paused)
+                or not phase.again
+                or place.stage.resolving
+                or parallel_of(place) is not None
+            ):
                 continue
             if not isinstance(current_step(place).deliverable, Commit):
                 continue

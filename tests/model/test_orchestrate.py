@@ -42,7 +42,7 @@ from flume.core.place import JoinStage, LaneState, Life, Place, leading
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.workflow.lanes import children
-from flume.core.workflow.orchestrate import PAUSED, launch_child
+from flume.core.workflow.orchestrate import PAUSED, launch_child, spawned_child
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -201,6 +201,35 @@ def test_a_child_s_question_and_pause_reach_the_lead_and_the_run_s_status() -> N
     assert "flume answer crew--x+coder-1 q1" in news
 
 
+def test_a_goal_spawned_again_names_its_child_and_starts_none() -> None:
+    """A lead retried spawns what it spawned: the same goal is its child's, within max 2.
+
+    The fault trials: a crew lead retried after tmux was killed spawned slice a again, hit its
+    max, and the run finished without slice c. Words a notify added do not make it another.
+    """
+    world = world_of(crew(most=2, cap=1))
+    assert world.place is not None
+    assert spawned_child(world.place, "slice a") is None  # the block not entered yet
+    assert spawn(world, "slice a") is None
+    assert spawn(world, "slice b") is None
+    agent = world.live_agent()
+    assert agent is not None
+    assert (
+        world.feed(NotifySaid(at=world.instant(), to="all", text="tabs", session=agent.session))
+        is None
+    )
+    launches = [a for a in world.actions if isinstance(a, LaunchLane)]
+    lanes = world.place.lanes
+    for goal in ("slice a", " slice b "):
+        assert spawn(world, goal) is None
+    assert world.place.lanes == lanes
+    assert [a for a in world.actions if isinstance(a, LaunchLane)] == launches
+    twin = spawned_child(world.place, "slice b")
+    assert twin is not None
+    assert (twin.lane, twin.state) == ("coder-2", LaneState.WAITING)
+    assert spawn(world, "slice c") is not None  # past max 2: a third goal is refused
+
+
 def test_notify_reaches_a_running_child_and_waits_in_the_goal_of_one_not_started() -> None:
     """A running child's journal takes the words; a waiting one's goal holds them."""
     world = world_of(crew(most=2, cap=1))
@@ -247,19 +276,32 @@ class OrchestrateMachine(RuleBasedStateMachine):
         assert self.world.place is not None
         return self.world.place
 
-    @rule(goal=st.sampled_from(["slice a", "slice b"]))
+    @rule(goal=st.sampled_from(["slice a", "slice b", " slice a", "slice c"]))
     def the_lead_spawns(self, goal: str) -> None:
-        """WF-CHILDREN-CAP: at most max spawned, none past it, a refusal journals nothing."""
+        """WF-CHILDREN-CAP: at most max spawned, none past it, a refusal journals nothing.
+
+        A goal spawned before (a lead retried spawns again what it spawned) starts nothing and
+        is never refused for the cap: the child it names is the one spawned with it.
+        """
         if self.world.live_agent() is None:
             return
         before = len(self.world.journal)
-        spawned = len(children(self._place()))
+        place = self._place()
+        spawned = len(children(place))
+        twin = spawned_child(place, goal)
+        launches = len(self.world.actions)
         refused = spawn(self.world, goal)
         if refused is not None:
             assert len(self.world.journal) == before
+            assert twin is None or "children at most" not in str(refused)
+            return
+        if twin is not None:
+            assert self._place().lanes == place.lanes
+            assert self.world.actions[launches:] == []
             return
         assert spawned < self.most
         assert len(children(self._place())) == spawned + 1
+        assert spawned_child(self._place(), goal) == children(self._place())[-1]
 
     @precondition(lambda self: self._running())
     @rule(data=st.data(), finished=st.booleans(), turns=st.integers(min_value=0, max_value=12))
@@ -395,6 +437,12 @@ class OrchestrateMachine(RuleBasedStateMachine):
                 assert place.budgets.turns is not None
                 assert before.spent.turns + seen.turns < place.budgets.turns
                 assert decision.place.spent.turns == before.spent.turns + seen.turns
+
+    @invariant()
+    def no_two_children_share_a_goal(self) -> None:
+        """WF-SPAWN-ONCE: no two children of the lead's block were spawned with one goal."""
+        goals = [run.spawned for run in children(self._place()) if run.spawned]
+        assert len(goals) == len(set(goals))
 
     @invariant()
     def children_stay_within_max_and_cap(self) -> None:

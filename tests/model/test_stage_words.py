@@ -129,8 +129,9 @@ def landed() -> Place:
 
 
 def lost() -> Place:
-    """A working fix whose worktree was deleted under it."""
-    return step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
+    """A working fix whose worktree was deleted under it, then its branch."""
+    place = step(S, working(), WorktreeLost(at=Instant(9), path=PATH)).place
+    return step(S, place, BranchVanished(at=Instant(9), branch=BranchName("fix/typo"))).place
 
 
 def submit_short() -> Place:
@@ -215,8 +216,9 @@ def told_text(decision: Decision) -> str:
             RetryAsked(at=Instant(10)),
             Problem(
                 "retry",
-                "the worktree of fix--typo is gone: no agent starts there",
-                "flume drop fix--typo, then flume tidy",
+                "the branch fix/typo of fix--typo is gone",
+                "restore it (git -C /src/app update-ref refs/heads/fix/typo a1), then flume retry "
+                "fix--typo",
             ),
         ),
         (
@@ -269,7 +271,7 @@ def told_text(decision: Decision) -> str:
         "stop-not-running",
         "proceed-not-waiting",
         "retry-not-short",
-        "retry-worktree-gone",
+        "retry-worktree-and-branch-gone",
         "submit-not-landing",
         "submit-short",
         "submit-already",
@@ -383,8 +385,9 @@ def test_a_lost_worktree_ends_the_agent_and_drops_its_tells_saying_the_place_is_
     """With no word from the shell on how, the stop short's words say only what is known."""
     decision = step(S, with_a_held_tell(), WorktreeLost(at=Instant(7), path=PATH))
     words = (
-        f"its worktree {PATH} is gone: no agent starts there again; "
-        "flume drop fix--typo, then flume tidy"
+        f"its worktree {PATH} is gone: no agent starts there until flume retry fix--typo adds "
+        "it again from its branch fix/typo at a1, its commits kept; or flume drop fix--typo, "
+        "then flume tidy"
     )
     assert decision.actions == (
         EndAgent(session=SESSION, reason="its place is gone"),
@@ -411,7 +414,8 @@ def test_a_branch_deleted_while_setup_runs_stops_the_place_short_and_its_return_
         Problem(
             "retry",
             "the branch fix/typo of fix--typo is gone",
-            "restore it as flume status says, then retry",
+            "restore it (git -C /src/app update-ref refs/heads/fix/typo a1), then flume retry "
+            "fix--typo",
         ),
     )
     back = step(S, lost, BranchHead(at=Instant(4), branch=BranchName("fix/typo"), sha=Sha("a1")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule
 
-from flume.core.actions import EndAgent, Event, SendPrompt, SendTell, StartAgent
+from flume.core.actions import EndAgent, Event, MakeWorktree, SendPrompt, SendTell, StartAgent
 from flume.core.observations import (
     Activity,
     DropAsked,
@@ -114,22 +114,34 @@ class StopShortMachine(PlaceMachine):
 
     @rule(words=st.one_of(st.just(""), WORDS))
     def caller_retries(self, words: str) -> None:
-        """R9: retry is accepted exactly when the stage stopped short; a refusal changes nothing."""
+        """R9: retry is accepted exactly when the stage stopped short; a refusal changes nothing.
+
+        PLACE-REBUILT: a place whose worktree was removed (its branch kept) is retried too: its
+        worktree is asked again on its branch, as it stands, and the world's worktree is back
+        on that branch at the head it had before its next agent starts.
+        """
         before = self.world.place
         assert before is not None
         short = (
             before.life is Life.ACTIVE
             and isinstance(before.stage.phase, Short)
-            and not before.worktree_gone
             and not before.branch_gone
         )
         sessions = frozenset(self.world.agents)
         decided = len(self.world.actions)
+        kept = before.branch in self.world.git.branches
+        head = self.world.git.head(before.branch) if kept else None
         refusal = self.world.feed(RetryAsked(at=self.world.instant(), words=words))
         assert (refusal is None) == short
         if refusal is not None:
             assert self.world.place is before
             return
+        made = [a for a in self.world.actions[decided:] if isinstance(a, MakeWorktree)]
+        assert [a.again for a in made] == ([True] if before.worktree_gone else [False] * len(made))
+        if before.worktree_gone:
+            tree = self.world.worktrees[before.path]
+            assert tree.branch == before.branch
+            assert self.world.git.head(before.branch) == head
         after = self.world.place
         assert after is not None
         assert (after.stage.name, after.stage.attempt) == (

@@ -6,10 +6,14 @@ as the command checks them: the same function, in the core.
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flume.core.errors import UsageError
-from flume.core.text import MAX_TEXT_BYTES, checked_text
+from flume.core.text import MAX_TEXT_BYTES, checked_text, shell_word
 
 
 def test_words_that_can_be_carried_are_given_back() -> None:
@@ -35,3 +39,9 @@ def test_words_that_cannot_be_carried_are_refused(text: str, why: str) -> None:
         checked_text("words", text)
     assert raised.value.exit_status == 2
     assert why in str(raised.value)
+
+
+@given(st.text())
+def test_a_shell_word_is_quoted_as_shlex_quotes_it(text: str) -> None:
+    """The core's quoting of a word a person copies is the standard library's, for any text."""
+    assert shell_word(text) == shlex.quote(text)

@@ -61,6 +61,7 @@ from flume.core.observations import (
     Tick,
 )
 from flume.core.place import (
+    Fanned,
     JoinStage,
     Judging,
     LaneState,
@@ -319,6 +320,34 @@ def test_a_merge_refused_while_none_is_asked_and_wrong_ways_out_change_nothing()
     assert "has no lane 'zzz' that ended unfinished" in str(refused)
 
 
+def test_a_run_retried_while_its_lanes_work_waits_on_them_before_it_merges() -> None:
+    """WF-FINISHED-HOLDS-ITS-WORK: a run retried while its lanes work merges them once they end.
+
+    Its worktree removed and added again by the retry, its lanes still at work: the retried
+    block waits on them, and merges both once they finish, never none. Found trying the
+    removed worktree's retry as a user: the block merged "none" at once and landed, its two
+    lanes still at work.
+    """
+    lanes = Parallel(
+        name=BlockName("slices"), branches=pvector([_step("a", Commit()), _step("b", Commit())])
+    )
+    world = FakeWorld(settings=S, kind=_kind(lanes))
+    assert world.launch() is None
+    assert world.delete_worktree_by_hand() is None
+    assert isinstance(_place(world).stage.phase, Short)
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    world.now += 1
+    assert world.feed(Tick(at=world.instant())) is None
+    place = _place(world)
+    assert place.path in world.worktrees
+    assert isinstance(place.stage.phase, Fanned), place.stage.phase
+    assert world.merges == []
+    for lane in ("a", "b"):
+        head = world.git.commit(world.lanes[lane].branch, world.now)
+        world.feed(LaneEnded(at=world.instant(), lane=lane, finished=True, head=head))
+    assert world.merges == [("a", "b")]
+
+
 @pytest.mark.parametrize("merge", [Merge.MERGE, Merge.PICK])
 def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge) -> None:
     """WF-JOIN-ALL: each lane let go by name; with one still ended, paused; then the merge."""
@@ -341,6 +370,10 @@ def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge
     assert world.merges == [("a",)]
 
 
+#: git in the run's worktree, as the commands a refusal names run it.
+_GIT = "git -C /src/app/places/wf--x"
+
+
 @pytest.mark.parametrize(
     ("facts", "says"),
     [
@@ -349,6 +382,36 @@ def test_going_on_without_lanes_one_at_a_time_then_merging_the_rest(merge: Merge
         (
             {"missing": pmap({"b": "its changes to b.txt are not in wf/x's tree"})},
             "does not hold lane b (wf/x+b): its changes to b.txt",
+        ),
+        (
+            {"missing": pmap({"a": "its head is not in wf/x's history"})},
+            f"merge it ({_GIT} merge --no-ff wf/x+a); then flume resolve wf--x --by-hand",
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to b.txt, my c.txt are not in wf/x's tree"}),
+                "restore": pmap({"b": pvector(["b.txt", "my c.txt"])}),
+            },
+            (
+                f"take its changes back: {_GIT} checkout wf/x+b -- b.txt 'my c.txt' && {_GIT} "
+                "commit --quiet -m 'Take back the changes of lane b'; then flume resolve wf--x "
+                "--by-hand"
+            ),
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to b.txt, old.txt are not in wf/x's tree"}),
+                "restore": pmap({"b": pvector(["b.txt"])}),
+                "remove": pmap({"b": pvector(["old.txt"])}),
+            },
+            f"{_GIT} checkout wf/x+b -- b.txt && {_GIT} rm --quiet -- old.txt && {_GIT} commit",
+        ),
+        (
+            {
+                "missing": pmap({"b": "its changes to old.txt are not in wf/x's tree"}),
+                "remove": pmap({"b": pvector(["old.txt"])}),
+            },
+            f"take its changes back: {_GIT} rm --quiet -- old.txt && {_GIT} commit",
         ),
     ],
 )

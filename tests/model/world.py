@@ -381,6 +381,11 @@ class FakeWorld:
                     # Made before a crash hid it: the shell observes before it acts.
                     head = self.git.head(branch)
                     return [WorktreeMade(at=at, path=path, branch=branch, head=head)]
+                if action.again and tree is None and branch in self.git.branches:
+                    # Added again on its branch as it stands: its commits are all there.
+                    self.worktrees[path] = FakeWorktree(path=path, branch=branch, by_flume=True)
+                    head = self.git.head(branch)
+                    return [WorktreeMade(at=at, path=path, branch=branch, head=head)]
                 if look_only:
                     # Dropped before it was seen made: the shell only looks, and found nothing.
                     return []

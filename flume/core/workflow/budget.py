@@ -46,9 +46,11 @@ def active_minutes(spent: Spent, now: Instant) -> float:
 
 
 def spent_budget(budgets: Budgets, spent: Spent, attempt_turns: int, now: Instant) -> str | None:
-    """The first budget the run has spent, by name; None while every budget has some left.
+    """The budgets the run has spent, by name (``turns and tokens``); None while each has some.
 
-    ``attempt_turns``: the turns the current attempt's agent ended.
+    ``attempt_turns``: the turns the current attempt's agent ended. Every budget spent is
+    named, so that the pause's way out raises them all at once (WF-PAUSE-HAS-A-WAY-OUT): a
+    raise of the first alone would pause the run again at once on the next.
     """
     if budgets == _NONE:
         return None
@@ -58,10 +60,8 @@ def spent_budget(budgets: Budgets, spent: Spent, attempt_turns: int, now: Instan
         ("turns_per_attempt", budgets.turns_per_attempt, attempt_turns),
         ("wall_minutes", budgets.wall_minutes, active_minutes(spent, now)),
     )
-    for name, limit, used in checks:
-        if limit is not None and used >= limit:
-            return name
-    return None
+    names = [name for name, limit, used in checks if limit is not None and used >= limit]
+    return " and ".join(names) or None
 
 
 def retries_left(budgets: Budgets, spent: Spent) -> bool:

@@ -735,7 +735,8 @@ def _refuse_needless(place: Place, paused: Paused, seen: BudgetRaised) -> None:
         if amount is not None and getattr(place.budgets, name) is None
     ]
     spent = paused.spent
-    if not unset and (not spent or given.get(spent) is not None):
+    names = spent.split(" and ") if spent else []
+    if not unset and (not names or any(given.get(each) is not None for each in names)):
         return
     name = place.launch.place
     problem = (

@@ -43,7 +43,7 @@ The rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import assert_never
 
 import attrs
@@ -86,6 +86,7 @@ from flume.core.place import (
     resolve_command,
 )
 from flume.core.settings import Settings
+from flume.core.text import shell_word
 from flume.core.workflow import budget
 
 
@@ -202,10 +203,13 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         lane in place.lanes and place.lanes[lane].state is not LaneState.WAITING
         for lane in lane_names(parallel)
     )
-    if ran and not any(run.state is LaneState.WAITING for run in place.lanes.values()):
+    working = {LaneState.WAITING, LaneState.RUNNING}
+    if ran and not any(run.state in working for run in place.lanes.values()):
         # Its lanes ran already: a merge step stopped short and was retried, or a merge git
         # refused was resumed; merge again. (A loop's next pass enters the block anew, at
-        # attempt 1: its lanes run again, below.)
+        # attempt 1: its lanes run again, below.) Never while a lane runs: the run retried
+        # once its worktree or branch was back, its lanes still at work, waits on them
+        # (WF-FINISHED-HOLDS-ITS-WORK).
         place = evolve(place, stage=attrs.evolve(place.stage, phase=Merging(since=now)))
         return place, (merge_action(place),)
     spent = budget.spent_budget(place.budgets, place.spent, 0, now)
@@ -214,8 +218,9 @@ def fan_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         paused = Paused(cause=PauseCause.BUDGET, words=f"budget {spent} spent", spent=spent)
         return stage.pause_stage(place, paused)
     if ran:
-        # A lane launched again (WF-JOIN-ALL): the block fans out anew for it alone, from the
-        # head it was entered at; the lanes that finished stay finished.
+        # A lane launched again (WF-JOIN-ALL), or lanes still at work: the block fans out anew
+        # for those waiting alone, from the head it was entered at, and waits on those running;
+        # the lanes that finished stay finished.
         run = attrs.evolve(place.stage, phase=Fanned(since=now), turns=0)
         place, launched = _launch_more(evolve(place, stage=run), parallel)
         return place, launched
@@ -645,10 +650,31 @@ def _check_held(place: Place, paused: Paused, seen: ResolveAsked) -> None:
         raise refused(
             "resolve",
             f"the head of {place.branch} does not hold lane {lane} ({branch}): {why}",
-            f"merge it (git -C {place.path} merge --no-ff {branch}), or restore what it "
-            f"changed and commit; then flume resolve {name} --by-hand; or flume resolve "
-            f"{name} --agent",
+            f"{_take_back(place, lane, branch, seen)}; then flume resolve {name} --by-hand; or "
+            f"flume resolve {name} --agent",
         )
+
+
+def _take_back(place: Place, lane: str, branch: str, seen: ResolveAsked) -> str:
+    """The exact commands that put lane ``lane``'s work into the run's head.
+
+    A lane whose head is not in the run's history is merged. One merged without its changes
+    is in that history already (a merge again does nothing): its files are taken back from
+    its branch (``restore``), those it deleted removed (``remove``), and committed.
+    """
+    git = f"git -C {shell_word(place.path)}"
+    restore, remove = seen.restore.get(lane, pvector()), seen.remove.get(lane, pvector())
+    if not (restore or remove):
+        return f"merge it ({git} merge --no-ff {branch})"
+    taken = [f"{git} checkout {branch} -- {_quoted(restore)}"] if restore else []
+    taken += [f"{git} rm --quiet -- {_quoted(remove)}"] if remove else []
+    message = shell_word(f"Take back the changes of lane {lane}")
+    return f"take its changes back: {' && '.join(taken)} && {git} commit --quiet -m {message}"
+
+
+def _quoted(paths: Iterable[str]) -> str:
+    """Paths as a shell reads them, each one word."""
+    return " ".join(shell_word(path) for path in paths)
 
 
 def _go_on_without(place: Place, paused: Paused, seen: ResolveAsked) -> Outcome:

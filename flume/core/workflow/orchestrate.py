@@ -14,6 +14,11 @@ The rules:
 - WF-CHILDREN-CAP: the lead spawns at most ``max`` children of the template, none over a
   spent budget; at most ``cap`` children have a live agent at once, the rest wait in order.
   A spawn past either is refused, journaling nothing, its reason printed to the lead.
+- WF-SPAWN-ONCE: a spawn whose goal is one a child of the block was spawned with starts no
+  second child: that child is named to the lead (journaled, changing nothing). A lead retried
+  after its agent was lost runs its prompt again from the start and spawns what it spawned
+  before; the run goes on where it left off, and the children it had count once against
+  ``max``.
 - WF-LEAD-WAITS-JOIN: the lead's gate is not judged (at a turn's end, nor on its agent found
   waiting), nor does its stage end on quiet, until every child is terminal, the finished ones
   merged into the run's branch (``merge``, in order, while the lead waits), and the lead's
@@ -315,6 +320,8 @@ def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
             "write your verdict",
         )
     place = _entered(place, block)
+    if spawned_child(place, goal) is not None:
+        return place, ()
     static = set(lane_names(block))
     spawned = sum(1 for lane in place.lanes if lane not in static)
     if spawned >= block.max:
@@ -329,7 +336,7 @@ def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
         raise refused("spawn", f"the run's budget {spent} is spent", "no child starts over it")
     lane = f"{template.name}-{spawned + 1}"
     run = lane_run(place, lane, len(place.lanes), goal=goal, agent=seen.agent)
-    place = evolve(place, lanes=place.lanes.set(lane, run))
+    place = evolve(place, lanes=place.lanes.set(lane, attrs.evolve(run, spawned=goal)))
     report = Report(
         event=Event.SPAWNED,
         text=f"{place.stage.key} spawned {lane} ({spawned + 1} of {block.max}): {goal}",
@@ -337,6 +344,14 @@ def on_spawn(place: Place, seen: SpawnSaid) -> Outcome:
     )
     place, launched = _launch_more(place, block)
     return place, (report, *launched)
+
+
+def spawned_child(place: Place, goal: str) -> LaneRun | None:
+    """WF-SPAWN-ONCE: the child of the run's current block its lead spawned with ``goal``."""
+    if place.lanes_key != place.stage.key:
+        return None
+    goal = goal.strip()
+    return next((run for run in place.lanes.values() if run.spawned == goal), None)
 
 
 def on_compose(place: Place, seen: ComposeSaid) -> Outcome:

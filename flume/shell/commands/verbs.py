@@ -19,13 +19,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PVector
 
 from flume.core.delivery import render_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, KindName, SessionId, StageName, WorkName
 from flume.core.kinds import steps
 from flume.core.launch import Launch
-from flume.core.observations import Launched, Observation
+from flume.core.observations import Launched, Observation, ResolveAsked
 from flume.core.place import Place, evolve
 from flume.core.settings import Settings
 from flume.core.step import Decision, step
@@ -62,17 +64,20 @@ def give(found: places.Found, seen: Observation, settings: Settings) -> Decision
     return places.give(found, seen, settings)
 
 
-def merge_facts(place: Place) -> tuple[bool, dict[str, str]]:
+def merge_facts(place: Place, at: Instant) -> ResolveAsked:
     """What ``flume resolve --by-hand`` finds in the run's worktree, for the core to judge.
 
     Whether a merge is under way there (git's ``MERGE_HEAD``); and each lane the run merges
     that its branch's head does not hold, with why: its branch gone, its head not in the run's
-    history, or its changes not in the run's tree (WF-FINISHED-HOLDS-ITS-WORK).
+    history, or its changes not in the run's tree (WF-FINISHED-HOLDS-ITS-WORK), then with the
+    files to take back from its branch and those it deleted.
     """
     worktree = Path(place.path)
     if not worktree.is_dir():
-        return False, {}
+        return ResolveAsked(at=at)
     missing: dict[str, str] = {}
+    restore: dict[str, PVector[str]] = {}
+    remove: dict[str, PVector[str]] = {}
     for lane in place.merging:
         run = place.lanes.get(lane)
         if run is None:
@@ -87,7 +92,16 @@ def merge_facts(place: Place) -> tuple[bool, dict[str, str]]:
                 f"its changes to {', '.join(lacking)} are not in {place.branch}'s tree (a "
                 "merge was concluded without them)"
             )
-    return git.merging(worktree), missing
+            held = git.held_paths(worktree, run.branch, lacking)
+            restore[lane] = pvector(path for path in lacking if path in held)
+            remove[lane] = pvector(path for path in lacking if path not in held)
+    return ResolveAsked(
+        at=at,
+        under_way=git.merging(worktree),
+        missing=pmap(missing),
+        restore=pmap(restore),
+        remove=pmap(remove),
+    )
 
 
 def place_here(cwd: Path, settings: Settings) -> places.Found:

@@ -232,6 +232,8 @@ class Performer:
     def _make_worktree(self, action: MakeWorktree) -> list[Observation]:
         repository, path = Path(action.repository), Path(action.path)
         git.exclude(repository, "/places/")
+        if action.again:
+            return self._add_again(action)
         if action.start is None or action.look_only or _stands(path):
             return self._look_then_make(action, None)
         # The first make, as a launch asks it: nothing stands at the path, so git is asked to
@@ -283,6 +285,49 @@ class Performer:
             return self._failed(ActionName.MAKE_WORKTREE, what)
         # The branch was cut before a crash and its worktree not yet added: add it now.
         ran = self._add(action, None)
+        if not ran.ok:
+            return self._failed(ActionName.MAKE_WORKTREE, "", ran)
+        return self._made(repository, action)
+
+    def _add_again(self, action: MakeWorktree) -> list[Observation]:
+        """PLACE-REBUILT: the worktree removed under the place, added again on its branch.
+
+        git still lists the removed folder as a worktree of the branch (prunable): ``--force``
+        adds over that entry. Nothing is made over something that stands at the path, nor while
+        the branch is checked out in a folder that stands elsewhere, nor from a branch gone.
+        """
+        repository, path = Path(action.repository), Path(action.path)
+        trees = _resolved(git.worktree_paths(repository))
+        if _stands(path):
+            top = git.toplevel(path) if path.is_dir() else None
+            head = git.run(path, "symbolic-ref", "--quiet", "HEAD") if top is not None else None
+            if (
+                top is not None
+                and top.resolve() == path.resolve()
+                and head is not None
+                and head.out.strip() == f"refs/heads/{action.branch}"
+            ):
+                # Added before a crash hid it.
+                return self._made(repository, action)
+            what = (
+                f"{path} already exists and is not the place's worktree: nothing is made over "
+                "it; move it away, then retry"
+            )
+            return self._failed(ActionName.MAKE_WORKTREE, what)
+        elsewhere = [
+            str(tree)
+            for tree, branch in trees.items()
+            if branch == action.branch and tree != path.resolve() and _stands(tree)
+        ]
+        if elsewhere:
+            what = f"{action.branch} is checked out in {elsewhere[0]}; nothing is added beside it"
+            return self._failed(ActionName.MAKE_WORKTREE, what)
+        if git.resolve(repository, action.branch) is None:
+            what = f"the branch {action.branch} does not exist: restore it, then retry"
+            return self._failed(ActionName.MAKE_WORKTREE, what)
+        ran = git.add_worktree(
+            repository, path, action.branch, None, force=True, pass_fds=self.pass_fds
+        )
         if not ran.ok:
             return self._failed(ActionName.MAKE_WORKTREE, "", ran)
         return self._made(repository, action)

@@ -62,7 +62,12 @@ from flume.core.place import Short, lanes_in_order
 from flume.core.settings import Settings
 from flume.core.step import Decision
 from flume.core.text import MAX_TEXT_BYTES, checked_text
-from flume.core.workflow.orchestrate import answerer, spread_answerer, spread_child
+from flume.core.workflow.orchestrate import (
+    answerer,
+    spawned_child,
+    spread_answerer,
+    spread_child,
+)
 from flume.shell.store import outbox, places
 
 #: The variable that names a sandboxed agent's inbox to the commands it runs.
@@ -212,8 +217,23 @@ def carry_out(
     """
     if request.kind == "answer":
         return _answer_child(found, request, at, settings)
-    decision = places.give(found, observation(request, at, read_kind), settings)
+    seen = observation(request, at, read_kind)
+    decision = places.give(found, seen, settings)
+    if isinstance(seen, SpawnSaid) and not decision.actions:
+        return spawned_before(decision, seen.goal)
     return printed(request.kind, decision)
+
+
+def spawned_before(decision: Decision, goal: str) -> str:
+    """WF-SPAWN-ONCE: what ``flume spawn`` prints of a goal a child was spawned with already."""
+    place = decision.place
+    run = spawned_child(place, goal)
+    said = f"{run.lane} ({run.place}, {run.state.value})" if run is not None else "a child"
+    return (
+        f"flume: {place.launch.place}: {said} was spawned with this goal already; no second "
+        "child is started. News of it comes to you as messages: spawn the others, then end "
+        "your turn and wait."
+    )
 
 
 def _answer_child(found: places.Found, request: Request, at: Instant, settings: Settings) -> str:

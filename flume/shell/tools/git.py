@@ -7,6 +7,7 @@ observations. Nothing a caller writes reaches a shell: plumbum passes argv to ex
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -400,6 +401,12 @@ def lacking(worktree: Path, start: Sha, branch: BranchName) -> tuple[str, ...]:
     return tuple(path for path in paths if path not in moved)
 
 
+def held_paths(worktree: Path, branch: BranchName, paths: Sequence[str]) -> frozenset[str]:
+    """Which of ``paths`` the tree of ``branch``'s head holds (``git ls-tree``)."""
+    ran = run(worktree, "ls-tree", "-r", "--name-only", "-z", branch, "--", *paths)
+    return frozenset(path for path in ran.out.split("\0") if path)
+
+
 def unmerged(worktree: Path) -> tuple[str, ...]:
     """The files a merge left unmerged in ``worktree`` (``git diff --diff-filter=U``), in order."""
     ran = run(worktree, "diff", "--name-only", "--diff-filter=U")
@@ -469,12 +476,13 @@ def changes(worktree: Path) -> WorktreeChanges:
     )
 
 
-def add_worktree(
+def add_worktree(  # noqa: PLR0913 (its place, its branch and how it is added)
     repository: Path,
     path: Path,
     branch: BranchName,
     start: Sha | None,
     *,
+    force: bool = False,
     pass_fds: tuple[int, ...] = (),
 ) -> Ran:
     """``git worktree add``: a new ``branch`` cut at ``start``, or (None) the branch as it is.
@@ -482,11 +490,13 @@ def add_worktree(
     The files are checked out by one worker a core (``checkout.workers=0``, git's parallel
     checkout): most of a launch's time is this checkout, and the result is the same file for
     file. A person's own ``checkout.workers`` gives way to it for flume's worktrees only.
+    ``force``: over git's entry of a worktree whose folder was removed (``--force``).
     """
     where = ("-b", branch, str(path), start) if start is not None else (str(path), branch)
+    forced = ("--force",) if force else ()
     return run(
         repository,
-        *("-c", "checkout.workers=0", "worktree", "add", "--quiet", *where),
+        *("-c", "checkout.workers=0", "worktree", "add", "--quiet", *forced, *where),
         pass_fds=pass_fds,
     )
 
