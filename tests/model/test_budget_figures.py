@@ -41,15 +41,20 @@ AT = Instant(600.0)
         (Budgets(wall_minutes=10), Spent(), 0, "wall_minutes"),
         (Budgets(wall_minutes=11), Spent(), 0, None),
         (Budgets(retries=0), Spent(retries=5), 0, None),
-        (Budgets(turns=1, tokens=1), Spent(turns=1, tokens=1), 1, "turns"),
+        (Budgets(turns=1, tokens=1), Spent(turns=1, tokens=1), 1, "turns and tokens"),
         (Budgets(turns=9, tokens=1), Spent(turns=1, tokens=1), 1, "tokens"),
-        (Budgets(tokens=9, turns_per_attempt=1, wall_minutes=1), Spent(), 1, "turns_per_attempt"),
+        (
+            Budgets(tokens=9, turns_per_attempt=1, wall_minutes=1),
+            Spent(),
+            1,
+            "turns_per_attempt and wall_minutes",
+        ),
     ],
 )
-def test_the_first_budget_spent_is_named_and_one_reached_is_spent(
+def test_every_budget_spent_is_named_in_order_and_one_reached_is_spent(
     budgets: Budgets, spent: Spent, attempt_turns: int, found: str | None
 ) -> None:
-    """A budget reached is spent; the first of turns, tokens, per attempt, wall is named."""
+    """A budget reached is spent; each spent is named: turns, tokens, per attempt, wall."""
     assert spent_budget(budgets, spent, attempt_turns, AT) == found
 
 
