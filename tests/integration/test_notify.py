@@ -35,6 +35,7 @@ from flume.shell.agents import claude, scripted
 from flume.shell.agents.runner import live_sessions
 from flume.shell.observe.branches import BranchHeads
 from flume.shell.observe.watch import Watch
+from flume.shell.panes.tmux import SESSION_VARIABLE as SESSION
 from flume.shell.panes.tmux import Tmux
 from flume.shell.store.follower import Followed
 from flume.shell.tools import git
@@ -319,3 +320,26 @@ def test_the_loop_hurries_only_while_an_agent_is_looked_at(host: Path, harness: 
     looking.last_looked = 0
     supervisor.notify.watch(str(host))
     assert supervisor.hurried()
+
+
+def test_a_pane_s_session_is_listed_from_its_mark_or_else_its_command(
+    tmp_path: Path, panes: Tmux
+) -> None:
+    """A pane flume started is marked with its session; one not marked still names it."""
+    session = "4b1f900a-378e-5962-8693-5afe6a9d4d6a"
+    started = panes.start(
+        group="g", window="marked", cwd=tmp_path, argv=["sleep", "60"], env={SESSION: session}
+    )
+    assert started.ok
+    marked = started.out.strip()
+    unmarked = panes.run(
+        "new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=g:", "env", f"{SESSION}=other-0001",
+        "sleep", "60",
+    ).out.strip()  # fmt: skip
+    shown = panes.run("list-panes", "-a", "-F", "#{pane_id} #{@flume_session}").out
+    assert f"{marked} {SESSION}={session}" in shown.splitlines()
+    listed = panes.panes()
+    assert listed is not None
+    assert listed[marked].session == session
+    assert listed[unmarked].session == "other-0001"
+    assert panes.panes() == listed  # listed again as it was: the same panes

@@ -47,11 +47,14 @@ _FIELDS = (
     "#{session_name}",
     "#{window_name}",
     "#{@flume_typed}",
-    # Only the session's variable of the pane's command, cut out by tmux itself: the whole
-    # command is hundreds of bytes a pane, and the listing is taken every tick (issue 29: at
-    # 1,000 panes it was 370 KB a listing). A command without it comes whole, and names none.
-    "#{s/.*(" + SESSION_VARIABLE + "=[0-9A-Za-z-]+).*/\\1/:pane_start_command}",
+    # The pane's session as :meth:`Tmux.start` marked it; a pane not marked (started by an
+    # older flume, or listed between its start and its mark) gives its whole command, which
+    # names it. The command is hundreds of bytes a pane, and the listing is taken every tick
+    # (issue 29: 370 KB a listing at 1,000 panes); tmux cutting it with a regular expression
+    # cost its server 13 ms a listing of 150 panes, a conditional costs it nothing.
+    "#{?@flume_session,#{@flume_session},#{pane_start_command}}",
 )
+
 #: What the server is set to when flume starts it (reference/tmux.md §1, §8).
 _SERVER_OPTIONS = (
     ("set-option", "-g", "remain-on-exit", "on"),
@@ -166,7 +169,13 @@ class Tmux:
                 ran = self._start(group, window, escaped)
                 if not server_gone(ran):
                     break
-            return ran
+        session = env.get(SESSION_VARIABLE)
+        if ran.ok and session:
+            # Its session marked on the pane, as its command sets it, for the listing: read
+            # without the rest of the command.
+            mark = f"{SESSION_VARIABLE}={session}"
+            self.run("set-option", "-p", "-t", ran.out.strip(), "@flume_session", mark)
+        return ran
 
     def _start(self, group: str, window: str, escaped: Sequence[str]) -> Ran:
         if self.run("has-session", "-t", f"={group}").ok:
