@@ -38,7 +38,7 @@ from flume.core.observations import (
     NotifySaid,
     SpawnSaid,
 )
-from flume.core.place import JoinStage, LaneState, Life, Place, leading
+from flume.core.place import JoinStage, LaneState, Life, Place, evolve, leading
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.workflow.lanes import children
@@ -227,6 +227,8 @@ def test_a_goal_spawned_again_names_its_child_and_starts_none() -> None:
     twin = spawned_child(world.place, "slice b")
     assert twin is not None
     assert (twin.lane, twin.state) == ("coder-2", LaneState.WAITING)
+    # Children of a block the run has left (its lanes kept for another step) are no goal's now.
+    assert spawned_child(evolve(world.place, lanes_key="an earlier entry"), "slice b") is None
     assert spawn(world, "slice c") is not None  # past max 2: a third goal is refused
 
 
