@@ -113,7 +113,7 @@ class BranchHeads:
         """The folder that holds the branch's loose ref (its events say it moved)."""
         folder = self._folders.get((common, branch))
         if folder is None:
-            if len(self._folders) > _MIRRORS_KEPT:
+            if len(self._folders) > _FOLDERS_KEPT:
                 self._folders.clear()
             ref = os.path.join(common, "refs", "heads", branch)  # noqa: PTH118 (a string)
             folder = self._folders[common, branch] = os.path.dirname(ref)  # noqa: PTH120
@@ -187,6 +187,8 @@ class BranchHeads:
 
 #: How many sessions' mirrors are remembered before all are forgotten (and looked up again).
 _MIRRORS_KEPT = 4096
+#: How many branches' ref folders are remembered before all are forgotten (and made again).
+_FOLDERS_KEPT = 4096
 
 
 def _in_flight(place: Place) -> bool:
