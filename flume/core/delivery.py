@@ -58,7 +58,7 @@ from flume.core.place import (
     leading,
 )
 from flume.core.settings import MAX_SENDS, Settings
-from flume.core.workflow.budget import spent_budget
+from flume.core.workflow.budget import paused_from, spent_budget
 
 
 def is_typed_by_user(entry: TranscriptEntry) -> bool:
@@ -347,7 +347,9 @@ def _missing(place: Place, phase: Delivering) -> Outcome:
         "retry the stage to start a fresh agent"
     )
     stage = attrs.evolve(place.stage, phase=Short(cause=ShortCause.NEVER_BEGAN, words=words))
-    place = evolve(place, stage=stage, agent=attrs.evolve(agent, ending=True))
+    # A stage that never began waits on a person's retry: its time is not the run's active time.
+    spent = paused_from(place.spent, place.now)
+    place = evolve(place, stage=stage, agent=attrs.evolve(agent, ending=True), spent=spent)
     return place, (
         missing,
         Report(event=Event.NEVER_BEGAN, text=words, stage=stage.name),

@@ -93,7 +93,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Delivering, Life, Place, current_step
+from flume.core.place import Delivering, Life, Paused, Place, Short, current_step
 from flume.core.settings import Settings
 from flume.core.step import Decision, pending, replay, step
 
@@ -346,6 +346,8 @@ class FakeWorld:
                     return error
                 raise
             self.steps.append((self.place, current, decision))
+            _names_its_stage(self.place, decision)
+            _clock_stops_while_waiting(decision.place)
             if any(
                 isinstance(action, Report) and action.event is Event.STAGE_ENDED
                 for action in decision.actions
@@ -798,3 +800,32 @@ class FakeWorld:
 def fix_world(settings: Settings | None = None) -> FakeWorld:
     """A world about to launch a fix."""
     return FakeWorld(settings=settings or Settings(), kind=BUILTIN_KINDS[KindName("fix")])
+
+
+#: Reports of the place itself, not of one of its stages: they name none.
+_OF_THE_PLACE = frozenset(
+    {Event.LAUNCHED, Event.PLACE_MADE, Event.KEPT, Event.BRANCH_GONE, Event.TIDIED}
+)
+
+
+def _names_its_stage(before: Place | None, decision: Decision) -> None:
+    """Every report of a stage names it: one the place stood at before the step, after, or did."""
+    places = [place for place in (before, decision.place) if place is not None]
+    stages = {place.stage.name for place in places} | {
+        done for place in places for done in place.completed
+    }
+    for action in decision.actions:
+        if isinstance(action, Report) and action.event not in _OF_THE_PLACE:
+            assert action.stage in stages, (action, stages)
+
+
+def _clock_stops_while_waiting(place: Place | None) -> None:
+    """WF-BUDGET-PAUSES: an active run's clock stops while, and only while, it waits on a person.
+
+    A pause or a stage stopped short stops the clock of active time; every way on (resume,
+    retry, raise, pass, a deliverable seen late) starts it again.
+    """
+    if place is None or place.life is not Life.ACTIVE:
+        return
+    waits = isinstance(place.stage.phase, Paused | Short)
+    assert (place.spent.paused_at is not None) == waits, (place.stage.phase, place.spent)

@@ -1,0 +1,45 @@
+"""The gates' edges the workflow mutation run found unpinned, one example each.
+
+``tests/model/world.py`` checks two properties at every step of every world these examples
+(and the machines) drive: each report of a stage names it, and an active run's clock of active
+time is stopped while, and only while, it waits on a person. The examples here reach the paths
+those properties watch that no other example reached: a step that never began, a deliverable
+seen after its attempt paused, a person's pass of a gate blocked with no words, a raise of the
+wall-clock budget.
+"""
+
+from __future__ import annotations
+
+from flume.core.kinds import Budgets, Verdict
+from flume.core.observations import AgentReady, RetryAsked, Tick
+from flume.core.place import Paused, Short, ShortCause
+from flume.core.status import status
+from flume.core.workflow.budget import active_minutes
+from tests.model.test_gates import _one
+from tests.model.test_workflow_run import S, world_of
+
+
+def test_a_step_that_never_began_stops_the_clock_until_its_retry() -> None:
+    """WF-BUDGET-PAUSES: an hour waiting on a retry after a prompt never began is no active time.
+
+    The agent takes input but its transcript never shows the prompt, sent twice: the step stops
+    short, waiting on a person, as a pause does; retried an hour later, the run has been active
+    the minute of its two sends, not 61, and goes on under its ten-minute budget.
+    """
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=10)))
+    agent = world.live_agent()
+    assert agent is not None
+    world.feed(AgentReady(at=world.instant(), session=agent.session))
+    for _ in range(2):
+        world.now += S.confirm_seconds
+        world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.cause is ShortCause.NEVER_BEGAN
+    world.now += 3600
+    assert active_minutes(world.place.spent, world.instant()) == 2 * S.confirm_seconds / 60
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    world.feed(Tick(at=world.instant()))
+    assert not isinstance(world.place.stage.phase, Paused)
+    assert status(world.place).budgets == "wall minutes 1 of 10"
