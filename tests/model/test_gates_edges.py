@@ -10,9 +10,10 @@ wall-clock budget.
 
 from __future__ import annotations
 
-from flume.core.kinds import Budgets, Verdict
-from flume.core.observations import AgentReady, RetryAsked, Tick
-from flume.core.place import Paused, Short, ShortCause
+from flume.core.actions import Event
+from flume.core.kinds import Budgets, Commit, Verdict
+from flume.core.observations import AgentReady, BudgetRaised, RetryAsked, Tick
+from flume.core.place import PauseCause, Paused, Short, ShortCause
 from flume.core.status import status
 from flume.core.workflow.budget import active_minutes
 from tests.model.test_gates import _one
@@ -43,3 +44,48 @@ def test_a_step_that_never_began_stops_the_clock_until_its_retry() -> None:
     world.feed(Tick(at=world.instant()))
     assert not isinstance(world.place.stage.phase, Paused)
     assert status(world.place).budgets == "wall minutes 1 of 10"
+
+
+def test_a_raise_of_the_wall_clock_budget_spent_resumes_the_run() -> None:
+    """WF-BUDGET-RAISE-RESUMES: paused on wall_minutes, ``flume raise --wall +5`` lets it go on."""
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
+    assert world.deliver()
+    world.now += 61
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.spent == "wall_minutes"
+    assert world.feed(BudgetRaised(at=world.instant(), wall_minutes=5)) is None
+    assert [r.text for r in world.reports_of(Event.RESUMED)] == [
+        "one--x resumed at only: budgets raised (wall minutes 1 of 6)"
+    ]
+    assert world.place.budgets.wall_minutes == 6
+    assert not isinstance(world.place.stage.phase, Paused)
+
+
+def test_a_commit_seen_after_its_attempt_paused_stalled_passes_it_and_restarts_the_clock() -> None:
+    """WF-DELIVERED-PASSES: the commit of a stalled attempt, seen late, passes its step, said so.
+
+    The hour the run stood paused is no active time: the clock runs again from the pass.
+    """
+    world = world_of(_one(Commit(), Budgets(wall_minutes=600)))
+    assert world.deliver()
+    world.now += 2 * S.stall_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    world.now += S.stall_seconds + 1
+    world.feed(Tick(at=world.instant()))
+    assert world.place is not None
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.STALLED
+    paused_at = world.now
+    world.now += 3600
+    assert world.commit() is None
+    world.feed(Tick(at=world.instant()))
+    said = "one--x goes on past only: the deliverable of attempt 1 was seen after it paused"
+    resumed = [(r.text, r.stage) for r in world.reports_of(Event.RESUMED)]
+    assert resumed == [(f"{said} (stalled)", "only")]
+    passed = [(r.text, r.stage) for r in world.reports_of(Event.GATE_PASSED)]
+    assert passed == [("the gate of only passed", "only")]
+    assert world.place.spent.paused_seconds == world.now - paused_at
