@@ -20,6 +20,7 @@ from flume.core.kinds import (
     Kind,
     Loop,
     OnMax,
+    Orchestrate,
     Parallel,
     PassingTests,
     Sequence,
@@ -349,6 +350,31 @@ def test_the_walk_stands_at_a_parallel_and_finds_any_step_s_first_run() -> None:
     assert position_of(fan, StageName("a")) == Position(step=StageName("a"))
     assert position_of(fan, StageName("fan")) == Position(step=StageName("fan"))
     assert position_of(body, StageName("nowhere")) is None
+
+
+def test_a_parallel_or_an_orchestrate_lead_in_a_loop_is_found_in_the_loop_s_first_pass() -> None:
+    """position_of finds a parallel block and an orchestrate block's lead by name, in a loop.
+
+    Each stands in the loop's first pass, as a step does; a name the lead does not have is not
+    found in an orchestrate block.
+    """
+    a = Step(name=StageName("a"), prompt="a", deliverable=Commit())
+    fan = Parallel(name=BlockName("fan"), branches=pvector([a]))
+    lead = Step(name=StageName("lead"), prompt="lead", deliverable=Commit())
+    crew = Orchestrate(name=BlockName("crew"), lead=lead)
+    loop = Loop(
+        name=BlockName("again"),
+        body=Sequence(blocks=pvector([fan, crew])),
+        until=StageName("a"),
+        max=2,
+    )
+    first_pass = (Pass(loop=BlockName("again"), number=1),)
+    assert position_of(loop, StageName("fan")) == Position(step=StageName("fan"), passes=first_pass)
+    assert position_of(loop, StageName("lead")) == Position(
+        step=StageName("lead"), passes=first_pass
+    )
+    assert position_of(crew, StageName("lead")) == Position(step=StageName("lead"))
+    assert position_of(crew, StageName("crew")) is None
 
 
 def test_a_loop_is_found_by_name_and_an_unknown_one_is_a_key_error() -> None:

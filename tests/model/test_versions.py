@@ -136,9 +136,14 @@ def test_a_lane_s_journal_takes_the_file_s_block_for_its_lane_under_its_own_budg
 
 
 def test_a_journal_that_does_not_start_with_its_launch_is_refused() -> None:
-    """Nothing to fold the changed kind into: a usage error, not a comparison."""
-    with pytest.raises(UsageError, match="does not start with its launch"):
+    """Nothing to fold the changed kind into: a usage error naming the journal and its mend."""
+    with pytest.raises(UsageError) as refused:
         compare(S, [Tick(at=S.quiet_seconds)], reviewed())  # type: ignore[arg-type]
+    assert refused.value.problems == (
+        Problem(
+            field="journal", what="does not start with its launch", mend="name a place's journal"
+        ),
+    )
 
 
 def test_differences_name_each_field_deepest_first() -> None:
@@ -154,6 +159,11 @@ def test_differences_name_each_field_deepest_first() -> None:
     assert differences(pmap({"a": 1}), pmap({"a": 2, "b": 3}), "x") == (
         Difference(path="x['a']", journaled=1, changed=2),
         Difference(path="x['b']", journaled=None, changed=3),
+    )
+    # Keys of mixed types are taken in one order, that of their repr ('b' before 1).
+    assert differences(pmap({1: "a", "b": 2}), pmap({1: "c", "b": 3})) == (
+        Difference(path="['b']", journaled=2, changed=3),
+        Difference(path="[1]", journaled="a", changed="c"),
     )
     assert differences("ab", "ac") == (Difference(path="", journaled="ab", changed="ac"),)
     assert differences(1, "1") == (Difference(path="", journaled=1, changed="1"),)
