@@ -47,7 +47,10 @@ def test_a_step_that_never_began_stops_the_clock_until_its_retry() -> None:
 
 
 def test_a_raise_of_the_wall_clock_budget_spent_resumes_the_run() -> None:
-    """WF-BUDGET-RAISE-RESUMES: paused on wall_minutes, ``flume raise --wall +5`` lets it go on."""
+    """WF-BUDGET-RAISE-RESUMES: paused on wall_minutes, ``flume raise --wall +5`` lets it go on.
+
+    A raise of budgets the kind sets none of is refused first, naming them all.
+    """
     world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
     assert world.deliver()
     world.now += 61
@@ -56,6 +59,12 @@ def test_a_raise_of_the_wall_clock_budget_spent_resumes_the_run() -> None:
     phase = world.place.stage.phase
     assert isinstance(phase, Paused)
     assert phase.spent == "wall_minutes"
+    needless = world.feed(BudgetRaised(at=world.instant(), turns=5, tokens=9))
+    assert needless is not None
+    assert needless.problems[0].what == (
+        "one--x sets no turns or tokens budget to raise; it is paused at only: budget "
+        "wall_minutes spent"
+    )
     assert world.feed(BudgetRaised(at=world.instant(), wall_minutes=5)) is None
     assert [r.text for r in world.reports_of(Event.RESUMED)] == [
         "one--x resumed at only: budgets raised (wall minutes 1 of 6)"

@@ -131,8 +131,20 @@ def test_a_lane_s_journal_takes_the_file_s_block_for_its_lane_under_its_own_budg
     assert changed.budgets == Budgets(turns=4)
     assert changed.name == old.name
     unnamed = attrs.evolve(lane, launch=attrs.evolve(lane.launch, lane="slice-c"))
-    with pytest.raises(UsageError, match="no parallel with a lane slice-c"):
+    with pytest.raises(UsageError) as refused:
         relaunched(unnamed, new)
+    assert refused.value.problems == (
+        Problem(
+            field="kind",
+            what="kind sliced has no parallel with a lane slice-c, which this journal's place is "
+            "(a lane of sliced--x)",
+            mend="compare the run's journal, sliced--x's, whose LaunchLane actions carry each "
+            "lane's kind",
+        ),
+    )
+    # A launch with a parent but no lane is no lane's: it takes the changed kind whole.
+    laneless = attrs.evolve(lane, launch=attrs.evolve(lane.launch, lane=""))
+    assert relaunched(laneless, new).kind == attrs.evolve(new, name=old.name)
 
 
 def test_a_journal_that_does_not_start_with_its_launch_is_refused() -> None:
