@@ -10,9 +10,9 @@ wall-clock budget.
 
 from __future__ import annotations
 
-from flume.core.actions import Event
+from flume.core.actions import Event, SendPrompt, SendTell
 from flume.core.kinds import Budgets, Commit, Verdict
-from flume.core.observations import AgentReady, BudgetRaised, RetryAsked, Tick
+from flume.core.observations import AgentReady, BudgetRaised, ResumeAsked, RetryAsked, Tick
 from flume.core.place import PauseCause, Paused, Short, ShortCause
 from flume.core.status import status
 from flume.core.workflow.budget import active_minutes
@@ -98,3 +98,39 @@ def test_a_commit_seen_after_its_attempt_paused_stalled_passes_it_and_restarts_t
     passed = [(r.text, r.stage) for r in world.reports_of(Event.GATE_PASSED)]
     assert passed == [("the gate of only passed", "only")]
     assert world.place.spent.paused_seconds == world.now - paused_at
+
+
+def test_a_failed_gate_is_told_once_numbered_and_a_resumed_attempt_starts_afresh() -> None:
+    """WF-GATE-REPROMPT-ONCE: the first failure is told (tell 1, a retry spent), said whole.
+
+    The second pauses the run gate-blocked; resumed, attempt 2 carries nothing of attempt 1's:
+    no tell awaited, no reading, no turns, and its prompt is sent as send 1 of its own.
+    """
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    world.end_turn()
+    assert world.place is not None
+    why = f"no verdict was written at {world.place.board}/only/verdict.json"
+    said = f"the gate of only (attempt 1) did not pass: {why}; the agent is told once"
+    assert [(r.text, r.stage) for r in world.reports_of(Event.GATE_FAILED)] == [(said, "only")]
+    assert (world.place.tells_given, world.place.stage.retold) == (1, 1)
+    assert [t.number for t in world.actions if isinstance(t, SendTell)] == [1]
+    assert world.place.spent.retries == 1
+    assert world.deliver()
+    world.end_turn()
+    phase = world.place.stage.phase
+    assert isinstance(phase, Paused)
+    assert phase.cause is PauseCause.GATE_BLOCKED
+    assert world.feed(ResumeAsked(at=world.instant())) is None
+    run = world.place.stage
+    assert run.attempt == 2
+    assert (run.retold, run.judged_at, run.turns, run.sends, run.reprompted) == (
+        None,
+        None,
+        0,
+        0,
+        False,
+    )
+    assert world.deliver()
+    prompts = [a for a in world.actions if isinstance(a, SendPrompt)]
+    assert (prompts[-1].attempt, prompts[-1].send) == (2, 1)
