@@ -134,3 +134,27 @@ def test_a_failed_gate_is_told_once_numbered_and_a_resumed_attempt_starts_afresh
     assert world.deliver()
     prompts = [a for a in world.actions if isinstance(a, SendPrompt)]
     assert (prompts[-1].attempt, prompts[-1].send) == (2, 1)
+
+
+def test_a_retry_s_words_go_to_its_attempt_alone_not_to_one_resumed_after() -> None:
+    """R9: a retry's words are in its attempt's prompt; resumed past that attempt, they are not."""
+    world = world_of(_one(Verdict()))
+
+    def blocked() -> None:
+        """The attempt's agent writes no verdict, twice: the run pauses gate-blocked."""
+        for _ in range(2):
+            assert world.deliver()
+            world.end_turn()
+        assert world.place is not None
+        assert isinstance(world.place.stage.phase, Paused)
+
+    blocked()
+    assert world.feed(RetryAsked(at=world.instant(), words="Mind the cache.")) is None
+    blocked()
+    assert world.feed(ResumeAsked(at=world.instant())) is None
+    assert world.deliver()
+    prompts = {
+        a.attempt: a.text for a in world.actions if isinstance(a, SendPrompt) and a.send == 1
+    }
+    assert sorted(prompts) == [1, 2, 3]
+    assert ["Mind the cache." in prompts[n] for n in (1, 2, 3)] == [False, True, False]
