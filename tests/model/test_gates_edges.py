@@ -137,7 +137,7 @@ def test_a_failed_gate_is_told_once_numbered_and_a_resumed_attempt_starts_afresh
 
 
 def test_a_retry_s_words_go_to_its_attempt_alone_not_to_one_resumed_after() -> None:
-    """R9: a retry's words are in its attempt's prompt; resumed past that attempt, they are not."""
+    """R9: a retry's words are in its attempt's prompt; one resumed after has the first prompt."""
     world = world_of(_one(Verdict()))
 
     def blocked() -> None:
@@ -158,3 +158,4 @@ def test_a_retry_s_words_go_to_its_attempt_alone_not_to_one_resumed_after() -> N
     }
     assert sorted(prompts) == [1, 2, 3]
     assert ["Mind the cache." in prompts[n] for n in (1, 2, 3)] == [False, True, False]
+    assert prompts[3] == prompts[1].replace("only:1]", "only:3]")
