@@ -250,18 +250,24 @@ def test_a_pane_that_keeps_moving_does_not_hide_a_stall() -> None:
     assert phase.cause is PauseCause.STALLED
 
 
-def test_a_short_stall_window_is_told_in_seconds() -> None:
-    """``[timing] stall = 20``: frozen at launch, the nudge comes at 20 s and says so."""
-    world = FakeWorld(settings=Settings(stall_seconds=20.0), kind=reviewed())
+@pytest.mark.parametrize(
+    ("stall", "said"), [(20.0, "20 seconds"), (119.0, "119 seconds"), (120.0, "2 minutes")]
+)
+def test_a_short_stall_window_is_told_in_seconds(stall: float, said: str) -> None:
+    """``[timing] stall = 20``: frozen at launch, the nudge comes at 20 s and says so.
+
+    Below two minutes a window is said in seconds; from two minutes on, in minutes.
+    """
+    world = FakeWorld(settings=Settings(stall_seconds=stall), kind=reviewed())
     assert world.launch() is None
     assert world.deliver()
     agent = world.live_agent()
     assert agent is not None
     world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WORKING))
-    world.now += 20
+    world.now += stall
     world.feed(Tick(at=world.instant()))
     (nudge,) = [a for a in world.actions if isinstance(a, SendTell)]
-    assert "flume has seen nothing from you for 20 seconds." in nudge.text
+    assert f"flume has seen nothing from you for {said}." in nudge.text
 
 
 def test_a_loop_last_in_the_body_pauses_at_max_and_resume_finishes() -> None:
