@@ -251,7 +251,8 @@ def test_a_pane_that_keeps_moving_does_not_hide_a_stall() -> None:
 
 
 @pytest.mark.parametrize(
-    ("stall", "said"), [(20.0, "20 seconds"), (119.0, "119 seconds"), (120.0, "2 minutes")]
+    ("stall", "said"),
+    [(20.0, "20 seconds"), (119.0, "119 seconds"), (120.0, "2 minutes"), (3600.0, "60 minutes")],
 )
 def test_a_short_stall_window_is_told_in_seconds(stall: float, said: str) -> None:
     """``[timing] stall = 20``: frozen at launch, the nudge comes at 20 s and says so.
