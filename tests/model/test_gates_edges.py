@@ -13,8 +13,9 @@ from __future__ import annotations
 from flume.core.actions import Event, SendPrompt, SendTell
 from flume.core.kinds import Budgets, Commit, Verdict
 from flume.core.observations import AgentReady, BudgetRaised, ResumeAsked, RetryAsked, Tick
-from flume.core.place import PauseCause, Paused, Short, ShortCause
+from flume.core.place import PauseCause, Paused, Queued, Short, ShortCause
 from flume.core.status import status
+from flume.core.step import step
 from flume.core.workflow.budget import active_minutes
 from tests.model.test_gates import _one
 from tests.model.test_workflow_run import S, world_of
@@ -121,6 +122,11 @@ def test_a_failed_gate_is_told_once_numbered_and_a_resumed_attempt_starts_afresh
     phase = world.place.stage.phase
     assert isinstance(phase, Paused)
     assert phase.cause is PauseCause.GATE_BLOCKED
+    # Resumed before its agent's end is seen, the attempt waits queued: its turns are none yet.
+    ending = next(d.place for _, _, d in world.steps if isinstance(d.place.stage.phase, Paused))
+    assert ending.agent is not None
+    queued = step(S, ending, ResumeAsked(at=world.instant())).place.stage
+    assert (type(queued.phase), queued.attempt, queued.turns) == (Queued, 2, 0)
     assert world.feed(ResumeAsked(at=world.instant())) is None
     run = world.place.stage
     assert run.attempt == 2
