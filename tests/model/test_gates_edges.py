@@ -48,11 +48,11 @@ def test_a_step_that_never_began_stops_the_clock_until_its_retry() -> None:
 
 
 def test_a_raise_of_the_wall_clock_budget_spent_resumes_the_run() -> None:
-    """WF-BUDGET-RAISE-RESUMES: paused on wall_minutes, ``flume raise --wall +5`` lets it go on.
+    """WF-BUDGET-RAISE-RESUMES: paused on wall_minutes, a raise of it (and others) lets it go on.
 
     A raise of budgets the kind sets none of is refused first, naming them all.
     """
-    world = world_of(_one(Verdict(), Budgets(wall_minutes=1)))
+    world = world_of(_one(Verdict(), Budgets(wall_minutes=1, retries=1, turns_per_attempt=5)))
     assert world.deliver()
     world.now += 61
     world.feed(Tick(at=world.instant()))
@@ -66,11 +66,12 @@ def test_a_raise_of_the_wall_clock_budget_spent_resumes_the_run() -> None:
         "one--x sets no turns or tokens budget to raise; it is paused at only: budget "
         "wall_minutes spent"
     )
-    assert world.feed(BudgetRaised(at=world.instant(), wall_minutes=5)) is None
+    raised = BudgetRaised(at=world.instant(), wall_minutes=5, retries=2, turns_per_attempt=3)
+    assert world.feed(raised) is None
     assert [r.text for r in world.reports_of(Event.RESUMED)] == [
-        "one--x resumed at only: budgets raised (wall minutes 1 of 6)"
+        "one--x resumed at only: budgets raised (wall minutes 1 of 6, retries 0 of 3)"
     ]
-    assert world.place.budgets.wall_minutes == 6
+    assert world.place.budgets == Budgets(wall_minutes=6, retries=3, turns_per_attempt=8)
     assert not isinstance(world.place.stage.phase, Paused)
 
 
