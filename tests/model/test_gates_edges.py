@@ -10,9 +10,19 @@ wall-clock budget.
 
 from __future__ import annotations
 
+from pyrsistent import pvector
+
 from flume.core.actions import Event, SendPrompt, SendTell
-from flume.core.kinds import Budgets, Commit, Verdict
-from flume.core.observations import AgentReady, BudgetRaised, ResumeAsked, RetryAsked, Tick
+from flume.core.ids import KindName, StageName
+from flume.core.kinds import Approval, Budgets, Commit, Kind, Sequence, Step, Verdict
+from flume.core.observations import (
+    AgentReady,
+    ApproveAsked,
+    BudgetRaised,
+    ResumeAsked,
+    RetryAsked,
+    Tick,
+)
 from flume.core.place import PauseCause, Paused, Queued, Short, ShortCause
 from flume.core.status import status
 from flume.core.step import step
@@ -166,3 +176,26 @@ def test_a_retry_s_words_go_to_its_attempt_alone_not_to_one_resumed_after() -> N
     assert sorted(prompts) == [1, 2, 3]
     assert ["Mind the cache." in prompts[n] for n in (1, 2, 3)] == [False, True, False]
     assert prompts[3] == prompts[1].replace("only:1]", "only:3]")
+
+
+def test_an_approval_restarts_the_clock_for_the_step_after() -> None:
+    """WF-BUDGET-PAUSES: the hour a step waited on its approval is no active time after it."""
+    sign = Step(name=StageName("sign"), prompt="Say what you will do.", deliverable=Approval())
+    code = Step(name=StageName("code"), prompt="Do it.", deliverable=Commit())
+    kind = Kind(
+        name=KindName("two"),
+        prefix="two",
+        body=Sequence(blocks=pvector([sign, code])),
+        budgets=Budgets(wall_minutes=30),
+    )
+    world = world_of(kind)
+    assert world.deliver()
+    world.end_turn()
+    assert world.place is not None
+    assert isinstance(world.place.stage.phase, Paused)
+    waited = world.now
+    world.now += 3600
+    assert world.feed(ApproveAsked(at=world.instant())) is None
+    assert world.place.stage.name == "code"
+    assert world.place.spent.paused_seconds == world.now - waited
+    assert status(world.place).budgets == "wall minutes 0 of 30"

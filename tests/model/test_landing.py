@@ -261,6 +261,8 @@ def test_a_held_landing_pauses_for_a_person_and_lands_the_head_they_approved() -
     assert "flume approve" in (status(place).resolve or "")
     approved = step(S, place, ApproveAsked(at=Instant(31)))
     assert approved.place.reviewed == Sha("c3")
+    # No longer held: the stage's new attempt submits afresh.
+    assert approved.place.submission is Submission.NONE
     assert approved.place.stage.attempt == place.stage.attempt + 1
     assert next(a.event for a in approved.actions if isinstance(a, Report)) is Event.RESUMED
 
