@@ -139,6 +139,8 @@ def test_a_failed_gate_is_told_once_numbered_and_a_resumed_attempt_starts_afresh
     queued = step(S, ending, ResumeAsked(at=world.instant())).place.stage
     assert (type(queued.phase), queued.attempt, queued.turns) == (Queued, 2, 0)
     assert world.feed(ResumeAsked(at=world.instant())) is None
+    resumed = [(r.text, r.stage) for r in world.reports_of(Event.RESUMED)]
+    assert resumed == [("one--x resumed at only: resumed by a person", "only")]
     run = world.place.stage
     assert run.attempt == 2
     assert (run.retold, run.judged_at, run.turns, run.sends, run.reprompted) == (
