@@ -14,7 +14,7 @@ from pyrsistent import pvector
 
 from flume.core.actions import Event, SendPrompt, SendTell
 from flume.core.ids import KindName, StageName
-from flume.core.kinds import Approval, Budgets, Commit, Kind, Sequence, Step, Verdict
+from flume.core.kinds import Approval, Budgets, Commit, Kind, PassingTests, Sequence, Step, Verdict
 from flume.core.observations import (
     AgentReady,
     ApproveAsked,
@@ -23,10 +23,11 @@ from flume.core.observations import (
     RetryAsked,
     Tick,
 )
-from flume.core.place import PauseCause, Paused, Queued, Short, ShortCause
+from flume.core.place import PauseCause, Paused, Queued, Short, ShortCause, evolve
 from flume.core.status import status
 from flume.core.step import step
 from flume.core.workflow.budget import active_minutes
+from flume.core.workflow.gates import judge_gate
 from tests.model.test_gates import _one
 from tests.model.test_workflow_run import S, world_of
 
@@ -201,3 +202,12 @@ def test_an_approval_restarts_the_clock_for_the_step_after() -> None:
     assert world.place.stage.name == "code"
     assert world.place.spent.paused_seconds == world.now - waited
     assert status(world.place).budgets == "wall minutes 0 of 30"
+
+
+def test_a_tests_gate_is_read_by_running_the_commands_frozen_at_launch() -> None:
+    """The reading asked of a tests gate carries the place's tests, as its launch froze them."""
+    world = world_of(_one(PassingTests()))
+    assert world.place is not None
+    place = evolve(world.place, tests=pvector([pvector(["pytest", "-q"])]))
+    asked = judge_gate(place)
+    assert (asked.gate, asked.tests) == (PassingTests(), place.tests)
