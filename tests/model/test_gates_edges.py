@@ -1,11 +1,10 @@
-"""The gates' edges the workflow mutation run found unpinned, one example each.
+"""The gates' edges the workflow mutation run found unpinned (issue 25), one example each.
 
 ``tests/model/world.py`` checks two properties at every step of every world these examples
 (and the machines) drive: each report of a stage names it, and an active run's clock of active
-time is stopped while, and only while, it waits on a person. The examples here reach the paths
-those properties watch that no other example reached: a step that never began, a deliverable
-seen after its attempt paused, a person's pass of a gate blocked with no words, a raise of the
-wall-clock budget.
+time is stopped while, and only while, it waits on a person. The examples here reach paths no
+other example reached (a step that never began, a deliverable seen after its attempt paused, a
+raise, a resume, an approval before another step) and pin the words and state each leaves.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 from pyrsistent import pvector
 
 from flume.core.actions import Event, SendPrompt, SendTell
-from flume.core.ids import KindName, StageName
+from flume.core.ids import Instant, KindName, StageName
 from flume.core.kinds import Approval, Budgets, Commit, Kind, PassingTests, Sequence, Step, Verdict
 from flume.core.observations import (
     AgentReady,
@@ -23,12 +22,14 @@ from flume.core.observations import (
     RetryAsked,
     Tick,
 )
-from flume.core.place import PauseCause, Paused, Queued, Short, ShortCause, evolve
+from flume.core.place import JoinStage, PauseCause, Paused, Queued, Short, ShortCause, evolve
 from flume.core.status import status
 from flume.core.step import step
 from flume.core.workflow.budget import active_minutes
 from flume.core.workflow.gates import judge_gate
 from tests.model.test_gates import _one
+from tests.model.test_orchestrate import crew, spawn
+from tests.model.test_orchestrate import world_of as crew_world
 from tests.model.test_workflow_run import S, world_of
 
 
@@ -211,3 +212,20 @@ def test_a_tests_gate_is_read_by_running_the_commands_frozen_at_launch() -> None
     place = evolve(world.place, tests=pvector([pvector(["pytest", "-q"])]))
     asked = judge_gate(place)
     assert (asked.gate, asked.tests) == (PassingTests(), place.tests)
+
+
+def test_a_raise_while_an_orchestrate_block_merges_keeps_the_merge_awaited() -> None:
+    """A lead paused on its budget mid-merge, raised, still awaits that merge: the join stays.
+
+    Only a merge git refused (merge-failed) opens the join again on a resume.
+    """
+    world = crew_world(crew(most=1, budgets=Budgets(wall_minutes=1)))
+    assert spawn(world) is None
+    assert world.place is not None
+    merging = evolve(world.place, join=JoinStage.MERGING, merging=pvector(["coder-1"]))
+    paused = step(S, merging, Tick(at=Instant(merging.now + 61))).place
+    phase = paused.stage.phase
+    assert isinstance(phase, Paused)
+    assert (phase.cause, paused.join) == (PauseCause.BUDGET, JoinStage.MERGING)
+    raised = step(S, paused, BudgetRaised(at=Instant(paused.now + 1), wall_minutes=5)).place
+    assert raised.join is JoinStage.MERGING
