@@ -143,7 +143,9 @@ def test_blocked_without_a_summary_says_so_and_other_gates_are_not_read() -> Non
     assert judge(world.place, Verdict(), blocked).words == (  # type: ignore[union-attr]
         "the verdict says blocked, with no summary"
     )
-    assert "is not read" in judge(world.place, Commit(), blocked).reason  # type: ignore[union-attr]
+    assert judge(world.place, Commit(), blocked).reason == (  # type: ignore[union-attr]
+        "the gate Commit is not read"
+    )
 
 
 def test_a_turn_of_another_session_spends_nothing() -> None:

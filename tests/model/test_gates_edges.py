@@ -23,6 +23,7 @@ from flume.core.observations import (
     Tick,
 )
 from flume.core.place import JoinStage, PauseCause, Paused, Queued, Short, ShortCause, evolve
+from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import step
 from flume.core.workflow.budget import active_minutes
@@ -206,12 +207,13 @@ def test_an_approval_restarts_the_clock_for_the_step_after() -> None:
 
 
 def test_a_tests_gate_is_read_by_running_the_commands_frozen_at_launch() -> None:
-    """The reading asked of a tests gate carries the place's tests, as its launch froze them."""
+    """The reading asked of a tests gate carries the tests and deadline frozen at launch."""
     world = world_of(_one(PassingTests()))
     assert world.place is not None
-    place = evolve(world.place, tests=pvector([pvector(["pytest", "-q"])]))
+    tests = pvector([pvector(["pytest", "-q"])])
+    place = evolve(world.place, tests=tests, settings=Settings(tests_seconds=42.0))
     asked = judge_gate(place)
-    assert (asked.gate, asked.tests) == (PassingTests(), place.tests)
+    assert (asked.gate, asked.tests, asked.deadline) == (PassingTests(), tests, 42.0)
 
 
 def test_a_raise_while_an_orchestrate_block_merges_keeps_the_merge_awaited() -> None:
