@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from flume.core.actions import Event, SendPrompt, SendTell
+from flume.core.actions import Event, JudgeGate, SendPrompt, SendTell
 from flume.core.ids import Instant, KindName, StageName
 from flume.core.kinds import Approval, Budgets, Commit, Kind, PassingTests, Sequence, Step, Verdict
 from flume.core.observations import (
@@ -21,8 +21,18 @@ from flume.core.observations import (
     ResumeAsked,
     RetryAsked,
     Tick,
+    TurnEnded,
 )
-from flume.core.place import JoinStage, PauseCause, Paused, Queued, Short, ShortCause, evolve
+from flume.core.place import (
+    JoinStage,
+    PauseCause,
+    Paused,
+    Queued,
+    Short,
+    ShortCause,
+    Tell,
+    evolve,
+)
 from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import step
@@ -231,3 +241,23 @@ def test_a_raise_while_an_orchestrate_block_merges_keeps_the_merge_awaited() -> 
     assert (phase.cause, paused.join) == (PauseCause.BUDGET, JoinStage.MERGING)
     raised = step(S, paused, BudgetRaised(at=Instant(paused.now + 1), wall_minutes=5)).place
     assert raised.join is JoinStage.MERGING
+
+
+def test_a_person_s_tell_held_at_a_turn_s_end_does_not_keep_the_gate_unread() -> None:
+    """WF-GATE-REPROMPT-ONCE: only the tell saying why the gate failed, still held, defers it.
+
+    The agent took that tell (1); a person's tell (2) held when its next turn ends is no reason
+    to leave the gate unread.
+    """
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    world.end_turn()
+    assert world.deliver()
+    assert world.place is not None
+    agent = world.live_agent()
+    assert agent is not None
+    assert (world.place.stage.retold, world.place.held) == (1, pvector())
+    told = Tell(number=2, text="Mind the cache.", asked_at=world.instant())
+    place = evolve(world.place, held=pvector([told]), tells_given=2)
+    ended = step(S, place, TurnEnded(at=world.instant(), session=agent.session))
+    assert [a.key for a in ended.actions if isinstance(a, JudgeGate)] == ["only"]
