@@ -15,7 +15,9 @@ from flume.core.actions import Event, JudgeGate, SendPrompt, SendTell
 from flume.core.ids import Instant, KindName, StageName
 from flume.core.kinds import Approval, Budgets, Commit, Kind, PassingTests, Sequence, Step, Verdict
 from flume.core.observations import (
+    Activity,
     AgentReady,
+    AgentStateSeen,
     ApproveAsked,
     BudgetRaised,
     ResumeAsked,
@@ -261,3 +263,29 @@ def test_a_person_s_tell_held_at_a_turn_s_end_does_not_keep_the_gate_unread() ->
     place = evolve(world.place, held=pvector([told]), tells_given=2)
     ended = step(S, place, TurnEnded(at=world.instant(), session=agent.session))
     assert [a.key for a in ended.actions if isinstance(a, JudgeGate)] == ["only"]
+
+
+def test_an_agent_found_waiting_is_judged_again_only_a_window_after_its_gate_was_last_read() -> (
+    None
+):
+    """WF-NO-SILENT-WAIT: waiting since before its gate was read, the agent's wait counts from then.
+
+    Its hooks said it waits at 100 s, its turn's end was read at 105 s and the gate failed: with
+    nothing held or in flight, it is judged again once found waiting ``confirm_seconds`` since
+    105 s, not since 100 s.
+    """
+    world = world_of(_one(Verdict()))
+    assert world.deliver()
+    agent = world.live_agent()
+    assert agent is not None
+    world.now = 100.0
+    world.feed(AgentStateSeen(at=world.instant(), session=agent.session, activity=Activity.WAITING))
+    world.now = 105.0
+    world.feed(TurnEnded(at=world.instant(), session=agent.session))
+    assert world.place is not None
+    assert world.place.stage.judged_at == Instant(105.0)
+    quiet = evolve(world.place, held=pvector(), sending=None)
+    early = step(S, quiet, Tick(at=Instant(100.0 + S.confirm_seconds)))
+    assert not [a for a in early.actions if isinstance(a, JudgeGate)]
+    due = step(S, quiet, Tick(at=Instant(105.0 + S.confirm_seconds)))
+    assert [a.attempt for a in due.actions if isinstance(a, JudgeGate)] == [1]
