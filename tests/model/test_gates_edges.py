@@ -20,6 +20,7 @@ from flume.core.observations import (
     AgentStateSeen,
     ApproveAsked,
     BudgetRaised,
+    GateRead,
     ResumeAsked,
     RetryAsked,
     Tick,
@@ -27,6 +28,8 @@ from flume.core.observations import (
 )
 from flume.core.place import (
     JoinStage,
+    Judging,
+    Life,
     PauseCause,
     Paused,
     Queued,
@@ -37,13 +40,13 @@ from flume.core.place import (
 )
 from flume.core.settings import Settings
 from flume.core.status import status
-from flume.core.step import step
+from flume.core.step import Decision, step
 from flume.core.workflow.budget import active_minutes
 from flume.core.workflow.gates import judge_gate
 from tests.model.test_gates import _one
 from tests.model.test_orchestrate import crew, spawn
 from tests.model.test_orchestrate import world_of as crew_world
-from tests.model.test_workflow_run import S, world_of
+from tests.model.test_workflow_run import S, review, reviewed, through_plan, world_of
 
 
 def test_a_step_that_never_began_stops_the_clock_until_its_retry() -> None:
@@ -289,3 +292,28 @@ def test_an_agent_found_waiting_is_judged_again_only_a_window_after_its_gate_was
     assert not [a for a in early.actions if isinstance(a, JudgeGate)]
     due = step(S, quiet, Tick(at=Instant(105.0 + S.confirm_seconds)))
     assert [a.attempt for a in due.actions if isinstance(a, JudgeGate)] == [1]
+
+
+def test_a_verdict_read_is_kept_by_its_attempt_and_a_reading_of_another_attempt_is_not() -> None:
+    """WF-VERDICT-SINCE-DELIVERY: each verdict read is kept as its attempt's, named for a file.
+
+    The review's verdict in the loop's first pass is ``review-loop@1--review#1``; the plan's
+    artifact and a tests gate's run are no verdicts; a reading for another attempt of the step
+    judged, come while this one is, changes nothing.
+    """
+    world = world_of(reviewed())
+    through_plan(world)
+    review(world, "revise")
+    assert world.place is not None
+    assert dict(world.place.verdicts) == {"review": "review-loop@1--review#1"}
+    judging = next(d.place for _, _, d in world.steps if isinstance(d.place.stage.phase, Judging))
+    other = GateRead(
+        at=judging.now, key=judging.stage.key, attempt=judging.stage.attempt + 1, found=True
+    )
+    assert step(S, judging, other) == Decision(place=judging, actions=())
+    tests = world_of(_one(PassingTests()))
+    assert tests.deliver()
+    tests.end_turn()
+    assert tests.place is not None
+    assert tests.place.life is Life.FINISHED
+    assert dict(tests.place.verdicts) == {}
