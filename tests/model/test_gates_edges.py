@@ -297,15 +297,19 @@ def test_an_agent_found_waiting_is_judged_again_only_a_window_after_its_gate_was
 def test_a_verdict_read_is_kept_by_its_attempt_and_a_reading_of_another_attempt_is_not() -> None:
     """WF-VERDICT-SINCE-DELIVERY: each verdict read is kept as its attempt's, named for a file.
 
-    The review's verdict in the loop's first pass is ``review-loop@1--review#1``; the plan's
-    artifact and a tests gate's run are no verdicts; a reading for another attempt of the step
-    judged, come while this one is, changes nothing.
+    The review's verdict in the loop's first pass is ``review-loop@1--review#1``, said with the
+    gate's pass; the plan's artifact and a tests gate's run are no verdicts; a reading for
+    another attempt of the step judged, come while this one is, changes nothing.
     """
     world = world_of(reviewed())
     through_plan(world)
     review(world, "revise")
     assert world.place is not None
     assert dict(world.place.verdicts) == {"review": "review-loop@1--review#1"}
+    assert [r.text for r in world.reports_of(Event.GATE_PASSED)] == [
+        "the gate of plan passed",
+        "the gate of review-loop@1/review passed (verdict: revise)",
+    ]
     judging = next(d.place for _, _, d in world.steps if isinstance(d.place.stage.phase, Judging))
     other = GateRead(
         at=judging.now, key=judging.stage.key, attempt=judging.stage.attempt + 1, found=True
