@@ -9,11 +9,22 @@ raise, a resume, an approval before another step) and pin the words and state ea
 
 from __future__ import annotations
 
+import attrs
 from pyrsistent import pvector
 
 from flume.core.actions import Event, JudgeGate, SendPrompt, SendTell
-from flume.core.ids import Instant, KindName, StageName
-from flume.core.kinds import Approval, Budgets, Commit, Kind, PassingTests, Sequence, Step, Verdict
+from flume.core.ids import Instant, KindName, PlaceName, StageName
+from flume.core.kinds import (
+    Approval,
+    Budgets,
+    Commit,
+    Kind,
+    Landing,
+    PassingTests,
+    Sequence,
+    Step,
+    Verdict,
+)
 from flume.core.observations import (
     Activity,
     AgentReady,
@@ -35,6 +46,7 @@ from flume.core.place import (
     Queued,
     Short,
     ShortCause,
+    Submission,
     Tell,
     evolve,
 )
@@ -42,7 +54,7 @@ from flume.core.settings import Settings
 from flume.core.status import status
 from flume.core.step import Decision, step
 from flume.core.workflow.budget import active_minutes
-from flume.core.workflow.gates import judge_gate
+from flume.core.workflow.gates import judge_gate, judged_here
 from tests.model.test_gates import _one
 from tests.model.test_orchestrate import crew, spawn
 from tests.model.test_orchestrate import world_of as crew_world
@@ -321,3 +333,22 @@ def test_a_verdict_read_is_kept_by_its_attempt_and_a_reading_of_another_attempt_
     assert tests.place is not None
     assert tests.place.life is Life.FINISHED
     assert dict(tests.place.verdicts) == {}
+
+
+def test_a_workflow_s_landing_step_is_judged_at_its_turn_s_end_only_while_not_landing() -> None:
+    """WF-DELIVERABLE-AT-TURN-END: a landing step's gate is read at a turn's end, unless in flight.
+
+    Before a submission (or after its checks failed) the turn's end reads it; submitted, the
+    lander carries it out and its word, not the turn's end, ends the step.
+    """
+    world = world_of(_one(Landing()))
+    assert world.place is not None
+    # A lane of a run: a block of its workflow, whatever its one step.
+    lane = evolve(world.place, launch=attrs.evolve(world.place.launch, parent=PlaceName("run")))
+    said = {
+        submission: judged_here(evolve(lane, submission=submission)) for submission in Submission
+    }
+    assert said == {
+        submission: submission in {Submission.NONE, Submission.CHECKS_FAILED}
+        for submission in Submission
+    }
