@@ -59,7 +59,15 @@ from flume.core.status import status
 from flume.core.step import pending, step
 from flume.core.workflow.budget import Spent, budget_words
 from flume.core.workflow.gates import judge
-from flume.core.workflow.tree import Pass, Position, advance, first, position_of
+from flume.core.workflow.tree import (
+    Advanced,
+    LoopMax,
+    Pass,
+    Position,
+    advance,
+    first,
+    position_of,
+)
 from tests.model.test_workflow_run import reviewed, through_plan, world_of
 from tests.model.world import FakeWorld
 
@@ -384,6 +392,30 @@ def test_a_parallel_or_an_orchestrate_lead_in_a_loop_is_found_in_the_loop_s_firs
     )
     assert position_of(crew, StageName("lead")) == Position(step=StageName("lead"))
     assert position_of(crew, StageName("crew")) is None
+
+
+def test_a_loop_in_a_loop_goes_round_its_own_passes_and_its_max_is_said_as_the_outer_goes_on() -> (
+    None
+):
+    """WF-LOOP-CAP in nested loops: the inner loop's passes are its own; maxed, it is reported.
+
+    The outer loop then goes round again, its inner loop from its first pass.
+    """
+    review = Step(name=StageName("review"), prompt="Review.", deliverable=Verdict())
+    inner = Loop(name=BlockName("inner"), body=review, until=StageName("review"), max=2)
+    outer = Loop(name=BlockName("outer"), body=inner, until=StageName("review"), max=2)
+
+    def at(outer_pass: int, inner_pass: int) -> Position:
+        passes = (Pass(loop=BlockName("outer"), number=outer_pass),)
+        return Position(
+            step=StageName("review"),
+            passes=(*passes, Pass(loop=BlockName("inner"), number=inner_pass)),
+        )
+
+    assert advance(outer, at(1, 1), done=False) == Advanced(position=at(1, 2))
+    assert advance(outer, at(1, 2), done=False) == Advanced(
+        position=at(2, 1), maxed=(LoopMax(loop=BlockName("inner"), passes=2, pause=False),)
+    )
 
 
 def test_a_loop_is_found_by_name_and_an_unknown_one_is_a_key_error() -> None:
