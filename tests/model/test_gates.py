@@ -370,7 +370,7 @@ def test_the_walk_stands_at_a_parallel_and_finds_any_step_s_first_run() -> None:
 
 
 def test_a_parallel_or_an_orchestrate_lead_in_a_loop_is_found_in_the_loop_s_first_pass() -> None:
-    """position_of finds a parallel block and an orchestrate block's lead by name, in a loop.
+    """position_of and first find a parallel block and an orchestrate block's lead in a loop.
 
     Each stands in the loop's first pass, as a step does; a name the lead does not have is not
     found in an orchestrate block.
@@ -391,6 +391,9 @@ def test_a_parallel_or_an_orchestrate_lead_in_a_loop_is_found_in_the_loop_s_firs
         step=StageName("lead"), passes=first_pass
     )
     assert position_of(crew, StageName("lead")) == Position(step=StageName("lead"))
+    assert first(loop) == Position(step=StageName("fan"), passes=first_pass)
+    led = attrs.evolve(loop, body=crew)
+    assert first(led) == Position(step=StageName("lead"), passes=first_pass)
     assert position_of(crew, StageName("crew")) is None
 
 
