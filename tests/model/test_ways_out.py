@@ -248,8 +248,10 @@ def test_a_merge_refused_for_a_lock_pauses_merge_failed_naming_the_lock() -> Non
     world.feed(seen)
     paused = _paused(_place(world))
     assert (paused.cause, paused.lane) == (PauseCause.MERGE_FAILED, "b")
-    assert f"if no git command runs in {place.path}, remove {lock}" in paused.words
-    assert "was refused, not for a conflict" in paused.words
+    assert f"not for a conflict: git's lock {lock} is held: git could not" in paused.words
+    assert f"if no git command runs in {place.path}, the lock is stale: remove {lock}" in (
+        paused.words
+    )
     assert status(_place(world)).resolve.startswith("flume resume wf--x (once it is mended")
     merges = len(world.merges)
     assert world.feed(ResumeAsked(at=world.instant())) is None
