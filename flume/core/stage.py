@@ -242,6 +242,7 @@ def make_worktree(place: Place) -> MakeWorktree:
         base=place.launch.base,
         start=carried if carried is not None else place.start,
         again=place.rebuilding,
+        head=place.head if place.rebuilding else None,
     )
 
 
@@ -328,8 +329,14 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
         return transcripts.begun(evolve(place, agent=agent, stage=stage), agent), ()
     if place.agent is not None and place.agent.session == seen.session:
         return place, ()
-    end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")
-    return place, (end,)
+    # Kept until its exit is seen: a restart before the end is carried out asks it again.
+    place = evolve(place, strays=place.strays.add(seen.session))
+    return place, (end_stray(seen.session),)
+
+
+def end_stray(session: SessionId) -> EndAgent:
+    """R4: the end of an agent started for no stage the place runs now."""
+    return EndAgent(session=session, reason="not the agent of the place's current stage")
 
 
 def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
@@ -390,6 +397,8 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     step's retries last ("retry attempts per step (default 2)"), the cause named; then it stops
     short. A kind of stages keeps the seed's stop short at once.
     """
+    if seen.session in place.strays:
+        return evolve(place, strays=place.strays.remove(seen.session)), ()
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
@@ -1135,6 +1144,8 @@ def _startable(place: Place) -> bool:
 def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
+    Nor a stray one: an agent started for no stage the place runs now is ended first.
+
     START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks
     again, just before the start, that the folder is the place's worktree on its branch).
     """
@@ -1145,6 +1156,7 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or place.branch_gone
         or not place.ready
         or place.agent is not None
+        or place.strays
         or not _startable(place)
     ):
         return place, ()

@@ -383,7 +383,7 @@ class Fleet:
             return
         tree = self.repo.worktrees.get(place.path)
         in_flight = place.life in {Life.MAKING, Life.ACTIVE}
-        if tree is None and in_flight and not place.worktree_gone:
+        if tree is None and in_flight and not place.worktree_gone and not place.rebuilding:
             self.feed(home.name, WorktreeLost(at=at, path=place.path, how="its folder is gone"))
             return
         head = self.repo.refs.get(place.branch)
@@ -425,6 +425,15 @@ class Fleet:
                     return [
                         WorktreeMade(at=at, path=path, branch=branch, head=self.repo.refs[branch])
                     ]
+                if action.again and branch not in self.repo.refs:
+                    # Never from a branch gone (which would cut it anew without its commits):
+                    # refused, naming the command that restores it, as the performer does.
+                    output = (
+                        f"the branch {branch} does not exist: restore it with git -C "
+                        f"{action.repository} update-ref refs/heads/{branch} {action.head}, "
+                        "then retry"
+                    )
+                    return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output=output)]
                 if tree is not None or branch in self.repo.refs:
                     return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output="exists")]
                 cut = start or self.repo.refs[action.base]

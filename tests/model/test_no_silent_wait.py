@@ -589,13 +589,13 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
     def person_deletes_a_lane(self, index: int, worktree: bool, run: bool) -> None:
         """A person deletes a lane's branch (``git branch -D``) or its worktree folder.
 
-        Or (``run``) the run's own worktree folder, its lanes at work: a retry adds it again.
+        Or (``run``) the run's own, its lanes at work: a retry adds its worktree again, and a
+        branch gone is restored as named.
         """
         lanes = [name for name in self.names() if bool(self.place(name).launch.parent) != run]
         name = self.pick(index, lanes)
         if name is None:
             return
-        worktree = worktree or run
         place = self.place(name)
         repo = self.fleet.repo
         if worktree:

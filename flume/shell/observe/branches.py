@@ -129,8 +129,12 @@ class BranchHeads:
         return self._commons[repository]
 
     def _lost(self, place: Place, now: Instant, whole: dict[str, float]) -> str | None:
-        """How a place in flight lost its worktree, if it did, looked at only when it may have."""
-        if place.worktree_gone:
+        """How a place in flight lost its worktree, if it did, looked at only when it may have.
+
+        Not while it is added again (PLACE-REBUILT): its worktree is absent until made, and its
+        branch is looked at meanwhile, so a branch deleted with it is named at once.
+        """
+        if place.worktree_gone or place.rebuilding:
             return None
         looked = self._whole.get(place.path)
         notify = self.notify
