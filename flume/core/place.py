@@ -1075,6 +1075,18 @@ def resolve_command(place: Place, paused: Paused) -> str:  # noqa: PLR0911 (one 
             assert_never(cause)
 
 
+def holds_work(place: Place) -> bool:
+    """A place out of flight whose branch is its work's only home, tidy not at it.
+
+    A finished place not landed (a lane its run has yet to merge), or a dropped one no tidy is
+    looking at (tidy deletes only a branch its base holds, and names one a person deleted).
+    """
+    return place.made and (
+        (place.life is Life.FINISHED and place.landed_at is None)
+        or (place.life is Life.DROPPED and isinstance(place.tidy, TidyNotWanted))
+    )
+
+
 def restore_command(place: Place, head: str) -> str:
     """WF-NO-LOST-COMMIT: the exact command that puts the place's branch back at ``head``."""
     return restore_branch(place.launch.repository, place.branch, head)

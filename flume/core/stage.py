@@ -112,6 +112,7 @@ from flume.core.place import (
     evolve,
     finalize_action,
     has_deliverable,
+    holds_work,
     in_workflow,
     is_live,
     is_quiet,
@@ -498,8 +499,7 @@ def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
     if seen.branch != place.branch or place.branch_gone:
         return place, ()
     if place.head is not None and (
-        (place.life is Life.FINISHED and place.landed_at is None)
-        or (place.worktree_gone and _in_flight(place))
+        holds_work(place) or (place.worktree_gone and _in_flight(place))
     ):
         return _finished_branch_gone(place)
     if place.worktree_gone:
@@ -523,12 +523,15 @@ def _finished_branch_gone(place: Place) -> Outcome:
     A lane that finished waits for its run to merge it: its branch holds its work. Deleted by
     a person, it is named when it happens (not only when the merge fails), with the exact
     command that restores it at the head it finished at. So is the branch of a place whose
-    worktree was lost already (stopped short, it waits for a drop).
+    worktree was lost already (stopped short, it waits for a drop), and of a dropped place
+    before it is tidied (its unmerged commits are what tidy would keep).
     """
     head = place.head
     assert head is not None  # noqa: S101 (asked only with a head)
     place = evolve(place, branch_gone=True, vanished=head)
-    when = "after it finished" if place.life is Life.FINISHED else "after its worktree"
+    when = {Life.FINISHED: "after it finished", Life.DROPPED: "after it was dropped"}.get(
+        place.life, "after its worktree"
+    )
     words = (
         f"its branch {place.branch} was deleted {when}, its work with it: restore it with "
         f"{restore_command(place, head)}"

@@ -89,7 +89,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, holds_work
 from flume.core.settings import Settings
 from flume.core.step import Decision, pending, replay, step
 from flume.core.workflow.lanes import lanes_ended, takes_order
@@ -390,9 +390,7 @@ class Fleet:
         if head is None:
             # As flume/shell/observe/branches.py: under a place in flight, or a finished one
             # whose branch is its work's only home.
-            holds = place.life in {Life.MAKING, Life.ACTIVE} or (
-                place.life is Life.FINISHED and place.landed_at is None
-            )
+            holds = place.life in {Life.MAKING, Life.ACTIVE} or holds_work(place)
             if holds and not place.branch_gone:
                 self.feed(home.name, BranchVanished(at=at, branch=place.branch))
             return

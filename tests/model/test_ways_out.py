@@ -24,6 +24,7 @@ from flume.core.actions import (
     SendTell,
     StartAgent,
 )
+from flume.core.applies import went_on
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BlockName, BranchName, KindName, PlaceName, Sha, StageName
 from flume.core.kinds import (
@@ -254,7 +255,12 @@ def test_a_merge_refused_for_a_lock_pauses_merge_failed_naming_the_lock() -> Non
     )
     assert status(_place(world)).resolve.startswith("flume resume wf--x (once it is mended")
     merges = len(world.merges)
-    assert world.feed(ResumeAsked(at=world.instant())) is None
+    before = _place(world)
+    resumed = ResumeAsked(at=world.instant())
+    # What the person reads: the lanes merged again, never "the lanes start" (none does).
+    said = went_on(before, step(world.settings, before, resumed).place, "resumed")
+    assert said == f"wf--x: resumed; flume merges the lanes of parallel {before.stage.key} again"
+    assert world.feed(resumed) is None
     assert len(world.merges) == merges + 1
 
 
