@@ -72,7 +72,9 @@ The workflow kinds (``--kinds``, default ``fix`` alone): ``lanes`` runs examples
 slices.toml (a plan, two commit-gated lanes side by side merged in order, a review); ``crew``
 runs examples/kinds/crew.toml (a plan, a lead that spawns three coders, one of whom asks and is
 answered (the lead answers q1 of each of the three children, as it cannot tell which asked: a
-lead retried after tmux was killed spawns again, and slice b may go to any of them), a review,
+lead retried after tmux was killed spawns again, and slice b may go to any of them; a lead tried
+again reads its children so far in its prompt, spawns what it spawned, which starts nothing, and
+answers a question still open), a review,
 then finalize: a push to a bare ``origin`` on local disk and a PR program of
 the trial's). Each lane's (child's) agent commits ``fixed-<place>.txt`` by the logging command;
 slice-b's works two seconds longer than slice-a's, so that a finished lane waits for its merge.
@@ -474,6 +476,17 @@ steps = [{{write = {{path = "$board/review/verdict.json", text = '{{"result": "d
 [[turn]]
 match = ":plan:"
 steps = [{{write = {{path = "PLAN.md", text = "a\\nb\\nc\\n"}}}}]
+
+[[turn]]
+match = "Your children so far"
+steps = [
+    {{run = ["flume", "spawn", "--goal", "slice a"]}},
+    {{run = ["flume", "spawn", "--goal", "slice b"]}},
+    {{run = ["flume", "spawn", "--goal", "slice c"]}},
+    {{run = ["flume", "answer", "crew--t+coder-1", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-2", "q1", "Hello"]}},
+    {{run = ["flume", "answer", "crew--t+coder-3", "q1", "Hello"]}},
+]
 
 [[turn]]
 match = ":lead:"

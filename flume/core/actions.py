@@ -36,6 +36,9 @@ class MakeWorktree:
     #: Add it again on ``branch`` as it stands, its commits kept: the place's worktree was
     #: removed under it and a person retried it (PLACE-REBUILT).
     again: bool = False
+    #: With ``again``: the head flume last saw the branch at, which restores it if it is gone
+    #: too (WF-NO-LOST-COMMIT: the refusal names the exact command).
+    head: Sha | None = None
 
 
 @attrs.frozen(kw_only=True)

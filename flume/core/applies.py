@@ -207,7 +207,7 @@ def refuse(place: Place, verb: str, wanted: str, *, said: str = "") -> UsageErro
     return refused(verb, what, mend)
 
 
-def went_on(before: Place | None, after: Place, how: str) -> str:
+def went_on(before: Place | None, after: Place, how: str) -> str:  # noqa: PLR0911 (one return a way the run goes on)
     """What a person's word that let the run go on did, in words: what starts next, truly.
 
     ``before``: the place as it stood when the word was given; ``how``: the word, done
@@ -232,6 +232,9 @@ def went_on(before: Place | None, after: Place, how: str) -> str:
         }.get(type(act), "it finishes")
         return f"{name}: {how}; its finalize goes on: {doing} (no step runs again)"
     if run.name in parallels(after.kind.body):
+        if isinstance(phase, Merging):
+            # Its lanes ended already (a merge refused, resumed): merged again, none started.
+            return f"{name}: {how}; flume merges the lanes of parallel {run.key} again"
         return f"{name}: {how}; the lanes of parallel {run.key} start"
     block = (
         "the lead of its orchestrate, " if run.name in orchestrates(after.kind.body) else "step "

@@ -154,9 +154,11 @@ def render_prompt(place: Place) -> str:
         and leading(place) is not None
         and place.lanes_key == place.stage.key
     ):
-        # A lead's later attempt: the news its earlier agent heard, or missed, in one place.
+        # A lead's later attempt: the news its earlier agent heard, or missed, in one place;
+        # WF-LEAD-HEARS-OPEN-QUESTIONS: a child's question still open, whatever news came after.
         said = "\n".join(
             f"- {run.lane} ({run.place}): {run.state.value}; {run.note or 'no news yet'}"
+            + (f"; still open: {run.asking}" if run.asking and run.asking != run.note else "")
             for run in lanes_in_order(place)
         )
         text = f"{text}\n\nYour children so far:\n{said or '- none yet'}"

@@ -698,6 +698,10 @@ class Place:
     ready: bool = False
     completed: PVector[StageName] = attrs.field(factory=pvector)
     agent: Agent | None = None
+    #: Agents started for no stage the place runs now (a start carried out after the stop or
+    #: drop that took it back): each ended, and asked again after a restart, until its exit is
+    #: seen (R4: never two agents in one worktree).
+    strays: PSet[SessionId] = attrs.field(factory=pset)
     held: PVector[Tell] = attrs.field(factory=pvector)
     sending: TellSending | None = None
     tells_given: int = 0
@@ -801,6 +805,7 @@ class PlaceChanges(TypedDict, total=False):
     ready: bool
     completed: PVector[StageName]
     agent: Agent | None
+    strays: PSet[SessionId]
     held: PVector[Tell]
     sending: TellSending | None
     tells_given: int
@@ -1070,9 +1075,26 @@ def resolve_command(place: Place, paused: Paused) -> str:  # noqa: PLR0911 (one 
             assert_never(cause)
 
 
+def holds_work(place: Place) -> bool:
+    """A place out of flight whose branch is its work's only home, tidy not at it.
+
+    A finished place not landed (a lane its run has yet to merge), or a dropped one no tidy is
+    looking at (tidy deletes only a branch its base holds, and names one a person deleted).
+    """
+    return place.made and (
+        (place.life is Life.FINISHED and place.landed_at is None)
+        or (place.life is Life.DROPPED and isinstance(place.tidy, TidyNotWanted))
+    )
+
+
 def restore_command(place: Place, head: str) -> str:
     """WF-NO-LOST-COMMIT: the exact command that puts the place's branch back at ``head``."""
-    return f"git -C {place.launch.repository} update-ref refs/heads/{place.branch} {head}"
+    return restore_branch(place.launch.repository, place.branch, head)
+
+
+def restore_branch(repository: str, branch: str, head: str) -> str:
+    """The exact command that puts ``branch`` of ``repository`` back at ``head``."""
+    return f"git -C {repository} update-ref refs/heads/{branch} {head}"
 
 
 def in_workflow(place: Place) -> bool:

@@ -111,6 +111,10 @@ RULES: dict[str, str] = {
         "A child's question its lead has not answered shows on its run's status, with since "
         "when, until news says it was answered or the child ends."
     ),
+    "WF-LEAD-HEARS-OPEN-QUESTIONS": (
+        "A lead's later attempt reads in its prompt each child's question still open, whatever "
+        "news came after it."
+    ),
     "WF-DROP-CASCADES": (
         "A dropped run drops its running children and launches no more; tidy keeps their unmerged "
         "commits."

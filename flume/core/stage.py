@@ -112,6 +112,7 @@ from flume.core.place import (
     evolve,
     finalize_action,
     has_deliverable,
+    holds_work,
     in_workflow,
     is_live,
     is_quiet,
@@ -242,6 +243,7 @@ def make_worktree(place: Place) -> MakeWorktree:
         base=place.launch.base,
         start=carried if carried is not None else place.start,
         again=place.rebuilding,
+        head=place.head if place.rebuilding else None,
     )
 
 
@@ -328,8 +330,14 @@ def on_agent_started(place: Place, seen: AgentStarted) -> Outcome:
         return transcripts.begun(evolve(place, agent=agent, stage=stage), agent), ()
     if place.agent is not None and place.agent.session == seen.session:
         return place, ()
-    end = EndAgent(session=seen.session, reason="not the agent of the place's current stage")
-    return place, (end,)
+    # Kept until its exit is seen: a restart before the end is carried out asks it again.
+    place = evolve(place, strays=place.strays.add(seen.session))
+    return place, (end_stray(seen.session),)
+
+
+def end_stray(session: SessionId) -> EndAgent:
+    """R4: the end of an agent started for no stage the place runs now."""
+    return EndAgent(session=session, reason="not the agent of the place's current stage")
 
 
 def on_agent_state(place: Place, seen: AgentStateSeen) -> Outcome:
@@ -390,6 +398,8 @@ def on_agent_exited(place: Place, seen: AgentExited) -> Outcome:
     step's retries last ("retry attempts per step (default 2)"), the cause named; then it stops
     short. A kind of stages keeps the seed's stop short at once.
     """
+    if seen.session in place.strays:
+        return evolve(place, strays=place.strays.remove(seen.session)), ()
     agent = place.agent
     if agent is None or agent.session != seen.session:
         return place, ()
@@ -489,8 +499,7 @@ def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
     if seen.branch != place.branch or place.branch_gone:
         return place, ()
     if place.head is not None and (
-        (place.life is Life.FINISHED and place.landed_at is None)
-        or (place.worktree_gone and _in_flight(place))
+        holds_work(place) or (place.worktree_gone and _in_flight(place))
     ):
         return _finished_branch_gone(place)
     if place.worktree_gone:
@@ -514,12 +523,15 @@ def _finished_branch_gone(place: Place) -> Outcome:
     A lane that finished waits for its run to merge it: its branch holds its work. Deleted by
     a person, it is named when it happens (not only when the merge fails), with the exact
     command that restores it at the head it finished at. So is the branch of a place whose
-    worktree was lost already (stopped short, it waits for a drop).
+    worktree was lost already (stopped short, it waits for a drop), and of a dropped place
+    before it is tidied (its unmerged commits are what tidy would keep).
     """
     head = place.head
     assert head is not None  # noqa: S101 (asked only with a head)
     place = evolve(place, branch_gone=True, vanished=head)
-    when = "after it finished" if place.life is Life.FINISHED else "after its worktree"
+    when = {Life.FINISHED: "after it finished", Life.DROPPED: "after it was dropped"}.get(
+        place.life, "after its worktree"
+    )
     words = (
         f"its branch {place.branch} was deleted {when}, its work with it: restore it with "
         f"{restore_command(place, head)}"
@@ -1135,6 +1147,8 @@ def _startable(place: Place) -> bool:
 def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     """R4: a queued stage starts a fresh agent once the place is ready and no agent is live.
 
+    Nor a stray one: an agent started for no stage the place runs now is ended first.
+
     START-ONLY-IN-PLACE: never in a place whose worktree or branch is gone (the shell checks
     again, just before the start, that the folder is the place's worktree on its branch).
     """
@@ -1145,6 +1159,7 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
         or place.branch_gone
         or not place.ready
         or place.agent is not None
+        or place.strays
         or not _startable(place)
     ):
         return place, ()

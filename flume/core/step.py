@@ -442,6 +442,7 @@ def pending(place: Place) -> tuple[Action, ...]:
         found.append(gates.judge_gate(place))
     if place.agent is not None and place.agent.ending:
         found.append(EndAgent(session=place.agent.session, reason="ending before a restart"))
+    found.extend(stage.end_stray(session) for session in sorted(place.strays))
     if place.life is Life.ACTIVE and place.submission is Submission.SUBMITTED:
         found.append(stage.land(place))
     found.extend(orchestrate.pending(place))

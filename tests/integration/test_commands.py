@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from flume.core.actions import SendPrompt, SendTell
+from flume.core.errors import UsageError
 from flume.core.ids import Instant
 from flume.core.observations import (
     Activity,
@@ -556,3 +557,33 @@ def test_status_shows_a_long_stop_short_cut_to_ten_lines(host: Path, driven: Har
     )
     (view,) = json.loads(flume("status", "--json").stdout)["places"]
     assert view["needs"] == phase.words
+
+
+def test_a_name_in_several_repositories_is_the_one_of_the_repository_asked_from(
+    host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A place's name in two repositories: the one the caller stands in, else --repository asked.
+
+    From inside one of them (or a worktree of it, as a place's own), that one's place; from
+    elsewhere, refused naming both and ``--repository``.
+    """
+    first, second = repository(host / "first"), repository(host / "second")
+    launch_place(first, "twin")
+    launch_place(second, "twin")
+    monkeypatch.chdir(host)
+    with pytest.raises(UsageError, match="fix--twin names places in several repositories"):
+        places.find("fix--twin", None, Settings())
+    ran = flume("resolve", "fix--twin", "--by-hand")
+    assert ran.returncode == 2
+    assert "say which with --repository" in ran.stderr
+    linked = host / "linked"
+    run_git(second, "worktree", "add", "-q", "-b", "aside", str(linked))
+    for inside, wanted in ((first, first), (linked / "sub", second)):
+        inside.mkdir(exist_ok=True)
+        monkeypatch.chdir(inside)
+        found = places.find("fix--twin", None, Settings())
+        assert found.place is not None
+        assert Path(found.place.launch.repository).resolve() == wanted.resolve()
+        ran = flume("resolve", "fix--twin", "--by-hand")
+        assert "--repository" not in ran.stderr
+        assert "fix--twin is having its place made; nothing there waits on a resolve" in ran.stderr

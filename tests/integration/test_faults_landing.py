@@ -118,8 +118,8 @@ def test_a_stale_index_lock_in_the_main_checkout_is_named_and_waited_out(
     shown = wait_for_the_lander(repo)
     assert shown["submission"] == "blocked"
     note = str(shown["submission_note"])
-    assert f"main cannot be moved forward: {lock} exists" in note
-    way_out = f"remove {lock} if no git process runs there"
+    assert f"main cannot be moved forward: git's lock {lock} is held" in note
+    way_out = f"remove the lock {lock} if no git process runs there"
     assert way_out in note
     assert way_out in status_text(repo)
     told_nothing(journal)
@@ -148,8 +148,8 @@ def test_a_lock_taken_while_the_checks_ran_is_shown_with_gits_words(
     assert shown["submission"] == "blocked"
     first = next(seen for seen in observations(journal) if isinstance(seen, LandingBlocked))
     assert f"Unable to create '{lock}': File exists" in first.output
-    assert first.way_out.startswith(f"remove {lock} if no git process runs there")
-    assert f"remove {lock} if no git process runs there" in status_text(repo)
+    assert first.way_out.startswith(f"remove the lock {lock} if no git process runs there")
+    assert f"remove the lock {lock} if no git process runs there" in status_text(repo)
     told_nothing(journal)
     lock.unlink()
     wait_tidied(repo)

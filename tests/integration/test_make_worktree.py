@@ -192,3 +192,32 @@ def test_a_file_at_the_path_is_looked_at_and_nothing_is_made_over_it(tmp_path: P
     assert failed.output == said
     assert Path(action.path).read_text() == "mine\n"
     assert git.resolve(repo, BRANCH) is None
+
+
+def test_a_worktree_added_again_from_a_branch_gone_too_names_the_exact_restore(
+    tmp_path: Path,
+) -> None:
+    """PLACE-REBUILT, WF-NO-LOST-COMMIT: a branch deleted with its worktree is never cut anew.
+
+    The retry's make is refused naming the ``git update-ref`` that restores the branch at the
+    head flume last saw; run as named, the same make adds the worktree again with the commit.
+    """
+    repo = repository(tmp_path / "repo")
+    first = make(repo)
+    made(first, perform(first)[0])
+    head = commit(Path(first.path), "work.txt")
+    shutil.rmtree(first.path)
+    run_git(repo, "update-ref", "-d", f"refs/heads/{BRANCH}")
+    again = attrs.evolve(first, again=True, head=head)
+    (failed,) = perform(again)[0]
+    assert isinstance(failed, ActionFailed)
+    restore = f"git -C {repo} update-ref refs/heads/{BRANCH} {head}"
+    assert (
+        failed.output
+        == f"the branch {BRANCH} does not exist: restore it with {restore}, then retry"
+    )
+    assert git.resolve(repo, BRANCH) is None
+    run_git(repo, "update-ref", f"refs/heads/{BRANCH}", head)
+    (rebuilt,) = perform(again)[0]
+    assert rebuilt == WorktreeMade(at=1.0, path=first.path, branch=BRANCH, head=head)
+    assert (Path(first.path) / "work.txt").is_file()

@@ -22,12 +22,13 @@ from flume.core.observations import (
     AgentReady,
     Author,
     BranchHead,
+    BranchVanished,
     Observation,
     TranscriptEntry,
     TranscriptFound,
     WorktreeLost,
 )
-from flume.core.place import Working
+from flume.core.place import Working, evolve
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell import process
@@ -343,3 +344,26 @@ def test_a_pane_s_session_is_listed_from_its_mark_or_else_its_command(
     assert listed[marked].session == session
     assert listed[unmarked].session == "other-0001"
     assert panes.panes() == listed  # listed again as it was: the same panes
+
+
+def test_a_place_added_again_is_looked_at_for_its_branch_not_its_worktree(
+    host: Path, harness: Harness
+) -> None:
+    """PLACE-REBUILT: while its worktree is added again, its branch deleted too is named at once.
+
+    The worktree is absent until the retry's make is carried out; what the tick reports then is
+    the branch gone (``BranchVanished``, whose stop-short names the restore), never the folder.
+    """
+    repo = repository(host / "repo")
+    journal = launch_place(repo, "again")
+    harness.settle()
+    each = harness.supervisor.followed[journal]
+    assert each.place is not None
+    heads = BranchHeads(None)
+    shutil.rmtree(each.place.path)
+    run_git(repo, "update-ref", "-d", f"refs/heads/{each.place.branch}")
+    lost = [obs for _each, obs in heads.observe([each], Instant(harness.clock.now))]
+    assert [type(obs) for obs in lost] == [WorktreeLost]
+    each.place = evolve(each.place, rebuilding=True)
+    seen = [obs for _each, obs in heads.observe([each], Instant(harness.clock.now + 1))]
+    assert seen == [BranchVanished(at=Instant(harness.clock.now + 1), branch=each.place.branch)]

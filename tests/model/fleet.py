@@ -89,7 +89,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, holds_work
 from flume.core.settings import Settings
 from flume.core.step import Decision, pending, replay, step
 from flume.core.workflow.lanes import lanes_ended, takes_order
@@ -383,16 +383,14 @@ class Fleet:
             return
         tree = self.repo.worktrees.get(place.path)
         in_flight = place.life in {Life.MAKING, Life.ACTIVE}
-        if tree is None and in_flight and not place.worktree_gone:
+        if tree is None and in_flight and not place.worktree_gone and not place.rebuilding:
             self.feed(home.name, WorktreeLost(at=at, path=place.path, how="its folder is gone"))
             return
         head = self.repo.refs.get(place.branch)
         if head is None:
             # As flume/shell/observe/branches.py: under a place in flight, or a finished one
             # whose branch is its work's only home.
-            holds = place.life in {Life.MAKING, Life.ACTIVE} or (
-                place.life is Life.FINISHED and place.landed_at is None
-            )
+            holds = place.life in {Life.MAKING, Life.ACTIVE} or holds_work(place)
             if holds and not place.branch_gone:
                 self.feed(home.name, BranchVanished(at=at, branch=place.branch))
             return
@@ -425,6 +423,15 @@ class Fleet:
                     return [
                         WorktreeMade(at=at, path=path, branch=branch, head=self.repo.refs[branch])
                     ]
+                if action.again and branch not in self.repo.refs:
+                    # Never from a branch gone (which would cut it anew without its commits):
+                    # refused, naming the command that restores it, as the performer does.
+                    output = (
+                        f"the branch {branch} does not exist: restore it with git -C "
+                        f"{action.repository} update-ref refs/heads/{branch} {action.head}, "
+                        "then retry"
+                    )
+                    return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output=output)]
                 if tree is not None or branch in self.repo.refs:
                     return [ActionFailed(at=at, action=ActionName.MAKE_WORKTREE, output="exists")]
                 cut = start or self.repo.refs[action.base]

@@ -284,9 +284,9 @@ class PlaceMachine(RuleBasedStateMachine):
         self.world.feed(
             LandingBlocked(
                 at=self.world.instant(),
-                reason=f"main cannot be moved forward: {lock} exists",
+                reason=f"main cannot be moved forward: git's lock {lock} is held",
                 output=f"fatal: Unable to create '{lock}': File exists.",
-                way_out=f"remove {lock} if no git process runs there",
+                way_out=f"remove the lock {lock} if no git process runs there",
             ),
         )
 

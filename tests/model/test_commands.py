@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from pyrsistent import pset
 
 from flume.core.actions import (
     ActionName,
@@ -14,6 +15,7 @@ from flume.core.actions import (
     Report,
     SendPrompt,
     SendTell,
+    StartAgent,
 )
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, SessionId, Sha, StageName
@@ -54,7 +56,7 @@ from flume.core.place import (
     evolve,
     is_quiet,
 )
-from flume.core.step import step
+from flume.core.step import pending, step
 from tests.model.test_rules import (
     FIX,
     SESSION,
@@ -159,6 +161,26 @@ def test_an_agent_of_an_old_attempt_is_ended() -> None:
     assert decided.actions == (
         EndAgent(session=SessionId("s7"), reason="not the agent of the place's current stage"),
     )
+
+
+def test_an_agent_started_after_its_stop_is_ended_even_across_a_restart() -> None:
+    """R4: a start carried out after the stop that took it back is ended, asked again till seen.
+
+    Found by the no-silent-wait machine: the stray's end lost to a restart, a retry started a
+    second agent in the same worktree. The retry's start waits for the stray's exit.
+    """
+    place = run(made()).place
+    stopped = step(S, place, StopAsked(at=Instant(3))).place
+    decided = step(S, stopped, started(attempt=1, session="late"))
+    end = EndAgent(session=SessionId("late"), reason="not the agent of the place's current stage")
+    assert decided.actions == (end,)
+    assert end in pending(decided.place)  # asked again after a restart
+    retried = step(S, decided.place, RetryAsked(at=Instant(4))).place
+    assert not any(isinstance(a, StartAgent) for a in step(S, retried, Tick(at=Instant(5))).actions)
+    exited = step(S, retried, AgentExited(at=Instant(6), session=SessionId("late")))
+    assert exited.place.strays == pset()
+    assert end not in pending(exited.place)
+    assert any(isinstance(a, StartAgent) for a in exited.actions)
 
 
 def test_unreadable_lines_are_counted() -> None:

@@ -173,9 +173,9 @@ TestLanding = LandingMachine.TestCase
 
 BLOCKED = LandingBlocked(
     at=Instant(30),
-    reason="main cannot be moved forward: /r/.git/index.lock exists",
+    reason="main cannot be moved forward: git's lock /r/.git/index.lock is held",
     output="/r/.git/index.lock exists: a git process running there holds it",
-    way_out="remove /r/.git/index.lock if no git process runs there",
+    way_out="remove the lock /r/.git/index.lock if no git process runs there",
 )
 
 

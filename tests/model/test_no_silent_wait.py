@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from pyrsistent import pmap
 
 from flume.core.actions import Event, LaunchLane, MergeLanes, SendPrompt, SendTell, StartAgent
+from flume.core.applies import went_on
 from flume.core.errors import UsageError
 from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha
 from flume.core.kinds import Artifact, Commit, Kind, ReportFile, Verdict
@@ -66,6 +67,8 @@ from flume.core.place import (
     Paused,
     Place,
     Short,
+    TidyGathering,
+    TidyWanted,
     Working,
     current_step,
     deferred,
@@ -589,13 +592,13 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
     def person_deletes_a_lane(self, index: int, worktree: bool, run: bool) -> None:
         """A person deletes a lane's branch (``git branch -D``) or its worktree folder.
 
-        Or (``run``) the run's own worktree folder, its lanes at work: a retry adds it again.
+        Or (``run``) the run's own, its lanes at work: a retry adds its worktree again, and a
+        branch gone is restored as named.
         """
         lanes = [name for name in self.names() if bool(self.place(name).launch.parent) != run]
         name = self.pick(index, lanes)
         if name is None:
             return
-        worktree = worktree or run
         place = self.place(name)
         repo = self.fleet.repo
         if worktree:
@@ -815,7 +818,8 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
 
         Unless a person deleted the branch by hand: one flume kept and named (tidy's word), or
         one whose deletion flume, once it looked, named with the exact ``git update-ref`` that
-        restores it.
+        restores it (a finished or dropped place's at once; one tidy is wanted at, by tidy's
+        look, which names what it finds deleted).
         """
         repo = self.fleet.repo
         lost = repo.seen - repo.reachable()
@@ -825,10 +829,20 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
         for place in self.fleet.places():
             shown = status(place)
             said += f" {shown.needs or ''} {shown.paused_words or ''} {shown.resolve or ''}"
+        tidying = {
+            place.branch
+            for place in self.fleet.places()
+            if place.life in {Life.FINISHED, Life.DROPPED}
+            and isinstance(place.tidy, TidyWanted | TidyGathering)
+        }
         for branch, head, tick in self.fleet.deleted_by_hand:
             if branch in repo.refs:
                 continue
             gone = repo.ancestors(head)
+            if branch in tidying:
+                # Tidy's look, wanted and in flight, names a branch a person deleted.
+                lost -= gone
+                continue
             # Named at the head flume last saw: what the agent committed after it, never seen
             # by flume, went with the person's deletion.
             # The supervisor reports one loss of a place a look: a worktree and its branch, gone
@@ -840,6 +854,24 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
             ):
                 lost -= gone
         assert not lost, f"commits no branch holds: {sorted(lost)}"
+
+    @invariant()
+    def a_person_s_word_is_answered_truly(self) -> None:
+        """The reply to a person's resume or raise says what its decision does, truly.
+
+        Its run at a parallel: "the lanes ... start" only when no merge is asked (lanes ended
+        whose merge a lock refused are merged again, never started), "merges ... again" only
+        when one is.
+        """
+        for each in self.fleet.steps:
+            if not isinstance(each.seen, ResumeAsked | BudgetRaised) or each.before is None:
+                continue
+            said = went_on(each.before, each.decision.place, "resumed")
+            merging = any(isinstance(action, MergeLanes) for action in each.decision.actions)
+            if said.endswith(" start") and "the lanes of parallel" in said:
+                assert not merging, said
+            if said.endswith(" again") and "merges the lanes of parallel" in said:
+                assert merging, said
 
     @invariant()
     def finished_holds_its_work(self) -> None:

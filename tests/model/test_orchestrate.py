@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import attrs
 import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from pyrsistent import pset, pvector
 
 from flume.core.actions import Event, JudgeGate, LaneOrder, LaunchLane, NotifyLane, OrderLane
+from flume.core.delivery import render_prompt
 from flume.core.errors import UsageError
 from flume.core.ids import BlockName, KindName, StageName
 from flume.core.kinds import (
@@ -395,6 +397,24 @@ class OrchestrateMachine(RuleBasedStateMachine):
             if lane in place.lanes and place.lanes[lane].state is LaneState.RUNNING
         }
         assert shown == expected
+
+    @invariant()
+    def a_lead_tried_again_reads_every_open_question(self) -> None:
+        """WF-LEAD-HEARS-OPEN-QUESTIONS: a lead's next attempt reads each question still open.
+
+        Whatever news came after it: the prompt a fresh lead would be sent now names, on its
+        child's line, each question the model knows open.
+        """
+        place = self._place()
+        if place.life is not Life.ACTIVE or leading(place) is None:
+            return
+        again = evolve(place, stage=attrs.evolve(place.stage, attempt=place.stage.attempt + 1))
+        lines = render_prompt(again).splitlines()
+        for lane, (question, _since) in self.asking.items():
+            if lane in place.lanes and place.lanes[lane].state is LaneState.RUNNING:
+                mine = [line for line in lines if line.startswith(f"- {lane} (")]
+                assert len(mine) == 1
+                assert question in mine[0]
 
     @rule()
     def the_lead_takes_what_it_is_sent(self) -> None:

@@ -844,7 +844,34 @@ def test_a_lead_s_later_attempt_reads_its_children_so_far() -> None:
     assert place is not None
     assert "Your children so far" not in render_prompt(place)
     again = evolve(place, stage=attrs.evolve(place.stage, attempt=2))
-    assert "- coder-1 (crew--x+coder-1): running; asks q1: Hi?" in render_prompt(again)
+    assert "- coder-1 (crew--x+coder-1): running; asks q1: Hi?\n" in render_prompt(again)
+
+
+def test_a_lead_s_later_attempt_reads_a_question_still_open_after_later_news() -> None:
+    """WF-LEAD-HEARS-OPEN-QUESTIONS: news after a child's question never hides it from a new lead.
+
+    A crew's lead retried after tmux was killed read only each child's last news: a progress
+    after the question, and the question was never answered (the faults trial's stuck run).
+    """
+    world = world_of(crew())
+    assert spawn(world, "a") is None
+    asks = ChildNews(at=world.instant(), lane="coder-1", id="q1", text="asks q1: Hi?")
+    assert world.feed(asks) is None
+    later = ChildNews(at=world.instant(), lane="coder-1", id="progress:x", text="progress: x")
+    assert world.feed(later) is None
+    place = world.place
+    assert place is not None
+    again = evolve(place, stage=attrs.evolve(place.stage, attempt=2))
+    assert (
+        "- coder-1 (crew--x+coder-1): running; progress: x; still open: asks q1: Hi?\n"
+        in render_prompt(again)
+    )
+    answered = ChildNews(at=world.instant(), lane="coder-1", id="answered:q1", text="q1 answered")
+    assert world.feed(answered) is None
+    place = world.place
+    assert place is not None
+    again = evolve(place, stage=attrs.evolve(place.stage, attempt=2))
+    assert "still open" not in render_prompt(again)
 
 
 def test_the_answerer_of_a_child_s_question_is_its_live_lead_else_the_caller() -> None:

@@ -21,9 +21,11 @@ from flume.core.actions import (
     OpenPR,
     OrderLane,
     Push,
+    Report,
     SendTell,
     StartAgent,
 )
+from flume.core.applies import went_on
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BlockName, BranchName, KindName, PlaceName, Sha, StageName
 from flume.core.kinds import (
@@ -71,6 +73,7 @@ from flume.core.place import (
     Place,
     Short,
     ShortCause,
+    TidyWanted,
     evolve,
 )
 from flume.core.settings import Settings
@@ -248,11 +251,18 @@ def test_a_merge_refused_for_a_lock_pauses_merge_failed_naming_the_lock() -> Non
     world.feed(seen)
     paused = _paused(_place(world))
     assert (paused.cause, paused.lane) == (PauseCause.MERGE_FAILED, "b")
-    assert f"if no git command runs in {place.path}, remove {lock}" in paused.words
-    assert "was refused, not for a conflict" in paused.words
+    assert f"not for a conflict: git's lock {lock} is held: git could not" in paused.words
+    assert f"if no git command runs in {place.path}, the lock is stale: remove {lock}" in (
+        paused.words
+    )
     assert status(_place(world)).resolve.startswith("flume resume wf--x (once it is mended")
     merges = len(world.merges)
-    assert world.feed(ResumeAsked(at=world.instant())) is None
+    before = _place(world)
+    resumed = ResumeAsked(at=world.instant())
+    # What the person reads: the lanes merged again, never "the lanes start" (none does).
+    said = went_on(before, step(world.settings, before, resumed).place, "resumed")
+    assert said == f"wf--x: resumed; flume merges the lanes of parallel {before.stage.key} again"
+    assert world.feed(resumed) is None
     assert len(world.merges) == merges + 1
 
 
@@ -459,19 +469,35 @@ def test_a_finished_place_s_branch_deleted_is_named_at_once_with_its_restore() -
     assert status(_place(world)).paused is None
 
 
-def test_a_landed_or_dropped_place_s_branch_deleted_changes_nothing() -> None:
-    """Its work is on the base (landed), or let go (dropped, its worktree gone): nothing to name."""
+def test_a_landed_place_s_branch_deleted_changes_nothing_a_dropped_one_s_is_named() -> None:
+    """Its work is on the base (landed): nothing to name. Dropped, before tidy: its restore.
+
+    WF-NO-LOST-COMMIT: a dropped place's branch holds what tidy would keep (its commits the
+    base lacks); deleted by hand before any tidy looks (the machine found one named by nothing),
+    the command that restores it is said once. One tidy is at names it itself, as it finds it.
+    """
     world = _launched(_kind(_step("build", Commit())))
     world.commit()
     world.end_turn()
     finished = _place(world)
     gone = BranchVanished(at=world.instant(), branch=finished.branch)
     landed = attrs.evolve(finished, landed_at=finished.now)
-    dropped = attrs.evolve(finished, life=Life.DROPPED, worktree_gone=True)
-    for place in (landed, dropped):
+    tidying = attrs.evolve(finished, life=Life.DROPPED, tidy=TidyWanted())
+    for place in (landed, tidying):
         decided = step(S, place, gone)
-        assert decided.actions == ()
+        assert not any(isinstance(action, Report) for action in decided.actions)
         assert not decided.place.branch_gone
+    dropped = attrs.evolve(finished, life=Life.DROPPED, worktree_gone=True)
+    decided = step(S, dropped, gone)
+    (report,) = decided.actions
+    assert isinstance(report, Report)
+    assert report.text == (
+        f"its branch {finished.branch} was deleted after it was dropped, its work with it: "
+        f"restore it with git -C {finished.launch.repository} update-ref "
+        f"refs/heads/{finished.branch} {finished.head}"
+    )
+    assert decided.place.branch_gone
+    assert step(S, decided.place, gone).actions == ()
 
 
 # --- §2b: what should hold and no test held -----------------------------------------------------

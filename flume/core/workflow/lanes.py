@@ -535,14 +535,15 @@ def on_merge_refused(place: Place, seen: MergeRefused) -> Outcome:
             f"{run.head}"
         )
     elif seen.lock:
-        mend = f"if no git command runs in {place.path}, remove {seen.lock}"
+        mend = f"if no git command runs in {place.path}, the lock is stale: remove {seen.lock}"
     else:
         mend = "mend what git says"
     if seen.under_way:
         mend = f"{mend}; git left a merge under way there: git -C {place.path} merge --abort"
+    held = f"git's lock {seen.lock} is held: " if seen.lock else ""
     words = (
         f"merging lane {seen.lane} ({branch}) into {place.branch} was refused, not for a "
-        f"conflict: {seen.reason.strip()}; {mend}"
+        f"conflict: {held}{seen.reason.strip()}; {mend}"
     )
     report = Report(event=Event.FAILED, text=words, stage=place.stage.name)
     paused = Paused(cause=PauseCause.MERGE_FAILED, words=words, again=True, lane=seen.lane)

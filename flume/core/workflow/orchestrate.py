@@ -27,6 +27,9 @@ The rules:
   that come while one is held join it, so N pieces that come while the lead works cost one send.
 - WF-CHILD-PAUSE-SURFACES: a child paused or stopped short is news for the lead and shows on
   the run's status, named, with the command that resolves it.
+- WF-LEAD-HEARS-OPEN-QUESTIONS: a child's question is news told once, to the lead attempt then
+  live; a lead tried again (a fresh agent) reads each question still open in its prompt, on
+  its child's line, whatever news came after it (``delivery.render_prompt``).
 - WF-DROP-CASCADES: a dropped run drops its running children (their agents end) and never
   launches those that wait; tidy keeps every child's commits not merged.
 - WF-DEPTH-CAP: ``flume compose`` starts a child run, a place of its own running the lead's

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flume.core.ids import BranchName, Instant, Sha
 from flume.core.observations import BranchHead, BranchVanished, Observation, WorktreeLost
-from flume.core.place import Life, Place
+from flume.core.place import Life, Place, holds_work
 from flume.shell.agents import fencerefs, sandbox
 from flume.shell.agents.fencerefs import Mirror
 from flume.shell.store.follower import Followed
@@ -129,8 +129,12 @@ class BranchHeads:
         return self._commons[repository]
 
     def _lost(self, place: Place, now: Instant, whole: dict[str, float]) -> str | None:
-        """How a place in flight lost its worktree, if it did, looked at only when it may have."""
-        if place.worktree_gone:
+        """How a place in flight lost its worktree, if it did, looked at only when it may have.
+
+        Not while it is added again (PLACE-REBUILT): its worktree is absent until made, and its
+        branch is looked at meanwhile, so a branch deleted with it is named at once.
+        """
+        if place.worktree_gone or place.rebuilding:
             return None
         looked = self._whole.get(place.path)
         notify = self.notify
@@ -195,11 +199,6 @@ def _in_flight(place: Place) -> bool:
     return place.made and place.life in {Life.MAKING, Life.ACTIVE}
 
 
-def _holds_work(place: Place) -> bool:
-    """A finished place whose branch is its work's only home: not landed, not tidied."""
-    return place.made and place.life is Life.FINISHED and place.landed_at is None
-
-
 def _worktree_lost(place: Place) -> str | None:
     """How the place's worktree is gone, or None while its folder holds a worktree."""
     path = Path(place.path)
@@ -221,7 +220,7 @@ def _seen(
         # its run has yet to merge): named at once (WF-NO-LOST-COMMIT).
         vanished = (
             bool(heads)
-            and (_in_flight(place) or _holds_work(place))
+            and (_in_flight(place) or holds_work(place))
             and not place.branch_gone
             and git.resolve(repository, place.branch) is None
         )

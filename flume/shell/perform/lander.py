@@ -233,7 +233,8 @@ class Lander:
         lock = _LOCK_SAID.search(words)
         where = holder or repository
         way_out = (
-            f"remove {lock.group(1)} if no git process runs there; flume lands the branch then"
+            f"remove the lock {lock.group(1)} if no git process runs there; flume lands the "
+            "branch then"
             if lock is not None
             else f"mend what git says in {where}; flume tries the landing again"
         )
@@ -426,8 +427,10 @@ def base_blocked(repository: Path, base: BranchName, at: Instant) -> LandingBloc
                 f"{lock} exists: git changes {what} only while no other git process holds it. "
                 "A git process running there holds it, or one that crashed left it."
             )
-            way_out = f"remove {lock} if no git process runs there; flume lands the branch then"
-            reason = f"{base} cannot be moved forward: {lock} exists"
+            way_out = (
+                f"remove the lock {lock} if no git process runs there; flume lands the branch then"
+            )
+            reason = f"{base} cannot be moved forward: git's lock {lock} is held"
             return LandingBlocked(at=at, reason=reason, output=output, way_out=way_out)
     return None if holder is None else dirty_checkout(holder, base, at)
 

@@ -61,7 +61,7 @@ from flume.core.observations import (
     WorktreeMade,
     WorktreeRemoved,
 )
-from flume.core.place import Place
+from flume.core.place import Place, restore_branch
 from flume.shell.declared import command
 from flume.shell.perform import finalize, gates, lanes
 from flume.shell.process import Ran
@@ -323,7 +323,13 @@ class Performer:
             what = f"{action.branch} is checked out in {elsewhere[0]}; nothing is added beside it"
             return self._failed(ActionName.MAKE_WORKTREE, what)
         if git.resolve(repository, action.branch) is None:
-            what = f"the branch {action.branch} does not exist: restore it, then retry"
+            # WF-NO-LOST-COMMIT: deleted with the worktree; its head restores it, named exactly.
+            restore = (
+                f"restore it with {restore_branch(action.repository, action.branch, action.head)}"
+                if action.head is not None
+                else "restore it"
+            )
+            what = f"the branch {action.branch} does not exist: {restore}, then retry"
             return self._failed(ActionName.MAKE_WORKTREE, what)
         ran = git.add_worktree(
             repository, path, action.branch, None, force=True, pass_fds=self.pass_fds

@@ -223,6 +223,14 @@ def places_of(repository: Path, settings: Settings, only: str | None = None) -> 
     return found
 
 
+def _repository_here() -> Path | None:
+    """The main worktree of the repository the caller stands in, if any."""
+    try:
+        return git.main_worktree(Path.cwd())
+    except (git.GitError, OSError):
+        return None
+
+
 def find(name: str, repository: Path | None, settings: Settings) -> Found:
     """The one place called ``name`` (``<kind>--<name>``), in ``repository`` or on the host."""
     repositories = [repository_of(repository)] if repository else remembered()
@@ -237,6 +245,17 @@ def find(name: str, repository: Path | None, settings: Settings) -> Found:
         raise UsageError.one(
             "place", f"no place {name} in {where}", "run flume status to list the places there are"
         )
+    if len(matches) > 1 and repository is None:
+        # Asked from inside a repository (or one of its places' worktrees): that one's.
+        here = _repository_here()
+        mine = [
+            found
+            for found in matches
+            if found.place is not None
+            and here is not None
+            and Path(found.place.launch.repository).resolve() == here.resolve()
+        ]
+        matches = mine if len(mine) == 1 else matches
     if len(matches) > 1:
         where = ", ".join(
             found.place.launch.repository if found.place else str(found.journal)
