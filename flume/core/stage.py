@@ -502,9 +502,7 @@ def on_branch_vanished(place: Place, seen: BranchVanished) -> Outcome:
         holds_work(place) or (place.worktree_gone and _in_flight(place))
     ):
         return _finished_branch_gone(place)
-    if place.worktree_gone:
-        return place, ()
-    if not _in_flight(place):
+    if place.worktree_gone or not _in_flight(place):
         return place, ()
     place = evolve(place, branch_gone=True, life=Life.ACTIVE)
     # A made place always has a head (its worktree was seen made at one).
