@@ -687,6 +687,11 @@ def on_retry(place: Place, words: str) -> Outcome:
         )
     if place.worktree_gone:
         place = evolve(place, worktree_gone=False, ready=False, rebuilding=True)
+    if place.join is JoinStage.MERGING and leading(place) is not None:
+        # WF-NO-SILENT-WAIT: a lead tried again while its children's merge was asked (lost with
+        # its worktree, or failed before the stop): merged again once the new lead waits; a
+        # merge is idempotent, and one seen after this is not taken for the join's.
+        place = evolve(place, join=JoinStage.OPEN)
     place, actions = _end_agent(place, "the stage is retried")
     place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
     if place.submission is not Submission.LANDED:

@@ -834,6 +834,39 @@ def test_a_lead_s_gate_is_not_judged_while_its_children_s_merge_is_in_flight() -
     ]
 
 
+def test_a_lead_tried_again_after_its_worktree_went_mid_merge_merges_again() -> None:
+    """WF-NO-SILENT-WAIT: a lead retried while its children's merge was asked merges them again.
+
+    Found by the machine under CI's profile: the merge asked, the run's worktree deleted, the
+    merge failed for it, the run stopped short (worktree-gone), a person retried: the new lead
+    waited, its join still "merging", no merge asked, for ever, nothing named.
+    """
+    fleet = Fleet(settings=S, kind=_led(cap=2))
+    fleet.launch()
+    _world_runs(fleet, holding=MergeLanes)
+    run = fleet.homes[fleet.root]
+    place = run.place
+    assert place is not None
+    assert place.join is JoinStage.MERGING
+    del fleet.repo.worktrees[place.path]
+    while run.queue:
+        fleet.perform_next(fleet.root)
+    fleet.now += 1
+    fleet.tick()
+    assert isinstance(_root(fleet).stage.phase, Short)
+    assert fleet.feed(fleet.root, RetryAsked(at=fleet.instant(), words="")) is None
+    assert _root(fleet).join is JoinStage.OPEN
+    _world_runs(fleet, holding=type(None))
+    assert _root(fleet).join is not JoinStage.MERGING
+    assert _root(fleet).life is Life.FINISHED
+
+
+def _root(fleet: Fleet) -> Place:
+    place = fleet.homes[fleet.root].place
+    assert place is not None
+    return place
+
+
 def test_a_head_moved_during_finalize_is_pushed_before_the_pr_is_opened() -> None:
     """WF-FINALIZE-ONCE: the PR failed; a person commits; resumed: pushed again, then the PR."""
     kind = _kind(
