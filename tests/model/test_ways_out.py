@@ -817,13 +817,9 @@ def _world_runs(fleet: Fleet, *, holding: type, rounds: int = 8) -> None:
 
 def test_a_lead_s_gate_is_not_judged_while_its_children_s_merge_is_in_flight() -> None:
     """WF-LEAD-WAITS-JOIN: the merge asked and not yet seen: the lead's turns end unjudged."""
-    fleet = Fleet(settings=S, kind=_led(cap=2))
-    fleet.launch()
-    _world_runs(fleet, holding=MergeLanes)
+    fleet = _led_merging()
     run = fleet.homes[fleet.root]
-    place = run.place
-    assert place is not None
-    assert place.join is JoinStage.MERGING
+    place = _root(fleet)
     assert any(isinstance(a, MergeLanes) for a in run.queue)
     assert not any(isinstance(a, JudgeGate) for a in run.queue)
     assert not isinstance(place.stage.phase, Judging)
@@ -841,14 +837,9 @@ def test_a_lead_tried_again_after_its_worktree_went_mid_merge_merges_again() -> 
     merge failed for it, the run stopped short (worktree-gone), a person retried: the new lead
     waited, its join still "merging", no merge asked, for ever, nothing named.
     """
-    fleet = Fleet(settings=S, kind=_led(cap=2))
-    fleet.launch()
-    _world_runs(fleet, holding=MergeLanes)
+    fleet = _led_merging()
     run = fleet.homes[fleet.root]
-    place = run.place
-    assert place is not None
-    assert place.join is JoinStage.MERGING
-    del fleet.repo.worktrees[place.path]
+    del fleet.repo.worktrees[_root(fleet).path]
     while run.queue:
         fleet.perform_next(fleet.root)
     fleet.now += 1
@@ -859,6 +850,15 @@ def test_a_lead_tried_again_after_its_worktree_went_mid_merge_merges_again() -> 
     _world_runs(fleet, holding=type(None))
     assert _root(fleet).join is not JoinStage.MERGING
     assert _root(fleet).life is Life.FINISHED
+
+
+def _led_merging() -> Fleet:
+    """A led block's run whose children all finished: their merge asked, held in flight."""
+    fleet = Fleet(settings=S, kind=_led(cap=2))
+    fleet.launch()
+    _world_runs(fleet, holding=MergeLanes)
+    assert _root(fleet).join is JoinStage.MERGING
+    return fleet
 
 
 def _root(fleet: Fleet) -> Place:
