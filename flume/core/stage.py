@@ -946,7 +946,9 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
     merging = (isinstance(place.stage.phase, Merging) and not place.stage.resolving) or (
         leading(place) is not None and place.join is JoinStage.MERGING
     )
-    if seen.action is ActionName.MERGE_LANES and place.life is Life.ACTIVE and merging:
+    if seen.action is ActionName.MERGE_LANES and place.life is Life.ACTIVE and merging and not gone:
+        # (A place whose worktree or branch went stands stopped short, naming its way out: a
+        # merge that failed for it pauses nothing over that.)
         # WF-NO-SILENT-WAIT: a merge git would not even start (a file in the way, the worktree
         # gone) waits on a person, named as what it is, never as a conflict; resumed once
         # mended, flume merges again.

@@ -1013,3 +1013,23 @@ def test_an_answer_held_past_a_spent_budget_never_keeps_a_met_gate_from_ending()
     (dropped,) = world.reports_of(Event.TELL_DROPPED)
     assert "a budget is spent, and the stage's gate is met" in dropped.text
     assert _place(world).completed == pvector(["build"])
+
+
+def test_a_merge_failed_for_a_place_gone_pauses_nothing_over_its_stop_short() -> None:
+    """WF-NO-SILENT-WAIT: the run's branch and worktree gone, its merge fails: the stop stands.
+
+    Found by the machine under CI's profile: the merge's failure paused the run merge-failed
+    over its stop-short, a person resumed as the pause said, and the run waited, queued, for a
+    worktree no one would make again.
+    """
+    machine = NoSilentWaitMachine()
+    machine.launch(kind=_led(cap=2), rounds=[("gate", True, None, 6.0)] * 2)
+    machine.person_deletes_a_lane(index=0, run=True, worktree=False)
+    machine.agent_takes_a_turn(act="gate", end=True, index=0, tokens=None)
+    machine.shell_performs(count=1, index=0)
+    machine.agent_takes_a_turn(act="gate", end=True, index=0, tokens=None)
+    machine.supervisor_ticks(seconds=1.0)
+    machine.shell_performs(count=2, index=0)
+    assert isinstance(_root(machine.fleet).stage.phase, Short)
+    machine.person_does_as_advised(index=0)
+    machine.no_silent_wait()
