@@ -105,7 +105,9 @@ def test_a_launch_dropped_while_the_supervisor_was_paused_is_tidied(host: Path) 
     assert again == path
     wait_until(lambda: "WorktreeMade" in kinds_in(again))
     assert (repo / "places" / "fix--paused").is_dir()
-    assert daemons_of(os.environ["XDG_STATE_HOME"]) == [pid]
+    # One supervisor stays: a command that found it slow to answer (a loaded machine) may start
+    # another, which gives way to the lock's holder and leaves; none may stay beside it.
+    wait_until(lambda: daemons_of(os.environ["XDG_STATE_HOME"]) == [pid])
 
 
 # --- a paused supervisor is told from a dead one -----------------------------------------------
