@@ -9,13 +9,29 @@ of the block's launch and join, ``docs/mutation.md``).
 
 from __future__ import annotations
 
-from flume.core.actions import Event, Report
-from flume.core.ids import BranchName, PlaceName, Sha, StageName
+import attrs
+from pyrsistent import pmap, pset, pvector
+
+from flume.core.actions import Event, LaunchLane, Report
+from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName, WorkName
 from flume.core.kinds import Budgets, Join, Merge
-from flume.core.observations import LaneEnded
-from flume.core.place import Fanned, LaneRun, LaneState, PauseCause, Paused, Place
-from flume.core.workflow.lanes import lane_for
-from tests.model.test_lanes import LANES, end_lane, sliced, world_of
+from flume.core.observations import Activity, LaneEnded, RetryAsked, Tick
+from flume.core.place import (
+    Agent,
+    Fanned,
+    LaneRun,
+    LaneState,
+    Life,
+    PauseCause,
+    Paused,
+    Place,
+    Queued,
+    Short,
+    evolve,
+)
+from flume.core.step import step
+from flume.core.workflow.lanes import fan_when_free, lane_for, launch_lane, parallel_of
+from tests.model.test_lanes import LANES, S, end_lane, sliced, world_of
 from tests.model.world import FakeWorld
 
 #: The events a parallel block reports of its own lanes and its join.
@@ -100,7 +116,7 @@ def test_a_budget_spent_while_lanes_wait_pauses_the_block_naming_it() -> None:
 
 
 def test_lanes_dropped_under_join_all_are_named_in_order_in_its_pause() -> None:
-    """WF-JOIN-ALL: the pause names every lane that ended unfinished, in declared order."""
+    """WF-JOIN-ALL: each lane's end is said as it ended; the pause names the unfinished in order."""
     world = world_of(sliced())
     end_lane(world, "slice-c", finished=False)
     end_lane(world, "slice-b", finished=True)
@@ -109,6 +125,15 @@ def test_lanes_dropped_under_join_all_are_named_in_order_in_its_pause() -> None:
     assert at(world).stage.phase == Paused(
         cause=PauseCause.LANE_DROPPED, words=words, lane="slice-a"
     )
+    head = world.git.head(world.lanes["slice-b"].branch)
+    assert [report for report in said(world) if report[0] is Event.LANE_ENDED] == [
+        (Event.LANE_ENDED, text, StageName("slices"))
+        for text in (
+            "lane slice-c ended unfinished",
+            f"lane slice-b finished at {head}",
+            "lane slice-a ended unfinished",
+        )
+    ]
 
 
 def test_a_first_join_with_no_lane_left_pauses_on_the_last_lane_ended() -> None:
@@ -154,3 +179,201 @@ def test_a_merge_reports_the_lanes_merged_and_the_head_they_made() -> None:
         )
         for index, lane in enumerate(LANES)
     }
+
+
+def test_a_lane_launched_later_is_asked_whole_with_what_its_run_has_left() -> None:
+    """WF-CAP, WF-BUDGET-PAUSES: the next lane's launch, whole: its name, base, waits, budgets.
+
+    It is the run's own launch renamed ``x+<lane>``, based on the run's branch, waiting only on
+    its own steps, cut from the block's entry, its budgets what the run has left (here one each).
+    """
+    kind = sliced(cap=1, budgets=Budgets(turns=5, tokens=1000))
+    waits = frozenset({StageName("slice-b"), StageName("after")})
+    world = FakeWorld(settings=S, kind=kind, waits=waits, setup=(("make", "deps"),))
+    assert world.launch() is None
+    found = world.lanes["slice-a"]
+    head = world.git.commit(found.branch, world.now)
+    found.life = "finished"
+    seen = LaneEnded(
+        at=world.instant(), lane="slice-a", finished=True, head=head, turns=4, tokens=999
+    )
+    assert world.feed(seen) is None
+    run = at(world)
+    asked = [action for action in world.actions if isinstance(action, LaunchLane)]
+    assert [action.lane for action in asked] == ["slice-a", "slice-b"]
+    parallel = parallel_of(run)
+    assert parallel is not None
+    launch = attrs.evolve(
+        run.launch,
+        name=WorkName("x+slice-b"),
+        base=BranchName("feature/x"),
+        waits=pset({StageName("slice-b")}),
+        parent=PlaceName("feature--x"),
+        lane="slice-b",
+    )
+    lane_kind = attrs.evolve(
+        kind, body=parallel.branches[1], budgets=Budgets(turns=1, tokens=1), finalize=None
+    )
+    assert asked[1] == LaunchLane(
+        repository="/src/app",
+        parent=PlaceName("feature--x"),
+        lane="slice-b",
+        launch=launch,
+        kind=lane_kind,
+        setup=pvector([pvector(["make", "deps"])]),
+        copy=run.copy,
+        start=run.entry,
+        settings=run.settings,
+        board=run.board,
+        tests=run.tests,
+    )
+    assert asked[0].kind.budgets == Budgets(turns=5, tokens=1000)
+
+
+def test_a_block_fans_out_from_the_run_s_head_and_says_so_whole() -> None:
+    """The block's start: its report, its lanes waiting then launched, the head they start at."""
+    world = world_of(sliced(cap=2))
+    run = at(world)
+    entry = run.entry
+    assert entry is not None
+    assert entry == run.head == run.stage.start_head
+    assert run.stage.phase == Fanned(since=Instant(world.now))
+    assert run.stage.started_at == Instant(world.now)
+    assert run.stage.turns == 0
+    assert list(run.finished_lanes) == []
+    text = (
+        "parallel slices fans out into 3 lanes (slice-a, slice-b, slice-c), at most 2 at once, "
+        f"from {entry}"
+    )
+    assert said(world)[-3:] == [
+        (Event.STAGE_STARTED, text, StageName("slices")),
+        launched("slice-a"),
+        launched("slice-b"),
+    ]
+    assert dict(run.lanes) == {
+        lane: LaneRun(
+            lane=lane,
+            place=PlaceName(f"feature--x+{lane}"),
+            branch=BranchName(f"feature/x+{lane}"),
+            index=index,
+            state=LaneState.WAITING if lane == "slice-c" else LaneState.RUNNING,
+        )
+        for index, lane in enumerate(LANES)
+    }
+
+
+def test_a_lane_s_end_heard_while_the_run_stands_short_is_taken_once_it_fans_out_again() -> None:
+    """A run stopped short (its worktree gone) takes no lane's end; retried, it does."""
+    world = world_of(sliced())
+    assert world.delete_worktree_by_hand() is None
+    place = at(world)
+    assert isinstance(place.stage.phase, Short)
+    found = world.lanes["slice-a"]
+    head = world.git.commit(found.branch, world.now)
+    seen = LaneEnded(at=place.now, lane="slice-a", finished=True, head=head)
+    decision = step(S, place, seen)
+    assert (decision.place, decision.actions) == (place, ())
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    world.now += 1
+    assert world.feed(Tick(at=world.instant())) is None
+    assert isinstance(at(world).stage.phase, Fanned)
+    assert world.feed(attrs.evolve(seen, at=world.instant())) is None
+    assert at(world).lanes["slice-a"].state is LaneState.FINISHED
+    assert list(at(world).finished_lanes) == ["slice-a"]
+
+
+def test_a_lane_s_launch_carries_its_run_s_settings_copies_and_tests_but_not_its_mark() -> None:
+    """A lane's launch takes its run's settings, files to copy and tests; the run's mark, never."""
+    world = world_of(sliced())
+    run = at(world)
+    parallel = parallel_of(run)
+    assert parallel is not None
+    settings = attrs.evolve(S, stall_seconds=60.0)
+    own = evolve(
+        run,
+        launch=attrs.evolve(run.launch, mark="PROJ-7"),
+        copy=pvector([".env"]),
+        tests=pvector([pvector(["pytest", "-q"])]),
+        settings=settings,
+    )
+    asked = launch_lane(own, parallel, "slice-c")
+    assert asked.launch.mark is None
+    assert (asked.copy, asked.tests, asked.settings) == (own.copy, own.tests, settings)
+    assert asked.launch == attrs.evolve(
+        run.launch,
+        name=WorkName("x+slice-c"),
+        base=BranchName("feature/x"),
+        parent=PlaceName("feature--x"),
+        lane="slice-c",
+    )
+
+
+#: An agent live in the run's own worktree (a merge step's, say).
+AGENT = Agent(
+    session=SessionId("s1"),
+    stage=StageName("slices"),
+    attempt=1,
+    pane="%1",
+    activity=Activity.WORKING,
+    activity_since=Instant(0),
+    last_output_at=Instant(0),
+    said_at=Instant(0),
+)
+
+
+def queued_at_block(world: FakeWorld) -> Place:
+    """The world's run queued at its parallel again, none of its lanes made yet, turns taken."""
+    run = at(world)
+    stage = attrs.evolve(run.stage, phase=Queued(), turns=3)
+    return evolve(run, stage=stage, lanes=pmap())
+
+
+def test_a_block_fans_out_only_once_the_run_is_free_of_every_hindrance() -> None:
+    """Resolving, not active, its worktree or branch lost, not ready, an agent: each holds it.
+
+    With none, the block queued again fans out anew, its stage started now at the run's head;
+    queued again with a lane launched again, it launches that lane alone, its start kept.
+    """
+    world = world_of(sliced())
+    queued = queued_at_block(world)
+    later = Instant(world.now + 5)
+    held = (
+        attrs.evolve(queued, stage=attrs.evolve(queued.stage, resolving=True)),
+        evolve(queued, life=Life.FINISHED),
+        evolve(queued, worktree_gone=True),
+        evolve(queued, branch_gone=True),
+        evolve(queued, ready=False),
+        evolve(queued, agent=AGENT),
+    )
+    for place in held:
+        assert fan_when_free(S, place, later) == (place, ())
+    past = evolve(queued, stage=attrs.evolve(queued.stage, name=StageName("after")))
+    assert fan_when_free(S, past, later) == (past, ())
+    again = attrs.evolve(queued.stage, attempt=2)
+    fanned, actions = fan_when_free(S, evolve(queued, stage=again), later)
+    assert fanned.stage == attrs.evolve(
+        again, phase=Fanned(since=later), started_at=later, start_head=queued.head, turns=0
+    )
+    assert fanned.entry == queued.head
+    assert [action.lane for action in actions if isinstance(action, LaunchLane)] == list(LANES)
+    lanes = at(world).lanes
+    for lane in ("slice-b", "slice-c"):
+        lanes = lanes.set(lane, attrs.evolve(lanes[lane], state=LaneState.FINISHED))
+    fresh = attrs.evolve(lanes["slice-a"], state=LaneState.WAITING, tries=2)
+    relaunching = evolve(queued, stage=again, lanes=lanes.set("slice-a", fresh))
+    fanned, actions = fan_when_free(S, relaunching, later)
+    assert fanned.stage == attrs.evolve(again, phase=Fanned(since=later), turns=0)
+    assert fanned.entry == relaunching.entry
+    assert [action.lane for action in actions if isinstance(action, LaunchLane)] == ["slice-a"]
+
+
+def test_a_block_entered_over_budget_pauses_naming_the_budget_before_any_lane() -> None:
+    """WF-BUDGET-PAUSES: a block queued over budget pauses, naming it, and makes no lane."""
+    world = world_of(sliced(budgets=Budgets(tokens=50)))
+    queued = queued_at_block(world)
+    over = evolve(queued, spent=attrs.evolve(queued.spent, tokens=50))
+    paused, _ = fan_when_free(S, over, Instant(world.now))
+    assert paused.stage.phase == Paused(
+        cause=PauseCause.BUDGET, words="budget tokens spent", spent="tokens"
+    )
+    assert dict(paused.lanes) == {}
