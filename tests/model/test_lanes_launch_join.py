@@ -13,11 +13,32 @@ import attrs
 from pyrsistent import pmap, pset, pvector
 
 from flume.core.actions import Event, LaunchLane, Report
-from flume.core.ids import BranchName, Instant, PlaceName, SessionId, Sha, StageName, WorkName
-from flume.core.kinds import Budgets, Join, Merge
-from flume.core.observations import Activity, LaneEnded, RetryAsked, Tick
+from flume.core.ids import (
+    BlockName,
+    BranchName,
+    Instant,
+    KindName,
+    PlaceName,
+    SessionId,
+    Sha,
+    StageName,
+    WorkName,
+)
+from flume.core.kinds import (
+    Budgets,
+    Commit,
+    Join,
+    Kind,
+    Merge,
+    Orchestrate,
+    Sequence,
+    Step,
+    Verdict,
+)
+from flume.core.observations import Activity, LaneEnded, ResolveAsked, RetryAsked, Tick
 from flume.core.place import (
     Agent,
+    AwaitingWord,
     Fanned,
     LaneRun,
     LaneState,
@@ -30,8 +51,17 @@ from flume.core.place import (
     evolve,
 )
 from flume.core.step import step
-from flume.core.workflow.lanes import fan_when_free, lane_for, launch_lane, parallel_of
+from flume.core.workflow.lanes import (
+    children,
+    fan_when_free,
+    is_merging,
+    lane_for,
+    launch_lane,
+    parallel_of,
+)
 from tests.model.test_lanes import LANES, S, end_lane, sliced, world_of
+from tests.model.test_orchestrate import crew, end_child, spawn
+from tests.model.test_orchestrate import world_of as led_world
 from tests.model.world import FakeWorld
 
 #: The events a parallel block reports of its own lanes and its join.
@@ -377,3 +407,53 @@ def test_a_block_entered_over_budget_pauses_naming_the_budget_before_any_lane() 
         cause=PauseCause.BUDGET, words="budget tokens spent", spent="tokens"
     )
     assert dict(paused.lanes) == {}
+
+
+def test_no_lane_of_a_block_passed_is_a_child_of_the_orchestrate_not_yet_entered() -> None:
+    """STEP-NAMED: at a lead awaiting its word, a parallel's lane before it names no child."""
+    lead = Step(
+        name=StageName("lead"),
+        prompt="Spawn a coder; write $verdict.",
+        deliverable=Verdict(),
+        may=pset(["spawn"]),
+    )
+    coder = Step(name=StageName("coder"), prompt="Build: $goal. Commit.", deliverable=Commit())
+    first = sliced(after=False).body
+    assert isinstance(first, Sequence)
+    block = Orchestrate(name=BlockName("build"), lead=lead, template=coder, max=2)
+    kind = Kind(
+        name=KindName("feature"),
+        prefix="feature",
+        body=Sequence(blocks=pvector([*first.blocks, block])),
+    )
+    world = FakeWorld(settings=S, kind=kind, waits=frozenset({StageName("lead")}))
+    assert world.launch() is None
+    for lane in LANES:
+        end_lane(world, lane, finished=True)
+    place = at(world)
+    assert isinstance(place.stage.phase, AwaitingWord)
+    assert set(place.lanes) == set(LANES)
+    assert children(place) == []
+    assert lane_for(place, "slice-a") is None
+
+
+def test_a_restart_while_an_agent_resolves_the_children_s_merge_asks_no_merge() -> None:
+    """The children's merge conflicted and an agent merges them: flume merges nothing meanwhile."""
+    world = led_world(crew(most=1))
+    world.conflicting = {"coder-1"}
+    assert spawn(world) is None
+    world.end_turn()
+    end_child(world, "coder-1", finished=True)
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    paused = at(world).stage.phase
+    assert isinstance(paused, Paused)
+    assert paused.cause is PauseCause.MERGE_CONFLICT
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    place = at(world)
+    assert place.stage.resolving
+    assert not is_merging(place)
+    merges = list(world.merges)
+    world.restart()
+    assert world.merges == merges
