@@ -10,6 +10,9 @@ of the block's launch and join, ``docs/mutation.md``).
 from __future__ import annotations
 
 import attrs
+from hypothesis import example, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from pyrsistent import pmap, pset, pvector
 
 from flume.core.actions import Event, LaunchLane, Report
@@ -31,6 +34,7 @@ from flume.core.kinds import (
     Kind,
     Merge,
     Orchestrate,
+    Parallel,
     Sequence,
     Step,
     Verdict,
@@ -457,3 +461,46 @@ def test_a_restart_while_an_agent_resolves_the_children_s_merge_asks_no_merge() 
     merges = list(world.merges)
     world.restart()
     assert world.merges == merges
+
+
+@st.composite
+def capped_blocks(draw: st.DrawFn) -> tuple[int, int | None, list[int]]:
+    """A number of lanes, a cap (None: all at once), and the order their ends are heard in."""
+    count = draw(st.integers(min_value=2, max_value=5))
+    cap = draw(st.none() | st.integers(min_value=1, max_value=count))
+    return count, cap, draw(st.permutations(range(count)))
+
+
+@given(capped_blocks())
+@example((4, 2, [0, 1, 2, 3]))
+@hypothesis_settings(max_examples=100)
+def test_at_most_cap_lanes_run_and_they_start_in_declared_order(
+    block: tuple[int, int | None, list[int]],
+) -> None:
+    """WF-CAP: as lanes end in any order, no more than the cap run, launched in declared order."""
+    count, cap, order = block
+    names = [f"slice-{index}" for index in range(count)]
+    parallel = Parallel(
+        name=BlockName("slices"),
+        branches=pvector(
+            Step(name=StageName(lane), prompt=f"Build {lane}; commit.", deliverable=Commit())
+            for lane in names
+        ),
+        cap=cap,
+    )
+    kind = Kind(
+        name=KindName("feature"), prefix="feature", body=Sequence(blocks=pvector([parallel]))
+    )
+    world = world_of(kind)
+    most = cap or count
+    while True:
+        lanes = at(world).lanes
+        running = [lane for lane in names if lanes[lane].state is LaneState.RUNNING]
+        started = [lane for lane in names if lanes[lane].state is not LaneState.WAITING]
+        assert len(running) == min(most, count - (len(started) - len(running)))
+        assert started == names[: len(started)]
+        assert list(world.lanes) == started
+        if not running:
+            break
+        end_lane(world, min(running, key=lambda lane: order[names.index(lane)]), finished=True)
+    assert world.merges == [tuple(names)]
