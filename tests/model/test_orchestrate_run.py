@@ -1,0 +1,348 @@
+"""An orchestrate block's run, held whole: what its lead is told and asked, refused and reported.
+
+Example tests over the FakeWorld (the run) made from the survivors of the workflow mutation run's
+last part (issue 25): each compares a refusal, a report, a tell or the state an observation
+leaves whole, where the tests before it read a word or two.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from pyrsistent import pset, pvector
+
+from flume.core.actions import Event, LaunchLane, Report
+from flume.core.choices import AgentName
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BlockName, Instant, KindName, StageName
+from flume.core.kinds import Budgets, Finalize, Kind, Orchestrate
+from flume.core.observations import ChildNews, ComposeSaid, SpawnSaid, Told
+from flume.core.place import JoinStage, Tell, evolve
+from flume.core.settings import Settings
+from flume.core.step import step
+from flume.core.workflow.orchestrate import MOST_WORDS
+from tests.model.test_orchestrate import crew, end_child, spawn, world_of
+from tests.model.test_orchestrate_edges import DOCS, LEAD, composing, kind_of
+from tests.model.world import FakeWorld
+
+S = Settings()
+
+
+def _reports(world: FakeWorld, *events: Event) -> list[tuple[Event, str, str | None]]:
+    """The reports of ``events`` the core made, in order, whole."""
+    return [
+        (action.event, action.text, action.stage)
+        for action in world.actions
+        if isinstance(action, Report) and action.event in events
+    ]
+
+
+def _told(world: FakeWorld) -> list[str]:
+    """What the live lead was sent after its prompt, each without its marker line."""
+    agent = world.live_agent()
+    assert agent is not None
+    return [send.text.rsplit("\n\n", 1)[0] for send in agent.sends[1:]]
+
+
+def _composed(
+    world: FakeWorld, kind: Kind, *, turns: int = 5, tokens: int = 100, base: bool = False
+) -> ComposeSaid:
+    """The live lead's ``flume compose`` of ``kind``, its slice ``turns`` and ``tokens``."""
+    lead = world.live_agent()
+    assert lead is not None
+    return ComposeSaid(
+        at=world.instant(), kind=kind, turns=turns, tokens=tokens, base=base, session=lead.session
+    )
+
+
+def _compose(
+    world: FakeWorld, kind: Kind, *, turns: int = 5, tokens: int = 100
+) -> UsageError | None:
+    """The live lead runs ``flume compose``: the refusal, or None."""
+    return world.feed(_composed(world, kind, turns=turns, tokens=tokens))
+
+
+def test_a_lead_hears_its_children_s_ends_in_one_tell_then_the_join_whole() -> None:
+    """Two ends while the lead works join one tell; the join's tell and reports are said whole."""
+    world = world_of(crew(most=2))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    end_child(world, "coder-1", finished=True)
+    end_child(world, "coder-2", finished=False)
+    head = world.git.head(world.lanes["coder-1"].branch)
+    place = world.place
+    assert place is not None
+    news = (
+        f"News of your children:\n- coder-1: finished at {head}\n"
+        "- coder-2: ended unfinished (dropped)"
+    )
+    assert (place.held, place.tells_given, place.news_tell) == (
+        pvector([Tell(number=1, text=news, asked_at=Instant(1.0))]),
+        1,
+        1,
+    )
+    for _ in range(2):
+        world.end_turn()
+        world.deliver()
+    place = world.place
+    assert place is not None
+    assert (place.join, place.join_tell, place.tells_given, place.held) == (
+        JoinStage.TOLD,
+        2,
+        2,
+        pvector(),
+    )
+    assert _told(world) == [
+        news,
+        (
+            "All children of build are terminal:\n- coder-1: finished\n- coder-2: ended\n"
+            "Merged into crew/x: coder-1. Write your verdict now."
+        ),
+    ]
+    assert _reports(world, Event.SPAWNED, Event.LANE_LAUNCHED, Event.LANE_ENDED, Event.JOINED) == [
+        (Event.SPAWNED, "lead spawned coder-1 (1 of 2): a", "lead"),
+        (Event.LANE_LAUNCHED, "child coder-1 launched: crew--x+coder-1 on crew/x+coder-1", "lead"),
+        (Event.SPAWNED, "lead spawned coder-2 (2 of 2): b", "lead"),
+        (Event.LANE_LAUNCHED, "child coder-2 launched: crew--x+coder-2 on crew/x+coder-2", "lead"),
+        (Event.LANE_ENDED, f"child coder-1 finished at {head}", "lead"),
+        (Event.LANE_ENDED, "child coder-2 ended unfinished (dropped)", "lead"),
+        (
+            Event.JOINED,
+            "every child of build is terminal; merged: coder-1; the lead is told",
+            "lead",
+        ),
+    ]
+
+
+def said(refused: UsageError | None) -> tuple[int, tuple[Problem, ...]]:
+    """A refusal whole: its exit status and its problems (field, what is wrong, the mend)."""
+    assert refused is not None
+    return refused.exit_status, refused.problems
+
+
+def _spawn_as(world: FakeWorld, goal: str, agent: AgentName | None = None) -> UsageError | None:
+    """The live lead runs ``flume spawn --goal`` (with ``--agent`` when given)."""
+    lead = world.live_agent()
+    assert lead is not None
+    seen = SpawnSaid(at=world.instant(), goal=goal, session=lead.session, agent=agent)
+    return world.feed(seen)
+
+
+def test_every_refusal_of_spawn_is_said_whole_and_a_goal_at_the_limit_is_taken() -> None:
+    """Spawn's refusals compared whole, each journaling nothing; a goal of the most words is one."""
+    waits = FakeWorld(settings=S, kind=crew(), waits=frozenset({StageName("lead")}))
+    assert waits.launch() is None
+    assert said(waits.feed(SpawnSaid(at=waits.instant(), goal="a"))) == (
+        1,
+        (
+            Problem(
+                "spawn",
+                "no lead of crew--x is running",
+                "flume spawn is for the lead of a running orchestrate block",
+            ),
+        ),
+    )
+    world = world_of(crew(most=2, budgets=Budgets(turns_per_attempt=1)))
+    journaled = len(world.journal)
+    empty = Problem("spawn", "the goal is empty or over 4000 characters", "say what it builds")
+    assert said(_spawn_as(world, " ")) == (1, (empty,))
+    assert said(_spawn_as(world, "g" * (MOST_WORDS + 1))) == (1, (empty,))
+    assert len(world.journal) == journaled
+    goal = "g" * MOST_WORDS
+    assert _spawn_as(world, f" {goal} ", AgentName("codex")) is None
+    assert _spawn_as(world, goal) is None  # the same goal: no second child
+    assert _spawn_as(world, "b") is None
+    place = world.place
+    assert place is not None
+    assert {run.lane: (run.spawned, run.agent) for run in place.lanes.values()} == {
+        "coder-1": (goal, AgentName("codex")),
+        "coder-2": ("b", None),
+    }
+    assert _reports(world, Event.SPAWNED) == [
+        (Event.SPAWNED, f"lead spawned coder-1 (1 of 2): {goal}", "lead"),
+        (Event.SPAWNED, "lead spawned coder-2 (2 of 2): b", "lead"),
+    ]
+    journaled = len(world.journal)
+    assert said(_spawn_as(world, "c")) == (
+        1,
+        (
+            Problem(
+                "spawn",
+                "build may spawn 2 coder children at most, and 2 are spawned",
+                "give more to a child that runs (flume notify), or wait for the children you have",
+            ),
+        ),
+    )
+    assert len(world.journal) == journaled
+    over = world_of(crew(most=2, budgets=Budgets(turns=5)))
+    lead = over.live_agent()
+    assert lead is not None
+    assert over.place is not None
+    spent = evolve(over.place, spent=attrs.evolve(over.place.spent, turns=5))
+    with pytest.raises(UsageError) as refused:
+        step(S, spent, SpawnSaid(at=over.instant(), goal="c", session=lead.session))
+    assert said(refused.value) == (
+        1,
+        (Problem("spawn", "the run's budget turns is spent", "no child starts over it"),),
+    )
+    joined = evolve(place, join=JoinStage.TOLD)
+    with pytest.raises(UsageError) as refused:
+        step(S, joined, SpawnSaid(at=over.instant(), goal="c", session=lead.session))
+    assert said(refused.value) == (
+        1,
+        (Problem("spawn", "every child of build is terminal and joined", "write your verdict"),),
+    )
+
+
+def test_every_refusal_of_compose_is_said_whole_and_the_composed_run_is_launched_whole() -> None:
+    """Compose's refusals compared whole; the run it starts: the run's name, its slice, deeper."""
+    shallow = world_of(composing(depth=1))
+    assert said(_compose(shallow, DOCS)) == (
+        1,
+        (
+            Problem(
+                "compose",
+                "a run composed by crew--x would be at depth 2, and runs nest 1 deep at most",
+                "do the work here, or spawn a child of the block's template",
+            ),
+        ),
+    )
+    world = world_of(composing(runs=1))
+    deeper = kind_of(
+        Orchestrate(
+            name=BlockName("inner"),
+            lead=attrs.evolve(LEAD, may=pset(["compose"])),
+            compose_runs=1,
+        )
+    )
+    assert said(_compose(world, deeper)) == (
+        1,
+        (
+            Problem(
+                "compose",
+                "the fragment crew lets its lead compose, which would nest runs 3 deep",
+                "leave compose out of the fragment's orchestrate block",
+            ),
+        ),
+    )
+    slice_ = Problem("compose", "a slice is at least 1 turn and 1 token", "give --turns, --tokens")
+    assert said(_compose(world, DOCS, turns=0)) == (1, (slice_,))
+    assert said(_compose(world, DOCS, tokens=0)) == (1, (slice_,))
+    fragment = attrs.evolve(
+        DOCS, budgets=Budgets(tokens=40), finalize=Finalize(land=True), fenced=True
+    )
+    assert _compose(world, fragment, turns=1, tokens=1) is None
+    place = world.place
+    assert place is not None
+    (launched,) = [a for a in world.actions if isinstance(a, LaunchLane)]
+    assert (launched.kind, launched.launch.depth, launched.start) == (
+        attrs.evolve(
+            fragment,
+            name=KindName("crew"),
+            prefix="crew",
+            finalize=None,
+            budgets=Budgets(turns=1, tokens=1),
+        ),
+        2,
+        place.entry,
+    )
+    assert _reports(world, Event.COMPOSED) == [
+        (
+            Event.COMPOSED,
+            "lead composed run-1 (docs, depth 2), reserving 1 turns and 1 tokens",
+            "lead",
+        ),
+    ]
+    assert said(_compose(world, DOCS)) == (
+        1,
+        (
+            Problem(
+                "compose",
+                "build may compose 1 runs, and 1 are composed",
+                "spawn a child of the block's template instead",
+            ),
+        ),
+    )
+    joined = evolve(place, join=JoinStage.TOLD)
+    with pytest.raises(UsageError) as refused:
+        step(S, joined, _composed(world, DOCS))
+    assert said(refused.value) == (
+        1,
+        (Problem("compose", "every child of build is terminal and joined", "write your verdict"),),
+    )
+
+
+def test_a_child_s_news_shows_on_its_run_and_joins_the_news_held_behind_a_person_s_tells() -> None:
+    """Each piece once: started, asked, paused, answered; told in one news tell after two others."""
+    world = world_of(crew(most=2))
+    assert spawn(world, "a") is None
+    for words in ("one", "two"):
+        assert world.feed(Told(at=world.instant(), text=words)) is None
+    world.now = 3.0
+    asks = "asks q1: Which? Answer it"
+    paused = "paused (stalled): quiet; flume resume crew--x+coder-1"
+    shown = []
+    for ident, text in (
+        ("started", "started (crew--x+coder-1)"),
+        ("q1", asks),
+        ("paused:coder#1:stalled", paused),
+        ("answered:q1", "q1 answered"),
+        ("q1", "asked again"),
+    ):
+        assert (
+            world.feed(ChildNews(at=world.instant(), lane="coder-1", id=ident, text=text)) is None
+        )
+        world.now += 1
+        place = world.place
+        assert place is not None
+        run = place.lanes["coder-1"]
+        shown.append((len(run.news), run.note, run.paused, run.asking, run.asking_since))
+    assert shown == [
+        (1, "started (crew--x+coder-1)", "", "", None),
+        (2, asks, "", asks, 4.0),
+        (3, paused, paused, asks, 4.0),
+        (4, paused, "", "", None),
+        (4, paused, "", "", None),
+    ]
+    place = world.place
+    assert place is not None
+    news = (
+        "News of your children:\n- coder-1: started (crew--x+coder-1)\n"
+        f"- coder-1: {asks}\n- coder-1: {paused}"
+    )
+    assert (place.held, place.tells_given, place.news_tell) == (
+        pvector(
+            [
+                Tell(number=1, text="one", asked_at=Instant(0.0)),
+                Tell(number=2, text="two", asked_at=Instant(0.0)),
+                Tell(number=3, text=news, asked_at=Instant(3.0)),
+            ]
+        ),
+        3,
+        3,
+    )
+    assert _reports(world, Event.CHILD) == [
+        (Event.CHILD, "coder-1: started (crew--x+coder-1)", "lead"),
+        (Event.CHILD, f"coder-1: {asks}", "lead"),
+        (Event.CHILD, f"coder-1: {paused}", "lead"),
+        (Event.CHILD, "coder-1: q1 answered", "lead"),
+    ]
+
+
+def test_a_lead_that_spawned_nothing_is_told_none_was_spawned_nor_merged() -> None:
+    """The join with no child: the lead's tell and the report say none, whole."""
+    world = world_of(crew(most=2))
+    world.end_turn()
+    world.deliver()
+    place = world.place
+    assert place is not None
+    assert (place.join, place.join_tell) == (JoinStage.TOLD, 1)
+    assert _told(world) == [
+        (
+            "All children of build are terminal:\n- none was spawned\n"
+            "Merged into crew/x: none. Write your verdict now."
+        )
+    ]
+    assert _reports(world, Event.JOINED) == [
+        (Event.JOINED, "every child of build is terminal; merged: none; the lead is told", "lead"),
+    ]
