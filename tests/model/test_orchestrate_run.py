@@ -9,18 +9,31 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from pyrsistent import pset, pvector
+from pyrsistent import pmap, pset, pvector
 
 from flume.core.actions import Event, LaunchLane, Report
 from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BlockName, Instant, KindName, StageName
+from flume.core.ids import BlockName, Instant, KindName, Sha, StageName
 from flume.core.kinds import Budgets, Finalize, Kind, Orchestrate
 from flume.core.observations import ChildNews, ComposeSaid, SpawnSaid, Told
-from flume.core.place import JoinStage, Tell, evolve
+from flume.core.place import (
+    AwaitingWord,
+    JoinStage,
+    LaneState,
+    Life,
+    PauseCause,
+    Paused,
+    Queued,
+    Short,
+    ShortCause,
+    Tell,
+    evolve,
+)
 from flume.core.settings import Settings
 from flume.core.step import step
-from flume.core.workflow.orchestrate import MOST_WORDS
+from flume.core.workflow.lanes import lane_run
+from flume.core.workflow.orchestrate import MOST_WORDS, enter_when_started, launch_when_free
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
 from tests.model.test_orchestrate_edges import DOCS, LEAD, composing, kind_of
 from tests.model.world import FakeWorld
@@ -63,18 +76,19 @@ def _compose(
 
 
 def test_a_lead_hears_its_children_s_ends_in_one_tell_then_the_join_whole() -> None:
-    """Two ends while the lead works join one tell; the join's tell and reports are said whole."""
-    world = world_of(crew(most=2))
-    assert spawn(world, "a") is None
-    assert spawn(world, "b") is None
+    """Three ends while the lead works join one tell; the join's tell and reports are said whole."""
+    world = world_of(crew(most=3))
+    for goal in ("a", "b", "c"):
+        assert spawn(world, goal) is None
     end_child(world, "coder-1", finished=True)
     end_child(world, "coder-2", finished=False)
-    head = world.git.head(world.lanes["coder-1"].branch)
+    end_child(world, "coder-3", finished=True)
+    one, three = (world.git.head(world.lanes[lane].branch) for lane in ("coder-1", "coder-3"))
     place = world.place
     assert place is not None
     news = (
-        f"News of your children:\n- coder-1: finished at {head}\n"
-        "- coder-2: ended unfinished (dropped)"
+        f"News of your children:\n- coder-1: finished at {one}\n"
+        f"- coder-2: ended unfinished (dropped)\n- coder-3: finished at {three}"
     )
     assert (place.held, place.tells_given, place.news_tell) == (
         pvector([Tell(number=1, text=news, asked_at=Instant(1.0))]),
@@ -92,23 +106,31 @@ def test_a_lead_hears_its_children_s_ends_in_one_tell_then_the_join_whole() -> N
         2,
         pvector(),
     )
+    assert world.merges == [("coder-1", "coder-3")]
     assert _told(world) == [
         news,
         (
             "All children of build are terminal:\n- coder-1: finished\n- coder-2: ended\n"
-            "Merged into crew/x: coder-1. Write your verdict now."
+            "- coder-3: finished\nMerged into crew/x: coder-1, coder-3. Write your verdict now."
         ),
     ]
+    launched = [
+        (Event.LANE_LAUNCHED, f"child {lane} launched: crew--x+{lane} on crew/x+{lane}", "lead")
+        for lane in ("coder-1", "coder-2", "coder-3")
+    ]
     assert _reports(world, Event.SPAWNED, Event.LANE_LAUNCHED, Event.LANE_ENDED, Event.JOINED) == [
-        (Event.SPAWNED, "lead spawned coder-1 (1 of 2): a", "lead"),
-        (Event.LANE_LAUNCHED, "child coder-1 launched: crew--x+coder-1 on crew/x+coder-1", "lead"),
-        (Event.SPAWNED, "lead spawned coder-2 (2 of 2): b", "lead"),
-        (Event.LANE_LAUNCHED, "child coder-2 launched: crew--x+coder-2 on crew/x+coder-2", "lead"),
-        (Event.LANE_ENDED, f"child coder-1 finished at {head}", "lead"),
+        (Event.SPAWNED, "lead spawned coder-1 (1 of 3): a", "lead"),
+        launched[0],
+        (Event.SPAWNED, "lead spawned coder-2 (2 of 3): b", "lead"),
+        launched[1],
+        (Event.SPAWNED, "lead spawned coder-3 (3 of 3): c", "lead"),
+        launched[2],
+        (Event.LANE_ENDED, f"child coder-1 finished at {one}", "lead"),
         (Event.LANE_ENDED, "child coder-2 ended unfinished (dropped)", "lead"),
+        (Event.LANE_ENDED, f"child coder-3 finished at {three}", "lead"),
         (
             Event.JOINED,
-            "every child of build is terminal; merged: coder-1; the lead is told",
+            "every child of build is terminal; merged: coder-1, coder-3; the lead is told",
             "lead",
         ),
     ]
@@ -346,3 +368,96 @@ def test_a_lead_that_spawned_nothing_is_told_none_was_spawned_nor_merged() -> No
     assert _reports(world, Event.JOINED) == [
         (Event.JOINED, "every child of build is terminal; merged: none; the lead is told", "lead"),
     ]
+
+
+def test_a_block_entered_anew_forgets_the_last_block_s_children_and_join() -> None:
+    """A spawn entering the block: children, entry, finished, merging and join all set afresh."""
+    world = world_of(crew(most=2))
+    place = world.place
+    assert place is not None
+    assert place.head is not None
+    # What an earlier block of the run left: its child, entry, merge and join.
+    stale = evolve(
+        place,
+        lanes=pmap({"old-1": lane_run(place, "old-1", 0, goal="old")}),
+        lanes_key="before",
+        entry=Sha("e" * 40),
+        finished_lanes=pvector(["old-1"]),
+        merging=pvector(["old-1"]),
+        join=JoinStage.TOLD,
+        join_tell=7,
+    )
+    lead = world.live_agent()
+    assert lead is not None
+    after = step(S, stale, SpawnSaid(at=world.instant(), goal="a", session=lead.session))
+    entered = after.place
+    assert (
+        sorted(entered.lanes),
+        entered.lanes_key,
+        entered.entry,
+        entered.finished_lanes,
+        entered.merging,
+        entered.join,
+        entered.join_tell,
+    ) == (["coder-1"], place.stage.key, place.head, pvector(), pvector(), JoinStage.OPEN, None)
+    (launched,) = [a for a in after.actions if isinstance(a, LaunchLane)]
+    assert launched.start == place.head
+
+
+def test_a_block_is_entered_once_at_an_active_ready_lead_with_a_head() -> None:
+    """A lead not ready, with no head or waiting to start enters nothing; entered, nothing again."""
+    world = world_of(crew(most=2, cap=1))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    place = world.place
+    assert place is not None
+    now = world.instant()
+    # Entered: coder-1 ended (its end not yet seen by the rules), coder-2 waits with room.
+    ended = attrs.evolve(place.lanes["coder-1"], state=LaneState.FINISHED)
+    entered = evolve(place, lanes=place.lanes.set("coder-1", ended))
+    assert place.lanes["coder-2"].state is LaneState.WAITING
+    assert enter_when_started(S, entered, now) == (entered, ())
+    fresh = evolve(place, lanes=pmap(), lanes_key="", entry=None)
+    for short in (
+        evolve(fresh, ready=False),
+        evolve(fresh, head=None),
+        evolve(fresh, stage=attrs.evolve(fresh.stage, phase=Queued())),
+        evolve(fresh, stage=attrs.evolve(fresh.stage, phase=AwaitingWord())),
+        evolve(fresh, life=Life.FINISHED),
+    ):
+        assert enter_when_started(S, short, now) == (short, ())
+    began, actions = enter_when_started(S, fresh, now)
+    assert (began.lanes_key, began.entry, actions) == (place.stage.key, place.head, ())
+
+
+def test_a_waiting_child_starts_only_at_an_open_block_whose_lead_runs() -> None:
+    """launch_when_free: a lead paused, short, queued, gone past or joined starts no child."""
+    world = world_of(crew(most=2, cap=1))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    place = world.place
+    assert place is not None
+    now = world.instant()
+    # coder-1 ended (its end not yet seen by the rules): coder-2 waits, with room.
+    ended = attrs.evolve(place.lanes["coder-1"], state=LaneState.FINISHED)
+    free = evolve(place, lanes=place.lanes.set("coder-1", ended))
+    started, actions = launch_when_free(S, free, now)
+    assert started.lanes["coder-2"].state is LaneState.RUNNING
+    assert [a.lane for a in actions if isinstance(a, LaunchLane)] == ["coder-2"]
+    # Both waiting, with room for one: the first starts.
+    waiting = attrs.evolve(ended, state=LaneState.WAITING)
+    both = evolve(place, lanes=place.lanes.set("coder-1", waiting))
+    _, actions = launch_when_free(S, both, now)
+    assert [a.lane for a in actions if isinstance(a, LaunchLane)] == ["coder-1"]
+    stage = free.stage
+    for held in (
+        evolve(free, life=Life.FINISHED),
+        evolve(free, lanes_key=""),
+        evolve(free, join=JoinStage.MERGING),
+        evolve(free, stage=attrs.evolve(stage, phase=Paused(cause=PauseCause.STALLED, words="w"))),
+        evolve(free, stage=attrs.evolve(stage, phase=Short(cause=ShortCause.NEEDS, words="w"))),
+        evolve(free, stage=attrs.evolve(stage, phase=AwaitingWord())),
+        evolve(free, stage=attrs.evolve(stage, phase=Queued())),
+        evolve(free, lanes=free.lanes.set("coder-2", attrs.evolve(ended, lane="coder-2"))),
+    ):
+        assert launch_when_free(S, held, now) == (held, ())
