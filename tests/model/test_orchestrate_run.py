@@ -11,12 +11,12 @@ import attrs
 import pytest
 from pyrsistent import pmap, pset, pvector
 
-from flume.core.actions import Event, LaunchLane, Report
+from flume.core.actions import Event, LaunchLane, MergeLanes, Report
 from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
-from flume.core.ids import BlockName, Instant, KindName, Sha, StageName
-from flume.core.kinds import Budgets, Finalize, Kind, Orchestrate
-from flume.core.observations import ChildNews, ComposeSaid, SpawnSaid, Told
+from flume.core.ids import BlockName, Instant, KindName, SessionId, Sha, StageName
+from flume.core.kinds import Budgets, Finalize, Kind, Merge, Orchestrate
+from flume.core.observations import Activity, ChildNews, ComposeSaid, SpawnSaid, Told
 from flume.core.place import (
     AwaitingWord,
     JoinStage,
@@ -24,18 +24,26 @@ from flume.core.place import (
     Life,
     PauseCause,
     Paused,
+    Place,
     Queued,
     Short,
     ShortCause,
     Tell,
+    TellSending,
     evolve,
+    merge_action,
 )
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.core.workflow.lanes import lane_run
-from flume.core.workflow.orchestrate import MOST_WORDS, enter_when_started, launch_when_free
+from flume.core.workflow.orchestrate import (
+    MOST_WORDS,
+    enter_when_started,
+    join_when_ready,
+    launch_when_free,
+)
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
-from tests.model.test_orchestrate_edges import DOCS, LEAD, composing, kind_of
+from tests.model.test_orchestrate_edges import CODER, DOCS, LEAD, composing, kind_of
 from tests.model.world import FakeWorld
 
 S = Settings()
@@ -166,6 +174,17 @@ def test_every_refusal_of_spawn_is_said_whole_and_a_goal_at_the_limit_is_taken()
     )
     world = world_of(crew(most=2, budgets=Budgets(turns_per_attempt=1)))
     journaled = len(world.journal)
+    other = SpawnSaid(at=world.instant(), goal="a", session=SessionId("s-other"))
+    assert said(world.feed(other)) == (
+        1,
+        (
+            Problem(
+                "spawn",
+                "session s-other is not the live agent of crew--x",
+                "flume spawn is for the agent of the place's running step",
+            ),
+        ),
+    )
     empty = Problem("spawn", "the goal is empty or over 4000 characters", "say what it builds")
     assert said(_spawn_as(world, " ")) == (1, (empty,))
     assert said(_spawn_as(world, "g" * (MOST_WORDS + 1))) == (1, (empty,))
@@ -176,10 +195,10 @@ def test_every_refusal_of_spawn_is_said_whole_and_a_goal_at_the_limit_is_taken()
     assert _spawn_as(world, "b") is None
     place = world.place
     assert place is not None
-    assert {run.lane: (run.spawned, run.agent) for run in place.lanes.values()} == {
-        "coder-1": (goal, AgentName("codex")),
-        "coder-2": ("b", None),
-    }
+    assert {run.lane: (run.spawned, run.agent, run.state) for run in place.lanes.values()} == {
+        "coder-1": (goal, AgentName("codex"), LaneState.RUNNING),
+        "coder-2": ("b", None, LaneState.RUNNING),
+    }  # a budget of turns per attempt is the lead's own: its children start
     assert _reports(world, Event.SPAWNED) == [
         (Event.SPAWNED, f"lead spawned coder-1 (1 of 2): {goal}", "lead"),
         (Event.SPAWNED, "lead spawned coder-2 (2 of 2): b", "lead"),
@@ -247,6 +266,17 @@ def test_every_refusal_of_compose_is_said_whole_and_the_composed_run_is_launched
             ),
         ),
     )
+    other = attrs.evolve(_composed(world, DOCS), session=SessionId("s-other"))
+    assert said(world.feed(other)) == (
+        1,
+        (
+            Problem(
+                "compose",
+                "session s-other is not the live agent of crew--x",
+                "flume compose is for the agent of the place's running step",
+            ),
+        ),
+    )
     slice_ = Problem("compose", "a slice is at least 1 turn and 1 token", "give --turns, --tokens")
     assert said(_compose(world, DOCS, turns=0)) == (1, (slice_,))
     assert said(_compose(world, DOCS, tokens=0)) == (1, (slice_,))
@@ -257,7 +287,13 @@ def test_every_refusal_of_compose_is_said_whole_and_the_composed_run_is_launched
     place = world.place
     assert place is not None
     (launched,) = [a for a in world.actions if isinstance(a, LaunchLane)]
-    assert (launched.kind, launched.launch.depth, launched.start) == (
+    assert (
+        launched.kind,
+        launched.launch.depth,
+        launched.launch.goal,
+        launched.launch.led,
+        launched.start,
+    ) == (
         attrs.evolve(
             fragment,
             name=KindName("crew"),
@@ -266,8 +302,15 @@ def test_every_refusal_of_compose_is_said_whole_and_the_composed_run_is_launched
             budgets=Budgets(turns=1, tokens=1),
         ),
         2,
-        place.entry,
+        "Mend the greeting.",
+        True,
+        place.head,
     )
+    # A fenced run's composed run is fenced, though its fragment says nothing of it.
+    fenced = world_of(attrs.evolve(composing(), fenced=True))
+    assert _compose(fenced, DOCS) is None
+    (inside,) = [a for a in fenced.actions if isinstance(a, LaunchLane)]
+    assert inside.kind.fenced
     assert _reports(world, Event.COMPOSED) == [
         (
             Event.COMPOSED,
@@ -449,6 +492,16 @@ def test_a_waiting_child_starts_only_at_an_open_block_whose_lead_runs() -> None:
     both = evolve(place, lanes=place.lanes.set("coder-1", waiting))
     _, actions = launch_when_free(S, both, now)
     assert [a.lane for a in actions if isinstance(a, LaunchLane)] == ["coder-1"]
+    # Three waiting, with room for two: the first two start, in order.
+    roomy = world_of(crew(most=3, cap=2))
+    for goal in ("a", "b", "c"):
+        assert spawn(roomy, goal) is None
+    assert roomy.place is not None
+    lanes = roomy.place.lanes
+    for lane in ("coder-1", "coder-2"):
+        lanes = lanes.set(lane, attrs.evolve(lanes[lane], state=LaneState.WAITING))
+    _, actions = launch_when_free(S, evolve(roomy.place, lanes=lanes), now)
+    assert [a.lane for a in actions if isinstance(a, LaunchLane)] == ["coder-1", "coder-2"]
     stage = free.stage
     for held in (
         evolve(free, life=Life.FINISHED),
@@ -461,3 +514,58 @@ def test_a_waiting_child_starts_only_at_an_open_block_whose_lead_runs() -> None:
         evolve(free, lanes=free.lanes.set("coder-2", attrs.evolve(ended, lane="coder-2"))),
     ):
         assert launch_when_free(S, held, now) == (held, ())
+
+
+def _join_ready(most: int, merge: Merge = Merge.MERGE) -> Place:
+    """A lead whose ``most`` children all finished, its first turn ended, its agent waiting.
+
+    The place as ``join_when_ready`` found it: the step that asked the merge, its join undone.
+    """
+    block = Orchestrate(name=BlockName("build"), lead=LEAD, template=CODER, max=most, merge=merge)
+    world = world_of(kind_of(block))
+    for goal in ("a", "b", "c")[:most]:
+        assert spawn(world, goal) is None
+    for lane in (f"coder-{most - index}" for index in range(most)):
+        end_child(world, lane, finished=True)
+    for _ in range(2):
+        world.end_turn()
+        world.deliver()
+    merged = [
+        d.place for _b, _s, d in world.steps if any(isinstance(a, MergeLanes) for a in d.actions)
+    ]
+    return evolve(merged[0], join=JoinStage.OPEN, merging=pvector())
+
+
+def test_the_join_merges_once_every_child_is_terminal_and_the_lead_waits_with_nothing_held() -> (
+    None
+):
+    """join_when_ready: after the lead's first turn, merge or pick; short of any condition, not."""
+    ready = _join_ready(2)
+    assert ready.stage.turns == 1
+    now = ready.now
+    merging, actions = join_when_ready(S, ready, now)
+    assert (merging.join, merging.merging, actions) == (
+        JoinStage.MERGING,
+        pvector(["coder-1", "coder-2"]),
+        (merge_action(merging),),
+    )
+    picked, _ = join_when_ready(S, _join_ready(2, Merge.PICK), now)
+    assert picked.merging == pvector(["coder-2"])  # the first to finish
+    agent = ready.agent
+    assert agent is not None
+    tell = Tell(number=9, text="t", asked_at=now)
+    running = attrs.evolve(ready.lanes["coder-1"], state=LaneState.RUNNING)
+    for short in (
+        evolve(ready, life=Life.FINISHED),
+        evolve(ready, join=JoinStage.TOLD),
+        evolve(ready, lanes_key=""),
+        evolve(ready, stage=attrs.evolve(ready.stage, phase=Queued())),
+        evolve(ready, stage=attrs.evolve(ready.stage, turns=0)),
+        evolve(ready, agent=None),
+        evolve(ready, agent=attrs.evolve(agent, ending=True)),
+        evolve(ready, agent=attrs.evolve(agent, activity=Activity.WORKING)),
+        evolve(ready, held=pvector([tell])),
+        evolve(ready, sending=TellSending(tell=tell, sends=1, sent_at=now)),
+        evolve(ready, lanes=ready.lanes.set("coder-1", running)),
+    ):
+        assert join_when_ready(S, short, now) == (short, ())
