@@ -11,12 +11,21 @@ import attrs
 import pytest
 from pyrsistent import pmap, pset, pvector
 
-from flume.core.actions import Event, LaunchLane, MergeLanes, Report
+from flume.core.actions import Event, LaunchLane, MergeLanes, NotifyLane, Report
 from flume.core.choices import AgentName
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BlockName, Instant, KindName, SessionId, Sha, StageName
 from flume.core.kinds import Budgets, Finalize, Kind, Merge, Orchestrate
-from flume.core.observations import Activity, ChildNews, ComposeSaid, SpawnSaid, Told
+from flume.core.observations import (
+    Activity,
+    ChildNews,
+    ComposeSaid,
+    LanesMerged,
+    NotifySaid,
+    ResolveAsked,
+    SpawnSaid,
+    Told,
+)
 from flume.core.place import (
     AwaitingWord,
     JoinStage,
@@ -42,6 +51,7 @@ from flume.core.workflow.orchestrate import (
     join_when_ready,
     launch_when_free,
 )
+from flume.core.workflow.orchestrate import pending as orchestrate_pending
 from tests.model.test_orchestrate import crew, end_child, spawn, world_of
 from tests.model.test_orchestrate_edges import CODER, DOCS, LEAD, composing, kind_of
 from tests.model.world import FakeWorld
@@ -185,6 +195,21 @@ def test_every_refusal_of_spawn_is_said_whole_and_a_goal_at_the_limit_is_taken()
             ),
         ),
     )
+    assert world.place is not None
+    not_running = Problem(
+        "spawn",
+        "no lead of crew--x is running",
+        "flume spawn is for the lead of a running orchestrate block",
+    )
+    lead = world.live_agent()
+    assert lead is not None
+    for gone in (
+        evolve(world.place, life=Life.FINISHED),
+        evolve(world.place, stage=attrs.evolve(world.place.stage, phase=Queued())),
+    ):
+        with pytest.raises(UsageError) as refused:
+            step(S, gone, SpawnSaid(at=world.instant(), goal="a", session=lead.session))
+        assert said(refused.value) == (1, (not_running,))
     empty = Problem("spawn", "the goal is empty or over 4000 characters", "say what it builds")
     assert said(_spawn_as(world, " ")) == (1, (empty,))
     assert said(_spawn_as(world, "g" * (MOST_WORDS + 1))) == (1, (empty,))
@@ -392,6 +417,21 @@ def test_a_child_s_news_shows_on_its_run_and_joins_the_news_held_behind_a_person
         (Event.CHILD, f"coder-1: {paused}", "lead"),
         (Event.CHILD, "coder-1: q1 answered", "lead"),
     ]
+    # Asking and paused again, then ended: its run shows neither any more.
+    for ident, text in (("q2", "asks q2: Why?"), ("paused:coder#2:stalled", paused)):
+        assert (
+            world.feed(ChildNews(at=world.instant(), lane="coder-1", id=ident, text=text)) is None
+        )
+    end_child(world, "coder-1", finished=False)
+    assert world.place is not None
+    run = world.place.lanes["coder-1"]
+    assert (run.state, run.note, run.paused, run.asking, run.asking_since) == (
+        LaneState.ENDED,
+        "ended unfinished (dropped)",
+        "",
+        "",
+        None,
+    )
 
 
 def test_a_lead_that_spawned_nothing_is_told_none_was_spawned_nor_merged() -> None:
@@ -569,3 +609,69 @@ def test_the_join_merges_once_every_child_is_terminal_and_the_lead_waits_with_no
         evolve(ready, lanes=ready.lanes.set("coder-1", running)),
     ):
         assert join_when_ready(S, short, now) == (short, ())
+
+
+def test_a_restart_asks_again_each_running_child_s_launch_and_notes_and_the_merge() -> None:
+    """RESTART-PENDING for children, whole: the running ones' launches, then notes; the merge."""
+    world = world_of(crew(most=3, cap=2))
+    assert world.place is not None
+    assert orchestrate_pending(world.place) == ()  # no child yet
+    for goal in ("a", "b", "c"):
+        assert spawn(world, goal) is None
+    lead = world.live_agent()
+    assert lead is not None
+    for to, text in (("coder-2", "tabs"), ("all", "spaces")):
+        said = NotifySaid(at=world.instant(), to=to, text=text, session=lead.session)
+        assert world.feed(said) is None
+    place = world.place
+    assert place is not None
+    launches = [a for a in world.actions if isinstance(a, LaunchLane)]
+    notes = [a for a in world.actions if isinstance(a, NotifyLane)]
+    assert [a.lane for a in launches] == ["coder-1", "coder-2"]  # coder-3 waits
+    assert [a.id for a in notes] == ["crew--x#coder-2#1", "crew--x#coder-1#1", "crew--x#coder-2#2"]
+    asked = (*launches, notes[1], notes[0], notes[2])
+    assert orchestrate_pending(place) == asked
+    merging = evolve(place, join=JoinStage.MERGING, merging=pvector(["coder-1"]))
+    assert orchestrate_pending(merging) == (*asked, merge_action(merging))
+    assert orchestrate_pending(evolve(place, life=Life.FINISHED)) == ()
+
+
+def test_a_join_met_while_the_lead_s_agent_ends_is_said_in_its_next_prompt_whole() -> None:
+    """Children merged with the lead's agent ending: no tell; the stage's words say the join."""
+    ready = _join_ready(2)
+    merging, _ = join_when_ready(S, ready, ready.now)
+    agent = merging.agent
+    assert agent is not None
+    ending = evolve(merging, agent=attrs.evolve(agent, ending=True), join_tell=5)
+    head = Sha("f" * 40)
+    after = step(S, ending, LanesMerged(at=ending.now, head=head)).place
+    words = (
+        "All children of build are terminal:\n- coder-1: finished\n- coder-2: finished\n"
+        "Merged into crew/x: coder-1, coder-2. Write your verdict now."
+    )
+    assert (after.join, after.join_tell, after.held, after.tells_given, after.head) == (
+        JoinStage.TOLD,
+        None,
+        ending.held,
+        ending.tells_given,
+        head,
+    )
+    assert after.stage == attrs.evolve(ending.stage, words=words)
+
+
+def test_a_conflict_resolved_by_hand_moves_the_run_s_head_to_the_merge() -> None:
+    """A lead's merge resolved by hand: the run's head is the merge's, its lead queued again."""
+    world = world_of(crew(most=1))
+    world.conflicting = {"coder-1"}
+    assert spawn(world) is None
+    world.end_turn()
+    end_child(world, "coder-1", finished=True)
+    for _ in range(2):
+        world.deliver()
+        world.end_turn()
+    world.conflicting.clear()
+    assert world.feed(ResolveAsked(at=world.instant())) is None
+    merged = [(seen, d.place) for _b, seen, d in world.steps if isinstance(seen, LanesMerged)]
+    assert [(place.head, place.stage.attempt) for _seen, place in merged] == [
+        (merged[0][0].head, 2)
+    ]
