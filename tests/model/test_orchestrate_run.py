@@ -487,17 +487,24 @@ def test_a_block_entered_anew_forgets_the_last_block_s_children_and_join() -> No
     assert launched.start == place.head
 
 
-def test_a_block_is_entered_once_at_an_active_ready_lead_with_a_head() -> None:
-    """A lead not ready, with no head or waiting to start enters nothing; entered, nothing again."""
+def _one_waiting_with_room() -> tuple[Place, Place]:
+    """A lead with cap 1: as spawned (coder-1 runs, coder-2 waits); then coder-1 ended.
+
+    Ended as the run holds it before the rules saw its end: coder-2 waits, with room.
+    """
     world = world_of(crew(most=2, cap=1))
     assert spawn(world, "a") is None
     assert spawn(world, "b") is None
     place = world.place
     assert place is not None
-    now = world.instant()
-    # Entered: coder-1 ended (its end not yet seen by the rules), coder-2 waits with room.
     ended = attrs.evolve(place.lanes["coder-1"], state=LaneState.FINISHED)
-    entered = evolve(place, lanes=place.lanes.set("coder-1", ended))
+    return place, evolve(place, lanes=place.lanes.set("coder-1", ended))
+
+
+def test_a_block_is_entered_once_at_an_active_ready_lead_with_a_head() -> None:
+    """A lead not ready, with no head or waiting to start enters nothing; entered, nothing again."""
+    place, entered = _one_waiting_with_room()
+    now = place.now
     assert place.lanes["coder-2"].state is LaneState.WAITING
     assert enter_when_started(S, entered, now) == (entered, ())
     fresh = evolve(place, lanes=pmap(), lanes_key="", entry=None)
@@ -515,15 +522,9 @@ def test_a_block_is_entered_once_at_an_active_ready_lead_with_a_head() -> None:
 
 def test_a_waiting_child_starts_only_at_an_open_block_whose_lead_runs() -> None:
     """launch_when_free: a lead paused, short, queued, gone past or joined starts no child."""
-    world = world_of(crew(most=2, cap=1))
-    assert spawn(world, "a") is None
-    assert spawn(world, "b") is None
-    place = world.place
-    assert place is not None
-    now = world.instant()
-    # coder-1 ended (its end not yet seen by the rules): coder-2 waits, with room.
-    ended = attrs.evolve(place.lanes["coder-1"], state=LaneState.FINISHED)
-    free = evolve(place, lanes=place.lanes.set("coder-1", ended))
+    place, free = _one_waiting_with_room()
+    now = place.now
+    ended = free.lanes["coder-1"]
     started, actions = launch_when_free(S, free, now)
     assert started.lanes["coder-2"].state is LaneState.RUNNING
     assert [a.lane for a in actions if isinstance(a, LaunchLane)] == ["coder-2"]
