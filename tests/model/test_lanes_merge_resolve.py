@@ -1,0 +1,320 @@
+"""A parallel block's merge, resolve, retry and lanes' ends: what each says and leaves, whole.
+
+Each example compares a refusal, a report or the state an observation leaves whole (the
+lane's branch in a conflict's words, every lane a refusal names, the pause's lane, the attempt
+a retry starts), where the machines of ``test_lanes.py`` look only at the way the run goes on.
+"""
+
+from __future__ import annotations
+
+import attrs
+from pyrsistent import pmap, pvector
+
+from flume.core.actions import Event, LaneOrder, MergeLanes, Report
+from flume.core.errors import Problem, UsageError
+from flume.core.ids import BranchName, Instant, Sha, StageName
+from flume.core.kinds import Join, Merge, Parallel
+from flume.core.observations import (
+    LaneEnded,
+    Launched,
+    MergeConflicted,
+    Observation,
+    ResolveAsked,
+    RetryAsked,
+)
+from flume.core.place import Fanned, LaneState, Life, PauseCause, Paused, Place, Queued, evolve
+from flume.core.step import step
+from flume.core.workflow.lanes import (
+    lane_ended,
+    lane_for,
+    lanes_ended,
+    launch_lane,
+    on_lane_retry,
+    on_merge_conflicted,
+    parallel_of,
+)
+from tests.model.test_lanes import LANES, S, end_lane, orders, sliced, world_of
+from tests.model.world import FakeWorld
+
+NAME = "feature--x"
+PATH = "/src/app/places/feature--x"
+
+
+def _place(world: FakeWorld) -> Place:
+    """The world's run, which it launched."""
+    assert world.place is not None
+    return world.place
+
+
+def _refusal(place: Place, seen: Observation) -> tuple[int, tuple[Problem, ...]]:
+    """The exit status and the problems ``seen`` is refused with at ``place``."""
+    try:
+        step(S, place, seen)
+    except UsageError as error:
+        return error.exit_status, error.problems
+    raise AssertionError(f"{seen!r} was taken")
+
+
+def _ended(
+    outcomes: dict[str, bool], *, join: Join = Join.ALL, merge: Merge = Merge.MERGE
+) -> FakeWorld:
+    """A world whose lanes ended in the order given, each finished or not."""
+    world = world_of(sliced(join=join, merge=merge))
+    for lane, finished in outcomes.items():
+        end_lane(world, lane, finished=finished)
+    return world
+
+
+def _conflicted(lane: str) -> FakeWorld:
+    """A world whose lanes all finished and whose merge conflicted on ``lane``."""
+    world = world_of(sliced())
+    world.conflicting.add(lane)
+    for each in LANES:
+        end_lane(world, each, finished=True)
+    return world
+
+
+def test_a_merge_is_reported_naming_every_lane_merged_or_none() -> None:
+    """A merge names its lanes, in order, and the head; a block that merges none says none."""
+    for merge, said in ((Merge.MERGE, ", ".join(LANES)), (Merge.NONE, "none")):
+        world = _ended(dict.fromkeys(LANES, True), merge=merge)
+        head = world.git.head(_place(world).branch)
+        merged = [report.text for report in world.reports_of(Event.MERGED)]
+        assert merged == [f"lanes merged into feature/x: {said}; its head is {head}"]
+
+
+def test_a_conflict_pauses_naming_the_lane_s_branch_every_file_and_the_merge_undone() -> None:
+    """A conflict's report and pause say the lane, its branch, each file (or that none is named)."""
+    world = _conflicted("slice-b")
+    merging = next(before for before, seen, _ in world.steps if isinstance(seen, MergeConflicted))
+    assert merging is not None
+    for files, said in (
+        (pvector(["a.txt", "b c.txt"]), "a.txt, b c.txt"),
+        (pvector(), "files git did not name"),
+    ):
+        seen = MergeConflicted(at=world.instant(), lane="slice-b", files=files)
+        place, actions = on_merge_conflicted(merging, seen)
+        words = (
+            f"merging lane slice-b (feature/x+slice-b) into feature/x conflicted in {said}; "
+            "the merge was undone"
+        )
+        assert actions[0] == Report(
+            event=Event.MERGE_CONFLICT, text=words, stage=StageName("slices")
+        )
+        assert place.stage.phase == Paused(
+            cause=PauseCause.MERGE_CONFLICT, words=words, lane="slice-b"
+        )
+
+
+def test_by_hand_is_refused_whole_while_a_merge_is_under_way_or_the_head_lacks_a_lane_claimed() -> (
+    None
+):
+    """By hand claims the paused lane and those before it merged; the lanes after are flume's."""
+    place = _place(_conflicted("slice-b"))
+    at = Instant(100.0)
+    assert _refusal(place, ResolveAsked(at=at, under_way=True)) == (
+        1,
+        (
+            Problem(
+                "resolve",
+                f"a merge is under way in {PATH} (git's MERGE_HEAD), concluded by no commit",
+                f"conclude it (git -C {PATH} commit) or undo it (git -C {PATH} merge --abort), "
+                f"then flume resolve {NAME} --by-hand",
+            ),
+        ),
+    )
+    lacking = ResolveAsked(at=at, missing=pmap({"slice-a": "its head is not in the history"}))
+    assert _refusal(place, lacking) == (
+        1,
+        (
+            Problem(
+                "resolve",
+                "the head of feature/x does not hold lane slice-a (feature/x+slice-a): its head "
+                "is not in the history",
+                f"merge it (git -C {PATH} merge --no-ff feature/x+slice-a); then flume resolve "
+                f"{NAME} --by-hand; or flume resolve {NAME} --agent",
+            ),
+        ),
+    )
+    later = ResolveAsked(at=at, missing=pmap({"slice-c": "its head is not in the history"}))
+    decision = step(S, place, later)
+    assert [type(action) for action in decision.actions] == [Report, MergeLanes]
+    assert decision.actions[0] == Report(
+        event=Event.RESUMED,
+        text=f"{NAME} resumed at slices: merged by hand",
+        stage=StageName("slices"),
+    )
+
+
+def test_going_on_without_a_lane_that_did_not_end_unfinished_is_refused_whole() -> None:
+    """The refusal lists every lane ended unfinished and names the first in declared order.
+
+    Under a first join the run pauses on the last lane to end; the mend still names the first.
+    """
+    paused_on: list[str] = []
+    for world, ended in (
+        (_ended({"slice-a": False, "slice-b": False, "slice-c": True}), "slice-a, slice-b"),
+        (
+            _ended(dict.fromkeys(LANES, False), join=Join.FIRST, merge=Merge.PICK),
+            "slice-a, slice-b, slice-c",
+        ),
+    ):
+        place = _place(world)
+        assert isinstance(place.stage.phase, Paused)
+        what = f"{NAME} has no lane 'slice-z' that ended unfinished (ended: {ended})"
+        without = ResolveAsked(at=world.instant(), without="slice-z")
+        assert _refusal(place, without) == (
+            1,
+            (
+                Problem(
+                    "resolve",
+                    what,
+                    f"name it: flume resolve {NAME} --without slice-a, or launch it again: "
+                    f"flume retry {NAME} --step slice-a",
+                ),
+            ),
+        )
+        retry = RetryAsked(at=world.instant(), step="slice-z")
+        assert _refusal(place, retry) == (
+            1,
+            (Problem("retry", what, f"flume retry {NAME} --step slice-a"),),
+        )
+        paused_on.append(place.stage.phase.lane)
+    assert paused_on == ["slice-a", "slice-c"]
+
+
+def test_going_on_without_a_lane_merges_only_what_the_block_s_merge_chooses() -> None:
+    """Merge none asks a merge of no lane; pick, of the first lane to finish alone."""
+    world = _ended({"slice-a": False, "slice-b": True, "slice-c": True}, merge=Merge.NONE)
+    start = world.git.head(BranchName("feature/x"))
+    decision = step(S, _place(world), ResolveAsked(at=world.instant(), without="slice-a"))
+    asked = [action for action in decision.actions if isinstance(action, MergeLanes)]
+    assert [action.lanes for action in asked] == [pvector()]
+    assert decision.place.merging == pvector()
+    assert world.feed(ResolveAsked(at=world.instant(), without="slice-a")) is None
+    assert world.merges == [()]
+    assert _place(world).stage.name == "after"
+    assert world.git.head(BranchName("feature/x")) == start
+    assert orders(world, LaneOrder.TIDY) == ["slice-b", "slice-c"]
+    world = _ended({"slice-c": True, "slice-a": False, "slice-b": True}, merge=Merge.PICK)
+    assert world.feed(ResolveAsked(at=world.instant(), without="slice-a")) is None
+    assert world.merges == [("slice-c",)]
+
+
+def test_a_lane_the_run_paused_on_is_the_run_s_to_launch_again_the_others_their_places() -> None:
+    """STEP-NAMED: a lane ended unfinished is the run's while the run pauses on it, else its own.
+
+    Before the pause, and once let go, a lane is its place's; a finished one is, always.
+    """
+    world = world_of(sliced())
+    end_lane(world, "slice-a", finished=False)
+    end_lane(world, "slice-b", finished=False)
+    fanned = _place(world)
+    assert isinstance(fanned.stage.phase, Fanned)
+    assert lane_for(fanned, "slice-a") == ("feature--x+slice-a", "")
+    end_lane(world, "slice-c", finished=True)
+    paused = _place(world)
+    assert lane_for(paused, "slice-a") is None
+    assert lane_for(paused, "slice-c") == ("feature--x+slice-c", "")
+    assert world.feed(ResolveAsked(at=world.instant(), without="slice-a")) is None
+    let_go = _place(world)
+    assert isinstance(let_go.stage.phase, Paused)
+    assert let_go.stage.phase.lane == "slice-b"
+    assert lane_for(let_go, "slice-a") == ("feature--x+slice-a", "")
+    assert lane_for(let_go, "slice-b") is None
+
+
+def test_a_lane_s_retry_outside_its_pause_is_refused_naming_retry() -> None:
+    """A lane's retry where the run waits on no lane's end is refused, as the retry it is."""
+    place = _place(world_of(sliced()))
+    try:
+        on_lane_retry(place, RetryAsked(at=Instant(1.0)))
+    except UsageError as error:
+        refused = error
+    else:
+        raise AssertionError("the retry was taken")
+    assert (refused.exit_status, refused.problems) == (
+        1,
+        (
+            Problem(
+                "retry",
+                f"{NAME} runs the lanes of slices; nothing there waits on a lane's retry",
+                f"nothing waits on you now: flume status {NAME} shows where it stands",
+            ),
+        ),
+    )
+
+
+def test_a_retry_naming_no_step_launches_every_lane_ended_unfinished_again_as_one_attempt() -> None:
+    """Each lane that ended unfinished, none that finished, as a place of its own; one attempt."""
+    world = _ended({"slice-a": False, "slice-b": False, "slice-c": True})
+    place = _place(world)
+    decision = step(S, place, RetryAsked(at=world.instant()))
+    again = decision.place
+    assert again.stage.attempt == place.stage.attempt + 1
+    assert isinstance(again.stage.phase, Queued | Fanned)
+    assert decision.actions[0] == Report(
+        event=Event.RETRIED,
+        text=(
+            "lane slice-a (feature--x+slice-a.2), slice-b (feature--x+slice-b.2) launched again "
+            f"from {place.entry}"
+        ),
+        stage=StageName("slices"),
+    )
+    assert [(run.lane, run.tries) for run in again.lanes.values() if run.tries > 1] == [
+        ("slice-a", 2),
+        ("slice-b", 2),
+    ]
+    assert again.lanes["slice-c"] == place.lanes["slice-c"]
+
+
+def test_a_retry_names_a_lane_by_its_path_or_by_its_name_before_the_first_at() -> None:
+    """``--step`` names a lane by its path in the tree, or its name up to the first ``@``."""
+    for named in ("slices/slice-b", "slice-b@2", "slice-b@2@3", "slices@1/slice-b"):
+        world = _ended({"slice-a": False, "slice-b": False, "slice-c": True})
+        decision = step(S, _place(world), RetryAsked(at=world.instant(), step=named))
+        relaunched = [run.lane for run in decision.place.lanes.values() if run.tries > 1]
+        assert relaunched == ["slice-b"], named
+
+
+def test_a_lane_cut_from_the_run_s_base_is_heard_of_against_the_run_s_start() -> None:
+    """A lane from the base is told once its place, started at the run's start, ended."""
+    world = world_of(sliced())
+    run = _place(world)
+    parallel = parallel_of(run)
+    assert isinstance(parallel, Parallel)
+    asked = launch_lane(run, parallel, "slice-a")
+    seen = Launched(at=world.instant(), launch=asked.launch, kind=asked.kind, start=asked.start)
+    found = step(S, None, seen).place
+    based = run.lanes.set("slice-a", attrs.evolve(run.lanes["slice-a"], from_base=True))
+    moved = evolve(run, lanes=based, start=Sha("d" * 40))
+    done = evolve(found, life=Life.FINISHED, start=moved.start)
+    assert done.start != moved.entry
+    told = lanes_ended(moved, {done.launch.place: done}, world.instant())
+    assert [each.lane for each in told] == ["slice-a"]
+
+
+def test_a_lane_s_end_carries_its_head_and_spend_finished_only_once_its_step_passed() -> None:
+    """lane_ended, whole: head, turns and tokens; finished if not dropped and its step passed."""
+    world = world_of(sliced())
+    run = _place(world)
+    parallel = parallel_of(run)
+    assert isinstance(parallel, Parallel)
+    asked = launch_lane(run, parallel, "slice-a")
+    seen = Launched(at=world.instant(), launch=asked.launch, kind=asked.kind, start=asked.start)
+    found = step(S, None, seen).place
+    spent = attrs.evolve(found.spent, turns=3, tokens=40)
+    passed = found.completed.append(StageName(found.stage.key))
+    head = Sha("e" * 40)
+    now = Instant(50.0)
+    for life, completed, finished in (
+        (Life.FINISHED, passed, True),
+        (Life.TIDIED, passed, True),
+        (Life.FINISHED, found.completed, False),
+        (Life.DROPPED, passed, False),
+    ):
+        ended = evolve(found, life=life, completed=completed, spent=spent, head=head)
+        assert lane_ended("slice-a", ended, now) == LaneEnded(
+            at=now, lane="slice-a", finished=finished, head=head, turns=3, tokens=40
+        )
+    assert run.lanes["slice-a"].state is LaneState.RUNNING
