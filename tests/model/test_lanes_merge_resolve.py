@@ -261,10 +261,8 @@ def test_a_retry_naming_no_step_launches_every_lane_ended_unfinished_again_as_on
         ),
         stage=StageName("slices"),
     )
-    assert [(run.lane, run.tries) for run in again.lanes.values() if run.tries > 1] == [
-        ("slice-a", 2),
-        ("slice-b", 2),
-    ]
+    tries = {run.lane: run.tries for run in again.lanes.values()}
+    assert tries == {"slice-a": 2, "slice-b": 2, "slice-c": 1}
     assert again.lanes["slice-c"] == place.lanes["slice-c"]
 
 
