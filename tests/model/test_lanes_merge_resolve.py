@@ -22,7 +22,18 @@ from flume.core.observations import (
     ResolveAsked,
     RetryAsked,
 )
-from flume.core.place import Fanned, LaneState, Life, PauseCause, Paused, Place, Queued, evolve
+from flume.core.place import (
+    Fanned,
+    LaneState,
+    Life,
+    Merging,
+    PauseCause,
+    Paused,
+    Place,
+    Queued,
+    evolve,
+    merge_action,
+)
 from flume.core.step import step
 from flume.core.workflow.lanes import (
     lane_ended,
@@ -31,9 +42,10 @@ from flume.core.workflow.lanes import (
     launch_lane,
     on_lane_retry,
     on_merge_conflicted,
+    on_resolve,
     parallel_of,
 )
-from tests.model.test_lanes import LANES, S, end_lane, orders, sliced, world_of
+from tests.model.test_lanes import LANES, S, end_lane, orders, run_after, sliced, world_of
 from tests.model.world import FakeWorld
 
 NAME = "feature--x"
@@ -316,3 +328,130 @@ def test_a_lane_s_end_carries_its_head_and_spend_finished_only_once_its_step_pas
             at=now, lane="slice-a", finished=finished, head=head, turns=3, tokens=40
         )
     assert run.lanes["slice-a"].state is LaneState.RUNNING
+
+
+def test_resolve_is_refused_whole_where_its_way_is_not_the_pause_s() -> None:
+    """A lane-dropped pause takes no merge's resolve; a merge's pause no ``--without``."""
+    dropped = _place(_ended({"slice-a": False, "slice-b": True, "slice-c": True}))
+    assert _refusal(dropped, ResolveAsked(at=Instant(100.0))) == (
+        1,
+        (
+            Problem(
+                "resolve",
+                f"{NAME} is paused for lane-dropped: lane slice-a ended unfinished, and no merge "
+                "waits to be resolved",
+                f"flume retry {NAME} --step slice-a (a fresh lane from the block's entry) or "
+                f"flume resolve {NAME} --without slice-a (go on without it)",
+            ),
+        ),
+    )
+    conflicted = _place(_conflicted("slice-b"))
+    assert _refusal(conflicted, ResolveAsked(at=Instant(100.0), without="slice-b")) == (
+        1,
+        (
+            Problem(
+                "resolve",
+                f"{NAME} is paused for merge-conflict: no lane ended unfinished to go without",
+                f"flume resolve {NAME} --by-hand (merge it yourself in {PATH} and commit) or "
+                f"flume resolve {NAME} --agent",
+            ),
+        ),
+    )
+
+
+def test_a_resolve_by_hand_merges_again_and_its_pause_leaves_the_clock() -> None:
+    """By hand: said resumed, merging since the word, the merge asked again, the pause ended."""
+    paused = _place(_conflicted("slice-b"))
+    assert paused.spent.paused_at is not None
+    later = evolve(paused, now=Instant(paused.spent.paused_at + 30.0))
+    place, actions = on_resolve(later, ResolveAsked(at=later.now))
+    assert place.stage == attrs.evolve(paused.stage, phase=Merging(since=later.now))
+    assert actions == (
+        Report(
+            event=Event.RESUMED,
+            text=f"{NAME} resumed at slices: merged by hand",
+            stage=StageName("slices"),
+        ),
+        merge_action(place),
+    )
+    assert (place.spent.paused_at, place.spent.paused_seconds) == (
+        None,
+        paused.spent.paused_seconds + 30.0,
+    )
+
+
+def test_an_agent_s_resolve_is_a_fresh_attempt_of_the_merge_step_told_the_conflict() -> None:
+    """``--agent`` again after its agent's merge conflicted: the attempt's counts start afresh.
+
+    The merge step's last attempt sent, took turns, was nudged, judged and told its gate; the
+    next is told the conflict the run paused on, and nothing of the last is carried over.
+    """
+    world = _conflicted("slice-a")
+    assert world.feed(ResolveAsked(at=world.instant(), agent=True)) is None
+    run_after(world)
+    again = _place(world)
+    phase = again.stage.phase
+    assert isinstance(phase, Paused)
+    assert again.spent.paused_at is not None
+    assert (again.stage.sends, again.stage.turns) == (1, 1)
+    now = Instant(again.spent.paused_at + 30.0)
+    used = attrs.evolve(
+        again.stage,
+        words="merge them gently",
+        reprompted=True,
+        retold=1,
+        judged_at=Instant(2.0),
+        nudged_at=Instant(2.5),
+    )
+    place, actions = on_resolve(
+        evolve(again, stage=used, now=now), ResolveAsked(at=now, agent=True)
+    )
+    assert place.stage == attrs.evolve(
+        used,
+        phase=Merging(since=now),
+        attempt=used.attempt + 1,
+        resolving=True,
+        words=phase.words,
+        sends=0,
+        turns=0,
+        reprompted=False,
+        retold=None,
+        judged_at=None,
+        nudged_at=None,
+    )
+    assert actions == (
+        Report(
+            event=Event.RESUMED,
+            text=f"{NAME} resumed at slices: an agent merges the lanes",
+            stage=StageName("slices"),
+        ),
+    )
+    assert (place.spent.paused_at, place.spent.paused_seconds) == (
+        None,
+        again.spent.paused_seconds + 30.0,
+    )
+
+
+def test_resolve_where_no_merge_or_lane_waits_is_refused_whole_naming_what_does() -> None:
+    """A resolve of a run that runs, is dropped, or pauses for another cause names what waits."""
+    place = _place(world_of(sliced()))
+    at = Instant(9.0)
+    idle = f"nothing waits on you now: flume status {NAME} shows where it stands"
+    nothing = "nothing there waits on a resolve: no merge conflict"
+    spent = Paused(cause=PauseCause.BUDGET, words="turns 1 of 1", spent="turns")
+    for where, what, mend in (
+        (place, f"{NAME} runs the lanes of slices; {nothing}", idle),
+        (
+            evolve(place, life=Life.DROPPED),
+            f"{NAME} was dropped; flume tidy removes its place; {nothing}",
+            idle,
+        ),
+        (
+            evolve(place, stage=attrs.evolve(place.stage, phase=spent)),
+            f"{NAME} is paused for budget, which resolve does not resolve",
+            f"flume raise {NAME} --turns +N",
+        ),
+    ):
+        for agent in (False, True):
+            seen = ResolveAsked(at=at, agent=agent)
+            assert _refusal(where, seen) == (1, (Problem("resolve", what, mend),))
