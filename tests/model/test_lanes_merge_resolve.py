@@ -10,11 +10,12 @@ from __future__ import annotations
 import attrs
 from pyrsistent import pmap, pvector
 
-from flume.core.actions import Event, LaneOrder, MergeLanes, Report
+from flume.core.actions import Event, LaneOrder, MergeLanes, OrderLane, Report
 from flume.core.errors import Problem, UsageError
 from flume.core.ids import BranchName, Instant, Sha, StageName
 from flume.core.kinds import Join, Merge, Parallel
 from flume.core.observations import (
+    DropAsked,
     LaneEnded,
     Launched,
     MergeConflicted,
@@ -36,6 +37,7 @@ from flume.core.place import (
 )
 from flume.core.step import step
 from flume.core.workflow.lanes import (
+    drop_lanes,
     lane_ended,
     lane_for,
     lanes_ended,
@@ -44,6 +46,8 @@ from flume.core.workflow.lanes import (
     on_merge_conflicted,
     on_resolve,
     parallel_of,
+    pending,
+    relaunches,
 )
 from tests.model.test_lanes import LANES, S, end_lane, orders, run_after, sliced, world_of
 from tests.model.world import FakeWorld
@@ -455,3 +459,78 @@ def test_resolve_where_no_merge_or_lane_waits_is_refused_whole_naming_what_does(
         for agent in (False, True):
             seen = ResolveAsked(at=at, agent=agent)
             assert _refusal(where, seen) == (1, (Problem("resolve", what, mend),))
+
+
+def _order(place: Place, lane: str, order: LaneOrder) -> OrderLane:
+    """The order ``order`` for lane ``lane`` of ``place``, as the run gives it."""
+    run = place.lanes[lane]
+    return OrderLane(repository="/src/app", place=run.place, order=order, spread=False)
+
+
+def test_a_retry_launches_lanes_again_only_where_the_run_pauses_on_a_parallel_s_lane() -> None:
+    """relaunches: an active run paused lane-dropped at a parallel, and no other."""
+    fanned = world_of(sliced())
+    end_lane(fanned, "slice-a", finished=False)
+    assert not relaunches(_place(fanned))
+    world = _ended({"slice-a": False, "slice-b": True, "slice-c": True})
+    paused = _place(world)
+    assert relaunches(paused)
+    assert not relaunches(evolve(paused, life=Life.DROPPED))
+    assert not relaunches(_place(_conflicted("slice-a")))
+    assert world.feed(RetryAsked(at=world.instant())) is None
+    end_lane(world, "slice-a", finished=True)
+    past = _place(world)
+    assert past.stage.name == "after"
+    phase = attrs.evolve(past.stage, phase=paused.stage.phase)
+    assert not relaunches(evolve(past, stage=phase))
+
+
+def test_a_dropped_run_ends_its_running_lanes_and_tidies_the_finished_only_at_its_block() -> None:
+    """drop_lanes, whole: a running lane dropped and ended, a finished one tidied, in order.
+
+    Past the block its finished lanes were tidied when merged: a drop orders nothing more.
+    """
+    world = world_of(sliced(cap=2))
+    end_lane(world, "slice-a", finished=True)
+    end_lane(world, "slice-b", finished=False)
+    place = _place(world)
+    ended = attrs.evolve(place.lanes["slice-c"], state=LaneState.ENDED)
+    assert drop_lanes(place) == (
+        evolve(place, lanes=place.lanes.set("slice-c", ended)),
+        (_order(place, "slice-a", LaneOrder.TIDY), _order(place, "slice-c", LaneOrder.DROP)),
+    )
+    past = _place(_ended(dict.fromkeys(LANES, True)))
+    assert past.stage.name == "after"
+    assert drop_lanes(past) == (past, ())
+
+
+def test_a_restart_asks_again_each_launch_merge_drop_and_tidy_the_run_stands_at() -> None:
+    """pending, whole: at the block, its running lanes' launches and drops of those ended.
+
+    Merging, the merge; past the block or dropped, the tidy of each finished lane besides.
+    """
+    world = world_of(sliced(cap=2))
+    end_lane(world, "slice-a", finished=True)
+    end_lane(world, "slice-b", finished=False)
+    place = _place(world)
+    parallel = parallel_of(place)
+    assert isinstance(parallel, Parallel)
+    assert pending(place) == (
+        launch_lane(place, parallel, "slice-c"),
+        _order(place, "slice-b", LaneOrder.DROP),
+    )
+    assert world.feed(DropAsked(at=world.instant())) is None
+    dropped = _place(world)
+    assert pending(dropped) == (
+        _order(place, "slice-b", LaneOrder.DROP),
+        _order(place, "slice-c", LaneOrder.DROP),
+        _order(place, "slice-a", LaneOrder.TIDY),
+    )
+    conflicted = _conflicted("slice-b")
+    merging = next(
+        before for before, seen, _ in conflicted.steps if isinstance(seen, MergeConflicted)
+    )
+    assert merging is not None
+    assert pending(merging) == (merge_action(merging),)
+    past = _place(_ended(dict.fromkeys(LANES, True)))
+    assert pending(past) == tuple(_order(past, lane, LaneOrder.TIDY) for lane in LANES)
