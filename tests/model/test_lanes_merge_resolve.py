@@ -50,6 +50,8 @@ from flume.core.workflow.lanes import (
     relaunches,
 )
 from tests.model.test_lanes import LANES, S, end_lane, orders, run_after, sliced, world_of
+from tests.model.test_orchestrate import crew, end_child, spawn
+from tests.model.test_orchestrate import world_of as orchestrate_world
 from tests.model.world import FakeWorld
 
 NAME = "feature--x"
@@ -534,3 +536,17 @@ def test_a_restart_asks_again_each_launch_merge_drop_and_tidy_the_run_stands_at(
     assert pending(merging) == (merge_action(merging),)
     past = _place(_ended(dict.fromkeys(LANES, True)))
     assert pending(past) == tuple(_order(past, lane, LaneOrder.TIDY) for lane in LANES)
+
+
+def test_a_dropped_run_at_an_orchestrate_block_tidies_its_finished_children() -> None:
+    """drop_lanes at an orchestrate block: a finished child is tidied, a running one dropped."""
+    world = orchestrate_world(crew(most=3))
+    assert spawn(world, "a") is None
+    assert spawn(world, "b") is None
+    end_child(world, "coder-1", finished=True)
+    place = _place(world)
+    ended = attrs.evolve(place.lanes["coder-2"], state=LaneState.ENDED)
+    assert drop_lanes(place) == (
+        evolve(place, lanes=place.lanes.set("coder-2", ended)),
+        (_order(place, "coder-1", LaneOrder.TIDY), _order(place, "coder-2", LaneOrder.DROP)),
+    )
