@@ -293,32 +293,31 @@ def test_a_retry_names_a_lane_by_its_path_or_by_its_name_before_the_first_at() -
         assert relaunched == ["slice-b"], named
 
 
-def test_a_lane_cut_from_the_run_s_base_is_heard_of_against_the_run_s_start() -> None:
-    """A lane from the base is told once its place, started at the run's start, ended."""
+def _run_and_lane(lane: str) -> tuple[Place, Place]:
+    """A run fanned out, and its lane ``lane``'s place as its own journal has it: launched."""
     world = world_of(sliced())
     run = _place(world)
     parallel = parallel_of(run)
     assert isinstance(parallel, Parallel)
-    asked = launch_lane(run, parallel, "slice-a")
+    asked = launch_lane(run, parallel, lane)
     seen = Launched(at=world.instant(), launch=asked.launch, kind=asked.kind, start=asked.start)
-    found = step(S, None, seen).place
+    return run, step(S, None, seen).place
+
+
+def test_a_lane_cut_from_the_run_s_base_is_heard_of_against_the_run_s_start() -> None:
+    """A lane from the base is told once its place, started at the run's start, ended."""
+    run, found = _run_and_lane("slice-a")
     based = run.lanes.set("slice-a", attrs.evolve(run.lanes["slice-a"], from_base=True))
     moved = evolve(run, lanes=based, start=Sha("d" * 40))
     done = evolve(found, life=Life.FINISHED, start=moved.start)
     assert done.start != moved.entry
-    told = lanes_ended(moved, {done.launch.place: done}, world.instant())
+    told = lanes_ended(moved, {done.launch.place: done}, Instant(50.0))
     assert [each.lane for each in told] == ["slice-a"]
 
 
 def test_a_lane_s_end_carries_its_head_and_spend_finished_only_once_its_step_passed() -> None:
     """lane_ended, whole: head, turns and tokens; finished if not dropped and its step passed."""
-    world = world_of(sliced())
-    run = _place(world)
-    parallel = parallel_of(run)
-    assert isinstance(parallel, Parallel)
-    asked = launch_lane(run, parallel, "slice-a")
-    seen = Launched(at=world.instant(), launch=asked.launch, kind=asked.kind, start=asked.start)
-    found = step(S, None, seen).place
+    run, found = _run_and_lane("slice-a")
     spent = attrs.evolve(found.spent, turns=3, tokens=40)
     passed = found.completed.append(StageName(found.stage.key))
     head = Sha("e" * 40)
