@@ -508,7 +508,8 @@ def test_a_dropped_run_ends_its_running_lanes_and_tidies_the_finished_only_at_it
 def test_a_restart_asks_again_each_launch_merge_drop_and_tidy_the_run_stands_at() -> None:
     """pending, whole: at the block, its running lanes' launches and drops of those ended.
 
-    Merging, the merge; past the block or dropped, the tidy of each finished lane besides.
+    Merging, the merge; past the block or dropped, the tidy of each finished lane besides. An
+    orchestrate block's running children's launches are its module's, none of these.
     """
     world = world_of(sliced(cap=2))
     end_lane(world, "slice-a", finished=True)
@@ -535,6 +536,10 @@ def test_a_restart_asks_again_each_launch_merge_drop_and_tidy_the_run_stands_at(
     assert pending(merging) == (merge_action(merging),)
     past = _place(_ended(dict.fromkeys(LANES, True)))
     assert pending(past) == tuple(_order(past, lane, LaneOrder.TIDY) for lane in LANES)
+    led = orchestrate_world(crew(most=2))
+    assert spawn(led, "a") is None
+    assert [run.state for run in _place(led).lanes.values()] == [LaneState.RUNNING]
+    assert pending(_place(led)) == ()
 
 
 def test_a_dropped_run_at_an_orchestrate_block_tidies_its_finished_children() -> None:
