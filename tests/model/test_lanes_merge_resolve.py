@@ -8,6 +8,8 @@ a retry starts), where the machines of ``test_lanes.py`` look only at the way th
 from __future__ import annotations
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyrsistent import pmap, pvector
 
 from flume.core.actions import Event, LaneOrder, MergeLanes, OrderLane, Report
@@ -554,3 +556,47 @@ def test_a_dropped_run_at_an_orchestrate_block_tidies_its_finished_children() ->
         evolve(place, lanes=place.lanes.set("coder-2", ended)),
         (_order(place, "coder-1", LaneOrder.TIDY), _order(place, "coder-2", LaneOrder.DROP)),
     )
+
+
+BLOCKS = (
+    (Join.ALL, Merge.MERGE),
+    (Join.ALL, Merge.PICK),
+    (Join.ALL, Merge.NONE),
+    (Join.FIRST, Merge.PICK),
+)
+
+
+@settings(max_examples=min(settings().max_examples, 100), deadline=None)
+@given(
+    block=st.sampled_from(BLOCKS),
+    ends=st.permutations(LANES),
+    finished=st.lists(st.booleans(), min_size=3, max_size=3),
+    picks=st.lists(st.integers(0, 2), max_size=3),
+)
+def test_a_run_paused_on_a_lane_s_end_always_names_a_lane_ended_unfinished(
+    block: tuple[Join, Merge], ends: list[str], finished: list[bool], picks: list[int]
+) -> None:
+    """WF-JOIN-ALL: paused lane-dropped, the run's lanes ended unfinished hold the pause's lane.
+
+    Whatever order the lanes end in, and whichever of them a person goes on without: so a
+    resolve's or retry's refusal always has a lane ended unfinished to name first.
+    """
+    join, merge = block
+    world = world_of(sliced(join=join, merge=merge))
+    for lane, done in zip(ends, finished, strict=True):
+        if _place(world).lanes[lane].state is LaneState.RUNNING:
+            end_lane(world, lane, finished=done)
+    for pick in [*picks, None]:
+        place = _place(world)
+        phase = place.stage.phase
+        if not (isinstance(phase, Paused) and phase.cause is PauseCause.LANE_DROPPED):
+            break
+        ended = [
+            run.lane
+            for run in place.lanes.values()
+            if run.state is LaneState.ENDED and not run.let_go
+        ]
+        assert phase.lane in ended
+        if pick is not None:
+            without = sorted(ended)[pick % len(ended)]
+            assert world.feed(ResolveAsked(at=world.instant(), without=without)) is None
