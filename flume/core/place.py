@@ -702,6 +702,9 @@ class Place:
     #: drop that took it back): each ended, and asked again after a restart, until its exit is
     #: seen (R4: never two agents in one worktree).
     strays: PSet[SessionId] = attrs.field(factory=pset)
+    #: An end asked of its agent or a stray failed, and was not asked again since
+    #: (AGENT-END-FAILED-NAMED: asked again once a stage waits on it).
+    end_failed: bool = False
     held: PVector[Tell] = attrs.field(factory=pvector)
     sending: TellSending | None = None
     tells_given: int = 0
@@ -806,6 +809,7 @@ class PlaceChanges(TypedDict, total=False):
     completed: PVector[StageName]
     agent: Agent | None
     strays: PSet[SessionId]
+    end_failed: bool
     held: PVector[Tell]
     sending: TellSending | None
     tells_given: int

@@ -20,6 +20,10 @@ RULES: dict[str, str] = {
     "R2": "The repository's declaration makes the place ready; a failed setup is a stop short.",
     "R3": "Every stage of the work runs in that one place.",
     "R4": "Each stage starts a new agent; the previous one has ended.",
+    "AGENT-END-FAILED-NAMED": (
+        "An agent that would not end, with a stage queued behind it, stops that stage short, "
+        "named; its retry asks the end again."
+    ),
     "R5": "Start the agent, wait for input, send, read the transcript for the prompt.",
     "DELIVERY-TWO-SENDS": "Missing: send once more. Never a third send.",
     "DELIVERY-NEVER-BEGAN": "Missing again: report that the stage never began.",

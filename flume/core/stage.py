@@ -692,7 +692,11 @@ def on_retry(place: Place, words: str) -> Outcome:
         # its worktree, or failed before the stop): merged again once the new lead waits; a
         # merge is idempotent, and one seen after this is not taken for the join's.
         place = evolve(place, join=JoinStage.OPEN)
+    # An end asked before and not seen (it failed: AGENT-END-FAILED-NAMED) is asked again.
+    again = _ask_end_again(place, "the stage is retried")
+    place = evolve(place, end_failed=False)
     place, actions = _end_agent(place, "the stage is retried")
+    actions = (*again, *actions)
     place = evolve(place, spent=budget.resumed_at(place.spent, place.now))
     if place.submission is not Submission.LANDED:
         place = evolve(place, submission=Submission.NONE)
@@ -920,13 +924,12 @@ def land_again(settings: Settings, place: Place, now: Instant) -> Outcome:
     return place, (land(place),)
 
 
-def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
-    """An action failed: the core decides what it means, as for anything else seen."""
-    report = Report(
-        event=Event.FAILED,
-        text=f"{seen.action.value} failed (status {seen.status}): {seen.output}".rstrip(),
-        stage=place.stage.name,
-    )
+def _stopped_by_failure(place: Place, seen: ActionFailed) -> Outcome | None:
+    """The stage an action's failure stops short, if any: what it waited on failed.
+
+    AGENT-END-FAILED-NAMED: an agent's end that failed, with a stage queued behind it, stops that
+    stage short, naming the agent and the way out (R4 keeps the next agent from starting).
+    """
     pending = {
         ActionName.MAKE_WORKTREE: not place.made or place.rebuilding,
         ActionName.RUN_SETUP: place.made and not place.ready,
@@ -942,7 +945,34 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         words = f"{seen.action.value} failed: {seen.output}".rstrip()
         place, ended = _end_agent(place, words)
         place, short = _short(place, ShortCause.FAILED, words)
-        return place, (report, *ended, *short)
+        return place, (*ended, *short)
+    if seen.action is ActionName.END_AGENT and _held_by_an_agent(place):
+        # WF-NO-SILENT-WAIT: the queued stage would wait for ever on an agent that does not
+        # end, saying nothing; the retry asks its end again.
+        why = f": {seen.output}" if seen.output.strip() else ""
+        words = (
+            f"flume could not end {_ending_words(place)} before stage {place.stage.name} "
+            f"starts{why}; close it, then flume retry {_name(place)}"
+        )
+        return _short(evolve(place, end_failed=False), ShortCause.FAILED, words)
+    if seen.action is ActionName.END_AGENT and _to_end(place):
+        # No stage waits on it yet: the end is asked again once one does (start_when_free).
+        return evolve(place, end_failed=True), ()
+    return None
+
+
+def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
+    """An action failed: the core decides what it means, as for anything else seen."""
+    report = Report(
+        event=Event.FAILED,
+        text=f"{seen.action.value} failed (status {seen.status}): {seen.output}".rstrip(),
+        stage=place.stage.name,
+    )
+    stopped = _stopped_by_failure(place, seen)
+    if stopped is not None:
+        place, actions = stopped
+        return place, (report, *actions)
+    gone = place.worktree_gone or place.branch_gone
     merging = (isinstance(place.stage.phase, Merging) and not place.stage.resolving) or (
         leading(place) is not None and place.join is JoinStage.MERGING
     )
@@ -987,6 +1017,34 @@ def on_action_failed(place: Place, seen: ActionFailed) -> Outcome:
         # again must not make it loop. ``flume tidy`` asks again.
         return evolve(place, tidy=TidyNotWanted()), (report,)
     return place, (report,)
+
+
+def _to_end(place: Place) -> bool:
+    """An agent asked to end is not yet seen gone: the place's own, or a stray."""
+    return (place.agent is not None and place.agent.ending) or bool(place.strays)
+
+
+def _held_by_an_agent(place: Place) -> bool:
+    """A queued stage of an active place waits for an agent asked to end, or a stray's end."""
+    return place.life is Life.ACTIVE and isinstance(place.stage.phase, Queued) and _to_end(place)
+
+
+def _ending_words(place: Place) -> str:
+    """The agents a queued stage waits on, in words: the place's agent (its pane), strays."""
+    agent = place.agent
+    named = [] if agent is None or not agent.ending else [f"the agent in pane {agent.pane}"]
+    named += [f"the stray agent {session}" for session in sorted(place.strays)]
+    return " and ".join(named)
+
+
+def _ask_end_again(place: Place, reason: str) -> tuple[Action, ...]:
+    """Every end asked for and not yet seen, asked again (after an end that failed)."""
+    agent = place.agent
+    again: list[Action] = []
+    if agent is not None and agent.ending:
+        again.append(EndAgent(session=agent.session, reason=reason))
+    again.extend(end_stray(session) for session in sorted(place.strays))
+    return tuple(again)
 
 
 def _end_agent(place: Place, reason: str) -> Outcome:
@@ -1158,6 +1216,13 @@ def start_when_free(settings: Settings, place: Place, now: Instant) -> Outcome:
     again, just before the start, that the folder is the place's worktree on its branch).
     """
     del settings
+    if place.end_failed and not _to_end(place):
+        place = evolve(place, end_failed=False)  # what would not end is gone since
+    if place.end_failed and _held_by_an_agent(place):
+        # AGENT-END-FAILED-NAMED: an end that failed while no stage waited on it is asked again
+        # now that one does; failing again, it stops this stage short, named.
+        reason = f"its end failed; stage {place.stage.name} waits on it"
+        return evolve(place, end_failed=False), _ask_end_again(place, reason)
     if (
         place.life is not Life.ACTIVE
         or place.worktree_gone

@@ -202,6 +202,8 @@ class Agent:
     #: Each text pasted into its pane, in order; ``read``: how many its transcript holds.
     pasted: list[str] = attrs.field(factory=list)
     read: int = 0
+    #: Its pane will not close: every end asked fails until the process exits of itself.
+    stubborn: bool = False
 
 
 @attrs.define
@@ -458,6 +460,9 @@ class Fleet:
                 agent = self.agents.get(session)
                 if agent is None:
                     return []
+                if agent.live and agent.stubborn:
+                    said = "the agent's pane is still open"
+                    return [ActionFailed(at=at, action=ActionName.END_AGENT, output=said)]
                 agent.live = False
                 agent.activity = Activity.STOPPED
                 return [AgentExited(at=at, session=session)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from flume.core.actions import (
@@ -15,7 +16,7 @@ from flume.core.actions import (
     StartAgent,
 )
 from flume.core.errors import UsageError
-from flume.core.ids import BranchName, Instant, KindName, Sha
+from flume.core.ids import BranchName, Instant, KindName, SessionId, Sha, StageName
 from flume.core.observations import (
     ActionFailed,
     AgentExited,
@@ -23,18 +24,21 @@ from flume.core.observations import (
     BranchHead,
     BranchVanished,
     DropAsked,
+    PaneOutput,
+    ProceedAsked,
     RetryAsked,
     SetupFinished,
+    StopAsked,
     Tick,
     WorktreeFacts,
     WorktreeLost,
     WorktreeMade,
 )
-from flume.core.place import Life, Short, ShortCause, TidyWanted
+from flume.core.place import AwaitingWord, Life, Short, ShortCause, TidyWanted, evolve
 from flume.core.status import PhaseWord, status
 from flume.core.step import pending, step
 from flume.core.tidy import plan
-from tests.model.test_rules import SESSION, S, made, run, working
+from tests.model.test_rules import SESSION, S, committed_and_waiting, made, run, started, working
 
 PATH = "/src/app/places/fix--typo"
 BRANCH = BranchName("fix/typo")
@@ -247,3 +251,93 @@ def test_tidy_never_removes_the_plain_folder_left_where_its_worktree_was() -> No
     assert isinstance(actions[0], KeepPlace)
     assert "plain folder" in actions[0].reason
     assert "made by hand" not in actions[0].reason
+
+
+def test_an_agent_that_would_not_end_stops_the_queued_stage_short_and_the_retry_ends_it() -> None:
+    """AGENT-END-FAILED-NAMED: an end that failed is named with the way out, and asked again.
+
+    A stage retried waits, queued, for its old agent's end (R4). Before, the end failing (its
+    pane would not close) left it queued for ever with nothing named but an event.
+    """
+    short = step(S, working(), StopAsked(at=Instant(5))).place
+    retried = step(S, short, RetryAsked(at=Instant(6)))
+    assert [a.session for a in retried.actions if isinstance(a, EndAgent)] == [SESSION]
+    failed = step(
+        S,
+        retried.place,
+        ActionFailed(
+            at=Instant(7), action=ActionName.END_AGENT, output="the agent's pane is still open"
+        ),
+    )
+    phase = failed.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.cause is ShortCause.FAILED
+    assert phase.words == (
+        "flume could not end the agent in pane %1 before stage code starts: the agent's pane "
+        "is still open; close it, then flume retry fix--typo"
+    )
+    assert status(failed.place).phase is PhaseWord.SHORT
+    # Retried again, its end is asked again; once it is seen gone, the fresh agent starts.
+    again = step(S, failed.place, RetryAsked(at=Instant(8)))
+    assert [a for a in again.actions if isinstance(a, EndAgent)] == [
+        EndAgent(session=SESSION, reason="the stage is retried")
+    ]
+    assert not any(isinstance(a, StartAgent) for a in again.actions)
+    gone = step(S, again.place, AgentExited(at=Instant(9), session=SESSION))
+    assert [a.attempt for a in gone.actions if isinstance(a, StartAgent)] == [3]
+
+
+def test_a_stray_that_would_not_end_is_named_by_its_session_and_asked_again() -> None:
+    """AGENT-END-FAILED-NAMED: a stray agent's end that failed names it; a retry asks again."""
+    short = step(S, working(), StopAsked(at=Instant(5))).place
+    gone = step(S, short, AgentExited(at=Instant(6), session=SESSION)).place
+    stray = step(S, gone, started(at=7.0, session="s9")).place
+    assert set(stray.strays) == {SessionId("s9")}
+    retried = step(S, stray, RetryAsked(at=Instant(8)))
+    assert [a.session for a in retried.actions if isinstance(a, EndAgent)] == ["s9"]
+    failed = step(S, retried.place, ActionFailed(at=Instant(9), action=ActionName.END_AGENT))
+    phase = failed.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words == (
+        "flume could not end the stray agent s9 before stage code starts; close it, then "
+        "flume retry fix--typo"
+    )
+    # An end that fails with no stage waiting on it (the place stopped short) is only noted.
+    again = step(S, failed.place, ActionFailed(at=Instant(9), action=ActionName.END_AGENT))
+    assert again.place == evolve(failed.place, end_failed=True)
+    assert [type(a).__name__ for a in again.actions] == ["Report"]
+
+
+def test_an_end_that_failed_before_the_next_stage_waited_is_asked_again_when_it_does() -> None:
+    """AGENT-END-FAILED-NAMED: a failed end no stage waited on is asked again once one does.
+
+    The code stage ended, the submit stage waits on the caller's word: the old agent's end
+    fails then, holding nothing back. Once the word comes and submit waits to start, the end is
+    asked again; failing again, submit stops short, named.
+    """
+    place = committed_and_waiting()
+    place = evolve(
+        place, launch=attrs.evolve(place.launch, waits=place.launch.waits.add(StageName("submit")))
+    )
+    place = step(
+        S, place, PaneOutput(at=Instant(11), session=SESSION, last_output_at=Instant(11))
+    ).place
+    done = step(S, place, Tick(at=Instant(17))).place
+    assert isinstance(done.stage.phase, AwaitingWord)
+    end = ActionFailed(at=Instant(18), action=ActionName.END_AGENT, output="no pane")
+    failed = step(S, done, end)
+    assert (failed.place.end_failed, failed.place.stage.phase) == (True, done.stage.phase)
+    assert [type(a).__name__ for a in failed.actions] == ["Report"]
+    word = step(S, failed.place, ProceedAsked(at=Instant(19)))
+    assert [a for a in word.actions if isinstance(a, EndAgent | StartAgent)] == [
+        EndAgent(session=SESSION, reason="its end failed; stage submit waits on it")
+    ]
+    assert not word.place.end_failed
+    again = step(S, word.place, attrs.evolve(end, at=Instant(20)))
+    phase = again.place.stage.phase
+    assert isinstance(phase, Short)
+    assert phase.words.startswith("flume could not end the agent in pane %1 before stage submit")
+    # Its exit seen at last, a failed end left over asks nothing of a later stage.
+    left = evolve(again.place, end_failed=True)
+    gone = step(S, left, AgentExited(at=Instant(21), session=SESSION))
+    assert not gone.place.end_failed

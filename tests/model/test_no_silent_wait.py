@@ -412,6 +412,16 @@ class NoSilentWaitMachine(RuleBasedStateMachine):
             )
 
     @rule(index=st.integers(0, 50))
+    def agent_will_not_end(self, index: int) -> None:
+        """AGENT-END-FAILED-NAMED: an agent's pane will not close; each end asked of it fails.
+
+        Until it exits of itself (``agent_exits``), it goes on working where it is.
+        """
+        agents = self.live()
+        if agents:
+            agents[index % len(agents)].stubborn = True
+
+    @rule(index=st.integers(0, 50))
     def agent_needs(self, index: int) -> None:
         """An agent stops short: it runs ``flume needs``."""
         agents = self.live()
