@@ -64,8 +64,7 @@ from flume.core.workflow.lanes import (
     parallel_of,
 )
 from tests.model.test_lanes import LANES, S, end_lane, sliced, world_of
-from tests.model.test_orchestrate import crew, end_child, spawn
-from tests.model.test_orchestrate import world_of as led_world
+from tests.model.test_orchestrate_run import merge_conflicted
 from tests.model.world import FakeWorld
 
 #: The events a parallel block reports of its own lanes and its join.
@@ -443,14 +442,7 @@ def test_no_lane_of_a_block_passed_is_a_child_of_the_orchestrate_not_yet_entered
 
 def test_a_restart_while_an_agent_resolves_the_children_s_merge_asks_no_merge() -> None:
     """The children's merge conflicted and an agent merges them: flume merges nothing meanwhile."""
-    world = led_world(crew(most=1))
-    world.conflicting = {"coder-1"}
-    assert spawn(world) is None
-    world.end_turn()
-    end_child(world, "coder-1", finished=True)
-    for _ in range(2):
-        world.deliver()
-        world.end_turn()
+    world = merge_conflicted()
     paused = at(world).stage.phase
     assert isinstance(paused, Paused)
     assert paused.cause is PauseCause.MERGE_CONFLICT

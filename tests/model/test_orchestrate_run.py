@@ -660,8 +660,8 @@ def test_a_join_met_while_the_lead_s_agent_ends_is_said_in_its_next_prompt_whole
     assert after.stage == attrs.evolve(ending.stage, words=words)
 
 
-def test_a_conflict_resolved_by_hand_moves_the_run_s_head_to_the_merge() -> None:
-    """A lead's merge resolved by hand: the run's head is the merge's, its lead queued again."""
+def merge_conflicted() -> FakeWorld:
+    """A crew of one coder whose finished child's merge conflicted: the lead paused on it."""
     world = world_of(crew(most=1))
     world.conflicting = {"coder-1"}
     assert spawn(world) is None
@@ -670,6 +670,12 @@ def test_a_conflict_resolved_by_hand_moves_the_run_s_head_to_the_merge() -> None
     for _ in range(2):
         world.deliver()
         world.end_turn()
+    return world
+
+
+def test_a_conflict_resolved_by_hand_moves_the_run_s_head_to_the_merge() -> None:
+    """A lead's merge resolved by hand: the run's head is the merge's, its lead queued again."""
+    world = merge_conflicted()
     world.conflicting.clear()
     assert world.feed(ResolveAsked(at=world.instant())) is None
     merged = [(seen, d.place) for _b, seen, d in world.steps if isinstance(seen, LanesMerged)]
