@@ -13,16 +13,18 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from flume.core.actions import EndAgent, Event, Report, SendPrompt
+from flume.core.actions import ActionName, EndAgent, Event, Report, SendPrompt
 from flume.core.ids import BranchName, Instant, KindName, SessionId, WorkName
 from flume.core.kinds import BUILTIN_KINDS
 from flume.core.launch import Launch
 from flume.core.observations import (
+    ActionFailed,
     Activity,
     AgentExited,
     AgentReady,
@@ -36,6 +38,7 @@ from flume.shell import process
 from flume.shell.agents import claude, scripted
 from flume.shell.agents.runner import Agents
 from flume.shell.panes.tmux import Tmux
+from flume.shell.process import Ran
 from flume.shell.store import journal, places
 from flume.shell.supervisor import client
 from tests.integration.agents_kit import (
@@ -178,6 +181,72 @@ def test_ending_the_last_agent_of_a_server_ends_it_every_time(tmp_path: Path, pa
     assert failed_ends == []
     assert failed_starts == []
     assert panes.panes() == {}
+
+
+class _LateTmux(Tmux):
+    """flume's tmux, whose panes close a while after they are asked to (as herdr's may)."""
+
+    def __init__(self, socket: Path, late: float | None) -> None:
+        super().__init__(socket=socket)
+        #: Seconds until a closed pane is gone; None: it never is (a pane held open).
+        self.late = late
+        self.timers: list[threading.Timer] = []
+
+    def kill_pane(self, pane: str) -> Ran:
+        """Close the pane ``late`` seconds from now, in a thread; or never: tmux says ok."""
+        if self.late is not None:
+            timer = threading.Timer(self.late, super().kill_pane, args=(pane,))
+            timer.start()
+            self.timers.append(timer)
+        return self.run("display-message", "-p", "")
+
+
+@pytest.mark.parametrize(("late", "ended"), [(0.3, True), (None, False)])
+def test_an_end_looks_again_for_a_pane_that_closes_late_and_says_one_that_stays(
+    tmp_path: Path, panes: Tmux, late: float | None, *, ended: bool
+) -> None:
+    """AGENT-END-FAILED-NAMED's shell side: a pane gone soon after is ended; one held, not.
+
+    A pane that closes a moment after its close was asked is an ended agent, never a failure
+    (the core would stop the next stage short on it); one that stays open is said so.
+    """
+    folder = tmp_path / "place"
+    folder.mkdir()
+    launch = Launch(
+        repository=str(tmp_path),
+        kind=KindName("fix"),
+        name=WorkName("late"),
+        brief="End.",
+        base=BranchName("main"),
+    )
+    place = step(
+        Settings(),
+        None,
+        Launched(at=Instant(0), launch=launch, kind=BUILTIN_KINDS[KindName("fix")]),
+    ).place
+    assert place is not None
+    server = _LateTmux(socket=panes.socket, late=late)
+    session = SessionId("late-0001-00000000")
+    started = server.start(
+        group="late",
+        window="late",
+        cwd=folder,
+        argv=["sleep", "600"],
+        env={"FLUME_SESSION": session},
+    )
+    assert started.ok, started.err
+    said = Agents(tmux=server).end(place, EndAgent(session=session, reason="ended"), Instant(1))
+    for timer in server.timers:
+        timer.join()
+    if ended:
+        assert said == [AgentExited(at=Instant(1), session=session)]
+    else:
+        assert said == [
+            ActionFailed(
+                at=Instant(1), action=ActionName.END_AGENT, output="the agent's pane is still open"
+            )
+        ]
+        assert any(pane.session == session for pane in (panes.panes() or {}).values())
 
 
 def _daemon_ticked_past(instant: float) -> bool:

@@ -56,6 +56,8 @@ from flume.shell.tools.notify import SAFETY_SECONDS, Notify
 
 #: Fixed, so that one stage attempt always names the same session.
 _NAMESPACE = uuid.UUID("5b7f0c1e-3c8e-4f1a-9a51-6e2d6f6c7a10")
+#: How long an agent's end looks again for its pane to be gone before saying it is still open.
+_END_SECONDS = 2.0
 #: The caller's own multiplexer's variables, which would make an agent think it runs in the
 #: caller's pane: tmux's, and herdr's (herdr sets its own in the panes it starts for flume).
 _TMUX_VARIABLES = frozenset(
@@ -274,14 +276,22 @@ class Agents:
         for pane in panes.values():
             if pane.session == action.session:
                 server.kill_pane(pane.id)
-        left = server.panes()
-        if left is None or any(pane.session == action.session for pane in left.values()):
-            return [
-                ActionFailed(
-                    at=at, action=ActionName.END_AGENT, output="the agent's pane is still open"
-                )
-            ]
-        return [AgentExited(at=at, session=action.session)]
+        # A backend may close the pane a moment after it answers (herdr's pane.close): look
+        # again until it is gone, for a bounded while, before saying it would not end (the core
+        # then stops a stage waiting on it short: AGENT-END-FAILED-NAMED).
+        deadline = time.monotonic() + _END_SECONDS
+        while True:
+            left = server.panes()
+            open_ = left is None or any(pane.session == action.session for pane in left.values())
+            if not open_:
+                return [AgentExited(at=at, session=action.session)]
+            if time.monotonic() >= deadline:
+                return [
+                    ActionFailed(
+                        at=at, action=ActionName.END_AGENT, output="the agent's pane is still open"
+                    )
+                ]
+            time.sleep(0.05)  # the backend's own state, with no event to wait on: look again
 
     def send(self, place: Place, action: SendPrompt | SendTell, at: Instant) -> list[Observation]:
         """Paste the text literally into the agent's pane and press Enter.
