@@ -31,7 +31,7 @@ from flume.core.observations import (
     Launched,
     StopAsked,
 )
-from flume.core.place import Short, ShortCause, Working
+from flume.core.place import Place, Short, ShortCause, Working
 from flume.core.settings import Settings
 from flume.core.step import step
 from flume.shell import process
@@ -141,6 +141,23 @@ def test_lost_twice_never_began_and_no_third_send(tmp_path: Path, panes: Tmux) -
     assert typed_lines(place_of(journal_path), session, _marker("deaf")) == []
 
 
+def _ended_fix(tmp_path: Path, name: str) -> tuple[Path, Place]:
+    """A fix launched in ``tmp_path`` (its place's folder made): the place whose agents end."""
+    folder = tmp_path / "place"
+    folder.mkdir()
+    launch = Launch(
+        repository=str(tmp_path),
+        kind=KindName("fix"),
+        name=WorkName(name),
+        brief="End.",
+        base=BranchName("main"),
+    )
+    kind = BUILTIN_KINDS[KindName("fix")]
+    place = step(Settings(), None, Launched(at=Instant(0), launch=launch, kind=kind)).place
+    assert place is not None
+    return folder, place
+
+
 def test_ending_the_last_agent_of_a_server_ends_it_every_time(tmp_path: Path, panes: Tmux) -> None:
     """R4: 200 ends of a one-pane server's only agent: each an AgentExited, never a failure.
 
@@ -148,18 +165,7 @@ def test_ending_the_last_agent_of_a_server_ends_it_every_time(tmp_path: Path, pa
     target" now and then, or a start with "server exited unexpectedly": a server gone is an
     ended agent, and the next start makes a new one. A count, not a timing.
     """
-    folder = tmp_path / "place"
-    folder.mkdir()
-    launch = Launch(
-        repository=str(tmp_path),
-        kind=KindName("fix"),
-        name=WorkName("ends"),
-        brief="End.",
-        base=BranchName("main"),
-    )
-    kind = BUILTIN_KINDS[KindName("fix")]
-    place = step(Settings(), None, Launched(at=Instant(0), launch=launch, kind=kind)).place
-    assert place is not None
+    folder, place = _ended_fix(tmp_path, "ends")
     agents = Agents(tmux=panes)
     failed_starts: list[str] = []
     failed_ends: list[str] = []
@@ -210,21 +216,7 @@ def test_an_end_looks_again_for_a_pane_that_closes_late_and_says_one_that_stays(
     A pane that closes a moment after its close was asked is an ended agent, never a failure
     (the core would stop the next stage short on it); one that stays open is said so.
     """
-    folder = tmp_path / "place"
-    folder.mkdir()
-    launch = Launch(
-        repository=str(tmp_path),
-        kind=KindName("fix"),
-        name=WorkName("late"),
-        brief="End.",
-        base=BranchName("main"),
-    )
-    place = step(
-        Settings(),
-        None,
-        Launched(at=Instant(0), launch=launch, kind=BUILTIN_KINDS[KindName("fix")]),
-    ).place
-    assert place is not None
+    folder, place = _ended_fix(tmp_path, "late")
     server = _LateTmux(socket=panes.socket, late=late)
     session = SessionId("late-0001-00000000")
     started = server.start(
